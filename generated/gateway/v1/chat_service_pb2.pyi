@@ -1,0 +1,123 @@
+from gateway.v1 import usage_pb2 as _usage_pb2
+from google.api import annotations_pb2 as _annotations_pb2
+from google.protobuf.internal import containers as _containers
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class ChatMessage(_message.Message):
+    __slots__ = ("role", "content")
+    ROLE_FIELD_NUMBER: _ClassVar[int]
+    CONTENT_FIELD_NUMBER: _ClassVar[int]
+    role: str
+    content: str
+    def __init__(self, role: _Optional[str] = ..., content: _Optional[str] = ...) -> None: ...
+
+class ChatChoice(_message.Message):
+    __slots__ = ("index", "message", "finish_reason")
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    FINISH_REASON_FIELD_NUMBER: _ClassVar[int]
+    index: int
+    message: ChatMessage
+    finish_reason: str
+    def __init__(self, index: _Optional[int] = ..., message: _Optional[_Union[ChatMessage, _Mapping]] = ..., finish_reason: _Optional[str] = ...) -> None: ...
+
+class ChatDelta(_message.Message):
+    __slots__ = ("role", "content")
+    ROLE_FIELD_NUMBER: _ClassVar[int]
+    CONTENT_FIELD_NUMBER: _ClassVar[int]
+    role: str
+    content: str
+    def __init__(self, role: _Optional[str] = ..., content: _Optional[str] = ...) -> None: ...
+
+class ChatChunkChoice(_message.Message):
+    __slots__ = ("index", "delta", "finish_reason")
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    DELTA_FIELD_NUMBER: _ClassVar[int]
+    FINISH_REASON_FIELD_NUMBER: _ClassVar[int]
+    index: int
+    delta: ChatDelta
+    finish_reason: str
+    def __init__(self, index: _Optional[int] = ..., delta: _Optional[_Union[ChatDelta, _Mapping]] = ..., finish_reason: _Optional[str] = ...) -> None: ...
+
+class StreamOptions(_message.Message):
+    __slots__ = ("include_usage",)
+    INCLUDE_USAGE_FIELD_NUMBER: _ClassVar[int]
+    include_usage: bool
+    def __init__(self, include_usage: _Optional[bool] = ...) -> None: ...
+
+class CreateChatCompletionRequest(_message.Message):
+    __slots__ = ("model", "messages", "max_tokens", "temperature", "top_p", "stream", "stop", "stream_options")
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    MAX_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    TEMPERATURE_FIELD_NUMBER: _ClassVar[int]
+    TOP_P_FIELD_NUMBER: _ClassVar[int]
+    STREAM_FIELD_NUMBER: _ClassVar[int]
+    STOP_FIELD_NUMBER: _ClassVar[int]
+    STREAM_OPTIONS_FIELD_NUMBER: _ClassVar[int]
+    model: str
+    messages: _containers.RepeatedCompositeFieldContainer[ChatMessage]
+    max_tokens: int
+    temperature: float
+    top_p: float
+    stream: bool
+    stop: _containers.RepeatedScalarFieldContainer[str]
+    stream_options: StreamOptions
+    def __init__(self, model: _Optional[str] = ..., messages: _Optional[_Iterable[_Union[ChatMessage, _Mapping]]] = ..., max_tokens: _Optional[int] = ..., temperature: _Optional[float] = ..., top_p: _Optional[float] = ..., stream: _Optional[bool] = ..., stop: _Optional[_Iterable[str]] = ..., stream_options: _Optional[_Union[StreamOptions, _Mapping]] = ...) -> None: ...
+
+class CreateChatCompletionResponse(_message.Message):
+    __slots__ = ("id", "object", "created", "model", "choices", "usage")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    OBJECT_FIELD_NUMBER: _ClassVar[int]
+    CREATED_FIELD_NUMBER: _ClassVar[int]
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    CHOICES_FIELD_NUMBER: _ClassVar[int]
+    USAGE_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    object: str
+    created: int
+    model: str
+    choices: _containers.RepeatedCompositeFieldContainer[ChatChoice]
+    usage: _usage_pb2.Usage
+    def __init__(self, id: _Optional[str] = ..., object: _Optional[str] = ..., created: _Optional[int] = ..., model: _Optional[str] = ..., choices: _Optional[_Iterable[_Union[ChatChoice, _Mapping]]] = ..., usage: _Optional[_Union[_usage_pb2.Usage, _Mapping]] = ...) -> None: ...
+
+class StreamChatCompletionRequest(_message.Message):
+    __slots__ = ("model", "messages", "max_tokens", "temperature", "top_p", "stream", "stop", "stream_options")
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    MAX_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    TEMPERATURE_FIELD_NUMBER: _ClassVar[int]
+    TOP_P_FIELD_NUMBER: _ClassVar[int]
+    STREAM_FIELD_NUMBER: _ClassVar[int]
+    STOP_FIELD_NUMBER: _ClassVar[int]
+    STREAM_OPTIONS_FIELD_NUMBER: _ClassVar[int]
+    model: str
+    messages: _containers.RepeatedCompositeFieldContainer[ChatMessage]
+    max_tokens: int
+    temperature: float
+    top_p: float
+    stream: bool
+    stop: _containers.RepeatedScalarFieldContainer[str]
+    stream_options: StreamOptions
+    def __init__(self, model: _Optional[str] = ..., messages: _Optional[_Iterable[_Union[ChatMessage, _Mapping]]] = ..., max_tokens: _Optional[int] = ..., temperature: _Optional[float] = ..., top_p: _Optional[float] = ..., stream: _Optional[bool] = ..., stop: _Optional[_Iterable[str]] = ..., stream_options: _Optional[_Union[StreamOptions, _Mapping]] = ...) -> None: ...
+
+class StreamChatCompletionResponse(_message.Message):
+    __slots__ = ("id", "object", "created", "model", "choices", "usage")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    OBJECT_FIELD_NUMBER: _ClassVar[int]
+    CREATED_FIELD_NUMBER: _ClassVar[int]
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    CHOICES_FIELD_NUMBER: _ClassVar[int]
+    USAGE_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    object: str
+    created: int
+    model: str
+    choices: _containers.RepeatedCompositeFieldContainer[ChatChunkChoice]
+    usage: _usage_pb2.Usage
+    def __init__(self, id: _Optional[str] = ..., object: _Optional[str] = ..., created: _Optional[int] = ..., model: _Optional[str] = ..., choices: _Optional[_Iterable[_Union[ChatChunkChoice, _Mapping]]] = ..., usage: _Optional[_Union[_usage_pb2.Usage, _Mapping]] = ...) -> None: ...

@@ -1,0 +1,92 @@
+from gateway.v1 import chat_service_pb2 as _chat_service_pb2
+from gateway.v1 import usage_pb2 as _usage_pb2
+from google.api import annotations_pb2 as _annotations_pb2
+from google.protobuf.internal import containers as _containers
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class CompletionChoice(_message.Message):
+    __slots__ = ("index", "text", "finish_reason")
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    FINISH_REASON_FIELD_NUMBER: _ClassVar[int]
+    index: int
+    text: str
+    finish_reason: str
+    def __init__(self, index: _Optional[int] = ..., text: _Optional[str] = ..., finish_reason: _Optional[str] = ...) -> None: ...
+
+class CreateCompletionRequest(_message.Message):
+    __slots__ = ("model", "prompt", "max_tokens", "temperature", "top_p", "stream", "stop", "stream_options")
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    PROMPT_FIELD_NUMBER: _ClassVar[int]
+    MAX_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    TEMPERATURE_FIELD_NUMBER: _ClassVar[int]
+    TOP_P_FIELD_NUMBER: _ClassVar[int]
+    STREAM_FIELD_NUMBER: _ClassVar[int]
+    STOP_FIELD_NUMBER: _ClassVar[int]
+    STREAM_OPTIONS_FIELD_NUMBER: _ClassVar[int]
+    model: str
+    prompt: str
+    max_tokens: int
+    temperature: float
+    top_p: float
+    stream: bool
+    stop: _containers.RepeatedScalarFieldContainer[str]
+    stream_options: _chat_service_pb2.StreamOptions
+    def __init__(self, model: _Optional[str] = ..., prompt: _Optional[str] = ..., max_tokens: _Optional[int] = ..., temperature: _Optional[float] = ..., top_p: _Optional[float] = ..., stream: _Optional[bool] = ..., stop: _Optional[_Iterable[str]] = ..., stream_options: _Optional[_Union[_chat_service_pb2.StreamOptions, _Mapping]] = ...) -> None: ...
+
+class CreateCompletionResponse(_message.Message):
+    __slots__ = ("id", "object", "created", "model", "choices", "usage")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    OBJECT_FIELD_NUMBER: _ClassVar[int]
+    CREATED_FIELD_NUMBER: _ClassVar[int]
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    CHOICES_FIELD_NUMBER: _ClassVar[int]
+    USAGE_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    object: str
+    created: int
+    model: str
+    choices: _containers.RepeatedCompositeFieldContainer[CompletionChoice]
+    usage: _usage_pb2.Usage
+    def __init__(self, id: _Optional[str] = ..., object: _Optional[str] = ..., created: _Optional[int] = ..., model: _Optional[str] = ..., choices: _Optional[_Iterable[_Union[CompletionChoice, _Mapping]]] = ..., usage: _Optional[_Union[_usage_pb2.Usage, _Mapping]] = ...) -> None: ...
+
+class StreamCompletionRequest(_message.Message):
+    __slots__ = ("model", "prompt", "max_tokens", "temperature", "top_p", "stream", "stop", "stream_options")
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    PROMPT_FIELD_NUMBER: _ClassVar[int]
+    MAX_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    TEMPERATURE_FIELD_NUMBER: _ClassVar[int]
+    TOP_P_FIELD_NUMBER: _ClassVar[int]
+    STREAM_FIELD_NUMBER: _ClassVar[int]
+    STOP_FIELD_NUMBER: _ClassVar[int]
+    STREAM_OPTIONS_FIELD_NUMBER: _ClassVar[int]
+    model: str
+    prompt: str
+    max_tokens: int
+    temperature: float
+    top_p: float
+    stream: bool
+    stop: _containers.RepeatedScalarFieldContainer[str]
+    stream_options: _chat_service_pb2.StreamOptions
+    def __init__(self, model: _Optional[str] = ..., prompt: _Optional[str] = ..., max_tokens: _Optional[int] = ..., temperature: _Optional[float] = ..., top_p: _Optional[float] = ..., stream: _Optional[bool] = ..., stop: _Optional[_Iterable[str]] = ..., stream_options: _Optional[_Union[_chat_service_pb2.StreamOptions, _Mapping]] = ...) -> None: ...
+
+class StreamCompletionResponse(_message.Message):
+    __slots__ = ("id", "object", "created", "model", "choices", "usage")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    OBJECT_FIELD_NUMBER: _ClassVar[int]
+    CREATED_FIELD_NUMBER: _ClassVar[int]
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    CHOICES_FIELD_NUMBER: _ClassVar[int]
+    USAGE_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    object: str
+    created: int
+    model: str
+    choices: _containers.RepeatedCompositeFieldContainer[CompletionChoice]
+    usage: _usage_pb2.Usage
+    def __init__(self, id: _Optional[str] = ..., object: _Optional[str] = ..., created: _Optional[int] = ..., model: _Optional[str] = ..., choices: _Optional[_Iterable[_Union[CompletionChoice, _Mapping]]] = ..., usage: _Optional[_Union[_usage_pb2.Usage, _Mapping]] = ...) -> None: ...

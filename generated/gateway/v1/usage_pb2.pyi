@@ -1,0 +1,44 @@
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class Usage(_message.Message):
+    __slots__ = ("prompt_tokens", "completion_tokens", "total_tokens", "input_cost_usd", "output_cost_usd", "cache_input_cost_usd", "total_cost_usd", "latency_ms", "ttft_ms", "prompt_tokens_details", "completion_tokens_details")
+    PROMPT_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    COMPLETION_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    INPUT_COST_USD_FIELD_NUMBER: _ClassVar[int]
+    OUTPUT_COST_USD_FIELD_NUMBER: _ClassVar[int]
+    CACHE_INPUT_COST_USD_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_COST_USD_FIELD_NUMBER: _ClassVar[int]
+    LATENCY_MS_FIELD_NUMBER: _ClassVar[int]
+    TTFT_MS_FIELD_NUMBER: _ClassVar[int]
+    PROMPT_TOKENS_DETAILS_FIELD_NUMBER: _ClassVar[int]
+    COMPLETION_TOKENS_DETAILS_FIELD_NUMBER: _ClassVar[int]
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+    input_cost_usd: float
+    output_cost_usd: float
+    cache_input_cost_usd: float
+    total_cost_usd: float
+    latency_ms: float
+    ttft_ms: float
+    prompt_tokens_details: PromptTokensDetails
+    completion_tokens_details: CompletionTokensDetails
+    def __init__(self, prompt_tokens: _Optional[int] = ..., completion_tokens: _Optional[int] = ..., total_tokens: _Optional[int] = ..., input_cost_usd: _Optional[float] = ..., output_cost_usd: _Optional[float] = ..., cache_input_cost_usd: _Optional[float] = ..., total_cost_usd: _Optional[float] = ..., latency_ms: _Optional[float] = ..., ttft_ms: _Optional[float] = ..., prompt_tokens_details: _Optional[_Union[PromptTokensDetails, _Mapping]] = ..., completion_tokens_details: _Optional[_Union[CompletionTokensDetails, _Mapping]] = ...) -> None: ...
+
+class PromptTokensDetails(_message.Message):
+    __slots__ = ("cached_tokens",)
+    CACHED_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    cached_tokens: int
+    def __init__(self, cached_tokens: _Optional[int] = ...) -> None: ...
+
+class CompletionTokensDetails(_message.Message):
+    __slots__ = ("reasoning_tokens",)
+    REASONING_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    reasoning_tokens: int
+    def __init__(self, reasoning_tokens: _Optional[int] = ...) -> None: ...

@@ -1,0 +1,1 @@
+"""The REST/SSE facade over the gateway's RPCs."""

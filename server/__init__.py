@@ -1,0 +1,1 @@
+"""The gateway: a transport-neutral core and its gRPC server."""

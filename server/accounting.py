@@ -1,0 +1,73 @@
+"""Accounting: what a generation cost and how long it took, as a Usage message."""
+
+from __future__ import annotations
+
+import time
+
+from gateway.v1 import usage_pb2
+from server.config import Price
+from server.generation import TokenCounts
+
+PER_MILLION = 1_000_000
+# Costs are rounded to a billionth of a cent: exact enough, free of float noise.
+COST_DIGITS = 11
+
+
+def usage(
+    counts: TokenCounts,
+    price: Price | None,
+    latency_ms: float,
+    ttft_ms: float | None,
+) -> usage_pb2.Usage:
+    """Builds Usage. Cost = uncached input + cached input at its own price + output,
+    with reasoning tokens at the reasoning price. Costs stay absent without a price."""
+    result = usage_pb2.Usage(
+        prompt_tokens=counts.prompt_tokens,
+        completion_tokens=counts.completion_tokens,
+        total_tokens=counts.total_tokens,
+        latency_ms=round(latency_ms, 3),
+    )
+    if ttft_ms is not None:
+        result.ttft_ms = round(ttft_ms, 3)
+    if counts.cached_tokens:
+        result.prompt_tokens_details.cached_tokens = counts.cached_tokens
+    if counts.reasoning_tokens:
+        result.completion_tokens_details.reasoning_tokens = counts.reasoning_tokens
+    if price is None:
+        return result
+    uncached = counts.prompt_tokens - counts.cached_tokens
+    visible_output = counts.completion_tokens - counts.reasoning_tokens
+    input_cost = uncached * price.input / PER_MILLION
+    cached_cost = counts.cached_tokens * _or(price.cached_input, price.input) / PER_MILLION
+    output_cost = (
+        visible_output * price.output
+        + counts.reasoning_tokens * _or(price.reasoning, price.output)
+    ) / PER_MILLION
+    result.input_cost_usd = round(input_cost, COST_DIGITS)
+    result.output_cost_usd = round(output_cost, COST_DIGITS)
+    if counts.cached_tokens:
+        result.cache_input_cost_usd = round(cached_cost, COST_DIGITS)
+    result.total_cost_usd = round(input_cost + cached_cost + output_cost, COST_DIGITS)
+    return result
+
+
+def _or(value: float | None, default: float) -> float:
+    return default if value is None else value
+
+
+class Stopwatch:
+    """Measures latency and time to first token on a monotonic clock."""
+
+    def __init__(self) -> None:
+        self.started = time.perf_counter()
+        self.first_token: float | None = None
+
+    def mark_first_token(self) -> None:
+        if self.first_token is None:
+            self.first_token = time.perf_counter()
+
+    def elapsed_ms(self) -> float:
+        return (time.perf_counter() - self.started) * 1000
+
+    def ttft_ms(self) -> float | None:
+        return None if self.first_token is None else (self.first_token - self.started) * 1000

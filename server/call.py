@@ -1,0 +1,30 @@
+"""The transport-neutral view of one incoming call."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Call:
+    """What the core needs from a transport: the caller's metadata (lower-case keys),
+    an optional deadline on the event loop's clock, and a place for response metadata
+    (rate-limit headers) that the transport sends back."""
+
+    metadata: Mapping[str, str]
+    deadline: float | None = None
+    request_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    response_metadata: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def with_timeout(
+        cls, metadata: Mapping[str, str], timeout_s: float | None, request_id: str | None = None
+    ) -> Call:
+        deadline = None if timeout_s is None else asyncio.get_running_loop().time() + timeout_s
+        call = cls(metadata, deadline)
+        if request_id:
+            call.request_id = request_id
+        return call

@@ -1,0 +1,66 @@
+"""The live catalog: models with their provider instances, deployments and routing."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+
+from server.config import Config, DeploymentConfig, ModelConfig, Price, ProviderConfig
+from server.errors import NotFound
+from server.generation import Provider
+from server.providers import registry
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Upstream:
+    """One provider serving one model."""
+
+    config: ProviderConfig
+    provider: Provider
+    model: ModelConfig
+
+    @property
+    def id(self) -> str:
+        return self.config.id
+
+    @property
+    def price(self) -> Price | None:
+        return self.model.price
+
+    @property
+    def health(self) -> str:
+        return "healthy" if self.config.enabled else "disabled"
+
+
+class Catalog:
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        self.upstreams: dict[str, list[Upstream]] = {}
+        for i, model in enumerate(config.models):
+            self.upstreams[model.id] = [
+                Upstream(p, registry.build(p, f"models[{i}].providers[{j}]"), model)
+                for j, p in enumerate(model.providers)
+            ]
+            if model.price is None:
+                log.warning("model %s has no price: its costs will be reported absent", model.id)
+        self.deployments = {d.id: d for d in config.deployments}
+
+    def model(self, model_id: str) -> ModelConfig:
+        model = self.config.model(model_id)
+        if model is None:
+            raise NotFound(f"model {model_id!r} does not exist", {"model": model_id})
+        return model
+
+    def deployment(self, deployment_id: str) -> DeploymentConfig:
+        deployment = self.deployments.get(deployment_id)
+        if deployment is None:
+            raise NotFound(
+                f"deployment {deployment_id!r} does not exist", {"deployment": deployment_id}
+            )
+        return deployment
+
+    async def aclose(self) -> None:
+        await asyncio.gather(*(u.provider.aclose() for ups in self.upstreams.values() for u in ups))

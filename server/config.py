@@ -1,0 +1,175 @@
+"""The gateway's configuration: one YAML file, validated whole at start-up.
+
+A bad file stops start-up with a ConfigError naming the field (`models[0].price.input:
+...`). With no file given, the default config embedded in this package is served.
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+ProfileName = Literal["economy", "balanced", "quality"]
+AdapterKind = Literal["simulated", "openai", "anthropic", "tgi"]
+KeyKind = Literal["api", "router"]
+
+
+class ConfigError(Exception):
+    """The config file is unreadable or invalid; the message names the field."""
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Price(Strict):
+    """USD per million tokens."""
+
+    input: float = Field(ge=0)
+    output: float = Field(ge=0)
+    # Defaults to the input price when the provider gives no cache discount.
+    cached_input: float | None = Field(default=None, ge=0)
+    # Defaults to the output price; reasoning tokens are output tokens.
+    reasoning: float | None = Field(default=None, ge=0)
+
+
+class ProviderConfig(Strict):
+    id: str = Field(min_length=1)
+    type: Literal["primary", "backup"]
+    adapter: AdapterKind
+    enabled: bool = True
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+class ModelConfig(Strict):
+    id: str = Field(min_length=1)
+    owned_by: str = Field(min_length=1)
+    created: int = Field(ge=0)
+    # Absent: costs are reported absent (never $0) and a warning is logged at start-up.
+    price: Price | None = None
+    providers: list[ProviderConfig] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _one_primary_first(self) -> ModelConfig:
+        kinds = [p.type for p in self.providers]
+        if kinds.count("primary") != 1 or kinds[0] != "primary":
+            raise ValueError("providers: exactly one primary, listed first, then backups")
+        return self
+
+
+class DeploymentConfig(Strict):
+    id: str = Field(min_length=1, pattern=r"^[A-Za-z0-9._-]+$")
+    model: str
+    description: str = ""
+
+
+class RoutingConfig(Strict):
+    # Each profile lists models in order of preference; the next is tried when one fails.
+    profiles: dict[ProfileName, list[str]]
+    default_profile: ProfileName = "balanced"
+
+    @model_validator(mode="after")
+    def _every_profile(self) -> RoutingConfig:
+        missing = {"economy", "balanced", "quality"} - set(self.profiles)
+        if missing:
+            raise ValueError(f"profiles: missing {', '.join(sorted(missing))}")
+        if any(not models for models in self.profiles.values()):
+            raise ValueError("profiles: every profile needs at least one model")
+        return self
+
+
+class KeyConfig(Strict):
+    name: str = Field(min_length=1)
+    kind: KeyKind
+    secret: str = Field(min_length=16)
+    # Requests per minute; absent means unlimited.
+    requests_per_minute: int | None = Field(default=None, ge=1)
+
+
+class ServerConfig(Strict):
+    host: str = "127.0.0.1"
+    grpc_port: int = Field(default=50051, ge=0, le=65535)
+    http_port: int = Field(default=8080, ge=0, le=65535)
+    # Bounds all attempts of one request together, in seconds.
+    request_timeout_s: float = Field(default=120, gt=0)
+    max_body_bytes: int = Field(default=1 << 20, ge=1024)
+    # Seconds between SSE keep-alive comments while a stream waits on its upstream.
+    keepalive_s: float = Field(default=15, gt=0)
+
+
+class Config(Strict):
+    server: ServerConfig = Field(default_factory=ServerConfig)
+    models: list[ModelConfig] = Field(min_length=1)
+    deployments: list[DeploymentConfig] = Field(default_factory=list)
+    routing: RoutingConfig
+    keys: list[KeyConfig] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _references(self) -> Config:
+        _unique("models", [m.id for m in self.models])
+        _unique("providers", [p.id for m in self.models for p in m.providers])
+        _unique("deployments", [d.id for d in self.deployments])
+        _unique("keys", [k.name for k in self.keys])
+        _unique("keys (secret)", [k.secret for k in self.keys])
+        known = {m.id for m in self.models}
+        for i, d in enumerate(self.deployments):
+            if d.model not in known:
+                raise ValueError(f"deployments[{i}].model: unknown model {d.model!r}")
+        for name, models in self.routing.profiles.items():
+            for i, model in enumerate(models):
+                if model not in known:
+                    raise ValueError(f"routing.profiles.{name}[{i}]: unknown model {model!r}")
+        return self
+
+    def model(self, model_id: str) -> ModelConfig | None:
+        return next((m for m in self.models if m.id == model_id), None)
+
+
+def _unique(what: str, ids: list[str]) -> None:
+    seen: set[str] = set()
+    for i in ids:
+        if i in seen:
+            raise ValueError(f"{what}: duplicate {i!r}")
+        seen.add(i)
+
+
+def _field_path(loc: tuple[int | str, ...]) -> str:
+    path = ""
+    for part in loc:
+        path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else str(part))
+    return path
+
+
+def parse(data: Any, source: str) -> Config:
+    """Validates parsed YAML; raises ConfigError naming the source and the field."""
+    try:
+        return Config.model_validate(data)
+    except ValidationError as exc:
+        problems = []
+        for err in exc.errors():
+            path = _field_path(tuple(p for p in err["loc"] if not str(p).startswith("function-")))
+            message = err["msg"].removeprefix("Value error, ")
+            problems.append(f"{path}: {message}" if path else message)
+        raise ConfigError(f"{source}: " + "; ".join(problems)) from None
+
+
+def load(path: str | Path | None = None) -> tuple[Config, str]:
+    """Loads the config at `path`, or the embedded default; returns it and its source."""
+    if path is None:
+        source = "embedded default config"
+        text = resources.files("server").joinpath("default_config.yaml").read_text()
+    else:
+        source = str(path)
+        try:
+            text = Path(path).read_text()
+        except OSError as exc:
+            raise ConfigError(f"{source}: cannot read: {exc.strerror}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{source}: not valid YAML: {exc}") from None
+    return parse(data, source), source

@@ -1,0 +1,92 @@
+"""What the core asks of a provider, and what a provider streams back.
+
+Transport-neutral: adapters turn these into their wire format, and the core turns the
+events into proto responses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Protocol
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    role: str
+    content: str
+
+
+@dataclass(frozen=True, slots=True)
+class GenerationRequest:
+    """One generation: a chat (`messages`) or a plain-text `prompt`, never both."""
+
+    messages: tuple[Message, ...] = ()
+    prompt: str | None = None
+    max_tokens: int | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+    stop: tuple[str, ...] = ()
+
+    @property
+    def is_chat(self) -> bool:
+        return self.prompt is None
+
+
+@dataclass(frozen=True, slots=True)
+class TokenCounts:
+    """Tokens of one generation. prompt_tokens includes cached_tokens, and
+    completion_tokens includes reasoning_tokens (OpenAI's convention)."""
+
+    prompt_tokens: int
+    completion_tokens: int
+    cached_tokens: int = 0
+    reasoning_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+@dataclass(frozen=True, slots=True)
+class TextDelta:
+    """A fragment of generated text."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Finished:
+    """The end of a generation. `counts` is None when the upstream reported no usage;
+    the core then counts the tokens itself."""
+
+    finish_reason: str
+    counts: TokenCounts | None = None
+
+
+Event = TextDelta | Finished
+
+
+class Provider(Protocol):
+    """An upstream that generates text. Failures are raised as `errors.UpstreamError`
+    (retryable when another provider may succeed); any other exception is a bug."""
+
+    def generate(self, request: GenerationRequest) -> AsyncIterator[Event]:
+        """Streams TextDelta events, then exactly one Finished event."""
+        ...
+
+    async def aclose(self) -> None:
+        """Releases pooled connections."""
+        ...
+
+
+@dataclass
+class Collected:
+    """A whole generation, gathered from its events."""
+
+    text_parts: list[str] = field(default_factory=list)
+    finished: Finished | None = None
+
+    @property
+    def text(self) -> str:
+        return "".join(self.text_parts)

@@ -1,0 +1,1 @@
+"""Upstream provider adapters, one module per wire format."""

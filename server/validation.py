@@ -1,0 +1,120 @@
+"""Request validation: each interface's ranges, then one GenerationRequest.
+
+Every failure is InvalidArgument naming the offending field.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from server.errors import InvalidArgument
+from server.generation import GenerationRequest, Message
+
+ROLES = ("system", "user", "assistant")
+PROFILES = ("economy", "balanced", "quality")
+MAX_STOP_SEQUENCES = 4
+MAX_TOKENS_CEILING = 1_000_000
+
+# Temperature ranges per interface (SPEC 8): 0..2 on interface A, 0..1 on interface B.
+CHAT_TEMPERATURE = 2.0
+ROUTER_TEMPERATURE = 1.0
+
+
+def _present(message: Any, field: str) -> bool:
+    return message.HasField(field)
+
+
+def _sampling(
+    message: Any, max_temperature: float, prefix: str = "", max_tokens_field: str = "max_tokens"
+) -> dict[str, Any]:
+    """Reads max_tokens, temperature and top_p, checking each one's range."""
+    out: dict[str, Any] = {}
+    if _present(message, max_tokens_field):
+        value = getattr(message, max_tokens_field)
+        if not 1 <= value <= MAX_TOKENS_CEILING:
+            raise InvalidArgument.for_field(
+                prefix + max_tokens_field, f"must be between 1 and {MAX_TOKENS_CEILING}"
+            )
+        out["max_tokens"] = value
+    if _present(message, "temperature"):
+        if not 0 <= message.temperature <= max_temperature:
+            raise InvalidArgument.for_field(
+                prefix + "temperature", f"must be between 0 and {max_temperature:g}"
+            )
+        out["temperature"] = message.temperature
+    if _present(message, "top_p"):
+        if not 0 <= message.top_p <= 1:
+            raise InvalidArgument.for_field(prefix + "top_p", "must be between 0 and 1")
+        out["top_p"] = message.top_p
+    return out
+
+
+def _stop(stop: Any, field: str = "stop") -> tuple[str, ...]:
+    if len(stop) > MAX_STOP_SEQUENCES:
+        raise InvalidArgument.for_field(field, f"at most {MAX_STOP_SEQUENCES} sequences")
+    if any(not s for s in stop):
+        raise InvalidArgument.for_field(field, "sequences must not be empty")
+    return tuple(stop)
+
+
+def _required(value: str, field: str) -> str:
+    if not value:
+        raise InvalidArgument.for_field(field, "is required")
+    return value
+
+
+def chat(request: Any) -> GenerationRequest:
+    """Validates a Create/StreamChatCompletionRequest."""
+    _required(request.model, "model")
+    if not request.messages:
+        raise InvalidArgument.for_field("messages", "at least one message is required")
+    messages = []
+    for i, m in enumerate(request.messages):
+        if m.role not in ROLES:
+            raise InvalidArgument.for_field(f"messages[{i}].role", f"must be one of {', '.join(ROLES)}")
+        messages.append(Message(m.role, m.content))
+    return GenerationRequest(
+        messages=tuple(messages), stop=_stop(request.stop), **_sampling(request, CHAT_TEMPERATURE)
+    )
+
+
+def completion(request: Any) -> GenerationRequest:
+    """Validates a Create/StreamCompletionRequest."""
+    _required(request.model, "model")
+    prompt = _required(request.prompt, "prompt")
+    return GenerationRequest(
+        prompt=prompt, stop=_stop(request.stop), **_sampling(request, CHAT_TEMPERATURE)
+    )
+
+
+def infer(request: Any) -> tuple[GenerationRequest, str | None]:
+    """Validates an (Stream)InferRequest; returns it and the profile asked for, if any."""
+    prompt = _required(request.prompt, "prompt")
+    profile = request.profile if _present(request, "profile") else None
+    if profile is not None and profile not in PROFILES:
+        raise InvalidArgument.for_field("profile", f"must be one of {', '.join(PROFILES)}")
+    return GenerationRequest(prompt=prompt, **_sampling(request, ROUTER_TEMPERATURE)), profile
+
+
+def invocation(request: Any) -> tuple[GenerationRequest, bool]:
+    """Validates an (Stream)InvokeDeploymentRequest in either format; returns it and
+    whether it used the alternative (`inputs`) format."""
+    _required(request.deployment_id, "deployment_id")
+    has_prompt, has_inputs = _present(request, "prompt"), _present(request, "inputs")
+    if has_prompt and has_inputs:
+        raise InvalidArgument.for_field("inputs", "send either prompt or inputs, not both")
+    if not has_prompt and not has_inputs:
+        raise InvalidArgument.for_field("prompt", "is required (or inputs, in the alternative format)")
+    if has_prompt:
+        if _present(request, "parameters"):
+            raise InvalidArgument.for_field("parameters", "goes with inputs, not with prompt")
+        prompt = _required(request.prompt, "prompt")
+        return GenerationRequest(prompt=prompt, **_sampling(request, ROUTER_TEMPERATURE)), False
+    for field in ("max_tokens", "temperature", "top_p"):
+        if _present(request, field):
+            raise InvalidArgument.for_field(field, "with inputs, set it inside parameters")
+    inputs = _required(request.inputs, "inputs")
+    params = request.parameters
+    sampling = _sampling(params, ROUTER_TEMPERATURE, "parameters.", "max_new_tokens")
+    stop = _stop(params.stop, "parameters.stop")
+    return GenerationRequest(prompt=inputs, stop=stop, **sampling), True
