@@ -20,7 +20,8 @@ def usage(
     ttft_ms: float | None,
 ) -> usage_pb2.Usage:
     """Builds Usage. Cost = uncached input + cached input at its own price + output,
-    with reasoning tokens at the reasoning price. Costs stay absent without a price."""
+    with reasoning tokens at the reasoning price and cache writes at the cache-write
+    price (inside input_cost_usd). Costs stay absent without a price."""
     result = usage_pb2.Usage(
         prompt_tokens=counts.prompt_tokens,
         completion_tokens=counts.completion_tokens,
@@ -35,9 +36,13 @@ def usage(
         result.completion_tokens_details.reasoning_tokens = counts.reasoning_tokens
     if price is None:
         return result
-    uncached = counts.prompt_tokens - counts.cached_tokens
+    # Cache writes are input tokens at their own price, reported within input_cost_usd.
+    uncached = counts.prompt_tokens - counts.cached_tokens - counts.cache_write_tokens
     visible_output = counts.completion_tokens - counts.reasoning_tokens
-    input_cost = uncached * price.input / PER_MILLION
+    input_cost = (
+        uncached * price.input
+        + counts.cache_write_tokens * _or(price.cache_write, price.input)
+    ) / PER_MILLION
     cached_cost = counts.cached_tokens * _or(price.cached_input, price.input) / PER_MILLION
     output_cost = (
         visible_output * price.output

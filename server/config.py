@@ -35,6 +35,18 @@ class Price(Strict):
     cached_input: float | None = Field(default=None, ge=0)
     # Defaults to the output price; reasoning tokens are output tokens.
     reasoning: float | None = Field(default=None, ge=0)
+    # Input tokens written to a prompt cache (Anthropic's cache_creation_input_tokens);
+    # defaults to the input price.
+    cache_write: float | None = Field(default=None, ge=0)
+
+
+class BreakerConfig(Strict):
+    """The circuit breaker of one provider."""
+
+    # Consecutive failures that open the circuit.
+    failure_threshold: int = Field(default=5, ge=1)
+    # Seconds an open circuit skips the provider before letting one probe through.
+    cooldown_s: float = Field(default=30, gt=0)
 
 
 class ProviderConfig(Strict):
@@ -43,6 +55,7 @@ class ProviderConfig(Strict):
     adapter: AdapterKind
     enabled: bool = True
     params: dict[str, Any] = Field(default_factory=dict)
+    breaker: BreakerConfig = Field(default_factory=BreakerConfig)
 
 
 class ModelConfig(Strict):

@@ -11,7 +11,8 @@
     ├── Cancelled                CANCELLED            499  the caller went away
     ├── Internal                 INTERNAL             500  a bug; details stay in the log
     └── UpstreamError            UNAVAILABLE          503  a provider failed (retryable or not)
-        └── AllProvidersFailed   UNAVAILABLE          503  every provider tried failed
+        ├── AllProvidersFailed   UNAVAILABLE          503  every provider tried failed
+        └── UpstreamRejected     INVALID_ARGUMENT     400  an upstream refused the request itself
 
 Each class declares its gRPC code, an UPPER_SNAKE reason and whether another provider
 may succeed where this one failed. Both transports read `HTTP_STATUS` and nothing else.
@@ -190,3 +191,16 @@ class AllProvidersFailed(UpstreamError):
             upstream_answered=answered,
             causes=causes,
         )
+
+
+@dataclass
+class UpstreamRejected(UpstreamError):
+    """An upstream answered that the request itself is at fault (HTTP 400, 413, 422...).
+
+    Not retryable: every other provider would refuse it too, so no failover."""
+
+    retryable: bool = False  # type: ignore[misc]
+    upstream_answered: bool = True
+
+    code = grpc.StatusCode.INVALID_ARGUMENT
+    reason = "UPSTREAM_REJECTED_REQUEST"

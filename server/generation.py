@@ -35,13 +35,17 @@ class GenerationRequest:
 
 @dataclass(frozen=True, slots=True)
 class TokenCounts:
-    """Tokens of one generation. prompt_tokens includes cached_tokens, and
-    completion_tokens includes reasoning_tokens (OpenAI's convention)."""
+    """Tokens of one generation. prompt_tokens includes cached_tokens and
+    cache_write_tokens, and completion_tokens includes reasoning_tokens (OpenAI's
+    convention; adapters of other wire formats convert)."""
 
     prompt_tokens: int
     completion_tokens: int
+    # Input tokens read from a prompt cache.
     cached_tokens: int = 0
     reasoning_tokens: int = 0
+    # Input tokens written to a prompt cache (priced at Price.cache_write).
+    cache_write_tokens: int = 0
 
     @property
     def total_tokens(self) -> int:
