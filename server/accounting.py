@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 from gateway.v1 import usage_pb2
+
 from server.config import Price
 from server.generation import TokenCounts
 
@@ -40,13 +41,11 @@ def usage(
     uncached = counts.prompt_tokens - counts.cached_tokens - counts.cache_write_tokens
     visible_output = counts.completion_tokens - counts.reasoning_tokens
     input_cost = (
-        uncached * price.input
-        + counts.cache_write_tokens * _or(price.cache_write, price.input)
+        uncached * price.input + counts.cache_write_tokens * _or(price.cache_write, price.input)
     ) / PER_MILLION
     cached_cost = counts.cached_tokens * _or(price.cached_input, price.input) / PER_MILLION
     output_cost = (
-        visible_output * price.output
-        + counts.reasoning_tokens * _or(price.reasoning, price.output)
+        visible_output * price.output + counts.reasoning_tokens * _or(price.reasoning, price.output)
     ) / PER_MILLION
     result.input_cost_usd = round(input_cost, COST_DIGITS)
     result.output_cost_usd = round(output_cost, COST_DIGITS)

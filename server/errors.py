@@ -158,7 +158,7 @@ class Internal(GatewayError):
 class UpstreamError(GatewayError):
     """A provider failed. `retryable` says whether another provider should be tried."""
 
-    retryable: bool = True  # type: ignore[misc]
+    retryable: bool = True
     # True when the upstream answered (badly) rather than not at all: HTTP 502, not 503.
     upstream_answered: bool = False
     # Seconds the upstream asked us to wait (its Retry-After), when it said.
@@ -199,7 +199,7 @@ class UpstreamRejected(UpstreamError):
 
     Not retryable: every other provider would refuse it too, so no failover."""
 
-    retryable: bool = False  # type: ignore[misc]
+    retryable: bool = False
     upstream_answered: bool = True
 
     code = grpc.StatusCode.INVALID_ARGUMENT

@@ -56,6 +56,7 @@ def announce(cfg: config.Config, source: str, running: app.Running, embedded: bo
         # Only the embedded development keys are printed whole; real secrets never are.
         shown = key.secret if embedded else key.secret[:6] + "..."
         print(f"gateway: key {key.name} ({HEADER[key.kind]}): {shown}", flush=True)
+    print("gateway: ready", flush=True)
 
 
 async def serve(args: argparse.Namespace) -> None:

@@ -13,10 +13,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import grpc
-from google.protobuf import message_factory
-from google.protobuf.descriptor import MethodDescriptor, ServiceDescriptor
-from google.protobuf.message import Message
-
 from gateway.v1 import (
     chat_service_pb2,
     completion_service_pb2,
@@ -25,6 +21,10 @@ from gateway.v1 import (
     provider_service_pb2,
     router_service_pb2,
 )
+from google.protobuf import message_factory
+from google.protobuf.descriptor import MethodDescriptor, ServiceDescriptor
+from google.protobuf.message import Message
+
 from server.call import Call
 from server.errors import GatewayError, Internal
 from server.status import abort_args
@@ -131,9 +131,7 @@ def _unary(method: RpcMethod, timeout_s: float) -> grpc.RpcMethodHandler:
 
 
 def _streaming(method: RpcMethod, timeout_s: float) -> grpc.RpcMethodHandler:
-    async def handle(
-        request: Message, context: grpc.aio.ServicerContext
-    ) -> AsyncIterator[Message]:
+    async def handle(request: Message, context: grpc.aio.ServicerContext) -> AsyncIterator[Message]:
         call = _call(context, timeout_s)
         started = False
         try:
@@ -156,9 +154,7 @@ def _streaming(method: RpcMethod, timeout_s: float) -> grpc.RpcMethodHandler:
     )
 
 
-def grpc_handlers(
-    table: dict[str, RpcMethod], timeout_s: float
-) -> list[grpc.GenericRpcHandler]:
+def grpc_handlers(table: dict[str, RpcMethod], timeout_s: float) -> list[grpc.GenericRpcHandler]:
     """One generic handler per service, serving every method of the table."""
     by_service: dict[str, dict[str, grpc.RpcMethodHandler]] = {}
     for method in table.values():

@@ -65,8 +65,8 @@ class RemoteError(GatewayError):
         upstream_answered: bool,
     ) -> None:
         super().__init__(message, metadata)
-        self.code = code  # type: ignore[misc]
-        self.reason = reason  # type: ignore[misc]
+        self.code = code
+        self.reason = reason
         self.retry_after_s = retry_after_s
         self.upstream_answered = upstream_answered
 
@@ -95,4 +95,3 @@ def from_rpc_error(error: grpc.aio.AioRpcError) -> RemoteError:
     # An upstream that answered badly maps to 502 on the server; keep that on the edge.
     answered = metadata.get("upstream_answered") == "true"
     return RemoteError(code, error.details() or code.name, reason, metadata, retry_after, answered)
-

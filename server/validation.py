@@ -71,7 +71,9 @@ def chat(request: Any) -> GenerationRequest:
     messages = []
     for i, m in enumerate(request.messages):
         if m.role not in ROLES:
-            raise InvalidArgument.for_field(f"messages[{i}].role", f"must be one of {', '.join(ROLES)}")
+            raise InvalidArgument.for_field(
+                f"messages[{i}].role", f"must be one of {', '.join(ROLES)}"
+            )
         messages.append(Message(m.role, m.content))
     return GenerationRequest(
         messages=tuple(messages), stop=_stop(request.stop), **_sampling(request, CHAT_TEMPERATURE)
@@ -104,7 +106,9 @@ def invocation(request: Any) -> tuple[GenerationRequest, bool]:
     if has_prompt and has_inputs:
         raise InvalidArgument.for_field("inputs", "send either prompt or inputs, not both")
     if not has_prompt and not has_inputs:
-        raise InvalidArgument.for_field("prompt", "is required (or inputs, in the alternative format)")
+        raise InvalidArgument.for_field(
+            "prompt", "is required (or inputs, in the alternative format)"
+        )
     if has_prompt:
         if _present(request, "parameters"):
             raise InvalidArgument.for_field("parameters", "goes with inputs, not with prompt")

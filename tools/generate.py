@@ -10,10 +10,9 @@ import sys
 import tempfile
 from pathlib import Path
 
+import google.api
 import grpc_tools
 from grpc_tools import protoc
-
-import google.api
 
 ROOT = Path(__file__).resolve().parent.parent
 PROTO_ROOT = ROOT / "proto"

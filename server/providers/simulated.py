@@ -51,6 +51,8 @@ class SimulatedProvider:
         self.id = provider_id
         self.params = params
         self._random = random.Random()
+        # Generations running now; a cancelled caller must bring this back down.
+        self.in_flight = 0
 
     def reply_tokens(self, request: GenerationRequest) -> tuple[list[str], str]:
         """Returns the reply's tokens and finish reason, limits and stops applied."""
@@ -74,18 +76,22 @@ class SimulatedProvider:
                 {"provider": self.id},
                 upstream_answered=True,
             )
-        await asyncio.sleep(p.ttft_ms / 1000)
-        interval = 1 / p.tokens_per_second if p.tokens_per_second else 0
-        for sent, piece in enumerate(pieces):
-            if p.fail_after_tokens is not None and sent >= p.fail_after_tokens:
-                raise UpstreamError(
-                    f"{self.id}: simulated stream cut after {sent} tokens",
-                    {"provider": self.id},
-                    upstream_answered=True,
-                )
-            if sent and interval:
-                await asyncio.sleep(interval)
-            yield TextDelta(piece)
+        self.in_flight += 1
+        try:
+            await asyncio.sleep(p.ttft_ms / 1000)
+            interval = 1 / p.tokens_per_second if p.tokens_per_second else 0
+            for sent, piece in enumerate(pieces):
+                if p.fail_after_tokens is not None and sent >= p.fail_after_tokens:
+                    raise UpstreamError(
+                        f"{self.id}: simulated stream cut after {sent} tokens",
+                        {"provider": self.id},
+                        upstream_answered=True,
+                    )
+                if sent and interval:
+                    await asyncio.sleep(interval)
+                yield TextDelta(piece)
+        finally:
+            self.in_flight -= 1
         prompt_tokens = tokens.estimate_prompt(request)
         cached = int(prompt_tokens * p.cached_ratio)
         yield Finished(finish, TokenCounts(prompt_tokens, len(pieces), cached_tokens=cached))
