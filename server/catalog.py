@@ -4,23 +4,26 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from server.breaker import Breaker
 from server.config import Config, DeploymentConfig, ModelConfig, Price, ProviderConfig
 from server.errors import NotFound
 from server.generation import Provider
 from server.providers import registry
+from server.providers.http import NO_RETRY, RetryPolicy
 
 log = logging.getLogger(__name__)
 
 
 @dataclass
 class Upstream:
-    """One provider serving one model."""
+    """One provider serving one model, with its circuit breaker."""
 
     config: ProviderConfig
     provider: Provider
     model: ModelConfig
+    breaker: Breaker = field(default_factory=Breaker)
 
     @property
     def id(self) -> str:
@@ -31,8 +34,15 @@ class Upstream:
         return self.model.price
 
     @property
+    def retry_policy(self) -> RetryPolicy:
+        """Attempts on this provider before failing over (none for simulated ones)."""
+        policy = getattr(self.provider, "retry_policy", NO_RETRY)
+        return policy if isinstance(policy, RetryPolicy) else NO_RETRY
+
+    @property
     def health(self) -> str:
-        return "healthy" if self.config.enabled else "disabled"
+        """`healthy`, `open`, `half_open` (the circuit breaker's state) or `disabled`."""
+        return self.breaker.state.value if self.config.enabled else "disabled"
 
 
 class Catalog:
@@ -41,7 +51,12 @@ class Catalog:
         self.upstreams: dict[str, list[Upstream]] = {}
         for i, model in enumerate(config.models):
             self.upstreams[model.id] = [
-                Upstream(p, registry.build(p, f"models[{i}].providers[{j}]"), model)
+                Upstream(
+                    p,
+                    registry.build(p, f"models[{i}].providers[{j}]"),
+                    model,
+                    Breaker(p.breaker.failure_threshold, p.breaker.cooldown_s),
+                )
                 for j, p in enumerate(model.providers)
             ]
             if model.price is None:

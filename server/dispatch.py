@@ -1,8 +1,15 @@
 """Dispatch: tries upstreams in order until one starts answering.
 
 Failover happens only before the first event, for unary and streaming calls alike:
-after it, the caller has text in hand and a failure ends the stream with an error.
-One deadline bounds every attempt together.
+after it, the caller has text in hand and a failure ends the stream with an error
+(never a silent stop). Before it, a retryable error (connect error, timeout, 429, 5xx,
+a broken answer) may be retried on the same provider when its retry policy allows and
+the pause (backoff, or the upstream's Retry-After) fits the deadline; otherwise the next
+provider is tried. A request the upstream refused as malformed (UpstreamRejected) is
+raised at once. A provider whose circuit is open is skipped without waiting.
+
+One deadline bounds every attempt and pause together. When every provider fails, the
+error lists each one with its cause, in the order tried.
 """
 
 from __future__ import annotations
@@ -10,9 +17,12 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Sequence
 
+from server.breaker import Permit
 from server.catalog import Upstream
 from server.errors import AllProvidersFailed, DeadlineExceeded, GatewayError, UpstreamError
 from server.generation import Event, GenerationRequest, TextDelta
+
+Causes = list[tuple[str, GatewayError]]
 
 
 async def open_stream(
@@ -25,42 +35,91 @@ async def open_stream(
 
     Raises the upstream's own error when it is not retryable (the request is at fault),
     DeadlineExceeded when the deadline passes, and AllProvidersFailed otherwise."""
-    causes: list[tuple[str, GatewayError]] = []
+    causes: Causes = []
     for upstream in upstreams:
         if not upstream.config.enabled:
             continue
+        opened = await _attempts(upstream, request, deadline, causes)
+        if opened is not None:
+            return upstream, opened
+    failure = AllProvidersFailed.of(subject, causes)
+    # The soonest Retry-After among the causes, so the caller learns when to come back.
+    waits = [w for _, e in causes if (w := getattr(e, "retry_after_s", None)) is not None]
+    failure.retry_after_s = min(waits) if waits else None
+    raise failure
+
+
+async def _attempts(
+    upstream: Upstream, request: GenerationRequest, deadline: float | None, causes: Causes
+) -> AsyncIterator[Event] | None:
+    """Tries one upstream, retrying as its policy allows; None (a cause appended) when
+    the next upstream should be tried."""
+    attempt = 0
+    while True:
+        permit = upstream.breaker.try_acquire()
+        if permit is None:
+            causes.append((upstream.id, _skipped(upstream)))
+            return None
         events = aiter(upstream.provider.generate(request))
         try:
-            first = await _next(events, deadline, upstream.id)
+            first = await _next(events, deadline, upstream.id, causes)
         except UpstreamError as exc:
             await _close(events)
             if not exc.retryable:
+                upstream.breaker.release(permit)
                 raise
-            causes.append((upstream.id, exc))
+            upstream.breaker.record_failure(permit)
+            attempt += 1
+            pause = upstream.retry_policy.pause(attempt, exc)
+            if pause is None or not _fits(deadline, pause):
+                causes.append((upstream.id, exc))
+                return None
+            await asyncio.sleep(pause)
             continue
         except BaseException:
+            # Deadline passed, or the caller went away: nothing said about health.
             await _close(events)
+            upstream.breaker.release(permit)
             raise
-        return upstream, _chain(first, events, deadline, upstream.id)
-    raise AllProvidersFailed.of(subject, causes)
+        upstream.breaker.record_success(permit)
+        return _chain(first, events, deadline, upstream)
 
 
-async def _next(events: AsyncIterator[Event], deadline: float | None, provider: str) -> Event:
+def _skipped(upstream: Upstream) -> UpstreamError:
+    return UpstreamError(
+        f"{upstream.id}: skipped, circuit {upstream.breaker.state.value}",
+        {"provider": upstream.id},
+    )
+
+
+def _fits(deadline: float | None, pause: float) -> bool:
+    return deadline is None or asyncio.get_running_loop().time() + pause < deadline
+
+
+async def _next(
+    events: AsyncIterator[Event], deadline: float | None, provider: str, causes: Causes | None = None
+) -> Event:
     try:
         async with asyncio.timeout_at(deadline):
             return await anext(events)
     except TimeoutError:
+        causes = causes or []
+        earlier = "; ".join(f"{name}: {err.message}" for name, err in causes)
         raise DeadlineExceeded(
-            f"the request deadline passed while waiting on {provider}", {"provider": provider}
+            f"the request deadline passed while waiting on {provider}"
+            + (f" (tried before: {earlier})" if earlier else ""),
+            {"provider": provider, "tried": ",".join([*(n for n, _ in causes), provider])},
         ) from None
     except StopAsyncIteration:
         raise UpstreamError(
-            f"{provider}: the stream ended without a finish", {"provider": provider}
+            f"{provider}: the stream ended without a finish",
+            {"provider": provider},
+            upstream_answered=True,
         ) from None
 
 
 async def _chain(
-    first: Event, events: AsyncIterator[Event], deadline: float | None, provider: str
+    first: Event, events: AsyncIterator[Event], deadline: float | None, upstream: Upstream
 ) -> AsyncIterator[Event]:
     try:
         event = first
@@ -68,7 +127,13 @@ async def _chain(
             yield event
             if not isinstance(event, TextDelta):
                 return
-            event = await _next(events, deadline, provider)
+            try:
+                event = await _next(events, deadline, upstream.id)
+            except UpstreamError as exc:
+                # A stream broken after its first token counts against the provider.
+                if exc.retryable:
+                    upstream.breaker.record_failure(Permit(probe=False))
+                raise
     finally:
         # Closing the provider's generator cancels its upstream request.
         await _close(events)
@@ -78,4 +143,3 @@ async def _close(events: AsyncIterator[Event]) -> None:
     aclose = getattr(events, "aclose", None)
     if aclose is not None:
         await aclose()
-

@@ -6,7 +6,10 @@ from pydantic import ValidationError
 
 from server.config import ConfigError, ProviderConfig
 from server.generation import Provider
+from server.providers.anthropic import AnthropicParams, AnthropicProvider
+from server.providers.openai import OpenAIParams, OpenAIProvider
 from server.providers.simulated import SimulatedParams, SimulatedProvider
+from server.providers.tgi import TgiParams, TgiProvider
 
 
 def build(config: ProviderConfig, where: str) -> Provider:
@@ -14,8 +17,17 @@ def build(config: ProviderConfig, where: str) -> Provider:
     try:
         if config.adapter == "simulated":
             return SimulatedProvider(config.id, SimulatedParams.model_validate(config.params))
+        if config.adapter == "openai":
+            return OpenAIProvider(config.id, OpenAIParams.model_validate(config.params), where)
+        if config.adapter == "anthropic":
+            return AnthropicProvider(
+                config.id, AnthropicParams.model_validate(config.params), where
+            )
+        if config.adapter == "tgi":
+            return TgiProvider(config.id, TgiParams.model_validate(config.params), where)
     except ValidationError as exc:
         err = exc.errors()[0]
         path = ".".join(str(p) for p in err["loc"])
-        raise ConfigError(f"{where}.params.{path}: {err['msg']}") from None
+        message = err["msg"].removeprefix("Value error, ")
+        raise ConfigError(f"{where}.params.{path}: {message}") from None
     raise ConfigError(f"{where}.adapter: {config.adapter!r} is not available yet")

@@ -1,0 +1,287 @@
+"""What every HTTP adapter shares: its params, its pooled client, SSE reading, and the
+one boundary where httpx's exceptions and upstream statuses become gateway errors.
+
+    httpx.TimeoutException          -> UpstreamError          retryable, no answer
+    httpx.TransportError (connect,  -> UpstreamError          retryable, no answer
+      read, protocol: a cut stream)                           (answered once it has)
+    HTTP 429                        -> UpstreamError          retryable, Retry-After kept
+    HTTP 5xx, 408, 409              -> UpstreamError          retryable, answered
+    HTTP 401, 403, 404              -> UpstreamError          retryable, answered: the
+                                                              provider is misconfigured
+                                                              (key, base_url or model),
+                                                              not the request
+    other HTTP 4xx (400, 413, 422)  -> UpstreamRejected       not retryable, caller's 400
+    malformed JSON, broken SSE      -> UpstreamError          retryable, answered
+
+The upstream key is read from the environment variable the config names; it is never
+logged and never put in an error message.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import os
+import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from server.config import ConfigError
+from server.errors import UpstreamError, UpstreamRejected
+
+# Upstream error bodies are read up to this size, and quoted up to MESSAGE_CHARS.
+MAX_ERROR_BODY = 16 * 1024
+MESSAGE_CHARS = 200
+# One unary answer or one SSE event may not exceed this.
+MAX_BODY_BYTES = 16 * 1024 * 1024
+# HTTP statuses that say the provider (its key, URL or model name) is misconfigured.
+MISCONFIGURED = frozenset({401, 403, 404})
+RETRYABLE_4XX = frozenset({408, 409, 429})
+
+
+class HttpParams(BaseModel):
+    """Params common to every HTTP adapter (`models[i].providers[j].params`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    # The upstream's base URL, e.g. https://api.openai.com/v1.
+    base_url: str = Field(min_length=1)
+    # The name of the environment variable holding the upstream key; never the key.
+    api_key_env: str | None = Field(default=None, min_length=1)
+    # The model name the upstream knows.
+    model: str = Field(min_length=1)
+    # Seconds to open a connection.
+    connect_timeout_s: float = Field(default=5, gt=0)
+    # Seconds to wait for the response headers and then between two reads of the body:
+    # a hung upstream fails over after this long (the request deadline still bounds all).
+    read_timeout_s: float = Field(default=60, gt=0)
+    # Extra attempts on this provider before failing over; 0 fails over at once.
+    max_retries: int = Field(default=0, ge=0, le=5)
+    # First pause between attempts on this provider, doubled each time.
+    backoff_s: float = Field(default=0.25, ge=0)
+    # The longest upstream Retry-After honoured on this provider; longer fails over.
+    max_retry_after_s: float = Field(default=5, ge=0)
+    # Pooled connections to this upstream.
+    max_connections: int = Field(default=100, ge=1)
+    # Headers sent with every request (e.g. OpenAI-Organization). Not for secrets.
+    headers: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("base_url")
+    @classmethod
+    def _http_url(cls, value: str) -> str:
+        if not value.startswith(("http://", "https://")):
+            raise ValueError("must start with http:// or https://")
+        return value.rstrip("/")
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Attempts on one provider; dispatch applies it within the request deadline."""
+
+    max_retries: int = 0
+    backoff_s: float = 0.25
+    max_retry_after_s: float = 5
+
+    def pause(self, attempt: int, error: UpstreamError) -> float | None:
+        """Seconds to wait before retry number `attempt` (1-based), None for no retry."""
+        if attempt > self.max_retries:
+            return None
+        if error.retry_after_s is not None:
+            return error.retry_after_s if error.retry_after_s <= self.max_retry_after_s else None
+        return self.backoff_s * 2 ** (attempt - 1)
+
+
+NO_RETRY = RetryPolicy(max_retries=0)
+
+
+def read_api_key(params: HttpParams, where: str) -> str | None:
+    """The key from the environment variable the config names; a ConfigError at start-up
+    when that variable is unset or empty, so a bad deployment fails before serving."""
+    if params.api_key_env is None:
+        return None
+    key = os.environ.get(params.api_key_env, "")
+    if not key:
+        raise ConfigError(
+            f"{where}.params.api_key_env: environment variable {params.api_key_env} is not set"
+        )
+    return key
+
+
+def make_client(params: HttpParams, headers: dict[str, str]) -> httpx.AsyncClient:
+    """One pooled client per provider; `headers` carry the auth header and defaults."""
+    timeout = httpx.Timeout(
+        connect=params.connect_timeout_s,
+        read=params.read_timeout_s,
+        write=params.read_timeout_s,
+        pool=params.connect_timeout_s,
+    )
+    limits = httpx.Limits(
+        max_connections=params.max_connections,
+        max_keepalive_connections=params.max_connections,
+    )
+    return httpx.AsyncClient(
+        base_url=params.base_url,
+        timeout=timeout,
+        limits=limits,
+        headers={**params.headers, **headers},
+        follow_redirects=False,
+        trust_env=False,
+    )
+
+
+class ProtocolViolation(Exception):
+    """The upstream answered something its wire format does not allow."""
+
+
+@contextmanager
+def upstream_errors(provider: str) -> Iterator[None]:
+    """The one boundary: httpx exceptions, bad statuses and malformed answers raised
+    inside become UpstreamError; caller cancellation passes through untouched."""
+    meta = {"provider": provider}
+    try:
+        yield
+    except UpstreamError:
+        raise
+    except httpx.ConnectTimeout:
+        raise UpstreamError(f"{provider}: connect timed out", meta) from None
+    except httpx.PoolTimeout:
+        raise UpstreamError(f"{provider}: no free connection in time", meta) from None
+    except httpx.TimeoutException:
+        raise UpstreamError(f"{provider}: upstream timed out", meta) from None
+    except httpx.ConnectError:
+        raise UpstreamError(f"{provider}: cannot connect", meta) from None
+    except httpx.RemoteProtocolError:
+        raise UpstreamError(
+            f"{provider}: upstream closed the connection mid-answer", meta, upstream_answered=True
+        ) from None
+    except httpx.TransportError as exc:
+        raise UpstreamError(f"{provider}: transport error ({type(exc).__name__})", meta) from None
+    except (ProtocolViolation, ValueError, LookupError, TypeError, AttributeError) as exc:
+        # json.JSONDecodeError is a ValueError; missing or mistyped fields raise the rest.
+        detail = str(exc)[:MESSAGE_CHARS] if isinstance(exc, ProtocolViolation) else "malformed"
+        raise UpstreamError(
+            f"{provider}: malformed answer ({detail})", meta, upstream_answered=True
+        ) from None
+
+
+async def check_status(response: httpx.Response, provider: str) -> None:
+    """Raises the gateway error for a non-2xx response (reading its bounded body)."""
+    status = response.status_code
+    if status < 300:
+        return
+    body = await _read_bounded(response, MAX_ERROR_BODY)
+    meta = {"provider": provider, "upstream_status": str(status)}
+    if status in MISCONFIGURED:
+        # Upstream auth messages may echo part of the key: never quoted.
+        raise UpstreamError(
+            f"{provider}: upstream refused the gateway's configuration (HTTP {status}); "
+            "check its api_key_env, base_url and model",
+            meta,
+            upstream_answered=True,
+        )
+    said = _error_message(body)
+    text = f"{provider}: upstream answered HTTP {status}" + (f": {said}" if said else "")
+    if status == 429:
+        raise UpstreamError(
+            text, meta, upstream_answered=True, retry_after_s=retry_after(response.headers)
+        )
+    if status >= 500 or status in RETRYABLE_4XX:
+        raise UpstreamError(text, meta, upstream_answered=True)
+    raise UpstreamRejected(text, meta)
+
+
+def retry_after(headers: httpx.Headers) -> float | None:
+    """Seconds from a Retry-After header (delta-seconds or HTTP date), or
+    retry-after-ms; None when absent or unreadable."""
+    if (ms := headers.get("retry-after-ms")) is not None:
+        try:
+            return max(0.0, float(ms) / 1000)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def _error_message(body: bytes) -> str:
+    """The upstream's own error message (OpenAI, Anthropic and TGI shapes), shortened."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return body.decode(errors="replace").strip()[:MESSAGE_CHARS]
+    error = data.get("error") if isinstance(data, dict) else None
+    if isinstance(error, dict):
+        error = error.get("message")
+    if not isinstance(error, str) and isinstance(data, dict):
+        error = data.get("message") or data.get("detail")
+    return str(error)[:MESSAGE_CHARS] if error else ""
+
+
+async def _read_bounded(response: httpx.Response, limit: int) -> bytes:
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in response.aiter_bytes():
+        chunks.append(chunk)
+        size += len(chunk)
+        if size >= limit:
+            break
+    return b"".join(chunks)[:limit]
+
+
+async def read_json(response: httpx.Response) -> Any:
+    """The whole body as JSON, bounded by MAX_BODY_BYTES."""
+    body = await _read_bounded(response, MAX_BODY_BYTES + 1)
+    if len(body) > MAX_BODY_BYTES:
+        raise ProtocolViolation("answer too large")
+    return json.loads(body)
+
+
+@dataclass(frozen=True, slots=True)
+class SseEvent:
+    event: str
+    data: str
+
+
+async def sse_events(response: httpx.Response) -> AsyncIterator[SseEvent]:
+    """Parses a text/event-stream body (WHATWG rules: `event:`, multi-line `data:`,
+    comments ignored); an event is dispatched at each blank line."""
+    event, size = "", 0
+    data: list[str] = []
+    async for line in response.aiter_lines():
+        if not line:
+            if data:
+                yield SseEvent(event or "message", "\n".join(data))
+            event, data, size = "", [], 0
+            continue
+        if line.startswith(":"):
+            continue
+        name, _, value = line.partition(":")
+        value = value.removeprefix(" ")
+        if name == "data":
+            data.append(value)
+            size += len(value)
+            if size > MAX_BODY_BYTES:
+                raise ProtocolViolation("stream event too large")
+        elif name == "event":
+            event = value
+    if data:
+        # A final event without its blank line: still dispatched (servers differ).
+        yield SseEvent(event or "message", "\n".join(data))
+
+
+def bearer(key: str | None) -> dict[str, str]:
+    return {"Authorization": f"Bearer {key}"} if key else {}

@@ -1,0 +1,1 @@
+"""Fake upstream servers speaking each provider's public wire format, on loopback."""
