@@ -1,7 +1,48 @@
-"""Placeholder until the facade lands."""
+"""The REST/SSE facade: an ASGI app serving the contract's HTTP bindings.
+
+In-process (`table`), it calls the core's RPC handlers directly; as an edge tier
+(`grpc_target`), it forwards every call to a remote gRPC gateway. Callers cannot tell
+the two apart. `app.state.backend.aclose()` releases the backend.
+"""
+
+from __future__ import annotations
+
 from fastapi import FastAPI
+from starlette.middleware import Middleware
+
+from http_facade.backends import Backend, InProcess, Remote
+from http_facade.context import RequestContext
+from http_facade.endpoint import Limits
+from http_facade.errors import EXCEPTION_HANDLERS
+from http_facade.routes import routes
+from server.config import ServerConfig
+from server.rpc import RpcMethod, methods
 
 
-def create_app(settings, table=None, grpc_target=None):  # type: ignore[no-untyped-def]
-    app = FastAPI()
+def create_app(
+    settings: ServerConfig,
+    table: dict[str, RpcMethod] | None = None,
+    grpc_target: str | None = None,
+) -> FastAPI:
+    if (table is None) == (grpc_target is None):
+        raise ValueError("give exactly one of table (in-process) and grpc_target (edge)")
+    backend: Backend
+    if table is not None:
+        backend = InProcess(table, settings.request_timeout_s)
+        served = [method.descriptor for method in table.values()]
+    else:
+        assert grpc_target is not None
+        backend = Remote(grpc_target, settings.request_timeout_s)
+        served = list(methods())
+    limits = Limits(settings.max_body_bytes, settings.keepalive_s)
+    app = FastAPI(
+        title="Model gateway",
+        openapi_url=None,
+        docs_url=None,
+        redoc_url=None,
+        routes=routes(served, backend, limits),
+        middleware=[Middleware(RequestContext)],
+        exception_handlers=EXCEPTION_HANDLERS,
+    )
+    app.state.backend = backend
     return app

@@ -1,0 +1,137 @@
+"""The REST mapping, read from the `google.api.http` annotations of the contract.
+
+Each annotated RPC (and each of its additional bindings) becomes one Binding: an HTTP
+verb, a path template and where the request fields come from (path, body, query). The
+annotations are the only record of the REST surface; nothing here names a path.
+
+A unary RPC at `P` whose streaming sibling is annotated at `P:stream` (same verb) also
+takes `"stream": true` in its body, which dispatches to the sibling, as the spec's
+`stream` parameter asks.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from google.api import annotations_pb2, http_pb2
+from google.protobuf import message_factory
+from google.protobuf.descriptor import MethodDescriptor
+from google.protobuf.message import Message
+from starlette.convertors import Convertor, register_url_convertor
+
+STREAM_SUFFIX = ":stream"
+_VERBS = ("get", "put", "post", "delete", "patch")
+_VARIABLE = re.compile(r"\{([a-zA-Z_][a-zA-Z0-9_.]*)(?:=([^}]*))?\}")
+
+
+class _Segment(Convertor[str]):
+    """One path segment, as `{field}` or `{field=*}` means in google.api.http: no `/`,
+    and no `:`, which starts the custom verb (`/v1/keys/{key_id}:revoke`)."""
+
+    regex = "[^/:]+"
+
+    def convert(self, value: str) -> str:
+        return value
+
+    def to_string(self, value: str) -> str:
+        return value
+
+
+SEGMENT = "http_rule_segment"
+register_url_convertor(SEGMENT, _Segment())
+
+
+@dataclass(frozen=True)
+class Rpc:
+    """One contract method, as the facade sees it."""
+
+    descriptor: MethodDescriptor
+    request_type: type[Message]
+    response_type: type[Message]
+
+    @property
+    def path(self) -> str:
+        """The gRPC path: /gateway.v1.ChatService/CreateChatCompletion."""
+        return f"/{self.descriptor.containing_service.full_name}/{self.descriptor.name}"
+
+    @property
+    def server_streaming(self) -> bool:
+        return bool(self.descriptor.server_streaming)
+
+    @classmethod
+    def of(cls, descriptor: MethodDescriptor) -> Rpc:
+        return cls(
+            descriptor,
+            message_factory.GetMessageClass(descriptor.input_type),
+            message_factory.GetMessageClass(descriptor.output_type),
+        )
+
+
+@dataclass(frozen=True)
+class Binding:
+    """One HTTP route of one RPC."""
+
+    verb: str  # upper case: GET, POST...
+    template: str  # as annotated: /v1/deployments/{deployment_id}/invoke
+    rpc: Rpc
+    # "*" (the whole body is the request), a field name, or "" (no body).
+    body: str
+    # Starlette path and its parameter names -> request field paths.
+    route_path: str
+    path_fields: dict[str, str] = field(default_factory=dict)
+    # The streaming RPC that `"stream": true` in the body dispatches to, if any.
+    stream_rpc: Rpc | None = None
+
+
+def bindings(methods: Iterable[MethodDescriptor]) -> list[Binding]:
+    """Every HTTP binding of every annotated method; unannotated methods get none."""
+    found: list[Binding] = []
+    for descriptor in methods:
+        options = descriptor.GetOptions()
+        if not options.HasExtension(annotations_pb2.http):
+            continue
+        rule = options.Extensions[annotations_pb2.http]
+        rpc = Rpc.of(descriptor)
+        for one in (rule, *rule.additional_bindings):
+            found.append(_binding(one, rpc))
+    by_route = {(b.verb, b.template): b for b in found}
+    if len(by_route) != len(found):
+        raise ValueError("two RPCs are annotated with the same verb and path")
+    paired = []
+    for b in found:
+        sibling = by_route.get((b.verb, b.template + STREAM_SUFFIX))
+        if not b.rpc.server_streaming and sibling is not None and sibling.rpc.server_streaming:
+            b = Binding(b.verb, b.template, b.rpc, b.body, b.route_path, b.path_fields, sibling.rpc)
+        paired.append(b)
+    return paired
+
+
+def _binding(rule: http_pb2.HttpRule, rpc: Rpc) -> Binding:
+    kind = rule.WhichOneof("pattern")
+    if kind in _VERBS:
+        verb, template = kind.upper(), getattr(rule, kind)
+    elif kind == "custom":
+        verb, template = rule.custom.kind.upper(), rule.custom.path
+    else:
+        raise ValueError(f"{rpc.path}: google.api.http rule without a pattern")
+    route_path, path_fields = _route_path(template, rpc.path)
+    return Binding(verb, template, rpc, rule.body, route_path, path_fields)
+
+
+def _route_path(template: str, where: str) -> tuple[str, dict[str, str]]:
+    """Turns `/v1/x/{a.b}` into a Starlette path `/v1/x/{a__b}` and {a__b: a.b}."""
+    fields: dict[str, str] = {}
+
+    def replace(match: re.Match[str]) -> str:
+        name, pattern = match.group(1), match.group(2)
+        param = name.replace(".", "__")
+        fields[param] = name
+        if pattern in (None, "*"):
+            return "{" + param + ":" + SEGMENT + "}"
+        if pattern == "**":
+            return "{" + param + ":path}"
+        raise ValueError(f"{where}: path pattern {pattern!r} is not supported")
+
+    return _VARIABLE.sub(replace, template), fields

@@ -1,0 +1,275 @@
+"""JSON <-> proto, derived from the message descriptors (no second schema).
+
+Writing (`to_dict`): snake_case field names; int64 as JSON numbers (OpenAI clients
+parse `created` and token counts as integers); fields without presence (plain proto3
+scalars, repeated fields) always written, so `index: 0` appears; fields with presence
+(`optional` scalars, messages) written only when set, so `finish_reason` and `ttft_ms`
+are absent where unset. Well-known types (Struct...) take their canonical JSON form.
+
+Reading (`from_dict`): unknown keys are ignored (OpenAI clients send extras such as `n`
+or `user`), `null` means unset, and a value of the wrong type is InvalidArgument naming
+the field (`messages[0].role`).
+
+Each message type's plan is computed once and cached: this runs for every SSE chunk.
+"""
+
+from __future__ import annotations
+
+import base64
+import math
+from collections.abc import Callable
+from typing import Any
+
+from google.protobuf import json_format
+from google.protobuf.descriptor import Descriptor, FieldDescriptor
+from google.protobuf.message import Message
+
+from server.errors import InvalidArgument
+
+_T = FieldDescriptor
+_INTS = {
+    _T.TYPE_INT32: (-(2**31), 2**31 - 1),
+    _T.TYPE_SINT32: (-(2**31), 2**31 - 1),
+    _T.TYPE_SFIXED32: (-(2**31), 2**31 - 1),
+    _T.TYPE_UINT32: (0, 2**32 - 1),
+    _T.TYPE_FIXED32: (0, 2**32 - 1),
+    _T.TYPE_INT64: (-(2**63), 2**63 - 1),
+    _T.TYPE_SINT64: (-(2**63), 2**63 - 1),
+    _T.TYPE_SFIXED64: (-(2**63), 2**63 - 1),
+    _T.TYPE_UINT64: (0, 2**64 - 1),
+    _T.TYPE_FIXED64: (0, 2**64 - 1),
+}
+_FLOATS = {_T.TYPE_DOUBLE, _T.TYPE_FLOAT}
+
+# How a field is written.
+_ALWAYS, _IF_SET, _REPEATED, _MAP = range(4)
+
+Convert = Callable[[Any], Any]
+_Plan = tuple[tuple[str, int, Convert | None], ...]
+_plans: dict[Descriptor, _Plan] = {}
+
+
+def _is_well_known(descriptor: Descriptor) -> bool:
+    return descriptor.full_name.startswith("google.protobuf.")
+
+
+def _is_map(field: FieldDescriptor) -> bool:
+    return (
+        field.type == _T.TYPE_MESSAGE
+        and field.is_repeated
+        and field.message_type.GetOptions().map_entry
+    )
+
+
+# -- proto -> dict ----------------------------------------------------------------------
+
+
+def to_dict(message: Message) -> dict[str, Any]:
+    """Maps a message to a JSON-ready dict (see the module docstring for the rules)."""
+    plan = _plans.get(message.DESCRIPTOR)
+    if plan is None:
+        plan = _plans[message.DESCRIPTOR] = _plan(message.DESCRIPTOR)
+    out: dict[str, Any] = {}
+    for name, how, convert in plan:
+        if how == _ALWAYS:
+            value = getattr(message, name)
+            out[name] = value if convert is None else convert(value)
+        elif how == _IF_SET:
+            if message.HasField(name):
+                value = getattr(message, name)
+                out[name] = value if convert is None else convert(value)
+        elif how == _REPEATED:
+            values = getattr(message, name)
+            out[name] = list(values) if convert is None else [convert(v) for v in values]
+        else:
+            values = getattr(message, name)
+            out[name] = {str(k): v if convert is None else convert(v) for k, v in values.items()}
+    return out
+
+
+def _plan(descriptor: Descriptor) -> _Plan:
+    plan = []
+    for field in descriptor.fields:
+        if _is_map(field):
+            plan.append((field.name, _MAP, _writer(field.message_type.fields_by_name["value"])))
+        elif field.is_repeated:
+            plan.append((field.name, _REPEATED, _writer(field)))
+        elif field.has_presence:
+            plan.append((field.name, _IF_SET, _writer(field)))
+        else:
+            plan.append((field.name, _ALWAYS, _writer(field)))
+    return tuple(plan)
+
+
+def _writer(field: FieldDescriptor) -> Convert | None:
+    if field.type == _T.TYPE_MESSAGE:
+        if _is_well_known(field.message_type):
+            return _well_known_to_json
+        return to_dict
+    if field.type == _T.TYPE_ENUM:
+        names = {v.number: v.name for v in field.enum_type.values}
+        return lambda number: names.get(number, number)
+    if field.type == _T.TYPE_BYTES:
+        return lambda raw: base64.b64encode(raw).decode()
+    return None
+
+
+def _well_known_to_json(message: Message) -> Any:
+    return _tidy_numbers(json_format.MessageToDict(message, preserving_proto_field_name=True))
+
+
+def _tidy_numbers(value: Any) -> Any:
+    """Struct keeps every number as a double; writes whole ones as integers (3, not 3.0)."""
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
+        return int(value)
+    if isinstance(value, dict):
+        return {k: _tidy_numbers(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_tidy_numbers(v) for v in value]
+    return value
+
+
+# -- dict -> proto ----------------------------------------------------------------------
+
+
+def from_dict(data: dict[str, Any], message: Message, prefix: str = "") -> Message:
+    """Fills `message` from a decoded JSON object; returns it."""
+    fields = message.DESCRIPTOR.fields_by_name
+    camel = message.DESCRIPTOR.fields_by_camelcase_name
+    for key, value in data.items():
+        field = fields.get(key) or camel.get(key)
+        if field is None or value is None:
+            continue
+        _set(message, field, value, prefix + field.name)
+    return message
+
+
+def set_field(message: Message, path: str, value: Any) -> None:
+    """Sets a possibly nested field (`a.b`) from JSON or path/query text."""
+    *parents, leaf = path.split(".")
+    target = message
+    for part in parents:
+        target = getattr(target, part)
+    field = target.DESCRIPTOR.fields_by_name[leaf]
+    _set(target, field, value, path)
+
+
+def from_text(field: FieldDescriptor, text: str, where: str) -> Any:
+    """Parses a path or query parameter into the JSON value its field expects."""
+    if field.type in _INTS:
+        try:
+            return int(text)
+        except ValueError:
+            raise InvalidArgument.for_field(where, "must be an integer") from None
+    if field.type in _FLOATS:
+        try:
+            return float(text)
+        except ValueError:
+            raise InvalidArgument.for_field(where, "must be a number") from None
+    if field.type == _T.TYPE_BOOL:
+        if text.lower() not in ("true", "false", "1", "0"):
+            raise InvalidArgument.for_field(where, "must be true or false")
+        return text.lower() in ("true", "1")
+    return text
+
+
+def field_for(descriptor: Descriptor, path: str) -> FieldDescriptor | None:
+    """The descriptor of a possibly nested field (`a.b`), or None."""
+    *parents, leaf = path.split(".")
+    for part in parents:
+        parent = descriptor.fields_by_name.get(part)
+        if parent is None or parent.message_type is None:
+            return None
+        descriptor = parent.message_type
+    return descriptor.fields_by_name.get(leaf)
+
+
+def _set(message: Message, field: FieldDescriptor, value: Any, where: str) -> None:
+    if _is_map(field):
+        if not isinstance(value, dict):
+            raise InvalidArgument.for_field(where, "must be an object")
+        target = getattr(message, field.name)
+        key_field = field.message_type.fields_by_name["key"]
+        value_field = field.message_type.fields_by_name["value"]
+        for k, v in value.items():
+            key = from_text(key_field, k, f"{where}.{k}")
+            if value_field.type == _T.TYPE_MESSAGE:
+                _message_value(target[key], value_field, v, f"{where}.{k}")
+            else:
+                target[key] = _scalar(value_field, v, f"{where}.{k}")
+        return
+    if field.is_repeated:
+        if not isinstance(value, list):
+            if field.type == _T.TYPE_MESSAGE:
+                raise InvalidArgument.for_field(where, "must be an array")
+            value = [value]  # `"stop": "\n"` as OpenAI accepts it
+        target = getattr(message, field.name)
+        for i, item in enumerate(value):
+            if item is None:
+                raise InvalidArgument.for_field(f"{where}[{i}]", "must not be null")
+            if field.type == _T.TYPE_MESSAGE:
+                _message_value(target.add(), field, item, f"{where}[{i}]")
+            else:
+                target.append(_scalar(field, item, f"{where}[{i}]"))
+        return
+    if field.type == _T.TYPE_MESSAGE:
+        sub = getattr(message, field.name)
+        sub.SetInParent()
+        _message_value(sub, field, value, where)
+        return
+    setattr(message, field.name, _scalar(field, value, where))
+
+
+def _message_value(target: Message, field: FieldDescriptor, value: Any, where: str) -> None:
+    if _is_well_known(field.message_type):
+        try:
+            json_format.ParseDict(value, target)
+        except json_format.ParseError:
+            raise InvalidArgument.for_field(where, "has the wrong type") from None
+        return
+    if not isinstance(value, dict):
+        raise InvalidArgument.for_field(where, "must be an object")
+    from_dict(value, target, where + ".")
+
+
+def _scalar(field: FieldDescriptor, value: Any, where: str) -> Any:
+    kind = field.type
+    if kind == _T.TYPE_STRING:
+        if not isinstance(value, str):
+            raise InvalidArgument.for_field(where, "must be a string")
+        return value
+    if kind == _T.TYPE_BOOL:
+        if not isinstance(value, bool):
+            raise InvalidArgument.for_field(where, "must be a boolean")
+        return value
+    if kind in _INTS:
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise InvalidArgument.for_field(where, "must be an integer")
+        low, high = _INTS[kind]
+        if not low <= value <= high:
+            raise InvalidArgument.for_field(where, "is out of range")
+        return value
+    if kind in _FLOATS:
+        if not isinstance(value, int | float) or isinstance(value, bool):
+            raise InvalidArgument.for_field(where, "must be a number")
+        if not math.isfinite(value):
+            raise InvalidArgument.for_field(where, "must be a finite number")
+        return float(value)
+    if kind == _T.TYPE_ENUM:
+        if isinstance(value, str):
+            known = field.enum_type.values_by_name.get(value)
+            if known is not None:
+                return known.number
+        elif isinstance(value, int) and not isinstance(value, bool):
+            return value
+        raise InvalidArgument.for_field(where, "is not a known value")
+    if kind == _T.TYPE_BYTES:
+        if not isinstance(value, str):
+            raise InvalidArgument.for_field(where, "must be a base64 string")
+        try:
+            return base64.b64decode(value, validate=True)
+        except ValueError:
+            raise InvalidArgument.for_field(where, "must be a base64 string") from None
+    raise InvalidArgument.for_field(where, "has an unsupported type")

@@ -1,0 +1,73 @@
+"""Per-request context: the request id, the allow-listed caller headers, and the
+response metadata the RPC produces.
+
+`RequestContext` is the outermost facade middleware: it settles the request id (the
+caller's `x-request-id` when well-formed, else a new one), adds it to every response,
+and turns any exception that escaped everything else into a generic 500.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from dataclasses import dataclass, field
+
+from starlette.datastructures import Headers, MutableHeaders
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from http_facade.errors import error_response, internal
+
+REQUEST_ID = "x-request-id"
+# Headers forwarded to the RPC as metadata; nothing else crosses (grpc-gateway's matcher).
+FORWARDED = ("x-api-key", "x-router-key")
+_REQUEST_ID_FORM = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
+
+
+@dataclass
+class Exchange:
+    """What one HTTP request carries into its RPC, and what comes back besides the
+    response message."""
+
+    request_id: str
+    metadata: dict[str, str]
+    # Filled by the backend: x-ratelimit-*, retry-after.
+    response_headers: dict[str, str] = field(default_factory=dict)
+
+
+def exchange_for(scope: Scope) -> Exchange:
+    headers = Headers(scope=scope)
+    request_id = scope["state"]["request_id"]
+    metadata = {name: value for name in FORWARDED if (value := headers.get(name))}
+    metadata[REQUEST_ID] = request_id
+    exchange = Exchange(request_id, metadata)
+    scope["state"]["exchange"] = exchange
+    return exchange
+
+
+class RequestContext:
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        asked = Headers(scope=scope).get(REQUEST_ID, "")
+        request_id = asked if _REQUEST_ID_FORM.match(asked) else uuid.uuid4().hex
+        scope.setdefault("state", {})["request_id"] = request_id
+        started = False
+
+        async def send_with_id(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+                MutableHeaders(scope=message)[REQUEST_ID] = request_id
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_with_id)
+        except Exception as exc:
+            if started:
+                raise
+            response = error_response(internal(exc, request_id))
+            await response(scope, receive, send_with_id)

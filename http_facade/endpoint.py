@@ -1,0 +1,155 @@
+"""One HTTP request -> one RPC -> one HTTP response (JSON, or SSE for streaming RPCs).
+
+The request message is built from the binding: the JSON body (bounded by
+max_body_bytes), path parameters and, without a body, query parameters. `"stream":
+true` in the body of a path with a streaming sibling dispatches to that sibling.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from google.protobuf.message import Message
+from starlette.requests import Request
+from starlette.responses import Response
+
+from http_facade import codec, sse
+from http_facade.backends import Backend
+from http_facade.bindings import Binding, Rpc
+from http_facade.context import Exchange, exchange_for
+from http_facade.errors import PayloadTooLarge, response_headers
+from server.errors import Cancelled, InvalidArgument
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_body_bytes: int
+    keepalive_s: float
+
+
+class Endpoint:
+    """The Starlette endpoint serving one Binding."""
+
+    def __init__(self, binding: Binding, backend: Backend, limits: Limits) -> None:
+        self.binding = binding
+        self.backend = backend
+        self.limits = limits
+
+    async def handle(self, request: Request) -> Response:
+        exchange = exchange_for(request.scope)
+        payload = await self._payload(request)
+        rpc = self._rpc(payload)
+        message = self._message(rpc, payload, request)
+        if rpc.server_streaming:
+            return await self._stream(rpc, message, exchange, request)
+        response = await _unless_disconnected(request, self.backend.unary(rpc, message, exchange))
+        return _json(codec.to_dict(response), exchange)
+
+    async def _payload(self, request: Request) -> Any:
+        if not self.binding.body:
+            return {}
+        raw = await _body(request, self.limits.max_body_bytes)
+        if not raw.strip():
+            return {}
+        try:
+            payload = json.loads(raw, parse_constant=_reject_constant)
+        except (ValueError, RecursionError):
+            raise InvalidArgument("malformed JSON in the request body") from None
+        if self.binding.body == "*" and not isinstance(payload, dict):
+            raise InvalidArgument("the request body must be a JSON object")
+        return payload
+
+    def _rpc(self, payload: Any) -> Rpc:
+        stream_rpc = self.binding.stream_rpc
+        if stream_rpc is not None and isinstance(payload, dict) and payload.get("stream") is True:
+            return stream_rpc
+        return self.binding.rpc
+
+    def _message(self, rpc: Rpc, payload: Any, request: Request) -> Message:
+        message = rpc.request_type()
+        body = self.binding.body
+        if body == "*":
+            codec.from_dict(payload, message)
+        elif body:
+            codec.set_field(message, body, payload)
+        else:
+            descriptor = message.DESCRIPTOR
+            for key in request.query_params:
+                field = codec.field_for(descriptor, key)
+                if field is None or field.message_type is not None:
+                    continue  # unknown parameters are ignored, like unknown body fields
+                values = [codec.from_text(field, v, key) for v in request.query_params.getlist(key)]
+                codec.set_field(message, key, values if field.is_repeated else values[-1])
+        for param, path in self.binding.path_fields.items():
+            field = codec.field_for(message.DESCRIPTOR, path)
+            assert field is not None, f"{rpc.path}: no field {path}"
+            value = codec.from_text(field, request.path_params[param], path)
+            codec.set_field(message, path, value)
+        return message
+
+    async def _stream(
+        self, rpc: Rpc, message: Message, exchange: Exchange, request: Request
+    ) -> Response:
+        chunks = self.backend.stream(rpc, message, exchange)
+        try:
+            first = await _unless_disconnected(request, anext(chunks, None))
+        except BaseException:
+            await chunks.aclose()
+            raise
+        headers = response_headers(exchange.response_headers.items())
+        if first is None:
+            await chunks.aclose()
+            return Response(sse.DONE, headers={**headers, **sse.HEADERS})
+        body = sse.events(first, chunks, self.limits.keepalive_s, exchange.request_id)
+        return sse.EventStream(body, headers)
+
+
+async def _body(request: Request, limit: int) -> bytes:
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise PayloadTooLarge(f"the request body exceeds {limit} bytes")
+    parts = []
+    size = 0
+    async for part in request.stream():
+        size += len(part)
+        if size > limit:
+            raise PayloadTooLarge(f"the request body exceeds {limit} bytes")
+        parts.append(part)
+    return b"".join(parts)
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def _json(payload: dict[str, Any], exchange: Exchange) -> Response:
+    body = json.dumps(payload, ensure_ascii=False).encode()
+    headers = response_headers(exchange.response_headers.items())
+    return Response(body, headers=headers, media_type="application/json")
+
+
+async def _unless_disconnected(request: Request, work: Awaitable[T]) -> T:
+    """Awaits `work`, cancelling it if the client disconnects first."""
+    task = asyncio.ensure_future(work)
+    watcher = asyncio.ensure_future(_disconnect(request))
+    try:
+        await asyncio.wait({task, watcher}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for pending in (task, watcher):
+            if not pending.done():
+                pending.cancel()
+                await asyncio.gather(pending, return_exceptions=True)
+    if task.cancelled():
+        raise Cancelled("the client closed the request")
+    return task.result()
+
+
+async def _disconnect(request: Request) -> None:
+    while (await request.receive())["type"] != "http.disconnect":
+        pass

@@ -1,0 +1,131 @@
+"""Errors -> HTTP: one body shape, one status table (server.errors), one place.
+
+Every error a caller sees, from the core, a remote gateway or the facade itself, is a
+GatewayError rendered by `error_response`:
+
+    {"error": {"message": ..., "type": ..., "code": ..., "param": ...}}
+
+with the status from the error's `http_status`, the response metadata the core filled
+(x-ratelimit-*), and on 429 both `Retry-After` and `retry_after` in whole seconds.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from collections.abc import Callable, Coroutine, Iterable, Mapping
+from typing import Any
+
+import grpc
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response
+
+from server.errors import ERROR_TYPE, GatewayError, Internal, InvalidArgument, NotFound
+
+log = logging.getLogger(__name__)
+
+# Metadata that belongs to the transport and never becomes an HTTP header.
+_NOT_HEADERS = frozenset({"content-type", "content-length", "transfer-encoding", "connection"})
+
+
+class PayloadTooLarge(InvalidArgument):
+    """The request body is larger than the configured limit (an HTTP-only condition)."""
+
+    reason = "REQUEST_TOO_LARGE"
+
+    @property
+    def http_status(self) -> int:
+        return 413
+
+
+class MethodNotAllowed(GatewayError):
+    """The path exists, but not for this HTTP method (an HTTP-only condition)."""
+
+    code = grpc.StatusCode.UNIMPLEMENTED
+    reason = "METHOD_NOT_ALLOWED"
+
+    @property
+    def http_status(self) -> int:
+        return 405
+
+
+def internal(exc: BaseException, request_id: str) -> Internal:
+    """An unexpected failure: logged whole here, shown to the caller only generically."""
+    log.error("request %s failed", request_id, exc_info=exc)
+    return Internal(f"internal error (request {request_id})", {"request_id": request_id})
+
+
+def error_object(error: GatewayError) -> dict[str, Any]:
+    return {
+        "message": error.message,
+        "type": ERROR_TYPE.get(error.code, "api_error"),
+        "code": error.reason.lower(),
+        "param": error.param,
+    }
+
+
+def error_json(error: GatewayError) -> bytes:
+    return json.dumps({"error": error_object(error)}, ensure_ascii=False).encode()
+
+
+def response_headers(metadata: Iterable[tuple[str, Any]]) -> dict[str, str]:
+    """The part of RPC response metadata that is sent as HTTP headers (x-ratelimit-*,
+    retry-after): text entries that are not gRPC's own."""
+    headers = {}
+    for key, value in metadata:
+        key = key.lower()
+        if (
+            isinstance(value, str)
+            and not key.startswith(("grpc-", ":"))
+            and not key.endswith("-bin")
+            and key not in _NOT_HEADERS
+        ):
+            headers[key] = value
+    return headers
+
+
+def error_response(error: GatewayError, metadata: Mapping[str, str] | None = None) -> Response:
+    headers = response_headers((metadata or {}).items())
+    status = error.http_status
+    retry_after = getattr(error, "retry_after_s", None)
+    if retry_after is not None and status in (429, 503):
+        seconds = str(max(1, math.ceil(retry_after)))
+        headers.pop("retry-after", None)
+        headers["Retry-After"] = headers["retry_after"] = seconds
+    return Response(error_json(error), status, headers, media_type="application/json")
+
+
+def _metadata(request: Request) -> Mapping[str, str]:
+    exchange = getattr(request.state, "exchange", None)
+    return exchange.response_headers if exchange is not None else {}
+
+
+async def on_gateway_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, GatewayError)
+    return error_response(exc, _metadata(request))
+
+
+async def on_http_exception(request: Request, exc: Exception) -> Response:
+    """Starlette's own 404 and 405 (unknown path, wrong method), in the same body."""
+    assert isinstance(exc, HTTPException)
+    error: GatewayError
+    if exc.status_code == 404:
+        error = NotFound(f"no route for {request.method} {request.url.path}")
+    elif exc.status_code == 405:
+        error = MethodNotAllowed(f"{request.method} is not allowed on {request.url.path}")
+    else:
+        error = InvalidArgument(str(exc.detail))
+    response = error_response(error)
+    if exc.headers and "Allow" in exc.headers:
+        response.headers["Allow"] = exc.headers["Allow"]
+    return response
+
+
+EXCEPTION_HANDLERS: dict[
+    int | type[Exception], Callable[[Request, Any], Coroutine[Any, Any, Response]]
+] = {
+    GatewayError: on_gateway_error,
+    HTTPException: on_http_exception,
+}

@@ -1,0 +1,123 @@
+"""JSON <-> proto mapping, derived from the descriptors."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from gateway.v1 import (
+    chat_service_pb2 as chat,
+)
+from gateway.v1 import (
+    completion_service_pb2 as completion,
+)
+from gateway.v1 import (
+    deployment_service_pb2 as deployment,
+)
+from gateway.v1 import (
+    provider_service_pb2 as providers,
+)
+from gateway.v1 import (
+    usage_pb2,
+)
+
+from http_facade.codec import from_dict, to_dict
+from server.errors import InvalidArgument
+
+
+def test_int64_is_a_json_number_and_plain_scalars_always_appear() -> None:
+    chunk = chat.StreamChatCompletionResponse(
+        id="c", object="chat.completion.chunk", created=1767225600, model="m",
+        choices=[chat.ChatChunkChoice(index=0, delta=chat.ChatDelta(role="assistant"))],
+    )  # fmt: skip
+    out = to_dict(chunk)
+    assert json.dumps(out).count('"created": 1767225600') == 1
+    assert out["choices"] == [{"index": 0, "delta": {"role": "assistant"}}]
+    assert "usage" not in out
+
+
+def test_set_empty_message_is_an_empty_object() -> None:
+    choice = chat.ChatChunkChoice(index=0, delta=chat.ChatDelta(), finish_reason="stop")
+    assert to_dict(choice) == {"index": 0, "delta": {}, "finish_reason": "stop"}
+
+
+def test_optional_fields_absent_unless_set() -> None:
+    usage = usage_pb2.Usage(prompt_tokens=3, completion_tokens=0, total_tokens=3, latency_ms=1.5)
+    assert to_dict(usage) == {
+        "prompt_tokens": 3, "completion_tokens": 0, "total_tokens": 3, "latency_ms": 1.5,
+    }  # fmt: skip
+    usage.ttft_ms = 0.0
+    usage.total_cost_usd = 0.0
+    assert to_dict(usage)["ttft_ms"] == 0.0
+    assert to_dict(usage)["total_cost_usd"] == 0.0
+
+
+def test_struct_is_a_json_object() -> None:
+    provider = providers.Provider(id="p", type="primary", enabled=True)
+    provider.params.update({"ttft_ms": 0, "rate": 0.5, "name": "x", "tags": [1, "a"]})
+    out = to_dict(provider)
+    assert out["params"] == {"ttft_ms": 0, "rate": 0.5, "name": "x", "tags": [1, "a"]}
+    assert out["enabled"] is True
+    empty = to_dict(providers.Provider(id="p"))
+    assert "params" not in empty and empty["enabled"] is False
+
+
+def test_from_dict_ignores_unknown_and_null() -> None:
+    request = from_dict(
+        {"model": "m", "n": 2, "user": "u", "temperature": None, "messages": [
+            {"role": "user", "content": "hi", "name": "x"}]},
+        chat.CreateChatCompletionRequest(),
+    )  # fmt: skip
+    assert isinstance(request, chat.CreateChatCompletionRequest)
+    assert request.model == "m"
+    assert not request.HasField("temperature")
+    assert request.messages[0].content == "hi"
+
+
+def test_from_dict_types() -> None:
+    request = from_dict(
+        {"model": "m", "prompt": "p", "max_tokens": 7.0, "temperature": 1, "stop": "\n",
+         "stream": True, "stream_options": {"include_usage": True}},
+        completion.CreateCompletionRequest(),
+    )  # fmt: skip
+    assert isinstance(request, completion.CreateCompletionRequest)
+    assert request.max_tokens == 7
+    assert request.temperature == 1.0
+    assert list(request.stop) == ["\n"]
+    assert request.stream_options.include_usage
+
+
+@pytest.mark.parametrize(
+    "body,param",
+    [
+        ({"prompt": 1}, "prompt"),
+        ({"max_tokens": "5"}, "max_tokens"),
+        ({"max_tokens": True}, "max_tokens"),
+        ({"max_tokens": 2**31}, "max_tokens"),
+        ({"temperature": "0.5"}, "temperature"),
+        ({"stream": 1}, "stream"),
+        ({"stop": [1]}, "stop[0]"),
+        ({"stop": ["a", None]}, "stop[1]"),
+        ({"stream_options": []}, "stream_options"),
+        ({"stream_options": {"include_usage": "yes"}}, "stream_options.include_usage"),
+    ],
+)
+def test_from_dict_wrong_types_name_the_field(body: dict[str, object], param: str) -> None:
+    with pytest.raises(InvalidArgument) as caught:
+        from_dict(body, completion.CreateCompletionRequest())
+    assert caught.value.param == param
+
+
+def test_nested_message_errors() -> None:
+    with pytest.raises(InvalidArgument) as caught:
+        from_dict({"parameters": {"max_new_tokens": "x"}}, deployment.InvokeDeploymentRequest())
+    assert caught.value.param == "parameters.max_new_tokens"
+    with pytest.raises(InvalidArgument) as caught:
+        from_dict({"messages": [{"role": "user"}, "hi"]}, chat.CreateChatCompletionRequest())
+    assert caught.value.param == "messages[1]"
+
+
+def test_round_trip() -> None:
+    body = {"deployment_id": "d", "inputs": "x", "parameters": {"max_new_tokens": 3, "stop": ["."]}}
+    message = from_dict(body, deployment.InvokeDeploymentRequest())
+    assert to_dict(message) == body
