@@ -21,59 +21,11 @@ from gateway.v1 import provider_service_pb2 as providers
 from tests.grpc_support import API, Stubs, details
 from tests.support import running_gateway
 from tests.upstreams.anthropic import AnthropicWire
-from tests.upstreams.base import TEXT, FakeUpstream, Fault, Usage, refused_url, serving
+from tests.upstreams.base import TEXT, Fault, Usage, serving
 from tests.upstreams.config import model, provider, with_models
+from tests.upstreams.matrix import BACKUP_TEXT, BEFORE_FIRST_TOKEN, Env, matrix_config
 from tests.upstreams.openai import OpenAIWire
 from tests.upstreams.tgi import TgiWire
-
-WHOLE = "".join(TEXT)
-BACKUP_TEXT = ("Backup", " answer", ".")
-# The matrix never opens a circuit; breaker behaviour has its own tests.
-NO_TRIP = {"failure_threshold": 1000, "cooldown_s": 1}
-READ_TIMEOUT = 0.15
-
-
-class Env:
-    def __init__(self, fakes: dict[str, FakeUpstream], stubs: Stubs, running: Any) -> None:
-        self.fakes = fakes
-        self.stubs = stubs
-        self.running = running
-
-    def reset(self) -> None:
-        for name, fake in self.fakes.items():
-            fake.faults, fake.default, fake.usage = [], Fault(), Usage()
-            fake.text = BACKUP_TEXT if name == "backup" else TEXT
-            fake.seen.clear()
-            fake.disconnects.clear()
-
-
-def _config(fakes: dict[str, FakeUpstream]) -> dict[str, Any]:
-    backup = fakes["backup"].url
-    fast = {"read_timeout_s": READ_TIMEOUT, "breaker": NO_TRIP}
-    models = []
-    for fmt in ("openai", "anthropic", "tgi"):
-        primary = provider(f"{fmt}-primary", fmt, fakes[fmt].url, **fast)
-        models.append(
-            model(
-                f"{fmt}-failover",
-                primary,
-                provider(f"{fmt}-backup", "openai", backup, "backup", **fast),
-            )
-        )
-        models.append(
-            model(f"{fmt}-alone", provider(f"{fmt}-alone-primary", fmt, fakes[fmt].url, **fast))
-        )
-    models.append(
-        model(
-            "refused-failover",
-            provider("refused-primary", "openai", refused_url(), **fast),
-            provider("refused-backup", "openai", backup, "backup", **fast),
-        )
-    )
-    models.append(
-        model("refused-alone", provider("refused-alone-primary", "openai", refused_url()))
-    )
-    return with_models(*models)
 
 
 def channel_to(running: Any) -> grpc.aio.Channel:
@@ -89,7 +41,7 @@ async def env() -> AsyncIterator[Env]:
         serving(OpenAIWire()) as backup,
     ):
         fakes = {"openai": openai, "anthropic": anthropic, "tgi": tgi, "backup": backup}
-        async with running_gateway(_config(fakes)) as running, channel_to(running) as channel:
+        async with running_gateway(matrix_config(fakes)) as running, channel_to(running) as channel:
             yield Env(fakes, Stubs(channel), running)
 
 
@@ -103,14 +55,14 @@ async def ask(gw: Env, model_id: str, stream: bool, **fields: Any) -> tuple[str,
     """Calls the chat RPC; returns the text, the finish reason and the stream chunks."""
     messages = [chat.ChatMessage(role="user", content="Say hello.")]
     if not stream:
-        answer = await gw.stubs.chat.CreateChatCompletion(
+        answer = await gw.client.chat.CreateChatCompletion(
             chat.CreateChatCompletionRequest(model=model_id, messages=messages, **fields),
             metadata=API,
             timeout=5,
         )
         return answer.choices[0].message.content, answer.choices[0].finish_reason, [answer]
     chunks = []
-    call = gw.stubs.chat.StreamChatCompletion(
+    call = gw.client.chat.StreamChatCompletion(
         chat.StreamChatCompletionRequest(model=model_id, messages=messages, **fields),
         metadata=API,
         timeout=5,
@@ -121,18 +73,6 @@ async def ask(gw: Env, model_id: str, stream: bool, **fields: Any) -> tuple[str,
     return text, chunks[-1].choices[0].finish_reason, chunks
 
 
-# Faults that strike before the first token, each failing over.
-BEFORE_FIRST_TOKEN: list[tuple[str, Fault, str]] = [
-    ("500", Fault("status", 500), "HTTP 500"),
-    ("503", Fault("status", 503), "HTTP 503"),
-    ("429", Fault("status", 429, retry_after="7"), "HTTP 429"),
-    ("401", Fault("status", 401), "HTTP 401"),
-    ("slow-headers", Fault("slow_headers", delay_s=1), "timed out"),
-    ("hang", Fault("hang"), "timed out"),
-    ("malformed", Fault("malformed", after_tokens=0), "malformed"),
-    ("cut-at-0", Fault("cut", after_tokens=0), "without"),
-    ("abort-at-0", Fault("abort", after_tokens=0), "closed the connection"),
-]
 MODES = pytest.mark.parametrize("stream", [False, True], ids=["unary", "stream"])
 FORMATS = pytest.mark.parametrize("fmt", ["openai", "anthropic", "tgi"])
 FAULTS = pytest.mark.parametrize(
@@ -199,7 +139,7 @@ async def test_stream_broken_after_first_token_ends_with_error(gw: Env, fmt, kin
     gw.fakes[fmt].default = Fault(kind, after_tokens=3)  # type: ignore[arg-type]
     chunks = []
     with pytest.raises(grpc.aio.AioRpcError) as info:
-        async for chunk in gw.stubs.chat.StreamChatCompletion(
+        async for chunk in gw.client.chat.StreamChatCompletion(
             chat.StreamChatCompletionRequest(
                 model=f"{fmt}-failover", messages=[chat.ChatMessage(role="user", content="hi")]
             ),
@@ -229,7 +169,7 @@ async def test_stream_stalled_after_first_token_ends_with_error(gw: Env, fmt):
 async def test_text_completion_fails_over_and_counts_usage(gw: Env):
     gw.fakes["anthropic"].default = Fault("status", 529)
     gw.fakes["backup"].usage = Usage(prompt_tokens=11)
-    answer = await gw.stubs.completions.CreateCompletion(
+    answer = await gw.client.completions.CreateCompletion(
         completion.CreateCompletionRequest(model="anthropic-failover", prompt="Hi"),
         metadata=API,
         timeout=5,
@@ -240,7 +180,7 @@ async def test_text_completion_fails_over_and_counts_usage(gw: Env):
 
 
 async def test_providers_listed_with_health(gw: Env):
-    answer = await gw.stubs.providers.ListProviders(
+    answer = await gw.client.providers.ListProviders(
         providers.ListProvidersRequest(model="openai-failover"), metadata=API, timeout=5
     )
     assert [(p.id, p.type, p.adapter, p.health) for p in answer.providers] == [

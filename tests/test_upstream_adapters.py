@@ -210,7 +210,7 @@ FAULTS: list[tuple[str, Fault, bool, bool]] = [
     # name, fault, retryable, upstream_answered
     ("500", Fault("status", 500), True, True),
     ("503", Fault("status", 503), True, True),
-    ("429", Fault("status", 429, retry_after="2"), True, True),
+    ("429", Fault("status", 429, retry_after="2"), True, False),
     ("401", Fault("status", 401), True, True),
     ("403", Fault("status", 403), True, True),
     ("slow-headers", Fault("slow_headers", delay_s=2), True, False),

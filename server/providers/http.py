@@ -5,6 +5,8 @@ one boundary where httpx's exceptions and upstream statuses become gateway error
     httpx.TransportError (connect,  -> UpstreamError          retryable, no answer
       read, protocol: a cut stream)                           (answered once it has)
     HTTP 429                        -> UpstreamError          retryable, Retry-After kept
+                                                              (not "answered badly": the
+                                                              caller gets 503 + Retry-After)
     HTTP 5xx, 408, 409              -> UpstreamError          retryable, answered
     HTTP 401, 403, 404              -> UpstreamError          retryable, answered: the
                                                               provider is misconfigured
@@ -187,9 +189,7 @@ async def check_status(response: httpx.Response, provider: str) -> None:
     said = _error_message(body)
     text = f"{provider}: upstream answered HTTP {status}" + (f": {said}" if said else "")
     if status == 429:
-        raise UpstreamError(
-            text, meta, upstream_answered=True, retry_after_s=retry_after(response.headers)
-        )
+        raise UpstreamError(text, meta, retry_after_s=retry_after(response.headers))
     if status >= 500 or status in RETRYABLE_4XX:
         raise UpstreamError(text, meta, upstream_answered=True)
     raise UpstreamRejected(text, meta)

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import socket
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
@@ -22,6 +23,21 @@ import uvicorn
 FaultKind = Literal[
     "ok", "status", "slow_headers", "slow_body", "cut", "abort", "malformed", "hang"
 ]
+
+
+class _QuietAborts(logging.Filter):
+    """Drops uvicorn's traceback for the connection drops this module injects."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.exc_info and isinstance(record.exc_info[1], InjectedAbort))
+
+
+class InjectedAbort(ConnectionAbortedError):
+    """Raised by the `abort` fault: uvicorn then drops the connection mid-body."""
+
+
+logging.getLogger("uvicorn.error").addFilter(_QuietAborts())
+
 TEXT = ("Hello", ",", " world", "!", " This", " is", " a", " fake", " reply", ".")
 
 
@@ -101,9 +117,10 @@ def sse(data: Any, event: str | None = None) -> bytes:
 @dataclass
 class FakeUpstream:
     wire: Wire
-    # Faults for the next requests, in order; then `default` for every later one.
+    # Faults for the next requests, in order; then `pick()` when set, else `default`.
     faults: list[Fault] = field(default_factory=list)
     default: Fault = field(default_factory=Fault)
+    pick: Callable[[], Fault] | None = None
     usage: Usage = field(default_factory=Usage)
     text: tuple[str, ...] = TEXT
     seen: list[Seen] = field(default_factory=list)
@@ -118,7 +135,9 @@ class FakeUpstream:
         return f"http://127.0.0.1:{self.port}"
 
     def next_fault(self) -> Fault:
-        return self.faults.pop(0) if self.faults else self.default
+        if self.faults:
+            return self.faults.pop(0)
+        return self.pick() if self.pick is not None else self.default
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -186,7 +205,7 @@ class FakeUpstream:
             await _start(send, 200, "application/json", extra)
             await send({"type": "http.response.body", "body": raw[:10], "more_body": True})
             if fault.kind == "abort":
-                raise ConnectionAbortedError("fault: connection dropped")
+                raise InjectedAbort("fault: connection dropped")
             await send({"type": "http.response.body", "body": b""})
             return
         await _start(send, 200, "application/json", {**extra, "content-length": str(len(raw))})
@@ -208,7 +227,7 @@ class FakeUpstream:
                 await emit(b"data: {not json\n\n")
             if fault.kind in ("cut", "abort") and sent >= fault.after_tokens:
                 if fault.kind == "abort":
-                    raise ConnectionAbortedError("fault: connection dropped")
+                    raise InjectedAbort("fault: connection dropped")
                 await send({"type": "http.response.body", "body": b""})
                 return
             if fault.kind == "slow_body":
@@ -221,7 +240,7 @@ class FakeUpstream:
     async def start(self) -> None:
         config = uvicorn.Config(
             self, host="127.0.0.1", port=0, log_level="critical", lifespan="off",
-            timeout_graceful_shutdown=0,
+            timeout_graceful_shutdown=1,
         )  # fmt: skip
         self._server = uvicorn.Server(config)
         self._task = asyncio.create_task(self._server.serve())

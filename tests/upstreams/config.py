@@ -16,9 +16,9 @@ BASE_PATH = {"openai": "/v1", "anthropic": "", "tgi": ""}
 def provider(
     provider_id: str, adapter: str, url: str, kind: str = "primary", **params: Any
 ) -> dict[str, Any]:
-    """A provider entry for `adapter` at the fake upstream `url`; a `breaker` keyword
-    goes to the entry's breaker settings, every other one to its params."""
-    breaker = params.pop("breaker", None)
+    """A provider entry for `adapter` at the fake upstream `url`; the `breaker` and
+    `enabled` keywords go to the entry itself, every other one to its params."""
+    entry = {k: params.pop(k) for k in ("breaker", "enabled") if k in params}
     return {
         "id": provider_id,
         "type": kind,
@@ -29,7 +29,7 @@ def provider(
             **FAST,
             **params,
         },
-        **({"breaker": breaker} if breaker else {}),
+        **entry,
     }
 
 
