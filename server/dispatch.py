@@ -97,7 +97,10 @@ def _fits(deadline: float | None, pause: float) -> bool:
 
 
 async def _next(
-    events: AsyncIterator[Event], deadline: float | None, provider: str, causes: Causes | None = None
+    events: AsyncIterator[Event],
+    deadline: float | None,
+    provider: str,
+    causes: Causes | None = None,
 ) -> Event:
     try:
         async with asyncio.timeout_at(deadline):

@@ -28,6 +28,11 @@ from tests.upstreams.openai import OpenAIWire
 from tests.upstreams.tgi import TgiWire
 
 
+def details_of(error: grpc.aio.AioRpcError) -> Any:
+    """The ErrorInfo of an error."""
+    return details(error)["ErrorInfo"]
+
+
 def channel_to(running: Any) -> grpc.aio.Channel:
     return grpc.aio.insecure_channel(f"127.0.0.1:{running.grpc_port}")
 
@@ -103,7 +108,7 @@ async def test_fault_with_no_backup_is_unavailable_naming_the_cause(
     err = info.value
     assert err.code() == grpc.StatusCode.UNAVAILABLE
     assert f"{fmt}-alone-primary" in err.details() and cause in err.details()
-    found = details(err)
+    found: dict[str, Any] = details(err)
     assert found["ErrorInfo"].reason == "ALL_PROVIDERS_FAILED"
     assert found["ErrorInfo"].metadata["tried"] == f"{fmt}-alone-primary"
     if fault.kind == "status" and fault.status == 429:
@@ -128,7 +133,7 @@ async def test_request_refused_by_upstream_is_not_failed_over(gw: Env, fmt, stat
     with pytest.raises(grpc.aio.AioRpcError) as info:
         await ask(gw, f"{fmt}-failover", stream)
     assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
-    assert details(info.value)["ErrorInfo"].reason == "UPSTREAM_REJECTED_REQUEST"
+    assert details_of(info.value).reason == "UPSTREAM_REJECTED_REQUEST"
     assert gw.fakes["backup"].seen == [], "a request-caused 4xx does not fail over"
 
 
@@ -136,7 +141,7 @@ async def test_request_refused_by_upstream_is_not_failed_over(gw: Env, fmt, stat
 @pytest.mark.parametrize("kind", ["cut", "abort", "malformed"])
 async def test_stream_broken_after_first_token_ends_with_error(gw: Env, fmt, kind):
     """Tokens already sent stay sent; the stream then ends UNAVAILABLE, no finish."""
-    gw.fakes[fmt].default = Fault(kind, after_tokens=3)  # type: ignore[arg-type]
+    gw.fakes[fmt].default = Fault(kind, after_tokens=3)
     chunks = []
     with pytest.raises(grpc.aio.AioRpcError) as info:
         async for chunk in gw.client.chat.StreamChatCompletion(
@@ -148,7 +153,7 @@ async def test_stream_broken_after_first_token_ends_with_error(gw: Env, fmt, kin
         ):
             chunks.append(chunk)
     assert info.value.code() == grpc.StatusCode.UNAVAILABLE
-    assert details(info.value)["ErrorInfo"].metadata["upstream_answered"] == "true"
+    assert details_of(info.value).metadata["upstream_answered"] == "true"
     text = "".join(c.choices[0].delta.content for c in chunks)
     assert text == "".join(TEXT[:3])
     assert not any(c.choices[0].HasField("finish_reason") for c in chunks), "never a silent stop"

@@ -53,7 +53,10 @@ def _picker(seed: int) -> Any:
 
 
 def _config(urls: dict[str, str]) -> dict[str, Any]:
-    fast = {"read_timeout_s": 0.2, "breaker": {"failure_threshold": 3, "cooldown_s": 0.2}}
+    fast: dict[str, Any] = {
+        "read_timeout_s": 0.2,
+        "breaker": {"failure_threshold": 3, "cooldown_s": 0.2},
+    }
     data = with_models(
         model(
             "mix-a",

@@ -131,7 +131,7 @@ async def test_request_refused_by_upstream_is_400_without_failover(gw: Env, fmt,
 @FORMATS
 @pytest.mark.parametrize("kind", ["cut", "abort", "malformed"])
 async def test_stream_broken_after_first_token_ends_with_error_event(gw: Env, fmt, kind):
-    gw.fakes[fmt].default = Fault(kind, after_tokens=3)  # type: ignore[arg-type]
+    gw.fakes[fmt].default = Fault(kind, after_tokens=3)
     response, text, events = await chat(gw, f"{fmt}-failover", True)
     assert response.status_code == 200, "the stream had started"
     assert text == "".join(TEXT[:3])

@@ -98,8 +98,7 @@ class OpenAIProvider:
                     chunk = json.loads(event.data)
                     if chunk.get("error"):
                         raise UpstreamError(
-                            f"{self.id}: upstream failed mid-stream: "
-                            f"{_error_text(chunk['error'])}",
+                            f"{self.id}: upstream failed mid-stream: {_error_text(chunk['error'])}",
                             {"provider": self.id},
                             upstream_answered=True,
                         )

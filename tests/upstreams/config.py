@@ -18,7 +18,7 @@ def provider(
 ) -> dict[str, Any]:
     """A provider entry for `adapter` at the fake upstream `url`; the `breaker` and
     `enabled` keywords go to the entry itself, every other one to its params."""
-    entry = {k: params.pop(k) for k in ("breaker", "enabled") if k in params}
+    entry: dict[str, Any] = {k: params.pop(k) for k in ("breaker", "enabled") if k in params}
     return {
         "id": provider_id,
         "type": kind,

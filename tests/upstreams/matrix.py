@@ -37,7 +37,7 @@ class Env:
 
 def matrix_config(fakes: dict[str, FakeUpstream]) -> dict[str, Any]:
     backup = fakes["backup"].url
-    fast = {"read_timeout_s": READ_TIMEOUT, "breaker": NO_TRIP}
+    fast: dict[str, Any] = {"read_timeout_s": READ_TIMEOUT, "breaker": NO_TRIP}
     models = []
     for fmt in ("openai", "anthropic", "tgi"):
         primary = provider(f"{fmt}-primary", fmt, fakes[fmt].url, **fast)
