@@ -16,10 +16,12 @@ from starlette.datastructures import Headers, MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from http_facade.errors import error_response, internal
+from server.auth import HEADER
 
 REQUEST_ID = "x-request-id"
-# Headers forwarded to the RPC as metadata; nothing else crosses (grpc-gateway's matcher).
-FORWARDED = ("x-api-key", "x-router-key")
+# Headers forwarded to the RPC as metadata: the key headers the core reads, plus the
+# request id; nothing else crosses (grpc-gateway's header matcher).
+FORWARDED = tuple(sorted(set(HEADER.values())))
 _REQUEST_ID_FORM = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 
 

@@ -221,3 +221,39 @@ async def test_unexpected_exception_is_a_generic_500(
     assert "secret internal detail" not in response.text
     assert "req-500" in error["message"]
     assert response.headers["x-request-id"] == "req-500"
+
+
+async def test_facade_bug_is_a_generic_500(
+    c: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from http_facade import codec
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("secret internal detail")
+
+    monkeypatch.setattr(codec, "to_dict", broken)
+    response = await c.get("/v1/models", headers={**A, "x-request-id": "req-bug"})
+    error = error_of(response, 500)
+    assert "secret internal detail" not in response.text
+    assert error["code"] == "internal" and "req-bug" in error["message"]
+
+
+async def test_only_allow_listed_headers_reach_the_rpc(
+    c: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen: list[dict[str, str]] = []
+    original = gateway.Gateway._admit
+
+    async def spy(self, call, *args, **kwargs):  # type: ignore[no-untyped-def]
+        seen.append(dict(call.metadata))
+        return await original(self, call, *args, **kwargs)
+
+    monkeypatch.setattr(gateway.Gateway, "_admit", spy)
+    headers = {**A, "x-request-id": "req-allow", "cookie": "a=b", "x-other": "1"}
+    response = await c.get("/v1/models", headers=headers)
+    assert response.status_code == 200
+    (metadata,) = seen
+    assert metadata.get("x-api-key") == API_KEY
+    assert metadata.get("x-request-id") == "req-allow"
+    assert "cookie" not in metadata and "x-other" not in metadata
+    assert "authorization" not in metadata

@@ -240,3 +240,29 @@ async def test_events_are_flushed_one_by_one(mode: str) -> None:
     assert len(parts) >= 4
     assert all(p.endswith(b"\n\n") for p in parts)
     assert json.loads(parts[0][6:-2])["choices"][0]["delta"] == {"role": "assistant"}
+
+
+@both_modes
+@pytest.mark.parametrize("streamed", [True, False])
+async def test_disconnect_before_first_token_cancels(
+    mode: str, streamed: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    closed: list[str] = []
+    generate = simulated.SimulatedProvider.generate
+
+    async def tracked(self, request):  # type: ignore[no-untyped-def]
+        try:
+            async for event in generate(self, request):
+                yield event
+        finally:
+            closed.append(self.id)
+
+    monkeypatch.setattr(simulated.SimulatedProvider, "generate", tracked)
+    data = set_params(default_config_dict(), "sim-mini", ttft_ms=20_000)
+    async with client(mode, data) as c:
+        with pytest.raises(httpx.ReadTimeout):
+            await c.post(
+                "/v1/chat/completions", json={**CHAT, "stream": streamed}, headers=A, timeout=0.3
+            )
+        # The client gave up during a 20-second time to first token; the work stops too.
+        await wait_for(lambda: closed == ["sim-mini-primary"], timeout_s=3)
