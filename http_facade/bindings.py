@@ -117,7 +117,21 @@ def _binding(rule: http_pb2.HttpRule, rpc: Rpc) -> Binding:
     else:
         raise ValueError(f"{rpc.path}: google.api.http rule without a pattern")
     route_path, path_fields = _route_path(template, rpc.path)
+    for name in (*path_fields.values(), *([rule.body] if rule.body not in ("", "*") else [])):
+        if not _has_field(rpc.request_type, name):
+            raise ValueError(f"{rpc.path}: the http rule names {name!r}, not a request field")
     return Binding(verb, template, rpc, rule.body, route_path, path_fields)
+
+
+def _has_field(message_type: type[Message], path: str) -> bool:
+    descriptor = message_type.DESCRIPTOR
+    *parents, leaf = path.split(".")
+    for part in parents:
+        parent = descriptor.fields_by_name.get(part)
+        if parent is None or parent.message_type is None:
+            return False
+        descriptor = parent.message_type
+    return leaf in descriptor.fields_by_name
 
 
 def _route_path(template: str, where: str) -> tuple[str, dict[str, str]]:
