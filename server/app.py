@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 import grpc
@@ -12,12 +13,15 @@ import uvicorn
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
-from server.auth import Admission, KeyRing
+from server.auth import Admission, KeyDirectory, KeyRing
+from server.budget import Budgets, MemoryBudgets, RedisBudgets
 from server.catalog import Catalog
 from server.config import Config, ServerConfig
 from server.gateway import Gateway
-from server.ratelimit import SlidingWindowLimiter
+from server.ledger import Accounts, Ledger
+from server.ratelimit import Limiter, RedisLimiter, SlidingWindowLimiter
 from server.rpc import SERVICES, RpcMethod, grpc_handlers, rpc_table
+from server.store import open_store
 
 log = logging.getLogger(__name__)
 
@@ -25,7 +29,54 @@ GRACE_S = 5.0
 
 
 def build_gateway(config: Config) -> Gateway:
-    return Gateway(config, Catalog(config), Admission(KeyRing(config.keys), SlidingWindowLimiter()))
+    """A gateway holding everything in memory: config keys only, no ledger storage."""
+    limiter = SlidingWindowLimiter(window_s=config.limits.window_s)
+    return Gateway(config, Catalog(config), Admission(KeyDirectory(KeyRing(config.keys)), limiter))
+
+
+async def open_gateway(config: Config) -> Gateway:
+    """The gateway with its storage: the key store and ledger in SQLite or PostgreSQL,
+    limits and budgets in memory or, when `storage.redis_url` is set, in Redis."""
+    catalog = Catalog(config)  # a bad provider config stops start-up before storage opens
+    storage = config.storage
+    try:
+        store = await open_store(storage)
+    except BaseException:
+        await catalog.aclose()
+        raise
+    closers: list[Callable[[], Awaitable[None]]] = [store.aclose]
+    limiter: Limiter
+    budgets: Budgets
+    ledger = Ledger(
+        store.usage, config.ledger.batch_size, config.ledger.flush_interval_s,
+        config.ledger.max_buffered,
+    )  # fmt: skip
+
+    async def spent(key_id: str, since: float) -> float:
+        return await store.usage.spent_since(key_id, since) + ledger.pending_cost(key_id, since)
+
+    if storage.redis_url:
+        from redis.asyncio import Redis
+
+        client = Redis.from_url(storage.redis_url)
+        try:
+            await client.ping()
+        except BaseException:
+            await client.aclose()
+            await store.aclose()
+            await catalog.aclose()
+            raise
+        closers.insert(0, client.aclose)
+        limiter = RedisLimiter(client, storage.redis_prefix, config.limits.window_s)
+        budgets = RedisBudgets(client, storage.redis_prefix, spent)
+    else:
+        limiter = SlidingWindowLimiter(window_s=config.limits.window_s)
+        budgets = MemoryBudgets(spent)
+    keys = KeyDirectory(KeyRing(config.keys), store.keys, storage.key_cache_ttl_s)
+    admission = Admission(keys, limiter)
+    accounts = Accounts(ledger, limiter, budgets)
+    ledger.start()
+    return Gateway(config, catalog, admission, accounts, store, closers)
 
 
 async def start_grpc(
@@ -38,7 +89,9 @@ async def start_grpc(
     names = [s.full_name for s in SERVICES]
     for name in ["", *names]:
         await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
-    reflection.enable_server_reflection([*names, health.SERVICE_NAME, reflection.SERVICE_NAME], server)
+    reflection.enable_server_reflection(
+        [*names, health.SERVICE_NAME, reflection.SERVICE_NAME], server
+    )
     port = server.add_insecure_port(f"{settings.host}:{settings.grpc_port}")
     await server.start()
     return server, port
@@ -50,6 +103,7 @@ class Running:
 
     grpc_port: int | None
     http_port: int | None
+    gateway: Gateway | None = None
     _grpc: grpc.aio.Server | None = None
     _http: uvicorn.Server | None = None
     _http_task: asyncio.Task[None] | None = None
@@ -65,13 +119,13 @@ class Running:
             await close()
 
 
-async def start_http(app, settings: ServerConfig) -> tuple[uvicorn.Server, asyncio.Task[None], int]:  # type: ignore[no-untyped-def]
+async def start_http(app, settings: ServerConfig) -> tuple[uvicorn.Server, asyncio.Task[None], int]:  # noqa: ANN001
     config = uvicorn.Config(
         app, host=settings.host, port=settings.http_port, log_level="warning",
         lifespan="off", timeout_graceful_shutdown=int(GRACE_S),
     )  # fmt: skip
     server = uvicorn.Server(config)
-    server.install_signal_handlers = lambda: None  # type: ignore[method-assign]
+    server.install_signal_handlers = lambda: None  # type: ignore[attr-defined]
     task = asyncio.create_task(server.serve())
     while not server.started:
         if task.done():
@@ -92,11 +146,15 @@ async def start(
     if grpc_target is not None:
         app = create_app(settings, grpc_target=grpc_target)
         http, task, http_port = await start_http(app, settings)
-        return Running(None, http_port, None, http, task, [app.state.backend.aclose])
-    gateway = build_gateway(config)
+        return Running(None, http_port, None, None, http, task, [app.state.backend.aclose])
+    gateway = await open_gateway(config)
     table = rpc_table(gateway)
-    grpc_server, grpc_port = await start_grpc(table, settings)
-    running = Running(grpc_port, None, grpc_server, _closers=[gateway.catalog.aclose])
+    try:
+        grpc_server, grpc_port = await start_grpc(table, settings)
+    except BaseException:
+        await gateway.aclose()
+        raise
+    running = Running(grpc_port, None, gateway, grpc_server, _closers=[gateway.aclose])
     if serve_http:
         app = create_app(settings, table=table)
         running._http, running._http_task, running.http_port = await start_http(app, settings)

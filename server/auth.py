@@ -1,26 +1,64 @@
-"""Admission: who is calling (their key) and whether their rate limit lets them in."""
+"""Admission: who is calling (their key) and whether their rate limits let them in.
+
+Keys come from the config file (for development) and from the key store. Store
+lookups are cached for `storage.key_cache_ttl_s` (about a second), so the database is
+not in the request path, and a key revoked on any instance stops working on every
+instance within that time.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import hmac
+import logging
 import math
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from server.config import KeyConfig, KeyKind
-from server.errors import RateLimited, Unauthenticated
-from server.ratelimit import SlidingWindowLimiter
+from server.errors import Internal, RateLimited, Unauthenticated
+from server.ratelimit import Limiter
+from server.store.keys import KeyRecord, KeyStore
 
-# Interface A takes API keys, interface B router keys; one never stands for the other.
-HEADER: dict[KeyKind, str] = {"api": "x-api-key", "router": "x-router-key"}
+log = logging.getLogger(__name__)
+
+# Interface A takes API keys, interface B router keys, the admin API admin keys; no
+# kind ever stands for another.
+HEADER: dict[KeyKind, str] = {"api": "x-api-key", "router": "x-router-key", "admin": "x-admin-key"}
+# A cached lookup is still used this long past its TTL when the key store is down.
+STALE_GRACE_S = 60.0
 
 
 @dataclass(frozen=True, slots=True)
 class Principal:
+    key_id: str
     name: str
     kind: KeyKind
-    requests_per_minute: int | None
+    owner: str = ""
+    requests_per_minute: int | None = None
+    tokens_per_minute: int | None = None
+    budget_usd: float | None = None
+    budget_period: str = "monthly"
+
+    @property
+    def limited(self) -> bool:
+        return bool(self.requests_per_minute or self.tokens_per_minute)
+
+    @classmethod
+    def of_config(cls, key: KeyConfig) -> Principal:
+        return cls(
+            "cfg-" + key.name, key.name, key.kind, key.owner, key.requests_per_minute,
+            key.tokens_per_minute, key.budget_usd, key.budget_period,
+        )  # fmt: skip
+
+    @classmethod
+    def of_record(cls, key: KeyRecord) -> Principal:
+        return cls(
+            key.id, key.name, key.kind, key.owner, key.requests_per_minute,  # type: ignore[arg-type]
+            key.tokens_per_minute, key.budget_usd, key.budget_period,
+        )  # fmt: skip
 
 
 def _digest(secret: str) -> bytes:
@@ -31,46 +69,136 @@ class KeyRing:
     """Keys from the config, held only as SHA-256 digests."""
 
     def __init__(self, keys: list[KeyConfig]) -> None:
-        self._keys = [(_digest(k.secret), Principal(k.name, k.kind, k.requests_per_minute)) for k in keys]
+        self._keys = [(_digest(k.secret), Principal.of_config(k)) for k in keys]
 
-    def identify(self, metadata: Mapping[str, str], kind: KeyKind) -> Principal:
-        header = HEADER[kind]
-        secret = metadata.get(header)
-        if not secret:
-            raise Unauthenticated(f"missing {header} header", {"header": header})
-        digest = _digest(secret)
+    def by_id_or_name(self, id_or_name: str) -> Principal | None:
+        return next(
+            (p for _, p in self._keys if id_or_name in (p.key_id, p.name) and p.kind != "admin"),
+            None,
+        )
+
+    def find(self, digest: bytes, kind: KeyKind) -> Principal | None:
         found = None
         # Compares against every key, in constant time each, without stopping early.
         for known, principal in self._keys:
             if hmac.compare_digest(known, digest) and principal.kind == kind:
                 found = principal
-        if found is None:
-            raise Unauthenticated(f"invalid {header}", {"header": header})
         return found
 
 
-class Admission:
-    """Authenticates a call and charges it to its key's rate limit."""
+class KeyDirectory:
+    """Config keys first, then the key store through a short-lived cache."""
 
-    def __init__(self, keys: KeyRing, limiter: SlidingWindowLimiter) -> None:
+    def __init__(
+        self,
+        ring: KeyRing,
+        store: KeyStore | None = None,
+        ttl_s: float = 1.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.ring = ring
+        self.store = store
+        self.ttl_s = ttl_s
+        self._clock = clock
+        # hex digest -> (fetched at, record or None when no such key)
+        self._cache: dict[str, tuple[float, KeyRecord | None]] = {}
+        self._inflight: dict[str, asyncio.Future[KeyRecord | None]] = {}
+
+    async def identify(self, metadata: Mapping[str, str], kind: KeyKind) -> Principal:
+        header = HEADER[kind]
+        secret = metadata.get(header)
+        if not secret:
+            raise Unauthenticated(f"missing {header} header", {"header": header})
+        digest = _digest(secret)
+        found = self.ring.find(digest, kind)
+        if found is not None:
+            return found
+        record = await self._lookup(digest.hex()) if self.store is not None else None
+        if record is None or record.kind != kind:
+            raise Unauthenticated(f"invalid {header}", {"header": header})
+        if record.revoked:
+            raise Unauthenticated(f"the {header} has been revoked", {"header": header})
+        if record.expired():
+            raise Unauthenticated(f"the {header} has expired", {"header": header})
+        return Principal.of_record(record)
+
+    async def _lookup(self, digest: str) -> KeyRecord | None:
+        now = self._clock()
+        cached = self._cache.get(digest)
+        if cached is not None and now - cached[0] < self.ttl_s:
+            return cached[1]
+        pending = self._inflight.get(digest)
+        if pending is not None:
+            return await asyncio.shield(pending)
+        future: asyncio.Future[KeyRecord | None] = asyncio.get_running_loop().create_future()
+        self._inflight[digest] = future
+        try:
+            assert self.store is not None
+            record = await self.store.by_digest(digest)
+        except Exception as exc:
+            if cached is not None and now - cached[0] < self.ttl_s + STALE_GRACE_S:
+                log.warning(
+                    "key store unavailable (%s); using a cached key lookup", type(exc).__name__
+                )
+                record = cached[1]
+            else:
+                error = Internal("the key store is unavailable", {})
+                future.set_exception(error)
+                future.exception()  # marks it retrieved when nobody else waits
+                raise error from exc
+        else:
+            self._cache[digest] = (self._clock(), record)
+            if len(self._cache) > 100_000:
+                self._cache.clear()
+        finally:
+            self._inflight.pop(digest, None)
+        future.set_result(record)
+        return record
+
+    def forget(self, key_id: str) -> None:
+        """Drops a key from this instance's cache at once (after a local revocation)."""
+        for digest, (_, record) in list(self._cache.items()):
+            if record is not None and record.id == key_id:
+                del self._cache[digest]
+
+
+class Admission:
+    """Authenticates a call and charges it to its key's rate limits."""
+
+    def __init__(self, keys: KeyDirectory, limiter: Limiter) -> None:
         self.keys = keys
         self.limiter = limiter
 
-    def admit(
-        self, metadata: Mapping[str, str], kind: KeyKind, response_metadata: dict[str, str]
-    ) -> Principal:
-        principal = self.keys.identify(metadata, kind)
-        if principal.requests_per_minute is None:
-            return principal
-        decision = self.limiter.hit(principal.name, principal.requests_per_minute)
+    async def identify(self, metadata: Mapping[str, str], kind: KeyKind) -> Principal:
+        return await self.keys.identify(metadata, kind)
+
+    async def limit(
+        self, principal: Principal, tokens: int, ticket: str, response_metadata: dict[str, str]
+    ) -> None:
+        """Counts one request of up to `tokens` tokens; RateLimited when it does not fit."""
+        if not principal.limited:
+            return
+        rpm, tpm = principal.requests_per_minute, principal.tokens_per_minute
+        decision = await self.limiter.acquire(principal.key_id, rpm, tpm, tokens, ticket)
         response_metadata.update(decision.headers())
         if not decision.allowed:
             wait = max(1, math.ceil(decision.retry_after_s))
             response_metadata["retry-after"] = str(wait)
+            if rpm and decision.requests_remaining <= 0:
+                what, limit = f"{rpm} requests", rpm
+            else:
+                what, limit = f"{tpm} tokens", tpm or 0
             raise RateLimited(
-                f"rate limit of {principal.requests_per_minute} requests per minute "
-                f"exceeded for key {principal.name!r}; retry after {wait}s",
-                {"key": principal.name, "limit": str(principal.requests_per_minute)},
+                f"rate limit of {what} per minute exceeded for key {principal.name!r}; "
+                f"retry after {wait}s",
+                {"key": principal.name, "limit": str(limit)},
                 retry_after_s=wait,
             )
+
+    async def admit(
+        self, metadata: Mapping[str, str], kind: KeyKind, response_metadata: dict[str, str],
+        ticket: str = "",
+    ) -> Principal:  # fmt: skip
+        principal = await self.identify(metadata, kind)
+        await self.limit(principal, 0, ticket, response_metadata)
         return principal

@@ -15,7 +15,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 ProfileName = Literal["economy", "balanced", "quality"]
 AdapterKind = Literal["simulated", "openai", "anthropic", "tgi"]
-KeyKind = Literal["api", "router"]
+KeyKind = Literal["api", "router", "admin"]
+# How often a key's budget starts again from zero (UTC calendar days and months).
+BudgetPeriod = Literal["none", "daily", "monthly"]
 
 
 class ConfigError(Exception):
@@ -99,8 +101,14 @@ class KeyConfig(Strict):
     name: str = Field(min_length=1)
     kind: KeyKind
     secret: str = Field(min_length=16)
+    owner: str = ""
     # Requests per minute; absent means unlimited.
     requests_per_minute: int | None = Field(default=None, ge=1)
+    # Tokens (prompt + completion) per minute; absent means unlimited.
+    tokens_per_minute: int | None = Field(default=None, ge=1)
+    # Spend allowed per budget period, in USD; absent means no budget.
+    budget_usd: float | None = Field(default=None, ge=0)
+    budget_period: BudgetPeriod = "monthly"
 
 
 class ServerConfig(Strict):
@@ -114,8 +122,50 @@ class ServerConfig(Strict):
     keepalive_s: float = Field(default=15, gt=0)
 
 
+class StorageConfig(Strict):
+    """Where keys, the usage ledger and shared counters live.
+
+    Neither URL set: the embedded single-node default, an SQLite file and in-memory
+    counters. Several instances share state through PostgreSQL and Redis."""
+
+    # PostgreSQL URL (postgresql://user:password@host:5432/db); absent: SQLite.
+    database_url: str | None = None
+    # The SQLite file, created on first start; `:memory:` keeps nothing.
+    sqlite_path: str = "gateway.db"
+    # Redis URL (redis://host:6379/0); absent: rate limits and budgets held in memory.
+    redis_url: str | None = None
+    # Prefixes every Redis key, so several gateways (or test runs) can share one Redis.
+    redis_prefix: str = "gateway:"
+    # Seconds a key lookup is cached; a revoked key stops working within this time.
+    key_cache_ttl_s: float = Field(default=1.0, ge=0)
+
+
+class LimitsConfig(Strict):
+    # The rate-limit window in seconds: requests_per_minute and tokens_per_minute are
+    # counted over it. 60 in production; tests shorten it.
+    window_s: float = Field(default=60, gt=0)
+    # Completion tokens assumed for a request without max_tokens, when reserving its
+    # tokens (tokens_per_minute) and its maximum cost (budgets).
+    default_max_tokens: int = Field(default=1024, ge=1)
+
+
+class LedgerConfig(Strict):
+    # Rows written per database round trip.
+    batch_size: int = Field(default=500, ge=1)
+    # Seconds between flushes of the buffer.
+    flush_interval_s: float = Field(default=0.5, gt=0)
+    # Rows held while the database is slow or away; beyond this the oldest are dropped
+    # (and counted in the log) rather than slowing requests.
+    max_buffered: int = Field(default=100_000, ge=1)
+    # Seconds a graceful shutdown waits for the buffer to reach the database.
+    drain_timeout_s: float = Field(default=15, gt=0)
+
+
 class Config(Strict):
     server: ServerConfig = Field(default_factory=ServerConfig)
+    storage: StorageConfig = Field(default_factory=StorageConfig)
+    limits: LimitsConfig = Field(default_factory=LimitsConfig)
+    ledger: LedgerConfig = Field(default_factory=LedgerConfig)
     models: list[ModelConfig] = Field(min_length=1)
     deployments: list[DeploymentConfig] = Field(default_factory=list)
     routing: RoutingConfig

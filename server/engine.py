@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Sequence
 
 from gateway.v1 import usage_pb2
+
 from server import accounting, dispatch, tokens
 from server.catalog import Upstream
 from server.config import ModelConfig
@@ -72,6 +73,13 @@ class Run:
         return TokenCounts(
             tokens.estimate_prompt(self.request), tokens.estimate("".join(self._text))
         )
+
+    def final_usage(self) -> usage_pb2.Usage | None:
+        """Usage as far as the generation got (for the ledger); None if no upstream
+        ever answered."""
+        if self.upstream is None:
+            return None
+        return self.usage()
 
     def usage(self, with_ttft: bool = True) -> usage_pb2.Usage:
         return accounting.usage(

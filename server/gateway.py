@@ -7,11 +7,15 @@ It knows nothing of gRPC or HTTP; both transports call these same handlers.
 
 from __future__ import annotations
 
+import functools
+import inspect
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
 
-from google.protobuf import struct_pb2
-
+from gateway.v1 import (
+    admin_service_pb2 as admin_pb,
+)
 from gateway.v1 import (
     chat_service_pb2 as chat,
 )
@@ -30,27 +34,89 @@ from gateway.v1 import (
 from gateway.v1 import (
     router_service_pb2 as router,
 )
-from server import validation
-from server.auth import Admission
+from gateway.v1 import (
+    usage_service_pb2 as usage_pb,
+)
+from google.protobuf import struct_pb2
+
+from server import budget, tokens, validation
+from server.admin import AdminHandlers
+from server.auth import Admission, Principal
+from server.budget import BudgetSpec, MemoryBudgets
 from server.call import Call
 from server.catalog import Catalog
-from server.config import Config
+from server.config import Config, KeyKind, Price
 from server.engine import Run
 from server.errors import InvalidArgument
+from server.generation import GenerationRequest
+from server.ledger import Accounts, Ledger, Tab
+from server.store import Store
+
+
+def accounted(handler: Any) -> Any:
+    """Opens a Tab for each call of an RPC handler and closes it when the call ends,
+    however it ends: the Tab settles what the call reserved and writes its ledger row.
+    The handler receives the Tab as a third argument."""
+    method = "".join(part.title() for part in handler.__name__.split("_"))
+
+    if inspect.isasyncgenfunction(handler):
+
+        @functools.wraps(handler)
+        async def stream(self: Gateway, request: Any, call: Call) -> AsyncIterator[Any]:
+            tab = self.accounts.open(call.request_id, method)
+            error: BaseException | None = None
+            try:
+                async for chunk in handler(self, request, call, tab):
+                    yield chunk
+            except BaseException as exc:
+                error = exc
+                raise
+            finally:
+                tab.close(error)
+
+        return stream
+
+    @functools.wraps(handler)
+    async def unary(self: Gateway, request: Any, call: Call) -> Any:
+        tab = self.accounts.open(call.request_id, method)
+        try:
+            response = await handler(self, request, call, tab)
+        except BaseException as exc:
+            tab.close(exc)
+            raise
+        tab.close(None)
+        return response
+
+    return unary
 
 
 class Gateway:
-    def __init__(self, config: Config, catalog: Catalog, admission: Admission) -> None:
+    def __init__(
+        self,
+        config: Config,
+        catalog: Catalog,
+        admission: Admission,
+        accounts: Accounts | None = None,
+        store: Store | None = None,
+        closers: list[Callable[[], Awaitable[None]]] | None = None,
+    ) -> None:
         self.config = config
         self.catalog = catalog
         self.admission = admission
+        self.accounts = accounts or Accounts(
+            Ledger(None), admission.limiter, MemoryBudgets(_nothing_spent)
+        )
+        self.store = store
+        self.admin = AdminHandlers(self.admission, self.accounts, store)
+        self._closers = closers or []
 
     # -- interface A -----------------------------------------------------------------
 
+    @accounted
     async def create_chat_completion(
-        self, request: chat.CreateChatCompletionRequest, call: Call
+        self, request: chat.CreateChatCompletionRequest, call: Call, tab: Tab
     ) -> chat.CreateChatCompletionResponse:
-        run = await self._start_model(request, validation.chat, call)
+        run = await self._start_model(request, validation.chat, call, tab)
         text = await run.text()
         return chat.CreateChatCompletionResponse(
             id=f"chatcmpl-{call.request_id}",
@@ -67,11 +133,12 @@ class Gateway:
             usage=run.usage(),
         )
 
+    @accounted
     async def stream_chat_completion(
-        self, request: chat.StreamChatCompletionRequest, call: Call
+        self, request: chat.StreamChatCompletionRequest, call: Call, tab: Tab
     ) -> AsyncIterator[chat.StreamChatCompletionResponse]:
-        run = await self._start_model(request, validation.chat, call)
-        head = dict(id=f"chatcmpl-{call.request_id}", object="chat.completion.chunk",
+        run = await self._start_model(request, validation.chat, call, tab)
+        head: dict[str, Any] = dict(id=f"chatcmpl-{call.request_id}", object="chat.completion.chunk",
                     created=int(time.time()), model=run.model.id)  # fmt: skip
         yield chat.StreamChatCompletionResponse(
             **head, choices=[chat.ChatChunkChoice(index=0, delta=chat.ChatDelta(role="assistant"))]
@@ -93,25 +160,29 @@ class Gateway:
             last.usage.CopyFrom(run.usage())
         yield last
 
+    @accounted
     async def create_completion(
-        self, request: completion.CreateCompletionRequest, call: Call
+        self, request: completion.CreateCompletionRequest, call: Call, tab: Tab
     ) -> completion.CreateCompletionResponse:
-        run = await self._start_model(request, validation.completion, call)
+        run = await self._start_model(request, validation.completion, call, tab)
         text = await run.text()
         return completion.CreateCompletionResponse(
             id=f"cmpl-{call.request_id}",
             object="text_completion",
             created=int(time.time()),
             model=run.model.id,
-            choices=[completion.CompletionChoice(index=0, text=text, finish_reason=run.finish_reason)],
+            choices=[
+                completion.CompletionChoice(index=0, text=text, finish_reason=run.finish_reason)
+            ],
             usage=run.usage(with_ttft=False),
         )
 
+    @accounted
     async def stream_completion(
-        self, request: completion.StreamCompletionRequest, call: Call
+        self, request: completion.StreamCompletionRequest, call: Call, tab: Tab
     ) -> AsyncIterator[completion.StreamCompletionResponse]:
-        run = await self._start_model(request, validation.completion, call)
-        head = dict(id=f"cmpl-{call.request_id}", object="text_completion",
+        run = await self._start_model(request, validation.completion, call, tab)
+        head: dict[str, Any] = dict(id=f"cmpl-{call.request_id}", object="text_completion",
                     created=int(time.time()), model=run.model.id)  # fmt: skip
         async for text in run.deltas():
             choice = completion.CompletionChoice(index=0, text=text)
@@ -123,10 +194,11 @@ class Gateway:
             last.usage.CopyFrom(run.usage())
         yield last
 
+    @accounted
     async def list_models(
-        self, request: models.ListModelsRequest, call: Call
+        self, request: models.ListModelsRequest, call: Call, tab: Tab
     ) -> models.ListModelsResponse:
-        self.admission.admit(call.metadata, "api", call.response_metadata)
+        await self._admit(call, tab, "api")
         return models.ListModelsResponse(
             object="list",
             data=[
@@ -135,10 +207,11 @@ class Gateway:
             ],
         )
 
+    @accounted
     async def list_providers(
-        self, request: providers.ListProvidersRequest, call: Call
+        self, request: providers.ListProvidersRequest, call: Call, tab: Tab
     ) -> providers.ListProvidersResponse:
-        self.admission.admit(call.metadata, "api", call.response_metadata)
+        await self._admit(call, tab, "api")
         if not request.model:
             raise InvalidArgument.for_field("model", "is required")
         model = self.catalog.model(request.model)
@@ -160,24 +233,30 @@ class Gateway:
 
     # -- interface B -----------------------------------------------------------------
 
-    async def infer(self, request: router.InferRequest, call: Call) -> router.InferResponse:
-        run, route = await self._start_profile(request, call)
+    @accounted
+    async def infer(
+        self, request: router.InferRequest, call: Call, tab: Tab
+    ) -> router.InferResponse:
+        run, route = await self._start_profile(request, call, tab)
         text = await run.text()
         return router.InferResponse(
             id=f"cmpl-{call.request_id}",
             object="text_completion",
             created=int(time.time()),
             model=run.model.id,
-            choices=[completion.CompletionChoice(index=0, text=text, finish_reason=run.finish_reason)],
+            choices=[
+                completion.CompletionChoice(index=0, text=text, finish_reason=run.finish_reason)
+            ],
             usage=run.usage(),
             route=route,
         )
 
+    @accounted
     async def stream_infer(
-        self, request: router.StreamInferRequest, call: Call
+        self, request: router.StreamInferRequest, call: Call, tab: Tab
     ) -> AsyncIterator[router.StreamInferResponse]:
-        run, route = await self._start_profile(request, call)
-        head = dict(id=f"cmpl-{call.request_id}", object="text_completion",
+        run, route = await self._start_profile(request, call, tab)
+        head: dict[str, Any] = dict(id=f"cmpl-{call.request_id}", object="text_completion",
                     created=int(time.time()), model=run.model.id)  # fmt: skip
         first = True
         async for text in run.deltas():
@@ -197,10 +276,11 @@ class Gateway:
             last.usage.CopyFrom(run.usage())
         yield last
 
+    @accounted
     async def list_deployments(
-        self, request: deployment.ListDeploymentsRequest, call: Call
+        self, request: deployment.ListDeploymentsRequest, call: Call, tab: Tab
     ) -> deployment.ListDeploymentsResponse:
-        self.admission.admit(call.metadata, "router", call.response_metadata)
+        await self._admit(call, tab, "router")
         return deployment.ListDeploymentsResponse(
             object="list",
             data=[
@@ -211,10 +291,11 @@ class Gateway:
             ],
         )
 
+    @accounted
     async def invoke_deployment(
-        self, request: deployment.InvokeDeploymentRequest, call: Call
+        self, request: deployment.InvokeDeploymentRequest, call: Call, tab: Tab
     ) -> deployment.InvokeDeploymentResponse:
-        run, hf_format = await self._start_deployment(request, call)
+        run, hf_format = await self._start_deployment(request, call, tab)
         text = await run.text()
         response = deployment.InvokeDeploymentResponse(
             id=f"cmpl-{call.request_id}",
@@ -222,7 +303,9 @@ class Gateway:
             created=int(time.time()),
             model=run.model.id,
             deployment_id=request.deployment_id,
-            choices=[completion.CompletionChoice(index=0, text=text, finish_reason=run.finish_reason)],
+            choices=[
+                completion.CompletionChoice(index=0, text=text, finish_reason=run.finish_reason)
+            ],
             usage=run.usage(),
         )
         if hf_format:
@@ -230,11 +313,12 @@ class Gateway:
             response.details.CopyFrom(_details(run))
         return response
 
+    @accounted
     async def stream_invoke_deployment(
-        self, request: deployment.StreamInvokeDeploymentRequest, call: Call
+        self, request: deployment.StreamInvokeDeploymentRequest, call: Call, tab: Tab
     ) -> AsyncIterator[deployment.StreamInvokeDeploymentResponse]:
-        run, hf_format = await self._start_deployment(request, call)
-        head = dict(id=f"cmpl-{call.request_id}", object="text_completion",
+        run, hf_format = await self._start_deployment(request, call, tab)
+        head: dict[str, Any] = dict(id=f"cmpl-{call.request_id}", object="text_completion",
                     created=int(time.time()), model=run.model.id,
                     deployment_id=request.deployment_id)  # fmt: skip
         index = 0
@@ -258,20 +342,51 @@ class Gateway:
 
     # -- shared steps ----------------------------------------------------------------
 
-    async def _start_model(self, request, validate, call: Call) -> Run:  # type: ignore[no-untyped-def]
-        self.admission.admit(call.metadata, "api", call.response_metadata)
+    async def _admit(self, call: Call, tab: Tab, kind: KeyKind) -> Principal:
+        """Authenticates and counts a request that generates nothing."""
+        tab.principal = await self.admission.identify(call.metadata, kind)
+        await self.admission.limit(tab.principal, 0, tab.ticket, call.response_metadata)
+        return tab.principal
+
+    async def _charge(
+        self, call: Call, tab: Tab, generation: GenerationRequest, prices: list[Price | None]
+    ) -> None:
+        """Counts a generation against its key's rate limits (its prompt plus the most it
+        may generate, in tokens) and reserves its maximum cost against the key's budget."""
+        principal = tab.principal
+        assert principal is not None
+        default_max = self.config.limits.default_max_tokens
+        want = tokens.estimate_prompt(generation) + (generation.max_tokens or default_max)
+        await self.admission.limit(principal, want, tab.ticket, call.response_metadata)
+        tab.limited_tokens = bool(principal.tokens_per_minute)
+        if principal.budget_usd is not None:
+            spec = BudgetSpec(
+                principal.key_id, principal.name, principal.budget_usd, principal.budget_period
+            )
+            amount = budget.max_cost(prices, generation, default_max)
+            tab.reservation = await self.accounts.budgets.reserve(spec, amount)
+
+    async def _start_model(self, request, validate, call: Call, tab: Tab) -> Run:
+        tab.principal = await self.admission.identify(call.metadata, "api")
+        tab.model = request.model
         generation = validate(request)
         model = self.catalog.model(request.model)
-        run = Run(self.catalog.upstreams[model.id], generation, call.deadline)
+        await self._charge(call, tab, generation, [model.price])
+        run = tab.run = Run(self.catalog.upstreams[model.id], generation, call.deadline)
         await run.open(f"model {model.id}")
         return run
 
-    async def _start_profile(self, request, call: Call) -> tuple[Run, router.RouteDecision]:  # type: ignore[no-untyped-def]
-        self.admission.admit(call.metadata, "router", call.response_metadata)
+    async def _start_profile(
+        self, request, call: Call, tab: Tab
+    ) -> tuple[Run, router.RouteDecision]:
+        tab.principal = await self.admission.identify(call.metadata, "router")
         generation, asked = validation.infer(request)
         profile = asked or self.config.routing.default_profile
-        ranked = self.config.routing.profiles[profile]
-        run = Run([u for m in ranked for u in self.catalog.upstreams[m]], generation, call.deadline)
+        ranked = self.config.routing.profiles[profile]  # type: ignore[index]
+        await self._charge(call, tab, generation, [self.catalog.model(m).price for m in ranked])
+        run = tab.run = Run(
+            [u for m in ranked for u in self.catalog.upstreams[m]], generation, call.deadline
+        )
         await run.open(f"profile {profile}")
         preferred = run.model.id == ranked[0]
         reason = (
@@ -281,16 +396,55 @@ class Gateway:
         )
         return run, router.RouteDecision(profile=profile, model=run.model.id, reason=reason)
 
-    async def _start_deployment(self, request, call: Call) -> tuple[Run, bool]:  # type: ignore[no-untyped-def]
-        self.admission.admit(call.metadata, "router", call.response_metadata)
+    async def _start_deployment(self, request, call: Call, tab: Tab) -> tuple[Run, bool]:
+        tab.principal = await self.admission.identify(call.metadata, "router")
         generation, hf_format = validation.invocation(request)
         target = self.catalog.deployment(request.deployment_id)
-        run = Run(self.catalog.upstreams[target.model], generation, call.deadline)
+        tab.model = target.model
+        await self._charge(call, tab, generation, [self.catalog.model(target.model).price])
+        run = tab.run = Run(self.catalog.upstreams[target.model], generation, call.deadline)
         await run.open(f"deployment {target.id}")
         return run, hf_format
+
+    # -- key management and usage (server/admin.py) -------------------------------------
+
+    async def create_key(
+        self, request: admin_pb.CreateKeyRequest, call: Call
+    ) -> admin_pb.CreateKeyResponse:
+        return await self.admin.create_key(request, call)
+
+    async def list_keys(
+        self, request: admin_pb.ListKeysRequest, call: Call
+    ) -> admin_pb.ListKeysResponse:
+        return await self.admin.list_keys(request, call)
+
+    async def get_key(self, request: admin_pb.GetKeyRequest, call: Call) -> admin_pb.GetKeyResponse:
+        return await self.admin.get_key(request, call)
+
+    async def revoke_key(
+        self, request: admin_pb.RevokeKeyRequest, call: Call
+    ) -> admin_pb.RevokeKeyResponse:
+        return await self.admin.revoke_key(request, call)
+
+    async def get_usage(
+        self, request: usage_pb.GetUsageRequest, call: Call
+    ) -> usage_pb.GetUsageResponse:
+        return await self.admin.get_usage(request, call)
+
+    async def aclose(self) -> None:
+        """Closes providers, waits for settlements, drains the ledger, closes storage."""
+        await self.catalog.aclose()
+        await self.accounts.aclose()
+        await self.accounts.ledger.aclose(self.config.ledger.drain_timeout_s)
+        for closer in self._closers:
+            await closer()
 
 
 def _details(run: Run) -> deployment.GenerationDetails:
     return deployment.GenerationDetails(
         finish_reason=run.finish_reason, generated_tokens=run.counts().completion_tokens
     )
+
+
+async def _nothing_spent(key_id: str, since: float) -> float:
+    return 0.0

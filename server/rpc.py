@@ -14,12 +14,14 @@ from typing import Any
 
 import grpc
 from gateway.v1 import (
+    admin_service_pb2,
     chat_service_pb2,
     completion_service_pb2,
     deployment_service_pb2,
     model_service_pb2,
     provider_service_pb2,
     router_service_pb2,
+    usage_service_pb2,
 )
 from google.protobuf import message_factory
 from google.protobuf.descriptor import MethodDescriptor, ServiceDescriptor
@@ -40,6 +42,8 @@ SERVICES: tuple[ServiceDescriptor, ...] = tuple(
         provider_service_pb2,
         router_service_pb2,
         deployment_service_pb2,
+        admin_service_pb2,
+        usage_service_pb2,
     )
     for service in module.DESCRIPTOR.services_by_name.values()
 )

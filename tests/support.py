@@ -29,6 +29,8 @@ def default_config_dict() -> dict[str, Any]:
     text = (ROOT / "server" / "default_config.yaml").read_text()
     data = yaml.safe_load(text)
     data["server"] = {"host": "127.0.0.1", "grpc_port": 0, "http_port": 0}
+    # Keys and the usage ledger in memory: tests leave no database file behind.
+    data["storage"] = {"sqlite_path": ":memory:"}
     for model in data["models"]:
         for provider in model["providers"]:
             provider["params"] = {"ttft_ms": 0, "tokens_per_second": 0}

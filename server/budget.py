@@ -1,0 +1,246 @@
+"""Per-key budgets: reserve a request's maximum cost before the call, settle to its
+real cost after, atomically, so concurrent requests cannot overrun a budget.
+
+The check is `spent + reserved + this request's maximum <= budget`; a request is let
+in only when even its worst case fits, so the budget holds as long as no request costs
+more than it reserved (one without max_tokens reserves `limits.default_max_tokens`).
+
+On one node the counters live in memory (the event loop makes check-and-reserve
+atomic); with Redis, in one hash per key and period, changed only by Lua scripts.
+Either way a key's spend so far in the period is loaded from the usage ledger the
+first time it is needed, so a restart does not reset budgets.
+"""
+
+from __future__ import annotations
+
+import calendar
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from server import tokens
+from server.config import Price
+from server.errors import BudgetExhausted
+from server.generation import GenerationRequest
+
+PER_MILLION = 1_000_000
+# A reservation left by an instance that died before settling it lapses after this.
+RESERVATION_TTL_S = 15 * 60
+
+# Loads what a key has spent since a time (Unix seconds), from the ledger.
+SpentLoader = Callable[[str, float], Awaitable[float]]
+
+
+def period_bounds(period: str, now: float | None = None) -> tuple[float, float | None]:
+    """The start and end (Unix seconds, UTC) of the period holding `now`."""
+    if period == "none":
+        return 0.0, None
+    day = datetime.fromtimestamp(now if now is not None else time.time(), UTC)
+    if period == "daily":
+        start = datetime(day.year, day.month, day.day, tzinfo=UTC)
+        return start.timestamp(), start.timestamp() + 86400
+    start = datetime(day.year, day.month, 1, tzinfo=UTC)
+    days = calendar.monthrange(day.year, day.month)[1]
+    return start.timestamp(), start.timestamp() + days * 86400
+
+
+def max_cost(prices: Iterable[Price | None], request: GenerationRequest, default_max: int) -> float:
+    """The most a request can cost on any of the models it may be routed to, in USD."""
+    prompt = tokens.estimate_prompt(request)
+    completion = request.max_tokens or default_max
+    worst = 0.0
+    for price in prices:
+        if price is None:
+            continue
+        output = max(price.output, price.reasoning or 0)
+        worst = max(worst, (prompt * price.input + completion * output) / PER_MILLION)
+    return worst
+
+
+@dataclass(frozen=True, slots=True)
+class BudgetSpec:
+    key_id: str
+    key_name: str
+    limit_usd: float
+    period: str
+
+
+@dataclass(slots=True)
+class Reservation:
+    spec: BudgetSpec
+    period_start: float
+    amount: float
+    ticket: str = field(default_factory=lambda: uuid.uuid4().hex)
+
+
+class Budgets(Protocol):
+    async def reserve(self, spec: BudgetSpec, amount: float) -> Reservation: ...
+    async def settle(self, reservation: Reservation, actual: float) -> None: ...
+    async def status(self, spec: BudgetSpec) -> tuple[float, float]: ...
+    async def aclose(self) -> None: ...
+
+
+def exhausted(spec: BudgetSpec, spent: float, reserved: float, amount: float) -> BudgetExhausted:
+    _, end = period_bounds(spec.period)
+    period = "lifetime" if spec.period == "none" else spec.period
+    if spent >= spec.limit_usd:
+        what = f"the {period} budget of ${spec.limit_usd:g} of key {spec.key_name!r} is exhausted"
+    else:
+        what = (
+            f"the {period} budget of ${spec.limit_usd:g} of key {spec.key_name!r} cannot cover "
+            f"this request (up to ${amount:.6f}; ${spent:.6f} spent, ${reserved:.6f} reserved "
+            "by requests in flight)"
+        )
+    retry = None if end is None else max(1, int(end - time.time()) + 1)
+    metadata = {
+        "key": spec.key_name,
+        "budget_usd": f"{spec.limit_usd:g}",
+        "budget_period": spec.period,
+        "spent_usd": f"{spent:.6f}",
+    }
+    return BudgetExhausted(what, metadata, retry_after_s=retry)
+
+
+@dataclass(slots=True)
+class _Account:
+    period_start: float
+    spent: float
+    reservations: dict[str, float] = field(default_factory=dict)
+
+
+class MemoryBudgets:
+    """The single-node budgets. Check-and-reserve runs without an await in between,
+    so on one event loop it is atomic."""
+
+    def __init__(self, load_spent: SpentLoader) -> None:
+        self._load = load_spent
+        self._accounts: dict[str, _Account] = {}
+
+    async def _account(self, spec: BudgetSpec) -> _Account:
+        start, _ = period_bounds(spec.period)
+        account = self._accounts.get(spec.key_id)
+        if account is None or account.period_start != start:
+            spent = await self._load(spec.key_id, start)
+            # Another request may have loaded it while this one waited.
+            account = self._accounts.get(spec.key_id)
+            if account is None or account.period_start != start:
+                account = self._accounts[spec.key_id] = _Account(start, spent)
+        return account
+
+    async def reserve(self, spec: BudgetSpec, amount: float) -> Reservation:
+        account = await self._account(spec)
+        reserved = sum(account.reservations.values())
+        if account.spent + reserved + amount > spec.limit_usd or account.spent >= spec.limit_usd:
+            raise exhausted(spec, account.spent, reserved, amount)
+        reservation = Reservation(spec, account.period_start, amount)
+        account.reservations[reservation.ticket] = amount
+        return reservation
+
+    async def settle(self, reservation: Reservation, actual: float) -> None:
+        account = self._accounts.get(reservation.spec.key_id)
+        if account is None or account.period_start != reservation.period_start:
+            return
+        account.reservations.pop(reservation.ticket, None)
+        account.spent += actual
+
+    async def status(self, spec: BudgetSpec) -> tuple[float, float]:
+        account = await self._account(spec)
+        return account.spent, sum(account.reservations.values())
+
+    async def aclose(self) -> None:
+        return None
+
+
+# KEYS: the account hash (field `spent`), the reservations hash (ticket -> "amount:expiry ms").
+# ARGV: limit, amount, ticket, reservation ttl ms, spent to start from ('' when unknown),
+#       account ttl s (0: none).
+# Returns {1, spent, reserved} when reserved, {0, spent, reserved} when refused, and
+# {-1} when the account is not in Redis yet and must be loaded from the ledger.
+RESERVE = """
+local acct, res = KEYS[1], KEYS[2]
+local limit, amount = tonumber(ARGV[1]), tonumber(ARGV[2])
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+if redis.call('HEXISTS', acct, 'spent') == 0 then
+  if ARGV[5] == '' then return {-1} end
+  redis.call('HSET', acct, 'spent', ARGV[5])
+end
+local spent = tonumber(redis.call('HGET', acct, 'spent'))
+local reserved = 0
+local all = redis.call('HGETALL', res)
+for i = 1, #all, 2 do
+  local sep = string.find(all[i + 1], ':', 1, true)
+  local value, expiry = tonumber(string.sub(all[i + 1], 1, sep - 1)), tonumber(string.sub(all[i + 1], sep + 1))
+  if expiry < now then redis.call('HDEL', res, all[i]) else reserved = reserved + value end
+end
+local ttl = tonumber(ARGV[6])
+if ttl > 0 then
+  redis.call('EXPIRE', acct, ttl)
+  redis.call('EXPIRE', res, ttl)
+end
+if spent >= limit or spent + reserved + amount > limit then
+  return {0, tostring(spent), tostring(reserved)}
+end
+redis.call('HSET', res, ARGV[3], ARGV[2] .. ':' .. tostring(now + tonumber(ARGV[4])))
+return {1, tostring(spent), tostring(reserved + amount)}
+"""
+
+# KEYS: the account hash, the reservations hash. ARGV: ticket, actual cost.
+SETTLE = """
+redis.call('HDEL', KEYS[2], ARGV[1])
+if redis.call('HEXISTS', KEYS[1], 'spent') == 1 then
+  redis.call('HINCRBYFLOAT', KEYS[1], 'spent', ARGV[2])
+end
+return 0
+"""
+
+
+class RedisBudgets:
+    """Budgets shared by every instance using one Redis."""
+
+    def __init__(self, redis: Any, prefix: str, load_spent: SpentLoader) -> None:
+        self.redis = redis
+        self.prefix = prefix
+        self._load = load_spent
+        self._reserve = redis.register_script(RESERVE)
+        self._settle = redis.register_script(SETTLE)
+
+    def _keys(self, key_id: str, period_start: float) -> list[str]:
+        base = f"{self.prefix}budget:{{{key_id}}}:{int(period_start)}"
+        return [base, base + ":reserved"]
+
+    async def _run(self, spec: BudgetSpec, amount: float, ticket: str) -> tuple[Any, float]:
+        start, end = period_bounds(spec.period)
+        keys = self._keys(spec.key_id, start)
+        ttl = 0 if end is None else int(end - time.time()) + 86400
+        args: list[Any] = [spec.limit_usd, repr(amount), ticket, RESERVATION_TTL_S * 1000, "", ttl]
+        result = await self._reserve(keys=keys, args=args)
+        if int(result[0]) == -1:
+            args[4] = repr(await self._load(spec.key_id, start))
+            result = await self._reserve(keys=keys, args=args)
+        return result, start
+
+    async def reserve(self, spec: BudgetSpec, amount: float) -> Reservation:
+        reservation = Reservation(spec, 0.0, amount)
+        result, reservation.period_start = await self._run(spec, amount, reservation.ticket)
+        if int(result[0]) != 1:
+            raise exhausted(spec, float(result[1]), float(result[2]), amount)
+        return reservation
+
+    async def settle(self, reservation: Reservation, actual: float) -> None:
+        keys = self._keys(reservation.spec.key_id, reservation.period_start)
+        await self._settle(keys=keys, args=[reservation.ticket, repr(actual)])
+
+    async def status(self, spec: BudgetSpec) -> tuple[float, float]:
+        # A zero reservation that is never kept: reads the account without changing it.
+        probe = Reservation(spec, 0.0, 0.0, ticket="status-" + uuid.uuid4().hex)
+        result, probe.period_start = await self._run(spec, 0.0, probe.ticket)
+        if int(result[0]) == 1:
+            await self.settle(probe, 0.0)
+        return float(result[1]), float(result[2])
+
+    async def aclose(self) -> None:
+        return None

@@ -1,0 +1,41 @@
+"""Durable state: API keys and the usage ledger, in SQLite or PostgreSQL.
+
+db.py          one small async interface over aiosqlite and asyncpg
+migrations.py  versioned schema, applied once at start-up (schema_migrations)
+keys.py        the key store: hashed secrets, kinds, limits, expiry, revocation
+usage.py       the usage ledger's table: batched inserts, spend and usage queries
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from server.config import StorageConfig
+from server.store.db import Database, connect
+from server.store.keys import KeyStore
+from server.store.migrations import migrate
+from server.store.usage import UsageStore
+
+
+@dataclass
+class Store:
+    db: Database
+    keys: KeyStore
+    usage: UsageStore
+
+    async def aclose(self) -> None:
+        await self.db.close()
+
+
+async def open_store(settings: StorageConfig) -> Store:
+    """Connects to the configured database and brings its schema up to date."""
+    db = await connect(settings.database_url, settings.sqlite_path)
+    try:
+        await migrate(db)
+    except BaseException:
+        await db.close()
+        raise
+    return Store(db, KeyStore(db), UsageStore(db))
+
+
+__all__ = ["Database", "KeyStore", "Store", "UsageStore", "open_store"]

@@ -1,0 +1,175 @@
+"""One small async database interface over SQLite (aiosqlite) and PostgreSQL (asyncpg).
+
+SQL is written once with `?` placeholders; the PostgreSQL side rewrites them to `$n`.
+Rows come back as plain dicts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import AsyncIterator, Iterable, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+Row = dict[str, Any]
+Dialect = Literal["sqlite", "postgresql"]
+
+
+class Executor(Protocol):
+    async def execute(self, sql: str, *args: Any) -> None: ...
+    async def fetch(self, sql: str, *args: Any) -> list[Row]: ...
+
+
+class Database(Protocol):
+    dialect: Dialect
+
+    async def execute(self, sql: str, *args: Any) -> None: ...
+    async def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None: ...
+    async def fetch(self, sql: str, *args: Any) -> list[Row]: ...
+    async def fetchrow(self, sql: str, *args: Any) -> Row | None: ...
+    def transaction(self, lock_id: int | None = None) -> Any: ...
+    async def close(self) -> None: ...
+
+
+def _numbered(sql: str) -> str:
+    counter = iter(range(1, 10_000))
+    return re.sub(r"\?", lambda _: f"${next(counter)}", sql)
+
+
+class SQLiteDatabase:
+    """One connection (aiosqlite runs it on its own thread), serialised by a lock.
+    WAL mode lets the CLI and a running gateway use the same file."""
+
+    dialect: Dialect = "sqlite"
+
+    def __init__(self, connection: Any) -> None:
+        self._conn = connection
+        self._lock = asyncio.Lock()
+
+    @classmethod
+    async def open(cls, path: str) -> SQLiteDatabase:
+        import aiosqlite
+
+        if path != ":memory:":
+            path = await asyncio.to_thread(_prepare_file, path)
+        conn = await aiosqlite.connect(path)
+        conn.row_factory = aiosqlite.Row
+        await conn.execute("PRAGMA busy_timeout = 10000")
+        if path != ":memory:":
+            await conn.execute("PRAGMA journal_mode = WAL")
+        await conn.commit()
+        return cls(conn)
+
+    async def execute(self, sql: str, *args: Any) -> None:
+        async with self._lock:
+            await self._conn.execute(sql, args)
+            await self._conn.commit()
+
+    async def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
+        async with self._lock:
+            await self._conn.executemany(sql, list(rows))
+            await self._conn.commit()
+
+    async def fetch(self, sql: str, *args: Any) -> list[Row]:
+        async with self._lock:
+            cursor = await self._conn.execute(sql, args)
+            return [dict(r) for r in await cursor.fetchall()]
+
+    async def fetchrow(self, sql: str, *args: Any) -> Row | None:
+        rows = await self.fetch(sql, *args)
+        return rows[0] if rows else None
+
+    @asynccontextmanager
+    async def transaction(self, lock_id: int | None = None) -> AsyncIterator[Executor]:
+        async with self._lock:
+            await self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield _SQLiteTx(self._conn)
+            except BaseException:
+                await self._conn.rollback()
+                raise
+            await self._conn.commit()
+
+    async def close(self) -> None:
+        await self._conn.close()
+
+
+class _SQLiteTx:
+    def __init__(self, conn: Any) -> None:
+        self._conn = conn
+
+    async def execute(self, sql: str, *args: Any) -> None:
+        await self._conn.execute(sql, args)
+
+    async def fetch(self, sql: str, *args: Any) -> list[Row]:
+        cursor = await self._conn.execute(sql, args)
+        return [dict(r) for r in await cursor.fetchall()]
+
+
+def _prepare_file(path: str) -> str:
+    """Expands `~` and creates the file's folder; returns the path to open."""
+    full = Path(path).expanduser()
+    full.parent.mkdir(parents=True, exist_ok=True)
+    return str(full)
+
+
+class PostgresDatabase:
+    """A connection pool; each statement borrows a connection for its own duration."""
+
+    dialect: Dialect = "postgresql"
+
+    def __init__(self, pool: Any) -> None:
+        self._pool = pool
+
+    @classmethod
+    async def open(cls, url: str) -> PostgresDatabase:
+        import asyncpg
+
+        pool = await asyncpg.create_pool(url, min_size=1, max_size=10, command_timeout=30)
+        return cls(pool)
+
+    async def execute(self, sql: str, *args: Any) -> None:
+        await self._pool.execute(_numbered(sql), *args)
+
+    async def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
+        await self._pool.executemany(_numbered(sql), list(rows))
+
+    async def fetch(self, sql: str, *args: Any) -> list[Row]:
+        return [dict(r) for r in await self._pool.fetch(_numbered(sql), *args)]
+
+    async def fetchrow(self, sql: str, *args: Any) -> Row | None:
+        row = await self._pool.fetchrow(_numbered(sql), *args)
+        return None if row is None else dict(row)
+
+    @asynccontextmanager
+    async def transaction(self, lock_id: int | None = None) -> AsyncIterator[Executor]:
+        async with self._pool.acquire() as conn, conn.transaction():
+            if lock_id is not None:
+                # Serialises this transaction with any other instance taking the same lock.
+                await conn.execute("SELECT pg_advisory_xact_lock($1)", lock_id)
+            yield _PostgresTx(conn)
+
+    async def close(self) -> None:
+        await self._pool.close()
+
+
+class _PostgresTx:
+    def __init__(self, conn: Any) -> None:
+        self._conn = conn
+
+    async def execute(self, sql: str, *args: Any) -> None:
+        await self._conn.execute(_numbered(sql), *args)
+
+    async def fetch(self, sql: str, *args: Any) -> list[Row]:
+        return [dict(r) for r in await self._conn.fetch(_numbered(sql), *args)]
+
+
+async def connect(database_url: str | None, sqlite_path: str) -> Database:
+    """PostgreSQL when a URL is given, else the SQLite file (created if missing)."""
+    if database_url:
+        if not database_url.startswith(("postgres://", "postgresql://")):
+            raise ValueError("storage.database_url: only postgresql:// URLs are supported")
+        return await PostgresDatabase.open(database_url)
+    return await SQLiteDatabase.open(sqlite_path)

@@ -1,0 +1,141 @@
+"""The key store. A key's secret is shown once, at creation; only its SHA-256 digest
+and a short readable prefix (for telling keys apart in listings and logs) are kept."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from server.store.db import Database
+
+# Characters of the secret kept readable: `gw-api-` plus four random characters.
+PREFIX_RANDOM_CHARS = 4
+COLUMNS = (
+    "id, prefix, digest, kind, name, owner, requests_per_minute, tokens_per_minute, "
+    "budget_usd, budget_period, created_at, expires_at, revoked_at"
+)
+
+
+def digest(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def new_secret(kind: str) -> str:
+    return f"gw-{kind}-{secrets.token_urlsafe(32)}"
+
+
+def prefix_of(secret: str, kind: str) -> str:
+    head = f"gw-{kind}-"
+    return secret[: len(head) + PREFIX_RANDOM_CHARS] if secret.startswith(head) else secret[:6]
+
+
+@dataclass(frozen=True, slots=True)
+class KeyRecord:
+    id: str
+    prefix: str
+    digest: str
+    kind: str
+    name: str
+    owner: str
+    requests_per_minute: int | None
+    tokens_per_minute: int | None
+    budget_usd: float | None
+    budget_period: str
+    created_at: float
+    expires_at: float | None
+    revoked_at: float | None
+
+    @property
+    def revoked(self) -> bool:
+        return self.revoked_at is not None
+
+    def expired(self, now: float | None = None) -> bool:
+        return self.expires_at is not None and (now or time.time()) >= self.expires_at
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> KeyRecord:
+        return cls(**{k: row[k] for k in COLUMNS.split(", ")})
+
+
+class KeyStore:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    async def create(
+        self,
+        *,
+        kind: str,
+        name: str,
+        owner: str = "",
+        requests_per_minute: int | None = None,
+        tokens_per_minute: int | None = None,
+        budget_usd: float | None = None,
+        budget_period: str = "monthly",
+        expires_at: float | None = None,
+    ) -> tuple[KeyRecord, str]:
+        """Creates a key; returns it and its secret, which is not stored anywhere."""
+        secret = new_secret(kind)
+        record = KeyRecord(
+            id="key_" + uuid.uuid4().hex[:16],
+            prefix=prefix_of(secret, kind),
+            digest=digest(secret),
+            kind=kind,
+            name=name,
+            owner=owner,
+            requests_per_minute=requests_per_minute,
+            tokens_per_minute=tokens_per_minute,
+            budget_usd=budget_usd,
+            budget_period=budget_period,
+            created_at=time.time(),
+            expires_at=expires_at,
+            revoked_at=None,
+        )
+        values = [getattr(record, c) for c in COLUMNS.split(", ")]
+        marks = ", ".join("?" for _ in values)
+        await self.db.execute(f"INSERT INTO api_keys ({COLUMNS}) VALUES ({marks})", *values)
+        return record, secret
+
+    async def by_digest(self, key_digest: str) -> KeyRecord | None:
+        row = await self.db.fetchrow(f"SELECT {COLUMNS} FROM api_keys WHERE digest = ?", key_digest)
+        return None if row is None else KeyRecord.from_row(row)
+
+    async def get(self, id_or_name: str) -> KeyRecord | None:
+        """Finds a key by id, else by name (the newest of that name)."""
+        row = await self.db.fetchrow(f"SELECT {COLUMNS} FROM api_keys WHERE id = ?", id_or_name)
+        if row is None:
+            row = await self.db.fetchrow(
+                f"SELECT {COLUMNS} FROM api_keys WHERE name = ? ORDER BY created_at DESC",
+                id_or_name,
+            )
+        return None if row is None else KeyRecord.from_row(row)
+
+    async def list(
+        self, *, kind: str | None = None, owner: str | None = None, include_revoked: bool = False
+    ) -> list[KeyRecord]:
+        where, args = [], []
+        if kind:
+            where.append("kind = ?")
+            args.append(kind)
+        if owner:
+            where.append("owner = ?")
+            args.append(owner)
+        if not include_revoked:
+            where.append("revoked_at IS NULL")
+        clause = f" WHERE {' AND '.join(where)}" if where else ""
+        rows = await self.db.fetch(
+            f"SELECT {COLUMNS} FROM api_keys{clause} ORDER BY created_at", *args
+        )
+        return [KeyRecord.from_row(r) for r in rows]
+
+    async def revoke(self, key_id: str) -> KeyRecord | None:
+        """Revokes a key (idempotent: the first revocation time is kept)."""
+        await self.db.execute(
+            "UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL",
+            time.time(),
+            key_id,
+        )
+        return await self.get(key_id)

@@ -1,0 +1,105 @@
+"""Versioned schema migrations.
+
+Each migration runs once, in order, inside one transaction that also records it in
+`schema_migrations`; running them again is a no-op. On PostgreSQL an advisory lock
+keeps two instances starting together from applying the same migration twice.
+Never edit a released migration: add the next one.
+"""
+
+from __future__ import annotations
+
+import time
+
+from server.store.db import Database, Dialect
+
+# An arbitrary constant naming the migration lock.
+LOCK_ID = 0x6761_7465
+
+# Per-dialect spellings, substituted into the SQL below.
+TYPES: dict[Dialect, dict[str, str]] = {
+    "sqlite": {"serial": "INTEGER PRIMARY KEY AUTOINCREMENT", "float": "REAL"},
+    "postgresql": {"serial": "BIGSERIAL PRIMARY KEY", "float": "DOUBLE PRECISION"},
+}
+
+MIGRATIONS: list[tuple[int, str, list[str]]] = [
+    (
+        1,
+        "api keys",
+        [
+            """CREATE TABLE api_keys (
+                id TEXT PRIMARY KEY,
+                prefix TEXT NOT NULL,
+                digest TEXT NOT NULL UNIQUE,
+                kind TEXT NOT NULL,
+                name TEXT NOT NULL,
+                owner TEXT NOT NULL DEFAULT '',
+                requests_per_minute INTEGER,
+                tokens_per_minute INTEGER,
+                budget_usd {float},
+                budget_period TEXT NOT NULL DEFAULT 'monthly',
+                created_at {float} NOT NULL,
+                expires_at {float},
+                revoked_at {float}
+            )""",
+            "CREATE INDEX api_keys_name ON api_keys (name)",
+        ],
+    ),
+    (
+        2,
+        "usage ledger",
+        [
+            """CREATE TABLE usage_records (
+                id {serial},
+                ts {float} NOT NULL,
+                request_id TEXT NOT NULL,
+                key_id TEXT NOT NULL,
+                key_name TEXT NOT NULL,
+                method TEXT NOT NULL,
+                model TEXT NOT NULL DEFAULT '',
+                provider TEXT NOT NULL DEFAULT '',
+                prompt_tokens INTEGER NOT NULL DEFAULT 0,
+                completion_tokens INTEGER NOT NULL DEFAULT 0,
+                total_tokens INTEGER NOT NULL DEFAULT 0,
+                input_cost_usd {float},
+                output_cost_usd {float},
+                cache_input_cost_usd {float},
+                total_cost_usd {float},
+                latency_ms {float} NOT NULL DEFAULT 0,
+                ttft_ms {float},
+                status TEXT NOT NULL,
+                error_reason TEXT NOT NULL DEFAULT ''
+            )""",
+            "CREATE INDEX usage_records_key_ts ON usage_records (key_id, ts)",
+        ],
+    ),
+]
+
+
+async def migrate(db: Database) -> list[int]:
+    """Applies every pending migration; returns the versions applied now."""
+    floats = TYPES[db.dialect]["float"]
+    applied_now = []
+    async with db.transaction(lock_id=LOCK_ID) as tx:
+        await tx.execute(
+            "CREATE TABLE IF NOT EXISTS schema_migrations ("
+            f"version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at {floats} NOT NULL)"
+        )
+        done = {r["version"] for r in await tx.fetch("SELECT version FROM schema_migrations")}
+        for version, name, statements in MIGRATIONS:
+            if version in done:
+                continue
+            for sql in statements:
+                await tx.execute(sql.format(**TYPES[db.dialect]))
+            await tx.execute(
+                "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
+                version,
+                name,
+                time.time(),
+            )
+            applied_now.append(version)
+    return applied_now
+
+
+async def current_version(db: Database) -> int:
+    row = await db.fetchrow("SELECT MAX(version) AS v FROM schema_migrations")
+    return int(row["v"]) if row and row["v"] is not None else 0

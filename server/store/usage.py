@@ -1,0 +1,109 @@
+"""The usage ledger's table: one row per request, success or failure."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import astuple, dataclass, fields
+
+from server.store.db import Database
+
+
+@dataclass(frozen=True, slots=True)
+class UsageRecord:
+    ts: float
+    request_id: str
+    key_id: str
+    key_name: str
+    method: str
+    model: str
+    provider: str
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+    input_cost_usd: float | None
+    output_cost_usd: float | None
+    cache_input_cost_usd: float | None
+    total_cost_usd: float | None
+    latency_ms: float
+    ttft_ms: float | None
+    # `OK` or the gRPC code name (RESOURCE_EXHAUSTED...), with the error reason beside it.
+    status: str
+    error_reason: str = ""
+
+
+COLUMNS = tuple(f.name for f in fields(UsageRecord))
+
+
+@dataclass(frozen=True, slots=True)
+class Bucket:
+    """A key's usage of one model on one UTC day."""
+
+    day: str
+    model: str
+    requests: int
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+    cost_usd: float
+    errors: int
+
+
+# The UTC day of a row, per dialect.
+DAY = {
+    "sqlite": "strftime('%Y-%m-%d', ts, 'unixepoch')",
+    "postgresql": "to_char(to_timestamp(ts) AT TIME ZONE 'UTC', 'YYYY-MM-DD')",
+}
+
+
+class UsageStore:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    async def insert(self, records: Sequence[UsageRecord]) -> None:
+        marks = ", ".join("?" for _ in COLUMNS)
+        await self.db.executemany(
+            f"INSERT INTO usage_records ({', '.join(COLUMNS)}) VALUES ({marks})",
+            [astuple(r) for r in records],
+        )
+
+    async def spent_since(self, key_id: str, since: float) -> float:
+        """What a key has spent since `since` (Unix seconds), in USD."""
+        row = await self.db.fetchrow(
+            "SELECT COALESCE(SUM(total_cost_usd), 0) AS spent FROM usage_records "
+            "WHERE key_id = ? AND ts >= ?",
+            key_id,
+            since,
+        )
+        return float(row["spent"]) if row else 0.0
+
+    async def buckets(self, key_id: str, start: float, end: float) -> list[Bucket]:
+        """A key's usage by UTC day and model over [start, end), oldest day first."""
+        day = DAY[self.db.dialect]
+        rows = await self.db.fetch(
+            f"SELECT {day} AS day, model, COUNT(*) AS requests, "
+            "SUM(prompt_tokens) AS prompt_tokens, SUM(completion_tokens) AS completion_tokens, "
+            "SUM(total_tokens) AS total_tokens, COALESCE(SUM(total_cost_usd), 0) AS cost_usd, "
+            "SUM(CASE WHEN status = 'OK' THEN 0 ELSE 1 END) AS errors "
+            "FROM usage_records WHERE key_id = ? AND ts >= ? AND ts < ? "
+            f"GROUP BY {day}, model ORDER BY 1, 2",
+            key_id,
+            start,
+            end,
+        )
+        return [
+            Bucket(
+                r["day"],
+                r["model"],
+                int(r["requests"]),
+                int(r["prompt_tokens"]),
+                int(r["completion_tokens"]),
+                int(r["total_tokens"]),
+                float(r["cost_usd"]),
+                int(r["errors"]),
+            )  # fmt: skip
+            for r in rows
+        ]
+
+    async def count(self) -> int:
+        row = await self.db.fetchrow("SELECT COUNT(*) AS n FROM usage_records")
+        return int(row["n"]) if row else 0
