@@ -20,11 +20,12 @@ from server import tokens
 from server.errors import UpstreamError
 from server.generation import Event, Finished, GenerationRequest, TextDelta, TokenCounts
 
-WORDS = (
+PHRASE = (
     "the gateway routes each request to a model that fits its budget and answers with "
     "text usage cost and timing so every caller knows what a call was worth while "
     "providers fail over quietly behind one stable interface for many teams"
-).split()
+)
+WORDS = tuple(PHRASE.split())
 LABEL = "(simulated)"
 
 
