@@ -119,10 +119,7 @@ class Gateway:
         run = await self._start_model(request, validation.chat, call, tab)
         text = await run.text()
         return chat.CreateChatCompletionResponse(
-            id=f"chatcmpl-{call.request_id}",
-            object="chat.completion",
-            created=int(time.time()),
-            model=run.model.id,
+            **_head(call, run, "chat.completion"),
             choices=[
                 chat.ChatChoice(
                     index=0,
@@ -138,8 +135,7 @@ class Gateway:
         self, request: chat.StreamChatCompletionRequest, call: Call, tab: Tab
     ) -> AsyncIterator[chat.StreamChatCompletionResponse]:
         run = await self._start_model(request, validation.chat, call, tab)
-        head: dict[str, Any] = dict(id=f"chatcmpl-{call.request_id}", object="chat.completion.chunk",
-                    created=int(time.time()), model=run.model.id)  # fmt: skip
+        head = _head(call, run, "chat.completion.chunk")
         yield chat.StreamChatCompletionResponse(
             **head, choices=[chat.ChatChunkChoice(index=0, delta=chat.ChatDelta(role="assistant"))]
         )
@@ -167,13 +163,8 @@ class Gateway:
         run = await self._start_model(request, validation.completion, call, tab)
         text = await run.text()
         return completion.CreateCompletionResponse(
-            id=f"cmpl-{call.request_id}",
-            object="text_completion",
-            created=int(time.time()),
-            model=run.model.id,
-            choices=[
-                completion.CompletionChoice(index=0, text=text, finish_reason=run.finish_reason)
-            ],
+            **_head(call, run, "text_completion"),
+            choices=[_text_choice(text, run.finish_reason)],
             usage=run.usage(with_ttft=False),
         )
 
@@ -182,13 +173,12 @@ class Gateway:
         self, request: completion.StreamCompletionRequest, call: Call, tab: Tab
     ) -> AsyncIterator[completion.StreamCompletionResponse]:
         run = await self._start_model(request, validation.completion, call, tab)
-        head: dict[str, Any] = dict(id=f"cmpl-{call.request_id}", object="text_completion",
-                    created=int(time.time()), model=run.model.id)  # fmt: skip
+        head = _head(call, run, "text_completion")
         async for text in run.deltas():
-            choice = completion.CompletionChoice(index=0, text=text)
+            choice = _text_choice(text)
             yield completion.StreamCompletionResponse(**head, choices=[choice])
         last = completion.StreamCompletionResponse(
-            **head, choices=[completion.CompletionChoice(index=0, finish_reason=run.finish_reason)]
+            **head, choices=[_text_choice("", run.finish_reason)]
         )
         if request.stream_options.include_usage:
             last.usage.CopyFrom(run.usage())
@@ -240,13 +230,8 @@ class Gateway:
         run, route = await self._start_profile(request, call, tab)
         text = await run.text()
         return router.InferResponse(
-            id=f"cmpl-{call.request_id}",
-            object="text_completion",
-            created=int(time.time()),
-            model=run.model.id,
-            choices=[
-                completion.CompletionChoice(index=0, text=text, finish_reason=run.finish_reason)
-            ],
+            **_head(call, run, "text_completion"),
+            choices=[_text_choice(text, run.finish_reason)],
             usage=run.usage(),
             route=route,
         )
@@ -256,20 +241,15 @@ class Gateway:
         self, request: router.StreamInferRequest, call: Call, tab: Tab
     ) -> AsyncIterator[router.StreamInferResponse]:
         run, route = await self._start_profile(request, call, tab)
-        head: dict[str, Any] = dict(id=f"cmpl-{call.request_id}", object="text_completion",
-                    created=int(time.time()), model=run.model.id)  # fmt: skip
+        head = _head(call, run, "text_completion")
         first = True
         async for text in run.deltas():
-            chunk = router.StreamInferResponse(
-                **head, choices=[completion.CompletionChoice(index=0, text=text)]
-            )
+            chunk = router.StreamInferResponse(**head, choices=[_text_choice(text)])
             if first:
                 chunk.route.CopyFrom(route)
                 first = False
             yield chunk
-        last = router.StreamInferResponse(
-            **head, choices=[completion.CompletionChoice(index=0, finish_reason=run.finish_reason)]
-        )
+        last = router.StreamInferResponse(**head, choices=[_text_choice("", run.finish_reason)])
         if first:
             last.route.CopyFrom(route)
         if request.stream_options.include_usage:
@@ -298,14 +278,9 @@ class Gateway:
         run, hf_format = await self._start_deployment(request, call, tab)
         text = await run.text()
         response = deployment.InvokeDeploymentResponse(
-            id=f"cmpl-{call.request_id}",
-            object="text_completion",
-            created=int(time.time()),
-            model=run.model.id,
+            **_head(call, run, "text_completion"),
             deployment_id=request.deployment_id,
-            choices=[
-                completion.CompletionChoice(index=0, text=text, finish_reason=run.finish_reason)
-            ],
+            choices=[_text_choice(text, run.finish_reason)],
             usage=run.usage(),
         )
         if hf_format:
@@ -318,20 +293,16 @@ class Gateway:
         self, request: deployment.StreamInvokeDeploymentRequest, call: Call, tab: Tab
     ) -> AsyncIterator[deployment.StreamInvokeDeploymentResponse]:
         run, hf_format = await self._start_deployment(request, call, tab)
-        head: dict[str, Any] = dict(id=f"cmpl-{call.request_id}", object="text_completion",
-                    created=int(time.time()), model=run.model.id,
-                    deployment_id=request.deployment_id)  # fmt: skip
+        head = _head(call, run, "text_completion", deployment_id=request.deployment_id)
         index = 0
         async for text in run.deltas():
-            chunk = deployment.StreamInvokeDeploymentResponse(
-                **head, choices=[completion.CompletionChoice(index=0, text=text)]
-            )
+            chunk = deployment.StreamInvokeDeploymentResponse(**head, choices=[_text_choice(text)])
             if hf_format:
                 chunk.token.CopyFrom(deployment.GeneratedToken(id=index, text=text))
             index += 1
             yield chunk
         last = deployment.StreamInvokeDeploymentResponse(
-            **head, choices=[completion.CompletionChoice(index=0, finish_reason=run.finish_reason)]
+            **head, choices=[_text_choice("", run.finish_reason)]
         )
         if hf_format:
             last.generated_text = run.generated_text
@@ -438,6 +409,22 @@ class Gateway:
         await self.accounts.ledger.aclose(self.config.ledger.drain_timeout_s)
         for closer in self._closers:
             await closer()
+
+
+def _head(call: Call, run: Run, kind: str, **extra: Any) -> dict[str, Any]:
+    """The fields every response and chunk of one call starts with."""
+    prefix = "chatcmpl" if kind.startswith("chat.") else "cmpl"
+    return dict(
+        id=f"{prefix}-{call.request_id}",
+        object=kind,
+        created=int(time.time()),
+        model=run.model.id,
+        **extra,
+    )
+
+
+def _text_choice(text: str, finish_reason: str | None = None) -> completion.CompletionChoice:
+    return completion.CompletionChoice(index=0, text=text, finish_reason=finish_reason)
 
 
 def _details(run: Run) -> deployment.GenerationDetails:
