@@ -148,7 +148,7 @@ async def start(
         http, task, http_port = await start_http(app, settings)
         return Running(None, http_port, None, None, http, task, [app.state.backend.aclose])
     gateway = await open_gateway(config)
-    table = rpc_table(gateway)
+    table = rpc_table(gateway, gateway.admin)
     try:
         grpc_server, grpc_port = await start_grpc(table, settings)
     except BaseException:

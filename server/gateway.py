@@ -14,9 +14,6 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from gateway.v1 import (
-    admin_service_pb2 as admin_pb,
-)
-from gateway.v1 import (
     chat_service_pb2 as chat,
 )
 from gateway.v1 import (
@@ -33,9 +30,6 @@ from gateway.v1 import (
 )
 from gateway.v1 import (
     router_service_pb2 as router,
-)
-from gateway.v1 import (
-    usage_service_pb2 as usage_pb,
 )
 from google.protobuf import struct_pb2
 
@@ -376,31 +370,6 @@ class Gateway:
         run = tab.run = Run(self.catalog.upstreams[target.model], generation, call.deadline)
         await run.open(f"deployment {target.id}")
         return run, hf_format
-
-    # -- key management and usage (server/admin.py) -------------------------------------
-
-    async def create_key(
-        self, request: admin_pb.CreateKeyRequest, call: Call
-    ) -> admin_pb.CreateKeyResponse:
-        return await self.admin.create_key(request, call)
-
-    async def list_keys(
-        self, request: admin_pb.ListKeysRequest, call: Call
-    ) -> admin_pb.ListKeysResponse:
-        return await self.admin.list_keys(request, call)
-
-    async def get_key(self, request: admin_pb.GetKeyRequest, call: Call) -> admin_pb.GetKeyResponse:
-        return await self.admin.get_key(request, call)
-
-    async def revoke_key(
-        self, request: admin_pb.RevokeKeyRequest, call: Call
-    ) -> admin_pb.RevokeKeyResponse:
-        return await self.admin.revoke_key(request, call)
-
-    async def get_usage(
-        self, request: usage_pb.GetUsageRequest, call: Call
-    ) -> usage_pb.GetUsageResponse:
-        return await self.admin.get_usage(request, call)
 
     async def aclose(self) -> None:
         """Closes providers, waits for settlements, drains the ledger, closes storage."""

@@ -77,15 +77,20 @@ def methods(services: Iterable[ServiceDescriptor] = SERVICES) -> Iterable[Method
         yield from service.methods
 
 
-def rpc_table(core: object) -> dict[str, RpcMethod]:
-    """Binds each contract method to `core.<snake_case name>`, keyed by gRPC path."""
+def rpc_table(*cores: object) -> dict[str, RpcMethod]:
+    """Binds each contract method to `<core>.<snake_case name>` on the first of `cores`
+    that has it, keyed by gRPC path. A method no core implements is a start-up error."""
     table = {}
     for method in methods():
+        name = snake_case(method.name)
+        core = next((c for c in cores if hasattr(c, name)), None)
+        if core is None:
+            raise LookupError(f"no handler for {method.full_name} ({name})")
         bound = RpcMethod(
             method,
             message_factory.GetMessageClass(method.input_type),
             message_factory.GetMessageClass(method.output_type),
-            getattr(core, snake_case(method.name)),
+            getattr(core, name),
         )
         table[bound.path] = bound
     return table

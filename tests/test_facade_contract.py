@@ -71,7 +71,7 @@ async def test_in_process_and_edge_serve_the_same_routes(edge_app) -> None:  # t
 
     gateway = build_gateway(parse(default_config_dict(), "test"))
     try:
-        local = create_app(ServerConfig(), table=rpc_table(gateway))
+        local = create_app(ServerConfig(), table=rpc_table(gateway, gateway.admin))
         assert served(local) == served(edge_app)
     finally:
         await gateway.catalog.aclose()

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 import grpc
 import pytest
@@ -22,22 +24,19 @@ def _set_providers(config: dict, model: str, *params: dict) -> dict:
     return config
 
 
-async def _stubs_for(config: dict):
-    running = running_gateway(config)
-    gateway = await running.__aenter__()
-    channel = grpc.aio.insecure_channel(f"127.0.0.1:{gateway.grpc_port}")
-
-    async def close() -> None:
-        await channel.close()
-        await running.__aexit__(None, None, None)
-
-    return Stubs(channel), close
+@asynccontextmanager
+async def stubs_for(config: dict) -> AsyncIterator[Stubs]:
+    """gRPC stubs on a gateway serving `config`, both closed on exit."""
+    async with (
+        running_gateway(config) as gateway,
+        grpc.aio.insecure_channel(f"127.0.0.1:{gateway.grpc_port}") as channel,
+    ):
+        yield Stubs(channel)
 
 
 async def test_rate_limit_exhausted_carries_retry_info(config_dict):
     config_dict["keys"][0]["requests_per_minute"] = 2
-    stubs, close = await _stubs_for(config_dict)
-    try:
+    async with stubs_for(config_dict) as stubs:
         call = stubs.models.ListModels(models.ListModelsRequest(), metadata=API)
         await call
         headers = dict(await call.initial_metadata())
@@ -53,14 +52,11 @@ async def test_rate_limit_exhausted_carries_retry_info(config_dict):
         trailers = dict(error.trailing_metadata())
         assert trailers["retry-after"] == str(retry)
         assert trailers["x-ratelimit-remaining-requests"] == "0"
-    finally:
-        await close()
 
 
 async def test_primary_failure_before_first_token_falls_back(config_dict):
     _set_providers(config_dict, "sim-mini", {"error_rate": 1.0}, {})
-    stubs, close = await _stubs_for(config_dict)
-    try:
+    async with stubs_for(config_dict) as stubs:
         unary = await stubs.chat.CreateChatCompletion(
             chat.CreateChatCompletionRequest(model="sim-mini", messages=HELLO), metadata=API
         )
@@ -68,14 +64,11 @@ async def test_primary_failure_before_first_token_falls_back(config_dict):
         request = chat.StreamChatCompletionRequest(model="sim-mini", messages=HELLO)
         chunks = [c async for c in stubs.chat.StreamChatCompletion(request, metadata=API)]
         assert chunks[-1].choices[0].finish_reason == "stop"
-    finally:
-        await close()
 
 
 async def test_every_provider_failing_names_each(config_dict):
     _set_providers(config_dict, "sim-mini", {"error_rate": 1.0}, {"error_rate": 1.0})
-    stubs, close = await _stubs_for(config_dict)
-    try:
+    async with stubs_for(config_dict) as stubs:
         with pytest.raises(grpc.aio.AioRpcError) as caught:
             await stubs.chat.CreateChatCompletion(
                 chat.CreateChatCompletionRequest(model="sim-mini", messages=HELLO), metadata=API
@@ -84,14 +77,11 @@ async def test_every_provider_failing_names_each(config_dict):
         assert error.code() == grpc.StatusCode.UNAVAILABLE
         assert "sim-mini-primary" in error.details() and "sim-mini-backup" in error.details()
         assert details(error)["ErrorInfo"].reason == "ALL_PROVIDERS_FAILED"
-    finally:
-        await close()
 
 
 async def test_failure_after_first_token_ends_stream_with_error(config_dict):
     _set_providers(config_dict, "sim-mini", {"fail_after_tokens": 3}, {})
-    stubs, close = await _stubs_for(config_dict)
-    try:
+    async with stubs_for(config_dict) as stubs:
         request = chat.StreamChatCompletionRequest(model="sim-mini", messages=HELLO)
         received = []
         with pytest.raises(grpc.aio.AioRpcError) as caught:
@@ -102,14 +92,11 @@ async def test_failure_after_first_token_ends_stream_with_error(config_dict):
         # The role chunk and three content chunks, never a finish_reason.
         assert len(received) == 4
         assert not any(c.choices[0].HasField("finish_reason") for c in received)
-    finally:
-        await close()
 
 
 async def test_client_deadline_bounds_a_slow_provider(config_dict):
     _set_providers(config_dict, "sim-pro", {"ttft_ms": 5000}, {"ttft_ms": 5000})
-    stubs, close = await _stubs_for(config_dict)
-    try:
+    async with stubs_for(config_dict) as stubs:
         started = time.perf_counter()
         with pytest.raises(grpc.aio.AioRpcError) as caught:
             await stubs.chat.CreateChatCompletion(
@@ -119,15 +106,12 @@ async def test_client_deadline_bounds_a_slow_provider(config_dict):
             )
         assert caught.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
         assert time.perf_counter() - started < 2
-    finally:
-        await close()
 
 
 async def test_configured_request_timeout_bounds_all_attempts(config_dict):
     config_dict["server"]["request_timeout_s"] = 0.3
     _set_providers(config_dict, "sim-pro", {"ttft_ms": 5000}, {"ttft_ms": 5000})
-    stubs, close = await _stubs_for(config_dict)
-    try:
+    async with stubs_for(config_dict) as stubs:
         started = time.perf_counter()
         with pytest.raises(grpc.aio.AioRpcError) as caught:
             await stubs.chat.CreateChatCompletion(
@@ -135,14 +119,11 @@ async def test_configured_request_timeout_bounds_all_attempts(config_dict):
             )
         assert caught.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
         assert time.perf_counter() - started < 2
-    finally:
-        await close()
 
 
 async def test_simulated_pacing_is_measured_in_ttft_and_latency(config_dict):
     _set_providers(config_dict, "sim-mini", {"ttft_ms": 100, "tokens_per_second": 100}, {})
-    stubs, close = await _stubs_for(config_dict)
-    try:
+    async with stubs_for(config_dict) as stubs:
         response = await stubs.chat.CreateChatCompletion(
             chat.CreateChatCompletionRequest(model="sim-mini", messages=HELLO, max_tokens=11),
             metadata=API,
@@ -151,14 +132,11 @@ async def test_simulated_pacing_is_measured_in_ttft_and_latency(config_dict):
         assert 100 <= usage.ttft_ms < 400
         # Ten more tokens at 100 per second after the first one.
         assert usage.latency_ms >= usage.ttft_ms + 95
-    finally:
-        await close()
 
 
 async def test_cached_input_is_priced_separately(config_dict):
     _set_providers(config_dict, "sim-standard", {"cached_ratio": 0.5}, {})
-    stubs, close = await _stubs_for(config_dict)
-    try:
+    async with stubs_for(config_dict) as stubs:
         long_prompt = [chat.ChatMessage(role="user", content="word " * 200)]
         usage = (
             await stubs.chat.CreateChatCompletion(
@@ -174,8 +152,6 @@ async def test_cached_input_is_priced_separately(config_dict):
         assert usage.total_cost_usd == pytest.approx(
             usage.input_cost_usd + usage.cache_input_cost_usd + usage.completion_tokens * 4e-6
         )
-    finally:
-        await close()
 
 
 async def test_cancelled_stream_stops_the_provider(config_dict):

@@ -25,7 +25,6 @@ from server.generation import Event, Finished, GenerationRequest, TextDelta, Tok
 from server.providers.http import (
     HttpParams,
     ProtocolViolation,
-    RetryPolicy,
     check_status,
     make_client,
     read_api_key,
@@ -57,9 +56,7 @@ class AnthropicProvider:
     def __init__(self, provider_id: str, params: AnthropicParams, where: str) -> None:
         self.id = provider_id
         self.params = params
-        self.retry_policy = RetryPolicy(
-            params.max_retries, params.backoff_s, params.max_retry_after_s
-        )
+        self.retry_policy = params.retry_policy
         key = read_api_key(params, where)
         headers = {"anthropic-version": params.version, **({"x-api-key": key} if key else {})}
         self._client = make_client(params, headers)

@@ -73,6 +73,10 @@ class HttpParams(BaseModel):
     # Headers sent with every request (e.g. OpenAI-Organization). Not for secrets.
     headers: dict[str, str] = Field(default_factory=dict)
 
+    @property
+    def retry_policy(self) -> RetryPolicy:
+        return RetryPolicy(self.max_retries, self.backoff_s, self.max_retry_after_s)
+
     @field_validator("base_url")
     @classmethod
     def _http_url(cls, value: str) -> str:

@@ -21,7 +21,6 @@ from server.generation import Event, Finished, GenerationRequest, TextDelta, Tok
 from server.providers.http import (
     HttpParams,
     ProtocolViolation,
-    RetryPolicy,
     bearer,
     check_status,
     make_client,
@@ -47,9 +46,7 @@ class OpenAIProvider:
     def __init__(self, provider_id: str, params: OpenAIParams, where: str) -> None:
         self.id = provider_id
         self.params = params
-        self.retry_policy = RetryPolicy(
-            params.max_retries, params.backoff_s, params.max_retry_after_s
-        )
+        self.retry_policy = params.retry_policy
         self._client = make_client(params, bearer(read_api_key(params, where)))
 
     def body(self, request: GenerationRequest, stream: bool) -> dict[str, Any]:
