@@ -105,7 +105,7 @@ async def run(requests: int, concurrency: int, stream_upstream: bool) -> list[st
         yaml.safe_dump(config, f)
     processes = [
         spawn("-m", "bench.upstream", str(upstream_port)),
-        spawn("-m", "server.main", "--config", f.name, "--log-level", "WARNING"),
+        spawn("-m", "server.cli.main", "--config", f.name, "--log-level", "WARNING"),
     ]
     try:
         grpc_port, http_port = config["server"]["grpc_port"], config["server"]["http_port"]

@@ -15,8 +15,8 @@ from http_facade.context import RequestContext
 from http_facade.endpoint import Limits
 from http_facade.errors import EXCEPTION_HANDLERS
 from http_facade.routes import routes
-from server.config import ServerConfig
-from server.rpc import RpcMethod, methods
+from server.core.config import ServerConfig
+from server.core.pipeline import RpcMethod, methods
 
 
 def create_app(

@@ -15,10 +15,10 @@ from google.protobuf.message import Message
 from http_facade.bindings import Rpc
 from http_facade.context import Exchange
 from http_facade.errors import internal, response_headers
-from server.call import Call
-from server.errors import GatewayError
-from server.rpc import RpcMethod
-from server.status import from_rpc_error
+from server.core.call import Call
+from server.core.errors import GatewayError
+from server.core.pipeline import RpcMethod
+from server.grpc_api.status import from_rpc_error
 
 
 class Backend(Protocol):
@@ -35,7 +35,7 @@ class InProcess:
     """Calls the core's handlers directly: no network hop."""
 
     def __init__(self, table: dict[str, RpcMethod], timeout_s: float) -> None:
-        self._handlers = {path: method.handler for path, method in table.items()}
+        self._table = table
         self._timeout_s = timeout_s
 
     def _call(self, exchange: Exchange) -> Call:
@@ -45,7 +45,7 @@ class InProcess:
 
     async def unary(self, rpc: Rpc, request: Message, exchange: Exchange) -> Message:
         try:
-            response: Message = await self._handlers[rpc.path](request, self._call(exchange))
+            response = await self._table[rpc.path].unary(request, self._call(exchange))
         except GatewayError:
             raise
         except Exception as exc:
@@ -55,7 +55,7 @@ class InProcess:
     async def stream(
         self, rpc: Rpc, request: Message, exchange: Exchange
     ) -> AsyncGenerator[Message, None]:
-        chunks = self._handlers[rpc.path](request, self._call(exchange))
+        chunks = self._table[rpc.path].stream(request, self._call(exchange))
         try:
             async for chunk in chunks:
                 yield chunk

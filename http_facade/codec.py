@@ -24,7 +24,7 @@ from google.protobuf import json_format
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 
-from server.errors import InvalidArgument
+from server.core.errors import InvalidArgument
 
 _T = FieldDescriptor
 _INTS = {

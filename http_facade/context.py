@@ -16,7 +16,7 @@ from starlette.datastructures import Headers, MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from http_facade.errors import error_response, internal
-from server.auth import HEADER
+from server.accounting.admission import HEADER
 
 REQUEST_ID = "x-request-id"
 # Headers forwarded to the RPC as metadata: the key headers the core reads, plus the

@@ -22,7 +22,7 @@ from http_facade.backends import Backend
 from http_facade.bindings import Binding, Rpc
 from http_facade.context import Exchange, exchange_for
 from http_facade.errors import PayloadTooLarge, response_headers
-from server.errors import Cancelled, InvalidArgument
+from server.core.errors import Cancelled, InvalidArgument
 
 T = TypeVar("T")
 

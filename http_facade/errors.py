@@ -1,4 +1,4 @@
-"""Errors -> HTTP: one body shape, one status table (server.errors), one place.
+"""Errors -> HTTP: one body shape, one status table (server.core.errors), one place.
 
 Every error a caller sees, from the core, a remote gateway or the facade itself, is a
 GatewayError rendered by `error_response`:
@@ -17,12 +17,18 @@ import math
 from collections.abc import Callable, Coroutine, Iterable, Mapping
 from typing import Any
 
-import grpc
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
-from server.errors import ERROR_TYPE, GatewayError, Internal, InvalidArgument, NotFound
+from server.core.errors import (
+    ERROR_TYPE,
+    Code,
+    GatewayError,
+    Internal,
+    InvalidArgument,
+    NotFound,
+)
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +49,7 @@ class PayloadTooLarge(InvalidArgument):
 class MethodNotAllowed(GatewayError):
     """The path exists, but not for this HTTP method (an HTTP-only condition)."""
 
-    code = grpc.StatusCode.UNIMPLEMENTED
+    code = Code.UNIMPLEMENTED
     reason = "METHOD_NOT_ALLOWED"
 
     @property
@@ -89,7 +95,7 @@ def response_headers(metadata: Iterable[tuple[str, Any]]) -> dict[str, str]:
 def error_response(error: GatewayError, metadata: Mapping[str, str] | None = None) -> Response:
     headers = response_headers((metadata or {}).items())
     status = error.http_status
-    retry_after = getattr(error, "retry_after_s", None)
+    retry_after = error.retry_after_s
     if retry_after is not None and status in (429, 503):
         seconds = str(max(1, math.ceil(retry_after)))
         headers.pop("retry-after", None)

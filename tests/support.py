@@ -17,7 +17,8 @@ from typing import Any
 
 import yaml
 
-from server import app, config
+from server.cli import serve as app
+from server.core import config
 
 API_KEY = "gw-dev-api-key-0000000000"
 ROUTER_KEY = "gw-dev-router-key-000000000"
@@ -26,7 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def default_config_dict() -> dict[str, Any]:
     """The embedded default config as a dict, with instant simulated providers."""
-    text = (ROOT / "server" / "default_config.yaml").read_text()
+    text = (ROOT / "server" / "core" / "default_config.yaml").read_text()
     data = yaml.safe_load(text)
     data["server"] = {"host": "127.0.0.1", "grpc_port": 0, "http_port": 0}
     # Keys and the usage ledger in memory: tests leave no database file behind.
@@ -69,7 +70,7 @@ def start_process(
 ) -> GatewayProcess:
     """Runs the `gateway` command and waits until it prints its listening ports."""
     process = subprocess.Popen(
-        [sys.executable, "-m", "server.main", *args],
+        [sys.executable, "-m", "server.cli.main", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from server import config
+from server.core import config
 from tests.support import (
     API_KEY,
     ROOT,
@@ -56,7 +56,7 @@ def test_bad_provider_params_name_the_field(tmp_path):
     data = default_config_dict()
     data["models"][2]["providers"][1]["params"] = {"ttft_ms": -5}
     result = subprocess.run(
-        [sys.executable, "-m", "server.main", "--config", str(write_config(tmp_path, data))],
+        [sys.executable, "-m", "server.cli.main", "--config", str(write_config(tmp_path, data))],
         capture_output=True, text=True, timeout=30, cwd=ROOT,
     )  # fmt: skip
     assert result.returncode != 0
@@ -72,7 +72,7 @@ def test_unreadable_or_malformed_file_stops_start_up(tmp_path):
         if path.name == "bad.yaml":
             path.write_text("models: [unclosed")
         result = subprocess.run(
-            [sys.executable, "-m", "server.main", "--config", str(path)],
+            [sys.executable, "-m", "server.cli.main", "--config", str(path)],
             capture_output=True, text=True, timeout=30, cwd=ROOT,
         )  # fmt: skip
         assert result.returncode != 0 and expected in result.stderr

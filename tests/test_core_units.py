@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from server import accounting, tokens
-from server.config import Price
-from server.generation import GenerationRequest, Message, TokenCounts
+from server.accounting import costs, tokens
+from server.accounting.ratelimit import SlidingWindowLimiter
+from server.core.config import Price
+from server.core.generation import GenerationRequest, Message, TokenCounts
 from server.providers.simulated import SimulatedParams, SimulatedProvider
-from server.ratelimit import SlidingWindowLimiter
 
 
 class Clock:
@@ -40,7 +40,7 @@ def test_cost_splits_cached_input_and_reasoning():
     price = Price(input=2.0, output=8.0, cached_input=0.5, reasoning=10.0)
     counts = TokenCounts(prompt_tokens=1000, completion_tokens=300, cached_tokens=400,
                          reasoning_tokens=100)  # fmt: skip
-    usage = accounting.usage(counts, price, latency_ms=12.0, ttft_ms=3.0)
+    usage = costs.usage(counts, price, latency_ms=12.0, ttft_ms=3.0)
     assert usage.input_cost_usd == pytest.approx(600 * 2e-6)
     assert usage.cache_input_cost_usd == pytest.approx(400 * 0.5e-6)
     assert usage.output_cost_usd == pytest.approx(200 * 8e-6 + 100 * 10e-6)
@@ -50,7 +50,7 @@ def test_cost_splits_cached_input_and_reasoning():
 
 
 def test_unpriced_model_reports_costs_absent_not_zero():
-    usage = accounting.usage(TokenCounts(10, 5), None, latency_ms=1.0, ttft_ms=None)
+    usage = costs.usage(TokenCounts(10, 5), None, latency_ms=1.0, ttft_ms=None)
     for field in ("input_cost_usd", "output_cost_usd", "total_cost_usd", "ttft_ms"):
         assert not usage.HasField(field)
     assert usage.total_tokens == 15

@@ -18,9 +18,9 @@ from gateway.v1 import chat_service_pb2 as chat
 from gateway.v1 import model_service_pb2 as models
 from gateway.v1 import usage_service_pb2 as usage_pb
 
-from server.config import StorageConfig
-from server.store import open_store
-from server.store.migrations import MIGRATIONS, migrate
+from server.core.config import StorageConfig
+from server.storage import open_store
+from server.storage.migrations import MIGRATIONS, migrate
 from tests.grpc_support import API, Stubs
 from tests.shared_state import ADMIN, ADMIN_KEY, AdminClient, config_with, pg_url  # noqa: F401
 from tests.support import ROOT, running_gateway
@@ -140,7 +140,7 @@ async def test_admin_api_over_rest(tmp_path):
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "server.main", "keys", *args], capture_output=True, text=True,
+        [sys.executable, "-m", "server.cli.main", "keys", *args], capture_output=True, text=True,
         timeout=30, cwd=ROOT,
     )  # fmt: skip
 

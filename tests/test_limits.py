@@ -14,7 +14,7 @@ from gateway.v1 import chat_service_pb2 as chat
 from gateway.v1 import model_service_pb2 as models
 from redis.asyncio import Redis
 
-from server.ratelimit import RedisLimiter, SlidingWindowLimiter
+from server.accounting.ratelimit import RedisLimiter, SlidingWindowLimiter
 from tests.grpc_support import Stubs, details
 from tests.shared_state import REDIS_URL, AdminClient, config_with, redis_prefix  # noqa: F401
 from tests.support import running_gateway

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from server.config import ConfigError, ProviderConfig
-from server.errors import UpstreamError, UpstreamRejected
-from server.generation import (
+from server.core.config import ConfigError, ProviderConfig
+from server.core.errors import UpstreamError, UpstreamRejected
+from server.core.generation import (
     Collected,
     Finished,
     GenerationRequest,

@@ -20,8 +20,8 @@ from typing import Any
 
 from pydantic import Field
 
-from server.errors import UpstreamError
-from server.generation import Event, Finished, GenerationRequest, TextDelta, TokenCounts
+from server.core.errors import UpstreamError
+from server.core.generation import Event, Finished, GenerationRequest, TextDelta, TokenCounts
 from server.providers.http import (
     HttpParams,
     ProtocolViolation,

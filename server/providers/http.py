@@ -33,8 +33,8 @@ from typing import Any
 import httpx
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from server.config import ConfigError
-from server.errors import UpstreamError, UpstreamRejected
+from server.core.config import ConfigError
+from server.core.errors import UpstreamError, UpstreamRejected
 
 # Upstream error bodies are read up to this size, and quoted up to MESSAGE_CHARS.
 MAX_ERROR_BODY = 16 * 1024

@@ -16,9 +16,9 @@ from collections.abc import AsyncIterator
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from server import tokens
-from server.errors import UpstreamError
-from server.generation import Event, Finished, GenerationRequest, TextDelta, TokenCounts
+from server.accounting import tokens
+from server.core.errors import UpstreamError
+from server.core.generation import Event, Finished, GenerationRequest, TextDelta, TokenCounts
 
 PHRASE = (
     "the gateway routes each request to a model that fits its budget and answers with "

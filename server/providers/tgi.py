@@ -21,9 +21,9 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any
 
-from server import tokens
-from server.errors import UpstreamError
-from server.generation import Event, Finished, GenerationRequest, TextDelta, TokenCounts
+from server.accounting import tokens
+from server.core.errors import UpstreamError
+from server.core.generation import Event, Finished, GenerationRequest, TextDelta, TokenCounts
 from server.providers.http import (
     HttpParams,
     ProtocolViolation,

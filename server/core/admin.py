@@ -11,17 +11,17 @@ from typing import TYPE_CHECKING
 from gateway.v1 import admin_service_pb2 as admin_pb
 from gateway.v1 import usage_service_pb2 as usage_pb
 
-from server.auth import HEADER, Admission, Principal
-from server.budget import BudgetSpec, period_bounds
-from server.call import Call
-from server.config import KeyKind
-from server.errors import Internal, InvalidArgument, NotFound
-from server.store.keys import KeyRecord
-from server.store.usage import Bucket
+from server.accounting.admission import HEADER, Admission, Principal
+from server.accounting.budget import BudgetSpec, period_bounds
+from server.core.call import Call
+from server.core.config import KeyKind
+from server.core.errors import Internal, InvalidArgument, NotFound
+from server.storage.keys import KeyRecord
+from server.storage.usage import Bucket
 
 if TYPE_CHECKING:
-    from server.ledger import Accounts
-    from server.store import Store
+    from server.accounting.tab import Accounts
+    from server.storage import Store
 
 KINDS = ("api", "router", "admin")
 PERIODS = ("none", "daily", "monthly")

@@ -21,10 +21,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from server import tokens
-from server.config import Price
-from server.errors import BudgetExhausted
-from server.generation import GenerationRequest
+from server.accounting import tokens
+from server.core.config import Price
+from server.core.errors import BudgetExhausted
+from server.core.generation import GenerationRequest
 
 PER_MILLION = 1_000_000
 # A reservation left by an instance that died before settling it lapses after this.

@@ -1,16 +1,16 @@
-"""The gateway core: one handler per RPC, named after it in snake_case.
+"""The core handlers: one per RPC of the completion and routing interfaces.
 
-Each handler takes the RPC's proto request and the transport-neutral Call, admits the
-caller, validates, runs, and returns the proto response (or yields stream chunks).
-It knows nothing of gRPC or HTTP; both transports call these same handlers.
+Each handler takes the RPC's proto request and the transport-neutral Call (whose tab
+the accounting middleware opened), admits the caller, validates, runs, and returns the
+proto response (or yields stream chunks). It knows nothing of gRPC or HTTP; both
+transports reach it through the pipeline (server/core/pipeline.py, bound in
+server/core/rpcs.py).
 """
 
 from __future__ import annotations
 
-import functools
-import inspect
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import Any
 
 from gateway.v1 import (
@@ -33,55 +33,22 @@ from gateway.v1 import (
 )
 from google.protobuf import struct_pb2
 
-from server import budget, tokens, validation
-from server.admin import AdminHandlers
-from server.auth import Admission, Principal
-from server.budget import BudgetSpec, MemoryBudgets
-from server.call import Call
-from server.catalog import Catalog
-from server.config import Config, KeyKind, Price
-from server.engine import Run
-from server.errors import InvalidArgument
-from server.generation import GenerationRequest
-from server.ledger import Accounts, Ledger, Tab
-from server.store import Store
-
-
-def accounted(handler: Any) -> Any:
-    """Opens a Tab for each call of an RPC handler and closes it when the call ends,
-    however it ends: the Tab settles what the call reserved and writes its ledger row.
-    The handler receives the Tab as a third argument."""
-    method = "".join(part.title() for part in handler.__name__.split("_"))
-
-    if inspect.isasyncgenfunction(handler):
-
-        @functools.wraps(handler)
-        async def stream(self: Gateway, request: Any, call: Call) -> AsyncIterator[Any]:
-            tab = self.accounts.open(call.request_id, method)
-            error: BaseException | None = None
-            try:
-                async for chunk in handler(self, request, call, tab):
-                    yield chunk
-            except BaseException as exc:
-                error = exc
-                raise
-            finally:
-                tab.close(error)
-
-        return stream
-
-    @functools.wraps(handler)
-    async def unary(self: Gateway, request: Any, call: Call) -> Any:
-        tab = self.accounts.open(call.request_id, method)
-        try:
-            response = await handler(self, request, call, tab)
-        except BaseException as exc:
-            tab.close(exc)
-            raise
-        tab.close(None)
-        return response
-
-    return unary
+from server.accounting import budget, tokens
+from server.accounting.admission import Admission, Principal
+from server.accounting.budget import BudgetSpec, MemoryBudgets
+from server.accounting.ledger import Ledger
+from server.accounting.tab import Accounting, Accounts, Tab
+from server.core import validation
+from server.core.admin import AdminHandlers
+from server.core.call import Call
+from server.core.catalog import Catalog
+from server.core.config import Config, KeyKind, Price
+from server.core.engine import Run
+from server.core.errors import InvalidArgument
+from server.core.generation import GenerationRequest
+from server.core.pipeline import Middleware
+from server.routing.router import OrderedProfiles, Router
+from server.storage import Store
 
 
 class Gateway:
@@ -93,6 +60,7 @@ class Gateway:
         accounts: Accounts | None = None,
         store: Store | None = None,
         closers: list[Callable[[], Awaitable[None]]] | None = None,
+        router: Router | None = None,
     ) -> None:
         self.config = config
         self.catalog = catalog
@@ -102,15 +70,17 @@ class Gateway:
         )
         self.store = store
         self.admin = AdminHandlers(self.admission, self.accounts, store)
+        self.router: Router = router or OrderedProfiles(config.routing)
+        # Every RPC passes through these, outermost first (see server/core/pipeline.py).
+        self.middlewares: list[Middleware] = [Accounting(self.accounts)]
         self._closers = closers or []
 
     # -- interface A -----------------------------------------------------------------
 
-    @accounted
     async def create_chat_completion(
-        self, request: chat.CreateChatCompletionRequest, call: Call, tab: Tab
+        self, request: chat.CreateChatCompletionRequest, call: Call
     ) -> chat.CreateChatCompletionResponse:
-        run = await self._start_model(request, validation.chat, call, tab)
+        run = await self._start_model(request, validation.chat, call)
         text = await run.text()
         return chat.CreateChatCompletionResponse(
             **_head(call, run, "chat.completion"),
@@ -124,11 +94,10 @@ class Gateway:
             usage=run.usage(),
         )
 
-    @accounted
     async def stream_chat_completion(
-        self, request: chat.StreamChatCompletionRequest, call: Call, tab: Tab
-    ) -> AsyncIterator[chat.StreamChatCompletionResponse]:
-        run = await self._start_model(request, validation.chat, call, tab)
+        self, request: chat.StreamChatCompletionRequest, call: Call
+    ) -> AsyncGenerator[chat.StreamChatCompletionResponse, None]:
+        run = await self._start_model(request, validation.chat, call)
         head = _head(call, run, "chat.completion.chunk")
         yield chat.StreamChatCompletionResponse(
             **head, choices=[chat.ChatChunkChoice(index=0, delta=chat.ChatDelta(role="assistant"))]
@@ -150,11 +119,10 @@ class Gateway:
             last.usage.CopyFrom(run.usage())
         yield last
 
-    @accounted
     async def create_completion(
-        self, request: completion.CreateCompletionRequest, call: Call, tab: Tab
+        self, request: completion.CreateCompletionRequest, call: Call
     ) -> completion.CreateCompletionResponse:
-        run = await self._start_model(request, validation.completion, call, tab)
+        run = await self._start_model(request, validation.completion, call)
         text = await run.text()
         return completion.CreateCompletionResponse(
             **_head(call, run, "text_completion"),
@@ -162,11 +130,10 @@ class Gateway:
             usage=run.usage(with_ttft=False),
         )
 
-    @accounted
     async def stream_completion(
-        self, request: completion.StreamCompletionRequest, call: Call, tab: Tab
-    ) -> AsyncIterator[completion.StreamCompletionResponse]:
-        run = await self._start_model(request, validation.completion, call, tab)
+        self, request: completion.StreamCompletionRequest, call: Call
+    ) -> AsyncGenerator[completion.StreamCompletionResponse, None]:
+        run = await self._start_model(request, validation.completion, call)
         head = _head(call, run, "text_completion")
         async for text in run.deltas():
             choice = _text_choice(text)
@@ -178,11 +145,10 @@ class Gateway:
             last.usage.CopyFrom(run.usage())
         yield last
 
-    @accounted
     async def list_models(
-        self, request: models.ListModelsRequest, call: Call, tab: Tab
+        self, request: models.ListModelsRequest, call: Call
     ) -> models.ListModelsResponse:
-        await self._admit(call, tab, "api")
+        await self._admit(call, "api")
         return models.ListModelsResponse(
             object="list",
             data=[
@@ -191,11 +157,10 @@ class Gateway:
             ],
         )
 
-    @accounted
     async def list_providers(
-        self, request: providers.ListProvidersRequest, call: Call, tab: Tab
+        self, request: providers.ListProvidersRequest, call: Call
     ) -> providers.ListProvidersResponse:
-        await self._admit(call, tab, "api")
+        await self._admit(call, "api")
         if not request.model:
             raise InvalidArgument.for_field("model", "is required")
         model = self.catalog.model(request.model)
@@ -217,11 +182,8 @@ class Gateway:
 
     # -- interface B -----------------------------------------------------------------
 
-    @accounted
-    async def infer(
-        self, request: router.InferRequest, call: Call, tab: Tab
-    ) -> router.InferResponse:
-        run, route = await self._start_profile(request, call, tab)
+    async def infer(self, request: router.InferRequest, call: Call) -> router.InferResponse:
+        run, route = await self._start_profile(request, call)
         text = await run.text()
         return router.InferResponse(
             **_head(call, run, "text_completion"),
@@ -230,11 +192,10 @@ class Gateway:
             route=route,
         )
 
-    @accounted
     async def stream_infer(
-        self, request: router.StreamInferRequest, call: Call, tab: Tab
-    ) -> AsyncIterator[router.StreamInferResponse]:
-        run, route = await self._start_profile(request, call, tab)
+        self, request: router.StreamInferRequest, call: Call
+    ) -> AsyncGenerator[router.StreamInferResponse, None]:
+        run, route = await self._start_profile(request, call)
         head = _head(call, run, "text_completion")
         first = True
         async for text in run.deltas():
@@ -250,11 +211,10 @@ class Gateway:
             last.usage.CopyFrom(run.usage())
         yield last
 
-    @accounted
     async def list_deployments(
-        self, request: deployment.ListDeploymentsRequest, call: Call, tab: Tab
+        self, request: deployment.ListDeploymentsRequest, call: Call
     ) -> deployment.ListDeploymentsResponse:
-        await self._admit(call, tab, "router")
+        await self._admit(call, "router")
         return deployment.ListDeploymentsResponse(
             object="list",
             data=[
@@ -265,11 +225,10 @@ class Gateway:
             ],
         )
 
-    @accounted
     async def invoke_deployment(
-        self, request: deployment.InvokeDeploymentRequest, call: Call, tab: Tab
+        self, request: deployment.InvokeDeploymentRequest, call: Call
     ) -> deployment.InvokeDeploymentResponse:
-        run, hf_format = await self._start_deployment(request, call, tab)
+        run, hf_format = await self._start_deployment(request, call)
         text = await run.text()
         response = deployment.InvokeDeploymentResponse(
             **_head(call, run, "text_completion"),
@@ -282,11 +241,10 @@ class Gateway:
             response.details.CopyFrom(_details(run))
         return response
 
-    @accounted
     async def stream_invoke_deployment(
-        self, request: deployment.StreamInvokeDeploymentRequest, call: Call, tab: Tab
-    ) -> AsyncIterator[deployment.StreamInvokeDeploymentResponse]:
-        run, hf_format = await self._start_deployment(request, call, tab)
+        self, request: deployment.StreamInvokeDeploymentRequest, call: Call
+    ) -> AsyncGenerator[deployment.StreamInvokeDeploymentResponse, None]:
+        run, hf_format = await self._start_deployment(request, call)
         head = _head(call, run, "text_completion", deployment_id=request.deployment_id)
         index = 0
         async for text in run.deltas():
@@ -307,17 +265,19 @@ class Gateway:
 
     # -- shared steps ----------------------------------------------------------------
 
-    async def _admit(self, call: Call, tab: Tab, kind: KeyKind) -> Principal:
+    async def _admit(self, call: Call, kind: KeyKind) -> Principal:
         """Authenticates and counts a request that generates nothing."""
+        tab = _tab(call)
         tab.principal = await self.admission.identify(call.metadata, kind)
         await self.admission.limit(tab.principal, 0, tab.ticket, call.response_metadata)
         return tab.principal
 
     async def _charge(
-        self, call: Call, tab: Tab, generation: GenerationRequest, prices: list[Price | None]
+        self, call: Call, generation: GenerationRequest, prices: list[Price | None]
     ) -> None:
         """Counts a generation against its key's rate limits (its prompt plus the most it
         may generate, in tokens) and reserves its maximum cost against the key's budget."""
+        tab = _tab(call)
         principal = tab.principal
         assert principal is not None
         default_max = self.config.limits.default_max_tokens
@@ -331,42 +291,37 @@ class Gateway:
             amount = budget.max_cost(prices, generation, default_max)
             tab.reservation = await self.accounts.budgets.reserve(spec, amount)
 
-    async def _start_model(self, request, validate, call: Call, tab: Tab) -> Run:
+    async def _start_model(self, request, validate, call: Call) -> Run:
+        tab = _tab(call)
         tab.principal = await self.admission.identify(call.metadata, "api")
         tab.model = request.model
         generation = validate(request)
         model = self.catalog.model(request.model)
-        await self._charge(call, tab, generation, [model.price])
+        await self._charge(call, generation, [model.price])
         run = tab.run = Run(self.catalog.upstreams[model.id], generation, call.deadline)
         await run.open(f"model {model.id}")
         return run
 
-    async def _start_profile(
-        self, request, call: Call, tab: Tab
-    ) -> tuple[Run, router.RouteDecision]:
+    async def _start_profile(self, request, call: Call) -> tuple[Run, router.RouteDecision]:
+        tab = _tab(call)
         tab.principal = await self.admission.identify(call.metadata, "router")
         generation, asked = validation.infer(request)
-        profile = asked or self.config.routing.default_profile
-        ranked = self.config.routing.profiles[profile]  # type: ignore[index]
-        await self._charge(call, tab, generation, [self.catalog.model(m).price for m in ranked])
+        route = self.router.route(generation, asked or self.config.routing.default_profile)
+        ranked = route.models
+        await self._charge(call, generation, [self.catalog.model(m).price for m in ranked])
         run = tab.run = Run(
             [u for m in ranked for u in self.catalog.upstreams[m]], generation, call.deadline
         )
-        await run.open(f"profile {profile}")
-        preferred = run.model.id == ranked[0]
-        reason = (
-            f"first choice of the {profile} profile"
-            if preferred
-            else f"fallback: preferred models of the {profile} profile failed"
-        )
-        return run, router.RouteDecision(profile=profile, model=run.model.id, reason=reason)
+        await run.open(f"profile {route.profile}")
+        return run, route.decision(run.model.id)
 
-    async def _start_deployment(self, request, call: Call, tab: Tab) -> tuple[Run, bool]:
+    async def _start_deployment(self, request, call: Call) -> tuple[Run, bool]:
+        tab = _tab(call)
         tab.principal = await self.admission.identify(call.metadata, "router")
         generation, hf_format = validation.invocation(request)
         target = self.catalog.deployment(request.deployment_id)
         tab.model = target.model
-        await self._charge(call, tab, generation, [self.catalog.model(target.model).price])
+        await self._charge(call, generation, [self.catalog.model(target.model).price])
         run = tab.run = Run(self.catalog.upstreams[target.model], generation, call.deadline)
         await run.open(f"deployment {target.id}")
         return run, hf_format
@@ -378,6 +333,11 @@ class Gateway:
         await self.accounts.ledger.aclose(self.config.ledger.drain_timeout_s)
         for closer in self._closers:
             await closer()
+
+
+def _tab(call: Call) -> Tab:
+    assert call.tab is not None, "the accounting middleware opens a tab for every call"
+    return call.tab
 
 
 def _head(call: Call, run: Run, kind: str, **extra: Any) -> dict[str, Any]:

@@ -17,10 +17,10 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from server.config import KeyConfig, KeyKind
-from server.errors import Internal, RateLimited, Unauthenticated
-from server.ratelimit import Limiter
-from server.store.keys import KeyRecord, KeyStore
+from server.accounting.ratelimit import Limiter
+from server.core.config import KeyConfig, KeyKind
+from server.core.errors import Internal, RateLimited, Unauthenticated
+from server.storage.keys import KeyRecord, KeyStore
 
 log = logging.getLogger(__name__)
 

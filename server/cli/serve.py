@@ -13,15 +13,18 @@ import uvicorn
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
-from server.auth import Admission, KeyDirectory, KeyRing
-from server.budget import Budgets, MemoryBudgets, RedisBudgets
-from server.catalog import Catalog
-from server.config import Config, ServerConfig
-from server.gateway import Gateway
-from server.ledger import Accounts, Ledger
-from server.ratelimit import Limiter, RedisLimiter, SlidingWindowLimiter
-from server.rpc import SERVICES, RpcMethod, grpc_handlers, rpc_table
-from server.store import open_store
+from server.accounting.admission import Admission, KeyDirectory, KeyRing
+from server.accounting.budget import Budgets, MemoryBudgets, RedisBudgets
+from server.accounting.ledger import Ledger
+from server.accounting.ratelimit import Limiter, RedisLimiter, SlidingWindowLimiter
+from server.accounting.tab import Accounts
+from server.core.catalog import Catalog
+from server.core.config import Config, ServerConfig
+from server.core.handlers import Gateway
+from server.core.pipeline import SERVICES, RpcMethod
+from server.core.rpcs import gateway_table
+from server.grpc_api.service import grpc_handlers
+from server.storage import open_store
 
 log = logging.getLogger(__name__)
 
@@ -148,7 +151,7 @@ async def start(
         http, task, http_port = await start_http(app, settings)
         return Running(None, http_port, None, None, http, task, [app.state.backend.aclose])
     gateway = await open_gateway(config)
-    table = rpc_table(gateway, gateway.admin)
+    table = gateway_table(gateway)
     try:
         grpc_server, grpc_port = await start_grpc(table, settings)
     except BaseException:

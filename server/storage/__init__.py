@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from server.config import StorageConfig
-from server.store.db import Database, connect
-from server.store.keys import KeyStore
-from server.store.migrations import migrate
-from server.store.usage import UsageStore
+from server.core.config import StorageConfig
+from server.storage.db import Database, connect
+from server.storage.keys import KeyStore
+from server.storage.migrations import migrate
+from server.storage.usage import UsageStore
 
 
 @dataclass

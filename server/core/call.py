@@ -6,18 +6,25 @@ import asyncio
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from server.accounting.tab import Tab
 
 
 @dataclass
 class Call:
     """What the core needs from a transport: the caller's metadata (lower-case keys),
     an optional deadline on the event loop's clock, and a place for response metadata
-    (rate-limit headers) that the transport sends back."""
+    (rate-limit headers) that the transport sends back. Middlewares hang their
+    per-call state on it."""
 
     metadata: Mapping[str, str]
     deadline: float | None = None
     request_id: str = field(default_factory=lambda: uuid.uuid4().hex)
     response_metadata: dict[str, str] = field(default_factory=dict)
+    # The request's account, opened by the accounting middleware.
+    tab: Tab | None = None
 
     @classmethod
     def with_timeout(

@@ -10,7 +10,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from server.store.db import Database
+from server.storage.db import Database
 
 # Characters of the secret kept readable: `gw-api-` plus four random characters.
 PREFIX_RANDOM_CHARS = 4

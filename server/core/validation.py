@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from server.errors import InvalidArgument
-from server.generation import GenerationRequest, Message
+from server.core.config import PROFILES
+from server.core.errors import InvalidArgument
+from server.core.generation import GenerationRequest, Message
 
 ROLES = ("system", "user", "assistant")
-PROFILES = ("economy", "balanced", "quality")
 MAX_STOP_SEQUENCES = 4
 MAX_TOKENS_CEILING = 1_000_000
 

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 from importlib import resources
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+# The routing profiles: named here and nowhere else.
 ProfileName = Literal["economy", "balanced", "quality"]
+PROFILES: tuple[ProfileName, ...] = get_args(ProfileName)
 AdapterKind = Literal["simulated", "openai", "anthropic", "tgi"]
 KeyKind = Literal["api", "router", "admin"]
 # How often a key's budget starts again from zero (UTC calendar days and months).
@@ -89,7 +91,7 @@ class RoutingConfig(Strict):
 
     @model_validator(mode="after")
     def _every_profile(self) -> RoutingConfig:
-        missing = {"economy", "balanced", "quality"} - set(self.profiles)
+        missing = set(PROFILES) - set(self.profiles)
         if missing:
             raise ValueError(f"profiles: missing {', '.join(sorted(missing))}")
         if any(not models for models in self.profiles.values()):
@@ -224,7 +226,7 @@ def load(path: str | Path | None = None) -> tuple[Config, str]:
     """Loads the config at `path`, or the embedded default; returns it and its source."""
     if path is None:
         source = "embedded default config"
-        text = resources.files("server").joinpath("default_config.yaml").read_text()
+        text = resources.files("server.core").joinpath("default_config.yaml").read_text()
     else:
         source = str(path)
         try:

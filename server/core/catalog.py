@@ -6,10 +6,10 @@ import asyncio
 import logging
 from dataclasses import dataclass, field
 
-from server.breaker import Breaker
-from server.config import Config, DeploymentConfig, ModelConfig, Price, ProviderConfig
-from server.errors import NotFound
-from server.generation import Provider
+from server.core.breaker import Breaker
+from server.core.config import Config, DeploymentConfig, ModelConfig, Price, ProviderConfig
+from server.core.errors import NotFound
+from server.core.generation import Provider
 from server.providers import registry
 from server.providers.http import NO_RETRY, RetryPolicy
 

@@ -17,10 +17,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Sequence
 
-from server.breaker import Permit
-from server.catalog import Upstream
-from server.errors import AllProvidersFailed, DeadlineExceeded, GatewayError, UpstreamError
-from server.generation import Event, GenerationRequest, TextDelta
+from server.core.breaker import Permit
+from server.core.catalog import Upstream
+from server.core.errors import AllProvidersFailed, DeadlineExceeded, GatewayError, UpstreamError
+from server.core.generation import Event, GenerationRequest, TextDelta
 
 Causes = list[tuple[str, GatewayError]]
 
@@ -44,7 +44,7 @@ async def open_stream(
             return upstream, opened
     failure = AllProvidersFailed.of(subject, causes)
     # The soonest Retry-After among the causes, so the caller learns when to come back.
-    waits = [w for _, e in causes if (w := getattr(e, "retry_after_s", None)) is not None]
+    waits = [e.retry_after_s for _, e in causes if e.retry_after_s is not None]
     failure.retry_after_s = min(waits) if waits else None
     raise failure
 

@@ -14,9 +14,14 @@ from google.protobuf import any_pb2, duration_pb2
 from google.protobuf.message import Message
 from google.rpc import error_details_pb2, status_pb2
 
-from server.errors import DOMAIN, GatewayError, http_status
+from server.core.errors import DOMAIN, Code, GatewayError
 
 DETAILS_KEY = "grpc-status-details-bin"
+_GRPC_CODES = {code.value[0]: code for code in grpc.StatusCode}
+
+
+def to_grpc(code: Code) -> grpc.StatusCode:
+    return _GRPC_CODES[int(code)]
 
 
 def abort_args(
@@ -25,7 +30,7 @@ def abort_args(
     """Packs an error into code, message and trailers holding the rich status, plus
     `extra_trailers` (rate-limit headers, `retry-after`)."""
     metadata = dict(error.metadata)
-    if getattr(error, "upstream_answered", False):
+    if error.upstream_answered:
         metadata["upstream_answered"] = "true"
     details: list[Message] = [
         error_details_pb2.ErrorInfo(reason=error.reason, domain=DOMAIN, metadata=metadata)
@@ -35,7 +40,7 @@ def abort_args(
             field=error.param, description=error.message
         )
         details.append(error_details_pb2.BadRequest(field_violations=[violation]))
-    retry_after = getattr(error, "retry_after_s", None)
+    retry_after = error.retry_after_s
     if retry_after is not None:
         delay = duration_pb2.Duration(seconds=math.ceil(retry_after))
         details.append(error_details_pb2.RetryInfo(retry_delay=delay))
@@ -44,12 +49,12 @@ def abort_args(
         wrapper = any_pb2.Any()
         wrapper.Pack(detail)
         packed.append(wrapper)
-    status = status_pb2.Status(code=error.code.value[0], message=error.message, details=packed)
+    status = status_pb2.Status(code=int(error.code), message=error.message, details=packed)
     trailers: tuple[tuple[str, str | bytes], ...] = (
         (DETAILS_KEY, status.SerializeToString()),
         *extra_trailers.items(),
     )
-    return error.code, error.message, trailers
+    return to_grpc(error.code), error.message, trailers
 
 
 class RemoteError(GatewayError):
@@ -57,22 +62,18 @@ class RemoteError(GatewayError):
 
     def __init__(
         self,
-        code: grpc.StatusCode,
+        code: Code,
         message: str,
         reason: str,
         metadata: dict[str, str],
         retry_after_s: int | None,
         upstream_answered: bool,
     ) -> None:
-        super().__init__(message, metadata)
+        super().__init__(
+            message, metadata, retry_after_s=retry_after_s, upstream_answered=upstream_answered
+        )
         self.code = code
         self.reason = reason
-        self.retry_after_s = retry_after_s
-        self.upstream_answered = upstream_answered
-
-    @property
-    def http_status(self) -> int:
-        return http_status(self.code, self.upstream_answered)
 
 
 def from_rpc_error(error: grpc.aio.AioRpcError) -> RemoteError:
@@ -91,7 +92,7 @@ def from_rpc_error(error: grpc.aio.AioRpcError) -> RemoteError:
                 retry = error_details_pb2.RetryInfo()
                 packed.Unpack(retry)
                 retry_after = retry.retry_delay.seconds
-    code = error.code()
+    code = Code(error.code().value[0])
     # An upstream that answered badly maps to 502 on the server; keep that on the edge.
     answered = metadata.get("upstream_answered") == "true"
     return RemoteError(code, error.details() or code.name, reason, metadata, retry_after, answered)

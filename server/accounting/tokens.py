@@ -7,7 +7,7 @@ Upstream-reported counts always win over these.
 
 from __future__ import annotations
 
-from server.generation import GenerationRequest
+from server.core.generation import GenerationRequest
 
 BYTES_PER_TOKEN = 4
 # Role markers and separators a chat template adds around each message.

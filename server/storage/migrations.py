@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 
-from server.store.db import Database, Dialect
+from server.storage.db import Database, Dialect
 
 # An arbitrary constant naming the migration lock.
 LOCK_ID = 0x6761_7465

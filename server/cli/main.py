@@ -22,12 +22,13 @@ import time
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from server import app, config
-from server.auth import HEADER
-from server.store import open_store
-from server.store.db import connect
-from server.store.keys import KeyRecord
-from server.store.migrations import current_version, migrate
+from server.accounting.admission import HEADER
+from server.cli import serve as app
+from server.core import config
+from server.storage import open_store
+from server.storage.db import connect
+from server.storage.keys import KeyRecord
+from server.storage.migrations import current_version, migrate
 
 # Environment variables that override the config file's storage settings.
 ENV = {

@@ -20,51 +20,73 @@ may succeed where this one failed. Both transports read `HTTP_STATUS` and nothin
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
-import grpc
+from dataclasses import KW_ONLY, dataclass, field
+from enum import IntEnum
 
 DOMAIN = "gateway.v1"
 
+
+class Code(IntEnum):
+    """The canonical status codes (google.rpc.Code): gRPC's, without importing gRPC."""
+
+    OK = 0
+    CANCELLED = 1
+    UNKNOWN = 2
+    INVALID_ARGUMENT = 3
+    DEADLINE_EXCEEDED = 4
+    NOT_FOUND = 5
+    ALREADY_EXISTS = 6
+    PERMISSION_DENIED = 7
+    RESOURCE_EXHAUSTED = 8
+    FAILED_PRECONDITION = 9
+    ABORTED = 10
+    OUT_OF_RANGE = 11
+    UNIMPLEMENTED = 12
+    INTERNAL = 13
+    UNAVAILABLE = 14
+    DATA_LOSS = 15
+    UNAUTHENTICATED = 16
+
+
 # The canonical gRPC -> HTTP mapping; the facade and the edge tier both use it.
-HTTP_STATUS: dict[grpc.StatusCode, int] = {
-    grpc.StatusCode.OK: 200,
-    grpc.StatusCode.INVALID_ARGUMENT: 400,
-    grpc.StatusCode.FAILED_PRECONDITION: 400,
-    grpc.StatusCode.OUT_OF_RANGE: 400,
-    grpc.StatusCode.UNAUTHENTICATED: 401,
-    grpc.StatusCode.PERMISSION_DENIED: 403,
-    grpc.StatusCode.NOT_FOUND: 404,
-    grpc.StatusCode.ALREADY_EXISTS: 409,
-    grpc.StatusCode.ABORTED: 409,
-    grpc.StatusCode.RESOURCE_EXHAUSTED: 429,
-    grpc.StatusCode.CANCELLED: 499,
-    grpc.StatusCode.UNKNOWN: 500,
-    grpc.StatusCode.INTERNAL: 500,
-    grpc.StatusCode.DATA_LOSS: 500,
-    grpc.StatusCode.UNIMPLEMENTED: 501,
-    grpc.StatusCode.UNAVAILABLE: 503,
-    grpc.StatusCode.DEADLINE_EXCEEDED: 504,
+HTTP_STATUS: dict[Code, int] = {
+    Code.OK: 200,
+    Code.INVALID_ARGUMENT: 400,
+    Code.FAILED_PRECONDITION: 400,
+    Code.OUT_OF_RANGE: 400,
+    Code.UNAUTHENTICATED: 401,
+    Code.PERMISSION_DENIED: 403,
+    Code.NOT_FOUND: 404,
+    Code.ALREADY_EXISTS: 409,
+    Code.ABORTED: 409,
+    Code.RESOURCE_EXHAUSTED: 429,
+    Code.CANCELLED: 499,
+    Code.UNKNOWN: 500,
+    Code.INTERNAL: 500,
+    Code.DATA_LOSS: 500,
+    Code.UNIMPLEMENTED: 501,
+    Code.UNAVAILABLE: 503,
+    Code.DEADLINE_EXCEEDED: 504,
 }
 
 # OpenAI-style `error.type` per code, so OpenAI clients raise their matching class.
-ERROR_TYPE: dict[grpc.StatusCode, str] = {
-    grpc.StatusCode.INVALID_ARGUMENT: "invalid_request_error",
-    grpc.StatusCode.FAILED_PRECONDITION: "invalid_request_error",
-    grpc.StatusCode.OUT_OF_RANGE: "invalid_request_error",
-    grpc.StatusCode.UNAUTHENTICATED: "authentication_error",
-    grpc.StatusCode.PERMISSION_DENIED: "permission_error",
-    grpc.StatusCode.NOT_FOUND: "not_found_error",
-    grpc.StatusCode.RESOURCE_EXHAUSTED: "rate_limit_error",
-    grpc.StatusCode.DEADLINE_EXCEEDED: "timeout_error",
-    grpc.StatusCode.CANCELLED: "cancelled",
-    grpc.StatusCode.UNAVAILABLE: "upstream_error",
+ERROR_TYPE: dict[Code, str] = {
+    Code.INVALID_ARGUMENT: "invalid_request_error",
+    Code.FAILED_PRECONDITION: "invalid_request_error",
+    Code.OUT_OF_RANGE: "invalid_request_error",
+    Code.UNAUTHENTICATED: "authentication_error",
+    Code.PERMISSION_DENIED: "permission_error",
+    Code.NOT_FOUND: "not_found_error",
+    Code.RESOURCE_EXHAUSTED: "rate_limit_error",
+    Code.DEADLINE_EXCEEDED: "timeout_error",
+    Code.CANCELLED: "cancelled",
+    Code.UNAVAILABLE: "upstream_error",
 }
 
 
-def http_status(code: grpc.StatusCode, upstream_answered: bool = False) -> int:
+def http_status(code: Code, upstream_answered: bool = False) -> int:
     """Maps a gRPC code to its HTTP status; 502 when an upstream answered badly."""
-    if code == grpc.StatusCode.UNAVAILABLE and upstream_answered:
+    if code == Code.UNAVAILABLE and upstream_answered:
         return 502
     return HTTP_STATUS.get(code, 500)
 
@@ -76,8 +98,13 @@ class GatewayError(Exception):
     message: str
     # Every dynamic value in the message (model, provider, field...), for ErrorInfo.
     metadata: dict[str, str] = field(default_factory=dict)
+    _: KW_ONLY
+    # Seconds the caller (or the gateway, for an upstream) should wait before retrying.
+    retry_after_s: float | None = None
+    # True when an upstream answered (badly) rather than not at all: HTTP 502, not 503.
+    upstream_answered: bool = False
 
-    code = grpc.StatusCode.INTERNAL
+    code = Code.INTERNAL
     reason = "INTERNAL"
     # Whether another provider (or a later attempt) may succeed where this failed.
     retryable = False
@@ -90,7 +117,7 @@ class GatewayError(Exception):
 
     @property
     def http_status(self) -> int:
-        return http_status(self.code)
+        return http_status(self.code, self.upstream_answered)
 
     @property
     def param(self) -> str | None:
@@ -99,7 +126,7 @@ class GatewayError(Exception):
 
 
 class InvalidArgument(GatewayError):
-    code = grpc.StatusCode.INVALID_ARGUMENT
+    code = Code.INVALID_ARGUMENT
     reason = "INVALID_ARGUMENT"
 
     @classmethod
@@ -108,49 +135,43 @@ class InvalidArgument(GatewayError):
 
 
 class Unauthenticated(GatewayError):
-    code = grpc.StatusCode.UNAUTHENTICATED
+    code = Code.UNAUTHENTICATED
     reason = "UNAUTHENTICATED"
 
 
 class PermissionDenied(GatewayError):
-    code = grpc.StatusCode.PERMISSION_DENIED
+    code = Code.PERMISSION_DENIED
     reason = "PERMISSION_DENIED"
 
 
 class NotFound(GatewayError):
-    code = grpc.StatusCode.NOT_FOUND
+    code = Code.NOT_FOUND
     reason = "NOT_FOUND"
 
 
-@dataclass
 class RateLimited(GatewayError):
-    retry_after_s: int = 1
-
-    code = grpc.StatusCode.RESOURCE_EXHAUSTED
+    code = Code.RESOURCE_EXHAUSTED
     reason = "RATE_LIMITED"
 
 
-@dataclass
 class BudgetExhausted(GatewayError):
-    retry_after_s: int | None = None
-
-    code = grpc.StatusCode.RESOURCE_EXHAUSTED
+    code = Code.RESOURCE_EXHAUSTED
     reason = "BUDGET_EXHAUSTED"
 
 
 class DeadlineExceeded(GatewayError):
-    code = grpc.StatusCode.DEADLINE_EXCEEDED
+    code = Code.DEADLINE_EXCEEDED
     reason = "DEADLINE_EXCEEDED"
     retryable = False
 
 
 class Cancelled(GatewayError):
-    code = grpc.StatusCode.CANCELLED
+    code = Code.CANCELLED
     reason = "CANCELLED"
 
 
 class Internal(GatewayError):
-    code = grpc.StatusCode.INTERNAL
+    code = Code.INTERNAL
     reason = "INTERNAL"
 
 
@@ -158,24 +179,18 @@ class Internal(GatewayError):
 class UpstreamError(GatewayError):
     """A provider failed. `retryable` says whether another provider should be tried."""
 
+    _: KW_ONLY
     retryable: bool = True
-    # True when the upstream answered (badly) rather than not at all: HTTP 502, not 503.
-    upstream_answered: bool = False
-    # Seconds the upstream asked us to wait (its Retry-After), when it said.
-    retry_after_s: float | None = None
 
-    code = grpc.StatusCode.UNAVAILABLE
+    code = Code.UNAVAILABLE
     reason = "UPSTREAM_ERROR"
-
-    @property
-    def http_status(self) -> int:
-        return http_status(self.code, self.upstream_answered)
 
 
 @dataclass
 class AllProvidersFailed(UpstreamError):
     """Every provider tried failed; `causes` keeps each provider's error, in order."""
 
+    _: KW_ONLY
     causes: list[tuple[str, GatewayError]] = field(default_factory=list)
 
     reason = "ALL_PROVIDERS_FAILED"
@@ -183,7 +198,7 @@ class AllProvidersFailed(UpstreamError):
     @classmethod
     def of(cls, subject: str, causes: list[tuple[str, GatewayError]]) -> AllProvidersFailed:
         tried = "; ".join(f"{name}: {err.message}" for name, err in causes) or "none available"
-        answered = any(getattr(err, "upstream_answered", False) for _, err in causes)
+        answered = any(err.upstream_answered for _, err in causes)
         return cls(
             f"all providers of {subject} failed ({tried})",
             {"subject": subject, "tried": ",".join(name for name, _ in causes)},
@@ -199,8 +214,9 @@ class UpstreamRejected(UpstreamError):
 
     Not retryable: every other provider would refuse it too, so no failover."""
 
+    _: KW_ONLY
     retryable: bool = False
     upstream_answered: bool = True
 
-    code = grpc.StatusCode.INVALID_ARGUMENT
+    code = Code.INVALID_ARGUMENT
     reason = "UPSTREAM_REJECTED_REQUEST"

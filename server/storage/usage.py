@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import astuple, dataclass, fields
 
-from server.store.db import Database
+from server.storage.db import Database
 
 
 @dataclass(frozen=True, slots=True)

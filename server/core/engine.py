@@ -6,11 +6,12 @@ from collections.abc import AsyncIterator, Sequence
 
 from gateway.v1 import usage_pb2
 
-from server import accounting, dispatch, tokens
-from server.catalog import Upstream
-from server.config import ModelConfig
-from server.errors import Internal
-from server.generation import Finished, GenerationRequest, TextDelta, TokenCounts
+from server.accounting import costs, tokens
+from server.core import dispatch
+from server.core.catalog import Upstream
+from server.core.config import ModelConfig
+from server.core.errors import Internal
+from server.core.generation import Finished, GenerationRequest, TextDelta, TokenCounts
 
 
 class Run:
@@ -25,7 +26,7 @@ class Run:
         self.request = request
         self._upstreams = upstreams
         self._deadline = deadline
-        self._clock = accounting.Stopwatch()
+        self._clock = costs.Stopwatch()
         self._text: list[str] = []
         self._finished: Finished | None = None
         self.upstream: Upstream | None = None
@@ -74,15 +75,19 @@ class Run:
             tokens.estimate_prompt(self.request), tokens.estimate("".join(self._text))
         )
 
-    def final_usage(self) -> usage_pb2.Usage | None:
-        """Usage as far as the generation got (for the ledger); None if no upstream
-        ever answered."""
-        if self.upstream is None:
-            return None
-        return self.usage()
+    @property
+    def started(self) -> bool:
+        """Whether an upstream answered (so there are counts and a cost to account)."""
+        return self.upstream is not None
+
+    def cost(self) -> costs.Cost | None:
+        return costs.cost(self.counts(), self.model.price)
+
+    def ttft_ms(self) -> float | None:
+        return self._clock.ttft_ms()
 
     def usage(self, with_ttft: bool = True) -> usage_pb2.Usage:
-        return accounting.usage(
+        return costs.usage(
             self.counts(),
             self.model.price,
             self._clock.elapsed_ms(),

@@ -1,0 +1,1 @@
+"""Admission and accounting: keys, rate limits, budgets, token counts, costs and the usage ledger."""

@@ -1,0 +1,100 @@
+"""What a generation cost and how long it took: Cost for the ledger, Usage for callers."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from gateway.v1 import usage_pb2
+
+from server.core.config import Price
+from server.core.generation import TokenCounts
+
+PER_MILLION = 1_000_000
+# Costs are rounded to a billionth of a cent: exact enough, free of float noise.
+COST_DIGITS = 11
+
+
+@dataclass(frozen=True, slots=True)
+class Cost:
+    """What one generation cost, in USD. `cache_input_usd` is None without cached input."""
+
+    input_usd: float
+    output_usd: float
+    cache_input_usd: float | None
+    total_usd: float
+
+
+def cost(counts: TokenCounts, price: Price | None) -> Cost | None:
+    """Cost = uncached input + cached input at its own price + output, with reasoning
+    tokens at the reasoning price and cache writes at the cache-write price (inside
+    input). None without a price: an unpriced model has no cost, not a zero one."""
+    if price is None:
+        return None
+    uncached = counts.prompt_tokens - counts.cached_tokens - counts.cache_write_tokens
+    visible_output = counts.completion_tokens - counts.reasoning_tokens
+    input_cost = (
+        uncached * price.input + counts.cache_write_tokens * _or(price.cache_write, price.input)
+    ) / PER_MILLION
+    cached_cost = counts.cached_tokens * _or(price.cached_input, price.input) / PER_MILLION
+    output_cost = (
+        visible_output * price.output + counts.reasoning_tokens * _or(price.reasoning, price.output)
+    ) / PER_MILLION
+    return Cost(
+        input_usd=round(input_cost, COST_DIGITS),
+        output_usd=round(output_cost, COST_DIGITS),
+        cache_input_usd=round(cached_cost, COST_DIGITS) if counts.cached_tokens else None,
+        total_usd=round(input_cost + cached_cost + output_cost, COST_DIGITS),
+    )
+
+
+def usage(
+    counts: TokenCounts,
+    price: Price | None,
+    latency_ms: float,
+    ttft_ms: float | None,
+) -> usage_pb2.Usage:
+    """Builds Usage: token counts, timing, and costs when the model has a price."""
+    result = usage_pb2.Usage(
+        prompt_tokens=counts.prompt_tokens,
+        completion_tokens=counts.completion_tokens,
+        total_tokens=counts.total_tokens,
+        latency_ms=round(latency_ms, 3),
+    )
+    if ttft_ms is not None:
+        result.ttft_ms = round(ttft_ms, 3)
+    if counts.cached_tokens:
+        result.prompt_tokens_details.cached_tokens = counts.cached_tokens
+    if counts.reasoning_tokens:
+        result.completion_tokens_details.reasoning_tokens = counts.reasoning_tokens
+    spent = cost(counts, price)
+    if spent is None:
+        return result
+    result.input_cost_usd = spent.input_usd
+    result.output_cost_usd = spent.output_usd
+    if spent.cache_input_usd is not None:
+        result.cache_input_cost_usd = spent.cache_input_usd
+    result.total_cost_usd = spent.total_usd
+    return result
+
+
+def _or(value: float | None, default: float) -> float:
+    return default if value is None else value
+
+
+class Stopwatch:
+    """Measures latency and time to first token on a monotonic clock."""
+
+    def __init__(self) -> None:
+        self.started = time.perf_counter()
+        self.first_token: float | None = None
+
+    def mark_first_token(self) -> None:
+        if self.first_token is None:
+            self.first_token = time.perf_counter()
+
+    def elapsed_ms(self) -> float:
+        return (time.perf_counter() - self.started) * 1000
+
+    def ttft_ms(self) -> float | None:
+        return None if self.first_token is None else (self.first_token - self.started) * 1000

@@ -1,0 +1,123 @@
+"""The usage ledger: one record per request, success or failure, written in batches
+off the request path.
+
+A request only appends its record to a bounded in-memory buffer; a background task
+writes the buffer to the database every `ledger.flush_interval_s` or as soon as a
+batch fills. A slow or unavailable database therefore never slows a request: the
+buffer grows (up to `ledger.max_buffered`, then the oldest records are dropped and
+counted in the log) and failed batches are retried. A graceful shutdown drains it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections import deque
+
+from server.storage.usage import UsageRecord, UsageStore
+
+log = logging.getLogger(__name__)
+RETRY_MAX_S = 5.0
+
+
+class Ledger:
+    def __init__(
+        self,
+        store: UsageStore | None,
+        batch_size: int = 500,
+        flush_interval_s: float = 0.5,
+        max_buffered: int = 100_000,
+    ) -> None:
+        self.store = store
+        self.batch_size = batch_size
+        self.flush_interval_s = flush_interval_s
+        self.max_buffered = max_buffered
+        self._buffer: deque[UsageRecord] = deque()
+        self._wake = asyncio.Event()
+        self._flushing = asyncio.Lock()
+        self._task: asyncio.Task[None] | None = None
+        self.written = 0
+        self.dropped = 0
+
+    def start(self) -> None:
+        if self.store is not None and self._task is None:
+            self._task = asyncio.create_task(self._run(), name="ledger-flusher")
+
+    def record(self, row: UsageRecord) -> None:
+        """Buffers one record; never waits."""
+        if self.store is None:
+            return
+        if len(self._buffer) >= self.max_buffered:
+            self._buffer.popleft()
+            self.dropped += 1
+            if self.dropped == 1 or self.dropped % 1000 == 0:
+                log.error("ledger buffer full: %d records dropped so far", self.dropped)
+        self._buffer.append(row)
+        if len(self._buffer) >= self.batch_size:
+            self._wake.set()
+
+    @property
+    def pending(self) -> int:
+        return len(self._buffer)
+
+    def pending_cost(self, key_id: str, since: float) -> float:
+        """The cost of a key's records still in the buffer, since `since`."""
+        return sum(
+            r.total_cost_usd or 0.0 for r in self._buffer if r.key_id == key_id and r.ts >= since
+        )
+
+    async def flush(self) -> None:
+        """Writes everything buffered now; raises when the database refuses."""
+        async with self._flushing:
+            while self._buffer:
+                batch = [
+                    self._buffer.popleft() for _ in range(min(self.batch_size, len(self._buffer)))
+                ]
+                try:
+                    assert self.store is not None
+                    await self.store.insert(batch)
+                except BaseException:
+                    self._buffer.extendleft(reversed(batch))
+                    raise
+                self.written += len(batch)
+
+    async def _run(self) -> None:
+        backoff = self.flush_interval_s
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), backoff)
+            self._wake.clear()
+            try:
+                await self.flush()
+            except Exception as exc:
+                backoff = min(RETRY_MAX_S, backoff * 2)
+                log.warning(
+                    "ledger: cannot write %d records (%s); retrying in %.1fs",
+                    len(self._buffer), type(exc).__name__, backoff,
+                )  # fmt: skip
+            else:
+                backoff = self.flush_interval_s
+
+    async def aclose(self, timeout_s: float = 15.0) -> None:
+        """Stops the flusher and drains the buffer, retrying until `timeout_s`."""
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+        if self.store is None:
+            return
+        deadline = time.monotonic() + timeout_s
+        delay = 0.1
+        while self._buffer:
+            try:
+                await asyncio.wait_for(self.flush(), max(0.1, deadline - time.monotonic()))
+            except Exception as exc:
+                if time.monotonic() + delay >= deadline:
+                    log.error("ledger: %d records lost at shutdown (%s)", len(self._buffer), exc)
+                    return
+                await asyncio.sleep(delay)
+                delay = min(1.0, delay * 2)
+        log.info("ledger: drained; %d records written", self.written)

@@ -1,0 +1,126 @@
+"""The handler pipeline: every method of the contract, bound to its handler and wrapped
+in one ordered list of middlewares.
+
+Both transports serve the same table (the gRPC servicer and the REST facade in-process),
+so whatever a middleware does (accounting, metrics, tracing, request logs) happens
+alike for every call, whichever way it came in. Middlewares wrap in list order: the
+first is the outermost.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, cast
+
+from gateway.v1 import (
+    admin_service_pb2,
+    chat_service_pb2,
+    completion_service_pb2,
+    deployment_service_pb2,
+    model_service_pb2,
+    provider_service_pb2,
+    router_service_pb2,
+    usage_service_pb2,
+)
+from google.protobuf import message_factory
+from google.protobuf.descriptor import MethodDescriptor, ServiceDescriptor
+from google.protobuf.message import Message
+
+from server.core.call import Call
+
+SERVICES: tuple[ServiceDescriptor, ...] = tuple(
+    service
+    for module in (
+        chat_service_pb2,
+        completion_service_pb2,
+        model_service_pb2,
+        provider_service_pb2,
+        router_service_pb2,
+        deployment_service_pb2,
+        admin_service_pb2,
+        usage_service_pb2,
+    )
+    for service in module.DESCRIPTOR.services_by_name.values()
+)
+
+UnaryHandler = Callable[[Any, Call], Awaitable[Any]]
+StreamHandler = Callable[[Any, Call], AsyncGenerator[Any, None]]
+Handler = UnaryHandler | StreamHandler
+
+
+@dataclass(frozen=True)
+class RpcMethod:
+    """One contract method and the (wrapped) handler that serves it."""
+
+    descriptor: MethodDescriptor
+    request_type: type[Message]
+    response_type: type[Message]
+    handler: Handler
+
+    @property
+    def path(self) -> str:
+        """The gRPC path: /gateway.v1.ChatService/CreateChatCompletion."""
+        return f"/{self.descriptor.containing_service.full_name}/{self.descriptor.name}"
+
+    @property
+    def name(self) -> str:
+        """The method's short name: CreateChatCompletion."""
+        return self.descriptor.name
+
+    @property
+    def server_streaming(self) -> bool:
+        return self.descriptor.server_streaming
+
+    def unary(self, request: Message, call: Call) -> Awaitable[Message]:
+        """Runs a unary method's handler."""
+        return cast(UnaryHandler, self.handler)(request, call)
+
+    def stream(self, request: Message, call: Call) -> AsyncGenerator[Message, None]:
+        """Runs a streaming method's handler; closing the generator stops its work."""
+        return cast(StreamHandler, self.handler)(request, call)
+
+
+class Middleware:
+    """Cross-cutting work around every handler. Override either method; the defaults
+    pass the call through untouched."""
+
+    def wrap_unary(self, method: MethodDescriptor, handler: UnaryHandler) -> UnaryHandler:
+        return handler
+
+    def wrap_stream(self, method: MethodDescriptor, handler: StreamHandler) -> StreamHandler:
+        return handler
+
+
+def methods(services: Iterable[ServiceDescriptor] = SERVICES) -> Iterable[MethodDescriptor]:
+    for service in services:
+        yield from service.methods
+
+
+def rpc_table(
+    handlers: Mapping[str, Handler], middlewares: Sequence[Middleware] = ()
+) -> dict[str, RpcMethod]:
+    """Binds each contract method to its handler in `handlers` (keyed by the method's
+    full name), wrapped in `middlewares`, keyed by gRPC path. A method without a
+    handler, or a handler for no method, is a start-up error."""
+    declared = {method.full_name: method for method in methods()}
+    if missing := declared.keys() - handlers.keys():
+        raise LookupError(f"no handler for {', '.join(sorted(missing))}")
+    if extra := handlers.keys() - declared.keys():
+        raise LookupError(f"handlers for methods the contract lacks: {', '.join(sorted(extra))}")
+    table = {}
+    for name, method in declared.items():
+        handler = handlers[name]
+        for middleware in reversed(middlewares):
+            if method.server_streaming:
+                handler = middleware.wrap_stream(method, handler)  # type: ignore[arg-type]
+            else:
+                handler = middleware.wrap_unary(method, handler)  # type: ignore[arg-type]
+        bound = RpcMethod(
+            method,
+            message_factory.GetMessageClass(method.input_type),
+            message_factory.GetMessageClass(method.output_type),
+            handler,
+        )
+        table[bound.path] = bound
+    return table

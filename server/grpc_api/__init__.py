@@ -1,0 +1,1 @@
+"""The gRPC transport: the servicer that serves the RPC table, and rich status details."""

@@ -1,0 +1,1 @@
+"""Routing: which models may serve a routed request, and in what order."""
