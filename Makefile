@@ -6,7 +6,7 @@ BUF := node_modules/.bin/buf
 SITE = $(shell $(BIN)/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 PROTOS := $(wildcard proto/gateway/v1/*.proto)
 
-.PHONY: setup run generate check-generated third_party lint typecheck test bench clean
+.PHONY: setup run generate check-generated third_party breaking lint typecheck test bench clean
 
 $(BIN)/gateway: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -34,7 +34,15 @@ generate: $(BIN)/gateway
 check-generated: $(BIN)/gateway
 	$(BIN)/python -m tools.generate --check
 
-lint: setup third_party
+# Wire and JSON compatibility against the contract on main (its last commit).
+breaking: setup third_party
+	rm -rf build/against && mkdir -p build/against/build
+	git archive main proto buf.yaml | tar -x -C build/against
+	cp -r build/googleapis build/against/build/
+	cd build/against && ../../$(BUF) build -o ../against.binpb
+	$(BUF) breaking proto --against build/against.binpb
+
+lint: setup third_party breaking
 	$(BUF) format proto --diff --exit-code
 	$(BUF) lint
 	$(BIN)/ruff check server http_facade tests tools bench

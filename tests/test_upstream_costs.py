@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 import grpc
 import pytest
 from gateway.v1 import chat_service_pb2 as chat
-from gateway.v1 import usage_pb2
+from gateway.v1 import streaming_pb2, usage_pb2
 
 from server.accounting import tokens
 from server.core.generation import GenerationRequest, Message
@@ -44,7 +44,7 @@ class Env:
                 chat.StreamChatCompletionRequest(
                     model=model_id,
                     messages=messages,
-                    stream_options=chat.StreamOptions(include_usage=True),
+                    stream_options=streaming_pb2.StreamOptions(include_usage=True),
                 ),
                 metadata=API,
                 timeout=5,

@@ -9,9 +9,8 @@ from dataclasses import dataclass, field
 from server.core.breaker import Breaker
 from server.core.config import Config, DeploymentConfig, ModelConfig, Price, ProviderConfig
 from server.core.errors import NotFound
-from server.core.generation import Provider
+from server.core.generation import Provider, RetryPolicy
 from server.providers import registry
-from server.providers.http import NO_RETRY, RetryPolicy
 
 log = logging.getLogger(__name__)
 
@@ -35,9 +34,8 @@ class Upstream:
 
     @property
     def retry_policy(self) -> RetryPolicy:
-        """Attempts on this provider before failing over (none for simulated ones)."""
-        policy = getattr(self.provider, "retry_policy", NO_RETRY)
-        return policy if isinstance(policy, RetryPolicy) else NO_RETRY
+        """Attempts on this provider before failing over."""
+        return self.provider.retry_policy
 
     @property
     def health(self) -> str:

@@ -10,6 +10,8 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from server.core.errors import UpstreamError
+
 
 @dataclass(frozen=True, slots=True)
 class Message:
@@ -71,9 +73,32 @@ class Finished:
 Event = TextDelta | Finished
 
 
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Attempts on one provider; dispatch applies it within the request deadline."""
+
+    max_retries: int = 0
+    backoff_s: float = 0.25
+    max_retry_after_s: float = 5
+
+    def pause(self, attempt: int, error: UpstreamError) -> float | None:
+        """Seconds to wait before retry number `attempt` (1-based), None for no retry."""
+        if attempt > self.max_retries:
+            return None
+        if error.retry_after_s is not None:
+            return error.retry_after_s if error.retry_after_s <= self.max_retry_after_s else None
+        return self.backoff_s * 2 ** (attempt - 1)
+
+
+NO_RETRY = RetryPolicy(max_retries=0)
+
+
 class Provider(Protocol):
     """An upstream that generates text. Failures are raised as `errors.UpstreamError`
     (retryable when another provider may succeed); any other exception is a bug."""
+
+    # How often dispatch may retry this provider before failing over.
+    retry_policy: RetryPolicy
 
     def generate(self, request: GenerationRequest) -> AsyncIterator[Event]:
         """Streams TextDelta events, then exactly one Finished event."""

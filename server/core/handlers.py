@@ -16,6 +16,7 @@ from typing import Any
 from gateway.v1 import (
     chat_service_pb2 as chat,
 )
+from gateway.v1 import completion_pb2
 from gateway.v1 import (
     completion_service_pb2 as completion,
 )
@@ -352,8 +353,8 @@ def _head(call: Call, run: Run, kind: str, **extra: Any) -> dict[str, Any]:
     )
 
 
-def _text_choice(text: str, finish_reason: str | None = None) -> completion.CompletionChoice:
-    return completion.CompletionChoice(index=0, text=text, finish_reason=finish_reason)
+def _text_choice(text: str, finish_reason: str | None = None) -> completion_pb2.CompletionChoice:
+    return completion_pb2.CompletionChoice(index=0, text=text, finish_reason=finish_reason)
 
 
 def _details(run: Run) -> deployment.GenerationDetails:

@@ -13,15 +13,9 @@ import grpc
 from google.protobuf import any_pb2, duration_pb2
 from google.protobuf.message import Message
 from google.rpc import error_details_pb2, status_pb2
+from grpc_status import rpc_status
 
 from server.core.errors import DOMAIN, Code, GatewayError
-
-DETAILS_KEY = "grpc-status-details-bin"
-_GRPC_CODES = {code.value[0]: code for code in grpc.StatusCode}
-
-
-def to_grpc(code: Code) -> grpc.StatusCode:
-    return _GRPC_CODES[int(code)]
 
 
 def abort_args(
@@ -49,12 +43,10 @@ def abort_args(
         wrapper = any_pb2.Any()
         wrapper.Pack(detail)
         packed.append(wrapper)
-    status = status_pb2.Status(code=int(error.code), message=error.message, details=packed)
-    trailers: tuple[tuple[str, str | bytes], ...] = (
-        (DETAILS_KEY, status.SerializeToString()),
-        *extra_trailers.items(),
+    status = rpc_status.to_status(
+        status_pb2.Status(code=int(error.code), message=error.message, details=packed)
     )
-    return to_grpc(error.code), error.message, trailers
+    return status.code, status.details, (*status.trailing_metadata, *extra_trailers.items())
 
 
 class RemoteError(GatewayError):
@@ -79,10 +71,8 @@ class RemoteError(GatewayError):
 def from_rpc_error(error: grpc.aio.AioRpcError) -> RemoteError:
     """Rebuilds a GatewayError from a gRPC error and its status details."""
     reason, metadata, retry_after = "UNKNOWN", {}, None
-    trailers = error.trailing_metadata() or ()
-    raw = next((v for k, v in trailers if k == DETAILS_KEY), None)
-    if isinstance(raw, bytes):
-        status = status_pb2.Status.FromString(raw)
+    status = _rich_status(error)
+    if status is not None:
         for packed in status.details:
             if packed.Is(error_details_pb2.ErrorInfo.DESCRIPTOR):
                 info = error_details_pb2.ErrorInfo()
@@ -96,3 +86,12 @@ def from_rpc_error(error: grpc.aio.AioRpcError) -> RemoteError:
     # An upstream that answered badly maps to 502 on the server; keep that on the edge.
     answered = metadata.get("upstream_answered") == "true"
     return RemoteError(code, error.details() or code.name, reason, metadata, retry_after, answered)
+
+
+def _rich_status(error: grpc.aio.AioRpcError) -> status_pb2.Status | None:
+    """The google.rpc.Status a gateway sent with the error; None from anything else
+    (a proxy, a gRPC library error) or when it does not match the call's status."""
+    try:
+        return rpc_status.from_call(error)
+    except ValueError:
+        return None

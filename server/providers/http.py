@@ -35,6 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from server.core.config import ConfigError
 from server.core.errors import UpstreamError, UpstreamRejected
+from server.core.generation import RetryPolicy
 
 # Upstream error bodies are read up to this size, and quoted up to MESSAGE_CHARS.
 MAX_ERROR_BODY = 16 * 1024
@@ -83,26 +84,6 @@ class HttpParams(BaseModel):
         if not value.startswith(("http://", "https://")):
             raise ValueError("must start with http:// or https://")
         return value.rstrip("/")
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    """Attempts on one provider; dispatch applies it within the request deadline."""
-
-    max_retries: int = 0
-    backoff_s: float = 0.25
-    max_retry_after_s: float = 5
-
-    def pause(self, attempt: int, error: UpstreamError) -> float | None:
-        """Seconds to wait before retry number `attempt` (1-based), None for no retry."""
-        if attempt > self.max_retries:
-            return None
-        if error.retry_after_s is not None:
-            return error.retry_after_s if error.retry_after_s <= self.max_retry_after_s else None
-        return self.backoff_s * 2 ** (attempt - 1)
-
-
-NO_RETRY = RetryPolicy(max_retries=0)
 
 
 def read_api_key(params: HttpParams, where: str) -> str | None:

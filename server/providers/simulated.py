@@ -18,7 +18,14 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from server.accounting import tokens
 from server.core.errors import UpstreamError
-from server.core.generation import Event, Finished, GenerationRequest, TextDelta, TokenCounts
+from server.core.generation import (
+    NO_RETRY,
+    Event,
+    Finished,
+    GenerationRequest,
+    TextDelta,
+    TokenCounts,
+)
 
 PHRASE = (
     "the gateway routes each request to a model that fits its budget and answers with "
@@ -51,6 +58,8 @@ class SimulatedProvider:
     def __init__(self, provider_id: str, params: SimulatedParams) -> None:
         self.id = provider_id
         self.params = params
+        # A simulated failure is injected on purpose: fail over at once, never retry.
+        self.retry_policy = NO_RETRY
         self._random = random.Random()
         # Generations running now; a cancelled caller must bring this back down.
         self.in_flight = 0

@@ -22,11 +22,12 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
+from gateway.v1 import streaming_pb2 as gateway_dot_v1_dot_streaming__pb2
 from gateway.v1 import usage_pb2 as gateway_dot_v1_dot_usage__pb2
 from google.api import annotations_pb2 as google_dot_api_dot_annotations__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1dgateway/v1/chat_service.proto\x12\ngateway.v1\x1a\x16gateway/v1/usage.proto\x1a\x1cgoogle/api/annotations.proto\",\n\x0b\x43hatMessage\x12\x0c\n\x04role\x18\x01 \x01(\t\x12\x0f\n\x07\x63ontent\x18\x02 \x01(\t\"\\\n\nChatChoice\x12\r\n\x05index\x18\x01 \x01(\x05\x12(\n\x07message\x18\x02 \x01(\x0b\x32\x17.gateway.v1.ChatMessage\x12\x15\n\rfinish_reason\x18\x03 \x01(\t\"I\n\tChatDelta\x12\x11\n\x04role\x18\x01 \x01(\tH\x00\x88\x01\x01\x12\x14\n\x07\x63ontent\x18\x02 \x01(\tH\x01\x88\x01\x01\x42\x07\n\x05_roleB\n\n\x08_content\"t\n\x0f\x43hatChunkChoice\x12\r\n\x05index\x18\x01 \x01(\x05\x12$\n\x05\x64\x65lta\x18\x02 \x01(\x0b\x32\x15.gateway.v1.ChatDelta\x12\x1a\n\rfinish_reason\x18\x03 \x01(\tH\x00\x88\x01\x01\x42\x10\n\x0e_finish_reason\"&\n\rStreamOptions\x12\x15\n\rinclude_usage\x18\x01 \x01(\x08\"\xa8\x02\n\x1b\x43reateChatCompletionRequest\x12\r\n\x05model\x18\x01 \x01(\t\x12)\n\x08messages\x18\x02 \x03(\x0b\x32\x17.gateway.v1.ChatMessage\x12\x17\n\nmax_tokens\x18\x03 \x01(\x05H\x00\x88\x01\x01\x12\x18\n\x0btemperature\x18\x04 \x01(\x01H\x01\x88\x01\x01\x12\x12\n\x05top_p\x18\x05 \x01(\x01H\x02\x88\x01\x01\x12\x13\n\x06stream\x18\x06 \x01(\x08H\x03\x88\x01\x01\x12\x0c\n\x04stop\x18\x07 \x03(\t\x12\x31\n\x0estream_options\x18\x08 \x01(\x0b\x32\x19.gateway.v1.StreamOptionsB\r\n\x0b_max_tokensB\x0e\n\x0c_temperatureB\x08\n\x06_top_pB\t\n\x07_stream\"\xa5\x01\n\x1c\x43reateChatCompletionResponse\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0e\n\x06object\x18\x02 \x01(\t\x12\x0f\n\x07\x63reated\x18\x03 \x01(\x03\x12\r\n\x05model\x18\x04 \x01(\t\x12\'\n\x07\x63hoices\x18\x05 \x03(\x0b\x32\x16.gateway.v1.ChatChoice\x12 \n\x05usage\x18\x06 \x01(\x0b\x32\x11.gateway.v1.Usage\"\xa8\x02\n\x1bStreamChatCompletionRequest\x12\r\n\x05model\x18\x01 \x01(\t\x12)\n\x08messages\x18\x02 \x03(\x0b\x32\x17.gateway.v1.ChatMessage\x12\x17\n\nmax_tokens\x18\x03 \x01(\x05H\x00\x88\x01\x01\x12\x18\n\x0btemperature\x18\x04 \x01(\x01H\x01\x88\x01\x01\x12\x12\n\x05top_p\x18\x05 \x01(\x01H\x02\x88\x01\x01\x12\x13\n\x06stream\x18\x06 \x01(\x08H\x03\x88\x01\x01\x12\x0c\n\x04stop\x18\x07 \x03(\t\x12\x31\n\x0estream_options\x18\x08 \x01(\x0b\x32\x19.gateway.v1.StreamOptionsB\r\n\x0b_max_tokensB\x0e\n\x0c_temperatureB\x08\n\x06_top_pB\t\n\x07_stream\"\xaa\x01\n\x1cStreamChatCompletionResponse\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0e\n\x06object\x18\x02 \x01(\t\x12\x0f\n\x07\x63reated\x18\x03 \x01(\x03\x12\r\n\x05model\x18\x04 \x01(\t\x12,\n\x07\x63hoices\x18\x05 \x03(\x0b\x32\x1b.gateway.v1.ChatChunkChoice\x12 \n\x05usage\x18\x06 \x01(\x0b\x32\x11.gateway.v1.Usage2\xb0\x02\n\x0b\x43hatService\x12\x8a\x01\n\x14\x43reateChatCompletion\x12\'.gateway.v1.CreateChatCompletionRequest\x1a(.gateway.v1.CreateChatCompletionResponse\"\x1f\x82\xd3\xe4\x93\x02\x19\"\x14/v1/chat/completions:\x01*\x12\x93\x01\n\x14StreamChatCompletion\x12\'.gateway.v1.StreamChatCompletionRequest\x1a(.gateway.v1.StreamChatCompletionResponse\"&\x82\xd3\xe4\x93\x02 \"\x1b/v1/chat/completions:stream:\x01*0\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1dgateway/v1/chat_service.proto\x12\ngateway.v1\x1a\x1agateway/v1/streaming.proto\x1a\x16gateway/v1/usage.proto\x1a\x1cgoogle/api/annotations.proto\",\n\x0b\x43hatMessage\x12\x0c\n\x04role\x18\x01 \x01(\t\x12\x0f\n\x07\x63ontent\x18\x02 \x01(\t\"\\\n\nChatChoice\x12\r\n\x05index\x18\x01 \x01(\x05\x12(\n\x07message\x18\x02 \x01(\x0b\x32\x17.gateway.v1.ChatMessage\x12\x15\n\rfinish_reason\x18\x03 \x01(\t\"I\n\tChatDelta\x12\x11\n\x04role\x18\x01 \x01(\tH\x00\x88\x01\x01\x12\x14\n\x07\x63ontent\x18\x02 \x01(\tH\x01\x88\x01\x01\x42\x07\n\x05_roleB\n\n\x08_content\"t\n\x0f\x43hatChunkChoice\x12\r\n\x05index\x18\x01 \x01(\x05\x12$\n\x05\x64\x65lta\x18\x02 \x01(\x0b\x32\x15.gateway.v1.ChatDelta\x12\x1a\n\rfinish_reason\x18\x03 \x01(\tH\x00\x88\x01\x01\x42\x10\n\x0e_finish_reason\"\xa8\x02\n\x1b\x43reateChatCompletionRequest\x12\r\n\x05model\x18\x01 \x01(\t\x12)\n\x08messages\x18\x02 \x03(\x0b\x32\x17.gateway.v1.ChatMessage\x12\x17\n\nmax_tokens\x18\x03 \x01(\x05H\x00\x88\x01\x01\x12\x18\n\x0btemperature\x18\x04 \x01(\x01H\x01\x88\x01\x01\x12\x12\n\x05top_p\x18\x05 \x01(\x01H\x02\x88\x01\x01\x12\x13\n\x06stream\x18\x06 \x01(\x08H\x03\x88\x01\x01\x12\x0c\n\x04stop\x18\x07 \x03(\t\x12\x31\n\x0estream_options\x18\x08 \x01(\x0b\x32\x19.gateway.v1.StreamOptionsB\r\n\x0b_max_tokensB\x0e\n\x0c_temperatureB\x08\n\x06_top_pB\t\n\x07_stream\"\xa5\x01\n\x1c\x43reateChatCompletionResponse\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0e\n\x06object\x18\x02 \x01(\t\x12\x0f\n\x07\x63reated\x18\x03 \x01(\x03\x12\r\n\x05model\x18\x04 \x01(\t\x12\'\n\x07\x63hoices\x18\x05 \x03(\x0b\x32\x16.gateway.v1.ChatChoice\x12 \n\x05usage\x18\x06 \x01(\x0b\x32\x11.gateway.v1.Usage\"\xa8\x02\n\x1bStreamChatCompletionRequest\x12\r\n\x05model\x18\x01 \x01(\t\x12)\n\x08messages\x18\x02 \x03(\x0b\x32\x17.gateway.v1.ChatMessage\x12\x17\n\nmax_tokens\x18\x03 \x01(\x05H\x00\x88\x01\x01\x12\x18\n\x0btemperature\x18\x04 \x01(\x01H\x01\x88\x01\x01\x12\x12\n\x05top_p\x18\x05 \x01(\x01H\x02\x88\x01\x01\x12\x13\n\x06stream\x18\x06 \x01(\x08H\x03\x88\x01\x01\x12\x0c\n\x04stop\x18\x07 \x03(\t\x12\x31\n\x0estream_options\x18\x08 \x01(\x0b\x32\x19.gateway.v1.StreamOptionsB\r\n\x0b_max_tokensB\x0e\n\x0c_temperatureB\x08\n\x06_top_pB\t\n\x07_stream\"\xaa\x01\n\x1cStreamChatCompletionResponse\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0e\n\x06object\x18\x02 \x01(\t\x12\x0f\n\x07\x63reated\x18\x03 \x01(\x03\x12\r\n\x05model\x18\x04 \x01(\t\x12,\n\x07\x63hoices\x18\x05 \x03(\x0b\x32\x1b.gateway.v1.ChatChunkChoice\x12 \n\x05usage\x18\x06 \x01(\x0b\x32\x11.gateway.v1.Usage2\xb0\x02\n\x0b\x43hatService\x12\x8a\x01\n\x14\x43reateChatCompletion\x12\'.gateway.v1.CreateChatCompletionRequest\x1a(.gateway.v1.CreateChatCompletionResponse\"\x1f\x82\xd3\xe4\x93\x02\x19\"\x14/v1/chat/completions:\x01*\x12\x93\x01\n\x14StreamChatCompletion\x12\'.gateway.v1.StreamChatCompletionRequest\x1a(.gateway.v1.StreamChatCompletionResponse\"&\x82\xd3\xe4\x93\x02 \"\x1b/v1/chat/completions:stream:\x01*0\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -37,24 +38,22 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_CHATSERVICE'].methods_by_name['CreateChatCompletion']._serialized_options = b'\202\323\344\223\002\031\"\024/v1/chat/completions:\001*'
   _globals['_CHATSERVICE'].methods_by_name['StreamChatCompletion']._loaded_options = None
   _globals['_CHATSERVICE'].methods_by_name['StreamChatCompletion']._serialized_options = b'\202\323\344\223\002 \"\033/v1/chat/completions:stream:\001*'
-  _globals['_CHATMESSAGE']._serialized_start=99
-  _globals['_CHATMESSAGE']._serialized_end=143
-  _globals['_CHATCHOICE']._serialized_start=145
-  _globals['_CHATCHOICE']._serialized_end=237
-  _globals['_CHATDELTA']._serialized_start=239
-  _globals['_CHATDELTA']._serialized_end=312
-  _globals['_CHATCHUNKCHOICE']._serialized_start=314
-  _globals['_CHATCHUNKCHOICE']._serialized_end=430
-  _globals['_STREAMOPTIONS']._serialized_start=432
-  _globals['_STREAMOPTIONS']._serialized_end=470
-  _globals['_CREATECHATCOMPLETIONREQUEST']._serialized_start=473
-  _globals['_CREATECHATCOMPLETIONREQUEST']._serialized_end=769
-  _globals['_CREATECHATCOMPLETIONRESPONSE']._serialized_start=772
-  _globals['_CREATECHATCOMPLETIONRESPONSE']._serialized_end=937
-  _globals['_STREAMCHATCOMPLETIONREQUEST']._serialized_start=940
-  _globals['_STREAMCHATCOMPLETIONREQUEST']._serialized_end=1236
-  _globals['_STREAMCHATCOMPLETIONRESPONSE']._serialized_start=1239
-  _globals['_STREAMCHATCOMPLETIONRESPONSE']._serialized_end=1409
-  _globals['_CHATSERVICE']._serialized_start=1412
-  _globals['_CHATSERVICE']._serialized_end=1716
+  _globals['_CHATMESSAGE']._serialized_start=127
+  _globals['_CHATMESSAGE']._serialized_end=171
+  _globals['_CHATCHOICE']._serialized_start=173
+  _globals['_CHATCHOICE']._serialized_end=265
+  _globals['_CHATDELTA']._serialized_start=267
+  _globals['_CHATDELTA']._serialized_end=340
+  _globals['_CHATCHUNKCHOICE']._serialized_start=342
+  _globals['_CHATCHUNKCHOICE']._serialized_end=458
+  _globals['_CREATECHATCOMPLETIONREQUEST']._serialized_start=461
+  _globals['_CREATECHATCOMPLETIONREQUEST']._serialized_end=757
+  _globals['_CREATECHATCOMPLETIONRESPONSE']._serialized_start=760
+  _globals['_CREATECHATCOMPLETIONRESPONSE']._serialized_end=925
+  _globals['_STREAMCHATCOMPLETIONREQUEST']._serialized_start=928
+  _globals['_STREAMCHATCOMPLETIONREQUEST']._serialized_end=1224
+  _globals['_STREAMCHATCOMPLETIONRESPONSE']._serialized_start=1227
+  _globals['_STREAMCHATCOMPLETIONRESPONSE']._serialized_end=1397
+  _globals['_CHATSERVICE']._serialized_start=1400
+  _globals['_CHATSERVICE']._serialized_end=1704
 # @@protoc_insertion_point(module_scope)

@@ -1,3 +1,4 @@
+from gateway.v1 import streaming_pb2 as _streaming_pb2
 from gateway.v1 import usage_pb2 as _usage_pb2
 from google.api import annotations_pb2 as _annotations_pb2
 from google.protobuf.internal import containers as _containers
@@ -44,12 +45,6 @@ class ChatChunkChoice(_message.Message):
     finish_reason: str
     def __init__(self, index: _Optional[int] = ..., delta: _Optional[_Union[ChatDelta, _Mapping]] = ..., finish_reason: _Optional[str] = ...) -> None: ...
 
-class StreamOptions(_message.Message):
-    __slots__ = ("include_usage",)
-    INCLUDE_USAGE_FIELD_NUMBER: _ClassVar[int]
-    include_usage: bool
-    def __init__(self, include_usage: _Optional[bool] = ...) -> None: ...
-
 class CreateChatCompletionRequest(_message.Message):
     __slots__ = ("model", "messages", "max_tokens", "temperature", "top_p", "stream", "stop", "stream_options")
     MODEL_FIELD_NUMBER: _ClassVar[int]
@@ -67,8 +62,8 @@ class CreateChatCompletionRequest(_message.Message):
     top_p: float
     stream: bool
     stop: _containers.RepeatedScalarFieldContainer[str]
-    stream_options: StreamOptions
-    def __init__(self, model: _Optional[str] = ..., messages: _Optional[_Iterable[_Union[ChatMessage, _Mapping]]] = ..., max_tokens: _Optional[int] = ..., temperature: _Optional[float] = ..., top_p: _Optional[float] = ..., stream: _Optional[bool] = ..., stop: _Optional[_Iterable[str]] = ..., stream_options: _Optional[_Union[StreamOptions, _Mapping]] = ...) -> None: ...
+    stream_options: _streaming_pb2.StreamOptions
+    def __init__(self, model: _Optional[str] = ..., messages: _Optional[_Iterable[_Union[ChatMessage, _Mapping]]] = ..., max_tokens: _Optional[int] = ..., temperature: _Optional[float] = ..., top_p: _Optional[float] = ..., stream: _Optional[bool] = ..., stop: _Optional[_Iterable[str]] = ..., stream_options: _Optional[_Union[_streaming_pb2.StreamOptions, _Mapping]] = ...) -> None: ...
 
 class CreateChatCompletionResponse(_message.Message):
     __slots__ = ("id", "object", "created", "model", "choices", "usage")
@@ -103,8 +98,8 @@ class StreamChatCompletionRequest(_message.Message):
     top_p: float
     stream: bool
     stop: _containers.RepeatedScalarFieldContainer[str]
-    stream_options: StreamOptions
-    def __init__(self, model: _Optional[str] = ..., messages: _Optional[_Iterable[_Union[ChatMessage, _Mapping]]] = ..., max_tokens: _Optional[int] = ..., temperature: _Optional[float] = ..., top_p: _Optional[float] = ..., stream: _Optional[bool] = ..., stop: _Optional[_Iterable[str]] = ..., stream_options: _Optional[_Union[StreamOptions, _Mapping]] = ...) -> None: ...
+    stream_options: _streaming_pb2.StreamOptions
+    def __init__(self, model: _Optional[str] = ..., messages: _Optional[_Iterable[_Union[ChatMessage, _Mapping]]] = ..., max_tokens: _Optional[int] = ..., temperature: _Optional[float] = ..., top_p: _Optional[float] = ..., stream: _Optional[bool] = ..., stop: _Optional[_Iterable[str]] = ..., stream_options: _Optional[_Union[_streaming_pb2.StreamOptions, _Mapping]] = ...) -> None: ...
 
 class StreamChatCompletionResponse(_message.Message):
     __slots__ = ("id", "object", "created", "model", "choices", "usage")

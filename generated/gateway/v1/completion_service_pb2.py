@@ -22,12 +22,13 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
-from gateway.v1 import chat_service_pb2 as gateway_dot_v1_dot_chat__service__pb2
+from gateway.v1 import completion_pb2 as gateway_dot_v1_dot_completion__pb2
+from gateway.v1 import streaming_pb2 as gateway_dot_v1_dot_streaming__pb2
 from gateway.v1 import usage_pb2 as gateway_dot_v1_dot_usage__pb2
 from google.api import annotations_pb2 as google_dot_api_dot_annotations__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n#gateway/v1/completion_service.proto\x12\ngateway.v1\x1a\x1dgateway/v1/chat_service.proto\x1a\x16gateway/v1/usage.proto\x1a\x1cgoogle/api/annotations.proto\"]\n\x10\x43ompletionChoice\x12\r\n\x05index\x18\x01 \x01(\x05\x12\x0c\n\x04text\x18\x02 \x01(\t\x12\x1a\n\rfinish_reason\x18\x03 \x01(\tH\x00\x88\x01\x01\x42\x10\n\x0e_finish_reason\"\x89\x02\n\x17\x43reateCompletionRequest\x12\r\n\x05model\x18\x01 \x01(\t\x12\x0e\n\x06prompt\x18\x02 \x01(\t\x12\x17\n\nmax_tokens\x18\x03 \x01(\x05H\x00\x88\x01\x01\x12\x18\n\x0btemperature\x18\x04 \x01(\x01H\x01\x88\x01\x01\x12\x12\n\x05top_p\x18\x05 \x01(\x01H\x02\x88\x01\x01\x12\x13\n\x06stream\x18\x06 \x01(\x08H\x03\x88\x01\x01\x12\x0c\n\x04stop\x18\x07 \x03(\t\x12\x31\n\x0estream_options\x18\x08 \x01(\x0b\x32\x19.gateway.v1.StreamOptionsB\r\n\x0b_max_tokensB\x0e\n\x0c_temperatureB\x08\n\x06_top_pB\t\n\x07_stream\"\xa7\x01\n\x18\x43reateCompletionResponse\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0e\n\x06object\x18\x02 \x01(\t\x12\x0f\n\x07\x63reated\x18\x03 \x01(\x03\x12\r\n\x05model\x18\x04 \x01(\t\x12-\n\x07\x63hoices\x18\x05 \x03(\x0b\x32\x1c.gateway.v1.CompletionChoice\x12 \n\x05usage\x18\x06 \x01(\x0b\x32\x11.gateway.v1.Usage\"\x89\x02\n\x17StreamCompletionRequest\x12\r\n\x05model\x18\x01 \x01(\t\x12\x0e\n\x06prompt\x18\x02 \x01(\t\x12\x17\n\nmax_tokens\x18\x03 \x01(\x05H\x00\x88\x01\x01\x12\x18\n\x0btemperature\x18\x04 \x01(\x01H\x01\x88\x01\x01\x12\x12\n\x05top_p\x18\x05 \x01(\x01H\x02\x88\x01\x01\x12\x13\n\x06stream\x18\x06 \x01(\x08H\x03\x88\x01\x01\x12\x0c\n\x04stop\x18\x07 \x03(\t\x12\x31\n\x0estream_options\x18\x08 \x01(\x0b\x32\x19.gateway.v1.StreamOptionsB\r\n\x0b_max_tokensB\x0e\n\x0c_temperatureB\x08\n\x06_top_pB\t\n\x07_stream\"\xa7\x01\n\x18StreamCompletionResponse\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0e\n\x06object\x18\x02 \x01(\t\x12\x0f\n\x07\x63reated\x18\x03 \x01(\x03\x12\r\n\x05model\x18\x04 \x01(\t\x12-\n\x07\x63hoices\x18\x05 \x03(\x0b\x32\x1c.gateway.v1.CompletionChoice\x12 \n\x05usage\x18\x06 \x01(\x0b\x32\x11.gateway.v1.Usage2\x93\x02\n\x11\x43ompletionService\x12y\n\x10\x43reateCompletion\x12#.gateway.v1.CreateCompletionRequest\x1a$.gateway.v1.CreateCompletionResponse\"\x1a\x82\xd3\xe4\x93\x02\x14\"\x0f/v1/completions:\x01*\x12\x82\x01\n\x10StreamCompletion\x12#.gateway.v1.StreamCompletionRequest\x1a$.gateway.v1.StreamCompletionResponse\"!\x82\xd3\xe4\x93\x02\x1b\"\x16/v1/completions:stream:\x01*0\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n#gateway/v1/completion_service.proto\x12\ngateway.v1\x1a\x1bgateway/v1/completion.proto\x1a\x1agateway/v1/streaming.proto\x1a\x16gateway/v1/usage.proto\x1a\x1cgoogle/api/annotations.proto\"\x89\x02\n\x17\x43reateCompletionRequest\x12\r\n\x05model\x18\x01 \x01(\t\x12\x0e\n\x06prompt\x18\x02 \x01(\t\x12\x17\n\nmax_tokens\x18\x03 \x01(\x05H\x00\x88\x01\x01\x12\x18\n\x0btemperature\x18\x04 \x01(\x01H\x01\x88\x01\x01\x12\x12\n\x05top_p\x18\x05 \x01(\x01H\x02\x88\x01\x01\x12\x13\n\x06stream\x18\x06 \x01(\x08H\x03\x88\x01\x01\x12\x0c\n\x04stop\x18\x07 \x03(\t\x12\x31\n\x0estream_options\x18\x08 \x01(\x0b\x32\x19.gateway.v1.StreamOptionsB\r\n\x0b_max_tokensB\x0e\n\x0c_temperatureB\x08\n\x06_top_pB\t\n\x07_stream\"\xa7\x01\n\x18\x43reateCompletionResponse\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0e\n\x06object\x18\x02 \x01(\t\x12\x0f\n\x07\x63reated\x18\x03 \x01(\x03\x12\r\n\x05model\x18\x04 \x01(\t\x12-\n\x07\x63hoices\x18\x05 \x03(\x0b\x32\x1c.gateway.v1.CompletionChoice\x12 \n\x05usage\x18\x06 \x01(\x0b\x32\x11.gateway.v1.Usage\"\x89\x02\n\x17StreamCompletionRequest\x12\r\n\x05model\x18\x01 \x01(\t\x12\x0e\n\x06prompt\x18\x02 \x01(\t\x12\x17\n\nmax_tokens\x18\x03 \x01(\x05H\x00\x88\x01\x01\x12\x18\n\x0btemperature\x18\x04 \x01(\x01H\x01\x88\x01\x01\x12\x12\n\x05top_p\x18\x05 \x01(\x01H\x02\x88\x01\x01\x12\x13\n\x06stream\x18\x06 \x01(\x08H\x03\x88\x01\x01\x12\x0c\n\x04stop\x18\x07 \x03(\t\x12\x31\n\x0estream_options\x18\x08 \x01(\x0b\x32\x19.gateway.v1.StreamOptionsB\r\n\x0b_max_tokensB\x0e\n\x0c_temperatureB\x08\n\x06_top_pB\t\n\x07_stream\"\xa7\x01\n\x18StreamCompletionResponse\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0e\n\x06object\x18\x02 \x01(\t\x12\x0f\n\x07\x63reated\x18\x03 \x01(\x03\x12\r\n\x05model\x18\x04 \x01(\t\x12-\n\x07\x63hoices\x18\x05 \x03(\x0b\x32\x1c.gateway.v1.CompletionChoice\x12 \n\x05usage\x18\x06 \x01(\x0b\x32\x11.gateway.v1.Usage2\x93\x02\n\x11\x43ompletionService\x12y\n\x10\x43reateCompletion\x12#.gateway.v1.CreateCompletionRequest\x1a$.gateway.v1.CreateCompletionResponse\"\x1a\x82\xd3\xe4\x93\x02\x14\"\x0f/v1/completions:\x01*\x12\x82\x01\n\x10StreamCompletion\x12#.gateway.v1.StreamCompletionRequest\x1a$.gateway.v1.StreamCompletionResponse\"!\x82\xd3\xe4\x93\x02\x1b\"\x16/v1/completions:stream:\x01*0\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -38,16 +39,14 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_COMPLETIONSERVICE'].methods_by_name['CreateCompletion']._serialized_options = b'\202\323\344\223\002\024\"\017/v1/completions:\001*'
   _globals['_COMPLETIONSERVICE'].methods_by_name['StreamCompletion']._loaded_options = None
   _globals['_COMPLETIONSERVICE'].methods_by_name['StreamCompletion']._serialized_options = b'\202\323\344\223\002\033\"\026/v1/completions:stream:\001*'
-  _globals['_COMPLETIONCHOICE']._serialized_start=136
-  _globals['_COMPLETIONCHOICE']._serialized_end=229
-  _globals['_CREATECOMPLETIONREQUEST']._serialized_start=232
-  _globals['_CREATECOMPLETIONREQUEST']._serialized_end=497
-  _globals['_CREATECOMPLETIONRESPONSE']._serialized_start=500
-  _globals['_CREATECOMPLETIONRESPONSE']._serialized_end=667
-  _globals['_STREAMCOMPLETIONREQUEST']._serialized_start=670
-  _globals['_STREAMCOMPLETIONREQUEST']._serialized_end=935
-  _globals['_STREAMCOMPLETIONRESPONSE']._serialized_start=938
-  _globals['_STREAMCOMPLETIONRESPONSE']._serialized_end=1105
-  _globals['_COMPLETIONSERVICE']._serialized_start=1108
-  _globals['_COMPLETIONSERVICE']._serialized_end=1383
+  _globals['_CREATECOMPLETIONREQUEST']._serialized_start=163
+  _globals['_CREATECOMPLETIONREQUEST']._serialized_end=428
+  _globals['_CREATECOMPLETIONRESPONSE']._serialized_start=431
+  _globals['_CREATECOMPLETIONRESPONSE']._serialized_end=598
+  _globals['_STREAMCOMPLETIONREQUEST']._serialized_start=601
+  _globals['_STREAMCOMPLETIONREQUEST']._serialized_end=866
+  _globals['_STREAMCOMPLETIONRESPONSE']._serialized_start=869
+  _globals['_STREAMCOMPLETIONRESPONSE']._serialized_end=1036
+  _globals['_COMPLETIONSERVICE']._serialized_start=1039
+  _globals['_COMPLETIONSERVICE']._serialized_end=1314
 # @@protoc_insertion_point(module_scope)

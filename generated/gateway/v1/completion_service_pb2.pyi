@@ -1,4 +1,5 @@
-from gateway.v1 import chat_service_pb2 as _chat_service_pb2
+from gateway.v1 import completion_pb2 as _completion_pb2
+from gateway.v1 import streaming_pb2 as _streaming_pb2
 from gateway.v1 import usage_pb2 as _usage_pb2
 from google.api import annotations_pb2 as _annotations_pb2
 from google.protobuf.internal import containers as _containers
@@ -8,16 +9,6 @@ from collections.abc import Iterable as _Iterable, Mapping as _Mapping
 from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
-
-class CompletionChoice(_message.Message):
-    __slots__ = ("index", "text", "finish_reason")
-    INDEX_FIELD_NUMBER: _ClassVar[int]
-    TEXT_FIELD_NUMBER: _ClassVar[int]
-    FINISH_REASON_FIELD_NUMBER: _ClassVar[int]
-    index: int
-    text: str
-    finish_reason: str
-    def __init__(self, index: _Optional[int] = ..., text: _Optional[str] = ..., finish_reason: _Optional[str] = ...) -> None: ...
 
 class CreateCompletionRequest(_message.Message):
     __slots__ = ("model", "prompt", "max_tokens", "temperature", "top_p", "stream", "stop", "stream_options")
@@ -36,8 +27,8 @@ class CreateCompletionRequest(_message.Message):
     top_p: float
     stream: bool
     stop: _containers.RepeatedScalarFieldContainer[str]
-    stream_options: _chat_service_pb2.StreamOptions
-    def __init__(self, model: _Optional[str] = ..., prompt: _Optional[str] = ..., max_tokens: _Optional[int] = ..., temperature: _Optional[float] = ..., top_p: _Optional[float] = ..., stream: _Optional[bool] = ..., stop: _Optional[_Iterable[str]] = ..., stream_options: _Optional[_Union[_chat_service_pb2.StreamOptions, _Mapping]] = ...) -> None: ...
+    stream_options: _streaming_pb2.StreamOptions
+    def __init__(self, model: _Optional[str] = ..., prompt: _Optional[str] = ..., max_tokens: _Optional[int] = ..., temperature: _Optional[float] = ..., top_p: _Optional[float] = ..., stream: _Optional[bool] = ..., stop: _Optional[_Iterable[str]] = ..., stream_options: _Optional[_Union[_streaming_pb2.StreamOptions, _Mapping]] = ...) -> None: ...
 
 class CreateCompletionResponse(_message.Message):
     __slots__ = ("id", "object", "created", "model", "choices", "usage")
@@ -51,9 +42,9 @@ class CreateCompletionResponse(_message.Message):
     object: str
     created: int
     model: str
-    choices: _containers.RepeatedCompositeFieldContainer[CompletionChoice]
+    choices: _containers.RepeatedCompositeFieldContainer[_completion_pb2.CompletionChoice]
     usage: _usage_pb2.Usage
-    def __init__(self, id: _Optional[str] = ..., object: _Optional[str] = ..., created: _Optional[int] = ..., model: _Optional[str] = ..., choices: _Optional[_Iterable[_Union[CompletionChoice, _Mapping]]] = ..., usage: _Optional[_Union[_usage_pb2.Usage, _Mapping]] = ...) -> None: ...
+    def __init__(self, id: _Optional[str] = ..., object: _Optional[str] = ..., created: _Optional[int] = ..., model: _Optional[str] = ..., choices: _Optional[_Iterable[_Union[_completion_pb2.CompletionChoice, _Mapping]]] = ..., usage: _Optional[_Union[_usage_pb2.Usage, _Mapping]] = ...) -> None: ...
 
 class StreamCompletionRequest(_message.Message):
     __slots__ = ("model", "prompt", "max_tokens", "temperature", "top_p", "stream", "stop", "stream_options")
@@ -72,8 +63,8 @@ class StreamCompletionRequest(_message.Message):
     top_p: float
     stream: bool
     stop: _containers.RepeatedScalarFieldContainer[str]
-    stream_options: _chat_service_pb2.StreamOptions
-    def __init__(self, model: _Optional[str] = ..., prompt: _Optional[str] = ..., max_tokens: _Optional[int] = ..., temperature: _Optional[float] = ..., top_p: _Optional[float] = ..., stream: _Optional[bool] = ..., stop: _Optional[_Iterable[str]] = ..., stream_options: _Optional[_Union[_chat_service_pb2.StreamOptions, _Mapping]] = ...) -> None: ...
+    stream_options: _streaming_pb2.StreamOptions
+    def __init__(self, model: _Optional[str] = ..., prompt: _Optional[str] = ..., max_tokens: _Optional[int] = ..., temperature: _Optional[float] = ..., top_p: _Optional[float] = ..., stream: _Optional[bool] = ..., stop: _Optional[_Iterable[str]] = ..., stream_options: _Optional[_Union[_streaming_pb2.StreamOptions, _Mapping]] = ...) -> None: ...
 
 class StreamCompletionResponse(_message.Message):
     __slots__ = ("id", "object", "created", "model", "choices", "usage")
@@ -87,6 +78,6 @@ class StreamCompletionResponse(_message.Message):
     object: str
     created: int
     model: str
-    choices: _containers.RepeatedCompositeFieldContainer[CompletionChoice]
+    choices: _containers.RepeatedCompositeFieldContainer[_completion_pb2.CompletionChoice]
     usage: _usage_pb2.Usage
-    def __init__(self, id: _Optional[str] = ..., object: _Optional[str] = ..., created: _Optional[int] = ..., model: _Optional[str] = ..., choices: _Optional[_Iterable[_Union[CompletionChoice, _Mapping]]] = ..., usage: _Optional[_Union[_usage_pb2.Usage, _Mapping]] = ...) -> None: ...
+    def __init__(self, id: _Optional[str] = ..., object: _Optional[str] = ..., created: _Optional[int] = ..., model: _Optional[str] = ..., choices: _Optional[_Iterable[_Union[_completion_pb2.CompletionChoice, _Mapping]]] = ..., usage: _Optional[_Union[_usage_pb2.Usage, _Mapping]] = ...) -> None: ...

@@ -1,5 +1,5 @@
-from gateway.v1 import chat_service_pb2 as _chat_service_pb2
-from gateway.v1 import completion_service_pb2 as _completion_service_pb2
+from gateway.v1 import completion_pb2 as _completion_pb2
+from gateway.v1 import streaming_pb2 as _streaming_pb2
 from gateway.v1 import usage_pb2 as _usage_pb2
 from google.api import annotations_pb2 as _annotations_pb2
 from google.protobuf.internal import containers as _containers
@@ -83,8 +83,8 @@ class InvokeDeploymentRequest(_message.Message):
     stream: bool
     inputs: str
     parameters: GenerationParameters
-    stream_options: _chat_service_pb2.StreamOptions
-    def __init__(self, deployment_id: _Optional[str] = ..., prompt: _Optional[str] = ..., max_tokens: _Optional[int] = ..., temperature: _Optional[float] = ..., top_p: _Optional[float] = ..., stream: _Optional[bool] = ..., inputs: _Optional[str] = ..., parameters: _Optional[_Union[GenerationParameters, _Mapping]] = ..., stream_options: _Optional[_Union[_chat_service_pb2.StreamOptions, _Mapping]] = ...) -> None: ...
+    stream_options: _streaming_pb2.StreamOptions
+    def __init__(self, deployment_id: _Optional[str] = ..., prompt: _Optional[str] = ..., max_tokens: _Optional[int] = ..., temperature: _Optional[float] = ..., top_p: _Optional[float] = ..., stream: _Optional[bool] = ..., inputs: _Optional[str] = ..., parameters: _Optional[_Union[GenerationParameters, _Mapping]] = ..., stream_options: _Optional[_Union[_streaming_pb2.StreamOptions, _Mapping]] = ...) -> None: ...
 
 class InvokeDeploymentResponse(_message.Message):
     __slots__ = ("id", "object", "created", "model", "deployment_id", "choices", "usage", "generated_text", "details")
@@ -102,11 +102,11 @@ class InvokeDeploymentResponse(_message.Message):
     created: int
     model: str
     deployment_id: str
-    choices: _containers.RepeatedCompositeFieldContainer[_completion_service_pb2.CompletionChoice]
+    choices: _containers.RepeatedCompositeFieldContainer[_completion_pb2.CompletionChoice]
     usage: _usage_pb2.Usage
     generated_text: str
     details: GenerationDetails
-    def __init__(self, id: _Optional[str] = ..., object: _Optional[str] = ..., created: _Optional[int] = ..., model: _Optional[str] = ..., deployment_id: _Optional[str] = ..., choices: _Optional[_Iterable[_Union[_completion_service_pb2.CompletionChoice, _Mapping]]] = ..., usage: _Optional[_Union[_usage_pb2.Usage, _Mapping]] = ..., generated_text: _Optional[str] = ..., details: _Optional[_Union[GenerationDetails, _Mapping]] = ...) -> None: ...
+    def __init__(self, id: _Optional[str] = ..., object: _Optional[str] = ..., created: _Optional[int] = ..., model: _Optional[str] = ..., deployment_id: _Optional[str] = ..., choices: _Optional[_Iterable[_Union[_completion_pb2.CompletionChoice, _Mapping]]] = ..., usage: _Optional[_Union[_usage_pb2.Usage, _Mapping]] = ..., generated_text: _Optional[str] = ..., details: _Optional[_Union[GenerationDetails, _Mapping]] = ...) -> None: ...
 
 class StreamInvokeDeploymentRequest(_message.Message):
     __slots__ = ("deployment_id", "prompt", "max_tokens", "temperature", "top_p", "stream", "inputs", "parameters", "stream_options")
@@ -127,8 +127,8 @@ class StreamInvokeDeploymentRequest(_message.Message):
     stream: bool
     inputs: str
     parameters: GenerationParameters
-    stream_options: _chat_service_pb2.StreamOptions
-    def __init__(self, deployment_id: _Optional[str] = ..., prompt: _Optional[str] = ..., max_tokens: _Optional[int] = ..., temperature: _Optional[float] = ..., top_p: _Optional[float] = ..., stream: _Optional[bool] = ..., inputs: _Optional[str] = ..., parameters: _Optional[_Union[GenerationParameters, _Mapping]] = ..., stream_options: _Optional[_Union[_chat_service_pb2.StreamOptions, _Mapping]] = ...) -> None: ...
+    stream_options: _streaming_pb2.StreamOptions
+    def __init__(self, deployment_id: _Optional[str] = ..., prompt: _Optional[str] = ..., max_tokens: _Optional[int] = ..., temperature: _Optional[float] = ..., top_p: _Optional[float] = ..., stream: _Optional[bool] = ..., inputs: _Optional[str] = ..., parameters: _Optional[_Union[GenerationParameters, _Mapping]] = ..., stream_options: _Optional[_Union[_streaming_pb2.StreamOptions, _Mapping]] = ...) -> None: ...
 
 class StreamInvokeDeploymentResponse(_message.Message):
     __slots__ = ("id", "object", "created", "model", "deployment_id", "choices", "usage", "token", "generated_text", "details")
@@ -147,9 +147,9 @@ class StreamInvokeDeploymentResponse(_message.Message):
     created: int
     model: str
     deployment_id: str
-    choices: _containers.RepeatedCompositeFieldContainer[_completion_service_pb2.CompletionChoice]
+    choices: _containers.RepeatedCompositeFieldContainer[_completion_pb2.CompletionChoice]
     usage: _usage_pb2.Usage
     token: GeneratedToken
     generated_text: str
     details: GenerationDetails
-    def __init__(self, id: _Optional[str] = ..., object: _Optional[str] = ..., created: _Optional[int] = ..., model: _Optional[str] = ..., deployment_id: _Optional[str] = ..., choices: _Optional[_Iterable[_Union[_completion_service_pb2.CompletionChoice, _Mapping]]] = ..., usage: _Optional[_Union[_usage_pb2.Usage, _Mapping]] = ..., token: _Optional[_Union[GeneratedToken, _Mapping]] = ..., generated_text: _Optional[str] = ..., details: _Optional[_Union[GenerationDetails, _Mapping]] = ...) -> None: ...
+    def __init__(self, id: _Optional[str] = ..., object: _Optional[str] = ..., created: _Optional[int] = ..., model: _Optional[str] = ..., deployment_id: _Optional[str] = ..., choices: _Optional[_Iterable[_Union[_completion_pb2.CompletionChoice, _Mapping]]] = ..., usage: _Optional[_Union[_usage_pb2.Usage, _Mapping]] = ..., token: _Optional[_Union[GeneratedToken, _Mapping]] = ..., generated_text: _Optional[str] = ..., details: _Optional[_Union[GenerationDetails, _Mapping]] = ...) -> None: ...

@@ -1,5 +1,5 @@
-from gateway.v1 import chat_service_pb2 as _chat_service_pb2
-from gateway.v1 import completion_service_pb2 as _completion_service_pb2
+from gateway.v1 import completion_pb2 as _completion_pb2
+from gateway.v1 import streaming_pb2 as _streaming_pb2
 from gateway.v1 import usage_pb2 as _usage_pb2
 from google.api import annotations_pb2 as _annotations_pb2
 from google.protobuf.internal import containers as _containers
@@ -35,8 +35,8 @@ class InferRequest(_message.Message):
     top_p: float
     stream: bool
     profile: str
-    stream_options: _chat_service_pb2.StreamOptions
-    def __init__(self, prompt: _Optional[str] = ..., max_tokens: _Optional[int] = ..., temperature: _Optional[float] = ..., top_p: _Optional[float] = ..., stream: _Optional[bool] = ..., profile: _Optional[str] = ..., stream_options: _Optional[_Union[_chat_service_pb2.StreamOptions, _Mapping]] = ...) -> None: ...
+    stream_options: _streaming_pb2.StreamOptions
+    def __init__(self, prompt: _Optional[str] = ..., max_tokens: _Optional[int] = ..., temperature: _Optional[float] = ..., top_p: _Optional[float] = ..., stream: _Optional[bool] = ..., profile: _Optional[str] = ..., stream_options: _Optional[_Union[_streaming_pb2.StreamOptions, _Mapping]] = ...) -> None: ...
 
 class InferResponse(_message.Message):
     __slots__ = ("id", "object", "created", "model", "choices", "usage", "route")
@@ -51,10 +51,10 @@ class InferResponse(_message.Message):
     object: str
     created: int
     model: str
-    choices: _containers.RepeatedCompositeFieldContainer[_completion_service_pb2.CompletionChoice]
+    choices: _containers.RepeatedCompositeFieldContainer[_completion_pb2.CompletionChoice]
     usage: _usage_pb2.Usage
     route: RouteDecision
-    def __init__(self, id: _Optional[str] = ..., object: _Optional[str] = ..., created: _Optional[int] = ..., model: _Optional[str] = ..., choices: _Optional[_Iterable[_Union[_completion_service_pb2.CompletionChoice, _Mapping]]] = ..., usage: _Optional[_Union[_usage_pb2.Usage, _Mapping]] = ..., route: _Optional[_Union[RouteDecision, _Mapping]] = ...) -> None: ...
+    def __init__(self, id: _Optional[str] = ..., object: _Optional[str] = ..., created: _Optional[int] = ..., model: _Optional[str] = ..., choices: _Optional[_Iterable[_Union[_completion_pb2.CompletionChoice, _Mapping]]] = ..., usage: _Optional[_Union[_usage_pb2.Usage, _Mapping]] = ..., route: _Optional[_Union[RouteDecision, _Mapping]] = ...) -> None: ...
 
 class StreamInferRequest(_message.Message):
     __slots__ = ("prompt", "max_tokens", "temperature", "top_p", "stream", "profile", "stream_options")
@@ -71,8 +71,8 @@ class StreamInferRequest(_message.Message):
     top_p: float
     stream: bool
     profile: str
-    stream_options: _chat_service_pb2.StreamOptions
-    def __init__(self, prompt: _Optional[str] = ..., max_tokens: _Optional[int] = ..., temperature: _Optional[float] = ..., top_p: _Optional[float] = ..., stream: _Optional[bool] = ..., profile: _Optional[str] = ..., stream_options: _Optional[_Union[_chat_service_pb2.StreamOptions, _Mapping]] = ...) -> None: ...
+    stream_options: _streaming_pb2.StreamOptions
+    def __init__(self, prompt: _Optional[str] = ..., max_tokens: _Optional[int] = ..., temperature: _Optional[float] = ..., top_p: _Optional[float] = ..., stream: _Optional[bool] = ..., profile: _Optional[str] = ..., stream_options: _Optional[_Union[_streaming_pb2.StreamOptions, _Mapping]] = ...) -> None: ...
 
 class StreamInferResponse(_message.Message):
     __slots__ = ("id", "object", "created", "model", "choices", "usage", "route")
@@ -87,7 +87,7 @@ class StreamInferResponse(_message.Message):
     object: str
     created: int
     model: str
-    choices: _containers.RepeatedCompositeFieldContainer[_completion_service_pb2.CompletionChoice]
+    choices: _containers.RepeatedCompositeFieldContainer[_completion_pb2.CompletionChoice]
     usage: _usage_pb2.Usage
     route: RouteDecision
-    def __init__(self, id: _Optional[str] = ..., object: _Optional[str] = ..., created: _Optional[int] = ..., model: _Optional[str] = ..., choices: _Optional[_Iterable[_Union[_completion_service_pb2.CompletionChoice, _Mapping]]] = ..., usage: _Optional[_Union[_usage_pb2.Usage, _Mapping]] = ..., route: _Optional[_Union[RouteDecision, _Mapping]] = ...) -> None: ...
+    def __init__(self, id: _Optional[str] = ..., object: _Optional[str] = ..., created: _Optional[int] = ..., model: _Optional[str] = ..., choices: _Optional[_Iterable[_Union[_completion_pb2.CompletionChoice, _Mapping]]] = ..., usage: _Optional[_Union[_usage_pb2.Usage, _Mapping]] = ..., route: _Optional[_Union[RouteDecision, _Mapping]] = ...) -> None: ...
