@@ -12,7 +12,7 @@ import logging
 import time
 import uuid
 from collections.abc import AsyncGenerator, Coroutine
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from google.protobuf.descriptor import MethodDescriptor
 
@@ -25,10 +25,32 @@ from server.storage.usage import UsageRecord
 if TYPE_CHECKING:
     from server.accounting.admission import Principal
     from server.accounting.budget import Budgets, Reservation
+    from server.accounting.costs import Cost
     from server.accounting.ratelimit import Limiter
-    from server.core.engine import Run
+    from server.core.catalog import Upstream
+    from server.core.config import ModelConfig
+    from server.core.generation import TokenCounts
 
 log = logging.getLogger(__name__)
+
+
+class Metered(Protocol):
+    """What a tab reads from the work a call ran: a generation's Run or an
+    EmbeddingRun."""
+
+    upstream: Upstream | None
+
+    @property
+    def started(self) -> bool: ...
+
+    @property
+    def model(self) -> ModelConfig: ...
+
+    def counts(self) -> TokenCounts: ...
+
+    def cost(self) -> Cost | None: ...
+
+    def ttft_ms(self) -> float | None: ...
 
 
 class Accounts:
@@ -70,7 +92,7 @@ class Tab:
         self.ticket = uuid.uuid4().hex
         self.principal: Principal | None = None
         self.model = ""
-        self.run: Run | None = None
+        self.run: Metered | None = None
         self.limited_tokens = False
         self.reservation: Reservation | None = None
         self._closed = False

@@ -15,7 +15,8 @@ error lists each one with its cause, in the order tried.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import Any
 
 from server.core.breaker import Permit
 from server.core.catalog import Upstream
@@ -23,23 +24,34 @@ from server.core.errors import AllProvidersFailed, DeadlineExceeded, GatewayErro
 from server.core.generation import Event, GenerationRequest, TextDelta
 
 Causes = list[tuple[str, GatewayError]]
+# Starts one attempt on an upstream: its event stream (by default, a generation).
+Start = Callable[[Upstream], AsyncIterator[Any]]
 
 
 async def open_stream(
     upstreams: Sequence[Upstream],
-    request: GenerationRequest,
+    request: GenerationRequest | None,
     deadline: float | None,
     subject: str,
+    start: Start | None = None,
 ) -> tuple[Upstream, AsyncIterator[Event]]:
     """Returns the first upstream that produced an event, with its whole event stream.
+    `start` replaces the generation of `request` (an embedding call is a one-event
+    stream).
 
     Raises the upstream's own error when it is not retryable (the request is at fault),
     DeadlineExceeded when the deadline passes, and AllProvidersFailed otherwise."""
+
+    def generate(upstream: Upstream) -> AsyncIterator[Any]:
+        assert request is not None
+        return upstream.provider.generate(request)
+
+    begin = start or generate
     causes: Causes = []
     for upstream in upstreams:
         if not upstream.config.enabled:
             continue
-        opened = await _attempts(upstream, request, deadline, causes)
+        opened = await _attempts(upstream, begin, deadline, causes)
         if opened is not None:
             return upstream, opened
     failure = AllProvidersFailed.of(subject, causes)
@@ -50,7 +62,7 @@ async def open_stream(
 
 
 async def _attempts(
-    upstream: Upstream, request: GenerationRequest, deadline: float | None, causes: Causes
+    upstream: Upstream, start: Start, deadline: float | None, causes: Causes
 ) -> AsyncIterator[Event] | None:
     """Tries one upstream, retrying as its policy allows; None (a cause appended) when
     the next upstream should be tried."""
@@ -60,7 +72,7 @@ async def _attempts(
         if permit is None:
             causes.append((upstream.id, _skipped(upstream)))
             return None
-        events = aiter(upstream.provider.generate(request))
+        events = aiter(start(upstream))
         try:
             first = await _next(events, deadline, upstream.id, causes)
         except UpstreamError as exc:
