@@ -29,15 +29,18 @@ from tests.upstreams.openai import OpenAIWire, fake_vector
 DIMENSIONS = 256  # sim-embed's in the embedded default
 
 
+def sdk_at(url: str) -> openai.AsyncOpenAI:
+    return openai.AsyncOpenAI(base_url=f"{url}/v1", api_key=API_KEY, max_retries=0)
+
+
 def norm(vector: list[float]) -> float:
     return math.sqrt(sum(x * x for x in vector))
 
 
 @pytest.fixture(params=MODES)
 async def sdk(request: pytest.FixtureRequest) -> AsyncIterator[openai.AsyncOpenAI]:
-    async with facade(request.param) as url:
-        async with openai.AsyncOpenAI(base_url=f"{url}/v1", api_key=API_KEY, max_retries=0) as c:
-            yield c
+    async with facade(request.param) as url, sdk_at(url) as c:
+        yield c
 
 
 # -- GET /v1/models/{model} ----------------------------------------------------------
@@ -208,39 +211,39 @@ async def test_openai_adapter_sends_openais_shape_and_fails_over() -> None:
                 provider("emb-backup", "openai", backup.url, "backup"),
             )
         )
-        async with facade("in_process", data) as url:
-            async with openai.AsyncOpenAI(
-                base_url=f"{url}/v1", api_key=API_KEY, max_retries=0
-            ) as sdk:
-                got = await sdk.embeddings.create(
-                    model="text-embedding-fake", input=["a", "b", "c"], dimensions=4, user="u-1"
-                )
-                # The SDK asks for base64 (float32) and decodes it.
-                for i, d in enumerate(got.data):
-                    assert d.embedding == pytest.approx(fake_vector(i, 4), abs=1e-6)
-                # Usage comes from the upstream (the fake reports 20 prompt tokens).
-                assert got.usage.prompt_tokens == 20
-                extra = got.usage.model_extra or {}
-                assert extra["input_cost_usd"] == pytest.approx(20 * PRICE["input"] / 1e6)
-                (seen,) = primary.seen
-                assert seen.path == "/v1/embeddings"
-                assert seen.headers.get("authorization") is None  # no api_key_env configured
-                assert seen.body == {
-                    "model": "gpt-fake", "input": ["a", "b", "c"], "encoding_format": "float",
-                    "dimensions": 4, "user": "u-1",
-                }  # fmt: skip
-                tokens = await sdk.embeddings.create(model="text-embedding-fake", input=[[5, 6]])
-                assert primary.seen[-1].body["input"] == [[5, 6]]
-                assert len(tokens.data) == 1
-                # A failing primary fails over to the backup.
-                primary.faults = [Fault("status", 503)]
-                moved = await sdk.embeddings.create(model="text-embedding-fake", input="x")
-                assert len(moved.data) == 1 and len(backup.seen) == 1
-                # An upstream 400 is the caller's 400, with no failover.
-                primary.faults = [Fault("status", 400)]
-                with pytest.raises(openai.BadRequestError):
-                    await sdk.embeddings.create(model="text-embedding-fake", input="x")
-                assert len(backup.seen) == 1
+        async with (
+            facade("in_process", data) as url,
+            openai.AsyncOpenAI(base_url=f"{url}/v1", api_key=API_KEY, max_retries=0) as sdk,
+        ):
+            got = await sdk.embeddings.create(
+                model="text-embedding-fake", input=["a", "b", "c"], dimensions=4, user="u-1"
+            )
+            # The SDK asks for base64 (float32) and decodes it.
+            for i, d in enumerate(got.data):
+                assert d.embedding == pytest.approx(fake_vector(i, 4), abs=1e-6)
+            # Usage comes from the upstream (the fake reports 20 prompt tokens).
+            assert got.usage.prompt_tokens == 20
+            extra = got.usage.model_extra or {}
+            assert extra["input_cost_usd"] == pytest.approx(20 * PRICE["input"] / 1e6)
+            (seen,) = primary.seen
+            assert seen.path == "/v1/embeddings"
+            assert seen.headers.get("authorization") is None  # no api_key_env configured
+            assert seen.body == {
+                "model": "gpt-fake", "input": ["a", "b", "c"], "encoding_format": "float",
+                "dimensions": 4, "user": "u-1",
+            }  # fmt: skip
+            tokens = await sdk.embeddings.create(model="text-embedding-fake", input=[[5, 6]])
+            assert primary.seen[-1].body["input"] == [[5, 6]]
+            assert len(tokens.data) == 1
+            # A failing primary fails over to the backup.
+            primary.faults = [Fault("status", 503)]
+            moved = await sdk.embeddings.create(model="text-embedding-fake", input="x")
+            assert len(moved.data) == 1 and len(backup.seen) == 1
+            # An upstream 400 is the caller's 400, with no failover.
+            primary.faults = [Fault("status", 400)]
+            with pytest.raises(openai.BadRequestError):
+                await sdk.embeddings.create(model="text-embedding-fake", input="x")
+            assert len(backup.seen) == 1
     assert wire.refused == []
 
 
@@ -271,10 +274,9 @@ async def test_models_whose_providers_cannot_embed_get_400() -> None:
             provider("tgi-b", "tgi", "http://127.0.0.1:9", "backup"),
         )
     )
-    async with facade("in_process", data) as url:
-        async with openai.AsyncOpenAI(base_url=f"{url}/v1", api_key=API_KEY, max_retries=0) as sdk:
-            with pytest.raises(openai.BadRequestError) as caught:
-                await sdk.embeddings.create(model="claude-and-tgi", input="x")
+    async with facade("in_process", data) as url, sdk_at(url) as sdk:
+        with pytest.raises(openai.BadRequestError) as caught:
+            await sdk.embeddings.create(model="claude-and-tgi", input="x")
     message = caught.value.message
     assert "embeddings" in message and "claude-and-tgi" in message
     assert caught.value.param == "model"

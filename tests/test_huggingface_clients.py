@@ -18,8 +18,16 @@ from huggingface_hub import InferenceClient
 from text_generation.errors import BadRequestError, UnknownError
 
 from tests.support import ROUTER_KEY, default_config_dict
-from tests.test_facade_support import B, MODES, both_modes, client, data_events, facade, sse
-from tests.test_facade_support import set_params
+from tests.test_facade_support import (
+    MODES,
+    B,
+    both_modes,
+    client,
+    data_events,
+    facade,
+    set_params,
+    sse,
+)
 
 PROMPT = "Explain TCP slow start"
 BEARER = {"Authorization": f"Bearer {ROUTER_KEY}"}
@@ -154,11 +162,11 @@ async def test_tgi_stream_framing(mode: str) -> None:
 @both_modes
 async def test_invoke_stream_carries_a_token_in_every_chunk(mode: str) -> None:
     body = {"inputs": PROMPT, "parameters": {"max_new_tokens": 3}, "stream": True}
-    async with client(mode) as c:
-        async with c.stream(
-            "POST", "/v1/deployments/summarizer/invoke", json=body, headers=B
-        ) as response:
-            _, events = await sse(response)
+    async with (
+        client(mode) as c,
+        c.stream("POST", "/v1/deployments/summarizer/invoke", json=body, headers=B) as response,
+    ):
+        _, events = await sse(response)
     chunks = data_events(events)
     assert events[-1] == b"data: [DONE]"
     assert [c["token"]["id"] for c in chunks] == [0, 1, 2]
@@ -176,11 +184,11 @@ async def test_an_empty_generation_still_ends_with_a_token(mode: str) -> None:
     # special token (as a model's end-of-sequence token is).
     data = default_config_dict()
     body = {"inputs": PROMPT, "parameters": {"stop": ["(simulated)"]}, "stream": True}
-    async with client(mode, data) as c:
-        async with c.stream(
-            "POST", "/v1/deployments/summarizer/generate", json=body, headers=B
-        ) as r:
-            _, events = await sse(r)
+    async with (
+        client(mode, data) as c,
+        c.stream("POST", "/v1/deployments/summarizer/generate", json=body, headers=B) as r,
+    ):
+        _, events = await sse(r)
     (only,) = data_events(events)
     assert only["token"] == {"id": 0, "text": "", "special": True}
     assert only["generated_text"] == ""
@@ -190,11 +198,11 @@ async def test_an_empty_generation_still_ends_with_a_token(mode: str) -> None:
 async def test_tgi_stream_failure_is_an_error_event(mode: str) -> None:
     data = set_params(default_config_dict(), "sim-mini", fail_after_tokens=2)
     body = {"inputs": PROMPT, "stream": True}
-    async with client(mode, data) as c:
-        async with c.stream(
-            "POST", "/v1/deployments/summarizer/generate", json=body, headers=B
-        ) as r:
-            raw, events = await sse(r)
+    async with (
+        client(mode, data) as c,
+        c.stream("POST", "/v1/deployments/summarizer/generate", json=body, headers=B) as r,
+    ):
+        raw, events = await sse(r)
     assert b"[DONE]" not in raw
     chunks = data_events(events)
     assert len(chunks) == 2 and chunks[0]["token"]["id"] == 0
