@@ -1,0 +1,1 @@
+"""Prompt-difficulty scorers that decide when a prompt needs the stronger model tier."""
