@@ -4,6 +4,7 @@
     gateway keys create --name N --kind api ...           create a key; prints its secret once
     gateway keys list | show KEY | revoke KEY             manage keys
     gateway migrate                                       bring the database schema up to date
+    gateway router train --data DIR --out FILE            train the routing scorer
 
 Key commands talk to the configured database directly (the SQLite file, or PostgreSQL
 from `storage.database_url`, `--database-url` or GATEWAY_DATABASE_URL).
@@ -18,12 +19,12 @@ import signal
 import sys
 
 from server.accounting.admission import HEADER
-from server.cli import keys, migrate
+from server.cli import keys, migrate, router
 from server.cli import serve as app
 from server.cli.options import describe_storage, storage_options, with_overrides
 from server.core import config
 
-COMMANDS = ("serve", "keys", "migrate")
+COMMANDS = ("serve", "keys", "migrate", "router")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -32,7 +33,7 @@ def parser() -> argparse.ArgumentParser:
         description="The model gateway: gRPC plus its REST/SSE facade. "
         "Without a command, `serve` runs.",
     )
-    commands = top.add_subparsers(dest="cmd", metavar="{serve,keys,migrate}")
+    commands = top.add_subparsers(dest="cmd", metavar="{serve,keys,migrate,router}")
     serving = commands.add_parser(
         "serve", help="serve gRPC and REST (the default)",
         description="Serve the model gateway: gRPC plus its REST/SSE facade.",
@@ -52,6 +53,7 @@ def parser() -> argparse.ArgumentParser:
     serving.set_defaults(run=None)
     keys.add_parser(commands)
     migrate.add_parser(commands)
+    router.add_parser(commands)
     return top
 
 
@@ -59,7 +61,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     # `serve` is the default: `gateway --config FILE` means `gateway serve --config FILE`.
     if argv[:1] not in (["-h"], ["--help"]) and (not argv or argv[0] not in COMMANDS):
         argv = ["serve", *argv]
-    return parser().parse_args(argv)
+    top = parser()
+    args, rest = top.parse_known_args(argv)
+    if rest and getattr(args, "run", None) is not router.run:
+        top.error(f"unrecognized arguments: {' '.join(rest)}")
+    args.rest = rest  # `router train` hands these on to the trainer
+    return args
 
 
 def announce(cfg: config.Config, source: str, running: app.Running, embedded: bool) -> None:

@@ -35,6 +35,11 @@ class Scorer(Protocol):
     """Estimates how likely the cheapest model falls short on a prompt."""
 
     name: str
+    @property
+    def drifting(self) -> bool:
+        """True while the scorer has moved its thresholds off their calibration because
+        recent traffic drifted from what it was trained on."""
+        ...
 
     def difficulty(self, prompt: str, max_tokens: int | None) -> float:
         """A probability, 0 to 1; the same for the same input."""
@@ -53,9 +58,9 @@ class ScoredRouter:
         self._catalog = catalog
         self._scorer = scorer
         self._default_max = default_max_tokens
-        self._thresholds = {p: routing.thresholds.get(p, scorer.threshold(p)) for p in PROFILES}
+        self._overrides = routing.thresholds
         # A cheaper profile never holds a higher bar, so it never picks a stronger model.
-        economy, balanced, quality = (self._thresholds[p] for p in PROFILES)
+        economy, balanced, quality = (self._threshold(p) for p in PROFILES)
         if not economy >= balanced >= quality:
             raise ConfigError(
                 "routing.thresholds: must not increase from economy to balanced to quality "
@@ -76,8 +81,8 @@ class ScoredRouter:
                 reason_codes=("NO_CANDIDATE",), skipped=tuple(skipped),
                 decision_ms=_ms_since(started),
             )  # fmt: skip
-        threshold = self._thresholds[profile]  # type: ignore[index]
         difficulty = self._scorer.difficulty(_prompt_text(request), request.max_tokens)
+        threshold = self._threshold(profile)
         costs = {m: self._cost(m, request) for m in eligible}
         candidates = sorted(
             (
@@ -100,6 +105,8 @@ class ScoredRouter:
             )
             if any(c.estimated_cost_usd == costs[chosen] for c in meeting[1:]):
                 codes.append("LATENCY_TIE_BREAK")
+            if self._scorer.drifting and profile not in self._overrides:
+                codes.append("DRIFT_RECALIBRATED")
         else:
             chosen = max(eligible, key=lambda m: (self._ladder[m], -_or_inf(costs[m])))
             codes = ["STRONGEST_AVAILABLE"]
@@ -110,6 +117,10 @@ class ScoredRouter:
             threshold=threshold, scorer=self._scorer.name, candidates=tuple(candidates),
             skipped=tuple(skipped), decision_ms=_ms_since(started),
         )  # fmt: skip
+
+    def _threshold(self, profile: str) -> float:
+        override = self._overrides.get(profile)  # type: ignore[call-overload]
+        return self._scorer.threshold(profile) if override is None else override
 
     def _filter(
         self, models: tuple[str, ...], request: GenerationRequest, budget_usd: float | None

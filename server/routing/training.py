@@ -222,10 +222,14 @@ def _parse_shares(values: Sequence[str]) -> dict[str, float]:
     return shares
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m server.routing.training", description=__doc__.split("\n\n")[0]
-    )
+def main(
+    argv: Sequence[str] | None = None,
+    feedback: Sequence[tuple[str, float]] = (),
+    prog: str = "python -m server.routing.training",
+) -> int:
+    """Trains from the command line's sources plus `feedback` rows (prompt, score of
+    the cheaper model's answer), for instance read from the ledger."""
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0])
     parser.add_argument(
         "--data",
         action="append",
@@ -284,6 +288,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     examples = list(examples_from_outcomes(outcomes))
     for path in args.feedback:
         examples.extend(examples_from_feedback(_read_feedback(path)))
+    examples.extend(examples_from_feedback(feedback))
+    if not examples:
+        parser.error("no training rows: give --data, --csv, --csv-dir or --feedback")
     options = TrainingOptions(
         hash_bits=args.hash_bits, epochs=args.epochs, strong_shares=_parse_shares(args.share)
     )
