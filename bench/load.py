@@ -178,12 +178,12 @@ def measure(target: Target, mode: str, connections: int, seconds: int, warmup: i
     cpu = cpu_seconds(target.pids) - cpu_before
     after = checks.settled_ledger(target.ledger)
     ledger_errors = checks.ledger_errors(before, after)
-    # A gRPC error is an HTTP 200 to h2load: count what the ledger saw instead, and
-    # answers the ledger never recorded as OK (a refused key is not recorded at all).
-    unrecorded = 0
-    if target.grpc and target.ledger is not None and after:
-        unrecorded = max(0, load.requests - checks.ledger_ok(before, after))
-    errors = load.socket_errors + load.status_errors + sum(ledger_errors.values()) + unrecorded
+    failed = sum(ledger_errors.values())
+    if target.grpc and after:
+        # A gRPC error is an HTTP 200 to h2load: every answer the ledger did not record
+        # as OK failed (a refused key is not recorded at all).
+        failed = max(failed, load.requests - checks.ledger_ok(before, after))
+    errors = load.socket_errors + load.status_errors + failed
     return {
         "target": target.name,
         "mode": mode,
@@ -199,7 +199,7 @@ def measure(target: Target, mode: str, connections: int, seconds: int, warmup: i
         "status_errors": load.status_errors,
         "ledger_errors": ledger_errors,
         "ledger_ok": checks.ledger_ok(before, after) if after else None,
-        "unrecorded": unrecorded,
+        "ledger_failed": failed,
         "cpu_ms_per_request": round(cpu * 1000 / load.requests, 3) if load.requests else None,
         "peak_memory_mb": round(peak_memory_mb(target.pids), 1),
     }
