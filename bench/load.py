@@ -12,7 +12,7 @@ In one run, alternating targets at each connection count, it measures:
 Gateway processes and LiteLLM run on core 0 (`taskset`); nginx, wrk and h2load on
 core 1. Writes bench/results/load.md and bench/results/load.json.
 
-Run: python -m bench.load [--duration S] [--connections 1 32 64] [--no-litellm]
+Run: python -m bench.load [--duration S] [--connections 1 32 64] [--rounds N] [--no-litellm]
 """
 
 from __future__ import annotations
@@ -23,14 +23,16 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from bench import load_checks as checks
 from bench import load_report as report
 from bench import load_servers as servers
+from bench.load_servers import GATEWAY_CORE
 from bench.load_tools import (
     Load,
+    core_busy_seconds,
     cpu_seconds,
     missing_tools,
     peak_memory_mb,
@@ -59,7 +61,8 @@ class Target:
     pids: list[int]
     ledger: Path | None = None
     grpc: bool = False
-    notes: list[str] = field(default_factory=list)
+    # False for the baseline, whose processes run on the load core.
+    on_gateway_core: bool = True
 
 
 def rest_target(
@@ -91,6 +94,7 @@ def start_targets(
         {mode: checks.rest_body(mode == "stream") for mode in MODES},
         {},
         [nginx.pid],
+        on_gateway_core=False,
     )
 
     gateway = servers.start_gateway("gateway", tmp, upstream)
@@ -173,9 +177,12 @@ def measure(target: Target, mode: str, connections: int, seconds: int, warmup: i
     if warmup:
         target.run(url, body, target.headers, connections, warmup)
     before = checks.settled_ledger(target.ledger)
-    cpu_before = cpu_seconds(target.pids)
+    cpu_before, core_before = cpu_seconds(target.pids), core_busy_seconds(GATEWAY_CORE)
     load = target.run(url, body, target.headers, connections, seconds)
     cpu = cpu_seconds(target.pids) - cpu_before
+    # Work on the gateway core by anything but the target (other jobs on a shared
+    # machine, kernel network work): the noise figure of this run.
+    other = core_busy_seconds(GATEWAY_CORE) - core_before - (cpu if target.on_gateway_core else 0)
     after = checks.settled_ledger(target.ledger)
     ledger_errors = checks.ledger_errors(before, after)
     failed = sum(ledger_errors.values())
@@ -202,22 +209,25 @@ def measure(target: Target, mode: str, connections: int, seconds: int, warmup: i
         "ledger_failed": failed,
         "cpu_ms_per_request": round(cpu * 1000 / load.requests, 3) if load.requests else None,
         "peak_memory_mb": round(peak_memory_mb(target.pids), 1),
+        "other_core0_pct": round(max(0.0, other) * 100 / load.seconds, 1) if load.seconds else None,
     }
 
 
 def runs(args: argparse.Namespace, targets: list[Target]) -> Iterator[dict]:
-    """Alternates targets inside each (mode, connections) step, so slow drift of the
-    machine affects every target alike."""
+    """Alternates targets inside each (mode, connections, round) step, so slow drift
+    of the machine affects every target alike."""
     for mode in MODES:
         for connections in args.connections:
-            for target in targets:
-                print(f"load: {mode:6} c={connections:<3} {target.name}", flush=True)
-                try:
-                    yield measure(target, mode, connections, args.duration, args.warmup)
-                except RuntimeError as exc:
-                    print(f"load: {target.name} failed: {exc}", file=sys.stderr)
-                    yield {"target": target.name, "mode": mode, "connections": connections,
-                           "failed": str(exc)}  # fmt: skip
+            for round_ in range(1, args.rounds + 1):
+                for target in targets:
+                    print(f"load: {mode:6} c={connections:<3} round {round_} {target.name}")
+                    step = {"target": target.name, "mode": mode, "connections": connections,
+                            "round": round_}  # fmt: skip
+                    try:
+                        yield step | measure(target, mode, connections, args.duration, args.warmup)
+                    except RuntimeError as exc:
+                        print(f"load: {target.name} failed: {exc}", file=sys.stderr)
+                        yield step | {"failed": str(exc)}
 
 
 def parse_args() -> argparse.Namespace:
@@ -225,6 +235,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--duration", type=int, default=5, help="whole seconds per run")
     parser.add_argument("--warmup", type=int, default=1, help="whole seconds before each run")
     parser.add_argument("--connections", type=int, nargs="+", default=[1, 32, 64])
+    parser.add_argument(
+        "--rounds", type=int, default=1, help="runs per cell; the table shows the quietest"
+    )
     parser.add_argument("--no-litellm", action="store_true", help="leave the peer out")
     parser.add_argument("--out", type=Path, default=report.RESULTS)
     return parser.parse_args()

@@ -171,3 +171,12 @@ def _stat_fields(pid: int) -> list[str]:
     """/proc/PID/stat after the command name (which may hold spaces): state, ppid, ..."""
     raw = Path(f"/proc/{pid}/stat").read_text()
     return raw[raw.rindex(")") + 2 :].split()
+
+
+def core_busy_seconds(core: str) -> float:
+    """Busy CPU time of one core, whoever used it (/proc/stat: all but idle and iowait)."""
+    for line in Path("/proc/stat").read_text().splitlines():
+        if line.startswith(f"cpu{core} "):
+            user, nice, system, _idle, _iowait, irq, softirq, steal = map(int, line.split()[1:9])
+            return (user + nice + system + irq + softirq + steal) / TICKS_PER_S
+    raise RuntimeError(f"no cpu{core} in /proc/stat")
