@@ -240,11 +240,15 @@ def parse_args() -> argparse.Namespace:
     )
     parser.add_argument("--no-litellm", action="store_true", help="leave the peer out")
     parser.add_argument("--out", type=Path, default=report.RESULTS)
+    parser.add_argument("--render", action="store_true", help="only rewrite load.md from load.json")
     return parser.parse_args()
 
 
 def main() -> None:
     args = parse_args()
+    if args.render:
+        report.render(args.out)
+        return
     missing = missing_tools()
     if missing:
         sys.exit(f"load: missing tools; install with: apt-get install -y {' '.join(missing)}")

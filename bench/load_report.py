@@ -42,6 +42,12 @@ def write(
         "results": results,
     }
     (out / "load.json").write_text(json.dumps(raw, indent=2) + "\n")
+    render(out)
+
+
+def render(out: Path) -> None:
+    """(Re)writes load.md from load.json."""
+    raw = json.loads((out / "load.json").read_text())
     (out / "load.md").write_text(markdown(raw))
     print((out / "load.md").read_text())
 
@@ -151,17 +157,21 @@ def quietest(results: list[dict]) -> list[dict]:
 
 
 def _noise(r: dict) -> float:
-    return float("inf") if "failed" in r else r.get("other_core0_pct") or 0.0
+    if "failed" in r or not r["requests"]:
+        return float("inf")
+    return r.get("other_core0_pct") or 0.0
 
 
 def _find(step: list[dict], name: str) -> dict | None:
-    return next((r for r in step if r["target"] == name and "failed" not in r), None)
+    return next((r for r in step if r["target"] == name and _noise(r) != float("inf")), None)
 
 
 def _row(r: dict, base: dict | None, peer: dict | None) -> str:
     if "failed" in r:
         reason = " ".join(r["failed"].split())[:120]
         return f"| {r['connections']} | {r['target']} | failed: {reason} |"
+    if not r["requests"]:
+        return f"| {r['connections']} | {r['target']} | no request completed within the run |"
     added = "-" if base is None or r is base else f"{r['p50_ms'] - base['p50_ms']:+.2f}"
     faster = cheaper = "-"
     if peer is not None and r is not peer and r["target"] != BASELINE:
