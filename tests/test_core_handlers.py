@@ -82,8 +82,8 @@ async def test_errors_are_typed(
 
 async def test_infer_asks_the_router_and_reports_its_decision(gateway: Gateway) -> None:
     class Reversed:
-        def route(self, request: Any, profile: str) -> Route:
-            return Route(profile, ("sim-pro", "sim-mini"))
+        def route(self, request: Any, profile: str, budget_usd: float | None = None) -> Route:
+            return Route(profile, ("sim-pro", "sim-mini"), reason="reversed")
 
     gateway.router = Reversed()
     response = await rpc(gateway, "Infer").unary(
@@ -91,7 +91,8 @@ async def test_infer_asks_the_router_and_reports_its_decision(gateway: Gateway) 
     )
     assert response.model == "sim-pro"
     assert response.route.profile == "economy"
-    assert response.route.reason == "first choice of the economy profile"
+    assert response.route.reason == "reversed"
+    assert response.route.provider == "sim-pro-primary"
 
 
 async def test_middlewares_wrap_every_rpc_in_order(gateway: Gateway) -> None:

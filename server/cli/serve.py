@@ -24,6 +24,7 @@ from server.core.handlers import Gateway
 from server.core.pipeline import SERVICES, RpcMethod
 from server.core.rpcs import gateway_table
 from server.grpc_api.service import grpc_handlers
+from server.routing.policies import build_router
 from server.storage import open_store
 
 log = logging.getLogger(__name__)
@@ -40,9 +41,11 @@ def build_gateway(config: Config) -> Gateway:
 async def open_gateway(config: Config) -> Gateway:
     """The gateway with its storage: the key store and ledger in SQLite or PostgreSQL,
     limits and budgets in memory or, when `storage.redis_url` is set, in Redis."""
-    catalog = Catalog(config)  # a bad provider config stops start-up before storage opens
+    # A bad provider or routing config stops start-up before storage opens.
+    catalog = Catalog(config)
     storage = config.storage
     try:
+        router = build_router(config, catalog)
         store = await open_store(storage)
     except BaseException:
         await catalog.aclose()
@@ -79,7 +82,7 @@ async def open_gateway(config: Config) -> Gateway:
     admission = Admission(keys, limiter)
     accounts = Accounts(ledger, limiter, budgets)
     ledger.start()
-    return Gateway(config, catalog, admission, accounts, store, closers)
+    return Gateway(config, catalog, admission, accounts, store, closers, router)
 
 
 async def start_grpc(
