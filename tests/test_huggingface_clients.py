@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 
+import grpc
 import pytest
 import text_generation
 from huggingface_hub import InferenceClient
@@ -207,3 +208,36 @@ async def test_tgi_stream_failure_is_an_error_event(mode: str) -> None:
     chunks = data_events(events)
     assert len(chunks) == 2 and chunks[0]["token"]["id"] == 0
     assert chunks[-1]["error"]["type"] == "upstream_error"
+
+
+async def test_generate_text_over_grpc(stubs) -> None:  # type: ignore[no-untyped-def]
+    from gateway.v1 import deployment_service_pb2 as deployment
+
+    from tests.grpc_support import ROUTER
+
+    params = deployment.GenerationParameters(max_new_tokens=3)
+    whole = await stubs.deployments.GenerateText(
+        deployment.GenerateTextRequest(deployment_id="analyst", inputs=PROMPT, parameters=params),
+        metadata=ROUTER,
+    )
+    (generation,) = whole.generations
+    assert generation.details.finish_reason == "length"
+    assert len(generation.details.tokens) == generation.details.generated_tokens == 3
+    assert "".join(t.text for t in generation.details.tokens) == generation.generated_text
+    request = deployment.StreamGenerateTextRequest(
+        deployment_id="analyst", inputs=PROMPT, parameters=params
+    )
+    events = [e async for e in stubs.deployments.StreamGenerateText(request, metadata=ROUTER)]
+    assert [e.index for e in events] == [1, 2, 3]
+    assert [e.HasField("details") for e in events] == [False, False, True]
+    assert events[-1].generated_text == generation.generated_text
+    with pytest.raises(grpc.aio.AioRpcError) as caught:
+        await stubs.deployments.GenerateText(
+            deployment.GenerateTextRequest(deployment_id="nope", inputs=PROMPT), metadata=ROUTER
+        )
+    assert caught.value.code() == grpc.StatusCode.NOT_FOUND
+    with pytest.raises(grpc.aio.AioRpcError) as caught:
+        await stubs.deployments.GenerateText(
+            deployment.GenerateTextRequest(deployment_id="analyst", inputs=""), metadata=ROUTER
+        )
+    assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
