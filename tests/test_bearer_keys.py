@@ -15,7 +15,7 @@ from gateway.v1 import router_service_pb2 as router
 from gateway.v1 import usage_service_pb2 as usage
 
 from tests.grpc_support import details
-from tests.support import API_KEY, ROUTER_KEY
+from tests.support import API_KEY, ROUTER_KEY, running_gateway
 from tests.test_facade_support import CHAT, MODES, both_modes, client, facade
 
 MESSAGES = [{"role": "user", "content": "Say hello."}]
@@ -150,3 +150,31 @@ async def test_httpx_auth_header_reaches_the_rpc() -> None:
 
     async with facade("in_process") as url, httpx.AsyncClient(base_url=url, auth=sign) as c:
         assert (await c.get("/v1/models")).status_code == 200
+
+
+async def test_stored_keys_and_admin_keys_as_bearer(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from tests.shared_state import ADMIN_KEY, config_with
+
+    async with (
+        running_gateway(config_with(sqlite_path=str(tmp_path / "gw.db"))) as gw,
+        httpx.AsyncClient(base_url=f"http://127.0.0.1:{gw.http_port}") as http,
+    ):
+        admin = bearer(ADMIN_KEY)
+        created = await http.post(
+            "/v1/admin/keys", headers=admin, json={"name": "s", "kind": "router"}
+        )
+        assert created.status_code == 200, created.text
+        secret, key_id = created.json()["secret"], created.json()["key"]["id"]
+        # A stored router key as Bearer: interface B yes, interface A no.
+        assert (await http.get("/v1/deployments", headers=bearer(secret))).status_code == 200
+        refused = await http.get("/v1/models", headers=bearer(secret))
+        assert refused.status_code == 401 and "invalid Bearer key" in refused.text
+        # An admin Bearer key reads any key's usage; the key itself reads its own.
+        theirs = await http.get(f"/v1/usage?key_id={key_id}", headers=admin)
+        assert theirs.status_code == 200 and theirs.json()["key_id"] == key_id
+        own = await http.get("/v1/usage", headers=bearer(secret))
+        assert own.status_code == 200 and own.json()["key_id"] == key_id
+        # Revoked: refused as Bearer at once, saying so.
+        await http.post(f"/v1/admin/keys/{key_id}:revoke", headers=admin, json={})
+        gone = await http.get("/v1/deployments", headers=bearer(secret))
+        assert gone.status_code == 401 and "revoked" in gone.json()["error"]["message"]
