@@ -22,7 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from bench import routing_metrics as metrics
-from server.routing.calibration import PROFILES, Calibration
+from server.accounting.tokens import estimate
+from server.core.config import PROFILES
+from server.routing.calibration import Calibration
 from server.routing.drift import DriftGuard
 from server.routing.features import FeatureScorer, sigmoid
 from server.routing.outcomes import (
@@ -33,7 +35,6 @@ from server.routing.outcomes import (
 )
 from server.routing.scorer import LearnedScorer
 from server.routing.training import Encoded, TrainingOptions, encode, train_encoded
-from server.tokens import estimate
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_DATA = ROOT.parent / "shared" / "routing-eval"
