@@ -20,7 +20,7 @@ from collections.abc import AsyncIterator, Sequence
 from server.core.breaker import Permit
 from server.core.catalog import Upstream
 from server.core.errors import AllProvidersFailed, DeadlineExceeded, GatewayError, UpstreamError
-from server.core.generation import Event, GenerationRequest, TextDelta
+from server.core.generation import Event, Finished, GenerationRequest
 
 Causes = list[tuple[str, GatewayError]]
 
@@ -128,7 +128,7 @@ async def _chain(
         event = first
         while True:
             yield event
-            if not isinstance(event, TextDelta):
+            if isinstance(event, Finished):
                 return
             try:
                 event = await _next(events, deadline, upstream.id)
