@@ -73,6 +73,10 @@ class Tab:
         self.run: Run | None = None
         self.limited_tokens = False
         self.reservation: Reservation | None = None
+        # Set for routed requests; `prompt` only when the operator records prompts.
+        self.route_profile = ""
+        self.difficulty: float | None = None
+        self.prompt: str | None = None
         self._closed = False
 
     def close(self, error: BaseException | None) -> None:
@@ -113,6 +117,9 @@ class Tab:
                 ttft_ms=None if ttft is None else round(ttft, 3),
                 status=status,
                 error_reason=reason,
+                route_profile=self.route_profile,
+                difficulty=self.difficulty,
+                prompt=self.prompt,
             )
         )
 

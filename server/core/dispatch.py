@@ -60,6 +60,7 @@ async def _attempts(
         if permit is None:
             causes.append((upstream.id, _skipped(upstream)))
             return None
+        started = asyncio.get_running_loop().time()
         events = aiter(upstream.provider.generate(request))
         try:
             first = await _next(events, deadline, upstream.id, causes)
@@ -82,6 +83,7 @@ async def _attempts(
             upstream.breaker.release(permit)
             raise
         upstream.breaker.record_success(permit)
+        upstream.ttft_ms.observe((asyncio.get_running_loop().time() - started) * 1000)
         return _chain(first, events, deadline, upstream)
 
 

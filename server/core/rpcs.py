@@ -32,6 +32,7 @@ def handlers(gateway: Gateway) -> dict[str, Handler]:
         "gateway.v1.AdminService.GetKey": admin.get_key,
         "gateway.v1.AdminService.RevokeKey": admin.revoke_key,
         "gateway.v1.UsageService.GetUsage": admin.get_usage,
+        "gateway.v1.FeedbackService.SubmitFeedback": gateway.submit_feedback,
     }
 
 
