@@ -6,7 +6,8 @@ scalars, repeated fields) always written, so `index: 0` appears; fields with pre
 (`optional` scalars, messages) written only when set, so `finish_reason` and `ttft_ms`
 are absent where unset. Well-known types (Struct...) take their canonical JSON form.
 Two field options (gateway/v1/json_mapping.proto) cover OpenAI shapes proto3 JSON
-cannot express: `omit_empty` leaves an empty repeated field out (`tool_calls`), and
+cannot express: `omit_empty` leaves an empty repeated field out (`tool_calls`),
+`null_when_empty` writes an empty string as null (a tool-call reply's `content`), and
 `json_key` lets a field share another field's key (`content` holds a string or an
 array of parts; `tool_choice` a string or an object): the set one is written there.
 
@@ -49,7 +50,7 @@ _INTS = {
 _FLOATS = {_T.TYPE_DOUBLE, _T.TYPE_FLOAT}
 
 # How a field is written.
-_ALWAYS, _IF_SET, _REPEATED, _MAP, _IF_ANY = range(5)
+_ALWAYS, _IF_SET, _REPEATED, _MAP, _IF_ANY, _OR_NULL = range(6)
 
 Convert = Callable[[Any], Any]
 # (field name, JSON key, how, converter)
@@ -71,11 +72,13 @@ def _json_key(field: FieldDescriptor) -> str:
     return str(options.Extensions[json_mapping_pb2.json_key])
 
 
-def _omit_empty(field: FieldDescriptor) -> bool:
+def _option(field: FieldDescriptor, extension: Any) -> bool:
     options = field.GetOptions()
-    return options.HasExtension(json_mapping_pb2.omit_empty) and bool(
-        options.Extensions[json_mapping_pb2.omit_empty]
-    )
+    return options.HasExtension(extension) and bool(options.Extensions[extension])
+
+
+def _omit_empty(field: FieldDescriptor) -> bool:
+    return _option(field, json_mapping_pb2.omit_empty)
 
 
 def _sharers(descriptor: Descriptor) -> dict[str, FieldDescriptor]:
@@ -113,6 +116,9 @@ def to_dict(message: Message) -> dict[str, Any]:
         elif how == _REPEATED:
             values = getattr(message, name)
             out[key] = list(values) if convert is None else [convert(v) for v in values]
+        elif how == _OR_NULL:
+            value = getattr(message, name)
+            out[key] = (value if convert is None else convert(value)) if value else None
         elif how == _IF_ANY:
             values = getattr(message, name)
             if values:
@@ -137,6 +143,8 @@ def _plan(descriptor: Descriptor) -> _Plan:
             plan.append((field.name, key, how, _writer(field)))
         elif field.has_presence:
             plan.append((field.name, key, _IF_SET, _writer(field)))
+        elif _option(field, json_mapping_pb2.null_when_empty):
+            plan.append((field.name, key, _OR_NULL, _writer(field)))
         else:
             plan.append((field.name, key, _ALWAYS, _writer(field)))
     return tuple(plan)

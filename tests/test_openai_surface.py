@@ -331,6 +331,7 @@ async def test_response_json_shapes() -> None:
     assert set(message) == {"role", "content"} and isinstance(message["content"], str)
     assert "logprobs" not in plain.json()["choices"][0]
     message = called.json()["choices"][0]["message"]
+    assert message["content"] is None  # as OpenAI writes a reply that is only tool calls
     assert isinstance(message["tool_calls"][0]["function"]["arguments"], str)
 
 
@@ -355,3 +356,7 @@ async def test_capability_missing_on_every_provider_is_400() -> None:
         ok = await c.post("/v1/chat/completions", headers=A, json={
             "model": model, "n": 2, "messages": [{"role": "user", "content": "hi"}]})  # fmt: skip
         assert ok.status_code == 200 and len(ok.json()["choices"]) == 2
+        listed = await c.get(f"/v1/providers?model={model}", headers=A)
+        assert {tuple(p["capabilities"]) for p in listed.json()["providers"]} == {("n",)}
+        default = await c.get("/v1/providers?model=sim-pro", headers=A)
+        assert "tools" in default.json()["providers"][0]["capabilities"]

@@ -199,6 +199,7 @@ class Gateway:
                     params=params,
                     adapter=upstream.config.adapter,
                     health=upstream.health,
+                    capabilities=sorted(upstream.capabilities),
                 )
             )
         return result

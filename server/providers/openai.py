@@ -9,7 +9,8 @@ without `data: [DONE]`, or without a finish_reason, is a failure, never a "stop"
 
 Everything else of the request goes as it came (content parts, tool definitions and
 calls, tool_choice, response_format, n, seed, penalties, logit_bias, logprobs,
-reasoning_effort, metadata, and echo/suffix/best_of on text completions); replies give
+reasoning_effort, metadata, and suffix/best_of on text completions; `echo` the gateway
+applies itself, for every provider alike); replies give
 back every choice's text, tool calls (streamed fragments keep OpenAI's framing) and
 logprobs. The adapter has every capability; a server that lacks one (tools on an old
 vLLM, logprobs on Ollama) says so with the provider's `capabilities` in the config.
@@ -223,8 +224,6 @@ def _chat_fields(request: GenerationRequest, body: dict[str, Any]) -> None:
 def _completion_fields(request: GenerationRequest, body: dict[str, Any]) -> None:
     if request.logprobs:
         body["logprobs"] = request.top_logprobs or 0
-    if request.echo:
-        body["echo"] = True
     if request.suffix is not None:
         body["suffix"] = request.suffix
     if request.best_of is not None:

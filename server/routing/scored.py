@@ -35,6 +35,7 @@ class Scorer(Protocol):
     """Estimates how likely the cheapest model falls short on a prompt."""
 
     name: str
+
     @property
     def drifting(self) -> bool:
         """True while the scorer has moved its thresholds off their calibration because

@@ -7,3 +7,5 @@ JSON_KEY_FIELD_NUMBER: _ClassVar[int]
 json_key: _descriptor.FieldDescriptor
 OMIT_EMPTY_FIELD_NUMBER: _ClassVar[int]
 omit_empty: _descriptor.FieldDescriptor
+NULL_WHEN_EMPTY_FIELD_NUMBER: _ClassVar[int]
+null_when_empty: _descriptor.FieldDescriptor
