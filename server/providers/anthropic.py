@@ -215,11 +215,15 @@ def _turns(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
         if m.role in ("system", "developer"):
             continue
         role = "assistant" if m.role == "assistant" else "user"
-        blocks = _blocks(m)
+        plain = m.role in ("user", "assistant") and not m.parts and not m.tool_calls
         if turns and turns[-1]["role"] == role:
-            turns[-1]["content"].extend(blocks)
+            previous = turns[-1]["content"]
+            if isinstance(previous, str):
+                previous = [{"type": "text", "text": previous}] if previous else []
+            turns[-1]["content"] = previous + _blocks(m)
         else:
-            turns.append({"role": role, "content": blocks})
+            # A plain text message keeps the simple string form.
+            turns.append({"role": role, "content": m.content if plain else _blocks(m)})
     return turns
 
 

@@ -44,7 +44,7 @@ from server.providers.http import (
 )
 
 FINISH_REASONS = {"length": "length", "eos_token": "stop", "stop_sequence": "stop"}
-ROLE_NAMES = {"system": "System", "user": "User", "assistant": "Assistant"}
+ROLE_NAMES = {"system": "System", "developer": "System", "user": "User", "assistant": "Assistant"}
 DEFAULT_MAX_NEW_TOKENS = 256
 
 
