@@ -56,8 +56,10 @@ Convert = Callable[[Any], Any]
 # (field name, JSON key, how, converter)
 _Plan = tuple[tuple[str, str, int, Convert | None], ...]
 _plans: dict[Descriptor, _Plan] = {}
-# Per message type: JSON key -> the field that shares it (declared with json_key).
-_shared: dict[Descriptor, dict[str, FieldDescriptor]] = {}
+# Per message type: its fields by JSON key, and the fields that borrow a key.
+_readers: dict[Descriptor, tuple[dict[str, FieldDescriptor], dict[str, FieldDescriptor]]] = {}
+# Whether a field is a map, per field (asked for every value read).
+_maps: dict[FieldDescriptor, bool] = {}
 
 
 def _is_well_known(descriptor: Descriptor) -> bool:
@@ -81,19 +83,15 @@ def _omit_empty(field: FieldDescriptor) -> bool:
     return _option(field, json_mapping_pb2.omit_empty)
 
 
-def _sharers(descriptor: Descriptor) -> dict[str, FieldDescriptor]:
-    shared = _shared.get(descriptor)
-    if shared is None:
-        shared = _shared[descriptor] = {key: f for f in descriptor.fields if (key := _json_key(f))}
-    return shared
-
-
 def _is_map(field: FieldDescriptor) -> bool:
-    return (
-        field.type == _T.TYPE_MESSAGE
-        and field.is_repeated
-        and field.message_type.GetOptions().map_entry
-    )
+    known = _maps.get(field)
+    if known is None:
+        known = _maps[field] = bool(
+            field.type == _T.TYPE_MESSAGE
+            and field.is_repeated
+            and field.message_type.GetOptions().map_entry
+        )
+    return known
 
 
 # -- proto -> dict ----------------------------------------------------------------------
@@ -186,23 +184,42 @@ def from_dict(
 ) -> Message:
     """Fills `message` from a decoded JSON object; returns it. With `strict`, a
     non-null key that names no field is InvalidArgument naming it."""
-    descriptor = message.DESCRIPTOR
-    fields = descriptor.fields_by_name
-    camel = descriptor.fields_by_camelcase_name
-    shared = _sharers(descriptor)
+    plain, shared = _reader(message.DESCRIPTOR)
     for key, value in data.items():
         if value is None:
             continue
-        field = fields.get(key) or camel.get(key)
         sharer = shared.get(key)
         if sharer is not None and isinstance(value, list | dict):
-            field = sharer
-        if field is None or (sharer is None and _json_key(field)):
-            if strict:
-                raise UnknownParameter.for_field(prefix + key, "is not a known parameter")
-            continue
-        _set(message, field, value, prefix + (key if sharer is not None else field.name), strict)
+            field, where = sharer, key
+        else:
+            field = plain.get(key)
+            if field is None:
+                if strict:
+                    raise UnknownParameter.for_field(prefix + key, "is not a known parameter")
+                continue
+            where = field.name
+        _set(message, field, value, prefix + where, strict)
     return message
+
+
+def _reader(
+    descriptor: Descriptor,
+) -> tuple[dict[str, FieldDescriptor], dict[str, FieldDescriptor]]:
+    """The fields by JSON key (name or camelCase name), and those reached only through
+    a key another field lends them (json_key)."""
+    reader = _readers.get(descriptor)
+    if reader is None:
+        plain: dict[str, FieldDescriptor] = {}
+        shared: dict[str, FieldDescriptor] = {}
+        for field in descriptor.fields:
+            key = _json_key(field)
+            if key:
+                shared[key] = field
+            else:
+                plain[field.name] = field
+                plain.setdefault(field.camelcase_name, field)
+        reader = _readers[descriptor] = (plain, shared)
+    return reader
 
 
 def set_field(message: Message, path: str, value: Any) -> None:

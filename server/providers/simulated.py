@@ -118,6 +118,9 @@ class SimulatedProvider:
                 arguments[i : i + ARGUMENT_FRAGMENT]
                 for i in range(0, len(arguments), ARGUMENT_FRAGMENT)
             ]
+            if request.max_tokens is not None and request.max_tokens < len(pieces):
+                # Cut short, as a real model's arguments would be: not valid JSON.
+                return Planned(pieces[: request.max_tokens], "length", tool, call_id)
             return Planned(pieces, "tool_calls", tool, call_id)
         fmt = request.response_format
         if fmt is not None:
