@@ -239,3 +239,17 @@ async def test_langchain_bind_tools(env: Env, fmt: str) -> None:
     async for piece in bound.astream([HumanMessage("Weather in Paris?")]):
         streamed = piece if streamed is None else streamed + piece
     assert streamed is not None and streamed.tool_calls[0]["args"] == ARGUMENTS  # type: ignore[attr-defined]
+
+
+async def test_openai_text_completion_fields(env: Env) -> None:
+    reply = await env.sdk.completions.create(
+        model="openai-u", prompt="Once", n=1, logprobs=2, suffix="end", best_of=2, seed=5,
+        echo=True, user="u", logit_bias={"7": 1}, presence_penalty=0.1,
+    )  # fmt: skip
+    sent = env.last("openai")
+    for key, value in {"logprobs": 2, "suffix": "end", "best_of": 2, "seed": 5, "user": "u",
+                       "logit_bias": {"7": 1}, "presence_penalty": 0.1}.items():  # fmt: skip
+        assert sent[key] == value, key
+    # The gateway echoes the prompt itself, so no upstream doubles it.
+    assert "echo" not in sent
+    assert reply.choices[0].text == "OnceHello, world! This is a fake reply."
