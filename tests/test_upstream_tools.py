@@ -253,3 +253,17 @@ async def test_openai_text_completion_fields(env: Env) -> None:
     # The gateway echoes the prompt itself, so no upstream doubles it.
     assert "echo" not in sent
     assert reply.choices[0].text == "OnceHello, world! This is a fake reply."
+
+
+@pytest.mark.parametrize("method", ["json_schema", "function_calling"])
+async def test_langchain_structured_output(env: Env, method: str) -> None:
+    from langchain_openai import ChatOpenAI
+
+    llm = ChatOpenAI(
+        model="anthropic-s", base_url=env.url, api_key="x",  # type: ignore[arg-type]
+        default_headers={"x-api-key": API_KEY}, max_retries=0,
+    )  # fmt: skip
+    structured = llm.with_structured_output(City, method=method)  # type: ignore[arg-type]
+    assert await structured.ainvoke("Where?") == City(city="Paris")
+    choice = env.last("anthropic")["tool_choice"]
+    assert (choice["type"], choice["name"]) == ("tool", "City")
