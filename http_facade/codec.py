@@ -5,10 +5,17 @@ parse `created` and token counts as integers); fields without presence (plain pr
 scalars, repeated fields) always written, so `index: 0` appears; fields with presence
 (`optional` scalars, messages) written only when set, so `finish_reason` and `ttft_ms`
 are absent where unset. Well-known types (Struct...) take their canonical JSON form.
+Two field options (gateway/v1/json_mapping.proto) cover OpenAI shapes proto3 JSON
+cannot express: `omit_empty` leaves an empty repeated field out (`tool_calls`),
+`null_when_empty` writes an empty string as null (a tool-call reply's `content`), and
+`json_key` lets a field share another field's key (`content` holds a string or an
+array of parts; `tool_choice` a string or an object): the set one is written there.
 
-Reading (`from_dict`): unknown keys are ignored (OpenAI clients send extras such as `n`
-or `user`), `null` means unset, and a value of the wrong type is InvalidArgument naming
-the field (`messages[0].role`).
+Reading (`from_dict`): `null` means unset, and a value of the wrong type is
+InvalidArgument naming the field (`messages[0].role`). Under a `json_key` key, an array
+or object goes to the field that declared the key, anything else to the plain field.
+Unknown keys are ignored by default; with `strict=True` (the OpenAI generation paths,
+as OpenAI itself does) a non-null unknown key is InvalidArgument naming it.
 
 Each message type's plan is computed once and cached: this runs for every SSE chunk.
 """
@@ -20,11 +27,12 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from gateway.v1 import json_mapping_pb2
 from google.protobuf import json_format
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 
-from server.core.errors import InvalidArgument
+from server.core.errors import InvalidArgument, UnknownParameter
 
 _T = FieldDescriptor
 _INTS = {
@@ -42,23 +50,48 @@ _INTS = {
 _FLOATS = {_T.TYPE_DOUBLE, _T.TYPE_FLOAT}
 
 # How a field is written.
-_ALWAYS, _IF_SET, _REPEATED, _MAP = range(4)
+_ALWAYS, _IF_SET, _REPEATED, _MAP, _IF_ANY, _OR_NULL = range(6)
 
 Convert = Callable[[Any], Any]
-_Plan = tuple[tuple[str, int, Convert | None], ...]
+# (field name, JSON key, how, converter)
+_Plan = tuple[tuple[str, str, int, Convert | None], ...]
 _plans: dict[Descriptor, _Plan] = {}
+# Per message type: its fields by JSON key, and the fields that borrow a key.
+_readers: dict[Descriptor, tuple[dict[str, FieldDescriptor], dict[str, FieldDescriptor]]] = {}
+# Whether a field is a map, per field (asked for every value read).
+_maps: dict[FieldDescriptor, bool] = {}
 
 
 def _is_well_known(descriptor: Descriptor) -> bool:
     return descriptor.full_name.startswith("google.protobuf.")
 
 
+def _json_key(field: FieldDescriptor) -> str:
+    """The key another field lends this one (json_key option), or ''."""
+    options = field.GetOptions()
+    if not options.HasExtension(json_mapping_pb2.json_key):
+        return ""
+    return str(options.Extensions[json_mapping_pb2.json_key])
+
+
+def _option(field: FieldDescriptor, extension: Any) -> bool:
+    options = field.GetOptions()
+    return options.HasExtension(extension) and bool(options.Extensions[extension])
+
+
+def _omit_empty(field: FieldDescriptor) -> bool:
+    return _option(field, json_mapping_pb2.omit_empty)
+
+
 def _is_map(field: FieldDescriptor) -> bool:
-    return (
-        field.type == _T.TYPE_MESSAGE
-        and field.is_repeated
-        and field.message_type.GetOptions().map_entry
-    )
+    known = _maps.get(field)
+    if known is None:
+        known = _maps[field] = bool(
+            field.type == _T.TYPE_MESSAGE
+            and field.is_repeated
+            and field.message_type.GetOptions().map_entry
+        )
+    return known
 
 
 # -- proto -> dict ----------------------------------------------------------------------
@@ -70,34 +103,48 @@ def to_dict(message: Message) -> dict[str, Any]:
     if plan is None:
         plan = _plans[message.DESCRIPTOR] = _plan(message.DESCRIPTOR)
     out: dict[str, Any] = {}
-    for name, how, convert in plan:
+    for name, key, how, convert in plan:
         if how == _ALWAYS:
             value = getattr(message, name)
-            out[name] = value if convert is None else convert(value)
+            out[key] = value if convert is None else convert(value)
         elif how == _IF_SET:
             if message.HasField(name):
                 value = getattr(message, name)
-                out[name] = value if convert is None else convert(value)
+                out[key] = value if convert is None else convert(value)
         elif how == _REPEATED:
             values = getattr(message, name)
-            out[name] = list(values) if convert is None else [convert(v) for v in values]
+            out[key] = list(values) if convert is None else [convert(v) for v in values]
+        elif how == _OR_NULL:
+            value = getattr(message, name)
+            out[key] = (value if convert is None else convert(value)) if value else None
+        elif how == _IF_ANY:
+            values = getattr(message, name)
+            if values:
+                out[key] = list(values) if convert is None else [convert(v) for v in values]
         else:
             values = getattr(message, name)
-            out[name] = {str(k): v if convert is None else convert(v) for k, v in values.items()}
+            out[key] = {str(k): v if convert is None else convert(v) for k, v in values.items()}
     return out
 
 
 def _plan(descriptor: Descriptor) -> _Plan:
     plan = []
-    for field in descriptor.fields:
+    # Fields sharing a key come after the plain field, so when set they win it.
+    ordered = sorted(descriptor.fields, key=lambda f: bool(_json_key(f)))
+    for field in ordered:
+        key = _json_key(field) or field.name
         if _is_map(field):
-            plan.append((field.name, _MAP, _writer(field.message_type.fields_by_name["value"])))
+            value_field = field.message_type.fields_by_name["value"]
+            plan.append((field.name, key, _MAP, _writer(value_field)))
         elif field.is_repeated:
-            plan.append((field.name, _REPEATED, _writer(field)))
+            how = _IF_ANY if _omit_empty(field) or _json_key(field) else _REPEATED
+            plan.append((field.name, key, how, _writer(field)))
         elif field.has_presence:
-            plan.append((field.name, _IF_SET, _writer(field)))
+            plan.append((field.name, key, _IF_SET, _writer(field)))
+        elif _option(field, json_mapping_pb2.null_when_empty):
+            plan.append((field.name, key, _OR_NULL, _writer(field)))
         else:
-            plan.append((field.name, _ALWAYS, _writer(field)))
+            plan.append((field.name, key, _ALWAYS, _writer(field)))
     return tuple(plan)
 
 
@@ -132,16 +179,47 @@ def _tidy_numbers(value: Any) -> Any:
 # -- dict -> proto ----------------------------------------------------------------------
 
 
-def from_dict(data: dict[str, Any], message: Message, prefix: str = "") -> Message:
-    """Fills `message` from a decoded JSON object; returns it."""
-    fields = message.DESCRIPTOR.fields_by_name
-    camel = message.DESCRIPTOR.fields_by_camelcase_name
+def from_dict(
+    data: dict[str, Any], message: Message, prefix: str = "", strict: bool = False
+) -> Message:
+    """Fills `message` from a decoded JSON object; returns it. With `strict`, a
+    non-null key that names no field is InvalidArgument naming it."""
+    plain, shared = _reader(message.DESCRIPTOR)
     for key, value in data.items():
-        field = fields.get(key) or camel.get(key)
-        if field is None or value is None:
+        if value is None:
             continue
-        _set(message, field, value, prefix + field.name)
+        sharer = shared.get(key)
+        if sharer is not None and isinstance(value, list | dict):
+            field, where = sharer, key
+        else:
+            field = plain.get(key)
+            if field is None:
+                if strict:
+                    raise UnknownParameter.for_field(prefix + key, "is not a known parameter")
+                continue
+            where = field.name
+        _set(message, field, value, prefix + where, strict)
     return message
+
+
+def _reader(
+    descriptor: Descriptor,
+) -> tuple[dict[str, FieldDescriptor], dict[str, FieldDescriptor]]:
+    """The fields by JSON key (name or camelCase name), and those reached only through
+    a key another field lends them (json_key)."""
+    reader = _readers.get(descriptor)
+    if reader is None:
+        plain: dict[str, FieldDescriptor] = {}
+        shared: dict[str, FieldDescriptor] = {}
+        for field in descriptor.fields:
+            key = _json_key(field)
+            if key:
+                shared[key] = field
+            else:
+                plain[field.name] = field
+                plain.setdefault(field.camelcase_name, field)
+        reader = _readers[descriptor] = (plain, shared)
+    return reader
 
 
 def set_field(message: Message, path: str, value: Any) -> None:
@@ -151,7 +229,7 @@ def set_field(message: Message, path: str, value: Any) -> None:
     for part in parents:
         target = getattr(target, part)
     field = target.DESCRIPTOR.fields_by_name[leaf]
-    _set(target, field, value, path)
+    _set(target, field, value, path, False)
 
 
 def from_text(field: FieldDescriptor, text: str, where: str) -> Any:
@@ -184,7 +262,7 @@ def field_for(descriptor: Descriptor, path: str) -> FieldDescriptor | None:
     return descriptor.fields_by_name.get(leaf)
 
 
-def _set(message: Message, field: FieldDescriptor, value: Any, where: str) -> None:
+def _set(message: Message, field: FieldDescriptor, value: Any, where: str, strict: bool) -> None:
     if _is_map(field):
         if not isinstance(value, dict):
             raise InvalidArgument.for_field(where, "must be an object")
@@ -194,7 +272,7 @@ def _set(message: Message, field: FieldDescriptor, value: Any, where: str) -> No
         for k, v in value.items():
             key = from_text(key_field, k, f"{where}.{k}")
             if value_field.type == _T.TYPE_MESSAGE:
-                _message_value(target[key], value_field, v, f"{where}.{k}")
+                _message_value(target[key], value_field, v, f"{where}.{k}", strict)
             else:
                 target[key] = _scalar(value_field, v, f"{where}.{k}")
         return
@@ -208,19 +286,21 @@ def _set(message: Message, field: FieldDescriptor, value: Any, where: str) -> No
             if item is None:
                 raise InvalidArgument.for_field(f"{where}[{i}]", "must not be null")
             if field.type == _T.TYPE_MESSAGE:
-                _message_value(target.add(), field, item, f"{where}[{i}]")
+                _message_value(target.add(), field, item, f"{where}[{i}]", strict)
             else:
                 target.append(_scalar(field, item, f"{where}[{i}]"))
         return
     if field.type == _T.TYPE_MESSAGE:
         sub = getattr(message, field.name)
         sub.SetInParent()
-        _message_value(sub, field, value, where)
+        _message_value(sub, field, value, where, strict)
         return
     setattr(message, field.name, _scalar(field, value, where))
 
 
-def _message_value(target: Message, field: FieldDescriptor, value: Any, where: str) -> None:
+def _message_value(
+    target: Message, field: FieldDescriptor, value: Any, where: str, strict: bool
+) -> None:
     if _is_well_known(field.message_type):
         try:
             json_format.ParseDict(value, target)
@@ -229,7 +309,7 @@ def _message_value(target: Message, field: FieldDescriptor, value: Any, where: s
         return
     if not isinstance(value, dict):
         raise InvalidArgument.for_field(where, "must be an object")
-    from_dict(value, target, where + ".")
+    from_dict(value, target, where + ".", strict)
 
 
 def _scalar(field: FieldDescriptor, value: Any, where: str) -> Any:

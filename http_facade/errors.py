@@ -22,12 +22,12 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from server.core.errors import (
-    ERROR_TYPE,
     Code,
     GatewayError,
     Internal,
     InvalidArgument,
     NotFound,
+    error_type,
 )
 
 log = logging.getLogger(__name__)
@@ -66,7 +66,7 @@ def internal(exc: BaseException, request_id: str) -> Internal:
 def error_object(error: GatewayError) -> dict[str, Any]:
     return {
         "message": error.message,
-        "type": ERROR_TYPE.get(error.code, "api_error"),
+        "type": error_type(error.code, error.reason),
         "code": error.reason.lower(),
         "param": error.param,
     }

@@ -64,7 +64,7 @@ async def test_stream_without_a_transport(gateway: Gateway) -> None:
     ("name", "request_", "metadata", "error", "reason"),
     [
         ("CreateChatCompletion", chat.CreateChatCompletionRequest(model="nope", messages=HELLO),
-         API, NotFound, "NOT_FOUND"),
+         API, NotFound, "MODEL_NOT_FOUND"),
         ("CreateChatCompletion", chat.CreateChatCompletionRequest(
             model="sim-mini", messages=HELLO, temperature=3), API, InvalidArgument,
          "INVALID_ARGUMENT"),

@@ -121,3 +121,58 @@ def test_round_trip() -> None:
     body = {"deployment_id": "d", "inputs": "x", "parameters": {"max_new_tokens": 3, "stop": ["."]}}
     message = from_dict(body, deployment.InvokeDeploymentRequest())
     assert to_dict(message) == body
+
+
+def test_content_is_a_string_or_an_array_of_parts() -> None:
+    request = from_dict(
+        {"model": "m", "messages": [
+            {"role": "user", "content": [{"type": "text", "text": "a"},
+                                         {"type": "image_url", "image_url": {"url": "https://x"}}]},
+            {"role": "assistant", "content": "b"}]},
+        chat.CreateChatCompletionRequest(), strict=True,
+    )  # fmt: skip
+    first, second = request.messages
+    assert [p.type for p in first.content_parts] == ["text", "image_url"] and not first.content
+    assert second.content == "b" and not second.content_parts
+    out = to_dict(request)
+    assert out["messages"][0]["content"][1] == {
+        "type": "image_url",
+        "image_url": {"url": "https://x"},
+    }
+    assert out["messages"][1] == {"role": "assistant", "content": "b"}
+    assert "content_parts" not in json.dumps(out) and "tools" not in out
+
+
+def test_tool_choice_is_a_string_or_an_object() -> None:
+    named = from_dict(
+        {"tool_choice": {"type": "function", "function": {"name": "f"}}},
+        chat.CreateChatCompletionRequest(),
+    )
+    assert named.tool_choice_function.function.name == "f" and not named.HasField("tool_choice")
+    assert to_dict(named)["tool_choice"] == {"type": "function", "function": {"name": "f"}}
+    mode = from_dict({"tool_choice": "auto"}, chat.CreateChatCompletionRequest())
+    assert mode.tool_choice == "auto" and to_dict(mode)["tool_choice"] == "auto"
+
+
+def test_strict_refuses_unknown_keys_by_name() -> None:
+    with pytest.raises(InvalidArgument) as caught:
+        from_dict({"model": "m", "colour": "red"}, chat.CreateChatCompletionRequest(), strict=True)
+    assert caught.value.param == "colour"
+    with pytest.raises(InvalidArgument) as caught:
+        from_dict({"messages": [{"role": "user", "content_parts": []}]},
+                  chat.CreateChatCompletionRequest(), strict=True)  # fmt: skip
+    assert caught.value.param == "messages[0].content_parts"
+    # null is "not set", whatever the key.
+    from_dict({"model": "m", "colour": None}, chat.CreateChatCompletionRequest(), strict=True)
+
+
+def test_reply_message_shapes() -> None:
+    from gateway.v1 import chat_pb2
+
+    call = chat_pb2.ToolCall(id="c", type="function",
+                             function=chat_pb2.FunctionCall(name="f", arguments='{"a": 1}'))  # fmt: skip
+    message = chat.ChatMessage(role="assistant", content="", tool_calls=[call])
+    out = to_dict(message)
+    assert out["tool_calls"] == [{"id": "c", "type": "function",
+                                  "function": {"name": "f", "arguments": '{"a": 1}'}}]  # fmt: skip
+    assert "tool_calls" not in to_dict(chat.ChatMessage(role="assistant", content="x"))

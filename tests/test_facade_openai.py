@@ -117,7 +117,7 @@ async def test_models_list(sdk: openai.AsyncOpenAI) -> None:
 async def test_sdk_error_classes(sdk: openai.AsyncOpenAI) -> None:
     with pytest.raises(openai.NotFoundError) as not_found:
         await sdk.chat.completions.create(model="no-such-model", messages=MESSAGES)  # type: ignore[arg-type]
-    assert not_found.value.code == "not_found"
+    assert not_found.value.code == "model_not_found"
     with pytest.raises(openai.BadRequestError) as bad:
         await sdk.chat.completions.create(model="sim-mini", messages=MESSAGES, temperature=3)  # type: ignore[arg-type]
     assert bad.value.param == "temperature"

@@ -147,7 +147,7 @@ async def test_error_before_first_chunk_is_plain_http(mode: str) -> None:
         )
         assert r.status_code == 404
         assert r.headers["content-type"] == "application/json"
-        assert r.json()["error"]["code"] == "not_found"
+        assert r.json()["error"]["code"] == "model_not_found"
         r = await c.post("/v1/infer:stream", json={"prompt": "x"}, headers={})
         assert r.status_code == 401
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import grpc
 import pytest
 from gateway.v1 import (
@@ -276,3 +278,44 @@ async def test_health_and_reflection_services_answer(gateway):
         for service in ("", "gateway.v1.ChatService"):
             reply = await health.Check(health_pb2.HealthCheckRequest(service=service))
             assert reply.status == health_pb2.HealthCheckResponse.SERVING
+
+
+async def test_tools_and_content_parts_over_grpc(stubs) -> None:  # type: ignore[no-untyped-def]
+    """gRPC callers get what REST callers get: content parts, tools, tool calls."""
+    from gateway.v1 import chat_pb2
+    from google.protobuf import struct_pb2
+
+    parameters = struct_pb2.Struct()
+    parameters.update({"type": "object", "properties": {"q": {"type": "string"}},
+                       "required": ["q"]})  # fmt: skip
+    tool = chat_pb2.Tool(
+        type="function", function=chat_pb2.FunctionDefinition(name="search", parameters=parameters)
+    )
+    image = chat_pb2.ContentPart(
+        type="image_url", image_url=chat_pb2.ImageUrl(url="https://example.com/a.png")
+    )
+    question = chat.ChatMessage(
+        role="user", content_parts=[chat_pb2.ContentPart(type="text", text="find"), image]
+    )
+    reply = await stubs.chat.CreateChatCompletion(
+        chat.CreateChatCompletionRequest(model="sim-mini", messages=[question], tools=[tool]),
+        metadata=API,
+    )
+    (choice,) = reply.choices
+    assert choice.finish_reason == "tool_calls"
+    (call,) = choice.message.tool_calls
+    assert call.function.name == "search" and isinstance(
+        json.loads(call.function.arguments)["q"], str
+    )
+    result = chat.ChatMessage(role="tool", content="found", tool_call_id=call.id)
+    chunks = [
+        c
+        async for c in stubs.chat.StreamChatCompletion(
+            chat.StreamChatCompletionRequest(
+                model="sim-mini", messages=[question, choice.message, result], tools=[tool]
+            ),
+            metadata=API,
+        )
+    ]
+    assert chunks[-1].choices[0].finish_reason == "stop"
+    assert "".join(c.choices[0].delta.content for c in chunks).startswith("(simulated)")

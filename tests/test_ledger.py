@@ -49,7 +49,7 @@ async def test_every_request_is_recorded_success_or_failure(tmp_path):
         ("CreateChatCompletion", "OK", ""),
         ("StreamChatCompletion", "OK", ""),
         ("CreateChatCompletion", "INVALID_ARGUMENT", "INVALID_ARGUMENT"),
-        ("CreateChatCompletion", "NOT_FOUND", "NOT_FOUND"),
+        ("CreateChatCompletion", "NOT_FOUND", "MODEL_NOT_FOUND"),
         ("ListModels", "RESOURCE_EXHAUSTED", "RATE_LIMITED"),
     ]
     first = rows[0]

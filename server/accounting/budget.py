@@ -50,7 +50,8 @@ def period_bounds(period: str, now: float | None = None) -> tuple[float, float |
 def max_cost(prices: Iterable[Price | None], request: GenerationRequest, default_max: int) -> float:
     """The most a request can cost on any of the models it may be routed to, in USD."""
     prompt = tokens.estimate_prompt(request)
-    completion = request.max_tokens or default_max
+    # Every choice (and every best_of candidate) may generate up to max_tokens.
+    completion = (request.max_tokens or default_max) * max(request.n, request.best_of or 1)
     worst = 0.0
     for price in prices:
         if price is None:

@@ -7,13 +7,17 @@ Upstream-reported counts always win over these.
 
 from __future__ import annotations
 
-from server.core.generation import GenerationRequest
+import json
+
+from server.core.generation import GenerationRequest, Message
 
 BYTES_PER_TOKEN = 4
 # Role markers and separators a chat template adds around each message.
 TOKENS_PER_MESSAGE = 4
 # The assistant-turn primer after the last message.
 REPLY_PRIMER_TOKENS = 3
+# An image part, whatever its size: OpenAI's cost of a 1024x1024 image at high detail.
+IMAGE_TOKENS = 765
 
 
 def estimate(text: str) -> int:
@@ -26,6 +30,21 @@ def estimate(text: str) -> int:
 def estimate_prompt(request: GenerationRequest) -> int:
     """Estimates the input tokens of a request, chat overhead included."""
     if request.prompt is not None:
-        return estimate(request.prompt)
-    body = sum(estimate(m.content) + TOKENS_PER_MESSAGE for m in request.messages)
+        return estimate(request.prompt) + estimate(request.suffix or "")
+    body = sum(_message(m) + TOKENS_PER_MESSAGE for m in request.messages)
+    for tool in request.tools:
+        body += estimate(tool.name) + estimate(tool.description or "")
+        body += estimate(json.dumps(tool.parameters)) if tool.parameters else 0
+    fmt = request.response_format
+    if fmt is not None and fmt.schema is not None:
+        body += estimate(json.dumps(fmt.schema))
     return body + REPLY_PRIMER_TOKENS
+
+
+def _message(message: Message) -> int:
+    """Every part of a message: its text, images, name and tool calls."""
+    count = estimate(message.content) + IMAGE_TOKENS * len(message.images)
+    count += estimate(message.name or "")
+    for call in message.tool_calls:
+        count += estimate(call.name) + estimate(call.arguments) + estimate(call.id)
+    return count

@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 
 from server.core.breaker import Breaker, State
 from server.core.config import Config, DeploymentConfig, ModelConfig, Price, ProviderConfig
-from server.core.errors import NotFound
-from server.core.generation import Provider, RetryPolicy
+from server.core.errors import ModelNotFound, NotFound
+from server.core.generation import Capability, Provider, RetryPolicy
 from server.providers import registry
 
 log = logging.getLogger(__name__)
@@ -53,6 +53,13 @@ class Upstream:
         return self.provider.retry_policy
 
     @property
+    def capabilities(self) -> frozenset[Capability]:
+        """What the provider can do: its config's list when given, else its adapter's."""
+        if self.config.capabilities is not None:
+            return frozenset(self.config.capabilities)
+        return self.provider.capabilities
+
+    @property
     def usable(self) -> bool:
         """Enabled, and its circuit not open (a half-open one may take a probe)."""
         return self.config.enabled and self.breaker.state is not State.OPEN
@@ -84,7 +91,7 @@ class Catalog:
     def model(self, model_id: str) -> ModelConfig:
         model = self.config.model(model_id)
         if model is None:
-            raise NotFound(f"model {model_id!r} does not exist", {"model": model_id})
+            raise ModelNotFound(f"model {model_id!r} does not exist", {"model": model_id})
         return model
 
     def deployment(self, deployment_id: str) -> DeploymentConfig:

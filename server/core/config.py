@@ -13,6 +13,8 @@ from typing import Any, Literal, get_args
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from server.core.generation import Capability
+
 # The routing profiles: named here and nowhere else.
 ProfileName = Literal["economy", "balanced", "quality"]
 PROFILES: tuple[ProfileName, ...] = get_args(ProfileName)
@@ -60,6 +62,10 @@ class ProviderConfig(Strict):
     enabled: bool = True
     params: dict[str, Any] = Field(default_factory=dict)
     breaker: BreakerConfig = Field(default_factory=BreakerConfig)
+    # What this provider can do beyond plain text (tools, images, structured_output, n,
+    # logprobs, sampling_controls, suffix, reasoning_effort, metadata). Absent: its
+    # adapter's default; an OpenAI-compatible server without tools lists the rest.
+    capabilities: list[Capability] | None = None
 
 
 class ModelConfig(Strict):

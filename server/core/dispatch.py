@@ -21,7 +21,7 @@ from typing import Any
 from server.core.breaker import Permit
 from server.core.catalog import Upstream
 from server.core.errors import AllProvidersFailed, DeadlineExceeded, GatewayError, UpstreamError
-from server.core.generation import Event, GenerationRequest, TextDelta
+from server.core.generation import Event, Finished, GenerationRequest
 
 Causes = list[tuple[str, GatewayError]]
 # Starts one attempt on an upstream: its event stream (by default, a generation).
@@ -142,7 +142,7 @@ async def _chain(
         event = first
         while True:
             yield event
-            if not isinstance(event, TextDelta):
+            if isinstance(event, Finished):
                 return
             try:
                 event = await _next(events, deadline, upstream.id)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
 
 from gateway.v1 import usage_pb2
 
@@ -10,15 +11,68 @@ from server.accounting import costs, tokens
 from server.core import dispatch
 from server.core.catalog import Upstream
 from server.core.config import ModelConfig
-from server.core.errors import Internal
-from server.core.generation import Finished, GenerationRequest, TextDelta, TokenCounts
+from server.core.errors import Internal, Unsupported
+from server.core.generation import (
+    Finished,
+    GenerationRequest,
+    TextDelta,
+    TokenCounts,
+    TokenLogprob,
+    ToolCall,
+    ToolCallDelta,
+)
+
+
+@dataclass
+class Choice:
+    """One choice of a generation, gathered from its events."""
+
+    text: list[str] = field(default_factory=list)
+    logprobs: list[TokenLogprob] = field(default_factory=list)
+    # Tool calls by index: [id, name, arguments].
+    calls: dict[int, list[str]] = field(default_factory=dict)
+    finish_reason: str | None = None
+
+    def add(self, event: TextDelta | ToolCallDelta) -> None:
+        if isinstance(event, TextDelta):
+            self.text.append(event.text)
+            self.logprobs.extend(event.logprobs)
+            return
+        call = self.calls.setdefault(event.index, ["", "", ""])
+        call[0] = event.id or call[0]
+        call[1] = event.name or call[1]
+        call[2] += event.arguments
+
+    @property
+    def tool_calls(self) -> list[ToolCall]:
+        return [ToolCall(*self.calls[i]) for i in sorted(self.calls)]
+
+
+def capable(
+    upstreams: Sequence[Upstream], request: GenerationRequest, subject: str
+) -> list[Upstream]:
+    """The upstreams that have every capability the request needs, in order.
+
+    Raises Unsupported, naming the capability and the field, when none has one."""
+    needs = request.needs()
+    if not needs:
+        return list(upstreams)
+    enabled = [u for u in upstreams if u.config.enabled] or list(upstreams)
+    for capability, param in needs.items():
+        if not any(capability in u.capabilities for u in enabled):
+            raise Unsupported(
+                f"{param}: {subject} has no provider that supports {capability.value}",
+                {"field": param, "capability": capability.value, "subject": subject},
+            )
+    return [u for u in upstreams if all(c in u.capabilities for c in needs)]
 
 
 class Run:
     """Runs one request on the first upstream that answers, measuring as it goes.
 
-    `open()` fails over between upstreams; `deltas()` then yields the text; after it
-    ends, `finish_reason` and `usage()` describe the whole generation."""
+    `open()` fails over between upstreams; `events()` (or `deltas()`, text only) then
+    yields the generation; after it ends, `choices`, `finish_reason` and `usage()`
+    describe the whole of it."""
 
     def __init__(
         self, upstreams: Sequence[Upstream], request: GenerationRequest, deadline: float | None
@@ -27,7 +81,7 @@ class Run:
         self._upstreams = upstreams
         self._deadline = deadline
         self._clock = costs.Stopwatch()
-        self._text: list[str] = []
+        self.choices = [Choice() for _ in range(max(1, request.n))]
         self._finished: Finished | None = None
         self.upstream: Upstream | None = None
 
@@ -37,29 +91,43 @@ class Run:
         return self.upstream.model
 
     async def open(self, subject: str) -> None:
+        upstreams = capable(self._upstreams, self.request, subject)
         self.upstream, self._events = await dispatch.open_stream(
-            self._upstreams, self.request, self._deadline, subject
+            upstreams, self.request, self._deadline, subject
         )
         self._clock.mark_first_token()
 
-    async def deltas(self) -> AsyncIterator[str]:
+    async def events(self) -> AsyncIterator[TextDelta | ToolCallDelta]:
+        """Text and tool-call fragments as they come, each choice's in order."""
         async for event in self._events:
-            if isinstance(event, TextDelta):
-                if event.text:
-                    self._text.append(event.text)
-                    yield event.text
-            else:
+            if isinstance(event, Finished):
                 self._finished = event
+                reasons = event.finish_reasons or (event.finish_reason,)
+                for choice, reason in zip(self.choices, reasons, strict=False):
+                    choice.finish_reason = reason
+                continue
+            if event.choice >= len(self.choices):
+                continue  # a choice nobody asked for
+            if isinstance(event, TextDelta) and not event.text:
+                continue
+            self.choices[event.choice].add(event)
+            yield event
+
+    async def deltas(self) -> AsyncIterator[str]:
+        """Choice 0's text fragments (the routing interface's single choice)."""
+        async for event in self.events():
+            if isinstance(event, TextDelta) and event.choice == 0:
+                yield event.text
 
     async def text(self) -> str:
         """Gathers the whole generation."""
-        async for _ in self.deltas():
+        async for _ in self.events():
             pass
         return self.generated_text
 
     @property
     def generated_text(self) -> str:
-        return "".join(self._text)
+        return "".join(self.choices[0].text)
 
     @property
     def finish_reason(self) -> str:
@@ -67,13 +135,19 @@ class Run:
             raise Internal("generation ended without a finish reason")
         return self._finished.finish_reason
 
+    def choice_finish(self, index: int) -> str:
+        """Choice `index`'s finish reason (choice 0's when the upstream gave one only)."""
+        return self.choices[index].finish_reason or self.finish_reason
+
     def counts(self) -> TokenCounts:
         """Upstream-reported counts when there are any, else estimates."""
         if self._finished is not None and self._finished.counts is not None:
             return self._finished.counts
-        return TokenCounts(
-            tokens.estimate_prompt(self.request), tokens.estimate("".join(self._text))
+        generated = sum(
+            tokens.estimate("".join(c.text)) + sum(tokens.estimate(a[2]) for a in c.calls.values())
+            for c in self.choices
         )
+        return TokenCounts(tokens.estimate_prompt(self.request), generated)
 
     @property
     def started(self) -> bool:

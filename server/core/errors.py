@@ -2,9 +2,12 @@
 
     GatewayError
     ├── InvalidArgument          INVALID_ARGUMENT     400  a field is missing or out of range
+    │   ├── UnknownParameter     INVALID_ARGUMENT     400  a field the API does not have
+    │   └── Unsupported          INVALID_ARGUMENT     400  no provider of the model can do it
     ├── Unauthenticated          UNAUTHENTICATED      401  missing or wrong key
     ├── PermissionDenied         PERMISSION_DENIED    403  key valid, not allowed here
-    ├── NotFound                 NOT_FOUND            404  unknown model or deployment
+    ├── NotFound                 NOT_FOUND            404  unknown deployment, key or path
+    │   └── ModelNotFound        NOT_FOUND            404  unknown model
     ├── RateLimited              RESOURCE_EXHAUSTED   429  per-key limit spent
     ├── BudgetExhausted          RESOURCE_EXHAUSTED   429  per-key budget spent
     ├── DeadlineExceeded         DEADLINE_EXCEEDED    504  the request's deadline passed
@@ -84,6 +87,16 @@ ERROR_TYPE: dict[Code, str] = {
 }
 
 
+# Reasons whose OpenAI `error.type` is not their code's: OpenAI answers an unknown model
+# with 404 `invalid_request_error` / `model_not_found`.
+REASON_ERROR_TYPE: dict[str, str] = {"MODEL_NOT_FOUND": "invalid_request_error"}
+
+
+def error_type(code: Code, reason: str) -> str:
+    """The OpenAI-style `error.type` of an error."""
+    return REASON_ERROR_TYPE.get(reason) or ERROR_TYPE.get(code, "api_error")
+
+
 def http_status(code: Code, upstream_answered: bool = False) -> int:
     """Maps a gRPC code to its HTTP status; 502 when an upstream answered badly."""
     if code == Code.UNAVAILABLE and upstream_answered:
@@ -134,6 +147,17 @@ class InvalidArgument(GatewayError):
         return cls(f"{field_name}: {description}", {"field": field_name})
 
 
+class UnknownParameter(InvalidArgument):
+    reason = "UNKNOWN_PARAMETER"
+
+
+class Unsupported(InvalidArgument):
+    """The request needs a capability (tools, images...) none of the model's providers
+    has."""
+
+    reason = "UNSUPPORTED_CAPABILITY"
+
+
 class Unauthenticated(GatewayError):
     code = Code.UNAUTHENTICATED
     reason = "UNAUTHENTICATED"
@@ -147,6 +171,10 @@ class PermissionDenied(GatewayError):
 class NotFound(GatewayError):
     code = Code.NOT_FOUND
     reason = "NOT_FOUND"
+
+
+class ModelNotFound(NotFound):
+    reason = "MODEL_NOT_FOUND"
 
 
 class RateLimited(GatewayError):

@@ -8,15 +8,99 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Protocol
+from enum import StrEnum
+from typing import Any, Protocol
 
 from server.core.errors import UpstreamError
+
+
+class Capability(StrEnum):
+    """What a request may need of a provider beyond plain text generation. Each
+    provider declares the ones it has (its adapter's default, or its config's list);
+    dispatch only tries providers that have every one a request needs."""
+
+    TOOLS = "tools"
+    IMAGES = "images"
+    STRUCTURED_OUTPUT = "structured_output"
+    # More than one choice per request (n > 1, best_of > 1).
+    N = "n"
+    LOGPROBS = "logprobs"
+    # seed, presence_penalty, frequency_penalty and logit_bias.
+    SAMPLING_CONTROLS = "sampling_controls"
+    # A text completion's suffix (fill in the middle).
+    SUFFIX = "suffix"
+    REASONING_EFFORT = "reasoning_effort"
+    # Request metadata (key-value tags) passed to the upstream.
+    METADATA = "metadata"
+
+
+ALL_CAPABILITIES = frozenset(Capability)
+
+
+@dataclass(frozen=True, slots=True)
+class TextPart:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ImagePart:
+    """An image by `https://` URL or `data:` URL."""
+
+    url: str
+    detail: str | None = None
+
+    @property
+    def is_data(self) -> bool:
+        return self.url.startswith("data:")
+
+
+Part = TextPart | ImagePart
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """A call the model made; `arguments` is JSON text."""
+
+    id: str
+    name: str
+    arguments: str
 
 
 @dataclass(frozen=True, slots=True)
 class Message:
     role: str
+    # The text; for content given as parts, its text parts joined.
     content: str
+    # The content as parts, when it was given that way.
+    parts: tuple[Part, ...] = ()
+    name: str | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
+
+    @property
+    def images(self) -> tuple[ImagePart, ...]:
+        return tuple(p for p in self.parts if isinstance(p, ImagePart))
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """A function the model may call; `parameters` is its JSON Schema."""
+
+    name: str
+    description: str | None = None
+    parameters: dict[str, Any] | None = None
+    strict: bool | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ResponseFormat:
+    """`json_object`, or `json_schema` with a named schema (`text` is no format)."""
+
+    type: str
+    name: str | None = None
+    schema: dict[str, Any] | None = None
+    description: str | None = None
+    strict: bool | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,10 +113,61 @@ class GenerationRequest:
     temperature: float | None = None
     top_p: float | None = None
     stop: tuple[str, ...] = ()
+    # Choices asked for.
+    n: int = 1
+    seed: int | None = None
+    user: str | None = None
+    presence_penalty: float | None = None
+    frequency_penalty: float | None = None
+    logit_bias: tuple[tuple[str, int], ...] = ()
+    logprobs: bool = False
+    # Most likely alternatives per position (chat top_logprobs; completions logprobs).
+    top_logprobs: int | None = None
+    tools: tuple[ToolSpec, ...] = ()
+    # `none`, `auto` or `required`; None when not given.
+    tool_choice: str | None = None
+    # A function the model must call.
+    forced_tool: str | None = None
+    parallel_tool_calls: bool | None = None
+    response_format: ResponseFormat | None = None
+    reasoning_effort: str | None = None
+    metadata: tuple[tuple[str, str], ...] = ()
+    # Text completions only.
+    echo: bool = False
+    suffix: str | None = None
+    best_of: int | None = None
 
     @property
     def is_chat(self) -> bool:
         return self.prompt is None
+
+    def needs(self) -> dict[Capability, str]:
+        """The capabilities this request needs, each with the field that needs it."""
+        out: dict[Capability, str] = {}
+        if self.tools or any(m.tool_calls or m.role == "tool" for m in self.messages):
+            out[Capability.TOOLS] = "tools"
+        if any(m.images for m in self.messages):
+            out[Capability.IMAGES] = "messages"
+        if self.response_format is not None:
+            out[Capability.STRUCTURED_OUTPUT] = "response_format"
+        if self.n > 1:
+            out[Capability.N] = "n"
+        if (self.best_of or 1) > 1:
+            out[Capability.N] = "best_of"
+        if self.logprobs:
+            out[Capability.LOGPROBS] = "logprobs"
+        for name in ("seed", "presence_penalty", "frequency_penalty"):
+            if getattr(self, name) is not None:
+                out[Capability.SAMPLING_CONTROLS] = name
+        if self.logit_bias:
+            out[Capability.SAMPLING_CONTROLS] = "logit_bias"
+        if self.suffix is not None:
+            out[Capability.SUFFIX] = "suffix"
+        if self.reasoning_effort is not None:
+            out[Capability.REASONING_EFFORT] = "reasoning_effort"
+        if self.metadata:
+            out[Capability.METADATA] = "metadata"
+        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,22 +190,54 @@ class TokenCounts:
 
 
 @dataclass(frozen=True, slots=True)
+class TopLogprob:
+    token: str
+    logprob: float
+
+
+@dataclass(frozen=True, slots=True)
+class TokenLogprob:
+    """A generated token's log probability, with the likeliest alternatives."""
+
+    token: str
+    logprob: float
+    top: tuple[TopLogprob, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class TextDelta:
-    """A fragment of generated text."""
+    """A fragment of generated text, of choice `choice`."""
 
     text: str
+    choice: int = 0
+    # The log probabilities of the fragment's tokens, when asked for.
+    logprobs: tuple[TokenLogprob, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallDelta:
+    """A fragment of tool call number `index` of choice `choice`: the first fragment of
+    a call carries its id and name, the next ones pieces of its JSON arguments."""
+
+    index: int
+    id: str | None = None
+    name: str | None = None
+    arguments: str = ""
+    choice: int = 0
 
 
 @dataclass(frozen=True, slots=True)
 class Finished:
     """The end of a generation. `counts` is None when the upstream reported no usage;
-    the core then counts the tokens itself."""
+    the core then counts the tokens itself. `finish_reason` is choice 0's;
+    `finish_reasons` holds every choice's when there are several."""
 
     finish_reason: str
     counts: TokenCounts | None = None
+    finish_reasons: tuple[str, ...] = ()
 
 
-Event = TextDelta | Finished
+Event = TextDelta | ToolCallDelta | Finished
 
 
 @dataclass(frozen=True)
@@ -99,9 +266,11 @@ class Provider(Protocol):
 
     # How often dispatch may retry this provider before failing over.
     retry_policy: RetryPolicy
+    # What it can do beyond plain text (its adapter's default; config may narrow it).
+    capabilities: frozenset[Capability]
 
     def generate(self, request: GenerationRequest) -> AsyncIterator[Event]:
-        """Streams TextDelta events, then exactly one Finished event."""
+        """Streams TextDelta and ToolCallDelta events, then exactly one Finished event."""
         ...
 
     async def aclose(self) -> None:

@@ -43,7 +43,7 @@ from server.accounting.admission import Admission, Principal
 from server.accounting.budget import BudgetSpec, MemoryBudgets
 from server.accounting.ledger import Ledger
 from server.accounting.tab import Accounting, Accounts, Tab
-from server.core import textgen, validation
+from server.core import replies, textgen, validation
 from server.core.admin import AdminHandlers
 from server.core.call import Call
 from server.core.catalog import Catalog
@@ -53,7 +53,7 @@ from server.core.embedding import validate as validate_embeddings
 from server.core.embedding_run import EmbeddingRun, encode
 from server.core.engine import Run
 from server.core.errors import InvalidArgument, NotFound
-from server.core.generation import GenerationRequest
+from server.core.generation import GenerationRequest, TextDelta
 from server.core.pipeline import Middleware
 from server.routing.policies import build_router
 from server.routing.router import Router
@@ -90,17 +90,20 @@ class Gateway:
         self, request: chat.CreateChatCompletionRequest, call: Call
     ) -> chat.CreateChatCompletionResponse:
         run = await self._start_model(request, validation.chat, call)
-        text = await run.text()
+        await run.text()
+        choices = []
+        for i, gathered in enumerate(run.choices):
+            message = chat.ChatMessage(
+                role="assistant",
+                content="".join(gathered.text),
+                tool_calls=[replies.tool_call(c) for c in gathered.tool_calls],
+            )
+            choice = chat.ChatChoice(index=i, message=message, finish_reason=run.choice_finish(i))
+            if run.request.logprobs:
+                choice.logprobs.CopyFrom(replies.chat_logprobs(gathered.logprobs))
+            choices.append(choice)
         return chat.CreateChatCompletionResponse(
-            **_head(call, run, "chat.completion"),
-            choices=[
-                chat.ChatChoice(
-                    index=0,
-                    message=chat.ChatMessage(role="assistant", content=text),
-                    finish_reason=run.finish_reason,
-                )
-            ],
-            usage=run.usage(),
+            **_head(call, run, "chat.completion"), choices=choices, usage=run.usage()
         )
 
     async def stream_chat_completion(
@@ -108,34 +111,42 @@ class Gateway:
     ) -> AsyncGenerator[chat.StreamChatCompletionResponse, None]:
         run = await self._start_model(request, validation.chat, call)
         head = _head(call, run, "chat.completion.chunk")
-        yield chat.StreamChatCompletionResponse(
-            **head, choices=[chat.ChatChunkChoice(index=0, delta=chat.ChatDelta(role="assistant"))]
-        )
-        async for text in run.deltas():
-            delta = chat.ChatDelta(content=text)
+        for i in range(len(run.choices)):
             yield chat.StreamChatCompletionResponse(
-                **head, choices=[chat.ChatChunkChoice(index=0, delta=delta)]
+                **head,
+                choices=[chat.ChatChunkChoice(index=i, delta=chat.ChatDelta(role="assistant"))],
             )
-        last = chat.StreamChatCompletionResponse(
-            **head,
-            choices=[
-                chat.ChatChunkChoice(
-                    index=0, delta=chat.ChatDelta(), finish_reason=run.finish_reason
-                )
-            ],
-        )
-        if request.stream_options.include_usage:
-            last.usage.CopyFrom(run.usage())
-        yield last
+        async for event in run.events():
+            choice = replies.chat_chunk_choice(event, run.request.logprobs)
+            yield chat.StreamChatCompletionResponse(**head, choices=[choice])
+        for i in range(len(run.choices)):
+            last = chat.StreamChatCompletionResponse(
+                **head,
+                choices=[
+                    chat.ChatChunkChoice(
+                        index=i, delta=chat.ChatDelta(), finish_reason=run.choice_finish(i)
+                    )
+                ],
+            )
+            if i == len(run.choices) - 1 and request.stream_options.include_usage:
+                last.usage.CopyFrom(run.usage())
+            yield last
 
     async def create_completion(
         self, request: completion.CreateCompletionRequest, call: Call
     ) -> completion.CreateCompletionResponse:
         run = await self._start_model(request, validation.completion, call)
-        text = await run.text()
+        await run.text()
+        echo = (run.request.prompt or "") if run.request.echo else ""
+        choices = []
+        for i, gathered in enumerate(run.choices):
+            choice = _text_choice(echo + "".join(gathered.text), run.choice_finish(i), i)
+            if run.request.logprobs:
+                choice.logprobs.CopyFrom(replies.completion_logprobs(gathered.logprobs))
+            choices.append(choice)
         return completion.CreateCompletionResponse(
             **_head(call, run, "text_completion"),
-            choices=[_text_choice(text, run.finish_reason)],
+            choices=choices,
             usage=run.usage(with_ttft=False),
         )
 
@@ -144,15 +155,24 @@ class Gateway:
     ) -> AsyncGenerator[completion.StreamCompletionResponse, None]:
         run = await self._start_model(request, validation.completion, call)
         head = _head(call, run, "text_completion")
-        async for text in run.deltas():
-            choice = _text_choice(text)
+        if run.request.echo:
+            for i in range(len(run.choices)):
+                choice = _text_choice(run.request.prompt or "", None, i)
+                yield completion.StreamCompletionResponse(**head, choices=[choice])
+        async for event in run.events():
+            if not isinstance(event, TextDelta):
+                continue
+            choice = _text_choice(event.text, None, event.choice)
+            if run.request.logprobs:
+                choice.logprobs.CopyFrom(replies.completion_logprobs(event.logprobs))
             yield completion.StreamCompletionResponse(**head, choices=[choice])
-        last = completion.StreamCompletionResponse(
-            **head, choices=[_text_choice("", run.finish_reason)]
-        )
-        if request.stream_options.include_usage:
-            last.usage.CopyFrom(run.usage())
-        yield last
+        for i in range(len(run.choices)):
+            last = completion.StreamCompletionResponse(
+                **head, choices=[_text_choice("", run.choice_finish(i), i)]
+            )
+            if i == len(run.choices) - 1 and request.stream_options.include_usage:
+                last.usage.CopyFrom(run.usage())
+            yield last
 
     async def list_models(
         self, request: models.ListModelsRequest, call: Call
@@ -220,6 +240,7 @@ class Gateway:
                     params=params,
                     adapter=upstream.config.adapter,
                     health=upstream.health,
+                    capabilities=sorted(upstream.capabilities),
                 )
             )
         return result
@@ -358,7 +379,8 @@ class Gateway:
         """Counts a generation against its key's rate limits (its prompt plus the most it
         may generate, in tokens) and reserves its maximum cost against the key's budget."""
         default_max = self.config.limits.default_max_tokens
-        want = tokens.estimate_prompt(generation) + (generation.max_tokens or default_max)
+        choices = max(generation.n, generation.best_of or 1)
+        want = tokens.estimate_prompt(generation) + (generation.max_tokens or default_max) * choices
         await self._reserve(call, want, lambda: budget.max_cost(prices, generation, default_max))
 
     async def _reserve(self, call: Call, want: int, max_cost: Callable[[], float]) -> None:
@@ -451,8 +473,10 @@ def _head(call: Call, run: Run, kind: str, **extra: Any) -> dict[str, Any]:
     )
 
 
-def _text_choice(text: str, finish_reason: str | None = None) -> completion_pb2.CompletionChoice:
-    return completion_pb2.CompletionChoice(index=0, text=text, finish_reason=finish_reason)
+def _text_choice(
+    text: str, finish_reason: str | None = None, index: int = 0
+) -> completion_pb2.CompletionChoice:
+    return completion_pb2.CompletionChoice(index=index, text=text, finish_reason=finish_reason)
 
 
 def _details(run: Run) -> deployment.GenerationDetails:

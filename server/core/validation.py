@@ -7,14 +7,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from server.core import openai_fields as fields
 from server.core.config import PROFILES
 from server.core.errors import InvalidArgument
-from server.core.generation import GenerationRequest, Message
+from server.core.generation import GenerationRequest
 
-ROLES = ("system", "user", "assistant")
 MAX_STOP_SEQUENCES = 4
 MAX_TOKENS_CEILING = 1_000_000
-
 # Temperature ranges per interface (SPEC 8): 0..2 on interface A, 0..1 on interface B.
 CHAT_TEMPERATURE = 2.0
 ROUTER_TEMPERATURE = 1.0
@@ -68,15 +67,29 @@ def chat(request: Any) -> GenerationRequest:
     _required(request.model, "model")
     if not request.messages:
         raise InvalidArgument.for_field("messages", "at least one message is required")
-    messages = []
-    for i, m in enumerate(request.messages):
-        if m.role not in ROLES:
-            raise InvalidArgument.for_field(
-                f"messages[{i}].role", f"must be one of {', '.join(ROLES)}"
-            )
-        messages.append(Message(m.role, m.content))
+    messages = tuple(fields.message(m, i) for i, m in enumerate(request.messages))
+    sampling = _sampling(request, CHAT_TEMPERATURE)
+    if not fields.extras(request):
+        return GenerationRequest(messages=messages, stop=_stop(request.stop), **sampling)
+    if _present(request, "max_completion_tokens"):
+        sampling.update(
+            _sampling(request, CHAT_TEMPERATURE, max_tokens_field="max_completion_tokens")
+        )
+    logprobs = request.logprobs if _present(request, "logprobs") else False
+    top = fields.between(request, "top_logprobs", 0, fields.MAX_TOP_LOGPROBS)
+    if top is not None and not logprobs:
+        raise InvalidArgument.for_field("top_logprobs", "needs logprobs set to true")
     return GenerationRequest(
-        messages=tuple(messages), stop=_stop(request.stop), **_sampling(request, CHAT_TEMPERATURE)
+        messages=messages,
+        stop=_stop(request.stop),
+        **sampling,
+        **fields.common(request),
+        logprobs=logprobs,
+        top_logprobs=top,
+        **fields.tools(request),
+        response_format=fields.response_format(request),
+        reasoning_effort=fields.one_of(request, "reasoning_effort", fields.REASONING_EFFORTS),
+        metadata=fields.metadata(request),
     )
 
 
@@ -84,8 +97,24 @@ def completion(request: Any) -> GenerationRequest:
     """Validates a Create/StreamCompletionRequest."""
     _required(request.model, "model")
     prompt = _required(request.prompt, "prompt")
+    shared = fields.common(request)
+    top = fields.between(request, "logprobs", 0, fields.MAX_COMPLETION_LOGPROBS)
+    best_of = fields.between(request, "best_of", 1, fields.MAX_BEST_OF)
+    if best_of is not None:
+        if best_of < shared.get("n", 1):
+            raise InvalidArgument.for_field("best_of", "must be at least n")
+        if request.DESCRIPTOR.name.startswith("Stream") or request.stream:
+            raise InvalidArgument.for_field("best_of", "cannot be used with streaming")
     return GenerationRequest(
-        prompt=prompt, stop=_stop(request.stop), **_sampling(request, CHAT_TEMPERATURE)
+        prompt=prompt,
+        stop=_stop(request.stop),
+        **_sampling(request, CHAT_TEMPERATURE),
+        **shared,
+        logprobs=top is not None,
+        top_logprobs=top,
+        echo=request.echo if _present(request, "echo") else False,
+        suffix=request.suffix if _present(request, "suffix") else None,
+        best_of=best_of,
     )
 
 

@@ -6,6 +6,14 @@ server, TGI's OpenAI route, Groq, Together...), and /embeddings for embedding mo
 `stream_options.include_usage`; usage carries `prompt_tokens_details.cached_tokens`
 and `completion_tokens_details.reasoning_tokens`, both kept. A stream that ends
 without `data: [DONE]`, or without a finish_reason, is a failure, never a "stop".
+
+Everything else of the request goes as it came (content parts, tool definitions and
+calls, tool_choice, response_format, n, seed, penalties, logit_bias, logprobs,
+reasoning_effort, metadata, and suffix/best_of on text completions; `echo` the gateway
+applies itself, for every provider alike); replies give
+back every choice's text, tool calls (streamed fragments keep OpenAI's framing) and
+logprobs. The adapter has every capability; a server that lacks one (tools on an old
+vLLM, logprobs on Ollama) says so with the provider's `capabilities` in the config.
 """
 
 from __future__ import annotations
@@ -18,7 +26,19 @@ from pydantic import Field
 
 from server.core.embedding import EmbeddingRequest, Embeddings
 from server.core.errors import UpstreamError
-from server.core.generation import Event, Finished, GenerationRequest, TextDelta, TokenCounts
+from server.core.generation import (
+    ALL_CAPABILITIES,
+    Event,
+    Finished,
+    GenerationRequest,
+    ImagePart,
+    Message,
+    TextDelta,
+    TokenCounts,
+    TokenLogprob,
+    ToolCallDelta,
+    TopLogprob,
+)
 from server.providers.http import (
     HttpParams,
     ProtocolViolation,
@@ -48,15 +68,19 @@ class OpenAIProvider:
         self.id = provider_id
         self.params = params
         self.retry_policy = params.retry_policy
+        self.capabilities = ALL_CAPABILITIES
         self._client = make_client(params, bearer(read_api_key(params, where)))
 
     def body(self, request: GenerationRequest, stream: bool) -> dict[str, Any]:
         p = self.params
         body: dict[str, Any] = {**p.extra_body, "model": p.model}
         if request.is_chat:
-            body["messages"] = [{"role": m.role, "content": m.content} for m in request.messages]
+            body["messages"] = [message_json(m) for m in request.messages]
+            _chat_fields(request, body)
         else:
             body["prompt"] = request.prompt
+            _completion_fields(request, body)
+        _shared_fields(request, body)
         if request.max_tokens is not None:
             body[p.max_tokens_field if request.is_chat else "max_tokens"] = request.max_tokens
         if request.temperature is not None:
@@ -79,19 +103,23 @@ class OpenAIProvider:
                 await check_status(r, self.id)
                 if not stream:
                     answer = await read_json(r)
-                    choice = _first_choice(answer)
-                    text = _text(choice, request.is_chat, "message")
-                    if text:
-                        yield TextDelta(text)
-                    yield Finished(_finish(choice), counts(answer.get("usage")))
+                    choices = _choices(answer)
+                    for choice in choices:
+                        for item in _events(choice, request.is_chat, "message"):
+                            yield item
+                    reasons = tuple(_finish(c) for c in choices)
+                    yield Finished(
+                        reasons[0], counts(answer.get("usage")), reasons if len(reasons) > 1 else ()
+                    )
                     return
-                finish: str | None = None
+                finishes: dict[int, str] = {}
                 usage: TokenCounts | None = None
                 async for event in sse_events(r):
                     if event.data == "[DONE]":
-                        if finish is None:
+                        if 0 not in finishes:
                             raise ProtocolViolation("stream ended without a finish_reason")
-                        yield Finished(finish, usage)
+                        reasons = tuple(finishes[i] for i in sorted(finishes))
+                        yield Finished(reasons[0], usage, reasons if len(reasons) > 1 else ())
                         return
                     chunk = json.loads(event.data)
                     if chunk.get("error"):
@@ -103,13 +131,10 @@ class OpenAIProvider:
                     if chunk.get("usage"):
                         usage = counts(chunk["usage"])
                     for choice in chunk.get("choices") or ():
-                        if choice.get("index", 0) != 0:
-                            continue
-                        text = _text(choice, request.is_chat, "delta")
-                        if text:
-                            yield TextDelta(text)
+                        for item in _events(choice, request.is_chat, "delta"):
+                            yield item
                         if choice.get("finish_reason"):
-                            finish = choice["finish_reason"]
+                            finishes[int(choice.get("index") or 0)] = choice["finish_reason"]
                 raise ProtocolViolation("stream ended without data: [DONE]")
 
     async def embed(self, request: EmbeddingRequest) -> Embeddings:
@@ -166,19 +191,160 @@ def counts(usage: Any) -> TokenCounts | None:
     )
 
 
-def _first_choice(answer: Any) -> dict[str, Any]:
+def message_json(m: Message) -> dict[str, Any]:
+    """A message in OpenAI's shape, as the caller sent it."""
+    out: dict[str, Any] = {"role": m.role}
+    if m.parts:
+        out["content"] = [
+            {"type": "image_url", "image_url": _image(p)}
+            if isinstance(p, ImagePart)
+            else {"type": "text", "text": p.text}
+            for p in m.parts
+        ]
+    elif m.content or not m.tool_calls:
+        out["content"] = m.content
+    if m.name is not None:
+        out["name"] = m.name
+    if m.tool_calls:
+        out["tool_calls"] = [
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+            for c in m.tool_calls
+        ]
+    if m.tool_call_id is not None:
+        out["tool_call_id"] = m.tool_call_id
+    return out
+
+
+def _image(part: ImagePart) -> dict[str, Any]:
+    return {"url": part.url, **({"detail": part.detail} if part.detail else {})}
+
+
+def _chat_fields(request: GenerationRequest, body: dict[str, Any]) -> None:
+    if request.tools:
+        body["tools"] = [
+            {
+                "type": "function",
+                "function": {
+                    "name": t.name,
+                    **({"description": t.description} if t.description is not None else {}),
+                    **({"parameters": t.parameters} if t.parameters is not None else {}),
+                    **({"strict": t.strict} if t.strict is not None else {}),
+                },
+            }
+            for t in request.tools
+        ]
+    if request.forced_tool is not None:
+        body["tool_choice"] = {"type": "function", "function": {"name": request.forced_tool}}
+    elif request.tool_choice is not None:
+        body["tool_choice"] = request.tool_choice
+    if request.parallel_tool_calls is not None:
+        body["parallel_tool_calls"] = request.parallel_tool_calls
+    fmt = request.response_format
+    if fmt is not None:
+        body["response_format"] = {"type": fmt.type}
+        if fmt.type == "json_schema":
+            spec: dict[str, Any] = {"name": fmt.name}
+            for key in ("description", "schema", "strict"):
+                if getattr(fmt, key) is not None:
+                    spec[key] = getattr(fmt, key)
+            body["response_format"]["json_schema"] = spec
+    if request.logprobs:
+        body["logprobs"] = True
+        if request.top_logprobs is not None:
+            body["top_logprobs"] = request.top_logprobs
+    if request.reasoning_effort is not None:
+        body["reasoning_effort"] = request.reasoning_effort
+    if request.metadata:
+        body["metadata"] = dict(request.metadata)
+
+
+def _completion_fields(request: GenerationRequest, body: dict[str, Any]) -> None:
+    if request.logprobs:
+        body["logprobs"] = request.top_logprobs or 0
+    if request.suffix is not None:
+        body["suffix"] = request.suffix
+    if request.best_of is not None:
+        body["best_of"] = request.best_of
+
+
+def _shared_fields(request: GenerationRequest, body: dict[str, Any]) -> None:
+    if request.n != 1:
+        body["n"] = request.n
+    for key in ("seed", "user", "presence_penalty", "frequency_penalty"):
+        if getattr(request, key) is not None:
+            body[key] = getattr(request, key)
+    if request.logit_bias:
+        body["logit_bias"] = dict(request.logit_bias)
+
+
+def _choices(answer: Any) -> list[dict[str, Any]]:
     choices = answer["choices"]
     if not choices:
         raise ProtocolViolation("no choices")
-    choice: dict[str, Any] = choices[0]
-    return choice
+    return sorted(choices, key=lambda c: int(c.get("index") or 0))
 
 
-def _text(choice: dict[str, Any], chat: bool, key: str) -> str:
+def _events(choice: dict[str, Any], chat: bool, key: str) -> list[Event]:
+    """The text, tool-call fragments and logprobs of one choice (or chunk choice)."""
+    index = int(choice.get("index") or 0)
     if not chat:
-        return str(choice.get("text") or "")
-    content = (choice.get(key) or {}).get("content")
-    return content if isinstance(content, str) else ""
+        text = str(choice.get("text") or "")
+        logprobs = _completion_logprobs(choice.get("logprobs"))
+        return [TextDelta(text, index, logprobs)] if text or logprobs else []
+    body = choice.get(key) or {}
+    events: list[Event] = []
+    content = body.get("content")
+    logprobs = _chat_logprobs(choice.get("logprobs"))
+    if isinstance(content, str) and content or logprobs:
+        events.append(TextDelta(content if isinstance(content, str) else "", index, logprobs))
+    for n, call in enumerate(body.get("tool_calls") or ()):
+        function = call.get("function") or {}
+        arguments = function.get("arguments")
+        events.append(
+            ToolCallDelta(
+                int(call.get("index", n)),
+                call.get("id"),
+                function.get("name"),
+                arguments if isinstance(arguments, str) else "",
+                index,
+            )
+        )
+    return events
+
+
+def _chat_logprobs(logprobs: Any) -> tuple[TokenLogprob, ...]:
+    if not isinstance(logprobs, dict):
+        return ()
+    return tuple(
+        TokenLogprob(
+            str(e["token"]),
+            float(e["logprob"]),
+            tuple(
+                TopLogprob(str(t["token"]), float(t["logprob"]))
+                for t in e.get("top_logprobs") or ()
+            ),
+        )
+        for e in logprobs.get("content") or ()
+    )
+
+
+def _completion_logprobs(logprobs: Any) -> tuple[TokenLogprob, ...]:
+    if not isinstance(logprobs, dict):
+        return ()
+    tops = logprobs.get("top_logprobs") or []
+    out = []
+    for i, (token, value) in enumerate(
+        zip(logprobs.get("tokens") or (), logprobs.get("token_logprobs") or (), strict=False)
+    ):
+        top = tops[i] if i < len(tops) and isinstance(tops[i], dict) else {}
+        out.append(
+            TokenLogprob(
+                str(token),
+                float(value or 0),
+                tuple(TopLogprob(str(k), float(v)) for k, v in top.items()),
+            )
+        )
+    return tuple(out)
 
 
 def _finish(choice: dict[str, Any]) -> str:

@@ -9,15 +9,27 @@ token, or every stream cut after N tokens.
 It also creates embeddings: deterministic unit vectors seeded by each input, of
 `embedding_dimensions` values, shortened to a request's `dimensions` as OpenAI's
 models do (the leading values, normalised again). They carry no meaning.
+
+It has every capability, so the embedded default shows the whole request surface:
+- tools: when tools are offered and tool_choice allows, it calls one (the forced one,
+  else the first) with arguments valid against its schema, unless the conversation
+  ends with a tool result, which it answers with text (`required` always calls);
+- response_format: JSON valid against the schema (`json_object`: an object holding
+  the simulated text), strings inside labelled "(simulated)";
+- n: distinct deterministic choices; logprobs: deterministic made-up values.
+Seeds, penalties, logit_bias, suffix, reasoning_effort and metadata change nothing in
+a reply that is already deterministic.
 """
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import math
 import random
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -25,13 +37,18 @@ from server.accounting import tokens
 from server.core.embedding import EmbeddingRequest, Embeddings, Input, estimate_tokens
 from server.core.errors import UpstreamError, UpstreamRejected
 from server.core.generation import (
+    ALL_CAPABILITIES,
     NO_RETRY,
     Event,
     Finished,
     GenerationRequest,
     TextDelta,
     TokenCounts,
+    TokenLogprob,
+    ToolCallDelta,
+    TopLogprob,
 )
+from server.providers.schema_instance import instance
 
 PHRASE = (
     "the gateway routes each request to a model that fits its budget and answers with "
@@ -40,6 +57,18 @@ PHRASE = (
 )
 WORDS = tuple(PHRASE.split())
 LABEL = "(simulated)"
+# Characters of tool-call arguments per streamed fragment.
+ARGUMENT_FRAGMENT = 12
+
+
+@dataclass(frozen=True)
+class Planned:
+    """One choice's reply: text pieces, or a tool call streamed as argument pieces."""
+
+    pieces: list[str]
+    finish: str
+    tool: str | None = None
+    call_id: str = ""
 
 
 class SimulatedParams(BaseModel):
@@ -68,14 +97,14 @@ class SimulatedProvider:
         self.params = params
         # A simulated failure is injected on purpose: fail over at once, never retry.
         self.retry_policy = NO_RETRY
+        self.capabilities = ALL_CAPABILITIES
         self._random = random.Random()
         # Generations running now; a cancelled caller must bring this back down.
         self.in_flight = 0
 
-    def reply_tokens(self, request: GenerationRequest) -> tuple[list[str], str]:
+    def reply_tokens(self, request: GenerationRequest, choice: int = 0) -> tuple[list[str], str]:
         """Returns the reply's tokens and finish reason, limits and stops applied."""
-        seed = hashlib.blake2b(_prompt_text(request).encode(), digest_size=8).digest()
-        rng = random.Random(seed)
+        rng = random.Random(_seed(request, choice))
         p = self.params
         natural = rng.randint(p.min_reply_tokens, max(p.min_reply_tokens, p.max_reply_tokens))
         words = [LABEL] + [rng.choice(WORDS) for _ in range(natural - 1)]
@@ -85,9 +114,42 @@ class SimulatedProvider:
             pieces, finish = pieces[: request.max_tokens], "length"
         return _apply_stop(pieces, request.stop, finish)
 
+    def plan(self, request: GenerationRequest, choice: int = 0) -> Planned:
+        """What choice number `choice` answers."""
+        tool = _tool_to_call(request)
+        if tool is not None:
+            spec = next(t for t in request.tools if t.name == tool)
+            seed = int.from_bytes(_seed(request, choice), "big")
+            arguments = json.dumps(instance(spec.parameters, seed, WORDS))
+            call_id = "call_" + hashlib.blake2b(_seed(request, choice), digest_size=12).hexdigest()
+            pieces = [
+                arguments[i : i + ARGUMENT_FRAGMENT]
+                for i in range(0, len(arguments), ARGUMENT_FRAGMENT)
+            ]
+            if request.max_tokens is not None and request.max_tokens < len(pieces):
+                # Cut short, as a real model's arguments would be: not valid JSON.
+                return Planned(pieces[: request.max_tokens], "length", tool, call_id)
+            return Planned(pieces, "tool_calls", tool, call_id)
+        fmt = request.response_format
+        if fmt is not None:
+            seed = int.from_bytes(_seed(request, choice), "big")
+            words, _ = self.reply_tokens(request, choice)
+            value = (
+                instance(fmt.schema, seed, WORDS)
+                if fmt.type == "json_schema"
+                else {"text": "".join(words)}
+            )
+            text = json.dumps(value)
+            pieces = [text[i : i + 4] for i in range(0, len(text), 4)]
+            if request.max_tokens is not None and request.max_tokens < len(pieces):
+                return Planned(pieces[: request.max_tokens], "length")
+            return Planned(pieces, "stop")
+        pieces, finish = self.reply_tokens(request, choice)
+        return Planned(pieces, finish)
+
     async def generate(self, request: GenerationRequest) -> AsyncIterator[Event]:
         p = self.params
-        pieces, finish = self.reply_tokens(request)
+        plans = [self.plan(request, c) for c in range(max(1, request.n))]
         if p.error_rate and self._random.random() < p.error_rate:
             raise UpstreamError(
                 f"{self.id}: simulated failure before the first token",
@@ -98,21 +160,38 @@ class SimulatedProvider:
         try:
             await asyncio.sleep(p.ttft_ms / 1000)
             interval = 1 / p.tokens_per_second if p.tokens_per_second else 0
-            for sent, piece in enumerate(pieces):
-                if p.fail_after_tokens is not None and sent >= p.fail_after_tokens:
-                    raise UpstreamError(
-                        f"{self.id}: simulated stream cut after {sent} tokens",
-                        {"provider": self.id},
-                        upstream_answered=True,
-                    )
-                if sent and interval:
-                    await asyncio.sleep(interval)
-                yield TextDelta(piece)
+            sent = 0
+            for choice, plan in enumerate(plans):
+                if plan.tool is not None:
+                    yield ToolCallDelta(0, plan.call_id, plan.tool, "", choice)
+                for piece in plan.pieces:
+                    if p.fail_after_tokens is not None and sent >= p.fail_after_tokens:
+                        raise UpstreamError(
+                            f"{self.id}: simulated stream cut after {sent} tokens",
+                            {"provider": self.id},
+                            upstream_answered=True,
+                        )
+                    if sent and interval:
+                        await asyncio.sleep(interval)
+                    sent += 1
+                    if plan.tool is not None:
+                        yield ToolCallDelta(0, arguments=piece, choice=choice)
+                    else:
+                        yield TextDelta(
+                            piece,
+                            choice,
+                            _logprobs(piece, request.top_logprobs) if request.logprobs else (),
+                        )
         finally:
             self.in_flight -= 1
         prompt_tokens = tokens.estimate_prompt(request)
         cached = int(prompt_tokens * p.cached_ratio)
-        yield Finished(finish, TokenCounts(prompt_tokens, len(pieces), cached_tokens=cached))
+        reasons = tuple(plan.finish for plan in plans)
+        yield Finished(
+            reasons[0],
+            TokenCounts(prompt_tokens, sent, cached_tokens=cached),
+            reasons if len(reasons) > 1 else (),
+        )
 
     async def embed(self, request: EmbeddingRequest) -> Embeddings:
         p = self.params
@@ -148,6 +227,34 @@ def _prompt_text(request: GenerationRequest) -> str:
     if request.prompt is not None:
         return request.prompt
     return "\n".join(f"{m.role}: {m.content}" for m in request.messages)
+
+
+def _seed(request: GenerationRequest, choice: int) -> bytes:
+    """Choice 0 hashes the prompt alone; later choices add their number."""
+    text = _prompt_text(request) + (f"\n#{choice}" if choice else "")
+    return hashlib.blake2b(text.encode(), digest_size=8).digest()
+
+
+def _tool_to_call(request: GenerationRequest) -> str | None:
+    """The tool this request's reply calls, if any (see the module docstring)."""
+    if not request.tools or request.tool_choice == "none":
+        return None
+    answered = bool(request.messages) and request.messages[-1].role == "tool"
+    if request.forced_tool is not None:
+        return request.forced_tool
+    if request.tool_choice == "required" or not answered:
+        return request.tools[0].name
+    return None
+
+
+def _logprobs(piece: str, top: int | None) -> tuple[TokenLogprob, ...]:
+    """A made-up but stable log probability for a piece, with `top` alternatives."""
+    digest = hashlib.blake2b(piece.encode(), digest_size=2).digest()
+    logprob = -round(int.from_bytes(digest, "big") / 65535 * 2, 4)
+    alternatives = [TopLogprob(piece, logprob)]
+    for i in range(1, top or 0):
+        alternatives.append(TopLogprob(WORDS[(len(piece) + i) % len(WORDS)], logprob - i))
+    return (TokenLogprob(piece, logprob, tuple(alternatives)),)
 
 
 def _apply_stop(pieces: list[str], stops: tuple[str, ...], finish: str) -> tuple[list[str], str]:

@@ -23,7 +23,14 @@ from typing import Any
 
 from server.accounting import tokens
 from server.core.errors import UpstreamError
-from server.core.generation import Event, Finished, GenerationRequest, TextDelta, TokenCounts
+from server.core.generation import (
+    Capability,
+    Event,
+    Finished,
+    GenerationRequest,
+    TextDelta,
+    TokenCounts,
+)
 from server.providers.http import (
     HttpParams,
     ProtocolViolation,
@@ -37,7 +44,7 @@ from server.providers.http import (
 )
 
 FINISH_REASONS = {"length": "length", "eos_token": "stop", "stop_sequence": "stop"}
-ROLE_NAMES = {"system": "System", "user": "User", "assistant": "Assistant"}
+ROLE_NAMES = {"system": "System", "developer": "System", "user": "User", "assistant": "Assistant"}
 DEFAULT_MAX_NEW_TOKENS = 256
 
 
@@ -54,6 +61,8 @@ class TgiProvider:
         self.id = provider_id
         self.params = params
         self.retry_policy = params.retry_policy
+        # The native API generates plain text only.
+        self.capabilities: frozenset[Capability] = frozenset()
         self._client = make_client(params, bearer(read_api_key(params, where)))
 
     def body(self, request: GenerationRequest) -> dict[str, Any]:

@@ -1,8 +1,9 @@
 """The scored routing policy: each prompt goes to the cheapest model of its profile
 that is expected to answer it well enough.
 
-    hard filters      enabled, a provider whose circuit is not open, the context window
-                      fits prompt + max_tokens, the worst-case cost fits the key's budget
+    hard filters      enabled, a provider whose circuit is not open and that has the
+                      capabilities the request needs, the context window fits prompt +
+                      max_tokens, the worst-case cost fits the key's budget
     difficulty d      the scorer's estimate (0 to 1) that the cheapest model falls short
     quality ladder    r = 0 for the weakest model of the pool, 1 for the strongest, from
                       each model's `quality` in the config (else its output price)
@@ -129,6 +130,7 @@ class ScoredRouter:
         self, models: tuple[str, ...], request: GenerationRequest, budget_usd: float | None
     ) -> tuple[list[str], list[Skipped]]:
         needed = tokens.estimate_prompt(request) + (request.max_tokens or self._default_max)
+        needs = request.needs()
         eligible, skipped = [], []
         for model_id in models:
             model = self._catalog.model(model_id)
@@ -139,6 +141,11 @@ class ScoredRouter:
                 skipped.append(
                     Skipped(model_id, "CIRCUIT_OPEN", "every provider's circuit is open")
                 )
+            elif needs and not any(
+                u.usable and all(c in u.capabilities for c in needs) for u in upstreams
+            ):
+                missing = ", ".join(sorted(c.value for c in needs))
+                skipped.append(Skipped(model_id, "CAPABILITY", f"no usable provider has {missing}"))
             elif model.context_window is not None and needed > model.context_window:
                 skipped.append(Skipped(
                     model_id, "CONTEXT_WINDOW",

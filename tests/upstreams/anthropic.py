@@ -4,12 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from tests.upstreams import shapes
 from tests.upstreams.base import Reply, sse
 
 STOP = {"stop": "end_turn", "length": "max_tokens"}
 
 
 class AnthropicWire:
+    def check(self, path: str, body: dict[str, Any]) -> list[str]:
+        return shapes.anthropic_messages(body)
+
     def is_stream(self, path: str, body: dict[str, Any]) -> bool:
         return bool(body.get("stream"))
 
@@ -38,8 +42,15 @@ class AnthropicWire:
         }
 
     def unary(self, path: str, body: dict[str, Any], reply: Reply) -> tuple[dict[str, str], Any]:
-        content = [{"type": "text", "text": "".join(reply.tokens)}]
-        answer = self.message(body, content, STOP[reply.finish])
+        content: list[Any] = [{"type": "text", "text": "".join(reply.tokens)}]
+        stop = STOP[reply.finish]
+        tool = shapes.tool_to_call(body, anthropic=True)
+        if tool is not None:
+            content = [{"type": "text", "text": "Let me check."},
+                       {"type": "tool_use", "id": "toolu_fake", "name": tool,
+                        "input": shapes.ARGUMENTS}]  # fmt: skip
+            stop = "tool_use"
+        answer = self.message(body, content, stop)
         answer["usage"] = self.usage(reply, len(reply.tokens))
         return {}, answer
 
@@ -71,12 +82,27 @@ class AnthropicWire:
             )  # fmt: skip
             for t in reply.tokens
         ]
+        stop = STOP[reply.finish]
+        tool = shapes.tool_to_call(body, anthropic=True)
+        tool_frames = []
+        if tool is not None:
+            stop = "tool_use"
+            tool_frames = [
+                sse({"type": "content_block_stop", "index": 0}, "content_block_stop"),
+                sse({"type": "content_block_start", "index": 1, "content_block": {
+                    "type": "tool_use", "id": "toolu_fake", "name": tool, "input": {}}},
+                    "content_block_start"),
+                *(sse({"type": "content_block_delta", "index": 1, "delta": {
+                    "type": "input_json_delta", "partial_json": f}}, "content_block_delta")
+                  for f in shapes.ARGUMENT_FRAGMENTS),
+            ]  # fmt: skip
         after = [
-            sse({"type": "content_block_stop", "index": 0}, "content_block_stop"),
+            *tool_frames,
+            sse({"type": "content_block_stop", "index": 1 if tool else 0}, "content_block_stop"),
             sse(
                 {
                     "type": "message_delta",
-                    "delta": {"stop_reason": STOP[reply.finish], "stop_sequence": None},
+                    "delta": {"stop_reason": stop, "stop_sequence": None},
                     "usage": {"output_tokens": len(reply.tokens)},
                 },
                 "message_delta",

@@ -124,6 +124,8 @@ class FakeUpstream:
     usage: Usage = field(default_factory=Usage)
     text: tuple[str, ...] = TEXT
     seen: list[Seen] = field(default_factory=list)
+    # What the wire format's check refused in requests (see tests/upstreams/shapes.py).
+    problems: list[str] = field(default_factory=list)
     # perf_counter() times at which a client closed a connection mid-answer.
     disconnects: list[float] = field(default_factory=list)
     port: int = 0
@@ -176,6 +178,14 @@ class FakeUpstream:
         refused = check(path, body) if check is not None else None
         if refused is not None:
             await _send_json(send, 400, refused, {})
+            return
+        check = getattr(self.wire, "check", None)
+        problems = check(path, body) if check is not None else []
+        if problems:
+            # As the real API would: 400, naming what it refused.
+            self.problems.extend(problems)
+            answer = {"error": {"type": "invalid_request_error", "message": "; ".join(problems)}}
+            await _send_json(send, 400, answer, {})
             return
         if fault.kind == "hang":
             await asyncio.Event().wait()

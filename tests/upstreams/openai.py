@@ -5,10 +5,12 @@
 from __future__ import annotations
 
 import base64
+import json
 import struct
 from dataclasses import dataclass, field
 from typing import Any
 
+from tests.upstreams import shapes
 from tests.upstreams.base import Reply, sse
 
 CREATED = 1767225600
@@ -84,6 +86,9 @@ class OpenAIWire:
         usage = {"prompt_tokens": prompt, "total_tokens": prompt}
         return {"object": "list", "data": data, "model": body["model"], "usage": usage}
 
+    def check(self, path: str, body: dict[str, Any]) -> list[str]:
+        return shapes.openai_chat(body) if path.endswith("/chat/completions") else []
+
     def is_stream(self, path: str, body: dict[str, Any]) -> bool:
         return bool(body.get("stream"))
 
@@ -105,7 +110,18 @@ class OpenAIWire:
         if path.endswith("/embeddings"):
             return {}, self.embeddings(body, reply)
         text = "".join(reply.tokens)
-        if path.endswith("/chat/completions"):
+        tool = shapes.tool_to_call(body, anthropic=False)
+        if path.endswith("/chat/completions") and tool is not None:
+            call = {
+                "id": "call_fake",
+                "type": "function",
+                "function": {"name": tool, "arguments": json.dumps(shapes.ARGUMENTS)},
+            }
+            message = {"role": "assistant", "content": None, "tool_calls": [call]}
+            choice = {"index": 0, "message": message, "logprobs": None,
+                      "finish_reason": "tool_calls"}  # fmt: skip
+            kind = "chat.completion"
+        elif path.endswith("/chat/completions"):
             choice = {
                 "index": 0,
                 "message": {"role": "assistant", "content": text, "refusal": None},
@@ -152,6 +168,16 @@ class OpenAIWire:
         before = [chunk({"role": "assistant", "content": ""})] if chat else []
         per_token = [chunk({"content": t} if chat else t) for t in reply.tokens]
         after = [chunk({} if chat else "", reply.finish)]
+        tool = shapes.tool_to_call(body, anthropic=False) if chat else None
+        if tool is not None:
+            # OpenAI's framing: id, type and name first, then argument fragments.
+            head_call = {"index": 0, "id": "call_fake", "type": "function",
+                         "function": {"name": tool, "arguments": ""}}  # fmt: skip
+            per_token = [chunk({"tool_calls": [head_call]})] + [
+                chunk({"tool_calls": [{"index": 0, "function": {"arguments": f}}]})
+                for f in shapes.ARGUMENT_FRAGMENTS
+            ]
+            after = [chunk({}, "tool_calls")]
         if include_usage:
             after.append(sse({**head, "choices": [], "usage": self.usage(reply)}))
         after.append(b"data: [DONE]\n\n")

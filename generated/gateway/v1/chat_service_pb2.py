@@ -22,38 +22,72 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
+from gateway.v1 import chat_pb2 as gateway_dot_v1_dot_chat__pb2
+from gateway.v1 import json_mapping_pb2 as gateway_dot_v1_dot_json__mapping__pb2
 from gateway.v1 import streaming_pb2 as gateway_dot_v1_dot_streaming__pb2
 from gateway.v1 import usage_pb2 as gateway_dot_v1_dot_usage__pb2
 from google.api import annotations_pb2 as google_dot_api_dot_annotations__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1dgateway/v1/chat_service.proto\x12\ngateway.v1\x1a\x1agateway/v1/streaming.proto\x1a\x16gateway/v1/usage.proto\x1a\x1cgoogle/api/annotations.proto\",\n\x0b\x43hatMessage\x12\x0c\n\x04role\x18\x01 \x01(\t\x12\x0f\n\x07\x63ontent\x18\x02 \x01(\t\"\\\n\nChatChoice\x12\r\n\x05index\x18\x01 \x01(\x05\x12(\n\x07message\x18\x02 \x01(\x0b\x32\x17.gateway.v1.ChatMessage\x12\x15\n\rfinish_reason\x18\x03 \x01(\t\"I\n\tChatDelta\x12\x11\n\x04role\x18\x01 \x01(\tH\x00\x88\x01\x01\x12\x14\n\x07\x63ontent\x18\x02 \x01(\tH\x01\x88\x01\x01\x42\x07\n\x05_roleB\n\n\x08_content\"t\n\x0f\x43hatChunkChoice\x12\r\n\x05index\x18\x01 \x01(\x05\x12$\n\x05\x64\x65lta\x18\x02 \x01(\x0b\x32\x15.gateway.v1.ChatDelta\x12\x1a\n\rfinish_reason\x18\x03 \x01(\tH\x00\x88\x01\x01\x42\x10\n\x0e_finish_reason\"\xa8\x02\n\x1b\x43reateChatCompletionRequest\x12\r\n\x05model\x18\x01 \x01(\t\x12)\n\x08messages\x18\x02 \x03(\x0b\x32\x17.gateway.v1.ChatMessage\x12\x17\n\nmax_tokens\x18\x03 \x01(\x05H\x00\x88\x01\x01\x12\x18\n\x0btemperature\x18\x04 \x01(\x01H\x01\x88\x01\x01\x12\x12\n\x05top_p\x18\x05 \x01(\x01H\x02\x88\x01\x01\x12\x13\n\x06stream\x18\x06 \x01(\x08H\x03\x88\x01\x01\x12\x0c\n\x04stop\x18\x07 \x03(\t\x12\x31\n\x0estream_options\x18\x08 \x01(\x0b\x32\x19.gateway.v1.StreamOptionsB\r\n\x0b_max_tokensB\x0e\n\x0c_temperatureB\x08\n\x06_top_pB\t\n\x07_stream\"\xa5\x01\n\x1c\x43reateChatCompletionResponse\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0e\n\x06object\x18\x02 \x01(\t\x12\x0f\n\x07\x63reated\x18\x03 \x01(\x03\x12\r\n\x05model\x18\x04 \x01(\t\x12\'\n\x07\x63hoices\x18\x05 \x03(\x0b\x32\x16.gateway.v1.ChatChoice\x12 \n\x05usage\x18\x06 \x01(\x0b\x32\x11.gateway.v1.Usage\"\xa8\x02\n\x1bStreamChatCompletionRequest\x12\r\n\x05model\x18\x01 \x01(\t\x12)\n\x08messages\x18\x02 \x03(\x0b\x32\x17.gateway.v1.ChatMessage\x12\x17\n\nmax_tokens\x18\x03 \x01(\x05H\x00\x88\x01\x01\x12\x18\n\x0btemperature\x18\x04 \x01(\x01H\x01\x88\x01\x01\x12\x12\n\x05top_p\x18\x05 \x01(\x01H\x02\x88\x01\x01\x12\x13\n\x06stream\x18\x06 \x01(\x08H\x03\x88\x01\x01\x12\x0c\n\x04stop\x18\x07 \x03(\t\x12\x31\n\x0estream_options\x18\x08 \x01(\x0b\x32\x19.gateway.v1.StreamOptionsB\r\n\x0b_max_tokensB\x0e\n\x0c_temperatureB\x08\n\x06_top_pB\t\n\x07_stream\"\xaa\x01\n\x1cStreamChatCompletionResponse\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0e\n\x06object\x18\x02 \x01(\t\x12\x0f\n\x07\x63reated\x18\x03 \x01(\x03\x12\r\n\x05model\x18\x04 \x01(\t\x12,\n\x07\x63hoices\x18\x05 \x03(\x0b\x32\x1b.gateway.v1.ChatChunkChoice\x12 \n\x05usage\x18\x06 \x01(\x0b\x32\x11.gateway.v1.Usage2\xb0\x02\n\x0b\x43hatService\x12\x8a\x01\n\x14\x43reateChatCompletion\x12\'.gateway.v1.CreateChatCompletionRequest\x1a(.gateway.v1.CreateChatCompletionResponse\"\x1f\x82\xd3\xe4\x93\x02\x19\"\x14/v1/chat/completions:\x01*\x12\x93\x01\n\x14StreamChatCompletion\x12\'.gateway.v1.StreamChatCompletionRequest\x1a(.gateway.v1.StreamChatCompletionResponse\"&\x82\xd3\xe4\x93\x02 \"\x1b/v1/chat/completions:stream:\x01*0\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1dgateway/v1/chat_service.proto\x12\ngateway.v1\x1a\x15gateway/v1/chat.proto\x1a\x1dgateway/v1/json_mapping.proto\x1a\x1agateway/v1/streaming.proto\x1a\x16gateway/v1/usage.proto\x1a\x1cgoogle/api/annotations.proto\"\xeb\x01\n\x0b\x43hatMessage\x12\x0c\n\x04role\x18\x01 \x01(\t\x12\x15\n\x07\x63ontent\x18\x02 \x01(\tB\x04\x98\xb5\x18\x01\x12?\n\rcontent_parts\x18\x03 \x03(\x0b\x32\x17.gateway.v1.ContentPartB\x0f\x8a\xb5\x18\x07\x63ontent\x90\xb5\x18\x01\x12\x11\n\x04name\x18\x04 \x01(\tH\x00\x88\x01\x01\x12.\n\ntool_calls\x18\x05 \x03(\x0b\x32\x14.gateway.v1.ToolCallB\x04\x90\xb5\x18\x01\x12\x19\n\x0ctool_call_id\x18\x06 \x01(\tH\x01\x88\x01\x01\x42\x07\n\x05_nameB\x0f\n\r_tool_call_id\"\x88\x01\n\nChatChoice\x12\r\n\x05index\x18\x01 \x01(\x05\x12(\n\x07message\x18\x02 \x01(\x0b\x32\x17.gateway.v1.ChatMessage\x12\x15\n\rfinish_reason\x18\x03 \x01(\t\x12*\n\x08logprobs\x18\x04 \x01(\x0b\x32\x18.gateway.v1.ChatLogprobs\"~\n\tChatDelta\x12\x11\n\x04role\x18\x01 \x01(\tH\x00\x88\x01\x01\x12\x14\n\x07\x63ontent\x18\x02 \x01(\tH\x01\x88\x01\x01\x12\x33\n\ntool_calls\x18\x03 \x03(\x0b\x32\x19.gateway.v1.ToolCallDeltaB\x04\x90\xb5\x18\x01\x42\x07\n\x05_roleB\n\n\x08_content\"\xa0\x01\n\x0f\x43hatChunkChoice\x12\r\n\x05index\x18\x01 \x01(\x05\x12$\n\x05\x64\x65lta\x18\x02 \x01(\x0b\x32\x15.gateway.v1.ChatDelta\x12\x1a\n\rfinish_reason\x18\x03 \x01(\tH\x00\x88\x01\x01\x12*\n\x08logprobs\x18\x04 \x01(\x0b\x32\x18.gateway.v1.ChatLogprobsB\x10\n\x0e_finish_reason\"\xa6\t\n\x1b\x43reateChatCompletionRequest\x12\r\n\x05model\x18\x01 \x01(\t\x12)\n\x08messages\x18\x02 \x03(\x0b\x32\x17.gateway.v1.ChatMessage\x12\x17\n\nmax_tokens\x18\x03 \x01(\x05H\x00\x88\x01\x01\x12\x18\n\x0btemperature\x18\x04 \x01(\x01H\x01\x88\x01\x01\x12\x12\n\x05top_p\x18\x05 \x01(\x01H\x02\x88\x01\x01\x12\x13\n\x06stream\x18\x06 \x01(\x08H\x03\x88\x01\x01\x12\x0c\n\x04stop\x18\x07 \x03(\t\x12\x31\n\x0estream_options\x18\x08 \x01(\x0b\x32\x19.gateway.v1.StreamOptions\x12\"\n\x15max_completion_tokens\x18\t \x01(\x05H\x04\x88\x01\x01\x12\x0e\n\x01n\x18\n \x01(\x05H\x05\x88\x01\x01\x12\x11\n\x04seed\x18\x0b \x01(\x03H\x06\x88\x01\x01\x12\x11\n\x04user\x18\x0c \x01(\tH\x07\x88\x01\x01\x12\x1d\n\x10presence_penalty\x18\r \x01(\x01H\x08\x88\x01\x01\x12\x1e\n\x11\x66requency_penalty\x18\x0e \x01(\x01H\t\x88\x01\x01\x12J\n\nlogit_bias\x18\x0f \x03(\x0b\x32\x36.gateway.v1.CreateChatCompletionRequest.LogitBiasEntry\x12\x15\n\x08logprobs\x18\x10 \x01(\x08H\n\x88\x01\x01\x12\x19\n\x0ctop_logprobs\x18\x11 \x01(\x05H\x0b\x88\x01\x01\x12%\n\x05tools\x18\x12 \x03(\x0b\x32\x10.gateway.v1.ToolB\x04\x90\xb5\x18\x01\x12\x18\n\x0btool_choice\x18\x13 \x01(\tH\x0c\x88\x01\x01\x12J\n\x14tool_choice_function\x18\x14 \x01(\x0b\x32\x1b.gateway.v1.NamedToolChoiceB\x0f\x8a\xb5\x18\x0btool_choice\x12 \n\x13parallel_tool_calls\x18\x15 \x01(\x08H\r\x88\x01\x01\x12\x33\n\x0fresponse_format\x18\x16 \x01(\x0b\x32\x1a.gateway.v1.ResponseFormat\x12\x1d\n\x10reasoning_effort\x18\x17 \x01(\tH\x0e\x88\x01\x01\x12G\n\x08metadata\x18\x18 \x03(\x0b\x32\x35.gateway.v1.CreateChatCompletionRequest.MetadataEntry\x1a\x30\n\x0eLogitBiasEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x05:\x02\x38\x01\x1a/\n\rMetadataEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x42\r\n\x0b_max_tokensB\x0e\n\x0c_temperatureB\x08\n\x06_top_pB\t\n\x07_streamB\x18\n\x16_max_completion_tokensB\x04\n\x02_nB\x07\n\x05_seedB\x07\n\x05_userB\x13\n\x11_presence_penaltyB\x14\n\x12_frequency_penaltyB\x0b\n\t_logprobsB\x0f\n\r_top_logprobsB\x0e\n\x0c_tool_choiceB\x16\n\x14_parallel_tool_callsB\x13\n\x11_reasoning_effort\"\xa5\x01\n\x1c\x43reateChatCompletionResponse\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0e\n\x06object\x18\x02 \x01(\t\x12\x0f\n\x07\x63reated\x18\x03 \x01(\x03\x12\r\n\x05model\x18\x04 \x01(\t\x12\'\n\x07\x63hoices\x18\x05 \x03(\x0b\x32\x16.gateway.v1.ChatChoice\x12 \n\x05usage\x18\x06 \x01(\x0b\x32\x11.gateway.v1.Usage\"\xa6\t\n\x1bStreamChatCompletionRequest\x12\r\n\x05model\x18\x01 \x01(\t\x12)\n\x08messages\x18\x02 \x03(\x0b\x32\x17.gateway.v1.ChatMessage\x12\x17\n\nmax_tokens\x18\x03 \x01(\x05H\x00\x88\x01\x01\x12\x18\n\x0btemperature\x18\x04 \x01(\x01H\x01\x88\x01\x01\x12\x12\n\x05top_p\x18\x05 \x01(\x01H\x02\x88\x01\x01\x12\x13\n\x06stream\x18\x06 \x01(\x08H\x03\x88\x01\x01\x12\x0c\n\x04stop\x18\x07 \x03(\t\x12\x31\n\x0estream_options\x18\x08 \x01(\x0b\x32\x19.gateway.v1.StreamOptions\x12\"\n\x15max_completion_tokens\x18\t \x01(\x05H\x04\x88\x01\x01\x12\x0e\n\x01n\x18\n \x01(\x05H\x05\x88\x01\x01\x12\x11\n\x04seed\x18\x0b \x01(\x03H\x06\x88\x01\x01\x12\x11\n\x04user\x18\x0c \x01(\tH\x07\x88\x01\x01\x12\x1d\n\x10presence_penalty\x18\r \x01(\x01H\x08\x88\x01\x01\x12\x1e\n\x11\x66requency_penalty\x18\x0e \x01(\x01H\t\x88\x01\x01\x12J\n\nlogit_bias\x18\x0f \x03(\x0b\x32\x36.gateway.v1.StreamChatCompletionRequest.LogitBiasEntry\x12\x15\n\x08logprobs\x18\x10 \x01(\x08H\n\x88\x01\x01\x12\x19\n\x0ctop_logprobs\x18\x11 \x01(\x05H\x0b\x88\x01\x01\x12%\n\x05tools\x18\x12 \x03(\x0b\x32\x10.gateway.v1.ToolB\x04\x90\xb5\x18\x01\x12\x18\n\x0btool_choice\x18\x13 \x01(\tH\x0c\x88\x01\x01\x12J\n\x14tool_choice_function\x18\x14 \x01(\x0b\x32\x1b.gateway.v1.NamedToolChoiceB\x0f\x8a\xb5\x18\x0btool_choice\x12 \n\x13parallel_tool_calls\x18\x15 \x01(\x08H\r\x88\x01\x01\x12\x33\n\x0fresponse_format\x18\x16 \x01(\x0b\x32\x1a.gateway.v1.ResponseFormat\x12\x1d\n\x10reasoning_effort\x18\x17 \x01(\tH\x0e\x88\x01\x01\x12G\n\x08metadata\x18\x18 \x03(\x0b\x32\x35.gateway.v1.StreamChatCompletionRequest.MetadataEntry\x1a\x30\n\x0eLogitBiasEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x05:\x02\x38\x01\x1a/\n\rMetadataEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x42\r\n\x0b_max_tokensB\x0e\n\x0c_temperatureB\x08\n\x06_top_pB\t\n\x07_streamB\x18\n\x16_max_completion_tokensB\x04\n\x02_nB\x07\n\x05_seedB\x07\n\x05_userB\x13\n\x11_presence_penaltyB\x14\n\x12_frequency_penaltyB\x0b\n\t_logprobsB\x0f\n\r_top_logprobsB\x0e\n\x0c_tool_choiceB\x16\n\x14_parallel_tool_callsB\x13\n\x11_reasoning_effort\"\xaa\x01\n\x1cStreamChatCompletionResponse\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0e\n\x06object\x18\x02 \x01(\t\x12\x0f\n\x07\x63reated\x18\x03 \x01(\x03\x12\r\n\x05model\x18\x04 \x01(\t\x12,\n\x07\x63hoices\x18\x05 \x03(\x0b\x32\x1b.gateway.v1.ChatChunkChoice\x12 \n\x05usage\x18\x06 \x01(\x0b\x32\x11.gateway.v1.Usage2\xb0\x02\n\x0b\x43hatService\x12\x8a\x01\n\x14\x43reateChatCompletion\x12\'.gateway.v1.CreateChatCompletionRequest\x1a(.gateway.v1.CreateChatCompletionResponse\"\x1f\x82\xd3\xe4\x93\x02\x19\"\x14/v1/chat/completions:\x01*\x12\x93\x01\n\x14StreamChatCompletion\x12\'.gateway.v1.StreamChatCompletionRequest\x1a(.gateway.v1.StreamChatCompletionResponse\"&\x82\xd3\xe4\x93\x02 \"\x1b/v1/chat/completions:stream:\x01*0\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'gateway.v1.chat_service_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
+  _globals['_CHATMESSAGE'].fields_by_name['content']._loaded_options = None
+  _globals['_CHATMESSAGE'].fields_by_name['content']._serialized_options = b'\230\265\030\001'
+  _globals['_CHATMESSAGE'].fields_by_name['content_parts']._loaded_options = None
+  _globals['_CHATMESSAGE'].fields_by_name['content_parts']._serialized_options = b'\212\265\030\007content\220\265\030\001'
+  _globals['_CHATMESSAGE'].fields_by_name['tool_calls']._loaded_options = None
+  _globals['_CHATMESSAGE'].fields_by_name['tool_calls']._serialized_options = b'\220\265\030\001'
+  _globals['_CHATDELTA'].fields_by_name['tool_calls']._loaded_options = None
+  _globals['_CHATDELTA'].fields_by_name['tool_calls']._serialized_options = b'\220\265\030\001'
+  _globals['_CREATECHATCOMPLETIONREQUEST_LOGITBIASENTRY']._loaded_options = None
+  _globals['_CREATECHATCOMPLETIONREQUEST_LOGITBIASENTRY']._serialized_options = b'8\001'
+  _globals['_CREATECHATCOMPLETIONREQUEST_METADATAENTRY']._loaded_options = None
+  _globals['_CREATECHATCOMPLETIONREQUEST_METADATAENTRY']._serialized_options = b'8\001'
+  _globals['_CREATECHATCOMPLETIONREQUEST'].fields_by_name['tools']._loaded_options = None
+  _globals['_CREATECHATCOMPLETIONREQUEST'].fields_by_name['tools']._serialized_options = b'\220\265\030\001'
+  _globals['_CREATECHATCOMPLETIONREQUEST'].fields_by_name['tool_choice_function']._loaded_options = None
+  _globals['_CREATECHATCOMPLETIONREQUEST'].fields_by_name['tool_choice_function']._serialized_options = b'\212\265\030\013tool_choice'
+  _globals['_STREAMCHATCOMPLETIONREQUEST_LOGITBIASENTRY']._loaded_options = None
+  _globals['_STREAMCHATCOMPLETIONREQUEST_LOGITBIASENTRY']._serialized_options = b'8\001'
+  _globals['_STREAMCHATCOMPLETIONREQUEST_METADATAENTRY']._loaded_options = None
+  _globals['_STREAMCHATCOMPLETIONREQUEST_METADATAENTRY']._serialized_options = b'8\001'
+  _globals['_STREAMCHATCOMPLETIONREQUEST'].fields_by_name['tools']._loaded_options = None
+  _globals['_STREAMCHATCOMPLETIONREQUEST'].fields_by_name['tools']._serialized_options = b'\220\265\030\001'
+  _globals['_STREAMCHATCOMPLETIONREQUEST'].fields_by_name['tool_choice_function']._loaded_options = None
+  _globals['_STREAMCHATCOMPLETIONREQUEST'].fields_by_name['tool_choice_function']._serialized_options = b'\212\265\030\013tool_choice'
   _globals['_CHATSERVICE'].methods_by_name['CreateChatCompletion']._loaded_options = None
   _globals['_CHATSERVICE'].methods_by_name['CreateChatCompletion']._serialized_options = b'\202\323\344\223\002\031\"\024/v1/chat/completions:\001*'
   _globals['_CHATSERVICE'].methods_by_name['StreamChatCompletion']._loaded_options = None
   _globals['_CHATSERVICE'].methods_by_name['StreamChatCompletion']._serialized_options = b'\202\323\344\223\002 \"\033/v1/chat/completions:stream:\001*'
-  _globals['_CHATMESSAGE']._serialized_start=127
-  _globals['_CHATMESSAGE']._serialized_end=171
-  _globals['_CHATCHOICE']._serialized_start=173
-  _globals['_CHATCHOICE']._serialized_end=265
-  _globals['_CHATDELTA']._serialized_start=267
-  _globals['_CHATDELTA']._serialized_end=340
-  _globals['_CHATCHUNKCHOICE']._serialized_start=342
-  _globals['_CHATCHUNKCHOICE']._serialized_end=458
-  _globals['_CREATECHATCOMPLETIONREQUEST']._serialized_start=461
-  _globals['_CREATECHATCOMPLETIONREQUEST']._serialized_end=757
-  _globals['_CREATECHATCOMPLETIONRESPONSE']._serialized_start=760
-  _globals['_CREATECHATCOMPLETIONRESPONSE']._serialized_end=925
-  _globals['_STREAMCHATCOMPLETIONREQUEST']._serialized_start=928
-  _globals['_STREAMCHATCOMPLETIONREQUEST']._serialized_end=1224
-  _globals['_STREAMCHATCOMPLETIONRESPONSE']._serialized_start=1227
-  _globals['_STREAMCHATCOMPLETIONRESPONSE']._serialized_end=1397
-  _globals['_CHATSERVICE']._serialized_start=1400
-  _globals['_CHATSERVICE']._serialized_end=1704
+  _globals['_CHATMESSAGE']._serialized_start=182
+  _globals['_CHATMESSAGE']._serialized_end=417
+  _globals['_CHATCHOICE']._serialized_start=420
+  _globals['_CHATCHOICE']._serialized_end=556
+  _globals['_CHATDELTA']._serialized_start=558
+  _globals['_CHATDELTA']._serialized_end=684
+  _globals['_CHATCHUNKCHOICE']._serialized_start=687
+  _globals['_CHATCHUNKCHOICE']._serialized_end=847
+  _globals['_CREATECHATCOMPLETIONREQUEST']._serialized_start=850
+  _globals['_CREATECHATCOMPLETIONREQUEST']._serialized_end=2040
+  _globals['_CREATECHATCOMPLETIONREQUEST_LOGITBIASENTRY']._serialized_start=1707
+  _globals['_CREATECHATCOMPLETIONREQUEST_LOGITBIASENTRY']._serialized_end=1755
+  _globals['_CREATECHATCOMPLETIONREQUEST_METADATAENTRY']._serialized_start=1757
+  _globals['_CREATECHATCOMPLETIONREQUEST_METADATAENTRY']._serialized_end=1804
+  _globals['_CREATECHATCOMPLETIONRESPONSE']._serialized_start=2043
+  _globals['_CREATECHATCOMPLETIONRESPONSE']._serialized_end=2208
+  _globals['_STREAMCHATCOMPLETIONREQUEST']._serialized_start=2211
+  _globals['_STREAMCHATCOMPLETIONREQUEST']._serialized_end=3401
+  _globals['_STREAMCHATCOMPLETIONREQUEST_LOGITBIASENTRY']._serialized_start=1707
+  _globals['_STREAMCHATCOMPLETIONREQUEST_LOGITBIASENTRY']._serialized_end=1755
+  _globals['_STREAMCHATCOMPLETIONREQUEST_METADATAENTRY']._serialized_start=1757
+  _globals['_STREAMCHATCOMPLETIONREQUEST_METADATAENTRY']._serialized_end=1804
+  _globals['_STREAMCHATCOMPLETIONRESPONSE']._serialized_start=3404
+  _globals['_STREAMCHATCOMPLETIONRESPONSE']._serialized_end=3574
+  _globals['_CHATSERVICE']._serialized_start=3577
+  _globals['_CHATSERVICE']._serialized_end=3881
 # @@protoc_insertion_point(module_scope)

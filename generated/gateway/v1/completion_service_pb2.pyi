@@ -11,7 +11,14 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class CreateCompletionRequest(_message.Message):
-    __slots__ = ("model", "prompt", "max_tokens", "temperature", "top_p", "stream", "stop", "stream_options")
+    __slots__ = ("model", "prompt", "max_tokens", "temperature", "top_p", "stream", "stop", "stream_options", "n", "seed", "user", "presence_penalty", "frequency_penalty", "logit_bias", "logprobs", "echo", "suffix", "best_of")
+    class LogitBiasEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: int
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
     MODEL_FIELD_NUMBER: _ClassVar[int]
     PROMPT_FIELD_NUMBER: _ClassVar[int]
     MAX_TOKENS_FIELD_NUMBER: _ClassVar[int]
@@ -20,6 +27,16 @@ class CreateCompletionRequest(_message.Message):
     STREAM_FIELD_NUMBER: _ClassVar[int]
     STOP_FIELD_NUMBER: _ClassVar[int]
     STREAM_OPTIONS_FIELD_NUMBER: _ClassVar[int]
+    N_FIELD_NUMBER: _ClassVar[int]
+    SEED_FIELD_NUMBER: _ClassVar[int]
+    USER_FIELD_NUMBER: _ClassVar[int]
+    PRESENCE_PENALTY_FIELD_NUMBER: _ClassVar[int]
+    FREQUENCY_PENALTY_FIELD_NUMBER: _ClassVar[int]
+    LOGIT_BIAS_FIELD_NUMBER: _ClassVar[int]
+    LOGPROBS_FIELD_NUMBER: _ClassVar[int]
+    ECHO_FIELD_NUMBER: _ClassVar[int]
+    SUFFIX_FIELD_NUMBER: _ClassVar[int]
+    BEST_OF_FIELD_NUMBER: _ClassVar[int]
     model: str
     prompt: str
     max_tokens: int
@@ -28,7 +45,17 @@ class CreateCompletionRequest(_message.Message):
     stream: bool
     stop: _containers.RepeatedScalarFieldContainer[str]
     stream_options: _streaming_pb2.StreamOptions
-    def __init__(self, model: _Optional[str] = ..., prompt: _Optional[str] = ..., max_tokens: _Optional[int] = ..., temperature: _Optional[float] = ..., top_p: _Optional[float] = ..., stream: _Optional[bool] = ..., stop: _Optional[_Iterable[str]] = ..., stream_options: _Optional[_Union[_streaming_pb2.StreamOptions, _Mapping]] = ...) -> None: ...
+    n: int
+    seed: int
+    user: str
+    presence_penalty: float
+    frequency_penalty: float
+    logit_bias: _containers.ScalarMap[str, int]
+    logprobs: int
+    echo: bool
+    suffix: str
+    best_of: int
+    def __init__(self, model: _Optional[str] = ..., prompt: _Optional[str] = ..., max_tokens: _Optional[int] = ..., temperature: _Optional[float] = ..., top_p: _Optional[float] = ..., stream: _Optional[bool] = ..., stop: _Optional[_Iterable[str]] = ..., stream_options: _Optional[_Union[_streaming_pb2.StreamOptions, _Mapping]] = ..., n: _Optional[int] = ..., seed: _Optional[int] = ..., user: _Optional[str] = ..., presence_penalty: _Optional[float] = ..., frequency_penalty: _Optional[float] = ..., logit_bias: _Optional[_Mapping[str, int]] = ..., logprobs: _Optional[int] = ..., echo: _Optional[bool] = ..., suffix: _Optional[str] = ..., best_of: _Optional[int] = ...) -> None: ...
 
 class CreateCompletionResponse(_message.Message):
     __slots__ = ("id", "object", "created", "model", "choices", "usage")
@@ -47,7 +74,14 @@ class CreateCompletionResponse(_message.Message):
     def __init__(self, id: _Optional[str] = ..., object: _Optional[str] = ..., created: _Optional[int] = ..., model: _Optional[str] = ..., choices: _Optional[_Iterable[_Union[_completion_pb2.CompletionChoice, _Mapping]]] = ..., usage: _Optional[_Union[_usage_pb2.Usage, _Mapping]] = ...) -> None: ...
 
 class StreamCompletionRequest(_message.Message):
-    __slots__ = ("model", "prompt", "max_tokens", "temperature", "top_p", "stream", "stop", "stream_options")
+    __slots__ = ("model", "prompt", "max_tokens", "temperature", "top_p", "stream", "stop", "stream_options", "n", "seed", "user", "presence_penalty", "frequency_penalty", "logit_bias", "logprobs", "echo", "suffix", "best_of")
+    class LogitBiasEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: int
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
     MODEL_FIELD_NUMBER: _ClassVar[int]
     PROMPT_FIELD_NUMBER: _ClassVar[int]
     MAX_TOKENS_FIELD_NUMBER: _ClassVar[int]
@@ -56,6 +90,16 @@ class StreamCompletionRequest(_message.Message):
     STREAM_FIELD_NUMBER: _ClassVar[int]
     STOP_FIELD_NUMBER: _ClassVar[int]
     STREAM_OPTIONS_FIELD_NUMBER: _ClassVar[int]
+    N_FIELD_NUMBER: _ClassVar[int]
+    SEED_FIELD_NUMBER: _ClassVar[int]
+    USER_FIELD_NUMBER: _ClassVar[int]
+    PRESENCE_PENALTY_FIELD_NUMBER: _ClassVar[int]
+    FREQUENCY_PENALTY_FIELD_NUMBER: _ClassVar[int]
+    LOGIT_BIAS_FIELD_NUMBER: _ClassVar[int]
+    LOGPROBS_FIELD_NUMBER: _ClassVar[int]
+    ECHO_FIELD_NUMBER: _ClassVar[int]
+    SUFFIX_FIELD_NUMBER: _ClassVar[int]
+    BEST_OF_FIELD_NUMBER: _ClassVar[int]
     model: str
     prompt: str
     max_tokens: int
@@ -64,7 +108,17 @@ class StreamCompletionRequest(_message.Message):
     stream: bool
     stop: _containers.RepeatedScalarFieldContainer[str]
     stream_options: _streaming_pb2.StreamOptions
-    def __init__(self, model: _Optional[str] = ..., prompt: _Optional[str] = ..., max_tokens: _Optional[int] = ..., temperature: _Optional[float] = ..., top_p: _Optional[float] = ..., stream: _Optional[bool] = ..., stop: _Optional[_Iterable[str]] = ..., stream_options: _Optional[_Union[_streaming_pb2.StreamOptions, _Mapping]] = ...) -> None: ...
+    n: int
+    seed: int
+    user: str
+    presence_penalty: float
+    frequency_penalty: float
+    logit_bias: _containers.ScalarMap[str, int]
+    logprobs: int
+    echo: bool
+    suffix: str
+    best_of: int
+    def __init__(self, model: _Optional[str] = ..., prompt: _Optional[str] = ..., max_tokens: _Optional[int] = ..., temperature: _Optional[float] = ..., top_p: _Optional[float] = ..., stream: _Optional[bool] = ..., stop: _Optional[_Iterable[str]] = ..., stream_options: _Optional[_Union[_streaming_pb2.StreamOptions, _Mapping]] = ..., n: _Optional[int] = ..., seed: _Optional[int] = ..., user: _Optional[str] = ..., presence_penalty: _Optional[float] = ..., frequency_penalty: _Optional[float] = ..., logit_bias: _Optional[_Mapping[str, int]] = ..., logprobs: _Optional[int] = ..., echo: _Optional[bool] = ..., suffix: _Optional[str] = ..., best_of: _Optional[int] = ...) -> None: ...
 
 class StreamCompletionResponse(_message.Message):
     __slots__ = ("id", "object", "created", "model", "choices", "usage")

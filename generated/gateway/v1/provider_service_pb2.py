@@ -26,7 +26,7 @@ from google.api import annotations_pb2 as google_dot_api_dot_annotations__pb2
 from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n!gateway/v1/provider_service.proto\x12\ngateway.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1cgoogle/protobuf/struct.proto\"\x7f\n\x08Provider\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04type\x18\x02 \x01(\t\x12\x0f\n\x07\x65nabled\x18\x03 \x01(\x08\x12\'\n\x06params\x18\x04 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x0f\n\x07\x61\x64\x61pter\x18\x05 \x01(\t\x12\x0e\n\x06health\x18\x06 \x01(\t\"%\n\x14ListProvidersRequest\x12\r\n\x05model\x18\x01 \x01(\t\"@\n\x15ListProvidersResponse\x12\'\n\tproviders\x18\x01 \x03(\x0b\x32\x14.gateway.v1.Provider2~\n\x0fProviderService\x12k\n\rListProviders\x12 .gateway.v1.ListProvidersRequest\x1a!.gateway.v1.ListProvidersResponse\"\x15\x82\xd3\xe4\x93\x02\x0f\x12\r/v1/providersb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n!gateway/v1/provider_service.proto\x12\ngateway.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1cgoogle/protobuf/struct.proto\"\x95\x01\n\x08Provider\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04type\x18\x02 \x01(\t\x12\x0f\n\x07\x65nabled\x18\x03 \x01(\x08\x12\'\n\x06params\x18\x04 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x0f\n\x07\x61\x64\x61pter\x18\x05 \x01(\t\x12\x0e\n\x06health\x18\x06 \x01(\t\x12\x14\n\x0c\x63\x61pabilities\x18\x07 \x03(\t\"%\n\x14ListProvidersRequest\x12\r\n\x05model\x18\x01 \x01(\t\"@\n\x15ListProvidersResponse\x12\'\n\tproviders\x18\x01 \x03(\x0b\x32\x14.gateway.v1.Provider2~\n\x0fProviderService\x12k\n\rListProviders\x12 .gateway.v1.ListProvidersRequest\x1a!.gateway.v1.ListProvidersResponse\"\x15\x82\xd3\xe4\x93\x02\x0f\x12\r/v1/providersb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -35,12 +35,12 @@ if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_PROVIDERSERVICE'].methods_by_name['ListProviders']._loaded_options = None
   _globals['_PROVIDERSERVICE'].methods_by_name['ListProviders']._serialized_options = b'\202\323\344\223\002\017\022\r/v1/providers'
-  _globals['_PROVIDER']._serialized_start=109
-  _globals['_PROVIDER']._serialized_end=236
-  _globals['_LISTPROVIDERSREQUEST']._serialized_start=238
-  _globals['_LISTPROVIDERSREQUEST']._serialized_end=275
-  _globals['_LISTPROVIDERSRESPONSE']._serialized_start=277
-  _globals['_LISTPROVIDERSRESPONSE']._serialized_end=341
-  _globals['_PROVIDERSERVICE']._serialized_start=343
-  _globals['_PROVIDERSERVICE']._serialized_end=469
+  _globals['_PROVIDER']._serialized_start=110
+  _globals['_PROVIDER']._serialized_end=259
+  _globals['_LISTPROVIDERSREQUEST']._serialized_start=261
+  _globals['_LISTPROVIDERSREQUEST']._serialized_end=298
+  _globals['_LISTPROVIDERSRESPONSE']._serialized_start=300
+  _globals['_LISTPROVIDERSRESPONSE']._serialized_end=364
+  _globals['_PROVIDERSERVICE']._serialized_start=366
+  _globals['_PROVIDERSERVICE']._serialized_end=492
 # @@protoc_insertion_point(module_scope)

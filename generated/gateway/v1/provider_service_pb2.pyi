@@ -9,20 +9,22 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class Provider(_message.Message):
-    __slots__ = ("id", "type", "enabled", "params", "adapter", "health")
+    __slots__ = ("id", "type", "enabled", "params", "adapter", "health", "capabilities")
     ID_FIELD_NUMBER: _ClassVar[int]
     TYPE_FIELD_NUMBER: _ClassVar[int]
     ENABLED_FIELD_NUMBER: _ClassVar[int]
     PARAMS_FIELD_NUMBER: _ClassVar[int]
     ADAPTER_FIELD_NUMBER: _ClassVar[int]
     HEALTH_FIELD_NUMBER: _ClassVar[int]
+    CAPABILITIES_FIELD_NUMBER: _ClassVar[int]
     id: str
     type: str
     enabled: bool
     params: _struct_pb2.Struct
     adapter: str
     health: str
-    def __init__(self, id: _Optional[str] = ..., type: _Optional[str] = ..., enabled: _Optional[bool] = ..., params: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., adapter: _Optional[str] = ..., health: _Optional[str] = ...) -> None: ...
+    capabilities: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, id: _Optional[str] = ..., type: _Optional[str] = ..., enabled: _Optional[bool] = ..., params: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., adapter: _Optional[str] = ..., health: _Optional[str] = ..., capabilities: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class ListProvidersRequest(_message.Message):
     __slots__ = ("model",)

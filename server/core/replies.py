@@ -1,0 +1,69 @@
+"""Generation results -> the chat and completion reply messages of the contract."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from gateway.v1 import chat_pb2, completion_pb2
+from gateway.v1 import chat_service_pb2 as chat
+
+from server.core.generation import TextDelta, TokenLogprob, ToolCall, ToolCallDelta
+
+
+def tool_call(call: ToolCall) -> chat_pb2.ToolCall:
+    return chat_pb2.ToolCall(
+        id=call.id,
+        type="function",
+        function=chat_pb2.FunctionCall(name=call.name, arguments=call.arguments),
+    )
+
+
+def chat_chunk_choice(event: TextDelta | ToolCallDelta, logprobs: bool) -> chat.ChatChunkChoice:
+    """One stream chunk's choice, framed as OpenAI frames it: a tool call's first
+    fragment carries index, id, type and name (and empty arguments), later fragments
+    only index and a piece of the arguments."""
+    if isinstance(event, TextDelta):
+        choice = chat.ChatChunkChoice(index=event.choice, delta=chat.ChatDelta(content=event.text))
+        if logprobs:
+            choice.logprobs.CopyFrom(chat_logprobs(event.logprobs))
+        return choice
+    fragment = chat_pb2.ToolCallDelta(index=event.index)
+    if event.id is not None:
+        fragment.id = event.id
+        fragment.type = "function"
+    if event.name is not None:
+        fragment.function.name = event.name
+    fragment.function.arguments = event.arguments
+    return chat.ChatChunkChoice(index=event.choice, delta=chat.ChatDelta(tool_calls=[fragment]))
+
+
+def chat_logprobs(entries: Iterable[TokenLogprob]) -> chat_pb2.ChatLogprobs:
+    return chat_pb2.ChatLogprobs(
+        content=[
+            chat_pb2.TokenLogprob(
+                token=e.token,
+                logprob=e.logprob,
+                bytes=list(e.token.encode()),
+                top_logprobs=[
+                    chat_pb2.TopLogprob(
+                        token=t.token, logprob=t.logprob, bytes=list(t.token.encode())
+                    )
+                    for t in e.top
+                ],
+            )
+            for e in entries
+        ]
+    )
+
+
+def completion_logprobs(entries: Iterable[TokenLogprob]) -> completion_pb2.CompletionLogprobs:
+    out = completion_pb2.CompletionLogprobs()
+    offset = 0
+    for e in entries:
+        out.tokens.append(e.token)
+        out.token_logprobs.append(e.logprob)
+        top = out.top_logprobs.add()
+        top.update({t.token: t.logprob for t in e.top})
+        out.text_offset.append(offset)
+        offset += len(e.token)
+    return out
