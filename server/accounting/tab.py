@@ -73,6 +73,9 @@ class Tab:
         self.run: Run | None = None
         self.limited_tokens = False
         self.reservation: Reservation | None = None
+        # The ledger record, once closed (None for a call never admitted): what the
+        # metrics and the request log report, so they agree with the ledger.
+        self.record: UsageRecord | None = None
         self._closed = False
 
     def close(self, error: BaseException | None) -> None:
@@ -93,28 +96,27 @@ class Tab:
             self.accounts.spawn(self.accounts.budgets.settle(self.reservation, total))
         status, reason = _status(error)
         ttft = run.ttft_ms() if run is not None else None
-        self.accounts.ledger.record(
-            UsageRecord(
-                ts=self.started,
-                request_id=self.request_id,
-                key_id=principal.key_id,
-                key_name=principal.name,
-                method=self.method,
-                model=run.model.id if run is not None else self.model,
-                provider=run.upstream.id if run is not None and run.upstream else "",
-                prompt_tokens=counts.prompt_tokens if counts is not None else 0,
-                completion_tokens=counts.completion_tokens if counts is not None else 0,
-                total_tokens=tokens,
-                input_cost_usd=cost.input_usd if cost is not None else None,
-                output_cost_usd=cost.output_usd if cost is not None else None,
-                cache_input_cost_usd=cost.cache_input_usd if cost is not None else None,
-                total_cost_usd=cost.total_usd if cost is not None else None,
-                latency_ms=round((time.time() - self.started) * 1000, 3),
-                ttft_ms=None if ttft is None else round(ttft, 3),
-                status=status,
-                error_reason=reason,
-            )
+        self.record = UsageRecord(
+            ts=self.started,
+            request_id=self.request_id,
+            key_id=principal.key_id,
+            key_name=principal.name,
+            method=self.method,
+            model=run.model.id if run is not None else self.model,
+            provider=run.upstream.id if run is not None and run.upstream else "",
+            prompt_tokens=counts.prompt_tokens if counts is not None else 0,
+            completion_tokens=counts.completion_tokens if counts is not None else 0,
+            total_tokens=tokens,
+            input_cost_usd=cost.input_usd if cost is not None else None,
+            output_cost_usd=cost.output_usd if cost is not None else None,
+            cache_input_cost_usd=cost.cache_input_usd if cost is not None else None,
+            total_cost_usd=cost.total_usd if cost is not None else None,
+            latency_ms=round((time.time() - self.started) * 1000, 3),
+            ttft_ms=None if ttft is None else round(ttft, 3),
+            status=status,
+            error_reason=reason,
         )
+        self.accounts.ledger.record(self.record)
 
 
 class Accounting(Middleware):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -25,6 +26,9 @@ from urllib.parse import urlsplit, urlunsplit
 from server.accounting.admission import HEADER
 from server.cli import serve as app
 from server.core import config
+from server.core.errors import GatewayError
+from server.ops import metrics, requestlog
+from server.ops.control import Control
 from server.storage import open_store
 from server.storage.db import connect
 from server.storage.keys import KeyRecord
@@ -64,6 +68,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="run only the REST facade, forwarding every call to this gRPC gateway",
     )
     parser.add_argument("--no-http", action="store_true", help="serve gRPC only")
+    parser.add_argument(
+        "--metrics-port",
+        type=int,
+        help="also serve /metrics, /healthz and /readyz on this port (overrides "
+        "operations.metrics_port; for a gRPC-only gateway)",
+    )
     parser.add_argument("--log-level", default="INFO")
     return parser.parse_args(argv)
 
@@ -116,13 +126,16 @@ def with_overrides(cfg: config.Config, args: argparse.Namespace) -> config.Confi
         if value is not None
     }
     server = cfg.server.model_copy(update=overrides)
+    operations = cfg.operations
+    if getattr(args, "metrics_port", None) is not None:
+        operations = operations.model_copy(update={"metrics_port": args.metrics_port})
     storage_updates = {}
     for name, env in ENV.items():
         value = getattr(args, name, None) or os.environ.get(env)
         if value:
             storage_updates[name] = value
     storage = cfg.storage.model_copy(update=storage_updates)
-    return cfg.model_copy(update={"server": server, "storage": storage})
+    return cfg.model_copy(update={"server": server, "storage": storage, "operations": operations})
 
 
 def describe_storage(storage: config.StorageConfig) -> str:
@@ -159,11 +172,29 @@ async def serve(args: argparse.Namespace) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
+    if running.gateway is not None and args.config is not None:
+        control = running.gateway.control
+        control.source = lambda: _reread(args)
+        loop.add_signal_handler(signal.SIGHUP, lambda: asyncio.ensure_future(_reload(control)))
     await stop.wait()
-    # Stops taking calls, lets calls in flight finish, then drains the usage ledger.
+    # Turns NOT_SERVING, lets calls in flight finish, then drains the usage ledger.
     print("gateway: shutting down", flush=True)
     await running.stop()
+    metrics.mark_process_dead()
     print("gateway: stopped", flush=True)
+
+
+def _reread(args: argparse.Namespace) -> tuple[config.Config, str]:
+    """The config file again, with the same command-line overrides."""
+    cfg, source = config.load(args.config)
+    return with_overrides(cfg, args), source
+
+
+async def _reload(control: Control) -> None:
+    """SIGHUP: reloads the config file; a refusal is logged and changes nothing."""
+    with contextlib.suppress(GatewayError):
+        done = await control.reload()
+        print(f"gateway: config reloaded from {done.source}", flush=True)
 
 
 def _key_dict(key: KeyRecord) -> dict[str, Any]:
@@ -266,6 +297,7 @@ def main(argv: list[str] | None = None) -> None:
         logging.basicConfig(
             level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
         )
+        requestlog.install()
         asyncio.run(serve(args))
     except config.ConfigError as exc:
         sys.exit(f"gateway: config error: {exc}")

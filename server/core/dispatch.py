@@ -30,12 +30,14 @@ async def open_stream(
     request: GenerationRequest,
     deadline: float | None,
     subject: str,
+    causes: Causes | None = None,
 ) -> tuple[Upstream, AsyncIterator[Event]]:
     """Returns the first upstream that produced an event, with its whole event stream.
 
     Raises the upstream's own error when it is not retryable (the request is at fault),
-    DeadlineExceeded when the deadline passes, and AllProvidersFailed otherwise."""
-    causes: Causes = []
+    DeadlineExceeded when the deadline passes, and AllProvidersFailed otherwise. Each
+    upstream given up on is appended to `causes` (the failovers, for metrics)."""
+    causes = [] if causes is None else causes
     for upstream in upstreams:
         if not upstream.config.enabled:
             continue

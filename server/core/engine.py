@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator, Sequence
 
 from gateway.v1 import usage_pb2
@@ -30,6 +31,11 @@ class Run:
         self._text: list[str] = []
         self._finished: Finished | None = None
         self.upstream: Upstream | None = None
+        # Upstreams given up on before one answered (the failovers), in order.
+        self.causes: dispatch.Causes = []
+        # Seconds spent waiting on upstreams (attempts, pauses, every event): the rest
+        # of a call's time is the gateway's own overhead.
+        self.upstream_s = 0.0
 
     @property
     def model(self) -> ModelConfig:
@@ -37,13 +43,25 @@ class Run:
         return self.upstream.model
 
     async def open(self, subject: str) -> None:
-        self.upstream, self._events = await dispatch.open_stream(
-            self._upstreams, self.request, self._deadline, subject
-        )
+        started = time.perf_counter()
+        try:
+            self.upstream, self._events = await dispatch.open_stream(
+                self._upstreams, self.request, self._deadline, subject, self.causes
+            )
+        finally:
+            self.upstream_s += time.perf_counter() - started
         self._clock.mark_first_token()
 
     async def deltas(self) -> AsyncIterator[str]:
-        async for event in self._events:
+        events = self._events
+        while True:
+            waited = time.perf_counter()
+            try:
+                event = await anext(events)
+            except StopAsyncIteration:
+                return
+            finally:
+                self.upstream_s += time.perf_counter() - waited
             if isinstance(event, TextDelta):
                 if event.text:
                     self._text.append(event.text)

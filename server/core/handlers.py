@@ -48,6 +48,7 @@ from server.core.engine import Run
 from server.core.errors import InvalidArgument
 from server.core.generation import GenerationRequest
 from server.core.pipeline import Middleware
+from server.ops.control import Control
 from server.routing.router import OrderedProfiles, Router
 from server.storage import Store
 
@@ -72,6 +73,8 @@ class Gateway:
         self.store = store
         self.admin = AdminHandlers(self.admission, self.accounts, store)
         self.router: Router = router or OrderedProfiles(config.routing)
+        # Live configuration: reload, providers on and off (server/ops/control.py).
+        self.control = Control(self)
         # Every RPC passes through these, outermost first (see server/core/pipeline.py).
         self.middlewares: list[Middleware] = [Accounting(self.accounts)]
         self._closers = closers or []
@@ -330,6 +333,7 @@ class Gateway:
     async def aclose(self) -> None:
         """Closes providers, waits for settlements, drains the ledger, closes storage."""
         await self.catalog.aclose()
+        await self.control.aclose()
         await self.accounts.aclose()
         await self.accounts.ledger.aclose(self.config.ledger.drain_timeout_s)
         for closer in self._closers:

@@ -1,3 +1,4 @@
+from gateway.v1 import provider_service_pb2 as _provider_service_pb2
 from google.api import annotations_pb2 as _annotations_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor
@@ -104,3 +105,47 @@ class RevokeKeyResponse(_message.Message):
     KEY_FIELD_NUMBER: _ClassVar[int]
     key: ApiKey
     def __init__(self, key: _Optional[_Union[ApiKey, _Mapping]] = ...) -> None: ...
+
+class ReloadConfigRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ReloadConfigResponse(_message.Message):
+    __slots__ = ("source", "models", "providers", "warnings")
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
+    MODELS_FIELD_NUMBER: _ClassVar[int]
+    PROVIDERS_FIELD_NUMBER: _ClassVar[int]
+    WARNINGS_FIELD_NUMBER: _ClassVar[int]
+    source: str
+    models: int
+    providers: int
+    warnings: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, source: _Optional[str] = ..., models: _Optional[int] = ..., providers: _Optional[int] = ..., warnings: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class EnableProviderRequest(_message.Message):
+    __slots__ = ("provider_id",)
+    PROVIDER_ID_FIELD_NUMBER: _ClassVar[int]
+    provider_id: str
+    def __init__(self, provider_id: _Optional[str] = ...) -> None: ...
+
+class EnableProviderResponse(_message.Message):
+    __slots__ = ("provider", "model")
+    PROVIDER_FIELD_NUMBER: _ClassVar[int]
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    provider: _provider_service_pb2.Provider
+    model: str
+    def __init__(self, provider: _Optional[_Union[_provider_service_pb2.Provider, _Mapping]] = ..., model: _Optional[str] = ...) -> None: ...
+
+class DisableProviderRequest(_message.Message):
+    __slots__ = ("provider_id",)
+    PROVIDER_ID_FIELD_NUMBER: _ClassVar[int]
+    provider_id: str
+    def __init__(self, provider_id: _Optional[str] = ...) -> None: ...
+
+class DisableProviderResponse(_message.Message):
+    __slots__ = ("provider", "model")
+    PROVIDER_FIELD_NUMBER: _ClassVar[int]
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    provider: _provider_service_pb2.Provider
+    model: str
+    def __init__(self, provider: _Optional[_Union[_provider_service_pb2.Provider, _Mapping]] = ..., model: _Optional[str] = ...) -> None: ...
