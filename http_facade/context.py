@@ -19,9 +19,9 @@ from http_facade.errors import error_response, internal
 from server.accounting.admission import HEADER
 
 REQUEST_ID = "x-request-id"
-# Headers forwarded to the RPC as metadata: the key headers the core reads, plus the
-# request id; nothing else crosses (grpc-gateway's header matcher).
-FORWARDED = tuple(sorted(set(HEADER.values())))
+# Headers forwarded to the RPC as metadata: the key headers the core reads, the W3C
+# trace context, plus the request id; nothing else crosses (grpc-gateway's header matcher).
+FORWARDED = tuple(sorted({*HEADER.values(), "traceparent", "tracestate"}))
 _REQUEST_ID_FORM = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 
 

@@ -61,7 +61,9 @@ async def test_sigterm_turns_not_ready_then_finishes_streams_and_exits_0(tmp_pat
                 "messages": [{"role": "user", "content": "a long answer please"}],
             }  # fmt: skip
             grpc_stream = Stubs(channel).chat.StreamChatCompletion(
-                chat.StreamChatCompletionRequest(model="sim-standard", messages=HELLO, max_tokens=20),
+                chat.StreamChatCompletionRequest(
+                    model="sim-standard", messages=HELLO, max_tokens=20
+                ),
                 metadata=API,
             )
             async with rest.stream(
@@ -108,7 +110,9 @@ async def test_sighup_reloads_and_an_invalid_file_is_refused(tmp_path):
     api = {"x-api-key": API_KEY}
     try:
         assert gw.http_port, "".join(gw.output)
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{gw.http_port}", timeout=30) as rest:
+        async with httpx.AsyncClient(
+            base_url=f"http://127.0.0.1:{gw.http_port}", timeout=30
+        ) as rest:
 
             async def model_ids() -> list[str]:
                 listing = await rest.get("/v1/models", headers=api)
@@ -120,7 +124,9 @@ async def test_sighup_reloads_and_an_invalid_file_is_refused(tmp_path):
                     json={"model": model, "messages": [{"role": "user", "content": "hi"}]},
                     headers=api,
                 )
-                return reply.json()["usage"]["input_cost_usd"] / reply.json()["usage"]["prompt_tokens"]
+                return (
+                    reply.json()["usage"]["input_cost_usd"] / reply.json()["usage"]["prompt_tokens"]
+                )
 
             before = await price("sim-mini")
             # A slow stream starts on the old config and must survive the reload.
@@ -158,7 +164,9 @@ async def test_sighup_reloads_and_an_invalid_file_is_refused(tmp_path):
             await asyncio.sleep(0.3)
             assert "sim-extra" in await model_ids()
             assert await price("sim-mini") == 2 * before
-            assert (await rest.post("/v1/admin/config:reload", json={}, headers=api)).status_code == 401
+            assert (
+                await rest.post("/v1/admin/config:reload", json={}, headers=api)
+            ).status_code == 401
 
             path.write_text(yaml.safe_dump(data))  # back to the start, through the RPC
             done = await rest.post("/v1/admin/config:reload", json={}, headers=admin)

@@ -102,7 +102,9 @@ async def test_metrics_reconcile_with_the_ledger(tmp_path):
                 headers={"x-router-key": ROUTER_KEY},
             )
             assert routed.is_success
-            assert (await rest.get("/v1/models", headers={"x-api-key": "wrong-key"})).status_code == 401
+            assert (
+                await rest.get("/v1/models", headers={"x-api-key": "wrong-key"})
+            ).status_code == 401
 
             await gw.gateway.accounts.ledger.flush()
             rows = await gw.gateway.store.db.fetch("SELECT * FROM usage_records")
@@ -112,9 +114,7 @@ async def test_metrics_reconcile_with_the_ledger(tmp_path):
     found = samples(scraped.text)
 
     # Same request count, same total cost, same tokens as the ledger (admin calls too).
-    accounted = [
-        (lab, v) for lab, v in found["gateway_requests_total"] if lab["key_id"] != ""
-    ]
+    accounted = [(lab, v) for lab, v in found["gateway_requests_total"] if lab["key_id"] != ""]
     assert sum(v for _, v in accounted) == len(rows)
     assert sum(v for _, v in found["gateway_cost_usd_total"]) == pytest.approx(
         sum(r["total_cost_usd"] or 0 for r in rows), rel=1e-9
@@ -129,7 +129,9 @@ async def test_metrics_reconcile_with_the_ledger(tmp_path):
     assert total(found, "gateway_requests_total", key_id="", status="UNAUTHENTICATED") == 1
 
     assert total(found, "gateway_requests_total", rpc="StreamChatCompletion", status="OK") == 6
-    assert total(found, "gateway_request_errors_total", reason="UPSTREAM_ERROR", model="sim-pro") == 1
+    assert (
+        total(found, "gateway_request_errors_total", reason="UPSTREAM_ERROR", model="sim-pro") == 1
+    )
     assert total(found, "gateway_rate_limit_rejections_total", key_id=limited_id) == 1
     assert total(found, "gateway_failovers_total", provider="sim-mini-primary") >= 6
     assert total(found, "gateway_routing_decisions_total", profile="economy") == 1
@@ -141,7 +143,10 @@ async def test_metrics_reconcile_with_the_ledger(tmp_path):
     overhead = total(found, "gateway_overhead_seconds_count", rpc="CreateChatCompletion")
     assert overhead >= 6 + 2 + 2  # gRPC unary, the refused and the tight ones
     assert total(found, "gen_ai_server_time_to_first_token_seconds_count") > 0
-    assert total(found, "gen_ai_client_operation_duration_seconds_count", gen_ai_operation_name="chat") > 0
+    assert (
+        total(found, "gen_ai_client_operation_duration_seconds_count", gen_ai_operation_name="chat")
+        > 0
+    )
     # Key ids only: no secret appears anywhere in the exposition.
     for s in (secret, limited, API_KEY, ROUTER_KEY):
         assert s not in scraped.text
@@ -169,7 +174,10 @@ async def test_one_json_line_per_request(config_dict, request_lines, log_text):
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{gw.http_port}") as rest:
             reply = await rest.post(
                 "/v1/chat/completions",
-                json={"model": "sim-mini", "messages": [{"role": "user", "content": "secret plan"}]},
+                json={
+                    "model": "sim-mini",
+                    "messages": [{"role": "user", "content": "secret plan"}],
+                },
                 headers={"x-api-key": API_KEY, "x-request-id": "req-log-1"},
             )
             unknown = await rest.get("/v1/models", headers={"x-api-key": "gw-not-a-real-key-000"})
@@ -187,7 +195,11 @@ async def test_one_json_line_per_request(config_dict, request_lines, log_text):
     ok = by_id["req-log-1"]
     usage = reply.json()["usage"]
     assert ok["rpc"] == "CreateChatCompletion" and ok["status"] == "OK"
-    assert (ok["model"], ok["provider"], ok["key_id"]) == ("sim-mini", "sim-mini-primary", "cfg-dev-api")
+    assert (ok["model"], ok["provider"], ok["key_id"]) == (
+        "sim-mini",
+        "sim-mini-primary",
+        "cfg-dev-api",
+    )
     assert ok["prompt_tokens"] == usage["prompt_tokens"]
     assert ok["completion_tokens"] == usage["completion_tokens"]
     assert ok["cost_usd"] == pytest.approx(usage["total_cost_usd"])

@@ -27,7 +27,7 @@ from server.accounting.admission import HEADER
 from server.cli import serve as app
 from server.core import config
 from server.core.errors import GatewayError
-from server.ops import metrics, requestlog
+from server.ops import metrics, requestlog, tracing
 from server.ops.control import Control
 from server.storage import open_store
 from server.storage.db import connect
@@ -298,6 +298,7 @@ def main(argv: list[str] | None = None) -> None:
             level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
         )
         requestlog.install()
+        tracing.configure_from_env()
         asyncio.run(serve(args))
     except config.ConfigError as exc:
         sys.exit(f"gateway: config error: {exc}")

@@ -21,6 +21,7 @@ from server.core.breaker import Permit
 from server.core.catalog import Upstream
 from server.core.errors import AllProvidersFailed, DeadlineExceeded, GatewayError, UpstreamError
 from server.core.generation import Event, GenerationRequest, TextDelta
+from server.ops import tracing
 
 Causes = list[tuple[str, GatewayError]]
 
@@ -64,7 +65,8 @@ async def _attempts(
             return None
         events = aiter(upstream.provider.generate(request))
         try:
-            first = await _next(events, deadline, upstream.id, causes)
+            with tracing.attempt(upstream.id, attempt + 1):
+                first = await _next(events, deadline, upstream.id, causes)
         except UpstreamError as exc:
             await _close(events)
             if not exc.retryable:

@@ -26,9 +26,9 @@ from google.protobuf import struct_pb2
 from server.accounting.admission import KeyRing
 from server.core.call import Call
 from server.core.catalog import Catalog, Upstream
-from server.core.config import Config, ConfigError
+from server.core.config import Config, ConfigError, RoutingConfig
 from server.core.errors import Code, GatewayError, InvalidArgument, NotFound
-from server.routing.router import OrderedProfiles
+from server.routing.router import OrderedProfiles, Router
 
 if TYPE_CHECKING:
     from server.core.handlers import Gateway
@@ -64,6 +64,8 @@ class Control:
         self.overrides: dict[str, bool] = {}
         # Called after each reload attempt with "ok" or "refused" (the metrics).
         self.on_reload: Callable[[str], None] = lambda result: None
+        # Builds the router of a reloaded config (tracing wraps it).
+        self.router_factory: Callable[[RoutingConfig], Router] = OrderedProfiles
         self._retired: set[asyncio.Task[None]] = set()
         self._lock = asyncio.Lock()
 
@@ -154,7 +156,7 @@ class Control:
         # The swap: every call that starts from here on sees the new config.
         gateway.config = config
         gateway.catalog = catalog
-        gateway.router = OrderedProfiles(config.routing)
+        gateway.router = self.router_factory(config.routing)
         gateway.admission.keys.ring = KeyRing(config.keys)
         retired = [
             u.provider for ups in old.upstreams.values() for u in ups if id(u.provider) not in kept

@@ -1,5 +1,5 @@
-"""Attaches the operator's view to a gateway: the observing middleware (metrics, request
-log), readiness, and the metrics' sampled gauges."""
+"""Attaches the operator's view to a gateway: tracing and the observing middleware
+(metrics, request log), outermost in that order; readiness; the metrics' sampled gauges."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import asyncio
 import contextlib
 from typing import TYPE_CHECKING
 
-from server.ops import requestlog
+from server.ops import requestlog, tracing
 from server.ops.health import GatewayHealth
 from server.ops.metrics import Metrics, multiprocess_dir
 from server.ops.observe import Observer, Sink
@@ -33,6 +33,9 @@ class Operations:
         building the RPC table."""
         ops = cls(gateway)
         gateway.middlewares.insert(0, ops.observer)
+        # Outermost: the call's span is current while everything else runs.
+        gateway.middlewares.insert(0, tracing.Tracing())
+        tracing.instrument(gateway)
         if multiprocess_dir():
             ops._sampler = asyncio.create_task(
                 ops.metrics.sample_every(gateway, lambda: ops.observer.in_flight)
