@@ -155,6 +155,9 @@ def announce(cfg: config.Config, source: str, running: app.Running, embedded: bo
         print(f"gateway: gRPC listening on {host}:{running.grpc_port}", flush=True)
     if running.http_port is not None:
         print(f"gateway: HTTP listening on http://{host}:{running.http_port}", flush=True)
+    if running.metrics_port is not None:
+        where = f"http://{host}:{running.metrics_port}"
+        print(f"gateway: metrics listening on {where}/metrics", flush=True)
     print(f"gateway: storage: {describe_storage(cfg.storage)}", flush=True)
     for key in cfg.keys:
         # Only the embedded development keys are printed whole; real secrets never are.
