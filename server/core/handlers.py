@@ -49,6 +49,7 @@ from server.core.errors import InvalidArgument
 from server.core.generation import GenerationRequest
 from server.core.pipeline import Middleware
 from server.ops.control import Control
+from server.ops.dashboard import Dashboard
 from server.routing.router import OrderedProfiles, Router
 from server.storage import Store
 
@@ -75,6 +76,8 @@ class Gateway:
         self.router: Router = router or OrderedProfiles(config.routing)
         # Live configuration: reload, providers on and off (server/ops/control.py).
         self.control = Control(self)
+        # The admin page's data (server/ops/dashboard.py).
+        self.dashboard = Dashboard(self)
         # Every RPC passes through these, outermost first (see server/core/pipeline.py).
         self.middlewares: list[Middleware] = [Accounting(self.accounts)]
         self._closers = closers or []

@@ -35,6 +35,7 @@ def handlers(gateway: Gateway) -> dict[str, Handler]:
         "gateway.v1.AdminService.ReloadConfig": control.reload_config,
         "gateway.v1.AdminService.EnableProvider": control.enable_provider,
         "gateway.v1.AdminService.DisableProvider": control.disable_provider,
+        "gateway.v1.AdminService.GetDashboard": gateway.dashboard.get_dashboard,
         "gateway.v1.UsageService.GetUsage": admin.get_usage,
     }
 

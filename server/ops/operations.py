@@ -21,7 +21,7 @@ class Operations:
         self.gateway = gateway
         self.metrics = Metrics()
         self.health = GatewayHealth(gateway)
-        sinks: list[Sink] = [self.metrics.observe, self._log]
+        sinks: list[Sink] = [self.metrics.observe, gateway.dashboard.recent.observe, self._log]
         self.observer = Observer(sinks, with_text=lambda: gateway.config.operations.log_text)
         gateway.control.on_reload = lambda result: self.metrics.reloads.labels(result).inc()
         self._sampler: asyncio.Task[None] | None = None

@@ -75,6 +75,11 @@ class AdminServiceStub:
                 request_serializer=gateway_dot_v1_dot_admin__service__pb2.DisableProviderRequest.SerializeToString,
                 response_deserializer=gateway_dot_v1_dot_admin__service__pb2.DisableProviderResponse.FromString,
                 _registered_method=True)
+        self.GetDashboard = channel.unary_unary(
+                '/gateway.v1.AdminService/GetDashboard',
+                request_serializer=gateway_dot_v1_dot_admin__service__pb2.GetDashboardRequest.SerializeToString,
+                response_deserializer=gateway_dot_v1_dot_admin__service__pb2.GetDashboardResponse.FromString,
+                _registered_method=True)
 
 
 class AdminServiceServicer:
@@ -158,6 +163,18 @@ class AdminServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetDashboard(self, request, context):
+        """Gets what the admin page shows: providers with live health, latency and error
+        rate; models with prices; keys with their usage and remaining budget; requests
+        and spend per minute; recent routing decisions. Latency, error rates, minutes and
+        routing decisions are this instance's, since it started (in memory).
+
+        Errors: UNAUTHENTICATED.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AdminServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -195,6 +212,11 @@ def add_AdminServiceServicer_to_server(servicer, server):
                     servicer.DisableProvider,
                     request_deserializer=gateway_dot_v1_dot_admin__service__pb2.DisableProviderRequest.FromString,
                     response_serializer=gateway_dot_v1_dot_admin__service__pb2.DisableProviderResponse.SerializeToString,
+            ),
+            'GetDashboard': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetDashboard,
+                    request_deserializer=gateway_dot_v1_dot_admin__service__pb2.GetDashboardRequest.FromString,
+                    response_serializer=gateway_dot_v1_dot_admin__service__pb2.GetDashboardResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -392,6 +414,33 @@ class AdminService:
             '/gateway.v1.AdminService/DisableProvider',
             gateway_dot_v1_dot_admin__service__pb2.DisableProviderRequest.SerializeToString,
             gateway_dot_v1_dot_admin__service__pb2.DisableProviderResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetDashboard(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/gateway.v1.AdminService/GetDashboard',
+            gateway_dot_v1_dot_admin__service__pb2.GetDashboardRequest.SerializeToString,
+            gateway_dot_v1_dot_admin__service__pb2.GetDashboardResponse.FromString,
             options,
             channel_credentials,
             insecure,
