@@ -25,6 +25,7 @@ def busy_config(tmp_path) -> dict:  # type: ignore[no-untyped-def]
     data = config_with(sqlite_path=str(tmp_path / "gw.db"))
     # sim-pro's primary always fails: its circuit opens and its error rate shows.
     data["models"][2]["providers"][0]["params"]["error_rate"] = 1
+    data["models"][2]["providers"][0]["breaker"] = {"failure_threshold": 1, "cooldown_s": 600}
     return data
 
 
@@ -62,7 +63,7 @@ async def test_dashboard_data(tmp_path):
     assert len(providers) == 6
     broken = providers["sim-pro-primary"]
     assert (broken.requests, broken.errors, broken.error_rate) == (2, 2, 1.0)
-    assert not broken.HasField("mean_latency_ms")
+    assert not broken.HasField("mean_latency_ms") and broken.health == "open"
     assert providers["sim-mini-primary"].requests == 3  # two chats and the economy route
     assert providers["sim-mini-primary"].mean_latency_ms > 0
     assert {m.id: (m.input, m.output) for m in board.models}["sim-pro"] == (5.0, 20.0)
@@ -96,7 +97,7 @@ async def test_admin_page_in_headless_chromium(tmp_path):
     async with running_gateway(busy_config(tmp_path)) as gw:
         base = f"http://127.0.0.1:{gw.http_port}"
         async with grpc.aio.insecure_channel(f"127.0.0.1:{gw.grpc_port}") as channel:
-            _, secret = await AdminClient(channel).create("team-a", budget_usd=0.01)
+            _, secret = await AdminClient(channel).create("team-a", budget_usd=0.5)
         await traffic(base, secret)
         async with async_playwright() as pw:
             browser = await pw.chromium.launch(
@@ -119,7 +120,7 @@ async def test_admin_page_in_headless_chromium(tmp_path):
                 assert "sim-pro-primary" in providers and "100.0%" in providers
                 assert await page.locator("#providers .badge.open").count() == 1
                 models = await page.inner_text("#models")
-                assert "sim-pro" in models and "20.00" in models
+                assert "sim-pro" in models and "0.075" in models
                 keys = await page.inner_text("#keys")
                 assert "team-a" in keys
                 routes = await page.inner_text("#routes")
