@@ -47,18 +47,20 @@ async def traffic(base: str, budget_key: str) -> None:
 
 
 async def test_dashboard_data(tmp_path):
-    async with running_gateway(busy_config(tmp_path)) as gw:
-        async with grpc.aio.insecure_channel(f"127.0.0.1:{gw.grpc_port}") as channel:
-            key_id, secret = await AdminClient(channel).create("team-a", budget_usd=1.0)
-            await traffic(f"http://127.0.0.1:{gw.http_port}", secret)
-            board = await admin_service_pb2_grpc.AdminServiceStub(channel).GetDashboard(
-                admin_pb.GetDashboardRequest(), metadata=ADMIN
+    async with (
+        running_gateway(busy_config(tmp_path)) as gw,
+        grpc.aio.insecure_channel(f"127.0.0.1:{gw.grpc_port}") as channel,
+    ):
+        key_id, secret = await AdminClient(channel).create("team-a", budget_usd=1.0)
+        await traffic(f"http://127.0.0.1:{gw.http_port}", secret)
+        board = await admin_service_pb2_grpc.AdminServiceStub(channel).GetDashboard(
+            admin_pb.GetDashboardRequest(), metadata=ADMIN
+        )
+        with pytest.raises(grpc.aio.AioRpcError) as refused:
+            await admin_service_pb2_grpc.AdminServiceStub(channel).GetDashboard(
+                admin_pb.GetDashboardRequest(), metadata=(("x-admin-key", API_KEY),)
             )
-            with pytest.raises(grpc.aio.AioRpcError) as refused:
-                await admin_service_pb2_grpc.AdminServiceStub(channel).GetDashboard(
-                    admin_pb.GetDashboardRequest(), metadata=(("x-admin-key", API_KEY),)
-                )
-            assert refused.value.code() == grpc.StatusCode.UNAUTHENTICATED
+        assert refused.value.code() == grpc.StatusCode.UNAUTHENTICATED
     providers = {p.id: p for p in board.providers}
     assert len(providers) == 6
     broken = providers["sim-pro-primary"]
@@ -102,7 +104,12 @@ async def test_admin_page_in_headless_chromium(tmp_path):
         async with async_playwright() as pw:
             browser = await pw.chromium.launch(
                 executable_path=executable,
-                args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"],
+                args=[
+                    "--headless",
+                    "--no-sandbox",
+                    "--disable-gpu",
+                    "--disable-background-networking",
+                ],
             )
             try:
                 page = await browser.new_page(viewport={"width": 1280, "height": 1000})
