@@ -116,17 +116,22 @@ async def test_list_models_and_providers(stubs):
 
 
 @pytest.mark.parametrize(
-    ("profile", "model"),
-    [(None, "sim-standard"), ("economy", "sim-mini"), ("quality", "sim-pro")],
+    ("profile", "models"),
+    [
+        (None, {"sim-standard", "sim-mini", "sim-pro"}),
+        ("economy", {"sim-mini", "sim-standard"}),
+        ("quality", {"sim-pro", "sim-standard"}),
+    ],
 )
-async def test_infer_routes_by_profile(stubs, profile, model):
+async def test_infer_routes_by_profile(stubs, profile, models):
+    # Which model of the profile serves depends on the prompt (tests/test_routing.py).
     request = router.InferRequest(prompt="Summarize this")
     if profile:
         request.profile = profile
     response = await stubs.router.Infer(request, metadata=ROUTER)
-    assert response.model == model
+    assert response.model in models
     assert response.route.profile == (profile or "balanced")
-    assert response.route.model == model
+    assert response.route.model == response.model
     assert response.choices[0].text
 
 

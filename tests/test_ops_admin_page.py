@@ -26,6 +26,8 @@ def busy_config(tmp_path) -> dict:  # type: ignore[no-untyped-def]
     # sim-pro's primary always fails: its circuit opens and its error rate shows.
     data["models"][2]["providers"][0]["params"]["error_rate"] = 1
     data["models"][2]["providers"][0]["breaker"] = {"failure_threshold": 1, "cooldown_s": 600}
+    # Each profile's first model serves, whatever the prompt.
+    data["routing"]["policy"] = "ordered"
     return data
 
 

@@ -93,6 +93,7 @@ async def test_a_call_span_with_its_children_under_the_callers_trace(spans):
 
 
 async def test_streams_over_grpc_and_the_edge_tier_keep_the_trace(spans, config_dict):
+    config_dict["routing"]["policy"] = "ordered"  # quality: sim-pro first
     async with running_gateway(config_dict) as gw:
         async with grpc.aio.insecure_channel(f"127.0.0.1:{gw.grpc_port}") as channel:
             stream = Stubs(channel).chat.StreamChatCompletion(

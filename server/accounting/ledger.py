@@ -68,6 +68,10 @@ class Ledger:
             r.total_cost_usd or 0.0 for r in self._buffer if r.key_id == key_id and r.ts >= since
         )
 
+    def pending_owner(self, request_id: str) -> str | None:
+        """The key id of a request whose record is still in the buffer."""
+        return next((r.key_id for r in self._buffer if r.request_id == request_id), None)
+
     async def flush(self) -> None:
         """Writes everything buffered now; raises when the database refuses."""
         async with self._flushing:

@@ -73,6 +73,10 @@ class Tab:
         self.run: Run | None = None
         self.limited_tokens = False
         self.reservation: Reservation | None = None
+        # Set for routed requests; `prompt` only when the operator records prompts.
+        self.route_profile = ""
+        self.difficulty: float | None = None
+        self.prompt: str | None = None
         # The ledger record, once closed (None for a call never admitted): what the
         # metrics and the request log report, so they agree with the ledger.
         self.record: UsageRecord | None = None
@@ -115,6 +119,9 @@ class Tab:
             ttft_ms=None if ttft is None else round(ttft, 3),
             status=status,
             error_reason=reason,
+            route_profile=self.route_profile,
+            difficulty=self.difficulty,
+            prompt=self.prompt,
         )
         self.accounts.ledger.record(self.record)
 

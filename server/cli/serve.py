@@ -24,8 +24,9 @@ from server.core.handlers import Gateway
 from server.core.pipeline import SERVICES, RpcMethod
 from server.core.rpcs import gateway_table
 from server.grpc_api.service import grpc_handlers
-from server.ops.health import EdgeHealth, Readiness
+from server.ops.health import Readiness
 from server.ops.operations import Operations
+from server.routing.policies import build_router
 from server.storage import open_store
 
 log = logging.getLogger(__name__)
@@ -43,9 +44,11 @@ def build_gateway(config: Config) -> Gateway:
 async def open_gateway(config: Config) -> Gateway:
     """The gateway with its storage: the key store and ledger in SQLite or PostgreSQL,
     limits and budgets in memory or, when `storage.redis_url` is set, in Redis."""
-    catalog = Catalog(config)  # a bad provider config stops start-up before storage opens
+    # A bad provider or routing config stops start-up before storage opens.
+    catalog = Catalog(config)
     storage = config.storage
     try:
+        router = build_router(config, catalog)
         store = await open_store(storage)
     except BaseException:
         await catalog.aclose()
@@ -82,7 +85,7 @@ async def open_gateway(config: Config) -> Gateway:
     admission = Admission(keys, limiter)
     accounts = Accounts(ledger, limiter, budgets)
     ledger.start()
-    return Gateway(config, catalog, admission, accounts, store, closers)
+    return Gateway(config, catalog, admission, accounts, store, closers, router)
 
 
 async def start_grpc(
@@ -178,6 +181,7 @@ async def start(
 ) -> Running:
     """Starts the gateway. With `grpc_target`, only the facade runs, forwarding there."""
     from http_facade.app import create_app
+    from http_facade.edge_health import EdgeHealth
     from http_facade.ops import ops_routes
 
     settings = config.server

@@ -6,13 +6,26 @@ import asyncio
 import logging
 from dataclasses import dataclass, field
 
-from server.core.breaker import Breaker
+from server.core.breaker import Breaker, State
 from server.core.config import Config, DeploymentConfig, ModelConfig, Price, ProviderConfig
 from server.core.errors import NotFound
 from server.core.generation import Provider, RetryPolicy
 from server.providers import registry
 
 log = logging.getLogger(__name__)
+
+
+@dataclass
+class MovingAverage:
+    """An exponentially weighted moving average; recent samples weigh `alpha`."""
+
+    alpha: float = 0.2
+    value: float | None = None
+
+    def observe(self, sample: float) -> None:
+        self.value = (
+            sample if self.value is None else self.value + self.alpha * (sample - self.value)
+        )
 
 
 @dataclass
@@ -23,6 +36,8 @@ class Upstream:
     provider: Provider
     model: ModelConfig
     breaker: Breaker = field(default_factory=Breaker)
+    # Time to first token of its successful attempts, for routing's tie-break.
+    ttft_ms: MovingAverage = field(default_factory=lambda: MovingAverage())
 
     @property
     def id(self) -> str:
@@ -36,6 +51,11 @@ class Upstream:
     def retry_policy(self) -> RetryPolicy:
         """Attempts on this provider before failing over."""
         return self.provider.retry_policy
+
+    @property
+    def usable(self) -> bool:
+        """Enabled, and its circuit not open (a half-open one may take a probe)."""
+        return self.config.enabled and self.breaker.state is not State.OPEN
 
     @property
     def health(self) -> str:

@@ -68,6 +68,11 @@ class ModelConfig(Strict):
     created: int = Field(ge=0)
     # Absent: costs are reported absent (never $0) and a warning is logged at start-up.
     price: Price | None = None
+    # The share of prompts this model answers well enough, 0 to 1: routing's quality
+    # ladder. Absent: the model's place among the others by output price.
+    quality: float | None = Field(default=None, ge=0, le=1)
+    # The most tokens (prompt plus completion) the model takes; absent: no limit known.
+    context_window: int | None = Field(default=None, ge=1)
     providers: list[ProviderConfig] = Field(min_length=1)
 
     @model_validator(mode="after")
@@ -85,9 +90,23 @@ class DeploymentConfig(Strict):
 
 
 class RoutingConfig(Strict):
-    # Each profile lists models in order of preference; the next is tried when one fails.
+    # Each profile lists its models; after a failure the next is tried in this order.
     profiles: dict[ProfileName, list[str]]
     default_profile: ProfileName = "balanced"
+    # `scored`: each prompt goes to the cheapest model of the profile expected to meet
+    # the profile's bar (see README, Routing); `ordered`: the first model that answers.
+    policy: Literal["scored", "ordered"] = "scored"
+    # How the scored policy estimates a prompt's difficulty: `learned` (the scorer file
+    # at scorer_path, or the embedded one) or `features` (no training needed).
+    scorer: Literal["learned", "features"] = "learned"
+    scorer_path: str | None = None
+    # Per profile, the most difficulty the cheapest model may face (0 to 1); absent:
+    # the scorer's calibrated threshold for that profile.
+    thresholds: dict[ProfileName, float] = Field(default_factory=dict)
+    # Stores the prompt of each routed request beside its ledger row, so that
+    # `gateway router train --from-ledger` can learn from feedback. Off by default:
+    # prompts are never stored unless the operator turns this on.
+    record_prompts: bool = False
 
     @model_validator(mode="after")
     def _every_profile(self) -> RoutingConfig:
@@ -96,6 +115,9 @@ class RoutingConfig(Strict):
             raise ValueError(f"profiles: missing {', '.join(sorted(missing))}")
         if any(not models for models in self.profiles.values()):
             raise ValueError("profiles: every profile needs at least one model")
+        for name, value in self.thresholds.items():
+            if not 0 <= value <= 1:
+                raise ValueError(f"thresholds.{name}: must be between 0 and 1")
         return self
 
 

@@ -21,7 +21,7 @@ from server.core.breaker import Permit
 from server.core.catalog import Upstream
 from server.core.errors import AllProvidersFailed, DeadlineExceeded, GatewayError, UpstreamError
 from server.core.generation import Event, GenerationRequest, TextDelta
-from server.ops import tracing
+from server.ops import spans
 
 Causes = list[tuple[str, GatewayError]]
 
@@ -63,9 +63,10 @@ async def _attempts(
         if permit is None:
             causes.append((upstream.id, _skipped(upstream)))
             return None
+        started = asyncio.get_running_loop().time()
         events = aiter(upstream.provider.generate(request))
         try:
-            with tracing.attempt(upstream.id, attempt + 1):
+            with spans.attempt(upstream.id, attempt + 1):
                 first = await _next(events, deadline, upstream.id, causes)
         except UpstreamError as exc:
             await _close(events)
@@ -86,6 +87,7 @@ async def _attempts(
             upstream.breaker.release(permit)
             raise
         upstream.breaker.record_success(permit)
+        upstream.ttft_ms.observe((asyncio.get_running_loop().time() - started) * 1000)
         return _chain(first, events, deadline, upstream)
 
 

@@ -23,6 +23,7 @@ from gateway.v1 import (
 from gateway.v1 import (
     deployment_service_pb2 as deployment,
 )
+from gateway.v1 import feedback_service_pb2 as feedback
 from gateway.v1 import (
     model_service_pb2 as models,
 )
@@ -45,12 +46,13 @@ from server.core.call import Call
 from server.core.catalog import Catalog
 from server.core.config import Config, KeyKind, Price
 from server.core.engine import Run
-from server.core.errors import InvalidArgument
+from server.core.errors import InvalidArgument, NotFound
 from server.core.generation import GenerationRequest
 from server.core.pipeline import Middleware
 from server.ops.control import Control
 from server.ops.dashboard import Dashboard
-from server.routing.router import OrderedProfiles, Router
+from server.routing.policies import build_router
+from server.routing.router import Router
 from server.storage import Store
 
 
@@ -73,7 +75,7 @@ class Gateway:
         )
         self.store = store
         self.admin = AdminHandlers(self.admission, self.accounts, store)
-        self.router: Router = router or OrderedProfiles(config.routing)
+        self.router: Router = router or build_router(config, catalog)
         # Live configuration: reload, providers on and off (server/ops/control.py).
         self.control = Control(self)
         # The admin page's data (server/ops/dashboard.py).
@@ -270,6 +272,21 @@ class Gateway:
             last.usage.CopyFrom(run.usage())
         yield last
 
+    async def submit_feedback(
+        self, request: feedback.SubmitFeedbackRequest, call: Call
+    ) -> feedback.SubmitFeedbackResponse:
+        principal = await self._admit(call, "router")
+        request_id, score, label = validation.feedback(request)
+        owner = self.accounts.ledger.pending_owner(request_id)
+        if owner is None and self.store is not None:
+            owner = await self.store.usage.owner(request_id)
+        if owner != principal.key_id or self.store is None:
+            raise NotFound(
+                f"no request {request_id!r} of this key in the ledger", {"request_id": request_id}
+            )
+        await self.store.feedback.save(request_id, owner, score, label, request.comment)
+        return feedback.SubmitFeedbackResponse(request_id=request_id, score=score)
+
     # -- shared steps ----------------------------------------------------------------
 
     async def _admit(self, call: Call, kind: KeyKind) -> Principal:
@@ -313,14 +330,29 @@ class Gateway:
         tab = _tab(call)
         tab.principal = await self.admission.identify(call.metadata, "router")
         generation, asked = validation.infer(request)
-        route = self.router.route(generation, asked or self.config.routing.default_profile)
+        profile = asked or self.config.routing.default_profile
+        route = self.router.route(generation, profile, await self._budget_left(tab.principal))
+        tab.route_profile, tab.difficulty = route.profile, route.difficulty
+        if self.config.routing.record_prompts:
+            tab.prompt = generation.prompt
         ranked = route.models
         await self._charge(call, generation, [self.catalog.model(m).price for m in ranked])
         run = tab.run = Run(
             [u for m in ranked for u in self.catalog.upstreams[m]], generation, call.deadline
         )
         await run.open(f"profile {route.profile}")
-        return run, route.decision(run.model.id)
+        assert run.upstream is not None
+        return run, route.decision(run.model.id, run.upstream.id)
+
+    async def _budget_left(self, principal: Principal) -> float | None:
+        """What the key may still spend this period; None when it has no budget."""
+        if principal.budget_usd is None:
+            return None
+        spec = BudgetSpec(
+            principal.key_id, principal.name, principal.budget_usd, principal.budget_period
+        )
+        spent, reserved = await self.accounts.budgets.status(spec)
+        return principal.budget_usd - spent - reserved
 
     async def _start_deployment(self, request, call: Call) -> tuple[Run, bool]:
         tab = _tab(call)

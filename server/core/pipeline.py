@@ -18,6 +18,7 @@ from gateway.v1 import (
     chat_service_pb2,
     completion_service_pb2,
     deployment_service_pb2,
+    feedback_service_pb2,
     model_service_pb2,
     provider_service_pb2,
     router_service_pb2,
@@ -40,6 +41,7 @@ SERVICES: tuple[ServiceDescriptor, ...] = tuple(
         deployment_service_pb2,
         admin_service_pb2,
         usage_service_pb2,
+        feedback_service_pb2,
     )
     for service in module.DESCRIPTOR.services_by_name.values()
 )

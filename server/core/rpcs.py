@@ -37,6 +37,7 @@ def handlers(gateway: Gateway) -> dict[str, Handler]:
         "gateway.v1.AdminService.DisableProvider": control.disable_provider,
         "gateway.v1.AdminService.GetDashboard": gateway.dashboard.get_dashboard,
         "gateway.v1.UsageService.GetUsage": admin.get_usage,
+        "gateway.v1.FeedbackService.SubmitFeedback": gateway.submit_feedback,
     }
 
 

@@ -122,3 +122,31 @@ def invocation(request: Any) -> tuple[GenerationRequest, bool]:
     sampling = _sampling(params, ROUTER_TEMPERATURE, "parameters.", "max_new_tokens")
     stop = _stop(params.stop, "parameters.stop")
     return GenerationRequest(prompt=inputs, stop=stop, **sampling), True
+
+
+COMMENT_CHARS = 2000
+LABELS = {"correct": 1.0, "incorrect": 0.0}
+
+
+def feedback(request: Any) -> tuple[str, float, str]:
+    """Checks a SubmitFeedbackRequest; returns the bare request id, the score and the
+    label. A response id (`cmpl-...`, `chatcmpl-...`) names its request too."""
+    request_id = request.request_id.strip()
+    for prefix in ("chatcmpl-", "cmpl-"):
+        request_id = request_id.removeprefix(prefix)
+    if not request_id:
+        raise InvalidArgument.for_field("request_id", "is required")
+    has_score, has_label = request.HasField("score"), request.HasField("label")
+    if has_score == has_label:
+        raise InvalidArgument.for_field("score", "give exactly one of score and label")
+    if has_label:
+        if request.label not in LABELS:
+            raise InvalidArgument.for_field("label", "must be `correct` or `incorrect`")
+        score = LABELS[request.label]
+    else:
+        score = request.score
+        if not 0 <= score <= 1:
+            raise InvalidArgument.for_field("score", "must be between 0 and 1")
+    if len(request.comment) > COMMENT_CHARS:
+        raise InvalidArgument.for_field("comment", f"must be at most {COMMENT_CHARS} characters")
+    return request_id, score, request.label if has_label else ""

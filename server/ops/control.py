@@ -26,9 +26,10 @@ from google.protobuf import struct_pb2
 from server.accounting.admission import KeyRing
 from server.core.call import Call
 from server.core.catalog import Catalog, Upstream
-from server.core.config import Config, ConfigError, RoutingConfig
+from server.core.config import Config, ConfigError
 from server.core.errors import Code, GatewayError, InvalidArgument, NotFound
-from server.routing.router import OrderedProfiles, Router
+from server.routing.policies import build_router
+from server.routing.router import Router
 
 if TYPE_CHECKING:
     from server.core.handlers import Gateway
@@ -65,7 +66,7 @@ class Control:
         # Called after each reload attempt with "ok" or "refused" (the metrics).
         self.on_reload: Callable[[str], None] = lambda result: None
         # Builds the router of a reloaded config (tracing wraps it).
-        self.router_factory: Callable[[RoutingConfig], Router] = OrderedProfiles
+        self.router_factory: Callable[[Config, Catalog], Router] = build_router
         self._retired: set[asyncio.Task[None]] = set()
         self._lock = asyncio.Lock()
 
@@ -141,6 +142,11 @@ class Control:
             catalog = Catalog(config)
         except ConfigError as exc:
             raise ReloadRefused(f"config not reloaded: {exc}", {}) from None
+        try:
+            router = self.router_factory(config, catalog)
+        except (ConfigError, OSError, ValueError) as exc:
+            self._retire([u.provider for ups in catalog.upstreams.values() for u in ups], 0.0)
+            raise ReloadRefused(f"config not reloaded: routing: {exc}", {}) from None
         gateway = self.gateway
         old = gateway.catalog
         warnings = [
@@ -156,7 +162,7 @@ class Control:
         # The swap: every call that starts from here on sees the new config.
         gateway.config = config
         gateway.catalog = catalog
-        gateway.router = self.router_factory(config.routing)
+        gateway.router = router
         gateway.admission.keys.ring = KeyRing(config.keys)
         retired = [
             u.provider for ups in old.upstreams.values() for u in ups if id(u.provider) not in kept

@@ -7,13 +7,12 @@ caller's W3C trace context (`traceparent` in HTTP headers or gRPC metadata; the 
 forwards it), with children for admission, routing, each upstream attempt and the
 ledger write. Upstream HTTP calls carry the attempt's `traceparent`.
 
-Off, nothing is wrapped: the middleware leaves the handlers as they are and `span()`
-returns one shared no-op context manager.
+Off, nothing is wrapped: the middleware leaves the handlers as they are, and the spans
+of the layers below (server/ops/spans.py) are one shared no-op context manager.
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import os
 from collections.abc import AsyncGenerator, Awaitable, Callable
@@ -26,6 +25,7 @@ from opentelemetry.trace import SpanKind, Status, StatusCode, Tracer
 
 from server.core.call import Call
 from server.core.pipeline import Middleware, StreamHandler, UnaryHandler
+from server.ops import spans
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import TracerProvider
@@ -33,19 +33,10 @@ if TYPE_CHECKING:
     from server.core.handlers import Gateway
 
 T = TypeVar("T")
-_tracer: Tracer | None = None
-_NOTHING = contextlib.nullcontext()
-
-
-def enabled() -> bool:
-    return _tracer is not None
-
-
-def enable(provider: TracerProvider | None) -> None:
-    """Turns tracing on with `provider` (off with None). Gateways started afterwards
-    are traced."""
-    global _tracer
-    _tracer = None if provider is None else provider.get_tracer("model-gateway")
+_provider: TracerProvider | None = None
+enable = spans.enable
+enabled = spans.enabled
+span = spans.span
 
 
 def configure_from_env() -> bool:
@@ -68,34 +59,25 @@ def configure_from_env() -> bool:
     provider = TracerProvider(resource=resource)
     provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
     enable(provider)
+    global _provider
+    _provider = provider
     return True
 
 
-def span(name: str, **attributes: Any) -> contextlib.AbstractContextManager[Any]:
-    """A child span of the current one, or nothing when tracing is off."""
-    if _tracer is None:
-        return _NOTHING
-    return _tracer.start_as_current_span(name, attributes=attributes)
-
-
-def inject(headers: Any) -> None:
-    """Writes the current trace context (traceparent) into outgoing HTTP headers."""
-    if _tracer is not None:
-        propagate.inject(headers)
-
-
-async def inject_into_request(request: Any) -> None:
-    """An httpx request hook: upstream calls carry the current attempt's context."""
-    inject(request.headers)
+def shutdown() -> None:
+    """Sends the spans still batched (at exit)."""
+    if _provider is not None:
+        _provider.shutdown()
 
 
 class Tracing(Middleware):
     """Opens the call's span, as a child of the caller's trace context."""
 
     def wrap_unary(self, method: MethodDescriptor, handler: UnaryHandler) -> UnaryHandler:
-        if _tracer is None:
+        tracer = spans.tracer()
+        if tracer is None:
             return handler
-        tracer, name = _tracer, _span_name(method)
+        name = _span_name(method)
 
         async def unary(request: Any, call: Call) -> Any:
             span = _start(tracer, name, method, request, call)
@@ -112,9 +94,10 @@ class Tracing(Middleware):
         return unary
 
     def wrap_stream(self, method: MethodDescriptor, handler: StreamHandler) -> StreamHandler:
-        if _tracer is None:
+        tracer = spans.tracer()
+        if tracer is None:
             return handler
-        tracer, name = _tracer, _span_name(method)
+        name = _span_name(method)
 
         async def stream(request: Any, call: Call) -> AsyncGenerator[Any, None]:
             span = _start(tracer, name, method, request, call)
@@ -207,18 +190,21 @@ class TracedRouter:
     def __init__(self, inner: Any) -> None:
         self.inner = inner
 
-    def route(self, request: Any, profile: str) -> Any:
+    def route(self, request: Any, profile: str, budget_usd: float | None = None) -> Any:
         with span("gateway.routing", **{"gateway.profile": profile}) as current:
-            route = self.inner.route(request, profile)
+            route = self.inner.route(request, profile, budget_usd)
             if current is not None:
                 current.set_attribute("gateway.models", list(route.models))
             return route
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
 
 
 def instrument(gateway: Gateway) -> None:
     """Adds the child spans of a call to `gateway`: admission (key lookup and limits),
     routing and the ledger write. Upstream attempts are spans of the dispatcher."""
-    if _tracer is None:
+    if not spans.enabled():
         return
     admission = gateway.admission
     for name in ("identify", "limit", "admit"):
@@ -227,12 +213,4 @@ def instrument(gateway: Gateway) -> None:
     ledger.record = _traced_sync("gateway.ledger.write", ledger.record)  # type: ignore[method-assign]
     gateway.router = TracedRouter(gateway.router)
     make = gateway.control.router_factory
-    gateway.control.router_factory = lambda routing: TracedRouter(make(routing))
-
-
-def attempt(provider: str, number: int) -> contextlib.AbstractContextManager[Any]:
-    """One upstream attempt's span, up to its first event (or its failure)."""
-    if _tracer is None:
-        return _NOTHING
-    attributes: dict[str, Any] = {"gen_ai.provider.name": provider, "gateway.attempt": number}
-    return _tracer.start_as_current_span("gateway.upstream.attempt", attributes=attributes)
+    gateway.control.router_factory = lambda config, catalog: TracedRouter(make(config, catalog))

@@ -1,1 +1,1 @@
-"""Routing: which models may serve a routed request, and in what order."""
+"""Routing: which models may serve a routed request, in what order, and how hard its prompt is."""

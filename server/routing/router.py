@@ -1,9 +1,10 @@
 """The Router seam: given a validated request and a profile, which models may serve it,
 in the order to try them, and the decision to report.
 
-The handlers ask a `Router` and never look inside a profile; a new routing policy is a
-new class with a `route` method, passed to the Gateway. `OrderedProfiles` is the first
-policy: each profile is a fixed list of models in the config.
+The handlers ask a `Router` and never look inside a profile; a routing policy is a
+class with a `route` method, passed to the Gateway. `OrderedProfiles` tries each
+profile's models in the listed order; `server/routing/scored.py` picks, per prompt,
+the cheapest model expected to meet the profile's bar.
 """
 
 from __future__ import annotations
@@ -17,24 +18,81 @@ from server.core.config import RoutingConfig
 from server.core.generation import GenerationRequest
 
 
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A model that passed the hard filters, as the decision weighed it."""
+
+    model: str
+    estimated_quality: float | None = None
+    estimated_cost_usd: float | None = None
+    meets_bar: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Skipped:
+    """A model of the profile left out, with a reason code and its figures."""
+
+    model: str
+    reason: str
+    detail: str
+
+
 @dataclass(frozen=True)
 class Route:
-    """A routing decision before the call: the profile and the models to try, in order."""
+    """A routing decision before the call: the models to try, in order, and why."""
 
     profile: str
     models: tuple[str, ...]
+    reason: str = ""
+    reason_codes: tuple[str, ...] = ()
+    difficulty: float | None = None
+    threshold: float | None = None
+    scorer: str | None = None
+    candidates: tuple[Candidate, ...] = ()
+    skipped: tuple[Skipped, ...] = ()
+    decision_ms: float = 0.0
 
-    def decision(self, served_model: str) -> router_pb.RouteDecision:
-        """What the caller is told, once `served_model` has answered."""
-        if served_model == self.models[0]:
-            reason = f"first choice of the {self.profile} profile"
-        else:
+    def decision(self, served_model: str, provider: str = "") -> router_pb.RouteDecision:
+        """What the caller is told, once `served_model` (on `provider`) has answered."""
+        reason, codes = self.reason, list(self.reason_codes)
+        if served_model != self.models[0]:
             reason = f"fallback: preferred models of the {self.profile} profile failed"
-        return router_pb.RouteDecision(profile=self.profile, model=served_model, reason=reason)
+            codes.append("FALLBACK")
+        out = router_pb.RouteDecision(
+            profile=self.profile,
+            model=served_model,
+            reason=reason,
+            provider=provider,
+            reason_codes=codes,
+            decision_ms=round(self.decision_ms, 4),
+            candidates=[
+                router_pb.RouteCandidate(
+                    model=c.model,
+                    estimated_quality=c.estimated_quality,
+                    estimated_cost_usd=c.estimated_cost_usd,
+                    meets_bar=c.meets_bar,
+                )
+                for c in self.candidates
+            ],
+            skipped=[router_pb.SkippedModel(model=s.model, reason=s.reason, detail=s.detail)
+                     for s in self.skipped],
+        )  # fmt: skip
+        if self.difficulty is not None:
+            out.difficulty = round(self.difficulty, 4)
+        if self.threshold is not None:
+            out.threshold = round(self.threshold, 4)
+        if self.scorer is not None:
+            out.scorer = self.scorer
+        return out
 
 
 class Router(Protocol):
-    def route(self, request: GenerationRequest, profile: str) -> Route: ...
+    def route(
+        self, request: GenerationRequest, profile: str, budget_usd: float | None = None
+    ) -> Route:
+        """The models to try for `request` under `profile`; `budget_usd` is what the
+        caller may still spend, when its key has a budget."""
+        ...
 
 
 class OrderedProfiles:
@@ -44,5 +102,13 @@ class OrderedProfiles:
     def __init__(self, routing: RoutingConfig) -> None:
         self._profiles = {name: tuple(models) for name, models in routing.profiles.items()}
 
-    def route(self, request: GenerationRequest, profile: str) -> Route:
-        return Route(profile, self._profiles[profile])  # type: ignore[index]
+    def route(
+        self, request: GenerationRequest, profile: str, budget_usd: float | None = None
+    ) -> Route:
+        models = self._profiles[profile]  # type: ignore[index]
+        return Route(
+            profile,
+            models,
+            reason=f"first choice of the {profile} profile",
+            reason_codes=("ORDERED_PROFILE",),
+        )

@@ -4,6 +4,7 @@ db.py          one small async interface over aiosqlite and asyncpg
 migrations.py  versioned schema, applied once at start-up (schema_migrations)
 keys.py        the key store: hashed secrets, kinds, limits, expiry, revocation
 usage.py       the usage ledger's table: batched inserts, spend and usage queries
+feedback.py    feedback on earlier requests, and the rows routing trains on
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from dataclasses import dataclass
 
 from server.core.config import StorageConfig
 from server.storage.db import Database, connect
+from server.storage.feedback import FeedbackStore
 from server.storage.keys import KeyStore
 from server.storage.migrations import migrate
 from server.storage.usage import UsageStore
@@ -22,6 +24,7 @@ class Store:
     db: Database
     keys: KeyStore
     usage: UsageStore
+    feedback: FeedbackStore
 
     async def aclose(self) -> None:
         await self.db.close()
@@ -35,7 +38,7 @@ async def open_store(settings: StorageConfig) -> Store:
     except BaseException:
         await db.close()
         raise
-    return Store(db, KeyStore(db), UsageStore(db))
+    return Store(db, KeyStore(db), UsageStore(db), FeedbackStore(db))
 
 
-__all__ = ["Database", "KeyStore", "Store", "UsageStore", "open_store"]
+__all__ = ["Database", "FeedbackStore", "KeyStore", "Store", "UsageStore", "open_store"]

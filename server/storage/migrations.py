@@ -72,6 +72,25 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
             "CREATE INDEX usage_records_key_ts ON usage_records (key_id, ts)",
         ],
     ),
+    (
+        3,
+        "routing decisions and feedback",
+        [
+            "ALTER TABLE usage_records ADD COLUMN route_profile TEXT NOT NULL DEFAULT ''",
+            "ALTER TABLE usage_records ADD COLUMN difficulty {float}",
+            # Only when routing.record_prompts is on: the text feedback trains on.
+            "ALTER TABLE usage_records ADD COLUMN prompt TEXT",
+            "CREATE INDEX usage_records_request ON usage_records (request_id)",
+            """CREATE TABLE feedback (
+                request_id TEXT PRIMARY KEY,
+                key_id TEXT NOT NULL,
+                score {float} NOT NULL,
+                label TEXT NOT NULL DEFAULT '',
+                comment TEXT NOT NULL DEFAULT '',
+                ts {float} NOT NULL
+            )""",
+        ],
+    ),
 ]
 
 

@@ -29,6 +29,11 @@ class UsageRecord:
     # `OK` or the gRPC code name (RESOURCE_EXHAUSTED...), with the error reason beside it.
     status: str
     error_reason: str = ""
+    # For routed requests: the profile, the prompt's estimated difficulty and, when the
+    # operator records prompts, the prompt itself.
+    route_profile: str = ""
+    difficulty: float | None = None
+    prompt: str | None = None
 
 
 COLUMNS = tuple(f.name for f in fields(UsageRecord))
@@ -103,6 +108,13 @@ class UsageStore:
             )  # fmt: skip
             for r in rows
         ]
+
+    async def owner(self, request_id: str) -> str | None:
+        """The key id of the request with this id, if the ledger holds it."""
+        row = await self.db.fetchrow(
+            "SELECT key_id FROM usage_records WHERE request_id = ? LIMIT 1", request_id
+        )
+        return None if row is None else str(row["key_id"])
 
     async def count(self) -> int:
         row = await self.db.fetchrow("SELECT COUNT(*) AS n FROM usage_records")

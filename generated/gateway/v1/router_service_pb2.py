@@ -28,7 +28,7 @@ from gateway.v1 import usage_pb2 as gateway_dot_v1_dot_usage__pb2
 from google.api import annotations_pb2 as google_dot_api_dot_annotations__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1fgateway/v1/router_service.proto\x12\ngateway.v1\x1a\x1bgateway/v1/completion.proto\x1a\x1agateway/v1/streaming.proto\x1a\x16gateway/v1/usage.proto\x1a\x1cgoogle/api/annotations.proto\"?\n\rRouteDecision\x12\x0f\n\x07profile\x18\x01 \x01(\t\x12\r\n\x05model\x18\x02 \x01(\t\x12\x0e\n\x06reason\x18\x03 \x01(\t\"\x83\x02\n\x0cInferRequest\x12\x0e\n\x06prompt\x18\x01 \x01(\t\x12\x17\n\nmax_tokens\x18\x02 \x01(\x05H\x00\x88\x01\x01\x12\x18\n\x0btemperature\x18\x03 \x01(\x01H\x01\x88\x01\x01\x12\x12\n\x05top_p\x18\x04 \x01(\x01H\x02\x88\x01\x01\x12\x13\n\x06stream\x18\x05 \x01(\x08H\x03\x88\x01\x01\x12\x14\n\x07profile\x18\x06 \x01(\tH\x04\x88\x01\x01\x12\x31\n\x0estream_options\x18\x07 \x01(\x0b\x32\x19.gateway.v1.StreamOptionsB\r\n\x0b_max_tokensB\x0e\n\x0c_temperatureB\x08\n\x06_top_pB\t\n\x07_streamB\n\n\x08_profile\"\xc6\x01\n\rInferResponse\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0e\n\x06object\x18\x02 \x01(\t\x12\x0f\n\x07\x63reated\x18\x03 \x01(\x03\x12\r\n\x05model\x18\x04 \x01(\t\x12-\n\x07\x63hoices\x18\x05 \x03(\x0b\x32\x1c.gateway.v1.CompletionChoice\x12 \n\x05usage\x18\x06 \x01(\x0b\x32\x11.gateway.v1.Usage\x12(\n\x05route\x18\x07 \x01(\x0b\x32\x19.gateway.v1.RouteDecision\"\x89\x02\n\x12StreamInferRequest\x12\x0e\n\x06prompt\x18\x01 \x01(\t\x12\x17\n\nmax_tokens\x18\x02 \x01(\x05H\x00\x88\x01\x01\x12\x18\n\x0btemperature\x18\x03 \x01(\x01H\x01\x88\x01\x01\x12\x12\n\x05top_p\x18\x04 \x01(\x01H\x02\x88\x01\x01\x12\x13\n\x06stream\x18\x05 \x01(\x08H\x03\x88\x01\x01\x12\x14\n\x07profile\x18\x06 \x01(\tH\x04\x88\x01\x01\x12\x31\n\x0estream_options\x18\x07 \x01(\x0b\x32\x19.gateway.v1.StreamOptionsB\r\n\x0b_max_tokensB\x0e\n\x0c_temperatureB\x08\n\x06_top_pB\t\n\x07_streamB\n\n\x08_profile\"\xcc\x01\n\x13StreamInferResponse\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0e\n\x06object\x18\x02 \x01(\t\x12\x0f\n\x07\x63reated\x18\x03 \x01(\x03\x12\r\n\x05model\x18\x04 \x01(\t\x12-\n\x07\x63hoices\x18\x05 \x03(\x0b\x32\x1c.gateway.v1.CompletionChoice\x12 \n\x05usage\x18\x06 \x01(\x0b\x32\x11.gateway.v1.Usage\x12(\n\x05route\x18\x07 \x01(\x0b\x32\x19.gateway.v1.RouteDecision2\xd2\x01\n\rRouterService\x12R\n\x05Infer\x12\x18.gateway.v1.InferRequest\x1a\x19.gateway.v1.InferResponse\"\x14\x82\xd3\xe4\x93\x02\x0e\"\t/v1/infer:\x01*\x12m\n\x0bStreamInfer\x12\x1e.gateway.v1.StreamInferRequest\x1a\x1f.gateway.v1.StreamInferResponse\"\x1b\x82\xd3\xe4\x93\x02\x15\"\x10/v1/infer:stream:\x01*0\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1fgateway/v1/router_service.proto\x12\ngateway.v1\x1a\x1bgateway/v1/completion.proto\x1a\x1agateway/v1/streaming.proto\x1a\x16gateway/v1/usage.proto\x1a\x1cgoogle/api/annotations.proto\"\xc5\x02\n\rRouteDecision\x12\x0f\n\x07profile\x18\x01 \x01(\t\x12\r\n\x05model\x18\x02 \x01(\t\x12\x0e\n\x06reason\x18\x03 \x01(\t\x12\x10\n\x08provider\x18\x04 \x01(\t\x12\x17\n\ndifficulty\x18\x05 \x01(\x01H\x00\x88\x01\x01\x12.\n\ncandidates\x18\x06 \x03(\x0b\x32\x1a.gateway.v1.RouteCandidate\x12)\n\x07skipped\x18\x07 \x03(\x0b\x32\x18.gateway.v1.SkippedModel\x12\x14\n\x0creason_codes\x18\x08 \x03(\t\x12\x13\n\x0b\x64\x65\x63ision_ms\x18\t \x01(\x01\x12\x13\n\x06scorer\x18\n \x01(\tH\x01\x88\x01\x01\x12\x16\n\tthreshold\x18\x0b \x01(\x01H\x02\x88\x01\x01\x42\r\n\x0b_difficultyB\t\n\x07_scorerB\x0c\n\n_threshold\"\xa0\x01\n\x0eRouteCandidate\x12\r\n\x05model\x18\x01 \x01(\t\x12\x1e\n\x11\x65stimated_quality\x18\x02 \x01(\x01H\x00\x88\x01\x01\x12\x1f\n\x12\x65stimated_cost_usd\x18\x03 \x01(\x01H\x01\x88\x01\x01\x12\x11\n\tmeets_bar\x18\x04 \x01(\x08\x42\x14\n\x12_estimated_qualityB\x15\n\x13_estimated_cost_usd\"=\n\x0cSkippedModel\x12\r\n\x05model\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\x12\x0e\n\x06\x64\x65tail\x18\x03 \x01(\t\"\x83\x02\n\x0cInferRequest\x12\x0e\n\x06prompt\x18\x01 \x01(\t\x12\x17\n\nmax_tokens\x18\x02 \x01(\x05H\x00\x88\x01\x01\x12\x18\n\x0btemperature\x18\x03 \x01(\x01H\x01\x88\x01\x01\x12\x12\n\x05top_p\x18\x04 \x01(\x01H\x02\x88\x01\x01\x12\x13\n\x06stream\x18\x05 \x01(\x08H\x03\x88\x01\x01\x12\x14\n\x07profile\x18\x06 \x01(\tH\x04\x88\x01\x01\x12\x31\n\x0estream_options\x18\x07 \x01(\x0b\x32\x19.gateway.v1.StreamOptionsB\r\n\x0b_max_tokensB\x0e\n\x0c_temperatureB\x08\n\x06_top_pB\t\n\x07_streamB\n\n\x08_profile\"\xc6\x01\n\rInferResponse\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0e\n\x06object\x18\x02 \x01(\t\x12\x0f\n\x07\x63reated\x18\x03 \x01(\x03\x12\r\n\x05model\x18\x04 \x01(\t\x12-\n\x07\x63hoices\x18\x05 \x03(\x0b\x32\x1c.gateway.v1.CompletionChoice\x12 \n\x05usage\x18\x06 \x01(\x0b\x32\x11.gateway.v1.Usage\x12(\n\x05route\x18\x07 \x01(\x0b\x32\x19.gateway.v1.RouteDecision\"\x89\x02\n\x12StreamInferRequest\x12\x0e\n\x06prompt\x18\x01 \x01(\t\x12\x17\n\nmax_tokens\x18\x02 \x01(\x05H\x00\x88\x01\x01\x12\x18\n\x0btemperature\x18\x03 \x01(\x01H\x01\x88\x01\x01\x12\x12\n\x05top_p\x18\x04 \x01(\x01H\x02\x88\x01\x01\x12\x13\n\x06stream\x18\x05 \x01(\x08H\x03\x88\x01\x01\x12\x14\n\x07profile\x18\x06 \x01(\tH\x04\x88\x01\x01\x12\x31\n\x0estream_options\x18\x07 \x01(\x0b\x32\x19.gateway.v1.StreamOptionsB\r\n\x0b_max_tokensB\x0e\n\x0c_temperatureB\x08\n\x06_top_pB\t\n\x07_streamB\n\n\x08_profile\"\xcc\x01\n\x13StreamInferResponse\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0e\n\x06object\x18\x02 \x01(\t\x12\x0f\n\x07\x63reated\x18\x03 \x01(\x03\x12\r\n\x05model\x18\x04 \x01(\t\x12-\n\x07\x63hoices\x18\x05 \x03(\x0b\x32\x1c.gateway.v1.CompletionChoice\x12 \n\x05usage\x18\x06 \x01(\x0b\x32\x11.gateway.v1.Usage\x12(\n\x05route\x18\x07 \x01(\x0b\x32\x19.gateway.v1.RouteDecision2\xd2\x01\n\rRouterService\x12R\n\x05Infer\x12\x18.gateway.v1.InferRequest\x1a\x19.gateway.v1.InferResponse\"\x14\x82\xd3\xe4\x93\x02\x0e\"\t/v1/infer:\x01*\x12m\n\x0bStreamInfer\x12\x1e.gateway.v1.StreamInferRequest\x1a\x1f.gateway.v1.StreamInferResponse\"\x1b\x82\xd3\xe4\x93\x02\x15\"\x10/v1/infer:stream:\x01*0\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -39,16 +39,20 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_ROUTERSERVICE'].methods_by_name['Infer']._serialized_options = b'\202\323\344\223\002\016\"\t/v1/infer:\001*'
   _globals['_ROUTERSERVICE'].methods_by_name['StreamInfer']._loaded_options = None
   _globals['_ROUTERSERVICE'].methods_by_name['StreamInfer']._serialized_options = b'\202\323\344\223\002\025\"\020/v1/infer:stream:\001*'
-  _globals['_ROUTEDECISION']._serialized_start=158
-  _globals['_ROUTEDECISION']._serialized_end=221
-  _globals['_INFERREQUEST']._serialized_start=224
-  _globals['_INFERREQUEST']._serialized_end=483
-  _globals['_INFERRESPONSE']._serialized_start=486
-  _globals['_INFERRESPONSE']._serialized_end=684
-  _globals['_STREAMINFERREQUEST']._serialized_start=687
-  _globals['_STREAMINFERREQUEST']._serialized_end=952
-  _globals['_STREAMINFERRESPONSE']._serialized_start=955
-  _globals['_STREAMINFERRESPONSE']._serialized_end=1159
-  _globals['_ROUTERSERVICE']._serialized_start=1162
-  _globals['_ROUTERSERVICE']._serialized_end=1372
+  _globals['_ROUTEDECISION']._serialized_start=159
+  _globals['_ROUTEDECISION']._serialized_end=484
+  _globals['_ROUTECANDIDATE']._serialized_start=487
+  _globals['_ROUTECANDIDATE']._serialized_end=647
+  _globals['_SKIPPEDMODEL']._serialized_start=649
+  _globals['_SKIPPEDMODEL']._serialized_end=710
+  _globals['_INFERREQUEST']._serialized_start=713
+  _globals['_INFERREQUEST']._serialized_end=972
+  _globals['_INFERRESPONSE']._serialized_start=975
+  _globals['_INFERRESPONSE']._serialized_end=1173
+  _globals['_STREAMINFERREQUEST']._serialized_start=1176
+  _globals['_STREAMINFERREQUEST']._serialized_end=1441
+  _globals['_STREAMINFERRESPONSE']._serialized_start=1444
+  _globals['_STREAMINFERRESPONSE']._serialized_end=1648
+  _globals['_ROUTERSERVICE']._serialized_start=1651
+  _globals['_ROUTERSERVICE']._serialized_end=1861
 # @@protoc_insertion_point(module_scope)

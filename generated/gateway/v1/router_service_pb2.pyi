@@ -11,14 +11,52 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class RouteDecision(_message.Message):
-    __slots__ = ("profile", "model", "reason")
+    __slots__ = ("profile", "model", "reason", "provider", "difficulty", "candidates", "skipped", "reason_codes", "decision_ms", "scorer", "threshold")
     PROFILE_FIELD_NUMBER: _ClassVar[int]
     MODEL_FIELD_NUMBER: _ClassVar[int]
     REASON_FIELD_NUMBER: _ClassVar[int]
+    PROVIDER_FIELD_NUMBER: _ClassVar[int]
+    DIFFICULTY_FIELD_NUMBER: _ClassVar[int]
+    CANDIDATES_FIELD_NUMBER: _ClassVar[int]
+    SKIPPED_FIELD_NUMBER: _ClassVar[int]
+    REASON_CODES_FIELD_NUMBER: _ClassVar[int]
+    DECISION_MS_FIELD_NUMBER: _ClassVar[int]
+    SCORER_FIELD_NUMBER: _ClassVar[int]
+    THRESHOLD_FIELD_NUMBER: _ClassVar[int]
     profile: str
     model: str
     reason: str
-    def __init__(self, profile: _Optional[str] = ..., model: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
+    provider: str
+    difficulty: float
+    candidates: _containers.RepeatedCompositeFieldContainer[RouteCandidate]
+    skipped: _containers.RepeatedCompositeFieldContainer[SkippedModel]
+    reason_codes: _containers.RepeatedScalarFieldContainer[str]
+    decision_ms: float
+    scorer: str
+    threshold: float
+    def __init__(self, profile: _Optional[str] = ..., model: _Optional[str] = ..., reason: _Optional[str] = ..., provider: _Optional[str] = ..., difficulty: _Optional[float] = ..., candidates: _Optional[_Iterable[_Union[RouteCandidate, _Mapping]]] = ..., skipped: _Optional[_Iterable[_Union[SkippedModel, _Mapping]]] = ..., reason_codes: _Optional[_Iterable[str]] = ..., decision_ms: _Optional[float] = ..., scorer: _Optional[str] = ..., threshold: _Optional[float] = ...) -> None: ...
+
+class RouteCandidate(_message.Message):
+    __slots__ = ("model", "estimated_quality", "estimated_cost_usd", "meets_bar")
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    ESTIMATED_QUALITY_FIELD_NUMBER: _ClassVar[int]
+    ESTIMATED_COST_USD_FIELD_NUMBER: _ClassVar[int]
+    MEETS_BAR_FIELD_NUMBER: _ClassVar[int]
+    model: str
+    estimated_quality: float
+    estimated_cost_usd: float
+    meets_bar: bool
+    def __init__(self, model: _Optional[str] = ..., estimated_quality: _Optional[float] = ..., estimated_cost_usd: _Optional[float] = ..., meets_bar: _Optional[bool] = ...) -> None: ...
+
+class SkippedModel(_message.Message):
+    __slots__ = ("model", "reason", "detail")
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    DETAIL_FIELD_NUMBER: _ClassVar[int]
+    model: str
+    reason: str
+    detail: str
+    def __init__(self, model: _Optional[str] = ..., reason: _Optional[str] = ..., detail: _Optional[str] = ...) -> None: ...
 
 class InferRequest(_message.Message):
     __slots__ = ("prompt", "max_tokens", "temperature", "top_p", "stream", "profile", "stream_options")

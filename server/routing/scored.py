@@ -1,0 +1,191 @@
+"""The scored routing policy: each prompt goes to the cheapest model of its profile
+that is expected to answer it well enough.
+
+    hard filters      enabled, a provider whose circuit is not open, the context window
+                      fits prompt + max_tokens, the worst-case cost fits the key's budget
+    difficulty d      the scorer's estimate (0 to 1) that the cheapest model falls short
+    quality ladder    r = 0 for the weakest model of the pool, 1 for the strongest, from
+                      each model's `quality` in the config (else its output price)
+    bar               a model meets the profile's bar t when d * (1 - r) <= t: the
+                      strongest always does, the weakest when d <= t
+    choice            the cheapest candidate meeting the bar; equal costs go to the
+                      lower observed time to first token; none meeting it: the strongest
+    fallback          the other candidates, in the profile's order
+
+Each profile is one operating point on the same quality-versus-cost curve: a lower
+threshold sends more prompts up the ladder. Thresholds come from the config or, by
+default, from the scorer's calibration (`gateway router train`).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Protocol
+
+from server.accounting import tokens
+from server.accounting.budget import max_cost
+from server.core.catalog import Catalog
+from server.core.config import PROFILES, ConfigError, ModelConfig, RoutingConfig
+from server.core.generation import GenerationRequest
+from server.routing.router import Candidate, Route, Skipped
+
+
+class Scorer(Protocol):
+    """Estimates how likely the cheapest model falls short on a prompt."""
+
+    name: str
+
+    @property
+    def drifting(self) -> bool:
+        """True while the scorer has moved its thresholds off their calibration because
+        recent traffic drifted from what it was trained on."""
+        ...
+
+    def difficulty(self, prompt: str, max_tokens: int | None) -> float:
+        """A probability, 0 to 1; the same for the same input."""
+        ...
+
+    def threshold(self, profile: str) -> float:
+        """The profile's calibrated bar on difficulty."""
+        ...
+
+
+class ScoredRouter:
+    def __init__(
+        self, routing: RoutingConfig, catalog: Catalog, scorer: Scorer, default_max_tokens: int
+    ) -> None:
+        self._profiles = {name: tuple(models) for name, models in routing.profiles.items()}
+        self._catalog = catalog
+        self._scorer = scorer
+        self._default_max = default_max_tokens
+        self._overrides = routing.thresholds
+        # A cheaper profile never holds a higher bar, so it never picks a stronger model.
+        economy, balanced, quality = (self._threshold(p) for p in PROFILES)
+        if not economy >= balanced >= quality:
+            raise ConfigError(
+                "routing.thresholds: must not increase from economy to balanced to quality "
+                f"(economy {economy:g}, balanced {balanced:g}, quality {quality:g})"
+            )
+        self._ladder = _ladder(catalog.config.models)
+
+    def route(
+        self, request: GenerationRequest, profile: str, budget_usd: float | None = None
+    ) -> Route:
+        started = time.perf_counter()
+        models = self._profiles[profile]  # type: ignore[index]
+        eligible, skipped = self._filter(models, request, budget_usd)
+        if not eligible:
+            # Nothing passes: try the profile as listed, so the caller gets the real cause.
+            return Route(
+                profile, models, reason="no model of the profile passed the hard filters",
+                reason_codes=("NO_CANDIDATE",), skipped=tuple(skipped),
+                decision_ms=_ms_since(started),
+            )  # fmt: skip
+        difficulty = self._scorer.difficulty(_prompt_text(request), request.max_tokens)
+        threshold = self._threshold(profile)
+        costs = {m: self._cost(m, request) for m in eligible}
+        candidates = sorted(
+            (
+                Candidate(
+                    m,
+                    estimated_quality=round(1 - difficulty * (1 - self._ladder[m]), 4),
+                    estimated_cost_usd=costs[m],
+                    meets_bar=difficulty * (1 - self._ladder[m]) <= threshold,
+                )
+                for m in eligible
+            ),
+            key=lambda c: (_or_inf(c.estimated_cost_usd), self._ttft(c.model), -self._ladder[c.model]),
+        )  # fmt: skip
+        meeting = [c for c in candidates if c.meets_bar]
+        if meeting:
+            chosen, codes = meeting[0].model, ["CHEAPEST_MEETING_BAR"]
+            reason = (
+                f"cheapest model meeting the {profile} bar "
+                f"(difficulty {difficulty:.2f}, threshold {threshold:.2f})"
+            )
+            if any(c.estimated_cost_usd == costs[chosen] for c in meeting[1:]):
+                codes.append("LATENCY_TIE_BREAK")
+            if self._scorer.drifting and profile not in self._overrides:
+                codes.append("DRIFT_RECALIBRATED")
+        else:
+            chosen = max(eligible, key=lambda m: (self._ladder[m], -_or_inf(costs[m])))
+            codes = ["STRONGEST_AVAILABLE"]
+            reason = f"no model meets the {profile} bar; the strongest available serves"
+        order = (chosen, *(m for m in eligible if m != chosen))
+        return Route(
+            profile, order, reason=reason, reason_codes=tuple(codes), difficulty=difficulty,
+            threshold=threshold, scorer=self._scorer.name, candidates=tuple(candidates),
+            skipped=tuple(skipped), decision_ms=_ms_since(started),
+        )  # fmt: skip
+
+    def _threshold(self, profile: str) -> float:
+        override = self._overrides.get(profile)  # type: ignore[call-overload]
+        return self._scorer.threshold(profile) if override is None else override
+
+    def _filter(
+        self, models: tuple[str, ...], request: GenerationRequest, budget_usd: float | None
+    ) -> tuple[list[str], list[Skipped]]:
+        needed = tokens.estimate_prompt(request) + (request.max_tokens or self._default_max)
+        eligible, skipped = [], []
+        for model_id in models:
+            model = self._catalog.model(model_id)
+            upstreams = self._catalog.upstreams[model_id]
+            if not any(u.config.enabled for u in upstreams):
+                skipped.append(Skipped(model_id, "DISABLED", "every provider is disabled"))
+            elif not any(u.usable for u in upstreams):
+                skipped.append(
+                    Skipped(model_id, "CIRCUIT_OPEN", "every provider's circuit is open")
+                )
+            elif model.context_window is not None and needed > model.context_window:
+                skipped.append(Skipped(
+                    model_id, "CONTEXT_WINDOW",
+                    f"needs about {needed} tokens; the window holds {model.context_window}",
+                ))  # fmt: skip
+            elif budget_usd is not None and (cost := self._worst(model, request)) > budget_usd:
+                skipped.append(Skipped(
+                    model_id, "OVER_BUDGET",
+                    f"may cost ${cost:.6f}; ${max(budget_usd, 0):.6f} left in the budget",
+                ))  # fmt: skip
+            else:
+                eligible.append(model_id)
+        return eligible, skipped
+
+    def _worst(self, model: ModelConfig, request: GenerationRequest) -> float:
+        return max_cost([model.price], request, self._default_max)
+
+    def _cost(self, model_id: str, request: GenerationRequest) -> float | None:
+        model = self._catalog.model(model_id)
+        return None if model.price is None else round(self._worst(model, request), 9)
+
+    def _ttft(self, model_id: str) -> float:
+        seen = [
+            u.ttft_ms.value
+            for u in self._catalog.upstreams[model_id]
+            if u.usable and u.ttft_ms.value is not None
+        ]
+        return min(seen, default=math.inf)
+
+
+def _ladder(models: list[ModelConfig]) -> dict[str, float]:
+    """Each model's place between the weakest (0) and the strongest (1) of the pool."""
+    if all(m.quality is not None for m in models):
+        raw = {m.id: float(m.quality or 0) for m in models}
+    else:  # one scale for all: output price stands in for quality
+        raw = {m.id: m.price.output if m.price else 0.0 for m in models}
+    low, high = min(raw.values()), max(raw.values())
+    return {m: 1.0 if high == low else (q - low) / (high - low) for m, q in raw.items()}
+
+
+def _prompt_text(request: GenerationRequest) -> str:
+    if request.prompt is not None:
+        return request.prompt
+    return "\n".join(m.content for m in request.messages)
+
+
+def _or_inf(value: float | None) -> float:
+    return math.inf if value is None else value
+
+
+def _ms_since(started: float) -> float:
+    return (time.perf_counter() - started) * 1000

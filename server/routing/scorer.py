@@ -1,0 +1,98 @@
+"""The learned difficulty scorer: logistic regression over hashed word n-grams plus the
+hand-made features, loaded from a JSON model file that `server.routing.training` writes.
+
+Serving is pure Python: a few regex passes and a few hundred array lookups per prompt.
+
+The shipped default_scorer.json, next to this module, was trained on all of RouteLLM's
+evaluation outcomes (lm-sys/RouteLLM, commit 0b64fda, routellm/evals, Apache-2.0: whether
+Mixtral-8x7B-Instruct-v0.1 and gpt-4-1106-preview answered each MMLU and GSM8K question
+correctly; the questions are MIT-licensed), contaminated prompts dropped. Regenerate it from
+the repository root, with the data in ../shared/routing-eval, by running the command stored
+in its "command" field:
+
+    python -m server.routing.training --data ../shared/routing-eval \
+        --source 'RouteLLM (...)' --out server/routing/default_scorer.json
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+import struct
+from array import array
+from pathlib import Path
+from typing import Any, Protocol
+
+from server.routing import features, text
+from server.routing.calibration import Calibration
+from server.routing.features import sigmoid
+
+MODEL_FORMAT = "gateway-router-scorer/1"
+DEFAULT_MODEL_PATH = Path(__file__).with_name("default_scorer.json")
+
+
+class DifficultyScorer(Protocol):
+    """Anything that estimates how likely the cheaper model falls short on a prompt."""
+
+    def difficulty(self, prompt: str, max_tokens: int | None = None) -> float:
+        """The estimated probability in [0, 1]; the same for the same arguments."""
+        ...
+
+
+def pack_weights(weights: list[float]) -> str:
+    """Bucket weights as base64 of little-endian float16: a quarter of the JSON text size."""
+    return base64.b64encode(struct.pack(f"<{len(weights)}e", *weights)).decode("ascii")
+
+
+def unpack_weights(packed: str) -> array:
+    raw = base64.b64decode(packed)
+    return array("d", struct.unpack(f"<{len(raw) // 2}e", raw))
+
+
+class LearnedScorer:
+    """Difficulty from a trained model file; see `server.routing.training`."""
+
+    def __init__(self, document: dict[str, Any]) -> None:
+        if document.get("format") != MODEL_FORMAT:
+            raise ValueError(f"not a {MODEL_FORMAT} model: {document.get('format')!r}")
+        model = document["model"]
+        self.document = document
+        self.bits = int(model["hash_bits"])
+        self.bucket_weights = unpack_weights(model["bucket_weights_f16"])
+        if len(self.bucket_weights) != 1 << self.bits:
+            raise ValueError("bucket weight count does not match hash_bits")
+        # Standardisation folds into the weights and the intercept once, here.
+        intercept = float(model["intercept"])
+        self._feature_weights = []
+        for name in features.FEATURE_NAMES:
+            spec = model["features"].get(name, {"weight": 0.0, "mean": 0.0, "scale": 1.0})
+            weight = float(spec["weight"]) / float(spec["scale"])
+            self._feature_weights.append(weight)
+            intercept -= weight * float(spec["mean"])
+        self._intercept = intercept
+        self.calibration = Calibration.from_json(document["calibration"])
+
+    @classmethod
+    def load(cls, path: str | Path = DEFAULT_MODEL_PATH) -> LearnedScorer:
+        """Reads a model file; the default is the one shipped next to this module."""
+        with open(path, encoding="utf-8") as model_file:
+            return cls(json.load(model_file))
+
+    def logit(self, prompt: str, max_tokens: int | None = None) -> float:
+        """The log-odds behind `difficulty`."""
+        return self.logit_of(text.buckets(prompt, self.bits), features.extract(prompt, max_tokens))
+
+    def logit_of(self, found: list[int], values: list[float]) -> float:
+        """The log-odds of an already encoded prompt: its buckets and feature values."""
+        weights = self.bucket_weights
+        z = sum(weights[i] for i in found) / math.sqrt(len(found)) if found else 0.0
+        return (
+            self._intercept
+            + z
+            + sum(w * v for w, v in zip(self._feature_weights, values, strict=True))
+        )
+
+    def difficulty(self, prompt: str, max_tokens: int | None = None) -> float:
+        """The estimated probability in [0, 1] that the cheaper model falls short."""
+        return sigmoid(self.logit(prompt, max_tokens))

@@ -1,0 +1,36 @@
+"""Feedback on earlier requests, kept beside their ledger rows, and the training rows
+routing learns from (`gateway router train --from-ledger`)."""
+
+from __future__ import annotations
+
+import time
+
+from server.storage.db import Database
+
+
+class FeedbackStore:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    async def save(
+        self, request_id: str, key_id: str, score: float, label: str, comment: str
+    ) -> None:
+        """Records feedback for a request, replacing any given before."""
+        async with self.db.transaction() as tx:
+            await tx.execute("DELETE FROM feedback WHERE request_id = ?", request_id)
+            await tx.execute(
+                "INSERT INTO feedback (request_id, key_id, score, label, comment, ts) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                request_id, key_id, score, label, comment, time.time(),
+            )  # fmt: skip
+
+    async def rated_prompts(self, model: str) -> list[tuple[str, float]]:
+        """(prompt, score) of every rated request that `model` answered and whose prompt
+        was recorded, oldest first."""
+        rows = await self.db.fetch(
+            "SELECT u.prompt AS prompt, f.score AS score FROM feedback f "
+            "JOIN usage_records u ON u.request_id = f.request_id "
+            "WHERE u.model = ? AND u.status = 'OK' AND u.prompt IS NOT NULL ORDER BY f.ts",
+            model,
+        )
+        return [(str(r["prompt"]), float(r["score"])) for r in rows]

@@ -1,0 +1,189 @@
+"""The prompt-difficulty scorers, their training and calibration, and the drift guard."""
+
+from __future__ import annotations
+
+import csv
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+from server.routing.calibration import Calibration
+from server.routing.drift import DriftGuard
+from server.routing.features import FeatureScorer
+from server.routing.outcomes import Example, examples_from_feedback
+from server.routing.scorer import DEFAULT_MODEL_PATH, LearnedScorer
+from server.routing.training import TrainingOptions, main, train
+
+EASY = [
+    "What is the capital of France?",
+    "Who wrote Romeo and Juliet?",
+    "What colour is the sky on a clear day?",
+]
+HARD = [
+    "A train leaves at 3:15 pm at 84 km/h and a second one 45 minutes later at 112 km/h. "
+    "Step by step, how many minutes after 3:15 pm does the second catch up, and how far "
+    "from the station? Then compute the fuel cost if each uses 3.2 litres per 10 km at "
+    "$1.85 per litre.",
+    "Prove that the sum of the first n odd numbers is n^2, then explain why the proof by "
+    "induction fails if the base case is omitted.",
+    "Write a Python function `def merge_intervals(xs):` that merges overlapping intervals; "
+    "explain its complexity and why sorting first is required.\n```python\n"
+    "def merge_intervals(xs):\n    xs.sort()\n    return xs\n```",
+]
+
+
+@pytest.fixture(scope="module")
+def learned() -> LearnedScorer:
+    return LearnedScorer.load()
+
+
+def _scorers(learned: LearnedScorer) -> list:
+    return [FeatureScorer(), learned]
+
+
+def test_scores_are_deterministic_and_in_range(learned):
+    for scorer in _scorers(learned):
+        for prompt in EASY + HARD + ["", "x" * 50_000, "Привет, как дела? 你好"]:
+            first = scorer.difficulty(prompt, None)
+            assert 0.0 <= first <= 1.0
+            assert scorer.difficulty(prompt, None) == first
+
+
+def test_a_fresh_load_scores_the_same(learned):
+    again = LearnedScorer.load(DEFAULT_MODEL_PATH)
+    assert [again.difficulty(p) for p in HARD] == [learned.difficulty(p) for p in HARD]
+
+
+@pytest.mark.parametrize("hard", HARD)
+def test_hard_prompts_score_above_easy_ones(learned, hard):
+    for scorer in _scorers(learned):
+        easiest_above = max(scorer.difficulty(p) for p in EASY)
+        assert scorer.difficulty(hard) > easiest_above, type(scorer).__name__
+
+
+def test_requesting_long_output_raises_the_feature_difficulty():
+    scorer = FeatureScorer()
+    prompt = "Summarise the history of the Roman Empire."
+    assert scorer.difficulty(prompt, 4000) > scorer.difficulty(prompt, 50)
+
+
+def test_default_model_is_small_credited_and_calibrated(learned):
+    assert DEFAULT_MODEL_PATH.stat().st_size < 300_000
+    document = json.loads(DEFAULT_MODEL_PATH.read_text())
+    assert "RouteLLM" in document["source"]
+    assert document["command"].startswith("python -m server.routing.training")
+    thresholds = learned.calibration.thresholds
+    # A profile that wants more quality sends more prompts to the strong tier.
+    assert thresholds["quality"] < thresholds["balanced"] < thresholds["economy"]
+
+
+_STEPS = [
+    "then buys {} more",
+    "then gives away {} of them",
+    "then doubles what is left and adds {}",
+    "then splits them into {} equal boxes",
+    "then sells each box for ${}",
+    "then pays a {} percent tax",
+]
+
+
+def _write_outcomes(path: Path, rows: int, seed: int) -> None:
+    """Word problems of 0 to 12 steps: the more steps, the likelier the weak model fails.
+
+    Many levels of difficulty, so that a threshold can land between them.
+    """
+    rng = random.Random(seed)
+    with open(path, "w", newline="", encoding="utf-8") as out:
+        writer = csv.writer(out)
+        writer.writerow(["prompt", "weak-model", "strong-model"])
+        for _ in range(rows):
+            steps = rng.randint(0, 12)
+            chosen = rng.choices(_STEPS, k=steps)
+            parts = [f"Sam has {rng.randint(2, 99)} pens"]
+            parts += [step.format(rng.randint(2, 99)) for step in chosen]
+            prompt = ", ".join(parts) + ". How many dollars does he end with?"
+            weak = rng.random() > steps / 13
+            strong = rng.random() > steps / 50
+            writer.writerow([prompt, weak, strong])
+
+
+def test_training_on_a_small_csv_hits_its_target_shares_on_like_data(tmp_path):
+    data = tmp_path / "outcomes.csv"
+    _write_outcomes(data, 600, seed=7)
+    fresh = tmp_path / "fresh.csv"
+    _write_outcomes(fresh, 600, seed=8)
+    out = tmp_path / "model.json"
+    argv = ["--csv", str(data), "--weak", "weak-model", "--strong", "strong-model"]
+    argv += ["--share", "balanced=0.4", "--hash-bits", "10", "--out", str(out)]
+    assert main(argv) == 0
+    scorer = LearnedScorer.load(out)
+    # Thresholds are meant for prompts the model has not seen: check on a fresh sample.
+    with open(fresh, encoding="utf-8") as rows:
+        prompts = [row["prompt"] for row in csv.DictReader(rows)]
+    scores = [scorer.difficulty(p) for p in prompts]
+    for profile, target in scorer.calibration.strong_shares.items():
+        share = sum(scorer.calibration.wants_strong(profile, s) for s in scores) / len(scores)
+        assert abs(share - target) <= 0.05, (profile, share, target)
+    assert scorer.calibration.strong_shares["balanced"] == 0.4
+    long_problem = "Sam has 4 pens, " + ", ".join(s.format(7) for s in _STEPS) + ". How many?"
+    assert scorer.difficulty(long_problem) > scorer.difficulty("Sam has 4 pens. How many?")
+
+
+def test_feedback_rows_train_a_model():
+    rows = [("Say hi.", 1.0), ("Integrate x^2 sin x step by step.", 0.0)] * 20
+    examples = list(examples_from_feedback(rows))
+    assert examples[1] == Example("Integrate x^2 sin x step by step.", 1.0)
+    document = train(examples, TrainingOptions(hash_bits=8, calibration_folds=1))
+    scorer = LearnedScorer(document)
+    assert scorer.difficulty("Integrate x^2 sin x step by step.") > scorer.difficulty("Say hi.")
+
+
+def _calibration() -> Calibration:
+    return Calibration.fit([i / 1000 for i in range(1000)])
+
+
+def test_drift_guard_keeps_calibrated_thresholds_on_familiar_traffic():
+    guard = DriftGuard(_calibration(), min_samples=100)
+    rng = random.Random(3)
+    for _ in range(1000):
+        guard.observe(rng.random(), rng.random())
+    assert not guard.drifting
+    assert guard.threshold("balanced") == _calibration().thresholds["balanced"]
+    assert guard.difficulty(0.3, 0.9) == 0.3
+
+
+def _replay(guard: DriftGuard, history: list[tuple[float, float]]) -> list[bool]:
+    decisions = []
+    for learned, feature in history:
+        decisions.append(guard.wants_strong("balanced", learned, feature))
+        guard.observe(learned, feature)
+    return decisions
+
+
+def test_drift_guard_recentres_on_shifted_traffic_deterministically():
+    rng = random.Random(5)
+    # Every learned score sits below the balanced threshold (0.55): calibrated, nothing
+    # would reach the strong tier.
+    history = [(0.1 + 0.3 * rng.random(), rng.random()) for _ in range(1200)]
+    guard = DriftGuard(_calibration(), window=400, min_samples=100)
+    decisions = _replay(guard, history)
+    assert guard.drifting
+    assert guard.difficulty(0.2, 0.8) == pytest.approx(0.5)
+    late = decisions[400:]
+    assert abs(sum(late) / len(late) - 0.45) < 0.05
+    assert _replay(DriftGuard(_calibration(), window=400, min_samples=100), history) == decisions
+
+
+def test_drift_guard_recovers_when_traffic_returns():
+    rng = random.Random(9)
+    guard = DriftGuard(_calibration(), window=300, min_samples=100)
+    for _ in range(400):
+        guard.observe(0.05 * rng.random(), rng.random())
+    assert guard.drifting
+    # Evenly spread scores, as the calibration data was.
+    for i in range(600):
+        guard.observe((i * 0.6180339887) % 1.0, rng.random())
+    assert not guard.drifting
+    assert guard.threshold("economy") == _calibration().thresholds["economy"]
