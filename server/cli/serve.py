@@ -89,11 +89,15 @@ async def open_gateway(config: Config) -> Gateway:
 
 
 async def start_grpc(
-    table: dict[str, RpcMethod], settings: ServerConfig
-) -> tuple[grpc.aio.Server, int, health.aio.HealthServicer]:
+    table: dict[str, RpcMethod],
+    settings: ServerConfig,
+    health_servicer: health.aio.HealthServicer | None = None,
+) -> tuple[grpc.aio.Server, int]:
+    """Starts the gRPC server; `health_servicer` (one is made when absent) answers the
+    standard health service and is the one to turn NOT_SERVING when draining."""
     server = grpc.aio.server()
     server.add_generic_rpc_handlers(grpc_handlers(table, settings.request_timeout_s))
-    health_servicer = health.aio.HealthServicer()
+    health_servicer = health_servicer or health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     names = [s.full_name for s in SERVICES]
     for name in ["", *names]:
@@ -103,7 +107,7 @@ async def start_grpc(
     )
     port = server.add_insecure_port(f"{settings.host}:{settings.grpc_port}")
     await server.start()
-    return server, port, health_servicer
+    return server, port
 
 
 @dataclass
@@ -199,7 +203,8 @@ async def start(
     ops = Operations.attach(gateway)
     table = gateway_table(gateway)
     try:
-        grpc_server, grpc_port, health_servicer = await start_grpc(table, settings)
+        health_servicer = health.aio.HealthServicer()
+        grpc_server, grpc_port = await start_grpc(table, settings, health_servicer)
     except BaseException:
         await ops.aclose()
         await gateway.aclose()
