@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -55,9 +55,13 @@ def multiprocess_dir() -> str | None:
     return os.environ.get("PROMETHEUS_MULTIPROC_DIR")
 
 
-def operation(rpc: str) -> str:
+def operation_of(rpc: str) -> str:
     """The GenAI operation name of an RPC."""
-    return "chat" if "Chat" in rpc else "text_completion"
+    OPERATION[rpc] = name = "chat" if "Chat" in rpc else "text_completion"
+    return name
+
+
+OPERATION: dict[str, str] = {}
 
 
 class Metrics:
@@ -152,35 +156,47 @@ class Metrics:
             registry=registry,
         )
         self._ledger_seen = (0, 0)
+        # (metric, label values) -> child: labels() validates and locks on every call,
+        # a dict lookup does not (the hot path asks for the same few children).
+        self._children: dict[tuple[int, tuple[str, ...]], Any] = {}
+
+    def _of(self, metric: Any, *labels: str) -> Any:
+        key = (id(metric), labels)
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = metric.labels(*labels)
+        return child
 
     # -- per call --------------------------------------------------------------------
 
     def observe(self, o: Outcome) -> None:
-        self.requests.labels(o.rpc, o.model, o.provider, o.status, o.key_id).inc()
+        of = self._of
+        of(self.requests, o.rpc, o.model, o.provider, o.status, o.key_id).inc()
         if o.status != "OK":
-            self.errors.labels(o.rpc, o.model, o.provider, o.status, o.reason, o.key_id).inc()
+            of(self.errors, o.rpc, o.model, o.provider, o.status, o.reason, o.key_id).inc()
             if o.reason == "RATE_LIMITED":
-                self.rate_limited.labels(o.key_id).inc()
+                of(self.rate_limited, o.key_id).inc()
             elif o.reason == "BUDGET_EXHAUSTED":
-                self.budget_refused.labels(o.key_id).inc()
+                of(self.budget_refused, o.key_id).inc()
         for provider, cause in o.failovers:
-            self.failovers.labels(provider, cause).inc()
+            of(self.failovers, provider, cause).inc()
         if o.route is not None:
-            self.routes.labels(*o.route).inc()
-        self.overhead.labels(o.rpc).observe(o.overhead_s)
+            of(self.routes, *o.route).inc()
+        of(self.overhead, o.rpc).observe(o.overhead_s)
         if not o.generated:
             return
         if o.cost_usd:
-            self.cost.labels(o.model, o.provider, o.key_id).inc(o.cost_usd)
-        genai = (operation(o.rpc), o.provider, o.model)
-        self.tokens.labels(*genai, "input").observe(o.prompt_tokens)
-        self.tokens.labels(*genai, "output").observe(o.completion_tokens)
-        self.duration.labels(*genai, "" if o.status == "OK" else o.reason).observe(o.latency_s)
+            of(self.cost, o.model, o.provider, o.key_id).inc(o.cost_usd)
+        operation = OPERATION.get(o.rpc) or operation_of(o.rpc)
+        of(self.tokens, operation, o.provider, o.model, "input").observe(o.prompt_tokens)
+        of(self.tokens, operation, o.provider, o.model, "output").observe(o.completion_tokens)
+        error_type = "" if o.status == "OK" else o.reason
+        of(self.duration, operation, o.provider, o.model, error_type).observe(o.latency_s)
         if o.ttft_s is not None:
-            self.ttft.labels(*genai).observe(o.ttft_s)
+            of(self.ttft, operation, o.provider, o.model).observe(o.ttft_s)
             if o.completion_tokens > 1 and o.status == "OK":
                 per_token = (o.latency_s - o.ttft_s) / (o.completion_tokens - 1)
-                self.per_token.labels(*genai).observe(max(0.0, per_token))
+                of(self.per_token, operation, o.provider, o.model).observe(max(0.0, per_token))
 
     # -- sampled state ---------------------------------------------------------------
 
@@ -189,8 +205,8 @@ class Metrics:
         self.in_flight.set(in_flight)
         for upstreams in gateway.catalog.upstreams.values():
             for u in upstreams:
-                self.breaker.labels(u.id, u.model.id).set(BREAKER_STATE[u.breaker.state.value])
-                self.enabled.labels(u.id, u.model.id).set(1 if u.config.enabled else 0)
+                self._of(self.breaker, u.id, u.model.id).set(BREAKER_STATE[u.breaker.state.value])
+                self._of(self.enabled, u.id, u.model.id).set(1 if u.config.enabled else 0)
         ledger = gateway.accounts.ledger
         self.ledger_buffered.set(ledger.pending)
         written, dropped = self._ledger_seen
