@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import grpc
 import httpx
+import yaml
 from gateway.v1 import admin_service_pb2 as admin_pb
 from gateway.v1 import admin_service_pb2_grpc
 
+from server.core import config
 from tests.grpc_support import details
 from tests.shared_state import ADMIN, ADMIN_KEY, config_with
 from tests.support import (
@@ -180,3 +182,23 @@ async def test_workers_sharing_a_multiprocess_directory_report_together(tmp_path
         if line.startswith("gateway_requests_total{") and 'rpc="ListModels"' in line
     ]  # fmt: skip
     assert sum(float(line.rsplit(" ", 1)[1]) for line in listed) == 5, listed
+
+
+async def test_reload_warns_of_settings_that_need_a_restart(tmp_path):
+    data = config_with()
+    path = write_config(tmp_path, data)
+    async with running_gateway(data) as gw:
+        control = gw.gateway.control
+        control.source = lambda: (config.parse(yaml.safe_load(path.read_text()), "x"), str(path))
+        changed = {**data, "limits": {"window_s": 5}}
+        changed["server"] = {**data["server"], "request_timeout_s": 7}
+        path.write_text(yaml.safe_dump(changed))
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{gw.http_port}") as rest:
+            done = await rest.post("/v1/admin/config:reload", json={}, headers=ADMIN_HEADERS)
+            scraped = (await rest.get("/metrics")).text
+    assert done.status_code == 200, done.text
+    assert done.json()["warnings"] == [
+        "server: changed; takes effect after a restart",
+        "limits.window_s: changed; takes effect after a restart",
+    ]
+    assert 'gateway_config_reloads_total{result="ok"} 1.0' in scraped

@@ -37,6 +37,17 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
+# Settings read once at start-up: a reload reports their changes and leaves them be.
+RESTART_ONLY = ("server", "storage", "ledger", "limits.window_s", "operations.metrics_port")
+
+
+def _setting(config: Config, path: str) -> object:
+    value: object = config
+    for part in path.split("."):
+        value = getattr(value, part)
+    return value
+
+
 class ReloadRefused(GatewayError):
     """The config file cannot be used; the running config stays."""
 
@@ -151,8 +162,8 @@ class Control:
         old = gateway.catalog
         warnings = [
             f"{section}: changed; takes effect after a restart"
-            for section in ("server", "storage")
-            if getattr(config, section) != getattr(gateway.config, section)
+            for section in RESTART_ONLY
+            if _setting(config, section) != _setting(gateway.config, section)
         ]
         kept, fresh_duplicates = _carry_over(old, catalog)
         for upstreams in catalog.upstreams.values():

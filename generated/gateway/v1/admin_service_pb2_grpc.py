@@ -134,7 +134,8 @@ class AdminServiceServicer:
         """Reloads the config file the gateway was started with (as SIGHUP does). A valid
         file takes effect for new calls; calls in flight finish on the config they
         started with. An invalid file is refused and the running config stays.
-        Changes to `server` and `storage` need a restart; they are reported in warnings.
+        Changes to `server`, `storage`, `ledger`, `limits.window_s` and
+        `operations.metrics_port` need a restart; they are reported in warnings.
 
         Errors: UNAUTHENTICATED, FAILED_PRECONDITION when the file is invalid or the
         gateway runs on the embedded config (the message gives the reason).
