@@ -12,6 +12,7 @@ import grpc
 import httpx
 import pytest
 from gateway.v1 import chat_service_pb2 as chat
+from gateway.v1 import model_service_pb2 as models
 from prometheus_client.parser import text_string_to_metric_families
 
 from server.ops import requestlog
@@ -182,16 +183,24 @@ async def test_one_json_line_per_request(config_dict, request_lines, log_text):
             )
             unknown = await rest.get("/v1/models", headers={"x-api-key": "gw-not-a-real-key-000"})
         async with grpc.aio.insecure_channel(f"127.0.0.1:{gw.grpc_port}") as channel:
-            await Stubs(channel).chat.CreateChatCompletion(
+            echoed = Stubs(channel).chat.CreateChatCompletion(
                 chat.CreateChatCompletionRequest(model="sim-mini", messages=HELLO),
                 metadata=(("x-api-key", API_KEY), ("x-request-id", "req-log-2")),
             )
+            await echoed
+            assert dict(await echoed.initial_metadata())["x-request-id"] == "req-log-2"
+            with pytest.raises(grpc.aio.AioRpcError) as refused:
+                await Stubs(channel).models.ListModels(
+                    models.ListModelsRequest(), metadata=(("x-api-key", "gw-wrong-key-0000000"),)
+                )
+            grpc_generated = dict(refused.value.trailing_metadata())["x-request-id"]
     assert reply.headers["x-request-id"] == "req-log-1"
     assert unknown.status_code == 401
     generated = unknown.headers["x-request-id"]
     lines = request_lines()
     by_id = {line["request_id"]: line for line in lines}
-    assert len(lines) == 3 and set(by_id) == {"req-log-1", "req-log-2", generated}
+    assert len(lines) == 4
+    assert set(by_id) == {"req-log-1", "req-log-2", generated, grpc_generated}
     ok = by_id["req-log-1"]
     usage = reply.json()["usage"]
     assert ok["rpc"] == "CreateChatCompletion" and ok["status"] == "OK"
@@ -210,7 +219,7 @@ async def test_one_json_line_per_request(config_dict, request_lines, log_text):
     )  # fmt: skip
     assert by_id["req-log-2"]["status"] == "OK"  # gRPC is logged alike
     text = json.dumps(lines)
-    assert API_KEY not in text and "gw-not-a-real-key" not in text
+    assert API_KEY not in text and "gw-not-a-real-key" not in text and "gw-wrong-key" not in text
     if log_text:
         assert ok["prompt"] == [{"role": "user", "content": "secret plan"}]
         assert ok["completion"] == reply.json()["choices"][0]["message"]["content"]

@@ -22,6 +22,7 @@ from server.core.errors import Code, GatewayError
 from server.core.pipeline import Middleware, StreamHandler, UnaryHandler
 
 log = logging.getLogger(__name__)
+REQUEST_ID = "x-request-id"
 
 
 @dataclass(slots=True)
@@ -75,6 +76,9 @@ class Observer(Middleware):
 
         async def unary(request: Any, call: Call) -> Any:
             started = time.perf_counter()
+            # The id the log line carries goes back to the caller (gRPC metadata; the
+            # REST facade sends it as the x-request-id header).
+            call.response_metadata[REQUEST_ID] = call.request_id
             self.in_flight += 1
             error: BaseException | None = None
             route = None
@@ -98,6 +102,7 @@ class Observer(Middleware):
 
         async def stream(request: Any, call: Call) -> AsyncGenerator[Any, None]:
             started = time.perf_counter()
+            call.response_metadata[REQUEST_ID] = call.request_id
             self.in_flight += 1
             error: BaseException | None = None
             route = None
