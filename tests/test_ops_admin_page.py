@@ -120,11 +120,13 @@ async def test_admin_page_in_headless_chromium(tmp_path):
                 await page.fill("#key", API_KEY)  # not an admin key
                 await page.click("#login button")
                 await page.wait_for_selector("#login-error:has-text('refused')")
+                assert await page.is_hidden("#board")  # no data shown without a key
                 await page.screenshot(path=str(SHOTS / "admin-refused.png"))
 
                 await page.fill("#key", ADMIN_KEY)
                 await page.click("#login button")
                 await page.wait_for_selector("#providers tbody tr:nth-child(6)")
+                assert await page.is_hidden("#login")
                 providers = await page.inner_text("#providers")
                 assert "sim-pro-primary" in providers and "100.0%" in providers
                 assert await page.locator("#providers .badge.open").count() == 1
