@@ -213,7 +213,15 @@ def start_gateway(
     config = gateway_config(upstream_port, sqlite_path)
     path = tmp / f"{name}.yaml"
     path.write_text(yaml.safe_dump(config))
-    argv = [sys.executable, "-m", "server.main", "--config", str(path), "--log-level", "WARNING"]
+    argv = [
+        sys.executable,
+        "-m",
+        "server.cli.main",
+        "--config",
+        str(path),
+        "--log-level",
+        "WARNING",
+    ]
     argv += list(flags)
     if grpc_target:
         argv += ["--grpc-target", grpc_target]

@@ -9,9 +9,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-PROFILES: tuple[str, ...] = ("economy", "balanced", "quality")
+from server.core.config import PROFILES
+
 # Share of calls each profile sends to the stronger tier on data like the training data.
-DEFAULT_STRONG_SHARES: dict[str, float] = {"economy": 0.2, "balanced": 0.45, "quality": 0.8}
+DEFAULT_STRONG_SHARES: dict[str, float] = dict(zip(PROFILES, (0.2, 0.45, 0.8), strict=True))
 # Quantiles of the training scores kept in the model file, for drift checks.
 QUANTILE_POINTS = 20
 
