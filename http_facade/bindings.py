@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
+from gateway.v1 import sse_pb2
 from google.api import annotations_pb2, http_pb2
 from google.protobuf import message_factory
 from google.protobuf.descriptor import MethodDescriptor
@@ -60,6 +61,13 @@ class Rpc:
     def server_streaming(self) -> bool:
         return bool(self.descriptor.server_streaming)
 
+    @property
+    def sse_done(self) -> bool:
+        """Whether its SSE stream closes with `data: [DONE]` (the `gateway.v1.sse`
+        method option can leave it out)."""
+        options = self.descriptor.GetOptions()
+        return not options.Extensions[sse_pb2.SseOptions.sse].omit_done
+
     @classmethod
     def of(cls, descriptor: MethodDescriptor) -> Rpc:
         return cls(
@@ -83,6 +91,8 @@ class Binding:
     path_fields: dict[str, str] = field(default_factory=dict)
     # The streaming RPC that `"stream": true` in the body dispatches to, if any.
     stream_rpc: Rpc | None = None
+    # The response field written as the whole HTTP body ("": the whole message).
+    response_body: str = ""
 
 
 def bindings(methods: Iterable[MethodDescriptor]) -> list[Binding]:
@@ -103,7 +113,7 @@ def bindings(methods: Iterable[MethodDescriptor]) -> list[Binding]:
     for b in found:
         sibling = by_route.get((b.verb, b.template + STREAM_SUFFIX))
         if not b.rpc.server_streaming and sibling is not None and sibling.rpc.server_streaming:
-            b = Binding(b.verb, b.template, b.rpc, b.body, b.route_path, b.path_fields, sibling.rpc)
+            b = replace(b, stream_rpc=sibling.rpc)
         paired.append(b)
     return paired
 
@@ -120,7 +130,11 @@ def _binding(rule: http_pb2.HttpRule, rpc: Rpc) -> Binding:
     for name in (*path_fields.values(), *([rule.body] if rule.body not in ("", "*") else [])):
         if not _has_field(rpc.request_type, name):
             raise ValueError(f"{rpc.path}: the http rule names {name!r}, not a request field")
-    return Binding(verb, template, rpc, rule.body, route_path, path_fields)
+    if rule.response_body and not _has_field(rpc.response_type, rule.response_body):
+        raise ValueError(f"{rpc.path}: response_body {rule.response_body!r} is not a field")
+    return Binding(
+        verb, template, rpc, rule.body, route_path, path_fields, response_body=rule.response_body
+    )
 
 
 def _has_field(message_type: type[Message], path: str) -> bool:

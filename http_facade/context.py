@@ -16,12 +16,13 @@ from starlette.datastructures import Headers, MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from http_facade.errors import error_response, internal
-from server.accounting.admission import HEADER
+from server.accounting.admission import KEY_HEADERS
 
 REQUEST_ID = "x-request-id"
-# Headers forwarded to the RPC as metadata: the key headers the core reads, the W3C
-# trace context, plus the request id; nothing else crosses (grpc-gateway's header matcher).
-FORWARDED = tuple(sorted({*HEADER.values(), "traceparent", "tracestate"}))
+# Headers forwarded to the RPC as metadata: the key headers the core reads (the
+# `authorization` Bearer form included), the W3C trace context, plus the request id;
+# nothing else crosses (grpc-gateway's header matcher).
+FORWARDED = tuple(sorted({*KEY_HEADERS, "traceparent", "tracestate"}))
 _REQUEST_ID_FORM = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 
 

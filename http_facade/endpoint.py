@@ -49,7 +49,10 @@ class Endpoint:
         if rpc.server_streaming:
             return await self._stream(rpc, message, exchange, request)
         response = await _unless_disconnected(request, self.backend.unary(rpc, message, exchange))
-        return _json(codec.to_dict(response), exchange)
+        answer: Any = codec.to_dict(response)
+        if self.binding.response_body:
+            answer = answer[self.binding.response_body]
+        return _json(answer, exchange)
 
     async def _payload(self, request: Request) -> Any:
         if not self.binding.body:
@@ -105,8 +108,10 @@ class Endpoint:
         headers = response_headers(exchange.response_headers.items())
         if first is None:
             await chunks.aclose()
-            return Response(sse.DONE, headers={**headers, **sse.HEADERS})
-        body = sse.events(first, chunks, self.limits.keepalive_s, exchange.request_id)
+            return Response(sse.DONE if rpc.sse_done else b"", headers={**headers, **sse.HEADERS})
+        body = sse.events(
+            first, chunks, self.limits.keepalive_s, exchange.request_id, done=rpc.sse_done
+        )
         return sse.EventStream(body, headers)
 
 
@@ -128,7 +133,7 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
-def _json(payload: dict[str, Any], exchange: Exchange) -> Response:
+def _json(payload: Any, exchange: Exchange) -> Response:
     body = json.dumps(payload, ensure_ascii=False).encode()
     headers = response_headers(exchange.response_headers.items())
     return Response(body, headers=headers, media_type="application/json")

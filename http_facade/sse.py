@@ -45,10 +45,14 @@ async def _next(chunks: AsyncIterator[Message]) -> Any:
 
 
 async def events(
-    first: Message, chunks: AsyncIterator[Message], keepalive_s: float, request_id: str
+    first: Message,
+    chunks: AsyncIterator[Message],
+    keepalive_s: float,
+    request_id: str,
+    done: bool = True,
 ) -> AsyncIterator[bytes]:
-    """The SSE byte stream: `first`, then the rest of `chunks`, then [DONE] (or an
-    error event). Closes `chunks` however it ends."""
+    """The SSE byte stream: `first`, then the rest of `chunks`, then [DONE] unless
+    `done` is false (or an error event). Closes `chunks` however it ends."""
     pending: asyncio.Task[Any] | None = None
     try:
         yield event(to_dict(first))
@@ -60,7 +64,8 @@ async def events(
             if chunk is _END:
                 break
             yield event(to_dict(chunk))
-        yield DONE
+        if done:
+            yield DONE
     except GatewayError as exc:
         yield event({"error": error_object(exc)})
     except Exception as exc:

@@ -107,7 +107,7 @@ async def test_streamed_completion(sdk: openai.AsyncOpenAI) -> None:
 
 async def test_models_list(sdk: openai.AsyncOpenAI) -> None:
     page = await sdk.models.list()
-    assert [m.id for m in page.data] == ["sim-mini", "sim-standard", "sim-pro"]
+    assert [m.id for m in page.data] == ["sim-mini", "sim-standard", "sim-pro", "sim-embed"]
     for m in page.data:
         assert m.object == "model"
         assert isinstance(m.created, int)

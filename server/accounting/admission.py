@@ -27,6 +27,12 @@ log = logging.getLogger(__name__)
 # Interface A takes API keys, interface B router keys, the admin API admin keys; no
 # kind ever stands for another.
 HEADER: dict[KeyKind, str] = {"api": "x-api-key", "router": "x-router-key", "admin": "x-admin-key"}
+# SDKs send their key as `authorization: Bearer <key>` (the openai SDK's api_key,
+# huggingface_hub's token). It is accepted wherever a key header is, for that place's
+# kind only; a kind header, when sent, wins over it.
+AUTHORIZATION = "authorization"
+KEY_HEADERS = (*HEADER.values(), AUTHORIZATION)
+_BEARER = "bearer "
 # A cached lookup is still used this long past its TTL when the key store is down.
 STALE_GRACE_S = 60.0
 
@@ -86,6 +92,19 @@ class KeyRing:
         return found
 
 
+def presented(metadata: Mapping[str, str], kind: KeyKind) -> tuple[str, str]:
+    """The header a key of `kind` came in and its secret ("" when none came): the kind's
+    own header, else a Bearer token in `authorization`."""
+    header = HEADER[kind]
+    secret = metadata.get(header, "")
+    if secret:
+        return header, secret
+    auth = metadata.get(AUTHORIZATION, "")
+    if auth[: len(_BEARER)].lower() == _BEARER and auth[len(_BEARER) :].strip():
+        return AUTHORIZATION, auth[len(_BEARER) :].strip()
+    return header, ""
+
+
 class KeyDirectory:
     """Config keys first, then the key store through a short-lived cache."""
 
@@ -105,22 +124,39 @@ class KeyDirectory:
         self._inflight: dict[str, asyncio.Future[KeyRecord | None]] = {}
 
     async def identify(self, metadata: Mapping[str, str], kind: KeyKind) -> Principal:
-        header = HEADER[kind]
-        secret = metadata.get(header)
+        header, secret = presented(metadata, kind)
         if not secret:
-            raise Unauthenticated(f"missing {header} header", {"header": header})
+            raise Unauthenticated(
+                f"missing {header} header (or authorization: Bearer <key>)", {"header": header}
+            )
         digest = _digest(secret)
         found = self.ring.find(digest, kind)
         if found is not None:
             return found
         record = await self._lookup(digest.hex()) if self.store is not None else None
+        shown = "Bearer key" if header == AUTHORIZATION else header
         if record is None or record.kind != kind:
-            raise Unauthenticated(f"invalid {header}", {"header": header})
+            raise Unauthenticated(f"invalid {shown}", {"header": header})
         if record.revoked:
-            raise Unauthenticated(f"the {header} has been revoked", {"header": header})
+            raise Unauthenticated(f"the {shown} has been revoked", {"header": header})
         if record.expired():
-            raise Unauthenticated(f"the {header} has expired", {"header": header})
+            raise Unauthenticated(f"the {shown} has expired", {"header": header})
         return Principal.of_record(record)
+
+    async def bearer_kind(self, metadata: Mapping[str, str]) -> KeyKind | None:
+        """The kind of the key sent as a Bearer token alone, None when there is no such
+        key (or a kind header was sent): for the one API that takes every kind."""
+        if any(metadata.get(h) for h in HEADER.values()):
+            return None
+        header, secret = presented(metadata, "api")
+        if header != AUTHORIZATION:
+            return None
+        digest = _digest(secret)
+        for kind in HEADER:
+            if self.ring.find(digest, kind) is not None:
+                return kind
+        record = await self._lookup(digest.hex()) if self.store is not None else None
+        return record.kind if record is not None else None  # type: ignore[return-value]
 
     async def _lookup(self, digest: str) -> KeyRecord | None:
         now = self._clock()

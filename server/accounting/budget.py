@@ -60,6 +60,11 @@ def max_cost(prices: Iterable[Price | None], request: GenerationRequest, default
     return worst
 
 
+def input_cost(price: Price | None, prompt_tokens: int) -> float:
+    """What `prompt_tokens` input tokens cost, in USD (an embedding's whole cost)."""
+    return 0.0 if price is None else prompt_tokens * price.input / PER_MILLION
+
+
 @dataclass(frozen=True, slots=True)
 class BudgetSpec:
     key_id: str

@@ -12,7 +12,7 @@ import logging
 import time
 import uuid
 from collections.abc import AsyncGenerator, Coroutine
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from google.protobuf.descriptor import MethodDescriptor
 
@@ -25,10 +25,32 @@ from server.storage.usage import UsageRecord
 if TYPE_CHECKING:
     from server.accounting.admission import Principal
     from server.accounting.budget import Budgets, Reservation
+    from server.accounting.costs import Cost
     from server.accounting.ratelimit import Limiter
-    from server.core.engine import Run
+    from server.core.catalog import Upstream
+    from server.core.config import ModelConfig
+    from server.core.generation import TokenCounts
 
 log = logging.getLogger(__name__)
+
+
+class Metered(Protocol):
+    """What a tab reads from the work a call ran: a generation's Run or an
+    EmbeddingRun."""
+
+    upstream: Upstream | None
+
+    @property
+    def started(self) -> bool: ...
+
+    @property
+    def model(self) -> ModelConfig: ...
+
+    def counts(self) -> TokenCounts: ...
+
+    def cost(self) -> Cost | None: ...
+
+    def ttft_ms(self) -> float | None: ...
 
 
 class Accounts:
@@ -70,7 +92,7 @@ class Tab:
         self.ticket = uuid.uuid4().hex
         self.principal: Principal | None = None
         self.model = ""
-        self.run: Run | None = None
+        self.run: Metered | None = None
         self.limited_tokens = False
         self.reservation: Reservation | None = None
         # Set for routed requests; `prompt` only when the operator records prompts.
@@ -100,30 +122,32 @@ class Tab:
             self.accounts.spawn(self.accounts.budgets.settle(self.reservation, total))
         status, reason = _status(error)
         ttft = run.ttft_ms() if run is not None else None
-        self.record = UsageRecord(
-            ts=self.started,
-            request_id=self.request_id,
-            key_id=principal.key_id,
-            key_name=principal.name,
-            method=self.method,
-            model=run.model.id if run is not None else self.model,
-            provider=run.upstream.id if run is not None and run.upstream else "",
-            prompt_tokens=counts.prompt_tokens if counts is not None else 0,
-            completion_tokens=counts.completion_tokens if counts is not None else 0,
-            total_tokens=tokens,
-            input_cost_usd=cost.input_usd if cost is not None else None,
-            output_cost_usd=cost.output_usd if cost is not None else None,
-            cache_input_cost_usd=cost.cache_input_usd if cost is not None else None,
-            total_cost_usd=cost.total_usd if cost is not None else None,
-            latency_ms=round((time.time() - self.started) * 1000, 3),
-            ttft_ms=None if ttft is None else round(ttft, 3),
-            status=status,
-            error_reason=reason,
-            route_profile=self.route_profile,
-            difficulty=self.difficulty,
-            prompt=self.prompt,
+        self.accounts.ledger.record(
+            record := UsageRecord(
+                ts=self.started,
+                request_id=self.request_id,
+                key_id=principal.key_id,
+                key_name=principal.name,
+                method=self.method,
+                model=run.model.id if run is not None else self.model,
+                provider=run.upstream.id if run is not None and run.upstream else "",
+                prompt_tokens=counts.prompt_tokens if counts is not None else 0,
+                completion_tokens=counts.completion_tokens if counts is not None else 0,
+                total_tokens=tokens,
+                input_cost_usd=cost.input_usd if cost is not None else None,
+                output_cost_usd=cost.output_usd if cost is not None else None,
+                cache_input_cost_usd=cost.cache_input_usd if cost is not None else None,
+                total_cost_usd=cost.total_usd if cost is not None else None,
+                latency_ms=round((time.time() - self.started) * 1000, 3),
+                ttft_ms=None if ttft is None else round(ttft, 3),
+                status=status,
+                error_reason=reason,
+                route_profile=self.route_profile,
+                difficulty=self.difficulty,
+                prompt=self.prompt,
+            )
         )
-        self.accounts.ledger.record(self.record)
+        self.record = record
 
 
 class Accounting(Middleware):

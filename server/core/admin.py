@@ -142,7 +142,9 @@ class AdminHandlers:
         return admin_pb.RevokeKeyResponse(key=key_message(revoked))
 
     async def _usage_principal(self, request: usage_pb.GetUsageRequest, call: Call) -> Principal:
-        if HEADER["admin"] in call.metadata:
+        # A Bearer key alone says its kind only through the key itself.
+        bearer = await self.admission.keys.bearer_kind(call.metadata)
+        if HEADER["admin"] in call.metadata or bearer == "admin":
             await self.admission.admit(call.metadata, "admin", call.response_metadata)
             if not request.key_id:
                 raise InvalidArgument.for_field("key_id", "is required with an admin key")
@@ -152,7 +154,7 @@ class AdminHandlers:
             return Principal.of_record(await self._key(request.key_id))
         if request.key_id:
             raise InvalidArgument.for_field("key_id", "needs an admin key (x-admin-key)")
-        kind: KeyKind = "router" if HEADER["router"] in call.metadata else "api"
+        kind: KeyKind = "router" if HEADER["router"] in call.metadata else bearer or "api"
         return await self.admission.admit(call.metadata, kind, call.response_metadata)
 
     async def get_usage(

@@ -15,7 +15,8 @@ error lists each one with its cause, in the order tried.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import Any
 
 from server.core.breaker import Permit
 from server.core.catalog import Upstream
@@ -24,25 +25,36 @@ from server.core.generation import Event, GenerationRequest, TextDelta
 from server.ops import spans
 
 Causes = list[tuple[str, GatewayError]]
+# Starts one attempt on an upstream: its event stream (by default, a generation).
+Start = Callable[[Upstream], AsyncIterator[Any]]
 
 
 async def open_stream(
     upstreams: Sequence[Upstream],
-    request: GenerationRequest,
+    request: GenerationRequest | None,
     deadline: float | None,
     subject: str,
+    start: Start | None = None,
     causes: Causes | None = None,
 ) -> tuple[Upstream, AsyncIterator[Event]]:
     """Returns the first upstream that produced an event, with its whole event stream.
+    `start` replaces the generation of `request` (an embedding call is a one-event
+    stream).
 
     Raises the upstream's own error when it is not retryable (the request is at fault),
     DeadlineExceeded when the deadline passes, and AllProvidersFailed otherwise. Each
     upstream given up on is appended to `causes` (the failovers, for metrics)."""
+
+    def generate(upstream: Upstream) -> AsyncIterator[Any]:
+        assert request is not None
+        return upstream.provider.generate(request)
+
+    begin = start or generate
     causes = [] if causes is None else causes
     for upstream in upstreams:
         if not upstream.config.enabled:
             continue
-        opened = await _attempts(upstream, request, deadline, causes)
+        opened = await _attempts(upstream, begin, deadline, causes)
         if opened is not None:
             return upstream, opened
     failure = AllProvidersFailed.of(subject, causes)
@@ -53,7 +65,7 @@ async def open_stream(
 
 
 async def _attempts(
-    upstream: Upstream, request: GenerationRequest, deadline: float | None, causes: Causes
+    upstream: Upstream, start: Start, deadline: float | None, causes: Causes
 ) -> AsyncIterator[Event] | None:
     """Tries one upstream, retrying as its policy allows; None (a cause appended) when
     the next upstream should be tried."""
@@ -64,7 +76,7 @@ async def _attempts(
             causes.append((upstream.id, _skipped(upstream)))
             return None
         started = asyncio.get_running_loop().time()
-        events = aiter(upstream.provider.generate(request))
+        events = aiter(start(upstream))
         try:
             with spans.attempt(upstream.id, attempt + 1):
                 first = await _next(events, deadline, upstream.id, causes)

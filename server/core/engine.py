@@ -46,28 +46,23 @@ class Run:
         started = time.perf_counter()
         try:
             self.upstream, self._events = await dispatch.open_stream(
-                self._upstreams, self.request, self._deadline, subject, self.causes
+                self._upstreams, self.request, self._deadline, subject, causes=self.causes
             )
         finally:
             self.upstream_s += time.perf_counter() - started
         self._clock.mark_first_token()
 
     async def deltas(self) -> AsyncIterator[str]:
-        events = self._events
-        while True:
-            waited = time.perf_counter()
-            try:
-                event = await anext(events)
-            except StopAsyncIteration:
-                return
-            finally:
-                self.upstream_s += time.perf_counter() - waited
+        waited = time.perf_counter()
+        async for event in self._events:
+            self.upstream_s += time.perf_counter() - waited
             if isinstance(event, TextDelta):
                 if event.text:
                     self._text.append(event.text)
                     yield event.text
             else:
                 self._finished = event
+            waited = time.perf_counter()
 
     async def text(self) -> str:
         """Gathers the whole generation."""

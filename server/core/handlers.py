@@ -23,6 +23,9 @@ from gateway.v1 import (
 from gateway.v1 import (
     deployment_service_pb2 as deployment,
 )
+from gateway.v1 import (
+    embedding_service_pb2 as embeddings,
+)
 from gateway.v1 import feedback_service_pb2 as feedback
 from gateway.v1 import (
     model_service_pb2 as models,
@@ -40,11 +43,14 @@ from server.accounting.admission import Admission, Principal
 from server.accounting.budget import BudgetSpec, MemoryBudgets
 from server.accounting.ledger import Ledger
 from server.accounting.tab import Accounting, Accounts, Tab
-from server.core import validation
+from server.core import textgen, validation
 from server.core.admin import AdminHandlers
 from server.core.call import Call
 from server.core.catalog import Catalog
 from server.core.config import Config, KeyKind, Price
+from server.core.embedding import embedders, estimate_tokens
+from server.core.embedding import validate as validate_embeddings
+from server.core.embedding_run import EmbeddingRun, encode
 from server.core.engine import Run
 from server.core.errors import InvalidArgument, NotFound
 from server.core.generation import GenerationRequest
@@ -166,6 +172,41 @@ class Gateway:
             ],
         )
 
+    async def get_model(
+        self, request: models.GetModelRequest, call: Call
+    ) -> models.GetModelResponse:
+        await self._admit(call, "api")
+        if not request.model:
+            raise InvalidArgument.for_field("model", "is required")
+        m = self.catalog.model(request.model)
+        return models.GetModelResponse(
+            id=m.id, object="model", created=m.created, owned_by=m.owned_by
+        )
+
+    async def create_embeddings(
+        self, request: embeddings.CreateEmbeddingsRequest, call: Call
+    ) -> embeddings.CreateEmbeddingsResponse:
+        tab = _tab(call)
+        tab.principal = await self.admission.identify(call.metadata, "api")
+        tab.model = request.model
+        wanted, encoding = validate_embeddings(request)
+        model = self.catalog.model(request.model)
+        upstreams = embedders(model, self.catalog.upstreams[model.id])
+        # Input tokens only: an embedding generates none.
+        prompt = estimate_tokens(wanted)
+        await self._reserve(call, prompt, lambda: budget.input_cost(model.price, prompt))
+        run = tab.run = EmbeddingRun(upstreams, wanted, call.deadline)
+        result = await run.open(f"model {model.id}")
+        return embeddings.CreateEmbeddingsResponse(
+            object="list",
+            data=[
+                embeddings.Embedding(index=i, object="embedding", embedding=encode(v, encoding))
+                for i, v in enumerate(result.vectors)
+            ],
+            model=model.id,
+            usage=run.usage(),
+        )
+
     async def list_providers(
         self, request: providers.ListProvidersRequest, call: Call
     ) -> providers.ListProvidersResponse:
@@ -255,22 +296,43 @@ class Gateway:
     ) -> AsyncGenerator[deployment.StreamInvokeDeploymentResponse, None]:
         run, hf_format = await self._start_deployment(request, call)
         head = _head(call, run, "text_completion", deployment_id=request.deployment_id)
-        index = 0
+        if hf_format:
+            async for chunk in _tgi_chunks(run, head, request.stream_options.include_usage):
+                yield chunk
+            return
         async for text in run.deltas():
-            chunk = deployment.StreamInvokeDeploymentResponse(**head, choices=[_text_choice(text)])
-            if hf_format:
-                chunk.token.CopyFrom(deployment.GeneratedToken(id=index, text=text))
-            index += 1
-            yield chunk
+            yield deployment.StreamInvokeDeploymentResponse(**head, choices=[_text_choice(text)])
         last = deployment.StreamInvokeDeploymentResponse(
             **head, choices=[_text_choice("", run.finish_reason)]
         )
-        if hf_format:
-            last.generated_text = run.generated_text
-            last.details.CopyFrom(_details(run))
         if request.stream_options.include_usage:
             last.usage.CopyFrom(run.usage())
         yield last
+
+    async def generate_text(
+        self, request: deployment.GenerateTextRequest, call: Call
+    ) -> deployment.GenerateTextResponse:
+        run, _ = await self._start_deployment(textgen.as_invocation(request), call)
+        fragments = [text async for text in run.deltas()]
+        return deployment.GenerateTextResponse(
+            generations=[
+                deployment.GeneratedText(
+                    generated_text=run.generated_text, details=textgen.details(run, fragments)
+                )
+            ]
+        )
+
+    async def stream_generate_text(
+        self, request: deployment.StreamGenerateTextRequest, call: Call
+    ) -> AsyncGenerator[deployment.StreamGenerateTextResponse, None]:
+        run, _ = await self._start_deployment(textgen.as_invocation(request), call)
+        async for token, last in textgen.tokens(run):
+            # TGI numbers its events from 1.
+            event = deployment.StreamGenerateTextResponse(index=token.id + 1, token=token)
+            if last:
+                event.generated_text = run.generated_text
+                event.details.CopyFrom(_details(run))
+            yield event
 
     async def submit_feedback(
         self, request: feedback.SubmitFeedbackRequest, call: Call
@@ -301,19 +363,23 @@ class Gateway:
     ) -> None:
         """Counts a generation against its key's rate limits (its prompt plus the most it
         may generate, in tokens) and reserves its maximum cost against the key's budget."""
+        default_max = self.config.limits.default_max_tokens
+        want = tokens.estimate_prompt(generation) + (generation.max_tokens or default_max)
+        await self._reserve(call, want, lambda: budget.max_cost(prices, generation, default_max))
+
+    async def _reserve(self, call: Call, want: int, max_cost: Callable[[], float]) -> None:
+        """Counts `want` tokens against the key's rate limits and reserves `max_cost()`
+        against its budget (computed only for a key with one)."""
         tab = _tab(call)
         principal = tab.principal
         assert principal is not None
-        default_max = self.config.limits.default_max_tokens
-        want = tokens.estimate_prompt(generation) + (generation.max_tokens or default_max)
         await self.admission.limit(principal, want, tab.ticket, call.response_metadata)
         tab.limited_tokens = bool(principal.tokens_per_minute)
         if principal.budget_usd is not None:
             spec = BudgetSpec(
                 principal.key_id, principal.name, principal.budget_usd, principal.budget_period
             )
-            amount = budget.max_cost(prices, generation, default_max)
-            tab.reservation = await self.accounts.budgets.reserve(spec, amount)
+            tab.reservation = await self.accounts.budgets.reserve(spec, max_cost())
 
     async def _start_model(self, request, validate, call: Call) -> Run:
         tab = _tab(call)
@@ -398,8 +464,25 @@ def _text_choice(text: str, finish_reason: str | None = None) -> completion_pb2.
 
 def _details(run: Run) -> deployment.GenerationDetails:
     return deployment.GenerationDetails(
-        finish_reason=run.finish_reason, generated_tokens=run.counts().completion_tokens
+        finish_reason=textgen.finish_reason(run),
+        generated_tokens=run.counts().completion_tokens,
     )
+
+
+async def _tgi_chunks(
+    run: Run, head: dict[str, Any], include_usage: bool
+) -> AsyncGenerator[deployment.StreamInvokeDeploymentResponse, None]:
+    """An `inputs` stream as TGI sends it: a token in every chunk, the last one also
+    carrying the finish reason, generated_text and details."""
+    async for token, last in textgen.tokens(run):
+        choice = _text_choice(token.text, run.finish_reason if last else None)
+        chunk = deployment.StreamInvokeDeploymentResponse(**head, choices=[choice], token=token)
+        if last:
+            chunk.generated_text = run.generated_text
+            chunk.details.CopyFrom(_details(run))
+            if include_usage:
+                chunk.usage.CopyFrom(run.usage())
+        yield chunk
 
 
 async def _nothing_spent(key_id: str, since: float) -> float:

@@ -57,7 +57,13 @@ def multiprocess_dir() -> str | None:
 
 def operation_of(rpc: str) -> str:
     """The GenAI operation name of an RPC."""
-    OPERATION[rpc] = name = "chat" if "Chat" in rpc else "text_completion"
+    if "Chat" in rpc:
+        name = "chat"
+    elif "Embedding" in rpc:
+        name = "embeddings"
+    else:
+        name = "text_completion"
+    OPERATION[rpc] = name
     return name
 
 

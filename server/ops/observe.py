@@ -18,6 +18,7 @@ from typing import Any
 from google.protobuf.descriptor import MethodDescriptor
 
 from server.core.call import Call
+from server.core.engine import Run
 from server.core.errors import Code, GatewayError
 from server.core.pipeline import Middleware, StreamHandler, UnaryHandler
 
@@ -158,11 +159,12 @@ class Observer(Middleware):
             ttft_s=(
                 record.ttft_ms / 1000 if record is not None and record.ttft_ms is not None else None
             ),
-            upstream_s=run.upstream_s if run is not None else 0.0,
-            failovers=[(p, cause(e)) for p, e in run.causes] if run is not None else [],
+            # A generation's Run measures these; an embedding call's run does not.
+            upstream_s=getattr(run, "upstream_s", 0.0),
+            failovers=[(p, cause(e)) for p, e in getattr(run, "causes", ())],
             route=(route.profile, route.model) if route is not None else None,
         )
-        if run is not None and self.with_text():
+        if isinstance(run, Run) and self.with_text():
             request = run.request
             outcome.prompt = (
                 request.prompt

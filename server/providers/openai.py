@@ -1,7 +1,7 @@
 """OpenAI-compatible adapter: /chat/completions and /completions, streamed or not.
 
 Serves OpenAI and every server speaking its wire format (vLLM, Ollama, llama.cpp
-server, TGI's OpenAI route, Groq, Together...). `base_url` includes the version prefix
+server, TGI's OpenAI route, Groq, Together...), and /embeddings for embedding models. `base_url` includes the version prefix
 (`https://api.openai.com/v1`, `http://localhost:11434/v1`). Streams ask for usage with
 `stream_options.include_usage`; usage carries `prompt_tokens_details.cached_tokens`
 and `completion_tokens_details.reasoning_tokens`, both kept. A stream that ends
@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from server.core.embedding import EmbeddingRequest, Embeddings
 from server.core.errors import UpstreamError
 from server.core.generation import Event, Finished, GenerationRequest, TextDelta, TokenCounts
 from server.providers.http import (
@@ -111,8 +112,44 @@ class OpenAIProvider:
                             finish = choice["finish_reason"]
                 raise ProtocolViolation("stream ended without data: [DONE]")
 
+    async def embed(self, request: EmbeddingRequest) -> Embeddings:
+        """POST /embeddings; vectors are asked as floats, which every compatible server
+        writes (base64 for the caller is the gateway's own encoding)."""
+        body: dict[str, Any] = {
+            "model": self.params.model,
+            "input": [i if isinstance(i, str) else list(i) for i in request.inputs],
+            "encoding_format": "float",
+        }
+        if request.dimensions is not None:
+            body["dimensions"] = request.dimensions
+        if request.user is not None:
+            body["user"] = request.user
+        with upstream_errors(self.id):
+            async with self._client.stream("POST", "/embeddings", json=body) as r:
+                await check_status(r, self.id)
+                answer = await read_json(r)
+            return _embeddings(answer, len(request.inputs))
+
     async def aclose(self) -> None:
         await self._client.aclose()
+
+
+def _embeddings(answer: Any, expected: int) -> Embeddings:
+    """OpenAI's embedding list -> vectors in input order (by `index`)."""
+    items = sorted(answer["data"], key=lambda item: int(item["index"]))
+    if [int(item["index"]) for item in items] != list(range(expected)):
+        raise ProtocolViolation(f"expected {expected} embeddings indexed from 0")
+    vectors = []
+    for item in items:
+        vector = item["embedding"]
+        if not isinstance(vector, list) or not all(
+            isinstance(x, int | float) and not isinstance(x, bool) for x in vector
+        ):
+            raise ProtocolViolation("an embedding is not a list of numbers")
+        vectors.append(tuple(float(x) for x in vector))
+    usage = answer.get("usage") or {}
+    prompt = usage.get("prompt_tokens")
+    return Embeddings(tuple(vectors), int(prompt) if prompt is not None else None)
 
 
 def counts(usage: Any) -> TokenCounts | None:

@@ -5,19 +5,25 @@ of the prompt, always starting with "(simulated)", paced by a configurable time 
 first token and tokens per second. max_tokens and stop sequences are honoured as a real
 model would. Faults can be injected: a share of requests failing before the first
 token, or every stream cut after N tokens.
+
+It also creates embeddings: deterministic unit vectors seeded by each input, of
+`embedding_dimensions` values, shortened to a request's `dimensions` as OpenAI's
+models do (the leading values, normalised again). They carry no meaning.
 """
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
+import math
 import random
 from collections.abc import AsyncIterator
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from server.accounting import tokens
-from server.core.errors import UpstreamError
+from server.core.embedding import EmbeddingRequest, Embeddings, Input, estimate_tokens
+from server.core.errors import UpstreamError, UpstreamRejected
 from server.core.generation import (
     NO_RETRY,
     Event,
@@ -52,6 +58,8 @@ class SimulatedParams(BaseModel):
     fail_after_tokens: int | None = Field(default=None, ge=0)
     # Share of prompt tokens reported as read from a prompt cache, 0 to 1.
     cached_ratio: float = Field(default=0, ge=0, le=1)
+    # Values in each embedding vector (a request's `dimensions` may ask for fewer).
+    embedding_dimensions: int = Field(default=256, ge=1, le=8192)
 
 
 class SimulatedProvider:
@@ -106,8 +114,34 @@ class SimulatedProvider:
         cached = int(prompt_tokens * p.cached_ratio)
         yield Finished(finish, TokenCounts(prompt_tokens, len(pieces), cached_tokens=cached))
 
+    async def embed(self, request: EmbeddingRequest) -> Embeddings:
+        p = self.params
+        size = request.dimensions or p.embedding_dimensions
+        if size > p.embedding_dimensions:
+            raise UpstreamRejected(
+                f"{self.id}: dimensions must be at most {p.embedding_dimensions}",
+                {"provider": self.id},
+            )
+        if p.error_rate and self._random.random() < p.error_rate:
+            raise UpstreamError(
+                f"{self.id}: simulated failure", {"provider": self.id}, upstream_answered=True
+            )
+        await asyncio.sleep(p.ttft_ms / 1000)
+        vectors = tuple(unit_vector(i, p.embedding_dimensions, size) for i in request.inputs)
+        return Embeddings(vectors, estimate_tokens(request))
+
     async def aclose(self) -> None:
         return None
+
+
+def unit_vector(value: Input, full: int, size: int) -> tuple[float, ...]:
+    """The first `size` of `full` pseudo-random values seeded by `value`, scaled to
+    length 1."""
+    seed = value.encode() if isinstance(value, str) else b"\0" + bytes(str(list(value)), "ascii")
+    rng = random.Random(hashlib.blake2b(seed, digest_size=8).digest())
+    raw = [rng.gauss(0.0, 1.0) for _ in range(full)][:size]
+    norm = math.sqrt(sum(x * x for x in raw)) or 1.0
+    return tuple(x / norm for x in raw)
 
 
 def _prompt_text(request: GenerationRequest) -> str:

@@ -67,7 +67,9 @@ class ScoredRouter:
                 "routing.thresholds: must not increase from economy to balanced to quality "
                 f"(economy {economy:g}, balanced {balanced:g}, quality {quality:g})"
             )
-        self._ladder = _ladder(catalog.config.models)
+        # The pool is the models profiles route to (not, say, an embedding model).
+        routed = {m for models in self._profiles.values() for m in models}
+        self._ladder = _ladder([m for m in catalog.config.models if m.id in routed])
 
     def route(
         self, request: GenerationRequest, profile: str, budget_usd: float | None = None

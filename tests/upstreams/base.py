@@ -171,6 +171,12 @@ class FakeUpstream:
         return Reply(tokens, finish, self.usage)
 
     async def _answer(self, path: str, body: dict[str, Any], fault: Fault, send: Any) -> None:
+        # A wire may check a request's shape as the real upstream does: 400 when wrong.
+        check = getattr(self.wire, "refusal", None)
+        refused = check(path, body) if check is not None else None
+        if refused is not None:
+            await _send_json(send, 400, refused, {})
+            return
         if fault.kind == "hang":
             await asyncio.Event().wait()
         if fault.kind == "slow_headers":

@@ -1,15 +1,89 @@
-"""The OpenAI wire format: /v1/chat/completions and /v1/completions, JSON or SSE."""
+"""The OpenAI wire format: /v1/chat/completions and /v1/completions, JSON or SSE, and
+/v1/embeddings (whose requests are checked against OpenAI's API: a wrong one gets the
+400 OpenAI gives, and is kept in `refused`)."""
 
 from __future__ import annotations
 
+import base64
+import struct
+from dataclasses import dataclass, field
 from typing import Any
 
 from tests.upstreams.base import Reply, sse
 
 CREATED = 1767225600
+EMBEDDING_FIELDS = {"model", "input", "encoding_format", "dimensions", "user"}
+# Dimensions of the fake's vectors when the request does not shorten them.
+EMBEDDING_SIZE = 8
 
 
+def embedding_problem(body: dict[str, Any]) -> str | None:
+    """What OpenAI would refuse in an /embeddings request body, or None."""
+    if extra := set(body) - EMBEDDING_FIELDS:
+        return f"Unrecognized request argument supplied: {', '.join(sorted(extra))}"
+    if not isinstance(body.get("model"), str) or not body["model"]:
+        return "model: required string"
+    value = body.get("input")
+    if isinstance(value, str):
+        ok = bool(value)
+    elif isinstance(value, list) and 0 < len(value) <= 2048:
+        ok = (
+            all(isinstance(x, str) and x for x in value)
+            or all(_is_token(x) for x in value)
+            or all(isinstance(x, list) and x and all(_is_token(t) for t in x) for x in value)
+        )
+    else:
+        ok = False
+    if not ok:
+        return "input: a non-empty string, strings, token ids or token-id arrays"
+    if body.get("encoding_format", "float") not in ("float", "base64"):
+        return "encoding_format: float or base64"
+    dims = body.get("dimensions")
+    if dims is not None and (not _is_token(dims) or dims < 1):
+        return "dimensions: a positive integer"
+    if not isinstance(body.get("user", ""), str):
+        return "user: a string"
+    return None
+
+
+def _is_token(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def fake_vector(index: int, size: int) -> list[float]:
+    """A recognisable vector: input i's values are i + k/10."""
+    return [index + k / 10 for k in range(size)]
+
+
+@dataclass
 class OpenAIWire:
+    # Embedding request bodies refused as OpenAI would refuse them.
+    refused: list[dict[str, Any]] = field(default_factory=list)
+
+    def refusal(self, path: str, body: dict[str, Any]) -> Any | None:
+        if not path.endswith("/embeddings"):
+            return None
+        problem = embedding_problem(body)
+        if problem is None:
+            return None
+        self.refused.append(body)
+        error = {"message": problem, "type": "invalid_request_error", "param": None, "code": None}
+        return {"error": error}
+
+    def embeddings(self, body: dict[str, Any], reply: Reply) -> dict[str, Any]:
+        inputs = body["input"]
+        count = len(inputs) if isinstance(inputs, list) and not _is_token(inputs[0]) else 1
+        size = body.get("dimensions") or EMBEDDING_SIZE
+        data = []
+        for i in range(count):
+            vector: Any = fake_vector(i, size)
+            if body.get("encoding_format") == "base64":
+                vector = base64.b64encode(struct.pack(f"<{size}f", *vector)).decode()
+            data.append({"object": "embedding", "index": i, "embedding": vector})
+        prompt = reply.usage.prompt_tokens
+        usage = {"prompt_tokens": prompt, "total_tokens": prompt}
+        return {"object": "list", "data": data, "model": body["model"], "usage": usage}
+
     def is_stream(self, path: str, body: dict[str, Any]) -> bool:
         return bool(body.get("stream"))
 
@@ -28,6 +102,8 @@ class OpenAIWire:
         }
 
     def unary(self, path: str, body: dict[str, Any], reply: Reply) -> tuple[dict[str, str], Any]:
+        if path.endswith("/embeddings"):
+            return {}, self.embeddings(body, reply)
         text = "".join(reply.tokens)
         if path.endswith("/chat/completions"):
             choice = {

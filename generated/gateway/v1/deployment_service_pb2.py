@@ -23,12 +23,13 @@ _sym_db = _symbol_database.Default()
 
 
 from gateway.v1 import completion_pb2 as gateway_dot_v1_dot_completion__pb2
+from gateway.v1 import sse_pb2 as gateway_dot_v1_dot_sse__pb2
 from gateway.v1 import streaming_pb2 as gateway_dot_v1_dot_streaming__pb2
 from gateway.v1 import usage_pb2 as gateway_dot_v1_dot_usage__pb2
 from google.api import annotations_pb2 as google_dot_api_dot_annotations__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n#gateway/v1/deployment_service.proto\x12\ngateway.v1\x1a\x1bgateway/v1/completion.proto\x1a\x1agateway/v1/streaming.proto\x1a\x16gateway/v1/usage.proto\x1a\x1cgoogle/api/annotations.proto\"L\n\nDeployment\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0e\n\x06object\x18\x02 \x01(\t\x12\r\n\x05model\x18\x03 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x04 \x01(\t\"\x9c\x01\n\x14GenerationParameters\x12\x1b\n\x0emax_new_tokens\x18\x01 \x01(\x05H\x00\x88\x01\x01\x12\x18\n\x0btemperature\x18\x02 \x01(\x01H\x01\x88\x01\x01\x12\x12\n\x05top_p\x18\x03 \x01(\x01H\x02\x88\x01\x01\x12\x0c\n\x04stop\x18\x04 \x03(\tB\x11\n\x0f_max_new_tokensB\x0e\n\x0c_temperatureB\x08\n\x06_top_p\"D\n\x11GenerationDetails\x12\x15\n\rfinish_reason\x18\x01 \x01(\t\x12\x18\n\x10generated_tokens\x18\x02 \x01(\x05\";\n\x0eGeneratedToken\x12\n\n\x02id\x18\x01 \x01(\x05\x12\x0c\n\x04text\x18\x02 \x01(\t\x12\x0f\n\x07special\x18\x03 \x01(\x08\"\x18\n\x16ListDeploymentsRequest\"O\n\x17ListDeploymentsResponse\x12\x0e\n\x06object\x18\x01 \x01(\t\x12$\n\x04\x64\x61ta\x18\x02 \x03(\x0b\x32\x16.gateway.v1.Deployment\"\xe9\x02\n\x17InvokeDeploymentRequest\x12\x15\n\rdeployment_id\x18\x01 \x01(\t\x12\x13\n\x06prompt\x18\x02 \x01(\tH\x00\x88\x01\x01\x12\x17\n\nmax_tokens\x18\x03 \x01(\x05H\x01\x88\x01\x01\x12\x18\n\x0btemperature\x18\x04 \x01(\x01H\x02\x88\x01\x01\x12\x12\n\x05top_p\x18\x05 \x01(\x01H\x03\x88\x01\x01\x12\x13\n\x06stream\x18\x06 \x01(\x08H\x04\x88\x01\x01\x12\x13\n\x06inputs\x18\x07 \x01(\tH\x05\x88\x01\x01\x12\x34\n\nparameters\x18\x08 \x01(\x0b\x32 .gateway.v1.GenerationParameters\x12\x31\n\x0estream_options\x18\t \x01(\x0b\x32\x19.gateway.v1.StreamOptionsB\t\n\x07_promptB\r\n\x0b_max_tokensB\x0e\n\x0c_temperatureB\x08\n\x06_top_pB\t\n\x07_streamB\t\n\x07_inputs\"\x9e\x02\n\x18InvokeDeploymentResponse\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0e\n\x06object\x18\x02 \x01(\t\x12\x0f\n\x07\x63reated\x18\x03 \x01(\x03\x12\r\n\x05model\x18\x04 \x01(\t\x12\x15\n\rdeployment_id\x18\x05 \x01(\t\x12-\n\x07\x63hoices\x18\x06 \x03(\x0b\x32\x1c.gateway.v1.CompletionChoice\x12 \n\x05usage\x18\x07 \x01(\x0b\x32\x11.gateway.v1.Usage\x12\x1b\n\x0egenerated_text\x18\x08 \x01(\tH\x00\x88\x01\x01\x12.\n\x07\x64\x65tails\x18\t \x01(\x0b\x32\x1d.gateway.v1.GenerationDetailsB\x11\n\x0f_generated_text\"\xef\x02\n\x1dStreamInvokeDeploymentRequest\x12\x15\n\rdeployment_id\x18\x01 \x01(\t\x12\x13\n\x06prompt\x18\x02 \x01(\tH\x00\x88\x01\x01\x12\x17\n\nmax_tokens\x18\x03 \x01(\x05H\x01\x88\x01\x01\x12\x18\n\x0btemperature\x18\x04 \x01(\x01H\x02\x88\x01\x01\x12\x12\n\x05top_p\x18\x05 \x01(\x01H\x03\x88\x01\x01\x12\x13\n\x06stream\x18\x06 \x01(\x08H\x04\x88\x01\x01\x12\x13\n\x06inputs\x18\x07 \x01(\tH\x05\x88\x01\x01\x12\x34\n\nparameters\x18\x08 \x01(\x0b\x32 .gateway.v1.GenerationParameters\x12\x31\n\x0estream_options\x18\t \x01(\x0b\x32\x19.gateway.v1.StreamOptionsB\t\n\x07_promptB\r\n\x0b_max_tokensB\x0e\n\x0c_temperatureB\x08\n\x06_top_pB\t\n\x07_streamB\t\n\x07_inputs\"\xcf\x02\n\x1eStreamInvokeDeploymentResponse\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0e\n\x06object\x18\x02 \x01(\t\x12\x0f\n\x07\x63reated\x18\x03 \x01(\x03\x12\r\n\x05model\x18\x04 \x01(\t\x12\x15\n\rdeployment_id\x18\x05 \x01(\t\x12-\n\x07\x63hoices\x18\x06 \x03(\x0b\x32\x1c.gateway.v1.CompletionChoice\x12 \n\x05usage\x18\x07 \x01(\x0b\x32\x11.gateway.v1.Usage\x12)\n\x05token\x18\x08 \x01(\x0b\x32\x1a.gateway.v1.GeneratedToken\x12\x1b\n\x0egenerated_text\x18\t \x01(\tH\x00\x88\x01\x01\x12.\n\x07\x64\x65tails\x18\n \x01(\x0b\x32\x1d.gateway.v1.GenerationDetailsB\x11\n\x0f_generated_text2\xc9\x03\n\x11\x44\x65ploymentService\x12s\n\x0fListDeployments\x12\".gateway.v1.ListDeploymentsRequest\x1a#.gateway.v1.ListDeploymentsResponse\"\x17\x82\xd3\xe4\x93\x02\x11\x12\x0f/v1/deployments\x12\x90\x01\n\x10InvokeDeployment\x12#.gateway.v1.InvokeDeploymentRequest\x1a$.gateway.v1.InvokeDeploymentResponse\"1\x82\xd3\xe4\x93\x02+\"&/v1/deployments/{deployment_id}/invoke:\x01*\x12\xab\x01\n\x16StreamInvokeDeployment\x12).gateway.v1.StreamInvokeDeploymentRequest\x1a*.gateway.v1.StreamInvokeDeploymentResponse\"8\x82\xd3\xe4\x93\x02\x32\"-/v1/deployments/{deployment_id}/invoke:stream:\x01*0\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n#gateway/v1/deployment_service.proto\x12\ngateway.v1\x1a\x1bgateway/v1/completion.proto\x1a\x14gateway/v1/sse.proto\x1a\x1agateway/v1/streaming.proto\x1a\x16gateway/v1/usage.proto\x1a\x1cgoogle/api/annotations.proto\"L\n\nDeployment\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0e\n\x06object\x18\x02 \x01(\t\x12\r\n\x05model\x18\x03 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x04 \x01(\t\"\x9c\x01\n\x14GenerationParameters\x12\x1b\n\x0emax_new_tokens\x18\x01 \x01(\x05H\x00\x88\x01\x01\x12\x18\n\x0btemperature\x18\x02 \x01(\x01H\x01\x88\x01\x01\x12\x12\n\x05top_p\x18\x03 \x01(\x01H\x02\x88\x01\x01\x12\x0c\n\x04stop\x18\x04 \x03(\tB\x11\n\x0f_max_new_tokensB\x0e\n\x0c_temperatureB\x08\n\x06_top_p\"D\n\x11GenerationDetails\x12\x15\n\rfinish_reason\x18\x01 \x01(\t\x12\x18\n\x10generated_tokens\x18\x02 \x01(\x05\";\n\x0eGeneratedToken\x12\n\n\x02id\x18\x01 \x01(\x05\x12\x0c\n\x04text\x18\x02 \x01(\t\x12\x0f\n\x07special\x18\x03 \x01(\x08\"\x18\n\x16ListDeploymentsRequest\"O\n\x17ListDeploymentsResponse\x12\x0e\n\x06object\x18\x01 \x01(\t\x12$\n\x04\x64\x61ta\x18\x02 \x03(\x0b\x32\x16.gateway.v1.Deployment\"\xe9\x02\n\x17InvokeDeploymentRequest\x12\x15\n\rdeployment_id\x18\x01 \x01(\t\x12\x13\n\x06prompt\x18\x02 \x01(\tH\x00\x88\x01\x01\x12\x17\n\nmax_tokens\x18\x03 \x01(\x05H\x01\x88\x01\x01\x12\x18\n\x0btemperature\x18\x04 \x01(\x01H\x02\x88\x01\x01\x12\x12\n\x05top_p\x18\x05 \x01(\x01H\x03\x88\x01\x01\x12\x13\n\x06stream\x18\x06 \x01(\x08H\x04\x88\x01\x01\x12\x13\n\x06inputs\x18\x07 \x01(\tH\x05\x88\x01\x01\x12\x34\n\nparameters\x18\x08 \x01(\x0b\x32 .gateway.v1.GenerationParameters\x12\x31\n\x0estream_options\x18\t \x01(\x0b\x32\x19.gateway.v1.StreamOptionsB\t\n\x07_promptB\r\n\x0b_max_tokensB\x0e\n\x0c_temperatureB\x08\n\x06_top_pB\t\n\x07_streamB\t\n\x07_inputs\"\x9e\x02\n\x18InvokeDeploymentResponse\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0e\n\x06object\x18\x02 \x01(\t\x12\x0f\n\x07\x63reated\x18\x03 \x01(\x03\x12\r\n\x05model\x18\x04 \x01(\t\x12\x15\n\rdeployment_id\x18\x05 \x01(\t\x12-\n\x07\x63hoices\x18\x06 \x03(\x0b\x32\x1c.gateway.v1.CompletionChoice\x12 \n\x05usage\x18\x07 \x01(\x0b\x32\x11.gateway.v1.Usage\x12\x1b\n\x0egenerated_text\x18\x08 \x01(\tH\x00\x88\x01\x01\x12.\n\x07\x64\x65tails\x18\t \x01(\x0b\x32\x1d.gateway.v1.GenerationDetailsB\x11\n\x0f_generated_text\"\xef\x02\n\x1dStreamInvokeDeploymentRequest\x12\x15\n\rdeployment_id\x18\x01 \x01(\t\x12\x13\n\x06prompt\x18\x02 \x01(\tH\x00\x88\x01\x01\x12\x17\n\nmax_tokens\x18\x03 \x01(\x05H\x01\x88\x01\x01\x12\x18\n\x0btemperature\x18\x04 \x01(\x01H\x02\x88\x01\x01\x12\x12\n\x05top_p\x18\x05 \x01(\x01H\x03\x88\x01\x01\x12\x13\n\x06stream\x18\x06 \x01(\x08H\x04\x88\x01\x01\x12\x13\n\x06inputs\x18\x07 \x01(\tH\x05\x88\x01\x01\x12\x34\n\nparameters\x18\x08 \x01(\x0b\x32 .gateway.v1.GenerationParameters\x12\x31\n\x0estream_options\x18\t \x01(\x0b\x32\x19.gateway.v1.StreamOptionsB\t\n\x07_promptB\r\n\x0b_max_tokensB\x0e\n\x0c_temperatureB\x08\n\x06_top_pB\t\n\x07_streamB\t\n\x07_inputs\"\xcf\x02\n\x1eStreamInvokeDeploymentResponse\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0e\n\x06object\x18\x02 \x01(\t\x12\x0f\n\x07\x63reated\x18\x03 \x01(\x03\x12\r\n\x05model\x18\x04 \x01(\t\x12\x15\n\rdeployment_id\x18\x05 \x01(\t\x12-\n\x07\x63hoices\x18\x06 \x03(\x0b\x32\x1c.gateway.v1.CompletionChoice\x12 \n\x05usage\x18\x07 \x01(\x0b\x32\x11.gateway.v1.Usage\x12)\n\x05token\x18\x08 \x01(\x0b\x32\x1a.gateway.v1.GeneratedToken\x12\x1b\n\x0egenerated_text\x18\t \x01(\tH\x00\x88\x01\x01\x12.\n\x07\x64\x65tails\x18\n \x01(\x0b\x32\x1d.gateway.v1.GenerationDetailsB\x11\n\x0f_generated_text\"\xa1\x01\n\x15TextGenerationDetails\x12\x15\n\rfinish_reason\x18\x01 \x01(\t\x12\x18\n\x10generated_tokens\x18\x02 \x01(\x05\x12+\n\x07prefill\x18\x03 \x03(\x0b\x32\x1a.gateway.v1.GeneratedToken\x12*\n\x06tokens\x18\x04 \x03(\x0b\x32\x1a.gateway.v1.GeneratedToken\"[\n\rGeneratedText\x12\x16\n\x0egenerated_text\x18\x01 \x01(\t\x12\x32\n\x07\x64\x65tails\x18\x02 \x01(\x0b\x32!.gateway.v1.TextGenerationDetails\"\x92\x01\n\x13GenerateTextRequest\x12\x15\n\rdeployment_id\x18\x01 \x01(\t\x12\x0e\n\x06inputs\x18\x02 \x01(\t\x12\x34\n\nparameters\x18\x03 \x01(\x0b\x32 .gateway.v1.GenerationParameters\x12\x13\n\x06stream\x18\x04 \x01(\x08H\x00\x88\x01\x01\x42\t\n\x07_stream\"F\n\x14GenerateTextResponse\x12.\n\x0bgenerations\x18\x01 \x03(\x0b\x32\x19.gateway.v1.GeneratedText\"\x98\x01\n\x19StreamGenerateTextRequest\x12\x15\n\rdeployment_id\x18\x01 \x01(\t\x12\x0e\n\x06inputs\x18\x02 \x01(\t\x12\x34\n\nparameters\x18\x03 \x01(\x0b\x32 .gateway.v1.GenerationParameters\x12\x13\n\x06stream\x18\x04 \x01(\x08H\x00\x88\x01\x01\x42\t\n\x07_stream\"\xb6\x01\n\x1aStreamGenerateTextResponse\x12\r\n\x05index\x18\x01 \x01(\x05\x12)\n\x05token\x18\x02 \x01(\x0b\x32\x1a.gateway.v1.GeneratedToken\x12\x1b\n\x0egenerated_text\x18\x03 \x01(\tH\x00\x88\x01\x01\x12.\n\x07\x64\x65tails\x18\x04 \x01(\x0b\x32\x1d.gateway.v1.GenerationDetailsB\x11\n\x0f_generated_text2\x89\x06\n\x11\x44\x65ploymentService\x12s\n\x0fListDeployments\x12\".gateway.v1.ListDeploymentsRequest\x1a#.gateway.v1.ListDeploymentsResponse\"\x17\x82\xd3\xe4\x93\x02\x11\x12\x0f/v1/deployments\x12\x90\x01\n\x10InvokeDeployment\x12#.gateway.v1.InvokeDeploymentRequest\x1a$.gateway.v1.InvokeDeploymentResponse\"1\x82\xd3\xe4\x93\x02+\"&/v1/deployments/{deployment_id}/invoke:\x01*\x12\xab\x01\n\x16StreamInvokeDeployment\x12).gateway.v1.StreamInvokeDeploymentRequest\x1a*.gateway.v1.StreamInvokeDeploymentResponse\"8\x82\xd3\xe4\x93\x02\x32\"-/v1/deployments/{deployment_id}/invoke:stream:\x01*0\x01\x12\x93\x01\n\x0cGenerateText\x12\x1f.gateway.v1.GenerateTextRequest\x1a .gateway.v1.GenerateTextResponse\"@\x82\xd3\xe4\x93\x02:\"(/v1/deployments/{deployment_id}/generate:\x01*b\x0bgenerations\x12\xa7\x01\n\x12StreamGenerateText\x12%.gateway.v1.StreamGenerateTextRequest\x1a&.gateway.v1.StreamGenerateTextResponse\"@\xa2\xbb\x18\x02\x08\x01\x82\xd3\xe4\x93\x02\x34\"//v1/deployments/{deployment_id}/generate:stream:\x01*0\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -41,26 +42,42 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_DEPLOYMENTSERVICE'].methods_by_name['InvokeDeployment']._serialized_options = b'\202\323\344\223\002+\"&/v1/deployments/{deployment_id}/invoke:\001*'
   _globals['_DEPLOYMENTSERVICE'].methods_by_name['StreamInvokeDeployment']._loaded_options = None
   _globals['_DEPLOYMENTSERVICE'].methods_by_name['StreamInvokeDeployment']._serialized_options = b'\202\323\344\223\0022\"-/v1/deployments/{deployment_id}/invoke:stream:\001*'
-  _globals['_DEPLOYMENT']._serialized_start=162
-  _globals['_DEPLOYMENT']._serialized_end=238
-  _globals['_GENERATIONPARAMETERS']._serialized_start=241
-  _globals['_GENERATIONPARAMETERS']._serialized_end=397
-  _globals['_GENERATIONDETAILS']._serialized_start=399
-  _globals['_GENERATIONDETAILS']._serialized_end=467
-  _globals['_GENERATEDTOKEN']._serialized_start=469
-  _globals['_GENERATEDTOKEN']._serialized_end=528
-  _globals['_LISTDEPLOYMENTSREQUEST']._serialized_start=530
-  _globals['_LISTDEPLOYMENTSREQUEST']._serialized_end=554
-  _globals['_LISTDEPLOYMENTSRESPONSE']._serialized_start=556
-  _globals['_LISTDEPLOYMENTSRESPONSE']._serialized_end=635
-  _globals['_INVOKEDEPLOYMENTREQUEST']._serialized_start=638
-  _globals['_INVOKEDEPLOYMENTREQUEST']._serialized_end=999
-  _globals['_INVOKEDEPLOYMENTRESPONSE']._serialized_start=1002
-  _globals['_INVOKEDEPLOYMENTRESPONSE']._serialized_end=1288
-  _globals['_STREAMINVOKEDEPLOYMENTREQUEST']._serialized_start=1291
-  _globals['_STREAMINVOKEDEPLOYMENTREQUEST']._serialized_end=1658
-  _globals['_STREAMINVOKEDEPLOYMENTRESPONSE']._serialized_start=1661
-  _globals['_STREAMINVOKEDEPLOYMENTRESPONSE']._serialized_end=1996
-  _globals['_DEPLOYMENTSERVICE']._serialized_start=1999
-  _globals['_DEPLOYMENTSERVICE']._serialized_end=2456
+  _globals['_DEPLOYMENTSERVICE'].methods_by_name['GenerateText']._loaded_options = None
+  _globals['_DEPLOYMENTSERVICE'].methods_by_name['GenerateText']._serialized_options = b'\202\323\344\223\002:\"(/v1/deployments/{deployment_id}/generate:\001*b\013generations'
+  _globals['_DEPLOYMENTSERVICE'].methods_by_name['StreamGenerateText']._loaded_options = None
+  _globals['_DEPLOYMENTSERVICE'].methods_by_name['StreamGenerateText']._serialized_options = b'\242\273\030\002\010\001\202\323\344\223\0024\"//v1/deployments/{deployment_id}/generate:stream:\001*'
+  _globals['_DEPLOYMENT']._serialized_start=184
+  _globals['_DEPLOYMENT']._serialized_end=260
+  _globals['_GENERATIONPARAMETERS']._serialized_start=263
+  _globals['_GENERATIONPARAMETERS']._serialized_end=419
+  _globals['_GENERATIONDETAILS']._serialized_start=421
+  _globals['_GENERATIONDETAILS']._serialized_end=489
+  _globals['_GENERATEDTOKEN']._serialized_start=491
+  _globals['_GENERATEDTOKEN']._serialized_end=550
+  _globals['_LISTDEPLOYMENTSREQUEST']._serialized_start=552
+  _globals['_LISTDEPLOYMENTSREQUEST']._serialized_end=576
+  _globals['_LISTDEPLOYMENTSRESPONSE']._serialized_start=578
+  _globals['_LISTDEPLOYMENTSRESPONSE']._serialized_end=657
+  _globals['_INVOKEDEPLOYMENTREQUEST']._serialized_start=660
+  _globals['_INVOKEDEPLOYMENTREQUEST']._serialized_end=1021
+  _globals['_INVOKEDEPLOYMENTRESPONSE']._serialized_start=1024
+  _globals['_INVOKEDEPLOYMENTRESPONSE']._serialized_end=1310
+  _globals['_STREAMINVOKEDEPLOYMENTREQUEST']._serialized_start=1313
+  _globals['_STREAMINVOKEDEPLOYMENTREQUEST']._serialized_end=1680
+  _globals['_STREAMINVOKEDEPLOYMENTRESPONSE']._serialized_start=1683
+  _globals['_STREAMINVOKEDEPLOYMENTRESPONSE']._serialized_end=2018
+  _globals['_TEXTGENERATIONDETAILS']._serialized_start=2021
+  _globals['_TEXTGENERATIONDETAILS']._serialized_end=2182
+  _globals['_GENERATEDTEXT']._serialized_start=2184
+  _globals['_GENERATEDTEXT']._serialized_end=2275
+  _globals['_GENERATETEXTREQUEST']._serialized_start=2278
+  _globals['_GENERATETEXTREQUEST']._serialized_end=2424
+  _globals['_GENERATETEXTRESPONSE']._serialized_start=2426
+  _globals['_GENERATETEXTRESPONSE']._serialized_end=2496
+  _globals['_STREAMGENERATETEXTREQUEST']._serialized_start=2499
+  _globals['_STREAMGENERATETEXTREQUEST']._serialized_end=2651
+  _globals['_STREAMGENERATETEXTRESPONSE']._serialized_start=2654
+  _globals['_STREAMGENERATETEXTRESPONSE']._serialized_end=2836
+  _globals['_DEPLOYMENTSERVICE']._serialized_start=2839
+  _globals['_DEPLOYMENTSERVICE']._serialized_end=3616
 # @@protoc_insertion_point(module_scope)

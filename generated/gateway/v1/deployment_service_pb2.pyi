@@ -1,4 +1,5 @@
 from gateway.v1 import completion_pb2 as _completion_pb2
+from gateway.v1 import sse_pb2 as _sse_pb2
 from gateway.v1 import streaming_pb2 as _streaming_pb2
 from gateway.v1 import usage_pb2 as _usage_pb2
 from google.api import annotations_pb2 as _annotations_pb2
@@ -153,3 +154,65 @@ class StreamInvokeDeploymentResponse(_message.Message):
     generated_text: str
     details: GenerationDetails
     def __init__(self, id: _Optional[str] = ..., object: _Optional[str] = ..., created: _Optional[int] = ..., model: _Optional[str] = ..., deployment_id: _Optional[str] = ..., choices: _Optional[_Iterable[_Union[_completion_pb2.CompletionChoice, _Mapping]]] = ..., usage: _Optional[_Union[_usage_pb2.Usage, _Mapping]] = ..., token: _Optional[_Union[GeneratedToken, _Mapping]] = ..., generated_text: _Optional[str] = ..., details: _Optional[_Union[GenerationDetails, _Mapping]] = ...) -> None: ...
+
+class TextGenerationDetails(_message.Message):
+    __slots__ = ("finish_reason", "generated_tokens", "prefill", "tokens")
+    FINISH_REASON_FIELD_NUMBER: _ClassVar[int]
+    GENERATED_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    PREFILL_FIELD_NUMBER: _ClassVar[int]
+    TOKENS_FIELD_NUMBER: _ClassVar[int]
+    finish_reason: str
+    generated_tokens: int
+    prefill: _containers.RepeatedCompositeFieldContainer[GeneratedToken]
+    tokens: _containers.RepeatedCompositeFieldContainer[GeneratedToken]
+    def __init__(self, finish_reason: _Optional[str] = ..., generated_tokens: _Optional[int] = ..., prefill: _Optional[_Iterable[_Union[GeneratedToken, _Mapping]]] = ..., tokens: _Optional[_Iterable[_Union[GeneratedToken, _Mapping]]] = ...) -> None: ...
+
+class GeneratedText(_message.Message):
+    __slots__ = ("generated_text", "details")
+    GENERATED_TEXT_FIELD_NUMBER: _ClassVar[int]
+    DETAILS_FIELD_NUMBER: _ClassVar[int]
+    generated_text: str
+    details: TextGenerationDetails
+    def __init__(self, generated_text: _Optional[str] = ..., details: _Optional[_Union[TextGenerationDetails, _Mapping]] = ...) -> None: ...
+
+class GenerateTextRequest(_message.Message):
+    __slots__ = ("deployment_id", "inputs", "parameters", "stream")
+    DEPLOYMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    INPUTS_FIELD_NUMBER: _ClassVar[int]
+    PARAMETERS_FIELD_NUMBER: _ClassVar[int]
+    STREAM_FIELD_NUMBER: _ClassVar[int]
+    deployment_id: str
+    inputs: str
+    parameters: GenerationParameters
+    stream: bool
+    def __init__(self, deployment_id: _Optional[str] = ..., inputs: _Optional[str] = ..., parameters: _Optional[_Union[GenerationParameters, _Mapping]] = ..., stream: _Optional[bool] = ...) -> None: ...
+
+class GenerateTextResponse(_message.Message):
+    __slots__ = ("generations",)
+    GENERATIONS_FIELD_NUMBER: _ClassVar[int]
+    generations: _containers.RepeatedCompositeFieldContainer[GeneratedText]
+    def __init__(self, generations: _Optional[_Iterable[_Union[GeneratedText, _Mapping]]] = ...) -> None: ...
+
+class StreamGenerateTextRequest(_message.Message):
+    __slots__ = ("deployment_id", "inputs", "parameters", "stream")
+    DEPLOYMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    INPUTS_FIELD_NUMBER: _ClassVar[int]
+    PARAMETERS_FIELD_NUMBER: _ClassVar[int]
+    STREAM_FIELD_NUMBER: _ClassVar[int]
+    deployment_id: str
+    inputs: str
+    parameters: GenerationParameters
+    stream: bool
+    def __init__(self, deployment_id: _Optional[str] = ..., inputs: _Optional[str] = ..., parameters: _Optional[_Union[GenerationParameters, _Mapping]] = ..., stream: _Optional[bool] = ...) -> None: ...
+
+class StreamGenerateTextResponse(_message.Message):
+    __slots__ = ("index", "token", "generated_text", "details")
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_FIELD_NUMBER: _ClassVar[int]
+    GENERATED_TEXT_FIELD_NUMBER: _ClassVar[int]
+    DETAILS_FIELD_NUMBER: _ClassVar[int]
+    index: int
+    token: GeneratedToken
+    generated_text: str
+    details: GenerationDetails
+    def __init__(self, index: _Optional[int] = ..., token: _Optional[_Union[GeneratedToken, _Mapping]] = ..., generated_text: _Optional[str] = ..., details: _Optional[_Union[GenerationDetails, _Mapping]] = ...) -> None: ...

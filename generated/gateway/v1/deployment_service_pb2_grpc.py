@@ -29,7 +29,7 @@ class DeploymentServiceStub:
     """DeploymentService runs prompts on named deployments, each bound to one model
     (interface B).
 
-    Every call needs an `x-router-key` metadata entry holding a router key.
+    Every call needs a router key, in `x-router-key` or as `authorization: Bearer <key>`.
     """
 
     def __init__(self, channel):
@@ -53,13 +53,23 @@ class DeploymentServiceStub:
                 request_serializer=gateway_dot_v1_dot_deployment__service__pb2.StreamInvokeDeploymentRequest.SerializeToString,
                 response_deserializer=gateway_dot_v1_dot_deployment__service__pb2.StreamInvokeDeploymentResponse.FromString,
                 _registered_method=True)
+        self.GenerateText = channel.unary_unary(
+                '/gateway.v1.DeploymentService/GenerateText',
+                request_serializer=gateway_dot_v1_dot_deployment__service__pb2.GenerateTextRequest.SerializeToString,
+                response_deserializer=gateway_dot_v1_dot_deployment__service__pb2.GenerateTextResponse.FromString,
+                _registered_method=True)
+        self.StreamGenerateText = channel.unary_stream(
+                '/gateway.v1.DeploymentService/StreamGenerateText',
+                request_serializer=gateway_dot_v1_dot_deployment__service__pb2.StreamGenerateTextRequest.SerializeToString,
+                response_deserializer=gateway_dot_v1_dot_deployment__service__pb2.StreamGenerateTextResponse.FromString,
+                _registered_method=True)
 
 
 class DeploymentServiceServicer:
     """DeploymentService runs prompts on named deployments, each bound to one model
     (interface B).
 
-    Every call needs an `x-router-key` metadata entry holding a router key.
+    Every call needs a router key, in `x-router-key` or as `authorization: Bearer <key>`.
     """
 
     def ListDeployments(self, request, context):
@@ -93,6 +103,29 @@ class DeploymentServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GenerateText(self, request, context):
+        """Runs a prompt on one deployment in Text Generation Inference's own format and
+        answers as TGI's root route does: a list holding one generation.
+
+        Its path is the deployment URL for Hugging Face clients (`huggingface_hub`'s
+        InferenceClient, the `text-generation` client), which post `inputs`, `parameters`
+        and `stream` to the URL they are given. Errors: those of InvokeDeployment.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def StreamGenerateText(self, request, context):
+        """Runs a prompt like GenerateText and streams it as TGI does: one event per token,
+        the last one also carrying the whole text and the details, and no `[DONE]`.
+
+        Errors before the first event are those of GenerateText; a failure after it ends
+        the stream with UNAVAILABLE.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_DeploymentServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -111,6 +144,16 @@ def add_DeploymentServiceServicer_to_server(servicer, server):
                     request_deserializer=gateway_dot_v1_dot_deployment__service__pb2.StreamInvokeDeploymentRequest.FromString,
                     response_serializer=gateway_dot_v1_dot_deployment__service__pb2.StreamInvokeDeploymentResponse.SerializeToString,
             ),
+            'GenerateText': grpc.unary_unary_rpc_method_handler(
+                    servicer.GenerateText,
+                    request_deserializer=gateway_dot_v1_dot_deployment__service__pb2.GenerateTextRequest.FromString,
+                    response_serializer=gateway_dot_v1_dot_deployment__service__pb2.GenerateTextResponse.SerializeToString,
+            ),
+            'StreamGenerateText': grpc.unary_stream_rpc_method_handler(
+                    servicer.StreamGenerateText,
+                    request_deserializer=gateway_dot_v1_dot_deployment__service__pb2.StreamGenerateTextRequest.FromString,
+                    response_serializer=gateway_dot_v1_dot_deployment__service__pb2.StreamGenerateTextResponse.SerializeToString,
+            ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
             'gateway.v1.DeploymentService', rpc_method_handlers)
@@ -123,7 +166,7 @@ class DeploymentService:
     """DeploymentService runs prompts on named deployments, each bound to one model
     (interface B).
 
-    Every call needs an `x-router-key` metadata entry holding a router key.
+    Every call needs a router key, in `x-router-key` or as `authorization: Bearer <key>`.
     """
 
     @staticmethod
@@ -197,6 +240,60 @@ class DeploymentService:
             '/gateway.v1.DeploymentService/StreamInvokeDeployment',
             gateway_dot_v1_dot_deployment__service__pb2.StreamInvokeDeploymentRequest.SerializeToString,
             gateway_dot_v1_dot_deployment__service__pb2.StreamInvokeDeploymentResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GenerateText(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/gateway.v1.DeploymentService/GenerateText',
+            gateway_dot_v1_dot_deployment__service__pb2.GenerateTextRequest.SerializeToString,
+            gateway_dot_v1_dot_deployment__service__pb2.GenerateTextResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def StreamGenerateText(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/gateway.v1.DeploymentService/StreamGenerateText',
+            gateway_dot_v1_dot_deployment__service__pb2.StreamGenerateTextRequest.SerializeToString,
+            gateway_dot_v1_dot_deployment__service__pb2.StreamGenerateTextResponse.FromString,
             options,
             channel_credentials,
             insecure,

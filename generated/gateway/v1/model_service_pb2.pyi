@@ -30,3 +30,21 @@ class ListModelsResponse(_message.Message):
     object: str
     data: _containers.RepeatedCompositeFieldContainer[Model]
     def __init__(self, object: _Optional[str] = ..., data: _Optional[_Iterable[_Union[Model, _Mapping]]] = ...) -> None: ...
+
+class GetModelRequest(_message.Message):
+    __slots__ = ("model",)
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    model: str
+    def __init__(self, model: _Optional[str] = ...) -> None: ...
+
+class GetModelResponse(_message.Message):
+    __slots__ = ("id", "object", "created", "owned_by")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    OBJECT_FIELD_NUMBER: _ClassVar[int]
+    CREATED_FIELD_NUMBER: _ClassVar[int]
+    OWNED_BY_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    object: str
+    created: int
+    owned_by: str
+    def __init__(self, id: _Optional[str] = ..., object: _Optional[str] = ..., created: _Optional[int] = ..., owned_by: _Optional[str] = ...) -> None: ...

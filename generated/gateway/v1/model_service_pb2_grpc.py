@@ -28,7 +28,7 @@ if _version_not_supported:
 class ModelServiceStub:
     """ModelService lists the models the gateway serves (interface A).
 
-    Every call needs an `x-api-key` metadata entry holding an API key.
+    Every call needs an API key, in `x-api-key` or as `authorization: Bearer <key>`.
     """
 
     def __init__(self, channel):
@@ -42,18 +42,33 @@ class ModelServiceStub:
                 request_serializer=gateway_dot_v1_dot_model__service__pb2.ListModelsRequest.SerializeToString,
                 response_deserializer=gateway_dot_v1_dot_model__service__pb2.ListModelsResponse.FromString,
                 _registered_method=True)
+        self.GetModel = channel.unary_unary(
+                '/gateway.v1.ModelService/GetModel',
+                request_serializer=gateway_dot_v1_dot_model__service__pb2.GetModelRequest.SerializeToString,
+                response_deserializer=gateway_dot_v1_dot_model__service__pb2.GetModelResponse.FromString,
+                _registered_method=True)
 
 
 class ModelServiceServicer:
     """ModelService lists the models the gateway serves (interface A).
 
-    Every call needs an `x-api-key` metadata entry holding an API key.
+    Every call needs an API key, in `x-api-key` or as `authorization: Bearer <key>`.
     """
 
     def ListModels(self, request, context):
         """Lists every model, in configuration order.
 
         Errors: UNAUTHENTICATED, RESOURCE_EXHAUSTED.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetModel(self, request, context):
+        """Returns one model, as OpenAI's "retrieve model" does.
+
+        Errors: UNAUTHENTICATED, INVALID_ARGUMENT when model is empty, NOT_FOUND for an
+        unknown model, RESOURCE_EXHAUSTED.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -67,6 +82,11 @@ def add_ModelServiceServicer_to_server(servicer, server):
                     request_deserializer=gateway_dot_v1_dot_model__service__pb2.ListModelsRequest.FromString,
                     response_serializer=gateway_dot_v1_dot_model__service__pb2.ListModelsResponse.SerializeToString,
             ),
+            'GetModel': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetModel,
+                    request_deserializer=gateway_dot_v1_dot_model__service__pb2.GetModelRequest.FromString,
+                    response_serializer=gateway_dot_v1_dot_model__service__pb2.GetModelResponse.SerializeToString,
+            ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
             'gateway.v1.ModelService', rpc_method_handlers)
@@ -78,7 +98,7 @@ def add_ModelServiceServicer_to_server(servicer, server):
 class ModelService:
     """ModelService lists the models the gateway serves (interface A).
 
-    Every call needs an `x-api-key` metadata entry holding an API key.
+    Every call needs an API key, in `x-api-key` or as `authorization: Bearer <key>`.
     """
 
     @staticmethod
@@ -98,6 +118,33 @@ class ModelService:
             '/gateway.v1.ModelService/ListModels',
             gateway_dot_v1_dot_model__service__pb2.ListModelsRequest.SerializeToString,
             gateway_dot_v1_dot_model__service__pb2.ListModelsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetModel(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/gateway.v1.ModelService/GetModel',
+            gateway_dot_v1_dot_model__service__pb2.GetModelRequest.SerializeToString,
+            gateway_dot_v1_dot_model__service__pb2.GetModelResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -28,7 +28,7 @@ if _version_not_supported:
 class ProviderServiceStub:
     """ProviderService lists the upstream providers behind each model (interface A).
 
-    Every call needs an `x-api-key` metadata entry holding an API key.
+    Every call needs an API key, in `x-api-key` or as `authorization: Bearer <key>`.
     """
 
     def __init__(self, channel):
@@ -47,7 +47,7 @@ class ProviderServiceStub:
 class ProviderServiceServicer:
     """ProviderService lists the upstream providers behind each model (interface A).
 
-    Every call needs an `x-api-key` metadata entry holding an API key.
+    Every call needs an API key, in `x-api-key` or as `authorization: Bearer <key>`.
     """
 
     def ListProviders(self, request, context):
@@ -79,7 +79,7 @@ def add_ProviderServiceServicer_to_server(servicer, server):
 class ProviderService:
     """ProviderService lists the upstream providers behind each model (interface A).
 
-    Every call needs an `x-api-key` metadata entry holding an API key.
+    Every call needs an API key, in `x-api-key` or as `authorization: Bearer <key>`.
     """
 
     @staticmethod

@@ -29,7 +29,7 @@ class RouterServiceStub:
     """RouterService picks a model by routing profile and runs the prompt on it
     (interface B).
 
-    Every call needs an `x-router-key` metadata entry holding a router key.
+    Every call needs a router key, in `x-router-key` or as `authorization: Bearer <key>`.
     """
 
     def __init__(self, channel):
@@ -54,7 +54,7 @@ class RouterServiceServicer:
     """RouterService picks a model by routing profile and runs the prompt on it
     (interface B).
 
-    Every call needs an `x-router-key` metadata entry holding a router key.
+    Every call needs a router key, in `x-router-key` or as `authorization: Bearer <key>`.
     """
 
     def Infer(self, request, context):
@@ -102,7 +102,7 @@ class RouterService:
     """RouterService picks a model by routing profile and runs the prompt on it
     (interface B).
 
-    Every call needs an `x-router-key` metadata entry holding a router key.
+    Every call needs a router key, in `x-router-key` or as `authorization: Bearer <key>`.
     """
 
     @staticmethod

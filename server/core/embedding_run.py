@@ -1,0 +1,97 @@
+"""An embedding request in flight: dispatch with failover, timing, tokens and cost.
+
+It answers the accounting tab's questions (`started`, `counts`, `cost`, `model`,
+`upstream`) as a generation's Run does, so the ledger, rate limits and budgets treat
+both alike.
+"""
+
+from __future__ import annotations
+
+import base64
+import struct
+from collections.abc import AsyncIterator, Sequence
+
+from gateway.v1 import usage_pb2
+from google.protobuf import struct_pb2
+
+from server.accounting import costs
+from server.core import dispatch
+from server.core.catalog import Upstream
+from server.core.config import ModelConfig
+from server.core.embedding import Embedder, EmbeddingRequest, Embeddings, estimate_tokens
+from server.core.errors import UpstreamError
+from server.core.generation import TokenCounts
+
+
+class EmbeddingRun:
+    def __init__(
+        self, upstreams: Sequence[Upstream], request: EmbeddingRequest, deadline: float | None
+    ) -> None:
+        self.request = request
+        self._upstreams = upstreams
+        self._deadline = deadline
+        self._clock = costs.Stopwatch()
+        self.upstream: Upstream | None = None
+        self.result: Embeddings | None = None
+
+    @property
+    def model(self) -> ModelConfig:
+        assert self.upstream is not None, "open() first"
+        return self.upstream.model
+
+    @property
+    def started(self) -> bool:
+        return self.upstream is not None
+
+    async def open(self, subject: str) -> Embeddings:
+        """Embeds on the first upstream that answers with one vector per input."""
+        self.upstream, answers = await dispatch.open_stream(
+            self._upstreams, None, self._deadline, subject, start=self._start
+        )
+        result = await anext(aiter(answers))
+        await answers.aclose()  # type: ignore[attr-defined]
+        self.result = result  # type: ignore[assignment]
+        self._clock.mark_first_token()
+        return self.result  # type: ignore[return-value]
+
+    def _start(self, upstream: Upstream) -> AsyncIterator[Embeddings]:
+        return _one(upstream, self.request)
+
+    def counts(self) -> TokenCounts:
+        """The upstream's count when it gave one, else an estimate; no output tokens."""
+        reported = self.result.prompt_tokens if self.result is not None else None
+        return TokenCounts(estimate_tokens(self.request) if reported is None else reported, 0)
+
+    def cost(self) -> costs.Cost | None:
+        return costs.cost(self.counts(), self.model.price)
+
+    def ttft_ms(self) -> float | None:
+        return None  # nothing streams: latency alone describes an embedding call
+
+    def usage(self) -> usage_pb2.Usage:
+        return costs.usage(self.counts(), self.model.price, self._clock.elapsed_ms(), None)
+
+
+async def _one(upstream: Upstream, request: EmbeddingRequest) -> AsyncIterator[Embeddings]:
+    """An embedding call as a one-event stream, so dispatch fails over as for text."""
+    provider = upstream.provider
+    assert isinstance(provider, Embedder)
+    result = await provider.embed(request)
+    if len(result.vectors) != len(request.inputs):
+        raise UpstreamError(
+            f"{upstream.id}: malformed answer ({len(result.vectors)} vectors for "
+            f"{len(request.inputs)} inputs)",
+            {"provider": upstream.id},
+            upstream_answered=True,
+        )
+    yield result
+
+
+def encode(vector: Sequence[float], encoding: str) -> struct_pb2.Value:
+    """A vector as OpenAI writes it: numbers, or base64 of little-endian float32."""
+    if encoding == "base64":
+        packed = struct.pack(f"<{len(vector)}f", *vector)
+        return struct_pb2.Value(string_value=base64.b64encode(packed).decode())
+    numbers = struct_pb2.Value()
+    numbers.list_value.extend(vector)
+    return numbers

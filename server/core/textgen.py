@@ -1,0 +1,57 @@
+"""Hugging Face Text Generation Inference's format on interface B: a deployment's
+answer as TGI gives it, so `huggingface_hub` and `text-generation` clients read it.
+
+TGI streams one event per token, the last one also carrying `generated_text` and
+`details`; it says why a generation ended as `length`, `eos_token` or `stop_sequence`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+from gateway.v1 import deployment_service_pb2 as deployment
+
+from server.core.engine import Run
+
+# The gateway's finish reasons (OpenAI's) in TGI's words. A provider reports a stop
+# sequence and the end of sequence alike as `stop`, so both read as `eos_token`.
+FINISH_REASONS = {"length": "length", "stop": "eos_token"}
+
+
+def finish_reason(run: Run) -> str:
+    return FINISH_REASONS.get(run.finish_reason, run.finish_reason)
+
+
+def as_invocation(request: Any) -> deployment.InvokeDeploymentRequest:
+    """A (Stream)GenerateTextRequest as the `inputs` form of InvokeDeployment, so both
+    paths validate alike (fields named the same: inputs, parameters.max_new_tokens)."""
+    return deployment.InvokeDeploymentRequest(
+        deployment_id=request.deployment_id, inputs=request.inputs, parameters=request.parameters
+    )
+
+
+async def tokens(run: Run) -> AsyncIterator[tuple[deployment.GeneratedToken, bool]]:
+    """(token, is_last) for every fragment of the generation, holding one back so
+    the last is known. A generation without text still ends with one (empty, special)
+    token, as a model's end-of-sequence token is."""
+    held: str | None = None
+    index = 0
+    async for text in run.deltas():
+        if held is not None:
+            yield deployment.GeneratedToken(id=index, text=held), False
+            index += 1
+        held = text
+    if held is None:
+        yield deployment.GeneratedToken(id=index, text="", special=True), True
+    else:
+        yield deployment.GeneratedToken(id=index, text=held), True
+
+
+def details(run: Run, fragments: list[str]) -> deployment.TextGenerationDetails:
+    """TGI's `details` of a finished (unary) generation of these text fragments."""
+    return deployment.TextGenerationDetails(
+        finish_reason=finish_reason(run),
+        generated_tokens=run.counts().completion_tokens,
+        tokens=[deployment.GeneratedToken(id=i, text=text) for i, text in enumerate(fragments)],
+    )
