@@ -64,7 +64,7 @@ async def test_dashboard_data(tmp_path):
             )
         assert refused.value.code() == grpc.StatusCode.UNAUTHENTICATED
     providers = {p.id: p for p in board.providers}
-    assert len(providers) == 6
+    assert len(providers) == 8  # the four models' primaries and backups
     broken = providers["sim-pro-primary"]
     assert (broken.requests, broken.errors, broken.error_rate) == (2, 2, 1.0)
     assert not broken.HasField("mean_latency_ms") and broken.health == "open"
@@ -125,7 +125,7 @@ async def test_admin_page_in_headless_chromium(tmp_path):
 
                 await page.fill("#key", ADMIN_KEY)
                 await page.click("#login button")
-                await page.wait_for_selector("#providers tbody tr:nth-child(6)")
+                await page.wait_for_selector("#providers tbody tr:nth-child(8)")
                 assert await page.is_hidden("#login")
                 providers = await page.inner_text("#providers")
                 assert "sim-pro-primary" in providers and "100.0%" in providers
