@@ -7,8 +7,11 @@ the two apart. `app.state.backend.aclose()` releases the backend.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from fastapi import FastAPI
 from starlette.middleware import Middleware
+from starlette.routing import BaseRoute
 
 from http_facade.backends import Backend, InProcess, Remote
 from http_facade.context import RequestContext
@@ -23,7 +26,9 @@ def create_app(
     settings: ServerConfig,
     table: dict[str, RpcMethod] | None = None,
     grpc_target: str | None = None,
+    extra_routes: Sequence[BaseRoute] = (),
 ) -> FastAPI:
+    """`extra_routes` are served beside the contract's (health, metrics, admin page)."""
     if (table is None) == (grpc_target is None):
         raise ValueError("give exactly one of table (in-process) and grpc_target (edge)")
     backend: Backend
@@ -40,7 +45,7 @@ def create_app(
         openapi_url=None,
         docs_url=None,
         redoc_url=None,
-        routes=routes(served, backend, limits),
+        routes=[*routes(served, backend, limits), *extra_routes],
         middleware=[Middleware(RequestContext)],
         exception_handlers=EXCEPTION_HANDLERS,
     )

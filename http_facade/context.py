@@ -20,9 +20,9 @@ from server.accounting.admission import KEY_HEADERS
 
 REQUEST_ID = "x-request-id"
 # Headers forwarded to the RPC as metadata: the key headers the core reads (the
-# `authorization` Bearer form included), plus the request id; nothing else crosses
-# (grpc-gateway's header matcher).
-FORWARDED = tuple(sorted(set(KEY_HEADERS)))
+# `authorization` Bearer form included), the W3C trace context, plus the request id;
+# nothing else crosses (grpc-gateway's header matcher).
+FORWARDED = tuple(sorted({*KEY_HEADERS, "traceparent", "tracestate"}))
 _REQUEST_ID_FORM = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 
 

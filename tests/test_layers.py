@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-BELOW_TRANSPORTS = ("core", "accounting", "routing", "providers", "storage")
+BELOW_TRANSPORTS = ("core", "accounting", "routing", "providers", "storage", "ops")
 TRANSPORTS = ("grpc", "grpc_status", "grpc_health", "grpc_reflection", "fastapi", "starlette",
               "uvicorn", "http_facade", "server.grpc_api", "server.cli")  # fmt: skip
 

@@ -99,6 +99,9 @@ class Tab:
         self.route_profile = ""
         self.difficulty: float | None = None
         self.prompt: str | None = None
+        # The ledger record, once closed (None for a call never admitted): what the
+        # metrics and the request log report, so they agree with the ledger.
+        self.record: UsageRecord | None = None
         self._closed = False
 
     def close(self, error: BaseException | None) -> None:
@@ -120,7 +123,7 @@ class Tab:
         status, reason = _status(error)
         ttft = run.ttft_ms() if run is not None else None
         self.accounts.ledger.record(
-            UsageRecord(
+            record := UsageRecord(
                 ts=self.started,
                 request_id=self.request_id,
                 key_id=principal.key_id,
@@ -144,6 +147,7 @@ class Tab:
                 prompt=self.prompt,
             )
         )
+        self.record = record
 
 
 class Accounting(Middleware):
@@ -174,14 +178,22 @@ class Accounting(Middleware):
         async def stream(request: Any, call: Call) -> AsyncGenerator[Any, None]:
             tab = call.tab = self.accounts.open(call.request_id, name)
             error: BaseException | None = None
+            chunks = handler(request, call)
             try:
-                async for chunk in handler(request, call):
+                async for chunk in chunks:
                     yield chunk
             except BaseException as exc:
                 error = exc
                 raise
             finally:
-                tab.close(error)
+                # A caller gone between chunks closes this generator; close the ones
+                # below it and the upstream call now, not when the collector finds them.
+                try:
+                    await chunks.aclose()
+                    if tab.run is not None:
+                        await tab.run.aclose()
+                finally:
+                    tab.close(error)
 
         return stream
 

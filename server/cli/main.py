@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
 import signal
 import sys
@@ -23,6 +24,9 @@ from server.cli import keys, migrate, router
 from server.cli import serve as app
 from server.cli.options import describe_storage, storage_options, with_overrides
 from server.core import config
+from server.core.errors import GatewayError
+from server.ops import metrics, requestlog, tracing
+from server.ops.control import Control
 
 COMMANDS = ("serve", "keys", "migrate", "router")
 
@@ -49,6 +53,12 @@ def parser() -> argparse.ArgumentParser:
         help="run only the REST facade, forwarding every call to this gRPC gateway",
     )
     serving.add_argument("--no-http", action="store_true", help="serve gRPC only")
+    serving.add_argument(
+        "--metrics-port",
+        type=int,
+        help="also serve /metrics, /healthz and /readyz on this port (overrides "
+        "operations.metrics_port; for a gRPC-only gateway)",
+    )
     serving.add_argument("--log-level", default="INFO")
     serving.set_defaults(run=None)
     keys.add_parser(commands)
@@ -76,6 +86,9 @@ def announce(cfg: config.Config, source: str, running: app.Running, embedded: bo
         print(f"gateway: gRPC listening on {host}:{running.grpc_port}", flush=True)
     if running.http_port is not None:
         print(f"gateway: HTTP listening on http://{host}:{running.http_port}", flush=True)
+    if running.metrics_port is not None:
+        where = f"http://{host}:{running.metrics_port}"
+        print(f"gateway: metrics listening on {where}/metrics", flush=True)
     print(f"gateway: storage: {describe_storage(cfg.storage)}", flush=True)
     for key in cfg.keys:
         # Only the embedded development keys are printed whole; real secrets never are.
@@ -93,11 +106,30 @@ async def serve(args: argparse.Namespace) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
+    if running.gateway is not None and args.config is not None:
+        control = running.gateway.control
+        control.source = lambda: _reread(args)
+        loop.add_signal_handler(signal.SIGHUP, lambda: asyncio.ensure_future(_reload(control)))
     await stop.wait()
-    # Stops taking calls, lets calls in flight finish, then drains the usage ledger.
+    # Turns NOT_SERVING, lets calls in flight finish, then drains the usage ledger.
     print("gateway: shutting down", flush=True)
     await running.stop()
+    metrics.mark_process_dead()
+    tracing.shutdown()
     print("gateway: stopped", flush=True)
+
+
+def _reread(args: argparse.Namespace) -> tuple[config.Config, str]:
+    """The config file again, with the same command-line overrides."""
+    cfg, source = config.load(args.config)
+    return with_overrides(cfg, args), source
+
+
+async def _reload(control: Control) -> None:
+    """SIGHUP: reloads the config file; a refusal is logged and changes nothing."""
+    with contextlib.suppress(GatewayError):
+        done = await control.reload()
+        print(f"gateway: config reloaded from {done.source}", flush=True)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -108,6 +140,8 @@ def main(argv: list[str] | None = None) -> None:
         logging.basicConfig(
             level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
         )
+        requestlog.install()
+        tracing.configure_from_env()
         asyncio.run(serve(args))
     except config.ConfigError as exc:
         sys.exit(f"gateway: config error: {exc}")

@@ -45,13 +45,16 @@ def with_overrides(cfg: config.Config, args: argparse.Namespace) -> config.Confi
         if value is not None
     }
     server = cfg.server.model_copy(update=overrides)
+    operations = cfg.operations
+    if getattr(args, "metrics_port", None) is not None:
+        operations = operations.model_copy(update={"metrics_port": args.metrics_port})
     storage_updates = {}
     for name, env in ENV.items():
         value = getattr(args, name, None) or os.environ.get(env)
         if value:
             storage_updates[name] = value
     storage = cfg.storage.model_copy(update=storage_updates)
-    return cfg.model_copy(update={"server": server, "storage": storage})
+    return cfg.model_copy(update={"server": server, "storage": storage, "operations": operations})
 
 
 def describe_storage(storage: config.StorageConfig) -> str:

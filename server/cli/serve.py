@@ -19,16 +19,19 @@ from server.accounting.ledger import Ledger
 from server.accounting.ratelimit import Limiter, RedisLimiter, SlidingWindowLimiter
 from server.accounting.tab import Accounts
 from server.core.catalog import Catalog
-from server.core.config import Config, ServerConfig
+from server.core.config import Config, OperationsConfig, ServerConfig
 from server.core.handlers import Gateway
 from server.core.pipeline import SERVICES, RpcMethod
 from server.core.rpcs import gateway_table
 from server.grpc_api.service import grpc_handlers
+from server.ops.health import Readiness
+from server.ops.operations import Operations
 from server.routing.policies import build_router
 from server.storage import open_store
 
 log = logging.getLogger(__name__)
 
+# Seconds the HTTP listener of metrics and health gets to close.
 GRACE_S = 5.0
 
 
@@ -86,11 +89,15 @@ async def open_gateway(config: Config) -> Gateway:
 
 
 async def start_grpc(
-    table: dict[str, RpcMethod], settings: ServerConfig
+    table: dict[str, RpcMethod],
+    settings: ServerConfig,
+    health_servicer: health.aio.HealthServicer | None = None,
 ) -> tuple[grpc.aio.Server, int]:
+    """Starts the gRPC server; `health_servicer` (one is made when absent) answers the
+    standard health service and is the one to turn NOT_SERVING when draining."""
     server = grpc.aio.server()
     server.add_generic_rpc_handlers(grpc_handlers(table, settings.request_timeout_s))
-    health_servicer = health.aio.HealthServicer()
+    health_servicer = health_servicer or health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     names = [s.full_name for s in SERVICES]
     for name in ["", *names]:
@@ -114,21 +121,52 @@ class Running:
     _http: uvicorn.Server | None = None
     _http_task: asyncio.Task[None] | None = None
     _closers: list = field(default_factory=list)
+    ops: Operations | None = None
+    readiness: Readiness | None = None
+    metrics_port: int | None = None
+    _health: health.aio.HealthServicer | None = None
+    _metrics_http: uvicorn.Server | None = None
+    _metrics_task: asyncio.Task[None] | None = None
+    operations: OperationsConfig = field(default_factory=OperationsConfig)
+
+    async def drain(self) -> None:
+        """Stops being ready: /readyz answers 503 and gRPC health NOT_SERVING, while
+        every listener still serves, so load balancers move away first."""
+        if self.readiness is not None:
+            self.readiness.draining = True
+        if self._health is not None:
+            await self._health.enter_graceful_shutdown()
 
     async def stop(self) -> None:
+        """Drains, waits `operations.readiness_delay_s`, then closes the listeners;
+        calls and streams in flight get `operations.drain_s` to finish; then the
+        gateway closes (the usage ledger drains into the database)."""
+        await self.drain()
+        if self.operations.readiness_delay_s:
+            await asyncio.sleep(self.operations.readiness_delay_s)
+        stopping = []
         if self._http is not None and self._http_task is not None:
             self._http.should_exit = True
-            await self._http_task
+            stopping.append(self._http_task)
         if self._grpc is not None:
-            await self._grpc.stop(GRACE_S)
+            stopping.append(asyncio.ensure_future(self._grpc.stop(self.operations.drain_s)))
+        await asyncio.gather(*stopping)
+        if self._metrics_http is not None and self._metrics_task is not None:
+            self._metrics_http.should_exit = True
+            await self._metrics_task
         for close in self._closers:
             await close()
 
 
-async def start_http(app, settings: ServerConfig) -> tuple[uvicorn.Server, asyncio.Task[None], int]:  # noqa: ANN001
+async def start_http(
+    app,
+    settings: ServerConfig,
+    port: int | None = None,
+    grace_s: float = GRACE_S,  # noqa: ANN001
+) -> tuple[uvicorn.Server, asyncio.Task[None], int]:
     config = uvicorn.Config(
-        app, host=settings.host, port=settings.http_port, log_level="warning",
-        lifespan="off", timeout_graceful_shutdown=int(GRACE_S),
+        app, host=settings.host, port=settings.http_port if port is None else port,
+        log_level="warning", lifespan="off", timeout_graceful_shutdown=max(1, round(grace_s)),
     )  # fmt: skip
     server = uvicorn.Server(config)
     server.install_signal_handlers = lambda: None  # type: ignore[attr-defined]
@@ -147,21 +185,45 @@ async def start(
 ) -> Running:
     """Starts the gateway. With `grpc_target`, only the facade runs, forwarding there."""
     from http_facade.app import create_app
+    from http_facade.edge_health import EdgeHealth
+    from http_facade.ops import ops_routes
 
     settings = config.server
+    grace = config.operations.drain_s
     if grpc_target is not None:
-        app = create_app(settings, grpc_target=grpc_target)
-        http, task, http_port = await start_http(app, settings)
-        return Running(None, http_port, None, None, http, task, [app.state.backend.aclose])
+        edge = EdgeHealth(grpc_target)
+        app = create_app(settings, grpc_target=grpc_target, extra_routes=ops_routes(edge))
+        http, task, http_port = await start_http(app, settings, grace_s=grace)
+        closers = [app.state.backend.aclose, edge.aclose]
+        return Running(
+            None, http_port, None, None, http, task, closers, readiness=edge,
+            operations=config.operations,
+        )  # fmt: skip
     gateway = await open_gateway(config)
+    ops = Operations.attach(gateway)
     table = gateway_table(gateway)
     try:
-        grpc_server, grpc_port = await start_grpc(table, settings)
+        health_servicer = health.aio.HealthServicer()
+        grpc_server, grpc_port = await start_grpc(table, settings, health_servicer)
     except BaseException:
+        await ops.aclose()
         await gateway.aclose()
         raise
-    running = Running(grpc_port, None, gateway, grpc_server, _closers=[gateway.aclose])
+    running = Running(
+        grpc_port, None, gateway, grpc_server, _closers=[ops.aclose, gateway.aclose], ops=ops,
+        readiness=ops.health, _health=health_servicer, operations=config.operations,
+    )  # fmt: skip
+    extra = ops_routes(ops.health, ops.render_metrics)
     if serve_http:
-        app = create_app(settings, table=table)
-        running._http, running._http_task, running.http_port = await start_http(app, settings)
+        app = create_app(settings, table=table, extra_routes=extra)
+        running._http, running._http_task, running.http_port = await start_http(
+            app, settings, grace_s=grace
+        )
+    if config.operations.metrics_port is not None:
+        from starlette.applications import Starlette
+
+        metrics_app = Starlette(routes=extra)
+        running._metrics_http, running._metrics_task, running.metrics_port = await start_http(
+            metrics_app, settings, port=config.operations.metrics_port
+        )
     return running

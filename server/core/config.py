@@ -191,8 +191,27 @@ class LedgerConfig(Strict):
     drain_timeout_s: float = Field(default=15, gt=0)
 
 
+class OperationsConfig(Strict):
+    """Request logs, metrics and shutdown: how operators watch and stop the gateway."""
+
+    # One JSON line per request on the `gateway.requests` logger.
+    request_log: bool = True
+    # Adds prompt and completion text to the request log line. Off by default: request
+    # text is the callers' data and stays out of logs unless the operator asks.
+    log_text: bool = False
+    # Serves /metrics, /healthz and /readyz on this port of server.host besides the REST
+    # port (for a gRPC-only gateway, `--no-http`); 0 picks a free port; absent: none.
+    metrics_port: int | None = Field(default=None, ge=0, le=65535)
+    # Seconds between readiness turning NOT_SERVING on SIGTERM and the listeners
+    # closing, so load balancers stop sending new calls first.
+    readiness_delay_s: float = Field(default=0, ge=0)
+    # Seconds calls and streams in flight get to finish on SIGTERM before they are cut.
+    drain_s: float = Field(default=30, gt=0)
+
+
 class Config(Strict):
     server: ServerConfig = Field(default_factory=ServerConfig)
+    operations: OperationsConfig = Field(default_factory=OperationsConfig)
     storage: StorageConfig = Field(default_factory=StorageConfig)
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
     ledger: LedgerConfig = Field(default_factory=LedgerConfig)

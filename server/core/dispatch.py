@@ -15,13 +15,14 @@ error lists each one with its cause, in the order tried.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from typing import Any
 
 from server.core.breaker import Permit
 from server.core.catalog import Upstream
 from server.core.errors import AllProvidersFailed, DeadlineExceeded, GatewayError, UpstreamError
 from server.core.generation import Event, Finished, GenerationRequest
+from server.ops import spans
 
 Causes = list[tuple[str, GatewayError]]
 # Starts one attempt on an upstream: its event stream (by default, a generation).
@@ -34,20 +35,22 @@ async def open_stream(
     deadline: float | None,
     subject: str,
     start: Start | None = None,
-) -> tuple[Upstream, AsyncIterator[Event]]:
+    causes: Causes | None = None,
+) -> tuple[Upstream, AsyncGenerator[Event, None]]:
     """Returns the first upstream that produced an event, with its whole event stream.
     `start` replaces the generation of `request` (an embedding call is a one-event
     stream).
 
     Raises the upstream's own error when it is not retryable (the request is at fault),
-    DeadlineExceeded when the deadline passes, and AllProvidersFailed otherwise."""
+    DeadlineExceeded when the deadline passes, and AllProvidersFailed otherwise. Each
+    upstream given up on is appended to `causes` (the failovers, for metrics)."""
 
     def generate(upstream: Upstream) -> AsyncIterator[Any]:
         assert request is not None
         return upstream.provider.generate(request)
 
     begin = start or generate
-    causes: Causes = []
+    causes = [] if causes is None else causes
     for upstream in upstreams:
         if not upstream.config.enabled:
             continue
@@ -63,7 +66,7 @@ async def open_stream(
 
 async def _attempts(
     upstream: Upstream, start: Start, deadline: float | None, causes: Causes
-) -> AsyncIterator[Event] | None:
+) -> AsyncGenerator[Event, None] | None:
     """Tries one upstream, retrying as its policy allows; None (a cause appended) when
     the next upstream should be tried."""
     attempt = 0
@@ -75,7 +78,8 @@ async def _attempts(
         started = asyncio.get_running_loop().time()
         events = aiter(start(upstream))
         try:
-            first = await _next(events, deadline, upstream.id, causes)
+            with spans.attempt(upstream.id, attempt + 1):
+                first = await _next(events, deadline, upstream.id, causes)
         except UpstreamError as exc:
             await _close(events)
             if not exc.retryable:
@@ -137,7 +141,7 @@ async def _next(
 
 async def _chain(
     first: Event, events: AsyncIterator[Event], deadline: float | None, upstream: Upstream
-) -> AsyncIterator[Event]:
+) -> AsyncGenerator[Event, None]:
     try:
         event = first
         while True:

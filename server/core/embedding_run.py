@@ -49,7 +49,7 @@ class EmbeddingRun:
             self._upstreams, None, self._deadline, subject, start=self._start
         )
         result = await anext(aiter(answers))
-        await answers.aclose()  # type: ignore[attr-defined]
+        await answers.aclose()
         self.result = result  # type: ignore[assignment]
         self._clock.mark_first_token()
         return self.result  # type: ignore[return-value]

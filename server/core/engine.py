@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+import time
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from dataclasses import dataclass, field
 
 from gateway.v1 import usage_pb2
@@ -13,6 +14,7 @@ from server.core.catalog import Upstream
 from server.core.config import ModelConfig
 from server.core.errors import Internal, Unsupported
 from server.core.generation import (
+    Event,
     Finished,
     GenerationRequest,
     TextDelta,
@@ -84,6 +86,12 @@ class Run:
         self.choices = [Choice() for _ in range(max(1, request.n))]
         self._finished: Finished | None = None
         self.upstream: Upstream | None = None
+        self._events: AsyncGenerator[Event, None] | None = None
+        # Upstreams given up on before one answered (the failovers), in order.
+        self.causes: dispatch.Causes = []
+        # Seconds spent waiting on upstreams (attempts, pauses, every event): the rest
+        # of a call's time is the gateway's own overhead.
+        self.upstream_s = 0.0
 
     @property
     def model(self) -> ModelConfig:
@@ -92,26 +100,45 @@ class Run:
 
     async def open(self, subject: str) -> None:
         upstreams = capable(self._upstreams, self.request, subject)
-        self.upstream, self._events = await dispatch.open_stream(
-            upstreams, self.request, self._deadline, subject
-        )
+        started = time.perf_counter()
+        try:
+            self.upstream, self._events = await dispatch.open_stream(
+                upstreams, self.request, self._deadline, subject, causes=self.causes
+            )
+        finally:
+            self.upstream_s += time.perf_counter() - started
         self._clock.mark_first_token()
 
     async def events(self) -> AsyncIterator[TextDelta | ToolCallDelta]:
         """Text and tool-call fragments as they come, each choice's in order."""
+        waited = time.perf_counter()
+        assert self._events is not None, "open() first"
         async for event in self._events:
-            if isinstance(event, Finished):
-                self._finished = event
-                reasons = event.finish_reasons or (event.finish_reason,)
-                for choice, reason in zip(self.choices, reasons, strict=False):
-                    choice.finish_reason = reason
-                continue
-            if event.choice >= len(self.choices):
-                continue  # a choice nobody asked for
-            if isinstance(event, TextDelta) and not event.text:
-                continue
-            self.choices[event.choice].add(event)
-            yield event
+            self.upstream_s += time.perf_counter() - waited
+            if (fragment := self._take(event)) is not None:
+                yield fragment
+            waited = time.perf_counter()
+
+    def _take(self, event: Event) -> TextDelta | ToolCallDelta | None:
+        """Records an event; returns it when it is a fragment to pass on."""
+        if isinstance(event, Finished):
+            self._finished = event
+            reasons = event.finish_reasons or (event.finish_reason,)
+            for choice, reason in zip(self.choices, reasons, strict=False):
+                choice.finish_reason = reason
+            return None
+        if event.choice >= len(self.choices):
+            return None  # a choice nobody asked for
+        if isinstance(event, TextDelta) and not event.text:
+            return None
+        self.choices[event.choice].add(event)
+        return event
+
+    async def aclose(self) -> None:
+        """Stops the generation: closes the upstream's stream (and its request) now,
+        rather than whenever the garbage collector finds it."""
+        if self._events is not None:
+            await self._events.aclose()
 
     async def deltas(self) -> AsyncIterator[str]:
         """Choice 0's text fragments (the routing interface's single choice)."""

@@ -55,6 +55,8 @@ from server.core.engine import Run
 from server.core.errors import InvalidArgument, NotFound
 from server.core.generation import GenerationRequest, TextDelta
 from server.core.pipeline import Middleware
+from server.ops.control import Control
+from server.ops.dashboard import Dashboard
 from server.routing.policies import build_router
 from server.routing.router import Router
 from server.storage import Store
@@ -80,6 +82,10 @@ class Gateway:
         self.store = store
         self.admin = AdminHandlers(self.admission, self.accounts, store)
         self.router: Router = router or build_router(config, catalog)
+        # Live configuration: reload, providers on and off (server/ops/control.py).
+        self.control = Control(self)
+        # The admin page's data (server/ops/dashboard.py).
+        self.dashboard = Dashboard(self)
         # Every RPC passes through these, outermost first (see server/core/pipeline.py).
         self.middlewares: list[Middleware] = [Accounting(self.accounts)]
         self._closers = closers or []
@@ -450,6 +456,7 @@ class Gateway:
     async def aclose(self) -> None:
         """Closes providers, waits for settlements, drains the ledger, closes storage."""
         await self.catalog.aclose()
+        await self.control.aclose()
         await self.accounts.aclose()
         await self.accounts.ledger.aclose(self.config.ledger.drain_timeout_s)
         for closer in self._closers:

@@ -15,6 +15,7 @@ from server.core.pipeline import Handler, Middleware, RpcMethod, rpc_table
 def handlers(gateway: Gateway) -> dict[str, Handler]:
     """Method full name -> handler."""
     admin = gateway.admin
+    control = gateway.control
     return {
         "gateway.v1.ChatService.CreateChatCompletion": gateway.create_chat_completion,
         "gateway.v1.ChatService.StreamChatCompletion": gateway.stream_chat_completion,
@@ -35,6 +36,10 @@ def handlers(gateway: Gateway) -> dict[str, Handler]:
         "gateway.v1.AdminService.ListKeys": admin.list_keys,
         "gateway.v1.AdminService.GetKey": admin.get_key,
         "gateway.v1.AdminService.RevokeKey": admin.revoke_key,
+        "gateway.v1.AdminService.ReloadConfig": control.reload_config,
+        "gateway.v1.AdminService.EnableProvider": control.enable_provider,
+        "gateway.v1.AdminService.DisableProvider": control.disable_provider,
+        "gateway.v1.AdminService.GetDashboard": gateway.dashboard.get_dashboard,
         "gateway.v1.UsageService.GetUsage": admin.get_usage,
         "gateway.v1.FeedbackService.SubmitFeedback": gateway.submit_feedback,
     }

@@ -64,8 +64,9 @@ def _streaming(method: RpcMethod, timeout_s: float) -> grpc.RpcMethodHandler:
     async def handle(request: Message, context: grpc.aio.ServicerContext) -> AsyncIterator[Message]:
         call = _call(context, timeout_s)
         started = False
+        chunks = method.stream(request, call)
         try:
-            async for chunk in method.stream(request, call):
+            async for chunk in chunks:
                 if not started:
                     await context.send_initial_metadata(tuple(call.response_metadata.items()))
                     started = True
@@ -75,6 +76,9 @@ def _streaming(method: RpcMethod, timeout_s: float) -> grpc.RpcMethodHandler:
             error: GatewayError = exc
         except Exception as exc:
             error = _internal(exc, call)
+        finally:
+            # A cancelled call stops its work now, all the way to the upstream.
+            await chunks.aclose()
         await _abort(context, error, call)
 
     return grpc.unary_stream_rpc_method_handler(

@@ -36,6 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from server.core.config import ConfigError
 from server.core.errors import UpstreamError, UpstreamRejected
 from server.core.generation import RetryPolicy
+from server.ops import spans
 
 # Upstream error bodies are read up to this size, and quoted up to MESSAGE_CHARS.
 MAX_ERROR_BODY = 16 * 1024
@@ -118,6 +119,8 @@ def make_client(params: HttpParams, headers: dict[str, str]) -> httpx.AsyncClien
         headers={**params.headers, **headers},
         follow_redirects=False,
         trust_env=False,
+        # Carries the caller's trace (W3C traceparent) to the upstream when tracing is on.
+        event_hooks={"request": [spans.inject_into_request]},
     )
 
 

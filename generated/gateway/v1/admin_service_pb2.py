@@ -22,10 +22,11 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
+from gateway.v1 import provider_service_pb2 as gateway_dot_v1_dot_provider__service__pb2
 from google.api import annotations_pb2 as google_dot_api_dot_annotations__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1egateway/v1/admin_service.proto\x12\ngateway.v1\x1a\x1cgoogle/api/annotations.proto\"\xf8\x02\n\x06\x41piKey\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0e\n\x06prefix\x18\x02 \x01(\t\x12\x0c\n\x04kind\x18\x03 \x01(\t\x12\x0c\n\x04name\x18\x04 \x01(\t\x12\r\n\x05owner\x18\x05 \x01(\t\x12 \n\x13requests_per_minute\x18\x06 \x01(\x05H\x00\x88\x01\x01\x12\x1e\n\x11tokens_per_minute\x18\x07 \x01(\x05H\x01\x88\x01\x01\x12\x17\n\nbudget_usd\x18\x08 \x01(\x01H\x02\x88\x01\x01\x12\x15\n\rbudget_period\x18\t \x01(\t\x12\x13\n\x0b\x63reate_time\x18\n \x01(\x03\x12\x18\n\x0b\x65xpire_time\x18\x0b \x01(\x03H\x03\x88\x01\x01\x12\x0f\n\x07revoked\x18\x0c \x01(\x08\x12\x18\n\x0brevoke_time\x18\r \x01(\x03H\x04\x88\x01\x01\x42\x16\n\x14_requests_per_minuteB\x14\n\x12_tokens_per_minuteB\r\n\x0b_budget_usdB\x0e\n\x0c_expire_timeB\x0e\n\x0c_revoke_time\"\x96\x02\n\x10\x43reateKeyRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04kind\x18\x02 \x01(\t\x12\r\n\x05owner\x18\x03 \x01(\t\x12 \n\x13requests_per_minute\x18\x04 \x01(\x05H\x00\x88\x01\x01\x12\x1e\n\x11tokens_per_minute\x18\x05 \x01(\x05H\x01\x88\x01\x01\x12\x17\n\nbudget_usd\x18\x06 \x01(\x01H\x02\x88\x01\x01\x12\x15\n\rbudget_period\x18\x07 \x01(\t\x12\x18\n\x0b\x65xpire_time\x18\x08 \x01(\x03H\x03\x88\x01\x01\x42\x16\n\x14_requests_per_minuteB\x14\n\x12_tokens_per_minuteB\r\n\x0b_budget_usdB\x0e\n\x0c_expire_time\"D\n\x11\x43reateKeyResponse\x12\x1f\n\x03key\x18\x01 \x01(\x0b\x32\x12.gateway.v1.ApiKey\x12\x0e\n\x06secret\x18\x02 \x01(\t\"G\n\x0fListKeysRequest\x12\x0c\n\x04kind\x18\x01 \x01(\t\x12\r\n\x05owner\x18\x02 \x01(\t\x12\x17\n\x0finclude_revoked\x18\x03 \x01(\x08\"4\n\x10ListKeysResponse\x12 \n\x04keys\x18\x01 \x03(\x0b\x32\x12.gateway.v1.ApiKey\"\x1f\n\rGetKeyRequest\x12\x0e\n\x06key_id\x18\x01 \x01(\t\"1\n\x0eGetKeyResponse\x12\x1f\n\x03key\x18\x01 \x01(\x0b\x32\x12.gateway.v1.ApiKey\"\"\n\x10RevokeKeyRequest\x12\x0e\n\x06key_id\x18\x01 \x01(\t\"4\n\x11RevokeKeyResponse\x12\x1f\n\x03key\x18\x01 \x01(\x0b\x32\x12.gateway.v1.ApiKey2\xa9\x03\n\x0c\x41\x64minService\x12\x63\n\tCreateKey\x12\x1c.gateway.v1.CreateKeyRequest\x1a\x1d.gateway.v1.CreateKeyResponse\"\x19\x82\xd3\xe4\x93\x02\x13\"\x0e/v1/admin/keys:\x01*\x12]\n\x08ListKeys\x12\x1b.gateway.v1.ListKeysRequest\x1a\x1c.gateway.v1.ListKeysResponse\"\x16\x82\xd3\xe4\x93\x02\x10\x12\x0e/v1/admin/keys\x12`\n\x06GetKey\x12\x19.gateway.v1.GetKeyRequest\x1a\x1a.gateway.v1.GetKeyResponse\"\x1f\x82\xd3\xe4\x93\x02\x19\x12\x17/v1/admin/keys/{key_id}\x12s\n\tRevokeKey\x12\x1c.gateway.v1.RevokeKeyRequest\x1a\x1d.gateway.v1.RevokeKeyResponse\")\x82\xd3\xe4\x93\x02#\"\x1e/v1/admin/keys/{key_id}:revoke:\x01*b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1egateway/v1/admin_service.proto\x12\ngateway.v1\x1a!gateway/v1/provider_service.proto\x1a\x1cgoogle/api/annotations.proto\"\xf8\x02\n\x06\x41piKey\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0e\n\x06prefix\x18\x02 \x01(\t\x12\x0c\n\x04kind\x18\x03 \x01(\t\x12\x0c\n\x04name\x18\x04 \x01(\t\x12\r\n\x05owner\x18\x05 \x01(\t\x12 \n\x13requests_per_minute\x18\x06 \x01(\x05H\x00\x88\x01\x01\x12\x1e\n\x11tokens_per_minute\x18\x07 \x01(\x05H\x01\x88\x01\x01\x12\x17\n\nbudget_usd\x18\x08 \x01(\x01H\x02\x88\x01\x01\x12\x15\n\rbudget_period\x18\t \x01(\t\x12\x13\n\x0b\x63reate_time\x18\n \x01(\x03\x12\x18\n\x0b\x65xpire_time\x18\x0b \x01(\x03H\x03\x88\x01\x01\x12\x0f\n\x07revoked\x18\x0c \x01(\x08\x12\x18\n\x0brevoke_time\x18\r \x01(\x03H\x04\x88\x01\x01\x42\x16\n\x14_requests_per_minuteB\x14\n\x12_tokens_per_minuteB\r\n\x0b_budget_usdB\x0e\n\x0c_expire_timeB\x0e\n\x0c_revoke_time\"\x96\x02\n\x10\x43reateKeyRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04kind\x18\x02 \x01(\t\x12\r\n\x05owner\x18\x03 \x01(\t\x12 \n\x13requests_per_minute\x18\x04 \x01(\x05H\x00\x88\x01\x01\x12\x1e\n\x11tokens_per_minute\x18\x05 \x01(\x05H\x01\x88\x01\x01\x12\x17\n\nbudget_usd\x18\x06 \x01(\x01H\x02\x88\x01\x01\x12\x15\n\rbudget_period\x18\x07 \x01(\t\x12\x18\n\x0b\x65xpire_time\x18\x08 \x01(\x03H\x03\x88\x01\x01\x42\x16\n\x14_requests_per_minuteB\x14\n\x12_tokens_per_minuteB\r\n\x0b_budget_usdB\x0e\n\x0c_expire_time\"D\n\x11\x43reateKeyResponse\x12\x1f\n\x03key\x18\x01 \x01(\x0b\x32\x12.gateway.v1.ApiKey\x12\x0e\n\x06secret\x18\x02 \x01(\t\"G\n\x0fListKeysRequest\x12\x0c\n\x04kind\x18\x01 \x01(\t\x12\r\n\x05owner\x18\x02 \x01(\t\x12\x17\n\x0finclude_revoked\x18\x03 \x01(\x08\"4\n\x10ListKeysResponse\x12 \n\x04keys\x18\x01 \x03(\x0b\x32\x12.gateway.v1.ApiKey\"\x1f\n\rGetKeyRequest\x12\x0e\n\x06key_id\x18\x01 \x01(\t\"1\n\x0eGetKeyResponse\x12\x1f\n\x03key\x18\x01 \x01(\x0b\x32\x12.gateway.v1.ApiKey\"\"\n\x10RevokeKeyRequest\x12\x0e\n\x06key_id\x18\x01 \x01(\t\"4\n\x11RevokeKeyResponse\x12\x1f\n\x03key\x18\x01 \x01(\x0b\x32\x12.gateway.v1.ApiKey\"\x15\n\x13ReloadConfigRequest\"[\n\x14ReloadConfigResponse\x12\x0e\n\x06source\x18\x01 \x01(\t\x12\x0e\n\x06models\x18\x02 \x01(\x05\x12\x11\n\tproviders\x18\x03 \x01(\x05\x12\x10\n\x08warnings\x18\x04 \x03(\t\",\n\x15\x45nableProviderRequest\x12\x13\n\x0bprovider_id\x18\x01 \x01(\t\"O\n\x16\x45nableProviderResponse\x12&\n\x08provider\x18\x01 \x01(\x0b\x32\x14.gateway.v1.Provider\x12\r\n\x05model\x18\x02 \x01(\t\"-\n\x16\x44isableProviderRequest\x12\x13\n\x0bprovider_id\x18\x01 \x01(\t\"P\n\x17\x44isableProviderResponse\x12&\n\x08provider\x18\x01 \x01(\x0b\x32\x14.gateway.v1.Provider\x12\r\n\x05model\x18\x02 \x01(\t\"\x15\n\x13GetDashboardRequest\"\xf5\x01\n\x14GetDashboardResponse\x12\x0c\n\x04time\x18\x01 \x01(\x03\x12,\n\tproviders\x18\x02 \x03(\x0b\x32\x19.gateway.v1.ProviderStats\x12&\n\x06models\x18\x03 \x03(\x0b\x32\x16.gateway.v1.ModelPrice\x12$\n\x04keys\x18\x04 \x03(\x0b\x32\x16.gateway.v1.KeySummary\x12(\n\x07minutes\x18\x05 \x03(\x0b\x32\x17.gateway.v1.MinuteStats\x12)\n\x06routes\x18\x06 \x03(\x0b\x32\x19.gateway.v1.RoutingRecord\"\xc1\x01\n\rProviderStats\x12\n\n\x02id\x18\x01 \x01(\t\x12\r\n\x05model\x18\x02 \x01(\t\x12\x0c\n\x04type\x18\x03 \x01(\t\x12\x0f\n\x07\x65nabled\x18\x04 \x01(\x08\x12\x0e\n\x06health\x18\x05 \x01(\t\x12\x10\n\x08requests\x18\x06 \x01(\x05\x12\x0e\n\x06\x65rrors\x18\x07 \x01(\x05\x12\x12\n\nerror_rate\x18\x08 \x01(\x01\x12\x1c\n\x0fmean_latency_ms\x18\t \x01(\x01H\x00\x88\x01\x01\x42\x12\n\x10_mean_latency_ms\"\x94\x01\n\nModelPrice\x12\n\n\x02id\x18\x01 \x01(\t\x12\x10\n\x08owned_by\x18\x02 \x01(\t\x12\x12\n\x05input\x18\x03 \x01(\x01H\x00\x88\x01\x01\x12\x13\n\x06output\x18\x04 \x01(\x01H\x01\x88\x01\x01\x12\x19\n\x0c\x63\x61\x63hed_input\x18\x05 \x01(\x01H\x02\x88\x01\x01\x42\x08\n\x06_inputB\t\n\x07_outputB\x0f\n\r_cached_input\"\xae\x01\n\nKeySummary\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x0c\n\x04kind\x18\x03 \x01(\t\x12\x10\n\x08requests\x18\x04 \x01(\x03\x12\x10\n\x08\x63ost_usd\x18\x05 \x01(\x01\x12\x17\n\nbudget_usd\x18\x06 \x01(\x01H\x00\x88\x01\x01\x12\x1a\n\rremaining_usd\x18\x07 \x01(\x01H\x01\x88\x01\x01\x42\r\n\x0b_budget_usdB\x10\n\x0e_remaining_usd\"U\n\x0bMinuteStats\x12\x12\n\nstart_time\x18\x01 \x01(\x03\x12\x10\n\x08requests\x18\x02 \x01(\x03\x12\x0e\n\x06\x65rrors\x18\x03 \x01(\x03\x12\x10\n\x08\x63ost_usd\x18\x04 \x01(\x01\"Q\n\rRoutingRecord\x12\x0c\n\x04time\x18\x01 \x01(\x03\x12\x12\n\nrequest_id\x18\x02 \x01(\t\x12\x0f\n\x07profile\x18\x03 \x01(\t\x12\r\n\x05model\x18\x04 \x01(\t2\xb2\x07\n\x0c\x41\x64minService\x12\x63\n\tCreateKey\x12\x1c.gateway.v1.CreateKeyRequest\x1a\x1d.gateway.v1.CreateKeyResponse\"\x19\x82\xd3\xe4\x93\x02\x13\"\x0e/v1/admin/keys:\x01*\x12]\n\x08ListKeys\x12\x1b.gateway.v1.ListKeysRequest\x1a\x1c.gateway.v1.ListKeysResponse\"\x16\x82\xd3\xe4\x93\x02\x10\x12\x0e/v1/admin/keys\x12`\n\x06GetKey\x12\x19.gateway.v1.GetKeyRequest\x1a\x1a.gateway.v1.GetKeyResponse\"\x1f\x82\xd3\xe4\x93\x02\x19\x12\x17/v1/admin/keys/{key_id}\x12s\n\tRevokeKey\x12\x1c.gateway.v1.RevokeKeyRequest\x1a\x1d.gateway.v1.RevokeKeyResponse\")\x82\xd3\xe4\x93\x02#\"\x1e/v1/admin/keys/{key_id}:revoke:\x01*\x12u\n\x0cReloadConfig\x12\x1f.gateway.v1.ReloadConfigRequest\x1a .gateway.v1.ReloadConfigResponse\"\"\x82\xd3\xe4\x93\x02\x1c\"\x17/v1/admin/config:reload:\x01*\x12\x8c\x01\n\x0e\x45nableProvider\x12!.gateway.v1.EnableProviderRequest\x1a\".gateway.v1.EnableProviderResponse\"3\x82\xd3\xe4\x93\x02-\"(/v1/admin/providers/{provider_id}:enable:\x01*\x12\x90\x01\n\x0f\x44isableProvider\x12\".gateway.v1.DisableProviderRequest\x1a#.gateway.v1.DisableProviderResponse\"4\x82\xd3\xe4\x93\x02.\")/v1/admin/providers/{provider_id}:disable:\x01*\x12n\n\x0cGetDashboard\x12\x1f.gateway.v1.GetDashboardRequest\x1a .gateway.v1.GetDashboardResponse\"\x1b\x82\xd3\xe4\x93\x02\x15\x12\x13/v1/admin/dashboardb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -40,24 +41,58 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_ADMINSERVICE'].methods_by_name['GetKey']._serialized_options = b'\202\323\344\223\002\031\022\027/v1/admin/keys/{key_id}'
   _globals['_ADMINSERVICE'].methods_by_name['RevokeKey']._loaded_options = None
   _globals['_ADMINSERVICE'].methods_by_name['RevokeKey']._serialized_options = b'\202\323\344\223\002#\"\036/v1/admin/keys/{key_id}:revoke:\001*'
-  _globals['_APIKEY']._serialized_start=77
-  _globals['_APIKEY']._serialized_end=453
-  _globals['_CREATEKEYREQUEST']._serialized_start=456
-  _globals['_CREATEKEYREQUEST']._serialized_end=734
-  _globals['_CREATEKEYRESPONSE']._serialized_start=736
-  _globals['_CREATEKEYRESPONSE']._serialized_end=804
-  _globals['_LISTKEYSREQUEST']._serialized_start=806
-  _globals['_LISTKEYSREQUEST']._serialized_end=877
-  _globals['_LISTKEYSRESPONSE']._serialized_start=879
-  _globals['_LISTKEYSRESPONSE']._serialized_end=931
-  _globals['_GETKEYREQUEST']._serialized_start=933
-  _globals['_GETKEYREQUEST']._serialized_end=964
-  _globals['_GETKEYRESPONSE']._serialized_start=966
-  _globals['_GETKEYRESPONSE']._serialized_end=1015
-  _globals['_REVOKEKEYREQUEST']._serialized_start=1017
-  _globals['_REVOKEKEYREQUEST']._serialized_end=1051
-  _globals['_REVOKEKEYRESPONSE']._serialized_start=1053
-  _globals['_REVOKEKEYRESPONSE']._serialized_end=1105
-  _globals['_ADMINSERVICE']._serialized_start=1108
-  _globals['_ADMINSERVICE']._serialized_end=1533
+  _globals['_ADMINSERVICE'].methods_by_name['ReloadConfig']._loaded_options = None
+  _globals['_ADMINSERVICE'].methods_by_name['ReloadConfig']._serialized_options = b'\202\323\344\223\002\034\"\027/v1/admin/config:reload:\001*'
+  _globals['_ADMINSERVICE'].methods_by_name['EnableProvider']._loaded_options = None
+  _globals['_ADMINSERVICE'].methods_by_name['EnableProvider']._serialized_options = b'\202\323\344\223\002-\"(/v1/admin/providers/{provider_id}:enable:\001*'
+  _globals['_ADMINSERVICE'].methods_by_name['DisableProvider']._loaded_options = None
+  _globals['_ADMINSERVICE'].methods_by_name['DisableProvider']._serialized_options = b'\202\323\344\223\002.\")/v1/admin/providers/{provider_id}:disable:\001*'
+  _globals['_ADMINSERVICE'].methods_by_name['GetDashboard']._loaded_options = None
+  _globals['_ADMINSERVICE'].methods_by_name['GetDashboard']._serialized_options = b'\202\323\344\223\002\025\022\023/v1/admin/dashboard'
+  _globals['_APIKEY']._serialized_start=112
+  _globals['_APIKEY']._serialized_end=488
+  _globals['_CREATEKEYREQUEST']._serialized_start=491
+  _globals['_CREATEKEYREQUEST']._serialized_end=769
+  _globals['_CREATEKEYRESPONSE']._serialized_start=771
+  _globals['_CREATEKEYRESPONSE']._serialized_end=839
+  _globals['_LISTKEYSREQUEST']._serialized_start=841
+  _globals['_LISTKEYSREQUEST']._serialized_end=912
+  _globals['_LISTKEYSRESPONSE']._serialized_start=914
+  _globals['_LISTKEYSRESPONSE']._serialized_end=966
+  _globals['_GETKEYREQUEST']._serialized_start=968
+  _globals['_GETKEYREQUEST']._serialized_end=999
+  _globals['_GETKEYRESPONSE']._serialized_start=1001
+  _globals['_GETKEYRESPONSE']._serialized_end=1050
+  _globals['_REVOKEKEYREQUEST']._serialized_start=1052
+  _globals['_REVOKEKEYREQUEST']._serialized_end=1086
+  _globals['_REVOKEKEYRESPONSE']._serialized_start=1088
+  _globals['_REVOKEKEYRESPONSE']._serialized_end=1140
+  _globals['_RELOADCONFIGREQUEST']._serialized_start=1142
+  _globals['_RELOADCONFIGREQUEST']._serialized_end=1163
+  _globals['_RELOADCONFIGRESPONSE']._serialized_start=1165
+  _globals['_RELOADCONFIGRESPONSE']._serialized_end=1256
+  _globals['_ENABLEPROVIDERREQUEST']._serialized_start=1258
+  _globals['_ENABLEPROVIDERREQUEST']._serialized_end=1302
+  _globals['_ENABLEPROVIDERRESPONSE']._serialized_start=1304
+  _globals['_ENABLEPROVIDERRESPONSE']._serialized_end=1383
+  _globals['_DISABLEPROVIDERREQUEST']._serialized_start=1385
+  _globals['_DISABLEPROVIDERREQUEST']._serialized_end=1430
+  _globals['_DISABLEPROVIDERRESPONSE']._serialized_start=1432
+  _globals['_DISABLEPROVIDERRESPONSE']._serialized_end=1512
+  _globals['_GETDASHBOARDREQUEST']._serialized_start=1514
+  _globals['_GETDASHBOARDREQUEST']._serialized_end=1535
+  _globals['_GETDASHBOARDRESPONSE']._serialized_start=1538
+  _globals['_GETDASHBOARDRESPONSE']._serialized_end=1783
+  _globals['_PROVIDERSTATS']._serialized_start=1786
+  _globals['_PROVIDERSTATS']._serialized_end=1979
+  _globals['_MODELPRICE']._serialized_start=1982
+  _globals['_MODELPRICE']._serialized_end=2130
+  _globals['_KEYSUMMARY']._serialized_start=2133
+  _globals['_KEYSUMMARY']._serialized_end=2307
+  _globals['_MINUTESTATS']._serialized_start=2309
+  _globals['_MINUTESTATS']._serialized_end=2394
+  _globals['_ROUTINGRECORD']._serialized_start=2396
+  _globals['_ROUTINGRECORD']._serialized_end=2477
+  _globals['_ADMINSERVICE']._serialized_start=2480
+  _globals['_ADMINSERVICE']._serialized_end=3426
 # @@protoc_insertion_point(module_scope)

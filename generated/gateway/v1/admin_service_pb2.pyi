@@ -1,3 +1,4 @@
+from gateway.v1 import provider_service_pb2 as _provider_service_pb2
 from google.api import annotations_pb2 as _annotations_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor
@@ -104,3 +105,145 @@ class RevokeKeyResponse(_message.Message):
     KEY_FIELD_NUMBER: _ClassVar[int]
     key: ApiKey
     def __init__(self, key: _Optional[_Union[ApiKey, _Mapping]] = ...) -> None: ...
+
+class ReloadConfigRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ReloadConfigResponse(_message.Message):
+    __slots__ = ("source", "models", "providers", "warnings")
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
+    MODELS_FIELD_NUMBER: _ClassVar[int]
+    PROVIDERS_FIELD_NUMBER: _ClassVar[int]
+    WARNINGS_FIELD_NUMBER: _ClassVar[int]
+    source: str
+    models: int
+    providers: int
+    warnings: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, source: _Optional[str] = ..., models: _Optional[int] = ..., providers: _Optional[int] = ..., warnings: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class EnableProviderRequest(_message.Message):
+    __slots__ = ("provider_id",)
+    PROVIDER_ID_FIELD_NUMBER: _ClassVar[int]
+    provider_id: str
+    def __init__(self, provider_id: _Optional[str] = ...) -> None: ...
+
+class EnableProviderResponse(_message.Message):
+    __slots__ = ("provider", "model")
+    PROVIDER_FIELD_NUMBER: _ClassVar[int]
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    provider: _provider_service_pb2.Provider
+    model: str
+    def __init__(self, provider: _Optional[_Union[_provider_service_pb2.Provider, _Mapping]] = ..., model: _Optional[str] = ...) -> None: ...
+
+class DisableProviderRequest(_message.Message):
+    __slots__ = ("provider_id",)
+    PROVIDER_ID_FIELD_NUMBER: _ClassVar[int]
+    provider_id: str
+    def __init__(self, provider_id: _Optional[str] = ...) -> None: ...
+
+class DisableProviderResponse(_message.Message):
+    __slots__ = ("provider", "model")
+    PROVIDER_FIELD_NUMBER: _ClassVar[int]
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    provider: _provider_service_pb2.Provider
+    model: str
+    def __init__(self, provider: _Optional[_Union[_provider_service_pb2.Provider, _Mapping]] = ..., model: _Optional[str] = ...) -> None: ...
+
+class GetDashboardRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class GetDashboardResponse(_message.Message):
+    __slots__ = ("time", "providers", "models", "keys", "minutes", "routes")
+    TIME_FIELD_NUMBER: _ClassVar[int]
+    PROVIDERS_FIELD_NUMBER: _ClassVar[int]
+    MODELS_FIELD_NUMBER: _ClassVar[int]
+    KEYS_FIELD_NUMBER: _ClassVar[int]
+    MINUTES_FIELD_NUMBER: _ClassVar[int]
+    ROUTES_FIELD_NUMBER: _ClassVar[int]
+    time: int
+    providers: _containers.RepeatedCompositeFieldContainer[ProviderStats]
+    models: _containers.RepeatedCompositeFieldContainer[ModelPrice]
+    keys: _containers.RepeatedCompositeFieldContainer[KeySummary]
+    minutes: _containers.RepeatedCompositeFieldContainer[MinuteStats]
+    routes: _containers.RepeatedCompositeFieldContainer[RoutingRecord]
+    def __init__(self, time: _Optional[int] = ..., providers: _Optional[_Iterable[_Union[ProviderStats, _Mapping]]] = ..., models: _Optional[_Iterable[_Union[ModelPrice, _Mapping]]] = ..., keys: _Optional[_Iterable[_Union[KeySummary, _Mapping]]] = ..., minutes: _Optional[_Iterable[_Union[MinuteStats, _Mapping]]] = ..., routes: _Optional[_Iterable[_Union[RoutingRecord, _Mapping]]] = ...) -> None: ...
+
+class ProviderStats(_message.Message):
+    __slots__ = ("id", "model", "type", "enabled", "health", "requests", "errors", "error_rate", "mean_latency_ms")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    ENABLED_FIELD_NUMBER: _ClassVar[int]
+    HEALTH_FIELD_NUMBER: _ClassVar[int]
+    REQUESTS_FIELD_NUMBER: _ClassVar[int]
+    ERRORS_FIELD_NUMBER: _ClassVar[int]
+    ERROR_RATE_FIELD_NUMBER: _ClassVar[int]
+    MEAN_LATENCY_MS_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    model: str
+    type: str
+    enabled: bool
+    health: str
+    requests: int
+    errors: int
+    error_rate: float
+    mean_latency_ms: float
+    def __init__(self, id: _Optional[str] = ..., model: _Optional[str] = ..., type: _Optional[str] = ..., enabled: _Optional[bool] = ..., health: _Optional[str] = ..., requests: _Optional[int] = ..., errors: _Optional[int] = ..., error_rate: _Optional[float] = ..., mean_latency_ms: _Optional[float] = ...) -> None: ...
+
+class ModelPrice(_message.Message):
+    __slots__ = ("id", "owned_by", "input", "output", "cached_input")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    OWNED_BY_FIELD_NUMBER: _ClassVar[int]
+    INPUT_FIELD_NUMBER: _ClassVar[int]
+    OUTPUT_FIELD_NUMBER: _ClassVar[int]
+    CACHED_INPUT_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    owned_by: str
+    input: float
+    output: float
+    cached_input: float
+    def __init__(self, id: _Optional[str] = ..., owned_by: _Optional[str] = ..., input: _Optional[float] = ..., output: _Optional[float] = ..., cached_input: _Optional[float] = ...) -> None: ...
+
+class KeySummary(_message.Message):
+    __slots__ = ("id", "name", "kind", "requests", "cost_usd", "budget_usd", "remaining_usd")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    REQUESTS_FIELD_NUMBER: _ClassVar[int]
+    COST_USD_FIELD_NUMBER: _ClassVar[int]
+    BUDGET_USD_FIELD_NUMBER: _ClassVar[int]
+    REMAINING_USD_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    name: str
+    kind: str
+    requests: int
+    cost_usd: float
+    budget_usd: float
+    remaining_usd: float
+    def __init__(self, id: _Optional[str] = ..., name: _Optional[str] = ..., kind: _Optional[str] = ..., requests: _Optional[int] = ..., cost_usd: _Optional[float] = ..., budget_usd: _Optional[float] = ..., remaining_usd: _Optional[float] = ...) -> None: ...
+
+class MinuteStats(_message.Message):
+    __slots__ = ("start_time", "requests", "errors", "cost_usd")
+    START_TIME_FIELD_NUMBER: _ClassVar[int]
+    REQUESTS_FIELD_NUMBER: _ClassVar[int]
+    ERRORS_FIELD_NUMBER: _ClassVar[int]
+    COST_USD_FIELD_NUMBER: _ClassVar[int]
+    start_time: int
+    requests: int
+    errors: int
+    cost_usd: float
+    def __init__(self, start_time: _Optional[int] = ..., requests: _Optional[int] = ..., errors: _Optional[int] = ..., cost_usd: _Optional[float] = ...) -> None: ...
+
+class RoutingRecord(_message.Message):
+    __slots__ = ("time", "request_id", "profile", "model")
+    TIME_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    PROFILE_FIELD_NUMBER: _ClassVar[int]
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    time: int
+    request_id: str
+    profile: str
+    model: str
+    def __init__(self, time: _Optional[int] = ..., request_id: _Optional[str] = ..., profile: _Optional[str] = ..., model: _Optional[str] = ...) -> None: ...

@@ -27,7 +27,8 @@ if _version_not_supported:
 
 class AdminServiceStub:
     """AdminService manages the gateway's keys: API keys (interface A), router keys
-    (interface B) and admin keys.
+    (interface B) and admin keys; reloads its config file; and enables or disables
+    providers at run time.
 
     Every call needs an `x-admin-key` metadata entry holding an admin key; any other
     key is refused with UNAUTHENTICATED.
@@ -59,11 +60,32 @@ class AdminServiceStub:
                 request_serializer=gateway_dot_v1_dot_admin__service__pb2.RevokeKeyRequest.SerializeToString,
                 response_deserializer=gateway_dot_v1_dot_admin__service__pb2.RevokeKeyResponse.FromString,
                 _registered_method=True)
+        self.ReloadConfig = channel.unary_unary(
+                '/gateway.v1.AdminService/ReloadConfig',
+                request_serializer=gateway_dot_v1_dot_admin__service__pb2.ReloadConfigRequest.SerializeToString,
+                response_deserializer=gateway_dot_v1_dot_admin__service__pb2.ReloadConfigResponse.FromString,
+                _registered_method=True)
+        self.EnableProvider = channel.unary_unary(
+                '/gateway.v1.AdminService/EnableProvider',
+                request_serializer=gateway_dot_v1_dot_admin__service__pb2.EnableProviderRequest.SerializeToString,
+                response_deserializer=gateway_dot_v1_dot_admin__service__pb2.EnableProviderResponse.FromString,
+                _registered_method=True)
+        self.DisableProvider = channel.unary_unary(
+                '/gateway.v1.AdminService/DisableProvider',
+                request_serializer=gateway_dot_v1_dot_admin__service__pb2.DisableProviderRequest.SerializeToString,
+                response_deserializer=gateway_dot_v1_dot_admin__service__pb2.DisableProviderResponse.FromString,
+                _registered_method=True)
+        self.GetDashboard = channel.unary_unary(
+                '/gateway.v1.AdminService/GetDashboard',
+                request_serializer=gateway_dot_v1_dot_admin__service__pb2.GetDashboardRequest.SerializeToString,
+                response_deserializer=gateway_dot_v1_dot_admin__service__pb2.GetDashboardResponse.FromString,
+                _registered_method=True)
 
 
 class AdminServiceServicer:
     """AdminService manages the gateway's keys: API keys (interface A), router keys
-    (interface B) and admin keys.
+    (interface B) and admin keys; reloads its config file; and enables or disables
+    providers at run time.
 
     Every call needs an `x-admin-key` metadata entry holding an admin key; any other
     key is refused with UNAUTHENTICATED.
@@ -108,6 +130,52 @@ class AdminServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ReloadConfig(self, request, context):
+        """Reloads the config file the gateway was started with (as SIGHUP does). A valid
+        file takes effect for new calls; calls in flight finish on the config they
+        started with. An invalid file is refused and the running config stays.
+        Changes to `server`, `storage`, `ledger`, `limits.window_s` and
+        `operations.metrics_port` need a restart; they are reported in warnings.
+
+        Errors: UNAUTHENTICATED, FAILED_PRECONDITION when the file is invalid or the
+        gateway runs on the embedded config (the message gives the reason).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def EnableProvider(self, request, context):
+        """Enables a provider at run time: new calls may use it again. The setting lasts
+        across config reloads until changed again, and ends with the process.
+
+        Errors: UNAUTHENTICATED, NOT_FOUND for an unknown provider.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DisableProvider(self, request, context):
+        """Disables a provider at run time: new calls skip it (calls in flight on it
+        finish). The setting lasts across config reloads until changed again.
+
+        Errors: UNAUTHENTICATED, NOT_FOUND for an unknown provider.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetDashboard(self, request, context):
+        """Gets what the admin page shows: providers with live health, latency and error
+        rate; models with prices; keys with their usage and remaining budget; requests
+        and spend per minute; recent routing decisions. Latency, error rates, minutes and
+        routing decisions are this instance's, since it started (in memory).
+
+        Errors: UNAUTHENTICATED.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AdminServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -131,6 +199,26 @@ def add_AdminServiceServicer_to_server(servicer, server):
                     request_deserializer=gateway_dot_v1_dot_admin__service__pb2.RevokeKeyRequest.FromString,
                     response_serializer=gateway_dot_v1_dot_admin__service__pb2.RevokeKeyResponse.SerializeToString,
             ),
+            'ReloadConfig': grpc.unary_unary_rpc_method_handler(
+                    servicer.ReloadConfig,
+                    request_deserializer=gateway_dot_v1_dot_admin__service__pb2.ReloadConfigRequest.FromString,
+                    response_serializer=gateway_dot_v1_dot_admin__service__pb2.ReloadConfigResponse.SerializeToString,
+            ),
+            'EnableProvider': grpc.unary_unary_rpc_method_handler(
+                    servicer.EnableProvider,
+                    request_deserializer=gateway_dot_v1_dot_admin__service__pb2.EnableProviderRequest.FromString,
+                    response_serializer=gateway_dot_v1_dot_admin__service__pb2.EnableProviderResponse.SerializeToString,
+            ),
+            'DisableProvider': grpc.unary_unary_rpc_method_handler(
+                    servicer.DisableProvider,
+                    request_deserializer=gateway_dot_v1_dot_admin__service__pb2.DisableProviderRequest.FromString,
+                    response_serializer=gateway_dot_v1_dot_admin__service__pb2.DisableProviderResponse.SerializeToString,
+            ),
+            'GetDashboard': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetDashboard,
+                    request_deserializer=gateway_dot_v1_dot_admin__service__pb2.GetDashboardRequest.FromString,
+                    response_serializer=gateway_dot_v1_dot_admin__service__pb2.GetDashboardResponse.SerializeToString,
+            ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
             'gateway.v1.AdminService', rpc_method_handlers)
@@ -141,7 +229,8 @@ def add_AdminServiceServicer_to_server(servicer, server):
  # This class is part of an EXPERIMENTAL API.
 class AdminService:
     """AdminService manages the gateway's keys: API keys (interface A), router keys
-    (interface B) and admin keys.
+    (interface B) and admin keys; reloads its config file; and enables or disables
+    providers at run time.
 
     Every call needs an `x-admin-key` metadata entry holding an admin key; any other
     key is refused with UNAUTHENTICATED.
@@ -245,6 +334,114 @@ class AdminService:
             '/gateway.v1.AdminService/RevokeKey',
             gateway_dot_v1_dot_admin__service__pb2.RevokeKeyRequest.SerializeToString,
             gateway_dot_v1_dot_admin__service__pb2.RevokeKeyResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ReloadConfig(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/gateway.v1.AdminService/ReloadConfig',
+            gateway_dot_v1_dot_admin__service__pb2.ReloadConfigRequest.SerializeToString,
+            gateway_dot_v1_dot_admin__service__pb2.ReloadConfigResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def EnableProvider(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/gateway.v1.AdminService/EnableProvider',
+            gateway_dot_v1_dot_admin__service__pb2.EnableProviderRequest.SerializeToString,
+            gateway_dot_v1_dot_admin__service__pb2.EnableProviderResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DisableProvider(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/gateway.v1.AdminService/DisableProvider',
+            gateway_dot_v1_dot_admin__service__pb2.DisableProviderRequest.SerializeToString,
+            gateway_dot_v1_dot_admin__service__pb2.DisableProviderResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetDashboard(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/gateway.v1.AdminService/GetDashboard',
+            gateway_dot_v1_dot_admin__service__pb2.GetDashboardRequest.SerializeToString,
+            gateway_dot_v1_dot_admin__service__pb2.GetDashboardResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -1,0 +1,1 @@
+"""Operability: metrics, request logs, tracing, health, live configuration, admin page."""

@@ -1,0 +1,241 @@
+"""Live configuration: reloading the config file (SIGHUP or AdminService.ReloadConfig)
+and enabling or disabling providers at run time.
+
+A reload builds a whole new catalog, router and key ring from the file and swaps them
+in at once: a call reads them when it starts, so calls in flight finish on what they
+started with. Providers whose settings did not change keep their client and circuit
+breaker; the clients of those that went away are closed once calls in flight on them
+have had their time (`server.request_timeout_s`). A file that does not validate is
+refused with the reason and nothing changes.
+
+Providers enabled or disabled through the admin API stay so across reloads (the
+operator's word beats the file's) until changed again, and end with the process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from gateway.v1 import admin_service_pb2 as admin_pb
+from gateway.v1 import provider_service_pb2 as provider_pb
+from google.protobuf import struct_pb2
+
+from server.accounting.admission import KeyRing
+from server.core.call import Call
+from server.core.catalog import Catalog, Upstream
+from server.core.config import Config, ConfigError
+from server.core.errors import Code, GatewayError, InvalidArgument, NotFound
+from server.routing.policies import build_router
+from server.routing.router import Router
+
+if TYPE_CHECKING:
+    from server.core.handlers import Gateway
+
+log = logging.getLogger(__name__)
+
+
+# Settings read once at start-up: a reload reports their changes and leaves them be.
+RESTART_ONLY = ("server", "storage", "ledger", "limits.window_s", "operations.metrics_port")
+
+
+def _setting(config: Config, path: str) -> object:
+    value: object = config
+    for part in path.split("."):
+        value = getattr(value, part)
+    return value
+
+
+class ReloadRefused(GatewayError):
+    """The config file cannot be used; the running config stays."""
+
+    code = Code.FAILED_PRECONDITION
+    reason = "CONFIG_INVALID"
+
+
+def provider_message(upstream: Upstream) -> provider_pb.Provider:
+    params = struct_pb2.Struct()
+    params.update(upstream.config.params)
+    return provider_pb.Provider(
+        id=upstream.id, type=upstream.config.type, enabled=upstream.config.enabled,
+        params=params, adapter=upstream.config.adapter, health=upstream.health,
+    )  # fmt: skip
+
+
+class Control:
+    """The admin handlers that change a running gateway, and the reload itself."""
+
+    def __init__(self, gateway: Gateway) -> None:
+        self.gateway = gateway
+        # Reads the config file again (with the command line's overrides); None when
+        # the gateway runs on a config that has no file.
+        self.source: Callable[[], tuple[Config, str]] | None = None
+        # provider id -> enabled, as the operator set it at run time.
+        self.overrides: dict[str, bool] = {}
+        # Called after each reload attempt with "ok" or "refused" (the metrics).
+        self.on_reload: Callable[[str], None] = lambda result: None
+        # Builds the router of a reloaded config (tracing wraps it).
+        self.router_factory: Callable[[Config, Catalog], Router] = build_router
+        self._retired: set[asyncio.Task[None]] = set()
+        self._lock = asyncio.Lock()
+
+    # -- RPC handlers ----------------------------------------------------------------
+
+    async def reload_config(
+        self, request: admin_pb.ReloadConfigRequest, call: Call
+    ) -> admin_pb.ReloadConfigResponse:
+        await self._admit(call)
+        return await self.reload()
+
+    async def enable_provider(
+        self, request: admin_pb.EnableProviderRequest, call: Call
+    ) -> admin_pb.EnableProviderResponse:
+        await self._admit(call)
+        upstream = self.set_enabled(request.provider_id, True)
+        return admin_pb.EnableProviderResponse(
+            provider=provider_message(upstream), model=upstream.model.id
+        )
+
+    async def disable_provider(
+        self, request: admin_pb.DisableProviderRequest, call: Call
+    ) -> admin_pb.DisableProviderResponse:
+        await self._admit(call)
+        upstream = self.set_enabled(request.provider_id, False)
+        return admin_pb.DisableProviderResponse(
+            provider=provider_message(upstream), model=upstream.model.id
+        )
+
+    async def _admit(self, call: Call) -> None:
+        gateway = self.gateway
+        principal = await gateway.admission.admit(call.metadata, "admin", call.response_metadata)
+        if call.tab is not None:
+            call.tab.principal = principal
+
+    # -- the work --------------------------------------------------------------------
+
+    def set_enabled(self, provider_id: str, enabled: bool) -> Upstream:
+        if not provider_id:
+            raise InvalidArgument.for_field("provider_id", "is required")
+        found = self._find(provider_id)
+        if found is None:
+            raise NotFound(f"provider {provider_id!r} does not exist", {"provider": provider_id})
+        self.overrides[provider_id] = enabled
+        _set_enabled(found, enabled)
+        log.info("provider %s %s at run time", provider_id, "enabled" if enabled else "disabled")
+        return found
+
+    def _find(self, provider_id: str) -> Upstream | None:
+        for upstreams in self.gateway.catalog.upstreams.values():
+            for upstream in upstreams:
+                if upstream.id == provider_id:
+                    return upstream
+        return None
+
+    async def reload(self) -> admin_pb.ReloadConfigResponse:
+        """Reads the file and swaps the new config in, or refuses it whole."""
+        async with self._lock:
+            try:
+                response = self._reload()
+            except ReloadRefused as exc:
+                log.error("config reload refused: %s", exc.message)
+                self.on_reload("refused")
+                raise
+            self.on_reload("ok")
+            return response
+
+    def _reload(self) -> admin_pb.ReloadConfigResponse:
+        if self.source is None:
+            raise ReloadRefused("this gateway runs on a config with no file to reload", {})
+        try:
+            config, source = self.source()
+            catalog = Catalog(config)
+        except ConfigError as exc:
+            raise ReloadRefused(f"config not reloaded: {exc}", {}) from None
+        try:
+            router = self.router_factory(config, catalog)
+        except (ConfigError, OSError, ValueError) as exc:
+            self._retire([u.provider for ups in catalog.upstreams.values() for u in ups], 0.0)
+            raise ReloadRefused(f"config not reloaded: routing: {exc}", {}) from None
+        gateway = self.gateway
+        old = gateway.catalog
+        warnings = [
+            f"{section}: changed; takes effect after a restart"
+            for section in RESTART_ONLY
+            if _setting(config, section) != _setting(gateway.config, section)
+        ]
+        kept, fresh_duplicates = _carry_over(old, catalog)
+        for upstreams in catalog.upstreams.values():
+            for upstream in upstreams:
+                if upstream.id in self.overrides:
+                    _set_enabled(upstream, self.overrides[upstream.id])
+        # The swap: every call that starts from here on sees the new config.
+        gateway.config = config
+        gateway.catalog = catalog
+        gateway.router = router
+        gateway.admission.keys.ring = KeyRing(config.keys)
+        retired = [
+            u.provider for ups in old.upstreams.values() for u in ups if id(u.provider) not in kept
+        ]
+        self._retire(fresh_duplicates, 0.0)
+        self._retire(retired, gateway.config.server.request_timeout_s)
+        count = sum(len(u) for u in catalog.upstreams.values())
+        log.info(
+            "config reloaded from %s: %d models, %d providers",
+            source,
+            len(catalog.upstreams),
+            count,
+        )
+        return admin_pb.ReloadConfigResponse(
+            source=source, models=len(config.models), providers=count, warnings=warnings
+        )
+
+    def _retire(self, providers: list, after_s: float) -> None:  # noqa: ANN001
+        if not providers:
+            return
+
+        async def close() -> None:
+            await asyncio.sleep(after_s)
+            await asyncio.gather(*(p.aclose() for p in providers), return_exceptions=True)
+
+        task = asyncio.create_task(close())
+        self._retired.add(task)
+        task.add_done_callback(self._retired.discard)
+
+    async def aclose(self) -> None:
+        """Closes retired providers now (at shutdown nothing is in flight any more)."""
+        for task in list(self._retired):
+            task.cancel()
+        if self._retired:
+            await asyncio.gather(*self._retired, return_exceptions=True)
+
+
+def _set_enabled(upstream: Upstream, enabled: bool) -> None:
+    # The config is frozen; the upstream takes a copy with the new flag. Calls in
+    # flight keep the Upstream they hold, so nothing they do changes.
+    upstream.config = upstream.config.model_copy(update={"enabled": enabled})
+
+
+def _carry_over(old: Catalog, new: Catalog) -> tuple[set[int], list]:  # noqa: ANN001
+    """Reuses the old client and breaker of each provider whose settings did not change.
+    Returns the ids of the providers kept, and the new ones they make unneeded."""
+    before = {u.id: u for ups in old.upstreams.values() for u in ups}
+    kept: set[int] = set()
+    duplicates = []
+    for model_id, upstreams in new.upstreams.items():
+        for i, upstream in enumerate(upstreams):
+            previous = before.get(upstream.id)
+            if (
+                previous is None
+                or previous.config.model_copy(update={"enabled": upstream.config.enabled})
+                != upstream.config
+            ):
+                continue
+            duplicates.append(upstream.provider)
+            kept.add(id(previous.provider))
+            upstreams[i] = Upstream(
+                upstream.config, previous.provider, upstream.model, previous.breaker
+            )
+        new.upstreams[model_id] = upstreams
+    return kept, duplicates

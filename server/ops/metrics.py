@@ -1,0 +1,245 @@
+"""Prometheus metrics, named after the OpenTelemetry GenAI semantic conventions where one
+exists (`gen_ai.client.token.usage` -> `gen_ai_client_token_usage`, durations in
+seconds with the `_seconds` unit suffix), plus the gateway's own (`gateway_*`).
+
+Several worker processes: when PROMETHEUS_MULTIPROC_DIR names an (empty, writable)
+directory before the process starts, prometheus-client keeps every value in files there
+and `render()` merges all workers' files, so any worker's /metrics answers for all of
+them. Gauges declare how workers combine (the sum of ledger buffers, the worst breaker
+state). Without it, each gateway counts in its own registry.
+
+Labels carry key ids, never secrets.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+from typing import TYPE_CHECKING, Any
+
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+    multiprocess,
+)
+
+from server.ops.observe import Outcome
+
+if TYPE_CHECKING:
+    from server.core.handlers import Gateway
+
+CONTENT_TYPE = CONTENT_TYPE_LATEST
+# The buckets the GenAI conventions advise.
+TOKEN_BUCKETS = (1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304)
+DURATION_BUCKETS = (
+    0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92,
+)  # fmt: skip
+TTFT_BUCKETS = (
+    0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0,
+)  # fmt: skip
+PER_TOKEN_BUCKETS = (0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5)
+# The gateway's own time per call: sub-millisecond when all is well.
+OVERHEAD_BUCKETS = (
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
+)  # fmt: skip
+BREAKER_STATE = {"healthy": 0, "half_open": 1, "open": 2}
+GENAI = ("gen_ai_operation_name", "gen_ai_provider_name", "gen_ai_response_model")
+
+
+def multiprocess_dir() -> str | None:
+    return os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+
+
+def operation_of(rpc: str) -> str:
+    """The GenAI operation name of an RPC."""
+    if "Chat" in rpc:
+        name = "chat"
+    elif "Embedding" in rpc:
+        name = "embeddings"
+    else:
+        name = "text_completion"
+    OPERATION[rpc] = name
+    return name
+
+
+OPERATION: dict[str, str] = {}
+
+
+class Metrics:
+    """The gateway's metrics, in their own registry (one per gateway in one process)."""
+
+    def __init__(self) -> None:
+        self.registry = registry = CollectorRegistry(auto_describe=True)
+        self.tokens = Histogram(
+            "gen_ai_client_token_usage",
+            "Tokens used per call, by type (input, output).",
+            [*GENAI, "gen_ai_token_type"], buckets=TOKEN_BUCKETS, registry=registry,
+        )  # fmt: skip
+        self.duration = Histogram(
+            "gen_ai_client_operation_duration_seconds",
+            "Duration of a generation call, first byte in to last byte out.",
+            [*GENAI, "error_type"], buckets=DURATION_BUCKETS, registry=registry,
+        )  # fmt: skip
+        self.ttft = Histogram(
+            "gen_ai_server_time_to_first_token_seconds",
+            "Time from the request to the first token from the upstream.",
+            GENAI, buckets=TTFT_BUCKETS, registry=registry,
+        )  # fmt: skip
+        self.per_token = Histogram(
+            "gen_ai_server_time_per_output_token_seconds",
+            "Time per output token after the first.",
+            GENAI, buckets=PER_TOKEN_BUCKETS, registry=registry,
+        )  # fmt: skip
+        self.requests = Counter(
+            "gateway_requests", "Calls served, by RPC, model, provider, status and key id.",
+            ["rpc", "model", "provider", "status", "key_id"], registry=registry,
+        )  # fmt: skip
+        self.errors = Counter(
+            "gateway_request_errors", "Calls that failed, with the error reason.",
+            ["rpc", "model", "provider", "status", "reason", "key_id"], registry=registry,
+        )  # fmt: skip
+        self.cost = Counter(
+            "gateway_cost_usd", "Cost of the calls in USD (as the usage ledger records it).",
+            ["model", "provider", "key_id"], registry=registry,
+        )  # fmt: skip
+        self.failovers = Counter(
+            "gateway_failovers", "Upstreams given up on before another answered, by cause.",
+            ["provider", "cause"], registry=registry,
+        )  # fmt: skip
+        self.rate_limited = Counter(
+            "gateway_rate_limit_rejections", "Calls refused by a key's rate limit.",
+            ["key_id"], registry=registry,
+        )  # fmt: skip
+        self.budget_refused = Counter(
+            "gateway_budget_rejections",
+            "Calls refused by a key's budget.",
+            ["key_id"],
+            registry=registry,
+        )
+        self.routes = Counter(
+            "gateway_routing_decisions", "Models chosen by the router, by profile.",
+            ["profile", "model"], registry=registry,
+        )  # fmt: skip
+        self.overhead = Histogram(
+            "gateway_overhead_seconds",
+            "The gateway's own time per call: total minus time waiting on upstreams.",
+            ["rpc"], buckets=OVERHEAD_BUCKETS, registry=registry,
+        )  # fmt: skip
+        self.in_flight = Gauge(
+            "gateway_requests_in_flight", "Calls being served now.",
+            multiprocess_mode="livesum", registry=registry,
+        )  # fmt: skip
+        self.breaker = Gauge(
+            "gateway_circuit_breaker_state",
+            "Circuit breaker per provider: 0 closed, 1 half-open, 2 open (worst worker).",
+            ["provider", "model"], multiprocess_mode="livemax", registry=registry,
+        )  # fmt: skip
+        self.enabled = Gauge(
+            "gateway_provider_enabled", "1 when the provider is enabled, 0 when disabled.",
+            ["provider", "model"], multiprocess_mode="livemin", registry=registry,
+        )  # fmt: skip
+        self.ledger_buffered = Gauge(
+            "gateway_ledger_buffered_rows", "Usage rows waiting to be written.",
+            multiprocess_mode="livesum", registry=registry,
+        )  # fmt: skip
+        self.ledger_dropped = Counter(
+            "gateway_ledger_dropped_rows",
+            "Usage rows dropped because the buffer was full.",
+            registry=registry,
+        )
+        self.ledger_written = Counter(
+            "gateway_ledger_written_rows", "Usage rows written to the database.", registry=registry
+        )
+        self.reloads = Counter(
+            "gateway_config_reloads",
+            "Config reloads, by result (ok, refused).",
+            ["result"],
+            registry=registry,
+        )
+        self._ledger_seen = (0, 0)
+        # (metric, label values) -> child: labels() validates and locks on every call,
+        # a dict lookup does not (the hot path asks for the same few children).
+        self._children: dict[tuple[int, tuple[str, ...]], Any] = {}
+
+    def _of(self, metric: Any, *labels: str) -> Any:
+        key = (id(metric), labels)
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = metric.labels(*labels)
+        return child
+
+    # -- per call --------------------------------------------------------------------
+
+    def observe(self, o: Outcome) -> None:
+        of = self._of
+        of(self.requests, o.rpc, o.model, o.provider, o.status, o.key_id).inc()
+        if o.status != "OK":
+            of(self.errors, o.rpc, o.model, o.provider, o.status, o.reason, o.key_id).inc()
+            if o.reason == "RATE_LIMITED":
+                of(self.rate_limited, o.key_id).inc()
+            elif o.reason == "BUDGET_EXHAUSTED":
+                of(self.budget_refused, o.key_id).inc()
+        for provider, cause in o.failovers:
+            of(self.failovers, provider, cause).inc()
+        if o.route is not None:
+            of(self.routes, *o.route).inc()
+        of(self.overhead, o.rpc).observe(o.overhead_s)
+        if not o.generated:
+            return
+        if o.cost_usd:
+            of(self.cost, o.model, o.provider, o.key_id).inc(o.cost_usd)
+        operation = OPERATION.get(o.rpc) or operation_of(o.rpc)
+        of(self.tokens, operation, o.provider, o.model, "input").observe(o.prompt_tokens)
+        of(self.tokens, operation, o.provider, o.model, "output").observe(o.completion_tokens)
+        error_type = "" if o.status == "OK" else o.reason
+        of(self.duration, operation, o.provider, o.model, error_type).observe(o.latency_s)
+        if o.ttft_s is not None:
+            of(self.ttft, operation, o.provider, o.model).observe(o.ttft_s)
+            if o.completion_tokens > 1 and o.status == "OK":
+                per_token = (o.latency_s - o.ttft_s) / (o.completion_tokens - 1)
+                of(self.per_token, operation, o.provider, o.model).observe(max(0.0, per_token))
+
+    # -- sampled state ---------------------------------------------------------------
+
+    def sample(self, gateway: Gateway, in_flight: int) -> None:
+        """Sets the gauges from the gateway's state (breakers, ledger)."""
+        self.in_flight.set(in_flight)
+        for upstreams in gateway.catalog.upstreams.values():
+            for u in upstreams:
+                self._of(self.breaker, u.id, u.model.id).set(BREAKER_STATE[u.breaker.state.value])
+                self._of(self.enabled, u.id, u.model.id).set(1 if u.config.enabled else 0)
+        ledger = gateway.accounts.ledger
+        self.ledger_buffered.set(ledger.pending)
+        written, dropped = self._ledger_seen
+        if ledger.written > written:
+            self.ledger_written.inc(ledger.written - written)
+        if ledger.dropped > dropped:
+            self.ledger_dropped.inc(ledger.dropped - dropped)
+        self._ledger_seen = (ledger.written, ledger.dropped)
+
+    async def sample_every(self, gateway: Gateway, in_flight, period_s: float = 1.0) -> None:  # noqa: ANN001
+        """Keeps the gauges fresh between scrapes: with several workers, a scrape reaches
+        one of them and reads everyone's last sample."""
+        while True:
+            with contextlib.suppress(Exception):
+                self.sample(gateway, in_flight())
+            await asyncio.sleep(period_s)
+
+    def render(self) -> bytes:
+        """The text exposition of every metric (of every worker, in multiprocess mode)."""
+        if multiprocess_dir():
+            registry = CollectorRegistry()
+            multiprocess.MultiProcessCollector(registry)
+            return generate_latest(registry)
+        return generate_latest(self.registry)
+
+
+def mark_process_dead(pid: int | None = None) -> None:
+    """Drops an exited worker's live gauges (call from the parent, or at exit)."""
+    if multiprocess_dir():
+        multiprocess.mark_process_dead(pid or os.getpid())

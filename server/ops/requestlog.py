@@ -1,0 +1,70 @@
+"""One JSON line per request on the `gateway.requests` logger.
+
+Fields: ts, request_id, rpc, key_id, model, provider, status, reason, prompt_tokens,
+completion_tokens, cost_usd, latency_ms, ttft_ms, upstream_ms, failovers (and route,
+prompt, completion when they apply). Key ids only, never a secret; prompt and
+completion text only with `operations.log_text`. The line is built from a flat dict
+with orjson: a few microseconds on the hot path.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+from typing import Any
+
+import orjson
+
+from server.ops.observe import Outcome
+
+LOGGER = "gateway.requests"
+log = logging.getLogger(LOGGER)
+
+
+def line(o: Outcome) -> str:
+    fields: dict[str, Any] = {
+        "ts": round(time.time(), 3),
+        "request_id": o.request_id,
+        "rpc": o.rpc,
+        "key_id": o.key_id,
+        "model": o.model,
+        "provider": o.provider,
+        "status": o.status,
+        "reason": o.reason,
+        "prompt_tokens": o.prompt_tokens,
+        "completion_tokens": o.completion_tokens,
+        "cost_usd": o.cost_usd,
+        "latency_ms": round(o.latency_s * 1000, 3),
+        "ttft_ms": None if o.ttft_s is None else round(o.ttft_s * 1000, 3),
+        "upstream_ms": round(o.upstream_s * 1000, 3),
+    }
+    if o.failovers:
+        fields["failovers"] = [f"{p}:{c}" for p, c in o.failovers]
+    if o.route is not None:
+        fields["route"] = {"profile": o.route[0], "model": o.route[1]}
+    if o.prompt is not None:
+        fields["prompt"] = o.prompt
+    if o.completion is not None:
+        fields["completion"] = o.completion
+    return orjson.dumps(fields).decode()
+
+
+def write(o: Outcome) -> None:
+    if log.isEnabledFor(logging.INFO):
+        # makeRecord + handle: log.info would also walk the stack for the caller's
+        # file and line, which the line does not show; this halves the cost.
+        log.handle(log.makeRecord(LOGGER, logging.INFO, "", 0, line(o), (), None))
+
+
+def install(stream: Any = None) -> None:
+    """Sends request lines, bare (one JSON object per line), to stderr, apart from the
+    other logs' `time level name: message` format."""
+    if any(getattr(h, "_request_lines", False) for h in log.handlers):
+        return
+    handler = logging.StreamHandler(stream or sys.stderr)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    handler._request_lines = True  # type: ignore[attr-defined]
+    log.addHandler(handler)
+    log.setLevel(logging.INFO)
+    log.propagate = False
