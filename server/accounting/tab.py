@@ -52,6 +52,10 @@ class Metered(Protocol):
 
     def ttft_ms(self) -> float | None: ...
 
+    async def aclose(self) -> None:
+        """Stops whatever still runs upstream."""
+        ...
+
 
 class Accounts:
     """Opens a Tab per request and finishes its settlements in the background."""

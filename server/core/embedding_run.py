@@ -43,6 +43,9 @@ class EmbeddingRun:
     def started(self) -> bool:
         return self.upstream is not None
 
+    async def aclose(self) -> None:
+        """Nothing runs once open() has returned: its one answer is closed there."""
+
     async def open(self, subject: str) -> Embeddings:
         """Embeds on the first upstream that answers with one vector per input."""
         self.upstream, answers = await dispatch.open_stream(
