@@ -1,0 +1,296 @@
+"""Per-request cost of the gateway and how it scales with workers, in one run.
+
+An nginx upstream answers a fixed chat completion (and a fixed 20-chunk SSE stream) at
+once; wrk loads the REST facade through the `openai` adapter. For each target it prints
+requests/s, p50/p99, and the gateway's CPU ms per request (user + system time of the
+gateway process and its children, read from /proc). Targets alternate within a round
+and rounds repeat, so drift on a shared machine touches every target alike.
+
+    python -m bench.perf                          # 1 worker, unary + stream, 1 and 32 conns
+    python -m bench.perf --workers 1 2 --pin ''   # throughput of 1 vs 2 workers
+    python -m bench.perf --profile                # py-spy top frames of one worker
+
+With `--pin` (default: the gateway on core 0, nginx and wrk on core 1) CPU time is
+clean; use `--pin ''` to let workers spread over every core.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+KEY = "bench-api-key-000000000000"
+TICKS = os.sysconf("SC_CLK_TCK")
+CHUNKS = 20
+LUA = """
+wrk.method = "POST"
+wrk.body = os.getenv("PERF_BODY")
+wrk.headers["Content-Type"] = "application/json"
+wrk.headers["x-api-key"] = os.getenv("PERF_KEY")
+function done(summary, latency, requests)
+  local e = summary.errors
+  io.write(string.format('PERF {"requests": %d, "us": %d, "errors": %d, "p50": %d, "p99": %d}\\n',
+    summary.requests, summary.duration, e.connect + e.read + e.write + e.status + e.timeout,
+    latency:percentile(50), latency:percentile(99)))
+end
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_port(port: int, timeout_s: float = 60) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            time.sleep(0.1)
+    raise RuntimeError(f"nothing listens on {port}")
+
+
+def pinned(core: str, argv: list[str]) -> list[str]:
+    return ["taskset", "-c", core, *argv] if core else argv
+
+
+def upstream_bodies() -> tuple[str, str]:
+    head = {"id": "chatcmpl-bench", "created": 1767225600, "model": "bench"}
+    unary = {
+        **head, "object": "chat.completion",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "Hello there."},
+                     "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 9, "completion_tokens": 6, "total_tokens": 15},
+    }  # fmt: skip
+    events = []
+    for i in range(CHUNKS):
+        choice = {"index": 0, "delta": {"content": f" word{i}"}, "finish_reason": None}
+        if i == CHUNKS - 1:
+            choice["finish_reason"] = "stop"
+        events.append({**head, "object": "chat.completion.chunk", "choices": [choice]})
+    usage = {"prompt_tokens": 9, "completion_tokens": CHUNKS, "total_tokens": 9 + CHUNKS}
+    events.append({**head, "object": "chat.completion.chunk", "choices": [], "usage": usage})
+    stream = "".join(f"data: {json.dumps(e)}\n\n" for e in events) + "data: [DONE]\n\n"
+    return json.dumps(unary), stream
+
+
+def start_nginx(tmp: Path, core: str) -> tuple[subprocess.Popen[bytes], int]:
+    port = free_port()
+    tmp.chmod(0o755)
+    unary, stream = upstream_bodies()
+    (tmp / "unary.body").write_text(unary)
+    (tmp / "stream.body").write_text(stream)
+    temps = "".join(f"    {k}_temp_path {tmp}/{k};\n" for k in ("client_body", "proxy", "fastcgi"))
+    temps += "".join(f"    {k}_temp_path {tmp}/{k};\n" for k in ("uwsgi", "scgi"))
+    locations = "".join(
+        f"        location = /{name}/v1/chat/completions {{ types {{ }} default_type {mime}; "
+        f"alias {tmp}/{name}.body; error_page 405 =200 $uri; }}\n"
+        for name, mime in (("unary", "application/json"), ("stream", "text/event-stream"))
+    )
+    (tmp / "nginx.conf").write_text(
+        f"daemon off; worker_processes 1; pid {tmp}/nginx.pid; error_log {tmp}/nginx.log warn;\n"
+        "events { worker_connections 4096; }\n"
+        "http {\n    access_log off; keepalive_requests 10000000; keepalive_timeout 300s;\n"
+        f"{temps}    server {{\n        listen 127.0.0.1:{port};\n{locations}    }}\n}}\n"
+    )
+    argv = ["nginx", "-c", str(tmp / "nginx.conf"), "-p", str(tmp), "-e", str(tmp / "nginx.log")]
+    proc = subprocess.Popen(pinned(core, argv), stdout=subprocess.DEVNULL)
+    wait_port(port)
+    return proc, port
+
+
+def start_gateway(
+    tmp: Path, upstream: int, workers: int, core: str, limits: bool
+) -> tuple[subprocess.Popen[bytes], int]:
+    def model(model_id: str, path: str, stream: bool) -> dict:
+        params = {"base_url": f"http://127.0.0.1:{upstream}/{path}/v1", "model": "bench",
+                  "stream": stream}  # fmt: skip
+        return {"id": model_id, "owned_by": "bench", "created": 0,
+                "price": {"input": 1, "output": 2},
+                "providers": [{"id": f"{model_id}-nginx", "type": "primary", "adapter": "openai",
+                               "params": params}]}  # fmt: skip
+
+    key = {"name": "bench", "kind": "api", "secret": KEY}
+    if limits:
+        key |= {"requests_per_minute": 10_000_000, "budget_usd": 1_000_000}
+    http_port = free_port()
+    config = {
+        "server": {"host": "127.0.0.1", "grpc_port": free_port(), "http_port": http_port},
+        "storage": {"sqlite_path": str(tmp / f"gateway-{workers}.db")},
+        "models": [model("bench", "unary", False), model("bench-stream", "stream", True)],
+        "routing": {"profiles": {p: ["bench"] for p in ("economy", "balanced", "quality")}},
+        "keys": [key],
+    }
+    path = tmp / f"gateway-{workers}.yaml"
+    path.write_text(yaml.safe_dump(config))
+    argv = [sys.executable, "-m", "server.cli.main", "serve", "--config", str(path)]
+    argv += ["--log-level", "WARNING"] + (["--workers", str(workers)] if workers > 1 else [])
+    proc = subprocess.Popen(pinned(core, argv), cwd=ROOT, stdout=subprocess.DEVNULL)
+    wait_port(http_port)
+    time.sleep(1.0 if workers > 1 else 0.3)  # every worker listening
+    return proc, http_port
+
+
+def tree(pid: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            children.setdefault(int(stat.rsplit(")", 1)[1].split()[1]), []).append(int(entry.name))
+    found, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        found.append(current)
+        todo += children.get(current, [])
+    return found
+
+
+def cpu_s(pid: int) -> float:
+    ticks = 0
+    for p in tree(pid):
+        try:
+            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        ticks += int(fields[11]) + int(fields[12])  # utime, stime
+    return ticks / TICKS
+
+
+def rss_mb(pid: int) -> float:
+    """Peak resident memory of the largest process in the tree (one worker), in MB."""
+    peak = 0
+    for p in tree(pid):
+        try:
+            found = re.search(r"VmHWM:\s+(\d+)", Path(f"/proc/{p}/status").read_text())
+        except OSError:
+            continue
+        if found:
+            peak = max(peak, int(found.group(1)))
+    return peak / 1024
+
+
+def wrk(url: str, body: str, connections: int, seconds: float, core: str, lua: Path) -> dict:
+    env = {**os.environ, "PERF_BODY": body, "PERF_KEY": KEY}
+    argv = ["wrk", "-t1", f"-c{connections}", f"-d{int(seconds)}s", "--timeout", "30s", "-s", str(lua)]
+    done = subprocess.run(pinned(core, [*argv, url]), env=env, capture_output=True, text=True)
+    found = re.search(r"^PERF (.*)$", done.stdout, re.MULTILINE)
+    if found is None:
+        raise RuntimeError(f"wrk failed: {done.stdout}{done.stderr}")
+    return json.loads(found.group(1))
+
+
+def body(stream: bool) -> str:
+    payload: dict = {"model": "bench-stream" if stream else "bench",
+                     "messages": [{"role": "user", "content": "Say hello"}]}  # fmt: skip
+    if stream:
+        payload["stream"] = True
+    return json.dumps(payload)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--workers", type=int, nargs="+", default=[1])
+    parser.add_argument("--connections", type=int, nargs="+", default=[1, 32])
+    parser.add_argument("--modes", nargs="+", default=["unary", "stream"])
+    parser.add_argument("--seconds", type=float, default=5)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--pin", default="0:1", help="gateway core:load core, '' for none")
+    parser.add_argument("--limits", action="store_true", help="a key with rpm and budget")
+    parser.add_argument("--profile", action="store_true", help="py-spy top frames, 1 worker")
+    args = parser.parse_args()
+    gw_core, load_core = args.pin.split(":") if args.pin else ("", "")
+    tmp = Path(tempfile.mkdtemp(prefix="bench-perf-"))
+    lua = tmp / "post.lua"
+    lua.write_text(LUA)
+    nginx, upstream = start_nginx(tmp, load_core)
+    gateways = {}
+    try:
+        for n in args.workers:
+            gateways[n] = start_gateway(tmp, upstream, n, gw_core, args.limits)
+        for n, (proc, port) in gateways.items():  # warm up
+            for mode in args.modes:
+                wrk(f"http://127.0.0.1:{port}/v1/chat/completions", body(mode == "stream"),
+                    8, 1, load_core, lua)  # fmt: skip
+        if args.profile:
+            profile(gateways[args.workers[0]], args, load_core, lua)
+            return
+        results: dict[tuple, list[dict]] = {}
+        for _ in range(args.rounds):
+            for mode in args.modes:
+                for c in args.connections:
+                    for n, (proc, port) in gateways.items():
+                        before = cpu_s(proc.pid)
+                        url = f"http://127.0.0.1:{port}/v1/chat/completions"
+                        r = wrk(url, body(mode == "stream"), c, args.seconds, load_core, lua)
+                        r["cpu_ms"] = (cpu_s(proc.pid) - before) * 1000 / max(1, r["requests"])
+                        results.setdefault((mode, c, n), []).append(r)
+        print("| mode | conns | workers | req/s | p50 ms | p99 ms | CPU ms/req | errors | peak MB |")
+        print("|---|---|---|---|---|---|---|---|---|")
+        for (mode, c, n), rs in results.items():
+            rate = statistics.median(r["requests"] / r["us"] * 1e6 for r in rs)
+            p50 = statistics.median(r["p50"] for r in rs) / 1000
+            p99 = statistics.median(r["p99"] for r in rs) / 1000
+            cpu = statistics.median(r["cpu_ms"] for r in rs)
+            errors = sum(r["errors"] for r in rs)
+            mb = rss_mb(gateways[n][0].pid)
+            print(f"| {mode} | {c} | {n} | {rate:.0f} | {p50:.2f} | {p99:.2f} | {cpu:.3f} | "
+                  f"{errors} | {mb:.0f} |")  # fmt: skip
+        if len(args.workers) > 1:
+            for mode in args.modes:
+                for c in args.connections:
+                    rates = {
+                        n: statistics.median(r["requests"] / r["us"] * 1e6 for r in rs)
+                        for (m, cc, n), rs in results.items()
+                        if m == mode and cc == c
+                    }
+                    base = rates[args.workers[0]]
+                    shown = ", ".join(f"{n}: {rate / base:.2f}x" for n, rate in rates.items())
+                    print(f"{mode} c={c} throughput vs {args.workers[0]} worker(s): {shown}")
+    finally:
+        for proc, _ in gateways.values():
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(30)
+        nginx.terminate()
+        nginx.wait(10)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def profile(gateway: tuple, args: argparse.Namespace, load_core: str, lua: Path) -> None:
+    proc, port = gateway
+    pid = max(tree(proc.pid))  # the serving process (the only one with one worker)
+    out = Path(tempfile.gettempdir()) / f"perf-profile-{pid}"
+    spy = subprocess.Popen(
+        ["py-spy", "record", "-p", str(pid), "-f", "raw", "-o", str(out), "-d",
+         str(int(args.seconds * len(args.modes)) + 1), "-r", "200"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    time.sleep(0.5)
+    for mode in args.modes:
+        url = f"http://127.0.0.1:{port}/v1/chat/completions"
+        wrk(url, body(mode == "stream"), args.connections[-1], args.seconds, load_core, lua)
+    spy.wait()
+    print(f"raw collapsed stacks: {out}")
+
+
+if __name__ == "__main__":
+    main()
