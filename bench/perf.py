@@ -280,7 +280,7 @@ def profile(gateway: tuple, args: argparse.Namespace, load_core: str, lua: Path)
     pid = max(tree(proc.pid))  # the serving process (the only one with one worker)
     out = Path(tempfile.gettempdir()) / f"perf-profile-{pid}"
     spy = subprocess.Popen(
-        ["py-spy", "record", "-p", str(pid), "-f", "raw", "-o", str(out), "-d",
+        [str(Path(sys.executable).parent / "py-spy"), "record", "-p", str(pid), "-f", "raw", "-o", str(out), "-d",
          str(int(args.seconds * len(args.modes)) + 1), "-r", "200"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
