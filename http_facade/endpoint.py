@@ -8,11 +8,11 @@ true` in the body of a path with a streaming sibling dispatches to that sibling.
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+import orjson
 from google.protobuf.message import Message
 from starlette.requests import Request
 from starlette.responses import Response
@@ -84,7 +84,7 @@ class Endpoint:
         if not raw.strip():
             return {}
         try:
-            payload = json.loads(raw, parse_constant=_reject_constant)
+            payload = orjson.loads(raw)  # NaN and Infinity are refused, as JSON says
         except (ValueError, RecursionError):
             raise InvalidArgument("malformed JSON in the request body") from None
         if self.binding.body == "*" and not isinstance(payload, dict):
@@ -161,30 +161,37 @@ async def _body(request: Request, limit: int) -> bytes:
     return b"".join(parts)
 
 
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON")
-
-
 def _json(payload: Any, exchange: Exchange) -> Response:
-    body = json.dumps(payload, ensure_ascii=False).encode()
+    body = orjson.dumps(payload)
     headers = response_headers(exchange.response_headers.items())
     return Response(body, headers=headers, media_type="application/json")
 
 
 async def _unless_disconnected(request: Request, work: Awaitable[T]) -> T:
-    """Awaits `work`, cancelling it if the client disconnects first."""
-    task = asyncio.ensure_future(work)
+    """Awaits `work` in this task, cancelling it if the client disconnects first (one
+    watcher task per request; the work itself runs without a task of its own)."""
+    task = asyncio.current_task()
+    assert task is not None
+    state = {"done": False, "gone": False}
+
+    def gone(watcher: asyncio.Future[None]) -> None:
+        if state["done"] or watcher.cancelled() or watcher.exception() is not None:
+            return
+        state["gone"] = True
+        task.cancel()
+
     watcher = asyncio.ensure_future(_disconnect(request))
+    watcher.add_done_callback(gone)
     try:
-        await asyncio.wait({task, watcher}, return_when=asyncio.FIRST_COMPLETED)
+        return await work
+    except asyncio.CancelledError:
+        if state["gone"] and task.uncancel() == 0:
+            raise Cancelled("the client closed the request") from None
+        raise
     finally:
-        for pending in (task, watcher):
-            if not pending.done():
-                pending.cancel()
-                await asyncio.gather(pending, return_exceptions=True)
-    if task.cancelled():
-        raise Cancelled("the client closed the request")
-    return task.result()
+        state["done"] = True
+        if not watcher.done():
+            watcher.cancel()
 
 
 async def _disconnect(request: Request) -> None:

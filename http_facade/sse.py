@@ -13,11 +13,11 @@ which cancels the work behind it.
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 import anyio
+import orjson
 from google.protobuf.message import Message
 from starlette.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
@@ -37,7 +37,7 @@ _END = object()
 
 
 def event(payload: dict[str, Any]) -> bytes:
-    return b"data: " + json.dumps(payload, ensure_ascii=False).encode() + b"\n\n"
+    return b"data: " + orjson.dumps(payload) + b"\n\n"
 
 
 async def _next(chunks: AsyncIterator[Message]) -> Any:
