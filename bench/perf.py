@@ -191,7 +191,16 @@ def rss_mb(pid: int) -> float:
 
 def wrk(url: str, body: str, connections: int, seconds: float, core: str, lua: Path) -> dict:
     env = {**os.environ, "PERF_BODY": body, "PERF_KEY": KEY}
-    argv = ["wrk", "-t1", f"-c{connections}", f"-d{int(seconds)}s", "--timeout", "30s", "-s", str(lua)]
+    argv = [
+        "wrk",
+        "-t1",
+        f"-c{connections}",
+        f"-d{int(seconds)}s",
+        "--timeout",
+        "30s",
+        "-s",
+        str(lua),
+    ]
     done = subprocess.run(pinned(core, [*argv, url]), env=env, capture_output=True, text=True)
     found = re.search(r"^PERF (.*)$", done.stdout, re.MULTILINE)
     if found is None:
@@ -227,7 +236,7 @@ def main() -> None:
     try:
         for n in args.workers:
             gateways[n] = start_gateway(tmp, upstream, n, gw_core, args.limits)
-        for n, (proc, port) in gateways.items():  # warm up
+        for _, port in gateways.values():  # warm up
             for mode in args.modes:
                 wrk(f"http://127.0.0.1:{port}/v1/chat/completions", body(mode == "stream"),
                     8, 1, load_core, lua)  # fmt: skip
@@ -244,7 +253,9 @@ def main() -> None:
                         r = wrk(url, body(mode == "stream"), c, args.seconds, load_core, lua)
                         r["cpu_ms"] = (cpu_s(proc.pid) - before) * 1000 / max(1, r["requests"])
                         results.setdefault((mode, c, n), []).append(r)
-        print("| mode | conns | workers | req/s | p50 ms | p99 ms | CPU ms/req | errors | peak MB |")
+        print(
+            "| mode | conns | workers | req/s | p50 ms | p99 ms | CPU ms/req | errors | peak MB |"
+        )
         print("|---|---|---|---|---|---|---|---|---|")
         for (mode, c, n), rs in results.items():
             rate = statistics.median(r["requests"] / r["us"] * 1e6 for r in rs)

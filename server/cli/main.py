@@ -22,7 +22,8 @@ import sys
 from collections.abc import Callable
 
 from server.accounting.admission import HEADER
-from server.cli import keys, migrate, router
+from server.accounting.shared import StateClient
+from server.cli import keys, migrate, router, workers
 from server.cli import serve as app
 from server.cli.options import describe_storage, storage_options, with_overrides
 from server.core import config
@@ -61,12 +62,23 @@ def parser() -> argparse.ArgumentParser:
         help="also serve /metrics, /healthz and /readyz on this port (overrides "
         "operations.metrics_port; for a gRPC-only gateway)",
     )
+    serving.add_argument(
+        "--workers", type=_positive, default=1, metavar="N",
+        help="worker processes sharing both ports (SO_REUSEPORT); limits, budgets shared",
+    )  # fmt: skip
     serving.add_argument("--log-level", default="INFO")
     serving.set_defaults(run=None)
     keys.add_parser(commands)
     migrate.add_parser(commands)
     router.add_parser(commands)
     return top
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -78,6 +90,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     if rest and getattr(args, "run", None) is not router.run:
         top.error(f"unrecognized arguments: {' '.join(rest)}")
     args.rest = rest  # `router train` hands these on to the trainer
+    args.argv = argv  # what the workers of `--workers N` are started with
     return args
 
 
@@ -99,12 +112,26 @@ def announce(cfg: config.Config, source: str, running: app.Running, embedded: bo
     print("gateway: ready", flush=True)
 
 
-async def serve(args: argparse.Namespace) -> None:
+async def serve(args: argparse.Namespace) -> int:
     cfg, source = config.load(args.config)
     cfg = with_overrides(cfg, args)
-    running = await app.start(cfg, grpc_target=args.grpc_target, serve_http=not args.no_http)
+    index, shared_state = workers.worker_options()
+    if args.workers > 1 and index is None:
+        return await workers.run(
+            cfg, args.argv, args, args.workers,
+            lambda running: announce(cfg, source, running, embedded=args.config is None),
+        )  # fmt: skip
+    running = await app.start(
+        cfg, grpc_target=args.grpc_target, serve_http=not args.no_http,
+        reuse_port=index is not None, shared_state=shared_state,
+    )  # fmt: skip
     quiet_gc()
-    announce(cfg, source, running, embedded=args.config is None)
+    if index is None:
+        announce(cfg, source, running, embedded=args.config is None)
+    elif shared_state:
+        parent = StateClient(shared_state)
+        await parent.call("ready", index)
+        await parent.aclose()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -120,6 +147,7 @@ async def serve(args: argparse.Namespace) -> None:
     metrics.mark_process_dead()
     tracing.shutdown()
     print("gateway: stopped", flush=True)
+    return 0
 
 
 def _reread(args: argparse.Namespace) -> tuple[config.Config, str]:
@@ -164,7 +192,9 @@ def main(argv: list[str] | None = None) -> None:
         requestlog.install()
         tracing.configure_from_env()
         with asyncio.Runner(loop_factory=event_loop()) as runner:
-            runner.run(serve(args))
+            code = runner.run(serve(args))
+        if code:
+            sys.exit(code)
     except config.ConfigError as exc:
         sys.exit(f"gateway: config error: {exc}")
     except OSError as exc:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import logging
+import socket
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,6 +20,7 @@ from server.accounting.admission import Admission, KeyDirectory, KeyRing
 from server.accounting.budget import Budgets, MemoryBudgets, RedisBudgets
 from server.accounting.ledger import Ledger
 from server.accounting.ratelimit import Limiter, RedisLimiter, SlidingWindowLimiter
+from server.accounting.shared import SharedBudgets, SharedLimiter, StateClient
 from server.accounting.tab import Accounts
 from server.core.catalog import Catalog
 from server.core.config import Config, OperationsConfig, ServerConfig
@@ -62,9 +64,11 @@ def build_gateway(config: Config) -> Gateway:
     return Gateway(config, Catalog(config), Admission(KeyDirectory(KeyRing(config.keys)), limiter))
 
 
-async def open_gateway(config: Config) -> Gateway:
+async def open_gateway(config: Config, shared_state: str | None = None) -> Gateway:
     """The gateway with its storage: the key store and ledger in SQLite or PostgreSQL,
-    limits and budgets in memory or, when `storage.redis_url` is set, in Redis."""
+    limits and budgets in memory or, when `storage.redis_url` is set, in Redis. A worker
+    of `--workers N` without Redis (`shared_state`: the parent's Unix socket) asks the
+    parent process, which holds the one limiter and budgets for every worker."""
     # A bad provider or routing config stops start-up before storage opens.
     catalog = Catalog(config)
     storage = config.storage
@@ -99,6 +103,10 @@ async def open_gateway(config: Config) -> Gateway:
         closers.insert(0, client.aclose)
         limiter = RedisLimiter(client, storage.redis_prefix, config.limits.window_s)
         budgets = RedisBudgets(client, storage.redis_prefix, spent)
+    elif shared_state:
+        state = StateClient(shared_state)
+        closers.insert(0, state.aclose)
+        limiter, budgets = SharedLimiter(state), SharedBudgets(state)
     else:
         limiter = SlidingWindowLimiter(window_s=config.limits.window_s)
         budgets = MemoryBudgets(spent)
@@ -113,10 +121,12 @@ async def start_grpc(
     table: dict[str, RpcMethod],
     settings: ServerConfig,
     health_servicer: health.aio.HealthServicer | None = None,
+    reuse_port: bool = False,
 ) -> tuple[grpc.aio.Server, int]:
     """Starts the gRPC server; `health_servicer` (one is made when absent) answers the
-    standard health service and is the one to turn NOT_SERVING when draining."""
-    server = grpc.aio.server()
+    standard health service and is the one to turn NOT_SERVING when draining. Workers of
+    `--workers N` (`reuse_port`) each bind the port; the kernel spreads connections."""
+    server = grpc.aio.server(options=[("grpc.so_reuseport", 1)] if reuse_port else None)
     server.add_generic_rpc_handlers(grpc_handlers(table, settings.request_timeout_s))
     health_servicer = health_servicer or health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
@@ -179,11 +189,28 @@ class Running:
             await close()
 
 
+def reuse_port_socket(host: str, port: int) -> socket.socket:
+    """A TCP socket bound with SO_REUSEPORT, so every worker can bind the same port."""
+    family, kind, proto, _, address = socket.getaddrinfo(
+        host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+    )[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        sock.bind(address)
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
 async def start_http(
     app,
     settings: ServerConfig,
     port: int | None = None,
     grace_s: float = GRACE_S,  # noqa: ANN001
+    reuse_port: bool = False,
 ) -> tuple[uvicorn.Server, asyncio.Task[None], int]:
     config = uvicorn.Config(
         app, host=settings.host, port=settings.http_port if port is None else port,
@@ -192,7 +219,9 @@ async def start_http(
     )  # fmt: skip
     server = uvicorn.Server(config)
     server.install_signal_handlers = lambda: None  # type: ignore[attr-defined]
-    task = asyncio.create_task(server.serve())
+    bind = settings.http_port if port is None else port
+    sockets = [reuse_port_socket(settings.host, bind)] if reuse_port else None
+    task = asyncio.create_task(server.serve(sockets=sockets))
     while not server.started:
         if task.done():
             await task
@@ -203,9 +232,15 @@ async def start_http(
 
 
 async def start(
-    config: Config, *, grpc_target: str | None = None, serve_http: bool = True
+    config: Config,
+    *,
+    grpc_target: str | None = None,
+    serve_http: bool = True,
+    reuse_port: bool = False,
+    shared_state: str | None = None,
 ) -> Running:
-    """Starts the gateway. With `grpc_target`, only the facade runs, forwarding there."""
+    """Starts the gateway. With `grpc_target`, only the facade runs, forwarding there.
+    `reuse_port` and `shared_state` make it one worker of several (server/cli/workers.py)."""
     from http_facade.app import create_app
     from http_facade.edge_health import EdgeHealth
     from http_facade.ops import ops_routes
@@ -215,18 +250,20 @@ async def start(
     if grpc_target is not None:
         edge = EdgeHealth(grpc_target)
         app = create_app(settings, grpc_target=grpc_target, extra_routes=ops_routes(edge))
-        http, task, http_port = await start_http(app, settings, grace_s=grace)
+        http, task, http_port = await start_http(
+            app, settings, grace_s=grace, reuse_port=reuse_port
+        )
         closers = [app.state.backend.aclose, edge.aclose]
         return Running(
             None, http_port, None, None, http, task, closers, readiness=edge,
             operations=config.operations,
         )  # fmt: skip
-    gateway = await open_gateway(config)
+    gateway = await open_gateway(config, shared_state)
     ops = Operations.attach(gateway)
     table = gateway_table(gateway)
     try:
         health_servicer = health.aio.HealthServicer()
-        grpc_server, grpc_port = await start_grpc(table, settings, health_servicer)
+        grpc_server, grpc_port = await start_grpc(table, settings, health_servicer, reuse_port)
     except BaseException:
         await ops.aclose()
         await gateway.aclose()
@@ -239,13 +276,13 @@ async def start(
     if serve_http:
         app = create_app(settings, table=table, extra_routes=extra)
         running._http, running._http_task, running.http_port = await start_http(
-            app, settings, grace_s=grace
+            app, settings, grace_s=grace, reuse_port=reuse_port
         )
     if config.operations.metrics_port is not None:
         from starlette.applications import Starlette
 
         metrics_app = Starlette(routes=extra)
         running._metrics_http, running._metrics_task, running.metrics_port = await start_http(
-            metrics_app, settings, port=config.operations.metrics_port
+            metrics_app, settings, port=config.operations.metrics_port, reuse_port=reuse_port
         )
     return running

@@ -25,7 +25,6 @@ logged and never put in an error message.
 
 from __future__ import annotations
 
-import asyncio
 import email.utils
 import os
 import time
@@ -215,7 +214,7 @@ def upstream_errors(provider: str) -> Iterator[None]:
         raise
     except aiohttp.ConnectionTimeoutError:
         raise UpstreamError(f"{provider}: connect timed out", meta) from None
-    except (aiohttp.SocketTimeoutError, aiohttp.ServerTimeoutError, asyncio.TimeoutError):
+    except (TimeoutError, aiohttp.SocketTimeoutError, aiohttp.ServerTimeoutError):
         raise UpstreamError(f"{provider}: upstream timed out", meta) from None
     except aiohttp.ClientConnectorError:
         raise UpstreamError(f"{provider}: cannot connect", meta) from None

@@ -1,0 +1,233 @@
+"""Rate limits and budgets shared by the worker processes of one `gateway serve
+--workers N`, without Redis.
+
+The parent process holds the one SlidingWindowLimiter and MemoryBudgets and serves them
+over a Unix socket (`StateServer`); each worker's `SharedLimiter` and `SharedBudgets`
+forward every check to it (`StateClient`). The parent's event loop handles one message
+at a time, so check-and-reserve stays atomic across workers and the limits hold exactly,
+never multiplied by the worker count. With `storage.redis_url` set the workers use
+Redis instead and this is not started.
+
+Framing: a 4-byte big-endian length, then an orjson array `[id, op, *args]`; the
+answer is `[id, result]` or `[id, None, error]`. One connection per worker carries
+every call, matched by id.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import struct
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import orjson
+
+from server.accounting.budget import BudgetSpec, MemoryBudgets, Reservation, SpentLoader
+from server.accounting.ratelimit import Decision, SlidingWindowLimiter
+from server.core.errors import BudgetExhausted, Internal
+
+log = logging.getLogger(__name__)
+_LENGTH = struct.Struct(">I")
+MAX_MESSAGE = 1 << 20
+
+
+async def _read(reader: asyncio.StreamReader) -> Any:
+    head = await reader.readexactly(_LENGTH.size)
+    (size,) = _LENGTH.unpack(head)
+    if size > MAX_MESSAGE:
+        raise ValueError("shared state message too large")
+    return orjson.loads(await reader.readexactly(size))
+
+
+def _frame(message: Any) -> bytes:
+    body = orjson.dumps(message)
+    return _LENGTH.pack(len(body)) + body
+
+
+def _spec(raw: list[Any]) -> BudgetSpec:
+    return BudgetSpec(raw[0], raw[1], float(raw[2]), raw[3])
+
+
+class StateServer:
+    """The parent's side: the one limiter and the one set of budgets."""
+
+    def __init__(self, path: str, load_spent: SpentLoader, window_s: float) -> None:
+        self.path = path
+        self.limiter = SlidingWindowLimiter(window_s=window_s)
+        self.budgets = MemoryBudgets(load_spent)
+        self.ready: asyncio.Queue[int] = asyncio.Queue()
+        self._server: asyncio.AbstractServer | None = None
+        self._ops: dict[str, Callable[..., Awaitable[Any]]] = {
+            "acquire": self._acquire,
+            "settle": self._settle,
+            "reserve": self._reserve,
+            "release": self._release,
+            "status": self._status,
+            "ready": self._ready,
+        }
+
+    async def start(self) -> None:
+        self._server = await asyncio.start_unix_server(self._serve, self.path)
+
+    async def aclose(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            with contextlib.suppress(Exception):
+                await self._server.wait_closed()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                call_id, op, *args = await _read(reader)
+                try:
+                    answer = [call_id, await self._ops[op](*args)]
+                except BudgetExhausted as exc:
+                    answer = [call_id, None, ["budget", exc.message, exc.metadata,
+                                              exc.retry_after_s]]  # fmt: skip
+                except Exception as exc:
+                    log.exception("shared state: %s failed", op)
+                    answer = [call_id, None, ["internal", type(exc).__name__]]
+                writer.write(_frame(answer))
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+    async def _acquire(self, key: str, rpm: Any, tpm: Any, tokens: int, ticket: str) -> list[Any]:
+        d = self.limiter.hit(key, rpm, tpm, tokens, ticket)
+        return [d.allowed, d.requests_limit, d.requests_remaining, d.tokens_limit,
+                d.tokens_remaining, d.retry_after_s, d.reset_s]  # fmt: skip
+
+    async def _settle(self, key: str, ticket: str, tokens: int) -> None:
+        await self.limiter.settle(key, ticket, tokens)
+
+    async def _reserve(self, spec: list[Any], amount: float) -> list[Any]:
+        reservation = await self.budgets.reserve(_spec(spec), amount)
+        return [reservation.period_start, reservation.ticket]
+
+    async def _release(self, spec: list[Any], period_start: float, ticket: str, actual: float):  # noqa: ANN202
+        await self.budgets.settle(Reservation(_spec(spec), period_start, 0.0, ticket), actual)
+
+    async def _status(self, spec: list[Any]) -> list[float]:
+        return list(await self.budgets.status(_spec(spec)))
+
+    async def _ready(self, worker: int) -> None:
+        self.ready.put_nowait(worker)
+
+
+class StateClient:
+    """A worker's connection to the parent's StateServer, opened on first use."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._writer: asyncio.StreamWriter | None = None
+        self._reader_task: asyncio.Task[None] | None = None
+        self._pending: dict[int, asyncio.Future[Any]] = {}
+        self._next_id = 0
+        self._opening: asyncio.Lock | None = None
+
+    async def _connect(self) -> asyncio.StreamWriter:
+        if self._opening is None:
+            self._opening = asyncio.Lock()
+        async with self._opening:
+            if self._writer is None or self._writer.is_closing():
+                reader, self._writer = await asyncio.open_unix_connection(self.path)
+                self._reader_task = asyncio.create_task(self._read_answers(reader))
+        return self._writer
+
+    async def _read_answers(self, reader: asyncio.StreamReader) -> None:
+        try:
+            while True:
+                call_id, result, *error = await _read(reader)
+                future = self._pending.pop(call_id, None)
+                if future is None or future.done():
+                    continue
+                if error:
+                    future.set_exception(_error(error[0]))
+                else:
+                    future.set_result(result)
+        except (asyncio.IncompleteReadError, ConnectionError, ValueError) as exc:
+            failure = Internal("the shared limit service is unavailable", {})
+            for future in self._pending.values():
+                if not future.done():
+                    future.set_exception(failure)
+            self._pending.clear()
+            log.error("shared state connection lost: %s", type(exc).__name__)
+            if self._writer is not None:
+                self._writer.close()
+
+    async def call(self, op: str, *args: Any) -> Any:
+        writer = self._writer
+        if writer is None or writer.is_closing():
+            writer = await self._connect()
+        self._next_id += 1
+        call_id = self._next_id
+        future = asyncio.get_running_loop().create_future()
+        self._pending[call_id] = future
+        writer.write(_frame([call_id, op, *args]))
+        return await future
+
+    async def aclose(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+        if self._reader_task is not None:
+            self._reader_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._reader_task
+            self._reader_task = None
+
+
+def _error(error: list[Any]) -> Exception:
+    if error[0] == "budget":
+        _, message, metadata, retry = error
+        return BudgetExhausted(message, metadata, retry_after_s=retry)
+    return Internal("the shared limit service failed", {})
+
+
+class SharedLimiter:
+    """The Limiter protocol, answered by the parent process."""
+
+    def __init__(self, client: StateClient) -> None:
+        self.client = client
+
+    async def acquire(
+        self, key: str, rpm: int | None, tpm: int | None, tokens: int, ticket: str
+    ) -> Decision:
+        return Decision(*await self.client.call("acquire", key, rpm, tpm, tokens, ticket))
+
+    async def settle(self, key: str, ticket: str, tokens: int) -> None:
+        await self.client.call("settle", key, ticket, tokens)
+
+    async def aclose(self) -> None:
+        return None
+
+
+class SharedBudgets:
+    """The Budgets protocol, answered by the parent process."""
+
+    def __init__(self, client: StateClient) -> None:
+        self.client = client
+
+    @staticmethod
+    def _spec(spec: BudgetSpec) -> list[Any]:
+        return [spec.key_id, spec.key_name, spec.limit_usd, spec.period]
+
+    async def reserve(self, spec: BudgetSpec, amount: float) -> Reservation:
+        period_start, ticket = await self.client.call("reserve", self._spec(spec), amount)
+        return Reservation(spec, period_start, amount, ticket)
+
+    async def settle(self, reservation: Reservation, actual: float) -> None:
+        await self.client.call(
+            "release", self._spec(reservation.spec), reservation.period_start,
+            reservation.ticket, actual,
+        )  # fmt: skip
+
+    async def status(self, spec: BudgetSpec) -> tuple[float, float]:
+        spent, reserved = await self.client.call("status", self._spec(spec))
+        return spent, reserved
+
+    async def aclose(self) -> None:
+        return None
