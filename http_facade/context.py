@@ -8,8 +8,8 @@ and turns any exception that escaped everything else into a generic 500.
 
 from __future__ import annotations
 
+import os
 import re
-import uuid
 from dataclasses import dataclass, field
 
 from starlette.datastructures import Headers, MutableHeaders
@@ -56,7 +56,7 @@ class RequestContext:
             await self.app(scope, receive, send)
             return
         asked = Headers(scope=scope).get(REQUEST_ID, "")
-        request_id = asked if _REQUEST_ID_FORM.match(asked) else uuid.uuid4().hex
+        request_id = asked if _REQUEST_ID_FORM.match(asked) else os.urandom(16).hex()
         scope.setdefault("state", {})["request_id"] = request_id
         started = False
 

@@ -8,9 +8,10 @@ however it ends, the tab settles the reservations and writes one ledger record.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
+import os
 import time
-import uuid
 from collections.abc import AsyncGenerator, Coroutine
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -32,6 +33,9 @@ if TYPE_CHECKING:
     from server.core.generation import TokenCounts
 
 log = logging.getLogger(__name__)
+# Rate-limit tickets: unique across processes (sharing one limiter) without a uuid each.
+_TICKET_PREFIX = os.urandom(8).hex() + "-"
+_tickets = itertools.count()
 
 
 class Metered(Protocol):
@@ -93,7 +97,7 @@ class Tab:
         self.request_id = request_id
         self.method = method
         self.started = time.time()
-        self.ticket = uuid.uuid4().hex
+        self.ticket = f"{_TICKET_PREFIX}{next(_tickets):x}"
         self.principal: Principal | None = None
         self.model = ""
         self.run: Metered | None = None

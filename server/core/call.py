@@ -31,7 +31,5 @@ class Call:
         cls, metadata: Mapping[str, str], timeout_s: float | None, request_id: str | None = None
     ) -> Call:
         deadline = None if timeout_s is None else asyncio.get_running_loop().time() + timeout_s
-        call = cls(metadata, deadline)
-        if request_id:
-            call.request_id = request_id
-        return call
+        # The caller's id when it has one: no uuid made just to be replaced.
+        return cls(metadata, deadline, request_id) if request_id else cls(metadata, deadline)

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import astuple, dataclass, fields
+from dataclasses import dataclass, fields
+from operator import attrgetter
 
 from server.storage.db import Database
 
@@ -60,6 +61,10 @@ DAY = {
 }
 
 
+# One record as a row, in COLUMNS order (dataclasses.astuple deep-copies every field).
+_row = attrgetter(*COLUMNS)
+
+
 class UsageStore:
     def __init__(self, db: Database) -> None:
         self.db = db
@@ -68,7 +73,7 @@ class UsageStore:
         marks = ", ".join("?" for _ in COLUMNS)
         await self.db.executemany(
             f"INSERT INTO usage_records ({', '.join(COLUMNS)}) VALUES ({marks})",
-            [astuple(r) for r in records],
+            [_row(r) for r in records],
         )
 
     async def spent_since(self, key_id: str, since: float) -> float:
