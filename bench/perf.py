@@ -117,7 +117,7 @@ def start_nginx(tmp: Path, core: str) -> tuple[subprocess.Popen[bytes], int]:
 
 
 def start_gateway(
-    tmp: Path, upstream: int, workers: int, core: str, limits: bool
+    tmp: Path, upstream: int, workers: int, core: str, limits: bool, root: Path = ROOT
 ) -> tuple[subprocess.Popen[bytes], int]:
     def model(model_id: str, path: str, stream: bool) -> dict:
         params = {"base_url": f"http://127.0.0.1:{upstream}/{path}/v1", "model": "bench",
@@ -133,16 +133,16 @@ def start_gateway(
     http_port = free_port()
     config = {
         "server": {"host": "127.0.0.1", "grpc_port": free_port(), "http_port": http_port},
-        "storage": {"sqlite_path": str(tmp / f"gateway-{workers}.db")},
+        "storage": {"sqlite_path": str(tmp / f"gateway-{workers}-{http_port}.db")},
         "models": [model("bench", "unary", False), model("bench-stream", "stream", True)],
         "routing": {"profiles": {p: ["bench"] for p in ("economy", "balanced", "quality")}},
         "keys": [key],
     }
-    path = tmp / f"gateway-{workers}.yaml"
+    path = tmp / f"gateway-{workers}-{http_port}.yaml"
     path.write_text(yaml.safe_dump(config))
     argv = [sys.executable, "-m", "server.cli.main", "serve", "--config", str(path)]
     argv += ["--log-level", "WARNING"] + (["--workers", str(workers)] if workers > 1 else [])
-    proc = subprocess.Popen(pinned(core, argv), cwd=ROOT, stdout=subprocess.DEVNULL)
+    proc = subprocess.Popen(pinned(core, argv), cwd=root, stdout=subprocess.DEVNULL)
     wait_port(http_port)
     time.sleep(1.0 if workers > 1 else 0.3)  # every worker listening
     return proc, http_port
@@ -226,6 +226,9 @@ def main() -> None:
     parser.add_argument("--pin", default="0:1", help="gateway core:load core, '' for none")
     parser.add_argument("--limits", action="store_true", help="a key with rpm and budget")
     parser.add_argument("--profile", action="store_true", help="py-spy top frames, 1 worker")
+    parser.add_argument(
+        "--compare", type=Path, help="also measure the gateway in this source tree (1 worker)"
+    )
     args = parser.parse_args()
     gw_core, load_core = args.pin.split(":") if args.pin else ("", "")
     tmp = Path(tempfile.mkdtemp(prefix="bench-perf-"))
@@ -234,6 +237,10 @@ def main() -> None:
     nginx, upstream = start_nginx(tmp, load_core)
     gateways = {}
     try:
+        if args.compare:
+            gateways["base"] = start_gateway(
+                tmp, upstream, 1, gw_core, args.limits, args.compare.resolve()
+            )
         for n in args.workers:
             gateways[n] = start_gateway(tmp, upstream, n, gw_core, args.limits)
         for _, port in gateways.values():  # warm up
@@ -272,7 +279,7 @@ def main() -> None:
                     rates = {
                         n: statistics.median(r["requests"] / r["us"] * 1e6 for r in rs)
                         for (m, cc, n), rs in results.items()
-                        if m == mode and cc == c
+                        if m == mode and cc == c and n != "base"
                     }
                     base = rates[args.workers[0]]
                     shown = ", ".join(f"{n}: {rate / base:.2f}x" for n, rate in rates.items())

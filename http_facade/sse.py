@@ -40,8 +40,8 @@ def event(payload: dict[str, Any]) -> bytes:
     return b"data: " + orjson.dumps(payload) + b"\n\n"
 
 
-async def _next(chunks: AsyncIterator[Message]) -> Any:
-    return await anext(chunks, _END)
+# Events read ahead of a slow client before the reading pauses.
+MAX_AHEAD = 64
 
 
 async def events(
@@ -52,30 +52,72 @@ async def events(
     done: bool = True,
 ) -> AsyncIterator[bytes]:
     """The SSE byte stream: `first`, then the rest of `chunks`, then [DONE] unless
-    `done` is false (or an error event). Closes `chunks` however it ends."""
-    pending: asyncio.Task[Any] | None = None
+    `done` is false (or an error event). Closes `chunks` however it ends.
+
+    One task per stream reads `chunks` and encodes each as it comes; whatever is ready
+    when the response can write goes out in one write (an instant upstream's twenty
+    chunks in one or two, paced tokens one by one), and a keep-alive timer runs only
+    while nothing is ready."""
+    loop = asyncio.get_running_loop()
+    ready: list[bytes] = []
+    waiter: list[asyncio.Future[bool]] = []  # the writer waiting for events, if any
+    space: list[asyncio.Future[None]] = []  # the reader waiting for room, if any
+    finished = False
+
+    def wake(timed_out: bool = False) -> None:
+        if waiter and not waiter[0].done():
+            waiter[0].set_result(timed_out)
+
+    async def read() -> None:
+        nonlocal finished
+        try:
+            async for chunk in chunks:
+                ready.append(event(to_dict(chunk)))
+                wake()
+                if len(ready) >= MAX_AHEAD:
+                    room = loop.create_future()
+                    space[:] = [room]
+                    await room
+            if done:
+                ready.append(DONE)
+        except GatewayError as exc:
+            ready.append(event({"error": error_object(exc)}))
+        except Exception as exc:
+            ready.append(event({"error": error_object(internal(exc, request_id))}))
+        finally:
+            finished = True
+            wake()
+
+    reader: asyncio.Task[None] | None = None
     try:
         yield event(to_dict(first))
+        reader = asyncio.ensure_future(read())
         while True:
-            pending = asyncio.ensure_future(_next(chunks))
-            while not (await asyncio.wait({pending}, timeout=keepalive_s))[0]:
-                yield KEEPALIVE
-            chunk, pending = pending.result(), None
-            if chunk is _END:
+            if ready:
+                out = ready[0] if len(ready) == 1 else b"".join(ready)
+                ready.clear()
+                if space and not space[0].done():
+                    space[0].set_result(None)
+                yield out
+                continue
+            if finished:
                 break
-            yield event(to_dict(chunk))
-        if done:
-            yield DONE
-    except GatewayError as exc:
-        yield event({"error": error_object(exc)})
-    except Exception as exc:
-        yield event({"error": error_object(internal(exc, request_id))})
+            waiting = loop.create_future()
+            waiter[:] = [waiting]
+            timer = loop.call_later(keepalive_s, wake, True)
+            try:
+                timed_out = await waiting
+            finally:
+                timer.cancel()
+                waiter.clear()
+            if timed_out and not ready:
+                yield KEEPALIVE
     finally:
         # Runs on client disconnect too, inside a cancelled scope: shield the clean-up.
         with anyio.CancelScope(shield=True):
-            if pending is not None:
-                pending.cancel()
-                await asyncio.gather(pending, return_exceptions=True)
+            if reader is not None and not reader.done():
+                reader.cancel()
+                await asyncio.gather(reader, return_exceptions=True)
             aclose = getattr(chunks, "aclose", None)
             if aclose is not None:
                 await aclose()
