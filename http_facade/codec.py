@@ -23,9 +23,10 @@ Each message type's plan is computed once and cached: this runs for every SSE ch
 from __future__ import annotations
 
 import base64
+import keyword
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from gateway.v1 import json_mapping_pb2
 from google.protobuf import json_format
@@ -97,34 +98,60 @@ def _is_map(field: FieldDescriptor) -> bool:
 # -- proto -> dict ----------------------------------------------------------------------
 
 
+_compiled: dict[Descriptor, Callable[[Message], dict[str, Any]]] = {}
+
+
 def to_dict(message: Message) -> dict[str, Any]:
     """Maps a message to a JSON-ready dict (see the module docstring for the rules)."""
-    plan = _plans.get(message.DESCRIPTOR)
+    convert = _compiled.get(message.DESCRIPTOR)
+    if convert is None:
+        convert = _compiled[message.DESCRIPTOR] = _compile(message.DESCRIPTOR)
+    return convert(message)
+
+
+def _compile(descriptor: Descriptor) -> Callable[[Message], dict[str, Any]]:
+    """The message type's plan as one straight-line Python function (no loop over the
+    fields, no branch per field kind): this runs for every response and SSE chunk."""
+    plan = _plans.get(descriptor)
     if plan is None:
-        plan = _plans[message.DESCRIPTOR] = _plan(message.DESCRIPTOR)
-    out: dict[str, Any] = {}
-    for name, key, how, convert in plan:
+        plan = _plans[descriptor] = _plan(descriptor)
+    env: dict[str, Any] = {}
+    head: list[str] = []  # fields written before the first conditional one: one literal
+    body: list[str] = []
+    for i, (name, key, how, convert) in enumerate(plan):
+        env[f"c{i}"] = convert
+        get = f"getattr(m, {name!r})" if keyword.iskeyword(name) else f"m.{name}"
+
+        def conv(value: str, i: int = i, convert: Convert | None = convert) -> str:
+            return value if convert is None else f"c{i}({value})"
+
+        # Repeated fields are read by slice, not iteration: upb containers have no
+        # __iter__ (Python would index them until IndexError).
+        items = f"{get}[:]" if convert is None else f"[c{i}(v) for v in {get}[:]]"
         if how == _ALWAYS:
-            value = getattr(message, name)
-            out[key] = value if convert is None else convert(value)
-        elif how == _IF_SET:
-            if message.HasField(name):
-                value = getattr(message, name)
-                out[key] = value if convert is None else convert(value)
+            value = conv(get)
         elif how == _REPEATED:
-            values = getattr(message, name)
-            out[key] = list(values) if convert is None else [convert(v) for v in values]
+            value = items
+        elif how == _MAP:
+            value = f"{{str(k): {conv('v')} for k, v in {get}.items()}}"
+        elif how == _IF_SET:
+            body += [f"    if m.HasField({name!r}):", f"        out[{key!r}] = {conv(get)}"]
+            continue
         elif how == _OR_NULL:
-            value = getattr(message, name)
-            out[key] = (value if convert is None else convert(value)) if value else None
-        elif how == _IF_ANY:
-            values = getattr(message, name)
-            if values:
-                out[key] = list(values) if convert is None else [convert(v) for v in values]
+            body += [f"    v = {get}", f"    out[{key!r}] = {conv('v')} if v else None"]
+            continue
+        else:  # _IF_ANY
+            body += [f"    if len({get}):", f"        out[{key!r}] = {items}"]
+            continue
+        if body:
+            body.append(f"    out[{key!r}] = {value}")
         else:
-            values = getattr(message, name)
-            out[key] = {str(k): v if convert is None else convert(v) for k, v in values.items()}
-    return out
+            head.append(f"{key!r}: {value}")
+    source = "\n".join(
+        ["def convert(m):", f"    out = {{{', '.join(head)}}}", *body, "    return out"]
+    )
+    exec(compile(source, f"<to_dict {descriptor.full_name}>", "exec"), env)  # noqa: S102
+    return cast(Callable[[Message], dict[str, Any]], env["convert"])
 
 
 def _plan(descriptor: Descriptor) -> _Plan:

@@ -18,10 +18,10 @@ vLLM, logprobs on Ollama) says so with the provider's `capabilities` in the conf
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator
 from typing import Any, Literal
 
+import orjson
 from pydantic import Field
 
 from server.core.embedding import EmbeddingRequest, Embeddings
@@ -121,7 +121,7 @@ class OpenAIProvider:
                         reasons = tuple(finishes[i] for i in sorted(finishes))
                         yield Finished(reasons[0], usage, reasons if len(reasons) > 1 else ())
                         return
-                    chunk = json.loads(event.data)
+                    chunk = orjson.loads(event.data)
                     if chunk.get("error"):
                         raise UpstreamError(
                             f"{self.id}: upstream failed mid-stream: {_error_text(chunk['error'])}",
