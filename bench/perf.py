@@ -118,7 +118,7 @@ def start_nginx(tmp: Path, core: str) -> tuple[subprocess.Popen[bytes], int]:
 
 def start_gateway(
     tmp: Path, upstream: int, workers: int, core: str, limits: bool, root: Path = ROOT
-) -> tuple[subprocess.Popen[bytes], int]:
+) -> tuple[subprocess.Popen[bytes], int, int]:
     def model(model_id: str, path: str, stream: bool) -> dict:
         params = {"base_url": f"http://127.0.0.1:{upstream}/{path}/v1", "model": "bench",
                   "stream": stream}  # fmt: skip
@@ -130,9 +130,9 @@ def start_gateway(
     key = {"name": "bench", "kind": "api", "secret": KEY}
     if limits:
         key |= {"requests_per_minute": 10_000_000, "budget_usd": 1_000_000}
-    http_port = free_port()
+    http_port, grpc_port = free_port(), free_port()
     config = {
-        "server": {"host": "127.0.0.1", "grpc_port": free_port(), "http_port": http_port},
+        "server": {"host": "127.0.0.1", "grpc_port": grpc_port, "http_port": http_port},
         "storage": {"sqlite_path": str(tmp / f"gateway-{workers}-{http_port}.db")},
         "models": [model("bench", "unary", False), model("bench-stream", "stream", True)],
         "routing": {"profiles": {p: ["bench"] for p in ("economy", "balanced", "quality")}},
@@ -144,8 +144,9 @@ def start_gateway(
     argv += ["--log-level", "WARNING"] + (["--workers", str(workers)] if workers > 1 else [])
     proc = subprocess.Popen(pinned(core, argv), cwd=root, stdout=subprocess.DEVNULL)
     wait_port(http_port)
+    wait_port(grpc_port)
     time.sleep(1.0 if workers > 1 else 0.3)  # every worker listening
-    return proc, http_port
+    return proc, http_port, grpc_port
 
 
 def tree(pid: int) -> list[int]:
@@ -208,6 +209,37 @@ def wrk(url: str, body: str, connections: int, seconds: float, core: str, lua: P
     return json.loads(found.group(1))
 
 
+def h2load(port: int, stream: bool, connections: int, seconds: float, core: str) -> dict:
+    """The gRPC API under h2load: one prepared request, one stream per connection."""
+    from gateway.v1 import chat_service_pb2 as chat
+
+    kind = chat.StreamChatCompletionRequest if stream else chat.CreateChatCompletionRequest
+    message = kind(
+        model="bench-stream" if stream else "bench",
+        messages=[chat.ChatMessage(role="user", content="Say hello")],
+    ).SerializeToString()
+    method = "StreamChatCompletion" if stream else "CreateChatCompletion"
+    with tempfile.TemporaryDirectory() as tmp:
+        data, log = Path(tmp, "body"), Path(tmp, "log")
+        data.write_bytes(b"\0" + len(message).to_bytes(4, "big") + message)
+        argv = ["h2load", "-t1", f"-c{connections}", "-m1", f"-D{int(seconds)}", "-d", str(data),
+                "--log-file", str(log), "-H", "content-type: application/grpc",
+                "-H", "te: trailers", "-H", f"x-api-key: {KEY}",
+                f"http://127.0.0.1:{port}/gateway.v1.ChatService/{method}"]  # fmt: skip
+        done = subprocess.run(pinned(core, argv), capture_output=True, text=True)
+        latencies = sorted(int(line.split("\t")[2]) for line in log.read_text().splitlines())
+    found = re.search(r"(\d+) succeeded, (\d+) failed", done.stdout)
+    if found is None or not latencies:
+        raise RuntimeError(f"h2load failed: {done.stdout}{done.stderr}")
+    return {
+        "requests": int(found.group(1)),
+        "us": int(seconds * 1e6),
+        "errors": int(found.group(2)),
+        "p50": latencies[len(latencies) // 2],
+        "p99": latencies[min(len(latencies) - 1, len(latencies) * 99 // 100)],
+    }
+
+
 def body(stream: bool) -> str:
     payload: dict = {"model": "bench-stream" if stream else "bench",
                      "messages": [{"role": "user", "content": "Say hello"}]}  # fmt: skip
@@ -221,6 +253,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, nargs="+", default=[1])
     parser.add_argument("--connections", type=int, nargs="+", default=[1, 32])
     parser.add_argument("--modes", nargs="+", default=["unary", "stream"])
+    parser.add_argument("--grpc", action="store_true", help="also load the gRPC API (h2load)")
     parser.add_argument("--seconds", type=float, default=5)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--pin", default="0:1", help="gateway core:load core, '' for none")
@@ -243,7 +276,7 @@ def main() -> None:
             )
         for n in args.workers:
             gateways[n] = start_gateway(tmp, upstream, n, gw_core, args.limits)
-        for _, port in gateways.values():  # warm up
+        for _, port, _ in gateways.values():  # warm up
             for mode in args.modes:
                 wrk(f"http://127.0.0.1:{port}/v1/chat/completions", body(mode == "stream"),
                     8, 1, load_core, lua)  # fmt: skip
@@ -254,12 +287,20 @@ def main() -> None:
         for _ in range(args.rounds):
             for mode in args.modes:
                 for c in args.connections:
-                    for n, (proc, port) in gateways.items():
-                        before = cpu_s(proc.pid)
-                        url = f"http://127.0.0.1:{port}/v1/chat/completions"
-                        r = wrk(url, body(mode == "stream"), c, args.seconds, load_core, lua)
-                        r["cpu_ms"] = (cpu_s(proc.pid) - before) * 1000 / max(1, r["requests"])
-                        results.setdefault((mode, c, n), []).append(r)
+                    for n, (proc, port, grpc_port) in gateways.items():
+                        ingresses = ["rest", "grpc"] if args.grpc else ["rest"]
+                        for ingress in ingresses:
+                            before = cpu_s(proc.pid)
+                            if ingress == "rest":
+                                url = f"http://127.0.0.1:{port}/v1/chat/completions"
+                                r = wrk(
+                                    url, body(mode == "stream"), c, args.seconds, load_core, lua
+                                )
+                            else:
+                                r = h2load(grpc_port, mode == "stream", c, args.seconds, load_core)
+                            r["cpu_ms"] = (cpu_s(proc.pid) - before) * 1000 / max(1, r["requests"])
+                            label = n if ingress == "rest" else f"{n} gRPC"
+                            results.setdefault((mode, c, label), []).append(r)
         print(
             "| mode | conns | workers | req/s | p50 ms | p99 ms | CPU ms/req | errors | peak MB |"
         )
@@ -270,7 +311,8 @@ def main() -> None:
             p99 = statistics.median(r["p99"] for r in rs) / 1000
             cpu = statistics.median(r["cpu_ms"] for r in rs)
             errors = sum(r["errors"] for r in rs)
-            mb = rss_mb(gateways[n][0].pid)
+            owner = str(n).removesuffix(" gRPC")
+            mb = rss_mb(gateways[int(owner) if owner.isdigit() else owner][0].pid)
             print(f"| {mode} | {c} | {n} | {rate:.0f} | {p50:.2f} | {p99:.2f} | {cpu:.3f} | "
                   f"{errors} | {mb:.0f} |")  # fmt: skip
         if len(args.workers) > 1:
@@ -279,13 +321,13 @@ def main() -> None:
                     rates = {
                         n: statistics.median(r["requests"] / r["us"] * 1e6 for r in rs)
                         for (m, cc, n), rs in results.items()
-                        if m == mode and cc == c and n != "base"
+                        if m == mode and cc == c and n != "base" and "gRPC" not in str(n)
                     }
                     base = rates[args.workers[0]]
                     shown = ", ".join(f"{n}: {rate / base:.2f}x" for n, rate in rates.items())
                     print(f"{mode} c={c} throughput vs {args.workers[0]} worker(s): {shown}")
     finally:
-        for proc, _ in gateways.values():
+        for proc, _, _ in gateways.values():
             proc.send_signal(signal.SIGTERM)
             proc.wait(30)
         nginx.terminate()
@@ -294,7 +336,7 @@ def main() -> None:
 
 
 def profile(gateway: tuple, args: argparse.Namespace, load_core: str, lua: Path) -> None:
-    proc, port = gateway
+    proc, port, _ = gateway
     pid = max(tree(proc.pid))  # the serving process (the only one with one worker)
     out = Path(tempfile.gettempdir()) / f"perf-profile-{pid}"
     spy = subprocess.Popen(

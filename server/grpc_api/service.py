@@ -48,7 +48,8 @@ def _unary(method: RpcMethod, timeout_s: float) -> grpc.RpcMethodHandler:
         except Exception as exc:
             error = _internal(exc, call)
         else:
-            await context.send_initial_metadata(tuple(call.response_metadata.items()))
+            if call.response_metadata:  # else the response carries empty headers itself
+                await context.send_initial_metadata(tuple(call.response_metadata.items()))
             return response
         await _abort(context, error, call)
         raise AssertionError("abort returns only by raising")
@@ -68,7 +69,8 @@ def _streaming(method: RpcMethod, timeout_s: float) -> grpc.RpcMethodHandler:
         try:
             async for chunk in chunks:
                 if not started:
-                    await context.send_initial_metadata(tuple(call.response_metadata.items()))
+                    if call.response_metadata:
+                        await context.send_initial_metadata(tuple(call.response_metadata.items()))
                     started = True
                 yield chunk
             return
