@@ -36,6 +36,7 @@ from typing import Any
 import aiohttp
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+from yarl import URL
 
 from server.core.config import ConfigError
 from server.core.errors import UpstreamError, UpstreamRejected
@@ -153,6 +154,7 @@ class Client:
             sock_read=params.read_timeout_s,
         )
         self._session: aiohttp.ClientSession | None = None
+        self._urls: dict[str, URL] = {}
 
     def _open(self) -> aiohttp.ClientSession:
         session = self._session
@@ -182,8 +184,11 @@ class Client:
             # Carries the caller's trace (W3C traceparent) to the upstream.
             headers = {}
             spans.inject(headers)
+        url = self._urls.get(path)
+        if url is None:
+            url = self._urls[path] = URL(self._base + path)  # parsed once per path
         raw = await self._open().request(
-            method, self._base + path, data=body, headers=headers, allow_redirects=False
+            method, url, data=body, headers=headers, allow_redirects=False
         )
         try:
             yield Response(raw)
