@@ -287,6 +287,11 @@ def main() -> None:
         for _ in range(args.rounds):
             for mode in args.modes:
                 for c in args.connections:
+                    # The upstream alone: what the gateway's figures are compared with.
+                    url = f"http://127.0.0.1:{upstream}/{mode}/v1/chat/completions"
+                    r = wrk(url, body(mode == "stream"), c, args.seconds, load_core, lua)
+                    r["cpu_ms"] = 0.0
+                    results.setdefault((mode, c, "nginx"), []).append(r)
                     for n, (proc, port, grpc_port) in gateways.items():
                         ingresses = ["rest", "grpc"] if args.grpc else ["rest"]
                         for ingress in ingresses:
@@ -301,9 +306,7 @@ def main() -> None:
                             r["cpu_ms"] = (cpu_s(proc.pid) - before) * 1000 / max(1, r["requests"])
                             label = n if ingress == "rest" else f"{n} gRPC"
                             results.setdefault((mode, c, label), []).append(r)
-        print(
-            "| mode | conns | workers | req/s | p50 ms | p99 ms | CPU ms/req | errors | peak MB |"
-        )
+        print("| mode | conns | target | req/s | p50 ms | p99 ms | CPU ms/req | errors | peak MB |")
         print("|---|---|---|---|---|---|---|---|---|")
         for (mode, c, n), rs in results.items():
             rate = statistics.median(r["requests"] / r["us"] * 1e6 for r in rs)
@@ -312,7 +315,8 @@ def main() -> None:
             cpu = statistics.median(r["cpu_ms"] for r in rs)
             errors = sum(r["errors"] for r in rs)
             owner = str(n).removesuffix(" gRPC")
-            mb = rss_mb(gateways[int(owner) if owner.isdigit() else owner][0].pid)
+            key = int(owner) if owner.isdigit() else owner
+            mb = rss_mb(gateways[key][0].pid) if key in gateways else 0.0
             print(f"| {mode} | {c} | {n} | {rate:.0f} | {p50:.2f} | {p99:.2f} | {cpu:.3f} | "
                   f"{errors} | {mb:.0f} |")  # fmt: skip
         if len(args.workers) > 1:
@@ -321,7 +325,7 @@ def main() -> None:
                     rates = {
                         n: statistics.median(r["requests"] / r["us"] * 1e6 for r in rs)
                         for (m, cc, n), rs in results.items()
-                        if m == mode and cc == c and n != "base" and "gRPC" not in str(n)
+                        if m == mode and cc == c and isinstance(n, int)
                     }
                     base = rates[args.workers[0]]
                     shown = ", ".join(f"{n}: {rate / base:.2f}x" for n, rate in rates.items())
