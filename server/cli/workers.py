@@ -21,12 +21,13 @@ import socket
 import sys
 import tempfile
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from server.accounting.shared import StateServer
 from server.cli import serve as app
 from server.core.config import Config
-from server.storage import open_store
+from server.storage import Store, open_store
 
 WORKER = "GATEWAY_WORKER_INDEX"
 SHARED_STATE = "GATEWAY_SHARED_STATE"
@@ -46,9 +47,26 @@ def _reserve(host: str, port: int) -> socket.socket:
     return app.reuse_port_socket(host, port)
 
 
+class WorkerFailed(Exception):
+    """A worker exited while the others were starting."""
+
+
+@dataclass
+class Workers:
+    running: app.Running
+    processes: list[asyncio.subprocess.Process]
+    exited: asyncio.Event  # set when any worker exits
+    state: StateServer
+    store: Store | None
+
+    async def stop(self) -> None:
+        await stop_workers(self.processes)
+        await _close_state(self.state, self.store)
+
+
 async def supervise(
     cfg: Config, argv: list[str], args: argparse.Namespace, workers: int
-) -> tuple[app.Running, asyncio.Event, list[asyncio.subprocess.Process], StateServer]:
+) -> Workers:
     """Starts the workers; returns once every one is serving."""
     os.environ.setdefault("PROMETHEUS_MULTIPROC_DIR", tempfile.mkdtemp(prefix="gateway-metrics-"))
     settings = cfg.server
@@ -70,7 +88,6 @@ async def supervise(
 
     path = str(Path(tempfile.mkdtemp(prefix="gateway-state-")) / "state.sock")
     state = StateServer(path, spent, cfg.limits.window_s)
-    state.store = store  # type: ignore[attr-defined]  # closed with the server
     await state.start()
     ports = []
     if grpc_port is not None:
@@ -88,16 +105,16 @@ async def supervise(
     exited = asyncio.Event()
     for process in processes:
         asyncio.create_task(_watch(process, exited))
+    started = Workers(app.Running(grpc_port, http_port), processes, exited, state, store)
     try:
         await _all_ready(state, workers, exited)
     except BaseException:
-        await stop_workers(processes)
-        await _close_state(state)
+        await started.stop()
         raise
     finally:
         for sock in held:
             sock.close()
-    return app.Running(grpc_port, http_port), exited, processes, state
+    return started
 
 
 async def _watch(process: asyncio.subprocess.Process, exited: asyncio.Event) -> None:
@@ -114,7 +131,7 @@ async def _all_ready(state: StateServer, workers: int, exited: asyncio.Event) ->
             died.cancel()
             if not got.done():
                 got.cancel()
-                raise RuntimeError("a worker exited during start-up")
+                raise WorkerFailed("a worker exited during start-up")
 
 
 async def stop_workers(processes: list[asyncio.subprocess.Process]) -> int:
@@ -134,9 +151,8 @@ async def stop_workers(processes: list[asyncio.subprocess.Process]) -> int:
     return max((abs(c) for c in codes), default=0)
 
 
-async def _close_state(state: StateServer) -> None:
+async def _close_state(state: StateServer, store: Store | None) -> None:
     await state.aclose()
-    store = getattr(state, "store", None)
     if store is not None:
         await store.aclose()
     with contextlib.suppress(OSError):
@@ -149,14 +165,18 @@ async def run(
     announce: Callable[[app.Running], None],
 ) -> int:  # fmt: skip
     """Runs the workers until SIGTERM/SIGINT (0) or until one dies (1)."""
-    running, exited, processes, state = await supervise(cfg, argv, args, workers)
-    announce(running)
+    try:
+        started = await supervise(cfg, argv, args, workers)
+    except WorkerFailed as exc:
+        print(f"gateway: cannot start: {exc}", file=sys.stderr, flush=True)
+        return 1
+    announce(started.running)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     stopping = asyncio.ensure_future(stop.wait())
-    dying = asyncio.ensure_future(exited.wait())
+    dying = asyncio.ensure_future(started.exited.wait())
     await asyncio.wait({stopping, dying}, return_when=asyncio.FIRST_COMPLETED)
     failed = not stop.is_set()
     stopping.cancel()
@@ -165,7 +185,6 @@ async def run(
         print("gateway: a worker exited; stopping the others", file=sys.stderr, flush=True)
     else:
         print("gateway: shutting down", flush=True)
-    await stop_workers(processes)
-    await _close_state(state)
+    await started.stop()
     print("gateway: stopped", flush=True)
     return 1 if failed else 0
