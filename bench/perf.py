@@ -305,6 +305,7 @@ def main() -> None:
                     mark = (busy_s(), children_s(), cpu_s(nginx.pid))
                     r = wrk(url, body(mode == "stream"), c, args.seconds, load_core, lua)
                     r["cpu_ms"] = 0.0
+                    r["load_ms"] = 0.0
                     r["others"] = others(mark, nginx.pid, None, args.seconds)
                     results.setdefault((mode, c, "nginx"), []).append(r)
                     for n, (proc, port, grpc_port) in gateways.items():
@@ -321,13 +322,15 @@ def main() -> None:
                                 r = h2load(grpc_port, mode == "stream", c, args.seconds, load_core)
                             r["cpu_ms"] = (cpu_s(proc.pid) - before) * 1000 / max(1, r["requests"])
                             r["others"] = others(mark, nginx.pid, (proc.pid, before), args.seconds)
+                            load = children_s() - mark[1] + cpu_s(nginx.pid) - mark[2]
+                            r["load_ms"] = load * 1000 / max(1, r["requests"])
                             label = n if ingress == "rest" else f"{n} gRPC"
                             results.setdefault((mode, c, label), []).append(r)
         print("Each row: the round with the least other work on the machine (`others`: cores")
         print("busy with processes other than the gateway, nginx and the load generator).\n")
         print("| mode | conns | target | req/s | p50 ms | p99 ms | CPU ms/req | errors | peak MB "
-              "| others |")  # fmt: skip
-        print("|---|---|---|---|---|---|---|---|---|---|")
+              "| others | nginx+wrk ms/req |")  # fmt: skip
+        print("|---|---|---|---|---|---|---|---|---|---|---|")
         for (mode, c, n), rs in results.items():
             quiet = min(rs, key=lambda r: r["others"])
             rate = quiet["requests"] / quiet["us"] * 1e6
@@ -339,7 +342,7 @@ def main() -> None:
             key = int(owner) if owner.isdigit() else owner
             mb = rss_mb(gateways[key][0].pid) if key in gateways else 0.0
             print(f"| {mode} | {c} | {n} | {rate:.0f} | {p50:.2f} | {p99:.2f} | {cpu:.3f} | "
-                  f"{errors} | {mb:.0f} | {quiet['others']:.2f} |")  # fmt: skip
+                  f"{errors} | {mb:.0f} | {quiet['others']:.2f} | {quiet['load_ms']:.3f} |")  # fmt: skip
         if len(args.workers) > 1:
             for mode in args.modes:
                 for c in args.connections:
