@@ -123,19 +123,31 @@ class Response:
     def aiter_bytes(self) -> AsyncIterator[bytes]:
         return self._raw.content.iter_any()
 
-    async def aiter_lines(self) -> AsyncIterator[str]:
-        """The body split at line ends (LF or CRLF), decoded; a line may not exceed
-        MAX_BODY_BYTES."""
-        rest = b""
-        async for chunk in self._raw.content.iter_any():
-            lines = (rest + chunk).split(b"\n") if rest else chunk.split(b"\n")
-            rest = lines.pop()
-            if len(rest) > MAX_BODY_BYTES:
-                raise ProtocolViolation("stream line too large")
-            for line in lines:
-                yield line.removesuffix(b"\r").decode()
-        if rest:
-            yield rest.removesuffix(b"\r").decode()
+    def aiter_lines(self) -> AsyncIterator[str]:
+        """The body split at line ends (LF, CRLF or a lone CR, as SSE allows), decoded;
+        a line may not exceed MAX_BODY_BYTES."""
+        return _lines(self._raw.content.iter_any())
+
+
+async def _lines(chunks: AsyncIterator[bytes]) -> AsyncIterator[str]:
+    rest = b""
+    async for chunk in chunks:
+        lines = (rest + chunk).split(b"\n") if rest else chunk.split(b"\n")
+        rest = lines.pop()
+        if len(rest) > MAX_BODY_BYTES:
+            raise ProtocolViolation("stream line too large")
+        for line in lines:
+            line = line.removesuffix(b"\r")
+            if b"\r" in line:
+                for part in line.split(b"\r"):
+                    yield part.decode()
+            else:
+                yield line.decode()
+    if rest.endswith(b"\r"):
+        rest = rest[:-1]
+    if rest:
+        for part in rest.split(b"\r"):
+            yield part.decode()
 
 
 class Client:
