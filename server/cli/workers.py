@@ -4,8 +4,9 @@ The parent process binds nothing it serves. It picks the ports (when configured 
 starts N workers (`gateway serve ... --workers 1` with GATEWAY_WORKER_* set), each
 binding the gRPC and HTTP ports with SO_REUSEPORT so the kernel spreads connections
 across them, and serves the one rate limiter and budget book every worker checks
-(server/accounting/shared.py) unless Redis holds them. On SIGTERM or SIGINT it forwards
-SIGTERM to every worker and waits: each stops taking calls, finishes those in flight
+(server/accounting/shared.py) unless Redis holds them. SIGHUP is passed on to every
+worker (each reloads the config). On SIGTERM or SIGINT it forwards SIGTERM to every
+worker and waits: each stops taking calls, finishes those in flight
 and drains its own usage ledger. If a worker dies, the others are stopped and the
 command exits with an error.
 """
@@ -151,6 +152,13 @@ async def stop_workers(processes: list[asyncio.subprocess.Process]) -> int:
     return max((abs(c) for c in codes), default=0)
 
 
+def _forward(processes: list[asyncio.subprocess.Process], sig: int) -> None:
+    for process in processes:
+        if process.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                process.send_signal(sig)
+
+
 async def _close_state(state: StateServer, store: Store | None) -> None:
     await state.aclose()
     if store is not None:
@@ -175,6 +183,8 @@ async def run(
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
+    # SIGHUP (reload the config) goes on to every worker.
+    loop.add_signal_handler(signal.SIGHUP, _forward, started.processes, signal.SIGHUP)
     stopping = asyncio.ensure_future(stop.wait())
     dying = asyncio.ensure_future(started.exited.wait())
     await asyncio.wait({stopping, dying}, return_when=asyncio.FIRST_COMPLETED)
