@@ -48,6 +48,8 @@ class Ledger:
         self.dropped = 0
         # Records the database refused for their values, dropped one by one.
         self.poisoned = 0
+        # Records taken from the buffer by a write still in progress.
+        self._writing = 0
 
     def start(self) -> None:
         if self.store is not None and self._task is None:
@@ -87,11 +89,14 @@ class Ledger:
                 batch = [
                     self._buffer.popleft() for _ in range(min(self.batch_size, len(self._buffer)))
                 ]
+                self._writing = len(batch)
                 try:
                     await self._write(batch)
                 except BaseException:
                     self._buffer.extendleft(reversed(batch))
                     raise
+                finally:
+                    self._writing = 0
 
     async def _write(self, batch: list[UsageRecord]) -> None:
         """Writes `batch`, bisecting around rows the database refuses. Raises (with
@@ -142,23 +147,40 @@ class Ledger:
                 backoff = self.flush_interval_s
 
     async def aclose(self, timeout_s: float = 15.0) -> None:
-        """Stops the flusher and drains the buffer, retrying until `timeout_s`."""
+        """Stops the flusher and drains the buffer, retrying until `timeout_s`. A
+        database that stopped answering cannot hold shutdown past that: a write stuck
+        on it is abandoned (never awaited: a driver may hang cancelling it)."""
+        deadline = time.monotonic() + timeout_s
         if self._task is not None:
             self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            await asyncio.wait({self._task}, timeout=max(0.1, deadline - time.monotonic()))
             self._task = None
         if self.store is None:
             return
-        deadline = time.monotonic() + timeout_s
         delay = 0.1
-        while self._buffer:
-            try:
-                await asyncio.wait_for(self.flush(), max(0.1, deadline - time.monotonic()))
-            except Exception as exc:
-                if time.monotonic() + delay >= deadline:
-                    log.error("ledger: %d records lost at shutdown (%s)", len(self._buffer), exc)
-                    return
-                await asyncio.sleep(delay)
-                delay = min(1.0, delay * 2)
+        while self._buffer or self._writing:
+            flush = asyncio.ensure_future(self.flush())
+            done, _ = await asyncio.wait({flush}, timeout=max(0.1, deadline - time.monotonic()))
+            if not done:
+                flush.cancel()
+                flush.add_done_callback(_retrieve)
+                self._lost("the database did not answer")
+                return
+            exc = flush.exception()
+            if exc is None:
+                continue
+            if time.monotonic() + delay >= deadline:
+                self._lost(str(exc) or type(exc).__name__)
+                return
+            await asyncio.sleep(delay)
+            delay = min(1.0, delay * 2)
         log.info("ledger: drained; %d records written", self.written)
+
+    def _lost(self, why: str) -> None:
+        lost = len(self._buffer) + self._writing
+        log.error("ledger: %d records lost at shutdown (%s)", lost, why)
+
+
+def _retrieve(task: asyncio.Future[None]) -> None:
+    if not task.cancelled():
+        task.exception()

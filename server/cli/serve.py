@@ -15,11 +15,12 @@ from grpc_reflection.v1alpha import reflection
 
 from server.accounting.admission import Admission, KeyDirectory, KeyRing
 from server.accounting.budget import Budgets, MemoryBudgets, RedisBudgets
+from server.accounting.guard import GuardedBudgets, GuardedLimiter, bounded
 from server.accounting.ledger import Ledger
 from server.accounting.ratelimit import Limiter, RedisLimiter, SlidingWindowLimiter
 from server.accounting.tab import Accounts
 from server.core.catalog import Catalog
-from server.core.config import Config, OperationsConfig, ServerConfig
+from server.core.config import Config, ConfigError, OperationsConfig, ServerConfig
 from server.core.handlers import Gateway
 from server.core.pipeline import SERVICES, RpcMethod
 from server.core.rpcs import gateway_table
@@ -61,31 +62,59 @@ async def open_gateway(config: Config) -> Gateway:
         config.ledger.max_buffered,
     )  # fmt: skip
 
+    timeout_s = config.storage_timeout_s
+
     async def spent(key_id: str, since: float) -> float:
-        return await store.usage.spent_since(key_id, since) + ledger.pending_cost(key_id, since)
+        stored = await bounded("usage ledger", store.usage.spent_since(key_id, since), timeout_s)
+        return stored + ledger.pending_cost(key_id, since)
 
     if storage.redis_url:
-        from redis.asyncio import Redis
-
-        client = Redis.from_url(storage.redis_url)
         try:
-            await client.ping()
+            client = await connect_redis(storage.redis_url, timeout_s)
         except BaseException:
-            await client.aclose()
             await store.aclose()
             await catalog.aclose()
             raise
         closers.insert(0, client.aclose)
         limiter = RedisLimiter(client, storage.redis_prefix, config.limits.window_s)
         budgets = RedisBudgets(client, storage.redis_prefix, spent)
+        limiter = GuardedLimiter(limiter, timeout_s, config.limits.fail_open)
+        budgets = GuardedBudgets(budgets, timeout_s)
     else:
         limiter = SlidingWindowLimiter(window_s=config.limits.window_s)
-        budgets = MemoryBudgets(spent)
-    keys = KeyDirectory(KeyRing(config.keys), store.keys, storage.key_cache_ttl_s)
+        budgets = GuardedBudgets(MemoryBudgets(spent), timeout_s)
+    keys = KeyDirectory(
+        KeyRing(config.keys), store.keys, storage.key_cache_ttl_s, timeout_s=timeout_s
+    )
     admission = Admission(keys, limiter)
     accounts = Accounts(ledger, limiter, budgets)
     ledger.start()
     return Gateway(config, catalog, admission, accounts, store, closers, router)
+
+
+class StartupError(ConfigError):
+    """A service the config names cannot be used; the message says which and why."""
+
+
+async def connect_redis(url: str, timeout_s: float):  # noqa: ANN201
+    """A Redis client whose every command is bounded; StartupError (one line, no
+    traceback) when the URL is malformed or nothing answers there."""
+    from redis.asyncio import Redis
+    from redis.exceptions import RedisError
+
+    try:
+        client = Redis.from_url(
+            url, socket_timeout=timeout_s, socket_connect_timeout=timeout_s,
+        )  # fmt: skip
+    except (ValueError, RedisError) as exc:
+        raise StartupError(f"storage.redis_url: not a usable Redis URL ({exc})") from None
+    try:
+        await asyncio.wait_for(client.ping(), timeout_s * 2)
+    except (OSError, RedisError, TimeoutError) as exc:
+        await client.aclose()
+        why = str(exc) or type(exc).__name__
+        raise StartupError(f"storage.redis_url: cannot reach Redis ({why})") from None
+    return client
 
 
 async def start_grpc(

@@ -13,6 +13,7 @@
     ├── DeadlineExceeded         DEADLINE_EXCEEDED    504  the request's deadline passed
     ├── Cancelled                CANCELLED            499  the caller went away
     ├── Internal                 INTERNAL             500  a bug; details stay in the log
+    ├── StorageUnavailable       UNAVAILABLE          503  the database or Redis is slow or away
     └── UpstreamError            UNAVAILABLE          503  a provider failed (retryable or not)
         ├── AllProvidersFailed   UNAVAILABLE          503  every provider tried failed
         └── UpstreamRejected     INVALID_ARGUMENT     400  an upstream refused the request itself
@@ -201,6 +202,14 @@ class Cancelled(GatewayError):
 class Internal(GatewayError):
     code = Code.INTERNAL
     reason = "INTERNAL"
+
+
+class StorageUnavailable(GatewayError):
+    """The key store, the ledger's database or Redis did not answer in time (or at all)
+    on the request path; the request is refused rather than left waiting."""
+
+    code = Code.UNAVAILABLE
+    reason = "STORAGE_UNAVAILABLE"
 
 
 @dataclass

@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 Row = dict[str, Any]
+# Seconds a PostgreSQL pool may take to close gracefully before it is terminated.
+CLOSE_TIMEOUT_S = 5.0
 Dialect = Literal["sqlite", "postgresql"]
 
 
@@ -197,7 +199,16 @@ class PostgresDatabase:
             yield _PostgresTx(conn)
 
     async def close(self) -> None:
-        await self._pool.close()
+        # A database that stopped answering must not hold up shutdown (and a cancelled
+        # close may itself wait on it, hence no wait_for).
+        closing = asyncio.ensure_future(self._pool.close())
+        done, _ = await asyncio.wait({closing}, timeout=CLOSE_TIMEOUT_S)
+        if not done:
+            self._pool.terminate()
+            closing.cancel()
+            await asyncio.wait({closing}, timeout=1)
+        elif closing.exception() is not None:
+            self._pool.terminate()
 
 
 class _PostgresTx:
