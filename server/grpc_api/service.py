@@ -12,9 +12,10 @@ from collections.abc import AsyncIterator
 import grpc
 from google.protobuf.message import Message
 
-from server.core.call import Call
+from server.core.call import Call, request_id_or_new
 from server.core.errors import GatewayError, Internal
 from server.core.pipeline import RpcMethod
+from server.grpc_api.decode import Undecodable, decoder
 from server.grpc_api.status import abort_args
 
 log = logging.getLogger(__name__)
@@ -25,7 +26,9 @@ def _call(context: grpc.aio.ServicerContext, timeout_s: float) -> Call:
     remaining = context.time_remaining()
     if remaining is not None:
         timeout_s = min(timeout_s, remaining)
-    return Call.with_timeout(metadata, timeout_s, metadata.get("x-request-id"))
+    request_id = request_id_or_new(metadata.get("x-request-id"))
+    metadata["x-request-id"] = request_id
+    return Call.with_timeout(metadata, timeout_s, request_id)
 
 
 def _internal(exc: BaseException, call: Call) -> Internal:
@@ -42,6 +45,8 @@ def _unary(method: RpcMethod, timeout_s: float) -> grpc.RpcMethodHandler:
     async def handle(request: Message, context: grpc.aio.ServicerContext) -> Message:
         call = _call(context, timeout_s)
         try:
+            if isinstance(request, Undecodable):
+                raise request.error
             response = await method.unary(request, call)
         except GatewayError as exc:
             error: GatewayError = exc
@@ -55,7 +60,7 @@ def _unary(method: RpcMethod, timeout_s: float) -> grpc.RpcMethodHandler:
 
     return grpc.unary_unary_rpc_method_handler(
         handle,
-        request_deserializer=method.request_type.FromString,
+        request_deserializer=decoder(method.request_type),
         response_serializer=method.response_type.SerializeToString,
     )
 
@@ -66,6 +71,8 @@ def _streaming(method: RpcMethod, timeout_s: float) -> grpc.RpcMethodHandler:
         started = False
         chunks = method.stream(request, call)
         try:
+            if isinstance(request, Undecodable):
+                raise request.error
             async for chunk in chunks:
                 if not started:
                     await context.send_initial_metadata(tuple(call.response_metadata.items()))
@@ -83,7 +90,7 @@ def _streaming(method: RpcMethod, timeout_s: float) -> grpc.RpcMethodHandler:
 
     return grpc.unary_stream_rpc_method_handler(
         handle,
-        request_deserializer=method.request_type.FromString,
+        request_deserializer=decoder(method.request_type),
         response_serializer=method.response_type.SerializeToString,
     )
 
