@@ -18,6 +18,7 @@ import asyncio
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from typing import Any
 
+from server.accounting.tokens import implausible
 from server.core.breaker import Permit
 from server.core.catalog import Upstream
 from server.core.errors import AllProvidersFailed, DeadlineExceeded, GatewayError, UpstreamError
@@ -80,6 +81,16 @@ async def _attempts(
         try:
             with spans.attempt(upstream.id, attempt + 1):
                 first = await _next(events, deadline, upstream.id, causes)
+            if isinstance(first, Finished) and first.counts is not None:
+                # Nothing reached the caller yet: an impossible report is a broken
+                # answer, and another provider may do better.
+                why = implausible(first.counts, request)
+                if why is not None:
+                    raise UpstreamError(
+                        f"{upstream.id}: implausible usage ({why})",
+                        {"provider": upstream.id},
+                        upstream_answered=True,
+                    )
         except UpstreamError as exc:
             await _close(events)
             if not exc.retryable:

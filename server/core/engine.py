@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import logging
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from dataclasses import dataclass, field
@@ -69,6 +71,9 @@ def capable(
     return [u for u in upstreams if all(c in u.capabilities for c in needs)]
 
 
+log = logging.getLogger(__name__)
+
+
 class Run:
     """Runs one request on the first upstream that answers, measuring as it goes.
 
@@ -122,7 +127,7 @@ class Run:
     def _take(self, event: Event) -> TextDelta | ToolCallDelta | None:
         """Records an event; returns it when it is a fragment to pass on."""
         if isinstance(event, Finished):
-            self._finished = event
+            self._finished = event = self._checked(event)
             reasons = event.finish_reasons or (event.finish_reason,)
             for choice, reason in zip(self.choices, reasons, strict=False):
                 choice.finish_reason = reason
@@ -145,6 +150,18 @@ class Run:
         async for event in self.events():
             if isinstance(event, TextDelta) and event.choice == 0:
                 yield event.text
+
+    def _checked(self, finished: Finished) -> Finished:
+        """After text has gone out, an impossible usage report cannot fail over: the
+        gateway counts the tokens itself instead (never a negative or absurd cost)."""
+        if finished.counts is None:
+            return finished
+        why = tokens.implausible(finished.counts, self.request)
+        if why is None:
+            return finished
+        provider = self.upstream.id if self.upstream is not None else "?"
+        log.warning("%s: implausible usage (%s); counting tokens instead", provider, why)
+        return dataclasses.replace(finished, counts=None)
 
     async def text(self) -> str:
         """Gathers the whole generation."""
