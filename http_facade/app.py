@@ -39,7 +39,7 @@ def create_app(
         assert grpc_target is not None
         backend = Remote(grpc_target, settings.request_timeout_s)
         served = list(methods())
-    limits = Limits(settings.max_body_bytes, settings.keepalive_s)
+    limits = Limits(settings.max_body_bytes, settings.keepalive_s, settings.body_timeout_s)
     app = FastAPI(
         title="Model gateway",
         openapi_url=None,

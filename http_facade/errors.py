@@ -46,6 +46,16 @@ class PayloadTooLarge(InvalidArgument):
         return 413
 
 
+class RequestTimeout(InvalidArgument):
+    """The request body did not arrive in time (an HTTP-only condition)."""
+
+    reason = "REQUEST_TIMEOUT"
+
+    @property
+    def http_status(self) -> int:
+        return 408
+
+
 class MethodNotAllowed(GatewayError):
     """The path exists, but not for this HTTP method (an HTTP-only condition)."""
 

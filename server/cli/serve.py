@@ -193,9 +193,13 @@ async def start_http(
     port: int | None = None,
     grace_s: float = GRACE_S,  # noqa: ANN001
 ) -> tuple[uvicorn.Server, asyncio.Task[None], int]:
+    from http_facade.protocol import bounded_protocol
+
+    protocol = bounded_protocol(settings.header_timeout_s, settings.send_timeout_s)
     config = uvicorn.Config(
         app, host=settings.host, port=settings.http_port if port is None else port,
         log_level="warning", lifespan="off", timeout_graceful_shutdown=max(1, round(grace_s)),
+        http=protocol,
     )  # fmt: skip
     server = uvicorn.Server(config)
     server.install_signal_handlers = lambda: None  # type: ignore[attr-defined]

@@ -150,6 +150,14 @@ class ServerConfig(Strict):
     max_body_bytes: int = Field(default=1 << 20, ge=1024)
     # Seconds between SSE keep-alive comments while a stream waits on its upstream.
     keepalive_s: float = Field(default=15, gt=0)
+    # HTTP: seconds a connection has to send a whole request head (after opening, or
+    # after its previous response); slower ones get 408 and are closed.
+    header_timeout_s: float = Field(default=10, gt=0)
+    # HTTP: seconds to receive a whole request body once its head is in (408 after).
+    body_timeout_s: float = Field(default=30, gt=0)
+    # HTTP: seconds a client may leave sent data unread before its connection is closed
+    # (a stream nobody reads ends, and its upstream is released).
+    send_timeout_s: float = Field(default=30, gt=0)
 
 
 class StorageConfig(Strict):
