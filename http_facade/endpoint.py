@@ -143,9 +143,11 @@ class Endpoint:
         if first is None:
             await chunks.aclose()
             return Response(sse.DONE if rpc.sse_done else b"", headers={**headers, **sse.HEADERS})
+        stopping = getattr(request.app.state, "stopping", None)
         body = sse.events(
-            first, chunks, self.limits.keepalive_s, exchange.request_id, done=rpc.sse_done
-        )
+            first, chunks, self.limits.keepalive_s, exchange.request_id,
+            done=rpc.sse_done, stopping=stopping,
+        )  # fmt: skip
         return sse.EventStream(body, headers)
 
 

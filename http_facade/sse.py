@@ -24,7 +24,7 @@ from starlette.types import Receive, Scope, Send
 
 from http_facade.codec import to_dict
 from http_facade.errors import error_object, internal
-from server.core.errors import GatewayError
+from server.core.errors import GatewayError, ShuttingDown
 
 DONE = b"data: [DONE]\n\n"
 KEEPALIVE = b": keep-alive\n\n"
@@ -34,6 +34,7 @@ HEADERS = {
     "x-accel-buffering": "no",
 }
 _END = object()
+SHUTTING_DOWN = ShuttingDown("the gateway is shutting down; retry the request")
 
 
 def event(payload: dict[str, Any]) -> bytes:
@@ -50,16 +51,30 @@ async def events(
     keepalive_s: float,
     request_id: str,
     done: bool = True,
+    stopping: asyncio.Future[None] | None = None,
 ) -> AsyncIterator[bytes]:
     """The SSE byte stream: `first`, then the rest of `chunks`, then [DONE] unless
-    `done` is false (or an error event). Closes `chunks` however it ends."""
+    `done` is false (or an error event). Closes `chunks` however it ends. When
+    `stopping` completes (the server's grace period is running out), the stream ends
+    with a SHUTTING_DOWN error event, before the server closes the socket."""
     pending: asyncio.Task[Any] | None = None
     try:
         yield event(to_dict(first))
         while True:
             pending = asyncio.ensure_future(_next(chunks))
-            while not (await asyncio.wait({pending}, timeout=keepalive_s))[0]:
-                yield KEEPALIVE
+            waiting: set[asyncio.Future[Any]] = {pending}
+            if stopping is not None:
+                waiting.add(stopping)
+            while not pending.done():
+                if stopping is not None and stopping.done():
+                    yield event({"error": error_object(SHUTTING_DOWN)})
+                    return
+                if not (
+                    await asyncio.wait(
+                        waiting, timeout=keepalive_s, return_when=asyncio.FIRST_COMPLETED
+                    )
+                )[0]:
+                    yield KEEPALIVE
             chunk, pending = pending.result(), None
             if chunk is _END:
                 break

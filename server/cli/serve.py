@@ -34,6 +34,9 @@ log = logging.getLogger(__name__)
 
 # Seconds the HTTP listener of metrics and health gets to close.
 GRACE_S = 5.0
+# Seconds before the grace period ends that streams still running are ended with an
+# error event, so it reaches callers before their sockets close.
+STOP_NOTICE_S = 1.0
 
 
 def build_gateway(config: Config) -> Gateway:
@@ -121,11 +124,12 @@ async def start_grpc(
     table: dict[str, RpcMethod],
     settings: ServerConfig,
     health_servicer: health.aio.HealthServicer | None = None,
+    stopping: asyncio.Future[None] | None = None,
 ) -> tuple[grpc.aio.Server, int]:
     """Starts the gRPC server; `health_servicer` (one is made when absent) answers the
     standard health service and is the one to turn NOT_SERVING when draining."""
     server = grpc.aio.server()
-    server.add_generic_rpc_handlers(grpc_handlers(table, settings.request_timeout_s))
+    server.add_generic_rpc_handlers(grpc_handlers(table, settings.request_timeout_s, stopping))
     health_servicer = health_servicer or health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     names = [s.full_name for s in SERVICES]
@@ -157,6 +161,9 @@ class Running:
     _metrics_http: uvicorn.Server | None = None
     _metrics_task: asyncio.Task[None] | None = None
     operations: OperationsConfig = field(default_factory=OperationsConfig)
+    # Completed shortly before the drain period ends: streams still running then end
+    # with a SHUTTING_DOWN error (SSE event, gRPC UNAVAILABLE) before sockets close.
+    stopping: asyncio.Future[None] | None = None
 
     async def drain(self) -> None:
         """Stops being ready: /readyz answers 503 and gRPC health NOT_SERVING, while
@@ -173,18 +180,32 @@ class Running:
         await self.drain()
         if self.operations.readiness_delay_s:
             await asyncio.sleep(self.operations.readiness_delay_s)
+        warn = None
+        if self.stopping is not None and not self.stopping.done():
+            warn = asyncio.get_running_loop().call_later(
+                max(0.0, self.operations.drain_s - STOP_NOTICE_S), _complete, self.stopping
+            )
         stopping = []
         if self._http is not None and self._http_task is not None:
             self._http.should_exit = True
             stopping.append(self._http_task)
         if self._grpc is not None:
             stopping.append(asyncio.ensure_future(self._grpc.stop(self.operations.drain_s)))
-        await asyncio.gather(*stopping)
+        try:
+            await asyncio.gather(*stopping)
+        finally:
+            if warn is not None:
+                warn.cancel()
         if self._metrics_http is not None and self._metrics_task is not None:
             self._metrics_http.should_exit = True
             await self._metrics_task
         for close in self._closers:
             await close()
+
+
+def _complete(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
 
 
 async def start_http(
@@ -223,21 +244,23 @@ async def start(
 
     settings = config.server
     grace = config.operations.drain_s
+    stopping: asyncio.Future[None] = asyncio.get_running_loop().create_future()
     if grpc_target is not None:
         edge = EdgeHealth(grpc_target)
         app = create_app(settings, grpc_target=grpc_target, extra_routes=ops_routes(edge))
+        app.state.stopping = stopping
         http, task, http_port = await start_http(app, settings, grace_s=grace)
         closers = [app.state.backend.aclose, edge.aclose]
         return Running(
             None, http_port, None, None, http, task, closers, readiness=edge,
-            operations=config.operations,
+            operations=config.operations, stopping=stopping,
         )  # fmt: skip
     gateway = await open_gateway(config)
     ops = Operations.attach(gateway)
     table = gateway_table(gateway)
     try:
         health_servicer = health.aio.HealthServicer()
-        grpc_server, grpc_port = await start_grpc(table, settings, health_servicer)
+        grpc_server, grpc_port = await start_grpc(table, settings, health_servicer, stopping)
     except BaseException:
         await ops.aclose()
         await gateway.aclose()
@@ -245,10 +268,12 @@ async def start(
     running = Running(
         grpc_port, None, gateway, grpc_server, _closers=[ops.aclose, gateway.aclose], ops=ops,
         readiness=ops.health, _health=health_servicer, operations=config.operations,
+        stopping=stopping,
     )  # fmt: skip
     extra = ops_routes(ops.health, ops.render_metrics)
     if serve_http:
         app = create_app(settings, table=table, extra_routes=extra)
+        app.state.stopping = stopping
         running._http, running._http_task, running.http_port = await start_http(
             app, settings, grace_s=grace
         )

@@ -14,6 +14,7 @@
     ├── Cancelled                CANCELLED            499  the caller went away
     ├── Internal                 INTERNAL             500  a bug; details stay in the log
     ├── StorageUnavailable       UNAVAILABLE          503  the database or Redis is slow or away
+    ├── ShuttingDown             UNAVAILABLE          503  the gateway is stopping (retry elsewhere)
     └── UpstreamError            UNAVAILABLE          503  a provider failed (retryable or not)
         ├── AllProvidersFailed   UNAVAILABLE          503  every provider tried failed
         └── UpstreamRejected     INVALID_ARGUMENT     400  an upstream refused the request itself
@@ -210,6 +211,14 @@ class StorageUnavailable(GatewayError):
 
     code = Code.UNAVAILABLE
     reason = "STORAGE_UNAVAILABLE"
+
+
+class ShuttingDown(GatewayError):
+    """The gateway is shutting down and ended a call its grace period could not cover;
+    the caller may retry at once (on another instance)."""
+
+    code = Code.UNAVAILABLE
+    reason = "SHUTTING_DOWN"
 
 
 @dataclass

@@ -6,6 +6,7 @@ awaits the handler, and turns a GatewayError into a rich status.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator
 
@@ -13,7 +14,7 @@ import grpc
 from google.protobuf.message import Message
 
 from server.core.call import Call, request_id_or_new
-from server.core.errors import GatewayError, Internal
+from server.core.errors import GatewayError, Internal, ShuttingDown
 from server.core.pipeline import RpcMethod
 from server.grpc_api.decode import Undecodable, decoder
 from server.grpc_api.status import abort_args
@@ -65,11 +66,21 @@ def _unary(method: RpcMethod, timeout_s: float) -> grpc.RpcMethodHandler:
     )
 
 
-def _streaming(method: RpcMethod, timeout_s: float) -> grpc.RpcMethodHandler:
+def _streaming(
+    method: RpcMethod, timeout_s: float, stopping: asyncio.Future[None] | None
+) -> grpc.RpcMethodHandler:
     async def handle(request: Message, context: grpc.aio.ServicerContext) -> AsyncIterator[Message]:
         call = _call(context, timeout_s)
         started = False
         chunks = method.stream(request, call)
+        task = asyncio.current_task()
+
+        def interrupt(_: object) -> None:
+            if task is not None:
+                task.cancel()
+
+        if stopping is not None:
+            stopping.add_done_callback(interrupt)
         try:
             if isinstance(request, Undecodable):
                 raise request.error
@@ -81,9 +92,16 @@ def _streaming(method: RpcMethod, timeout_s: float) -> grpc.RpcMethodHandler:
             return
         except GatewayError as exc:
             error: GatewayError = exc
+        except asyncio.CancelledError:
+            if stopping is None or not stopping.done():
+                raise
+            # The grace period is running out: say so (UNAVAILABLE), not CANCELLED.
+            error = ShuttingDown("the gateway is shutting down; retry the request")
         except Exception as exc:
             error = _internal(exc, call)
         finally:
+            if stopping is not None:
+                stopping.remove_done_callback(interrupt)
             # A cancelled call stops its work now, all the way to the upstream.
             await chunks.aclose()
         await _abort(context, error, call)
@@ -95,11 +113,18 @@ def _streaming(method: RpcMethod, timeout_s: float) -> grpc.RpcMethodHandler:
     )
 
 
-def grpc_handlers(table: dict[str, RpcMethod], timeout_s: float) -> list[grpc.GenericRpcHandler]:
-    """One generic handler per service, serving every method of the table."""
+def grpc_handlers(
+    table: dict[str, RpcMethod], timeout_s: float, stopping: asyncio.Future[None] | None = None
+) -> list[grpc.GenericRpcHandler]:
+    """One generic handler per service, serving every method of the table. When
+    `stopping` completes, streams still running end with UNAVAILABLE (SHUTTING_DOWN)."""
     by_service: dict[str, dict[str, grpc.RpcMethodHandler]] = {}
     for method in table.values():
-        wrap = _streaming if method.server_streaming else _unary
         service = method.descriptor.containing_service.full_name
-        by_service.setdefault(service, {})[method.descriptor.name] = wrap(method, timeout_s)
+        handler = (
+            _streaming(method, timeout_s, stopping)
+            if method.server_streaming
+            else _unary(method, timeout_s)
+        )
+        by_service.setdefault(service, {})[method.descriptor.name] = handler
     return [grpc.method_handlers_generic_handler(s, h) for s, h in by_service.items()]
