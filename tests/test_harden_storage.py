@@ -130,3 +130,23 @@ def test_a_wrong_redis_url_at_start_up_is_one_clear_line(tmp_path, url, said):
     assert gw.process.returncode != 0
     assert f"storage.redis_url: {said}" in output, output
     assert "Traceback" not in output, output
+
+
+@pytest.mark.parametrize(
+    "query, field",
+    [
+        ("start_time=-99999999999999", "start_time"),
+        ("end_time=9223372036854775807", "end_time"),
+        ("start_time=0&end_time=99999999999999", "end_time"),
+    ],
+)
+async def test_extreme_usage_times_are_a_400(pg_url, query, field):  # noqa: F811
+    async with (
+        running_gateway(config_with(database_url=pg_url)) as gw,
+        httpx.AsyncClient(base_url=f"http://127.0.0.1:{gw.http_port}") as client,
+    ):
+        reply = await client.get(f"/v1/usage?{query}", headers=dict(API))
+        assert reply.status_code == 400, reply.text
+        assert reply.json()["error"]["param"] == field
+        fine = await client.get("/v1/usage?start_time=0&end_time=253402300799", headers=dict(API))
+        assert fine.status_code == 200, fine.text
