@@ -166,7 +166,7 @@ class AdminHandlers:
         principal = await self._usage_principal(request, call)
         end = request.end_time if request.HasField("end_time") else int(time.time()) + 1
         start = request.start_time if request.HasField("start_time") else end - DEFAULT_RANGE_S
-        for name, value in (("start_time", start), ("end_time", end)):
+        for name, value in (("end_time", end), ("start_time", start)):
             if not 0 <= value <= MAX_TIME:
                 raise InvalidArgument.for_field(
                     name, f"must be Unix seconds between 0 and {MAX_TIME}"
