@@ -87,7 +87,7 @@ def _operation(binding: Binding, schemas: dict[str, Any]) -> dict[str, Any]:
         "security": [{name: []} for name in KEY_HEADERS],
     }
     if binding.body == "*":
-        skip = set(binding.path_fields.values())
+        skip = frozenset(binding.path_fields.values())
         body = _message(request, schemas, skip)
         if binding.stream_rpc is not None:
             body = {**body, "properties": {**body["properties"], "stream": {"type": "boolean"}}}
@@ -137,8 +137,8 @@ def _ref(descriptor: Descriptor, schemas: dict[str, Any]) -> dict[str, Any]:
 
 
 def _message(
-    descriptor: Descriptor, schemas: dict[str, Any], skip: set[str] = set()
-) -> dict[str, Any]:  # noqa: B006
+    descriptor: Descriptor, schemas: dict[str, Any], skip: frozenset[str] = frozenset()
+) -> dict[str, Any]:
     properties = {
         field.name: _value(field, schemas) for field in descriptor.fields if field.name not in skip
     }
@@ -149,10 +149,7 @@ def _value(field: FieldDescriptor, schemas: dict[str, Any]) -> dict[str, Any]:
     if field.type == _T.TYPE_MESSAGE and field.message_type.GetOptions().map_entry:
         value = field.message_type.fields_by_name["value"]
         return {"type": "object", "additionalProperties": _value(value, schemas)}
-    if field.type == _T.TYPE_MESSAGE:
-        one = _ref(field.message_type, schemas)
-    else:
-        one = _scalar(field)
+    one = _ref(field.message_type, schemas) if field.type == _T.TYPE_MESSAGE else _scalar(field)
     if field.is_repeated:
         return {"type": "array", "items": one}
     return one
