@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from typing import Any
 
 import h11
@@ -28,6 +29,26 @@ from http_facade.errors import RequestTimeout, error_json
 from server.core.errors import InvalidArgument
 
 log = logging.getLogger(__name__)
+# uvicorn warns once per malformed request: a caller could flood the log with them.
+MALFORMED_WARN_EVERY_S = 10.0
+
+
+class _ThrottleMalformed(logging.Filter):
+    def __init__(self) -> None:
+        super().__init__()
+        self._last = -MALFORMED_WARN_EVERY_S
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.getMessage() != "Invalid HTTP request received.":
+            return True
+        now = time.monotonic()
+        if now - self._last < MALFORMED_WARN_EVERY_S:
+            return False
+        self._last = now
+        return True
+
+
+logging.getLogger("uvicorn.error").addFilter(_ThrottleMalformed())
 
 
 def bounded_protocol(header_timeout_s: float, send_timeout_s: float) -> type[H11Protocol]:

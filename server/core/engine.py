@@ -25,6 +25,7 @@ from server.core.generation import (
     ToolCall,
     ToolCallDelta,
 )
+from server.core.throttle import warn_throttled
 
 
 @dataclass
@@ -160,7 +161,9 @@ class Run:
         if why is None:
             return finished
         provider = self.upstream.id if self.upstream is not None else "?"
-        log.warning("%s: implausible usage (%s); counting tokens instead", provider, why)
+        warn_throttled(
+            log, provider, f"{provider}: implausible usage ({why}); counting tokens instead"
+        )
         return dataclasses.replace(finished, counts=None)
 
     async def text(self) -> str:

@@ -42,6 +42,8 @@ from server.accounting.tokens import implausible
 from server.core.config import ConfigError
 from server.core.errors import UpstreamError, UpstreamRejected
 from server.core.generation import GenerationRequest, RetryPolicy, TokenCounts
+from server.core.generation import GenerationRequest, RetryPolicy, TokenCounts
+from server.core.throttle import warn_throttled
 from server.ops import spans
 
 log = logging.getLogger(__name__)
@@ -366,7 +368,9 @@ def streamed_counts(parse: Callable[[], TokenCounts | None], provider: str) -> T
     try:
         return parse()
     except (ProtocolViolation, ValueError, TypeError, LookupError, ArithmeticError) as exc:
-        log.warning("%s: unusable usage report (%s); counting tokens instead", provider, exc)
+        warn_throttled(
+            log, provider, f"{provider}: unusable usage report ({exc}); counting tokens instead"
+        )
         return None
 
 
