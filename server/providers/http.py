@@ -42,7 +42,6 @@ from server.accounting.tokens import implausible
 from server.core.config import ConfigError
 from server.core.errors import UpstreamError, UpstreamRejected
 from server.core.generation import GenerationRequest, RetryPolicy, TokenCounts
-from server.core.generation import GenerationRequest, RetryPolicy, TokenCounts
 from server.core.throttle import warn_throttled
 from server.ops import spans
 

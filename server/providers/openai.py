@@ -177,7 +177,9 @@ def _embeddings(answer: Any, expected: int) -> Embeddings:
         vectors.append(tuple(float(x) for x in vector))
     usage = answer.get("usage") or {}
     prompt = usage.get("prompt_tokens")
-    return Embeddings(tuple(vectors), int(prompt) if prompt is not None else None)
+    return Embeddings(
+        tuple(vectors), count(prompt, "usage.prompt_tokens") if prompt is not None else None
+    )
 
 
 def counts(usage: Any) -> TokenCounts | None:
