@@ -83,7 +83,8 @@ def error_object(error: GatewayError) -> dict[str, Any]:
 
 
 def error_json(error: GatewayError) -> bytes:
-    return json.dumps({"error": error_object(error)}, ensure_ascii=False).encode()
+    # "replace": an error may quote caller text (an unknown key) holding a lone surrogate.
+    return json.dumps({"error": error_object(error)}, ensure_ascii=False).encode(errors="replace")
 
 
 def response_headers(metadata: Iterable[tuple[str, Any]]) -> dict[str, str]:

@@ -101,3 +101,20 @@ async def test_grpc_request_ids_are_checked_like_rest_ones(gateway):
             )
             assert (reply.id == f"chatcmpl-{asked}") is kept, reply.id
             assert reply.id.startswith("chatcmpl-")
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        '{"model": "sim-mini", "messages": [{"role": "user", "content": "x"}], "\\ud800": 1}',
+        '{"model": "sim-mini", "messages": [{"role": "user", "content": "x", "\\udc00": 2}]}',
+    ],
+)
+async def test_an_unpaired_surrogate_in_a_key_is_a_400(gateway, caplog, body):
+    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{gateway.http_port}") as client:
+        reply = await client.post(
+            "/v1/chat/completions", content=body, headers={"content-type": "application/json"}
+        )
+    assert reply.status_code == 400, reply.text
+    assert reply.json()["error"]["type"] == "invalid_request_error"
+    assert not [r for r in caplog.records if r.exc_info]
