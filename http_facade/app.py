@@ -11,12 +11,15 @@ from collections.abc import Sequence
 
 from fastapi import FastAPI
 from starlette.middleware import Middleware
-from starlette.routing import BaseRoute
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import BaseRoute, Route
 
 from http_facade.backends import Backend, InProcess, Remote
 from http_facade.context import RequestContext
 from http_facade.endpoint import Limits
 from http_facade.errors import EXCEPTION_HANDLERS
+from http_facade.openapi import document
 from http_facade.routes import routes
 from server.core.config import ServerConfig
 from server.core.pipeline import RpcMethod, methods
@@ -39,13 +42,23 @@ def create_app(
         assert grpc_target is not None
         backend = Remote(grpc_target, settings.request_timeout_s)
         served = list(methods())
-    limits = Limits(settings.max_body_bytes, settings.keepalive_s)
+    limits = Limits(settings.max_body_bytes, settings.keepalive_s, settings.body_timeout_s)
+    spec = document(served)
+
+    async def openapi(request: Request) -> JSONResponse:
+        return JSONResponse(spec)
+
+    served_routes = [
+        *routes(served, backend, limits),
+        Route("/openapi.json", openapi, methods=["GET"]),
+    ]
+    served_routes[-1].methods = {"GET"}  # type: ignore[attr-defined]
     app = FastAPI(
         title="Model gateway",
         openapi_url=None,
         docs_url=None,
         redoc_url=None,
-        routes=[*routes(served, backend, limits), *extra_routes],
+        routes=[*served_routes, *extra_routes],
         middleware=[Middleware(RequestContext)],
         exception_handlers=EXCEPTION_HANDLERS,
     )

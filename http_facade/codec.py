@@ -297,7 +297,7 @@ def _set(message: Message, field: FieldDescriptor, value: Any, where: str, stric
         key_field = field.message_type.fields_by_name["key"]
         value_field = field.message_type.fields_by_name["value"]
         for k, v in value.items():
-            key = from_text(key_field, k, f"{where}.{k}")
+            key = from_text(key_field, _unicode(k, where), f"{where}.{k}")
             if value_field.type == _T.TYPE_MESSAGE:
                 _message_value(target[key], value_field, v, f"{where}.{k}", strict)
             else:
@@ -325,6 +325,19 @@ def _set(message: Message, field: FieldDescriptor, value: Any, where: str, stric
     setattr(message, field.name, _scalar(field, value, where))
 
 
+def _unicode(text: str, where: str) -> str:
+    """`text` when it is valid Unicode; JSON's `\\ud800` escapes decode to unpaired
+    surrogates, which no proto string (and no UTF-8 anywhere) can hold."""
+    if not text.isascii():
+        try:
+            text.encode()
+        except UnicodeEncodeError:
+            raise InvalidArgument.for_field(
+                where, "is not valid Unicode (it holds an unpaired surrogate)"
+            ) from None
+    return text
+
+
 def _message_value(
     target: Message, field: FieldDescriptor, value: Any, where: str, strict: bool
 ) -> None:
@@ -333,6 +346,8 @@ def _message_value(
             json_format.ParseDict(value, target)
         except json_format.ParseError:
             raise InvalidArgument.for_field(where, "has the wrong type") from None
+        except (UnicodeError, ValueError, RecursionError):
+            raise InvalidArgument.for_field(where, "is not valid Unicode or is too deep") from None
         return
     if not isinstance(value, dict):
         raise InvalidArgument.for_field(where, "must be an object")
@@ -344,7 +359,7 @@ def _scalar(field: FieldDescriptor, value: Any, where: str) -> Any:
     if kind == _T.TYPE_STRING:
         if not isinstance(value, str):
             raise InvalidArgument.for_field(where, "must be a string")
-        return value
+        return _unicode(value, where)
     if kind == _T.TYPE_BOOL:
         if not isinstance(value, bool):
             raise InvalidArgument.for_field(where, "must be a boolean")

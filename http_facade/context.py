@@ -8,8 +8,6 @@ and turns any exception that escaped everything else into a generic 500.
 
 from __future__ import annotations
 
-import os
-import re
 from dataclasses import dataclass, field
 
 from starlette.datastructures import Headers, MutableHeaders
@@ -17,13 +15,13 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from http_facade.errors import error_response, internal
 from server.accounting.admission import KEY_HEADERS
+from server.core.call import request_id_or_new
 
 REQUEST_ID = "x-request-id"
 # Headers forwarded to the RPC as metadata: the key headers the core reads (the
 # `authorization` Bearer form included), the W3C trace context, plus the request id;
 # nothing else crosses (grpc-gateway's header matcher).
 FORWARDED = tuple(sorted({*KEY_HEADERS, "traceparent", "tracestate"}))
-_REQUEST_ID_FORM = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 
 
 @dataclass
@@ -56,7 +54,7 @@ class RequestContext:
             await self.app(scope, receive, send)
             return
         asked = Headers(scope=scope).get(REQUEST_ID, "")
-        request_id = asked if _REQUEST_ID_FORM.match(asked) else os.urandom(16).hex()
+        request_id = request_id_or_new(asked)
         scope.setdefault("state", {})["request_id"] = request_id
         started = False
 

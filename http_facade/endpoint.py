@@ -21,7 +21,7 @@ from http_facade import codec, sse
 from http_facade.backends import Backend
 from http_facade.bindings import Binding, Rpc
 from http_facade.context import Exchange, exchange_for
-from http_facade.errors import PayloadTooLarge, response_headers
+from http_facade.errors import PayloadTooLarge, RequestTimeout, response_headers
 from server.core.errors import Cancelled, InvalidArgument
 
 T = TypeVar("T")
@@ -54,6 +54,8 @@ UNSUPPORTED_FIELDS = frozenset(
 class Limits:
     max_body_bytes: int
     keepalive_s: float
+    # Seconds to receive a whole request body (an unterminated one gets 408).
+    body_timeout_s: float = 30.0
 
 
 class Endpoint:
@@ -80,7 +82,13 @@ class Endpoint:
     async def _payload(self, request: Request) -> Any:
         if not self.binding.body:
             return {}
-        raw = await _body(request, self.limits.max_body_bytes)
+        try:
+            async with asyncio.timeout(self.limits.body_timeout_s):
+                raw = await _body(request, self.limits.max_body_bytes)
+        except TimeoutError:
+            raise RequestTimeout(
+                f"the request body did not arrive within {self.limits.body_timeout_s:g}s"
+            ) from None
         if not raw.strip():
             return {}
         try:
@@ -135,9 +143,11 @@ class Endpoint:
         if first is None:
             await chunks.aclose()
             return Response(sse.DONE if rpc.sse_done else b"", headers={**headers, **sse.HEADERS})
+        stopping = getattr(request.app.state, "stopping", None)
         body = sse.events(
-            first, chunks, self.limits.keepalive_s, exchange.request_id, done=rpc.sse_done
-        )
+            first, chunks, self.limits.keepalive_s, exchange.request_id,
+            done=rpc.sse_done, stopping=stopping,
+        )  # fmt: skip
         return sse.EventStream(body, headers)
 
 

@@ -46,6 +46,16 @@ class PayloadTooLarge(InvalidArgument):
         return 413
 
 
+class RequestTimeout(InvalidArgument):
+    """The request body did not arrive in time (an HTTP-only condition)."""
+
+    reason = "REQUEST_TIMEOUT"
+
+    @property
+    def http_status(self) -> int:
+        return 408
+
+
 class MethodNotAllowed(GatewayError):
     """The path exists, but not for this HTTP method (an HTTP-only condition)."""
 
@@ -73,7 +83,8 @@ def error_object(error: GatewayError) -> dict[str, Any]:
 
 
 def error_json(error: GatewayError) -> bytes:
-    return json.dumps({"error": error_object(error)}, ensure_ascii=False).encode()
+    # "replace": an error may quote caller text (an unknown key) holding a lone surrogate.
+    return json.dumps({"error": error_object(error)}, ensure_ascii=False).encode(errors="replace")
 
 
 def response_headers(metadata: Iterable[tuple[str, Any]]) -> dict[str, str]:

@@ -24,7 +24,7 @@ from starlette.types import Receive, Scope, Send
 
 from http_facade.codec import to_dict
 from http_facade.errors import error_object, internal
-from server.core.errors import GatewayError
+from server.core.errors import GatewayError, ShuttingDown
 
 DONE = b"data: [DONE]\n\n"
 KEEPALIVE = b": keep-alive\n\n"
@@ -34,6 +34,7 @@ HEADERS = {
     "x-accel-buffering": "no",
 }
 _END = object()
+SHUTTING_DOWN = ShuttingDown("the gateway is shutting down; retry the request")
 
 
 def event(payload: dict[str, Any]) -> bytes:
@@ -50,9 +51,12 @@ async def events(
     keepalive_s: float,
     request_id: str,
     done: bool = True,
+    stopping: asyncio.Future[None] | None = None,
 ) -> AsyncIterator[bytes]:
     """The SSE byte stream: `first`, then the rest of `chunks`, then [DONE] unless
-    `done` is false (or an error event). Closes `chunks` however it ends.
+    `done` is false (or an error event). Closes `chunks` however it ends. When
+    `stopping` completes (the server's grace period is running out), the stream ends
+    with a SHUTTING_DOWN error event, before the server closes the socket.
 
     One task per stream reads `chunks` and encodes each as it comes; whatever is ready
     when the response can write goes out in one write (an instant upstream's twenty
@@ -89,10 +93,19 @@ async def events(
             wake()
 
     reader: asyncio.Task[None] | None = None
+
+    def on_stop(_: asyncio.Future[None]) -> None:
+        wake()
+
+    if stopping is not None:
+        stopping.add_done_callback(on_stop)
     try:
         yield event(to_dict(first))
         reader = asyncio.ensure_future(read())
         while True:
+            if stopping is not None and stopping.done() and not finished:
+                yield event({"error": error_object(SHUTTING_DOWN)})
+                return
             if ready:
                 out = ready[0] if len(ready) == 1 else b"".join(ready)
                 ready.clear()
@@ -115,6 +128,8 @@ async def events(
     finally:
         # Runs on client disconnect too, inside a cancelled scope: shield the clean-up.
         with anyio.CancelScope(shield=True):
+            if stopping is not None:
+                stopping.remove_done_callback(on_stop)
             if reader is not None and not reader.done():
                 reader.cancel()
                 await asyncio.gather(reader, return_exceptions=True)

@@ -17,9 +17,10 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from server.accounting.guard import bounded
 from server.accounting.ratelimit import Limiter
 from server.core.config import KeyConfig, KeyKind
-from server.core.errors import Internal, RateLimited, Unauthenticated
+from server.core.errors import RateLimited, StorageUnavailable, Unauthenticated
 from server.storage.keys import KeyRecord, KeyStore
 
 log = logging.getLogger(__name__)
@@ -114,10 +115,13 @@ class KeyDirectory:
         store: KeyStore | None = None,
         ttl_s: float = 1.0,
         clock: Callable[[], float] = time.monotonic,
+        timeout_s: float = 2.0,
     ) -> None:
         self.ring = ring
         self.store = store
         self.ttl_s = ttl_s
+        # The bound on one key store lookup (storage.timeout_s).
+        self.timeout_s = timeout_s
         self._clock = clock
         # hex digest -> (fetched at, record or None when no such key)
         self._cache: dict[str, tuple[float, KeyRecord | None]] = {}
@@ -170,18 +174,20 @@ class KeyDirectory:
         self._inflight[digest] = future
         try:
             assert self.store is not None
-            record = await self.store.by_digest(digest)
-        except Exception as exc:
+            record = await bounded("key store", self.store.by_digest(digest), self.timeout_s)
+        except StorageUnavailable as error:
             if cached is not None and now - cached[0] < self.ttl_s + STALE_GRACE_S:
-                log.warning(
-                    "key store unavailable (%s); using a cached key lookup", type(exc).__name__
-                )
+                log.warning("key store unavailable; using a cached key lookup")
                 record = cached[1]
             else:
-                error = Internal("the key store is unavailable", {})
                 future.set_exception(error)
                 future.exception()  # marks it retrieved when nobody else waits
-                raise error from exc
+                raise
+        except BaseException:
+            # This lookup was cancelled: the callers sharing it must not wait forever.
+            future.set_exception(StorageUnavailable("the key store lookup was interrupted", {}))
+            future.exception()
+            raise
         else:
             self._cache[digest] = (self._clock(), record)
             if len(self._cache) > 100_000:

@@ -56,8 +56,10 @@ def max_cost(prices: Iterable[Price | None], request: GenerationRequest, default
     for price in prices:
         if price is None:
             continue
+        # Every prompt token may be a cache write, priced above plain input.
+        input_price = max(price.input, price.cache_write or 0)
         output = max(price.output, price.reasoning or 0)
-        worst = max(worst, (prompt * price.input + completion * output) / PER_MILLION)
+        worst = max(worst, (prompt * input_price + completion * output) / PER_MILLION)
     return worst
 
 

@@ -6,6 +6,11 @@ writes the buffer to the database every `ledger.flush_interval_s` or as soon as 
 batch fills. A slow or unavailable database therefore never slows a request: the
 buffer grows (up to `ledger.max_buffered`, then the oldest records are dropped and
 counted in the log) and failed batches are retried. A graceful shutdown drains it.
+
+A batch the database refuses for its values (not for being away) is split in halves
+until the rows it refuses are alone: those are logged, dropped and counted in
+`poisoned`, and every row around them is written. One bad record never blocks the
+ledger.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import logging
 import time
 from collections import deque
 
+from server.storage.db import rejects_row
 from server.storage.usage import UsageRecord, UsageStore
 
 log = logging.getLogger(__name__)
@@ -40,6 +46,10 @@ class Ledger:
         self._task: asyncio.Task[None] | None = None
         self.written = 0
         self.dropped = 0
+        # Records the database refused for their values, dropped one by one.
+        self.poisoned = 0
+        # Records taken from the buffer by a write still in progress.
+        self._writing = 0
 
     def start(self) -> None:
         if self.store is not None and self._task is None:
@@ -79,13 +89,45 @@ class Ledger:
                 batch = [
                     self._buffer.popleft() for _ in range(min(self.batch_size, len(self._buffer)))
                 ]
+                self._writing = len(batch)
                 try:
-                    assert self.store is not None
-                    await self.store.insert(batch)
+                    await self._write(batch)
                 except BaseException:
                     self._buffer.extendleft(reversed(batch))
                     raise
-                self.written += len(batch)
+                finally:
+                    self._writing = 0
+
+    async def _write(self, batch: list[UsageRecord]) -> None:
+        """Writes `batch`, bisecting around rows the database refuses. Raises (with
+        nothing of `batch` written twice) when the database itself fails: the rows not
+        written yet are then at the front of `batch` (the caller re-buffers them)."""
+        assert self.store is not None
+        todo = [batch[:]]
+        while todo:
+            part = todo.pop()
+            try:
+                await self.store.insert(part)
+            except BaseException as exc:
+                if not (isinstance(exc, Exception) and rejects_row(exc)):
+                    batch[:] = part + [row for chunk in reversed(todo) for row in chunk]
+                    raise
+                if len(part) == 1:
+                    self._poison(part[0], exc)
+                    continue
+                middle = len(part) // 2
+                todo += [part[middle:], part[:middle]]
+                continue
+            self.written += len(part)
+
+    def _poison(self, row: UsageRecord, exc: Exception) -> None:
+        self.poisoned += 1
+        if self.poisoned <= 10 or self.poisoned % 1000 == 0:
+            log.error(
+                "ledger: dropped a record the database refuses (request %s: %s: %s); "
+                "%d dropped so far",
+                row.request_id, type(exc).__name__, str(exc)[:200], self.poisoned,
+            )  # fmt: skip
 
     async def _run(self) -> None:
         backoff = self.flush_interval_s
@@ -105,23 +147,40 @@ class Ledger:
                 backoff = self.flush_interval_s
 
     async def aclose(self, timeout_s: float = 15.0) -> None:
-        """Stops the flusher and drains the buffer, retrying until `timeout_s`."""
+        """Stops the flusher and drains the buffer, retrying until `timeout_s`. A
+        database that stopped answering cannot hold shutdown past that: a write stuck
+        on it is abandoned (never awaited: a driver may hang cancelling it)."""
+        deadline = time.monotonic() + timeout_s
         if self._task is not None:
             self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            await asyncio.wait({self._task}, timeout=max(0.1, deadline - time.monotonic()))
             self._task = None
         if self.store is None:
             return
-        deadline = time.monotonic() + timeout_s
         delay = 0.1
-        while self._buffer:
-            try:
-                await asyncio.wait_for(self.flush(), max(0.1, deadline - time.monotonic()))
-            except Exception as exc:
-                if time.monotonic() + delay >= deadline:
-                    log.error("ledger: %d records lost at shutdown (%s)", len(self._buffer), exc)
-                    return
-                await asyncio.sleep(delay)
-                delay = min(1.0, delay * 2)
+        while self._buffer or self._writing:
+            flush = asyncio.ensure_future(self.flush())
+            done, _ = await asyncio.wait({flush}, timeout=max(0.1, deadline - time.monotonic()))
+            if not done:
+                flush.cancel()
+                flush.add_done_callback(_retrieve)
+                self._lost("the database did not answer")
+                return
+            exc = flush.exception()
+            if exc is None:
+                continue
+            if time.monotonic() + delay >= deadline:
+                self._lost(str(exc) or type(exc).__name__)
+                return
+            await asyncio.sleep(delay)
+            delay = min(1.0, delay * 2)
         log.info("ledger: drained; %d records written", self.written)
+
+    def _lost(self, why: str) -> None:
+        lost = len(self._buffer) + self._writing
+        log.error("ledger: %d records lost at shutdown (%s)", lost, why)
+
+
+def _retrieve(task: asyncio.Future[None]) -> None:
+    if not task.cancelled():
+        task.exception()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 
-from server.core.generation import GenerationRequest, Message
+from server.core.generation import GenerationRequest, Message, TokenCounts
 
 BYTES_PER_TOKEN = 4
 # Role markers and separators a chat template adds around each message.
@@ -48,3 +48,38 @@ def _message(message: Message) -> int:
     for call in message.tool_calls:
         count += estimate(call.name) + estimate(call.arguments) + estimate(call.id)
     return count
+
+
+# The most tokens any count may hold (the contract's counts are int32).
+MAX_COUNT = 2**31 - 1
+# Tokens a provider may add around a prompt (templates, hidden system text) and may
+# generate past max_tokens (a closing token, a reasoning summary), before its report
+# of them is implausible.
+PROMPT_SLACK_TOKENS = 4096
+COMPLETION_SLACK_TOKENS = 256
+
+
+def implausible(counts: TokenCounts, request: GenerationRequest) -> str | None:
+    """Why an upstream's token report cannot be true of `request`, or None when it may
+    be: negative or oversized numbers, parts larger than their whole, more prompt
+    tokens than the prompt has bytes (plus template slack), more completion tokens
+    than max_tokens allowed (plus slack)."""
+    parts = (
+        counts.prompt_tokens, counts.completion_tokens, counts.cached_tokens,
+        counts.reasoning_tokens, counts.cache_write_tokens,
+    )  # fmt: skip
+    if any(not isinstance(n, int) or n < 0 or n > MAX_COUNT for n in parts):
+        return "a count is negative or too large"
+    if counts.total_tokens > MAX_COUNT:
+        return "the total is too large"
+    if counts.cached_tokens + counts.cache_write_tokens > counts.prompt_tokens:
+        return "more cached prompt tokens than prompt tokens"
+    if counts.reasoning_tokens > counts.completion_tokens:
+        return "more reasoning tokens than completion tokens"
+    prompt_bytes = estimate_prompt(request) * BYTES_PER_TOKEN
+    if counts.prompt_tokens > 2 * prompt_bytes + PROMPT_SLACK_TOKENS:
+        return f"{counts.prompt_tokens} prompt tokens for a prompt of about {prompt_bytes} bytes"
+    limit = request.max_tokens
+    if limit is not None and counts.completion_tokens > limit + COMPLETION_SLACK_TOKENS:
+        return f"{counts.completion_tokens} completion tokens with max_tokens {limit}"
+    return None

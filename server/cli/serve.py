@@ -4,12 +4,10 @@ edge tier forwarding to a remote gRPC gateway."""
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import logging
 import socket
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 import grpc
 import uvicorn
@@ -18,12 +16,13 @@ from grpc_reflection.v1alpha import reflection
 
 from server.accounting.admission import Admission, KeyDirectory, KeyRing
 from server.accounting.budget import Budgets, MemoryBudgets, RedisBudgets
+from server.accounting.guard import GuardedBudgets, GuardedLimiter, bounded
 from server.accounting.ledger import Ledger
 from server.accounting.ratelimit import Limiter, RedisLimiter, SlidingWindowLimiter
 from server.accounting.shared import SharedBudgets, SharedLimiter, StateClient
 from server.accounting.tab import Accounts
 from server.core.catalog import Catalog
-from server.core.config import Config, OperationsConfig, ServerConfig
+from server.core.config import Config, ConfigError, OperationsConfig, ServerConfig
 from server.core.handlers import Gateway
 from server.core.pipeline import SERVICES, RpcMethod
 from server.core.rpcs import gateway_table
@@ -37,25 +36,9 @@ log = logging.getLogger(__name__)
 
 # Seconds the HTTP listener of metrics and health gets to close.
 GRACE_S = 5.0
-
-
-def _http_protocol() -> type | str:
-    """uvicorn's C parser (httptools, a fraction of h11's CPU per request) when
-    installed, accepting header values as h11 does: a malformed `x-request-id` (a DEL
-    byte, say) is replaced by a fresh id, not refused with a bare 400."""
-    if importlib.util.find_spec("httptools") is None:
-        return "h11"
-    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
-
-    class LenientHeaders(HttpToolsProtocol):
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
-            super().__init__(*args, **kwargs)
-            self.parser.set_dangerous_leniencies(lenient_headers=True)
-
-    return LenientHeaders
-
-
-HTTP_PROTOCOL = _http_protocol()
+# Seconds before the grace period ends that streams still running are ended with an
+# error event, so it reaches callers before their sockets close.
+STOP_NOTICE_S = 1.0
 
 
 def build_gateway(config: Config) -> Gateway:
@@ -86,35 +69,64 @@ async def open_gateway(config: Config, shared_state: str | None = None) -> Gatew
         config.ledger.max_buffered,
     )  # fmt: skip
 
+    timeout_s = config.storage_timeout_s
+
     async def spent(key_id: str, since: float) -> float:
-        return await store.usage.spent_since(key_id, since) + ledger.pending_cost(key_id, since)
+        stored = await bounded("usage ledger", store.usage.spent_since(key_id, since), timeout_s)
+        return stored + ledger.pending_cost(key_id, since)
 
     if storage.redis_url:
-        from redis.asyncio import Redis
-
-        client = Redis.from_url(storage.redis_url)
         try:
-            await client.ping()
+            client = await connect_redis(storage.redis_url, timeout_s)
         except BaseException:
-            await client.aclose()
             await store.aclose()
             await catalog.aclose()
             raise
         closers.insert(0, client.aclose)
         limiter = RedisLimiter(client, storage.redis_prefix, config.limits.window_s)
         budgets = RedisBudgets(client, storage.redis_prefix, spent)
+        limiter = GuardedLimiter(limiter, timeout_s, config.limits.fail_open)
+        budgets = GuardedBudgets(budgets, timeout_s)
     elif shared_state:
         state = StateClient(shared_state)
         closers.insert(0, state.aclose)
-        limiter, budgets = SharedLimiter(state), SharedBudgets(state)
+        limiter = GuardedLimiter(SharedLimiter(state), timeout_s, config.limits.fail_open)
+        budgets = GuardedBudgets(SharedBudgets(state), timeout_s)
     else:
         limiter = SlidingWindowLimiter(window_s=config.limits.window_s)
-        budgets = MemoryBudgets(spent)
-    keys = KeyDirectory(KeyRing(config.keys), store.keys, storage.key_cache_ttl_s)
+        budgets = GuardedBudgets(MemoryBudgets(spent), timeout_s)
+    keys = KeyDirectory(
+        KeyRing(config.keys), store.keys, storage.key_cache_ttl_s, timeout_s=timeout_s
+    )
     admission = Admission(keys, limiter)
     accounts = Accounts(ledger, limiter, budgets)
     ledger.start()
     return Gateway(config, catalog, admission, accounts, store, closers, router)
+
+
+class StartupError(ConfigError):
+    """A service the config names cannot be used; the message says which and why."""
+
+
+async def connect_redis(url: str, timeout_s: float):  # noqa: ANN201
+    """A Redis client whose every command is bounded; StartupError (one line, no
+    traceback) when the URL is malformed or nothing answers there."""
+    from redis.asyncio import Redis
+    from redis.exceptions import RedisError
+
+    try:
+        client = Redis.from_url(
+            url, socket_timeout=timeout_s, socket_connect_timeout=timeout_s,
+        )  # fmt: skip
+    except (ValueError, RedisError) as exc:
+        raise StartupError(f"storage.redis_url: not a usable Redis URL ({exc})") from None
+    try:
+        await asyncio.wait_for(client.ping(), timeout_s * 2)
+    except (OSError, RedisError, TimeoutError) as exc:
+        await client.aclose()
+        why = str(exc) or type(exc).__name__
+        raise StartupError(f"storage.redis_url: cannot reach Redis ({why})") from None
+    return client
 
 
 async def start_grpc(
@@ -122,12 +134,14 @@ async def start_grpc(
     settings: ServerConfig,
     health_servicer: health.aio.HealthServicer | None = None,
     reuse_port: bool = False,
+    stopping: asyncio.Future[None] | None = None,
 ) -> tuple[grpc.aio.Server, int]:
     """Starts the gRPC server; `health_servicer` (one is made when absent) answers the
     standard health service and is the one to turn NOT_SERVING when draining. Workers of
-    `--workers N` (`reuse_port`) each bind the port; the kernel spreads connections."""
+    `--workers N` (`reuse_port`) each bind the port; the kernel spreads connections.
+    `stopping` completes when streams still running must end (UNAVAILABLE)."""
     server = grpc.aio.server(options=[("grpc.so_reuseport", 1)] if reuse_port else None)
-    server.add_generic_rpc_handlers(grpc_handlers(table, settings.request_timeout_s))
+    server.add_generic_rpc_handlers(grpc_handlers(table, settings.request_timeout_s, stopping))
     health_servicer = health_servicer or health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     names = [s.full_name for s in SERVICES]
@@ -159,6 +173,9 @@ class Running:
     _metrics_http: uvicorn.Server | None = None
     _metrics_task: asyncio.Task[None] | None = None
     operations: OperationsConfig = field(default_factory=OperationsConfig)
+    # Completed shortly before the drain period ends: streams still running then end
+    # with a SHUTTING_DOWN error (SSE event, gRPC UNAVAILABLE) before sockets close.
+    stopping: asyncio.Future[None] | None = None
 
     async def drain(self) -> None:
         """Stops being ready: /readyz answers 503 and gRPC health NOT_SERVING, while
@@ -175,13 +192,22 @@ class Running:
         await self.drain()
         if self.operations.readiness_delay_s:
             await asyncio.sleep(self.operations.readiness_delay_s)
+        warn = None
+        if self.stopping is not None and not self.stopping.done():
+            warn = asyncio.get_running_loop().call_later(
+                max(0.0, self.operations.drain_s - STOP_NOTICE_S), _complete, self.stopping
+            )
         stopping = []
         if self._http is not None and self._http_task is not None:
             self._http.should_exit = True
             stopping.append(self._http_task)
         if self._grpc is not None:
             stopping.append(asyncio.ensure_future(self._grpc.stop(self.operations.drain_s)))
-        await asyncio.gather(*stopping)
+        try:
+            await asyncio.gather(*stopping)
+        finally:
+            if warn is not None:
+                warn.cancel()
         if self._metrics_http is not None and self._metrics_task is not None:
             self._metrics_http.should_exit = True
             await self._metrics_task
@@ -205,6 +231,11 @@ def reuse_port_socket(host: str, port: int) -> socket.socket:
     return sock
 
 
+def _complete(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
 async def start_http(
     app,
     settings: ServerConfig,
@@ -212,10 +243,13 @@ async def start_http(
     grace_s: float = GRACE_S,  # noqa: ANN001
     reuse_port: bool = False,
 ) -> tuple[uvicorn.Server, asyncio.Task[None], int]:
+    from http_facade.protocol import bounded_protocol
+
+    protocol = bounded_protocol(settings.header_timeout_s, settings.send_timeout_s)
     config = uvicorn.Config(
         app, host=settings.host, port=settings.http_port if port is None else port,
         log_level="warning", lifespan="off", timeout_graceful_shutdown=max(1, round(grace_s)),
-        http=HTTP_PROTOCOL, access_log=False,
+        http=protocol, access_log=False,
     )  # fmt: skip
     server = uvicorn.Server(config)
     server.install_signal_handlers = lambda: None  # type: ignore[attr-defined]
@@ -247,23 +281,27 @@ async def start(
 
     settings = config.server
     grace = config.operations.drain_s
+    stopping: asyncio.Future[None] = asyncio.get_running_loop().create_future()
     if grpc_target is not None:
         edge = EdgeHealth(grpc_target)
         app = create_app(settings, grpc_target=grpc_target, extra_routes=ops_routes(edge))
+        app.state.stopping = stopping
         http, task, http_port = await start_http(
             app, settings, grace_s=grace, reuse_port=reuse_port
         )
         closers = [app.state.backend.aclose, edge.aclose]
         return Running(
             None, http_port, None, None, http, task, closers, readiness=edge,
-            operations=config.operations,
+            operations=config.operations, stopping=stopping,
         )  # fmt: skip
     gateway = await open_gateway(config, shared_state)
     ops = Operations.attach(gateway)
     table = gateway_table(gateway)
     try:
         health_servicer = health.aio.HealthServicer()
-        grpc_server, grpc_port = await start_grpc(table, settings, health_servicer, reuse_port)
+        grpc_server, grpc_port = await start_grpc(
+            table, settings, health_servicer, reuse_port, stopping
+        )
     except BaseException:
         await ops.aclose()
         await gateway.aclose()
@@ -271,10 +309,12 @@ async def start(
     running = Running(
         grpc_port, None, gateway, grpc_server, _closers=[ops.aclose, gateway.aclose], ops=ops,
         readiness=ops.health, _health=health_servicer, operations=config.operations,
+        stopping=stopping,
     )  # fmt: skip
     extra = ops_routes(ops.health, ops.render_metrics)
     if serve_http:
         app = create_app(settings, table=table, extra_routes=extra)
+        app.state.stopping = stopping
         running._http, running._http_task, running.http_port = await start_http(
             app, settings, grace_s=grace, reuse_port=reuse_port
         )

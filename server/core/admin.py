@@ -26,6 +26,9 @@ if TYPE_CHECKING:
 KINDS = ("api", "router", "admin")
 PERIODS = ("none", "daily", "monthly")
 DEFAULT_RANGE_S = 30 * 86400
+# The latest time the usage API accepts: 9999-12-31T23:59:59Z (both databases' limit
+# for dates, and far past any ledger row).
+MAX_TIME = 253_402_300_799
 
 
 def key_message(key: KeyRecord) -> admin_pb.ApiKey:
@@ -163,6 +166,11 @@ class AdminHandlers:
         principal = await self._usage_principal(request, call)
         end = request.end_time if request.HasField("end_time") else int(time.time()) + 1
         start = request.start_time if request.HasField("start_time") else end - DEFAULT_RANGE_S
+        for name, value in (("end_time", end), ("start_time", start)):
+            if not 0 <= value <= MAX_TIME:
+                raise InvalidArgument.for_field(
+                    name, f"must be Unix seconds between 0 and {MAX_TIME}"
+                )
         if end < start:
             raise InvalidArgument.for_field("end_time", "must not be before start_time")
         # This instance's own recent requests first reach the database.

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import re
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -10,6 +12,16 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from server.accounting.tab import Tab
+
+
+# A caller's x-request-id is kept only in this form (both transports); otherwise the
+# gateway makes its own, so no caller can put arbitrary text into logs and the ledger.
+REQUEST_ID_FORM = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
+
+
+def request_id_or_new(asked: str | None) -> str:
+    """The caller's request id when well-formed, else a new one."""
+    return asked if asked and REQUEST_ID_FORM.match(asked) else os.urandom(16).hex()
 
 
 @dataclass

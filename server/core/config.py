@@ -150,6 +150,14 @@ class ServerConfig(Strict):
     max_body_bytes: int = Field(default=1 << 20, ge=1024)
     # Seconds between SSE keep-alive comments while a stream waits on its upstream.
     keepalive_s: float = Field(default=15, gt=0)
+    # HTTP: seconds a connection has to send a whole request head (after opening, or
+    # after its previous response); slower ones get 408 and are closed.
+    header_timeout_s: float = Field(default=10, gt=0)
+    # HTTP: seconds to receive a whole request body once its head is in (408 after).
+    body_timeout_s: float = Field(default=30, gt=0)
+    # HTTP: seconds a client may leave sent data unread before its connection is closed
+    # (a stream nobody reads ends, and its upstream is released).
+    send_timeout_s: float = Field(default=30, gt=0)
 
 
 class StorageConfig(Strict):
@@ -168,6 +176,10 @@ class StorageConfig(Strict):
     redis_prefix: str = "gateway:"
     # Seconds a key lookup is cached; a revoked key stops working within this time.
     key_cache_ttl_s: float = Field(default=1.0, ge=0)
+    # Seconds one storage call on the request path (key lookup, spend lookup, Redis
+    # counters) may take before the request fails with STORAGE_UNAVAILABLE (503). Held
+    # to at most half of server.request_timeout_s.
+    timeout_s: float = Field(default=2.0, gt=0)
 
 
 class LimitsConfig(Strict):
@@ -177,6 +189,9 @@ class LimitsConfig(Strict):
     # Completion tokens assumed for a request without max_tokens, when reserving its
     # tokens (tokens_per_minute) and its maximum cost (budgets).
     default_max_tokens: int = Field(default=1024, ge=1)
+    # When Redis (shared rate limits) is unavailable: false refuses requests with
+    # STORAGE_UNAVAILABLE, true lets them through unlimited (and logs it).
+    fail_open: bool = False
 
 
 class LedgerConfig(Strict):
@@ -236,6 +251,11 @@ class Config(Strict):
                 if model not in known:
                     raise ValueError(f"routing.profiles.{name}[{i}]: unknown model {model!r}")
         return self
+
+    @property
+    def storage_timeout_s(self) -> float:
+        """The bound on one storage call on the request path, inside its deadline."""
+        return min(self.storage.timeout_s, self.server.request_timeout_s / 2)
 
     def model(self, model_id: str) -> ModelConfig | None:
         return next((m for m in self.models if m.id == model_id), None)

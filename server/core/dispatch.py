@@ -18,6 +18,7 @@ import asyncio
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from typing import Any
 
+from server.accounting.tokens import implausible
 from server.core.breaker import Permit
 from server.core.catalog import Upstream
 from server.core.errors import AllProvidersFailed, DeadlineExceeded, GatewayError, UpstreamError
@@ -54,7 +55,7 @@ async def open_stream(
     for upstream in upstreams:
         if not upstream.config.enabled:
             continue
-        opened = await _attempts(upstream, begin, deadline, causes)
+        opened = await _attempts(upstream, begin, deadline, causes, request)
         if opened is not None:
             return upstream, opened
     failure = AllProvidersFailed.of(subject, causes)
@@ -65,7 +66,11 @@ async def open_stream(
 
 
 async def _attempts(
-    upstream: Upstream, start: Start, deadline: float | None, causes: Causes
+    upstream: Upstream,
+    start: Start,
+    deadline: float | None,
+    causes: Causes,
+    request: GenerationRequest | None = None,
 ) -> AsyncGenerator[Event, None] | None:
     """Tries one upstream, retrying as its policy allows; None (a cause appended) when
     the next upstream should be tried."""
@@ -80,6 +85,16 @@ async def _attempts(
         try:
             with spans.attempt(upstream.id, attempt + 1):
                 first = await _next(events, deadline, upstream.id, causes)
+            if isinstance(first, Finished) and first.counts is not None and request is not None:
+                # Nothing reached the caller yet: an impossible report is a broken
+                # answer, and another provider may do better.
+                why = implausible(first.counts, request)
+                if why is not None:
+                    raise UpstreamError(
+                        f"{upstream.id}: implausible usage ({why})",
+                        {"provider": upstream.id},
+                        upstream_answered=True,
+                    )
         except UpstreamError as exc:
             await _close(events)
             if not exc.retryable:

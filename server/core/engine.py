@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import logging
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from dataclasses import dataclass, field
@@ -23,6 +25,7 @@ from server.core.generation import (
     ToolCall,
     ToolCallDelta,
 )
+from server.core.throttle import warn_throttled
 
 
 @dataclass
@@ -67,6 +70,9 @@ def capable(
                 {"field": param, "capability": capability.value, "subject": subject},
             )
     return [u for u in upstreams if all(c in u.capabilities for c in needs)]
+
+
+log = logging.getLogger(__name__)
 
 
 class Run:
@@ -122,7 +128,7 @@ class Run:
     def _take(self, event: Event) -> TextDelta | ToolCallDelta | None:
         """Records an event; returns it when it is a fragment to pass on."""
         if isinstance(event, Finished):
-            self._finished = event
+            self._finished = event = self._checked(event)
             reasons = event.finish_reasons or (event.finish_reason,)
             for choice, reason in zip(self.choices, reasons, strict=False):
                 choice.finish_reason = reason
@@ -145,6 +151,20 @@ class Run:
         async for event in self.events():
             if isinstance(event, TextDelta) and event.choice == 0:
                 yield event.text
+
+    def _checked(self, finished: Finished) -> Finished:
+        """After text has gone out, an impossible usage report cannot fail over: the
+        gateway counts the tokens itself instead (never a negative or absurd cost)."""
+        if finished.counts is None:
+            return finished
+        why = tokens.implausible(finished.counts, self.request)
+        if why is None:
+            return finished
+        provider = self.upstream.id if self.upstream is not None else "?"
+        warn_throttled(
+            log, provider, f"{provider}: implausible usage ({why}); counting tokens instead"
+        )
+        return dataclasses.replace(finished, counts=None)
 
     async def text(self) -> str:
         """Gathers the whole generation."""

@@ -13,6 +13,8 @@
     ├── DeadlineExceeded         DEADLINE_EXCEEDED    504  the request's deadline passed
     ├── Cancelled                CANCELLED            499  the caller went away
     ├── Internal                 INTERNAL             500  a bug; details stay in the log
+    ├── StorageUnavailable       UNAVAILABLE          503  the database or Redis is slow or away
+    ├── ShuttingDown             UNAVAILABLE          503  the gateway is stopping (retry elsewhere)
     └── UpstreamError            UNAVAILABLE          503  a provider failed (retryable or not)
         ├── AllProvidersFailed   UNAVAILABLE          503  every provider tried failed
         └── UpstreamRejected     INVALID_ARGUMENT     400  an upstream refused the request itself
@@ -201,6 +203,22 @@ class Cancelled(GatewayError):
 class Internal(GatewayError):
     code = Code.INTERNAL
     reason = "INTERNAL"
+
+
+class StorageUnavailable(GatewayError):
+    """The key store, the ledger's database or Redis did not answer in time (or at all)
+    on the request path; the request is refused rather than left waiting."""
+
+    code = Code.UNAVAILABLE
+    reason = "STORAGE_UNAVAILABLE"
+
+
+class ShuttingDown(GatewayError):
+    """The gateway is shutting down and ended a call its grace period could not cover;
+    the caller may retry at once (on another instance)."""
+
+    code = Code.UNAVAILABLE
+    reason = "SHUTTING_DOWN"
 
 
 @dataclass

@@ -6,6 +6,7 @@ events into proto responses.
 
 from __future__ import annotations
 
+import random
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -254,7 +255,10 @@ class RetryPolicy:
             return None
         if error.retry_after_s is not None:
             return error.retry_after_s if error.retry_after_s <= self.max_retry_after_s else None
-        return self.backoff_s * 2 ** (attempt - 1)
+        # "Equal jitter": half the doubled backoff, plus a random part of the other half,
+        # so callers failing together do not retry together.
+        step = self.backoff_s * 2 ** (attempt - 1)
+        return step / 2 + random.uniform(0, step / 2)
 
 
 NO_RETRY = RetryPolicy(max_retries=0)

@@ -6,15 +6,17 @@ awaits the handler, and turns a GatewayError into a rich status.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator
 
 import grpc
 from google.protobuf.message import Message
 
-from server.core.call import Call
-from server.core.errors import GatewayError, Internal
+from server.core.call import Call, request_id_or_new
+from server.core.errors import GatewayError, Internal, ShuttingDown
 from server.core.pipeline import RpcMethod
+from server.grpc_api.decode import Undecodable, decoder
 from server.grpc_api.status import abort_args
 
 log = logging.getLogger(__name__)
@@ -25,7 +27,9 @@ def _call(context: grpc.aio.ServicerContext, timeout_s: float) -> Call:
     remaining = context.time_remaining()
     if remaining is not None:
         timeout_s = min(timeout_s, remaining)
-    return Call.with_timeout(metadata, timeout_s, metadata.get("x-request-id"))
+    request_id = request_id_or_new(metadata.get("x-request-id"))
+    metadata["x-request-id"] = request_id
+    return Call.with_timeout(metadata, timeout_s, request_id)
 
 
 def _internal(exc: BaseException, call: Call) -> Internal:
@@ -42,6 +46,8 @@ def _unary(method: RpcMethod, timeout_s: float) -> grpc.RpcMethodHandler:
     async def handle(request: Message, context: grpc.aio.ServicerContext) -> Message:
         call = _call(context, timeout_s)
         try:
+            if isinstance(request, Undecodable):
+                raise request.error
             response = await method.unary(request, call)
         except GatewayError as exc:
             error: GatewayError = exc
@@ -56,17 +62,29 @@ def _unary(method: RpcMethod, timeout_s: float) -> grpc.RpcMethodHandler:
 
     return grpc.unary_unary_rpc_method_handler(
         handle,
-        request_deserializer=method.request_type.FromString,
+        request_deserializer=decoder(method.request_type),
         response_serializer=method.response_type.SerializeToString,
     )
 
 
-def _streaming(method: RpcMethod, timeout_s: float) -> grpc.RpcMethodHandler:
+def _streaming(
+    method: RpcMethod, timeout_s: float, stopping: asyncio.Future[None] | None
+) -> grpc.RpcMethodHandler:
     async def handle(request: Message, context: grpc.aio.ServicerContext) -> AsyncIterator[Message]:
         call = _call(context, timeout_s)
         started = False
         chunks = method.stream(request, call)
+        task = asyncio.current_task()
+
+        def interrupt(_: object) -> None:
+            if task is not None:
+                task.cancel()
+
+        if stopping is not None:
+            stopping.add_done_callback(interrupt)
         try:
+            if isinstance(request, Undecodable):
+                raise request.error
             async for chunk in chunks:
                 if not started:
                     if call.response_metadata:
@@ -76,25 +94,39 @@ def _streaming(method: RpcMethod, timeout_s: float) -> grpc.RpcMethodHandler:
             return
         except GatewayError as exc:
             error: GatewayError = exc
+        except asyncio.CancelledError:
+            if stopping is None or not stopping.done():
+                raise
+            # The grace period is running out: say so (UNAVAILABLE), not CANCELLED.
+            error = ShuttingDown("the gateway is shutting down; retry the request")
         except Exception as exc:
             error = _internal(exc, call)
         finally:
+            if stopping is not None:
+                stopping.remove_done_callback(interrupt)
             # A cancelled call stops its work now, all the way to the upstream.
             await chunks.aclose()
         await _abort(context, error, call)
 
     return grpc.unary_stream_rpc_method_handler(
         handle,
-        request_deserializer=method.request_type.FromString,
+        request_deserializer=decoder(method.request_type),
         response_serializer=method.response_type.SerializeToString,
     )
 
 
-def grpc_handlers(table: dict[str, RpcMethod], timeout_s: float) -> list[grpc.GenericRpcHandler]:
-    """One generic handler per service, serving every method of the table."""
+def grpc_handlers(
+    table: dict[str, RpcMethod], timeout_s: float, stopping: asyncio.Future[None] | None = None
+) -> list[grpc.GenericRpcHandler]:
+    """One generic handler per service, serving every method of the table. When
+    `stopping` completes, streams still running end with UNAVAILABLE (SHUTTING_DOWN)."""
     by_service: dict[str, dict[str, grpc.RpcMethodHandler]] = {}
     for method in table.values():
-        wrap = _streaming if method.server_streaming else _unary
         service = method.descriptor.containing_service.full_name
-        by_service.setdefault(service, {})[method.descriptor.name] = wrap(method, timeout_s)
+        handler = (
+            _streaming(method, timeout_s, stopping)
+            if method.server_streaming
+            else _unary(method, timeout_s)
+        )
+        by_service.setdefault(service, {})[method.descriptor.name] = handler
     return [grpc.method_handlers_generic_handler(s, h) for s, h in by_service.items()]

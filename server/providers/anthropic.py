@@ -48,10 +48,14 @@ from server.providers.http import (
     HttpParams,
     ProtocolViolation,
     check_status,
+    count,
     make_client,
+    plausible,
     read_api_key,
     read_json,
+    redact,
     sse_events,
+    streamed_counts,
     upstream_errors,
 )
 
@@ -124,6 +128,7 @@ class AnthropicProvider:
                 formatted = request.response_format is not None
                 if not self.params.stream:
                     answer = await read_json(r)
+                    reported = plausible(counts(answer["usage"]), request)
                     calls = 0
                     for block in answer["content"]:
                         if block["type"] == "text" and block["text"] and not formatted:
@@ -135,13 +140,13 @@ class AnthropicProvider:
                             yield ToolCallDelta(calls, block["id"], block["name"], arguments)
                             calls += 1
                     stop = _finish(answer.get("stop_reason"), formatted)
-                    yield Finished(stop, counts(answer["usage"]))
+                    yield Finished(stop, reported)
                     return
                 # Content block index -> tool call number, for input_json_delta.
                 tool_blocks: dict[int, int] = {}
                 usage: dict[str, Any] = {}
                 stop_reason: str | None = None
-                async for event in sse_events(r):
+                async for event in sse_events(r, self.params.max_line_bytes):
                     data = json.loads(event.data)
                     kind = data.get("type", event.event)
                     if kind == "content_block_delta":
@@ -170,13 +175,14 @@ class AnthropicProvider:
                             {k: v for k, v in (data.get("usage") or {}).items() if v is not None}
                         )
                     elif kind == "message_stop":
-                        yield Finished(_finish(stop_reason, formatted), counts(usage))
+                        final = streamed_counts(lambda: counts(usage), self.id)
+                        yield Finished(_finish(stop_reason, formatted), final)
                         return
                     elif kind == "error":
                         error = data.get("error") or {}
                         raise UpstreamError(
                             f"{self.id}: upstream failed mid-stream: "
-                            f"{error.get('type', 'error')}: {str(error.get('message'))[:200]}",
+                            f"{error.get('type', 'error')}: {redact(str(error.get('message'))[:200])}",
                             {"provider": self.id},
                             upstream_answered=True,
                         )
@@ -190,11 +196,13 @@ def counts(usage: Any) -> TokenCounts | None:
     """Anthropic usage -> TokenCounts in OpenAI's convention (see the module doc)."""
     if not isinstance(usage, dict) or usage.get("input_tokens") is None:
         return None
-    cache_read = int(usage.get("cache_read_input_tokens") or 0)
-    cache_write = int(usage.get("cache_creation_input_tokens") or 0)
+    cache_read = count(usage.get("cache_read_input_tokens") or 0, "cache_read_input_tokens")
+    cache_write = count(
+        usage.get("cache_creation_input_tokens") or 0, "cache_creation_input_tokens"
+    )
     return TokenCounts(
-        prompt_tokens=int(usage["input_tokens"]) + cache_read + cache_write,
-        completion_tokens=int(usage.get("output_tokens") or 0),
+        prompt_tokens=count(usage["input_tokens"], "usage.input_tokens") + cache_read + cache_write,
+        completion_tokens=count(usage.get("output_tokens") or 0, "usage.output_tokens"),
         cached_tokens=cache_read,
         cache_write_tokens=cache_write,
     )

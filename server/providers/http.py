@@ -20,15 +20,20 @@ httpcore's pool checks every idle connection's socket on each request.
     malformed JSON, broken SSE      -> UpstreamError          retryable, answered
 
 The upstream key is read from the environment variable the config names; it is never
-logged and never put in an error message.
+logged and never put in an error message. Every upstream text quoted to a caller goes
+through `redact`: the providers' own keys and anything shaped like a credential
+(`Bearer ...`, `sk-...`, `x-api-key: ...`, `api_key=...`) become `[redacted]`.
 """
 
 from __future__ import annotations
 
 import email.utils
+import logging
+import math
 import os
+import re
 import time
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -38,16 +43,22 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from yarl import URL
 
+from server.accounting.tokens import implausible
 from server.core.config import ConfigError
 from server.core.errors import UpstreamError, UpstreamRejected
-from server.core.generation import RetryPolicy
+from server.core.generation import GenerationRequest, RetryPolicy, TokenCounts
+from server.core.throttle import warn_throttled
 from server.ops import spans
+
+log = logging.getLogger(__name__)
 
 # Upstream error bodies are read up to this size, and quoted up to MESSAGE_CHARS.
 MAX_ERROR_BODY = 16 * 1024
 MESSAGE_CHARS = 200
 # One unary answer or one SSE event may not exceed this.
 MAX_BODY_BYTES = 16 * 1024 * 1024
+# One SSE line (a `data:` field without its newline) may not exceed this by default.
+MAX_LINE_BYTES = 1 << 20
 # HTTP statuses that say the provider (its key, URL or model name) is misconfigured.
 MISCONFIGURED = frozenset({401, 403, 404})
 RETRYABLE_4XX = frozenset({408, 409, 429})
@@ -79,6 +90,9 @@ class HttpParams(BaseModel):
     max_connections: int = Field(default=100, ge=1)
     # Headers sent with every request (e.g. OpenAI-Organization). Not for secrets.
     headers: dict[str, str] = Field(default_factory=dict)
+    # The longest SSE line accepted from the upstream; a longer one is a broken answer
+    # (and is never buffered whole).
+    max_line_bytes: int = Field(default=MAX_LINE_BYTES, ge=1024, le=MAX_BODY_BYTES)
 
     @property
     def retry_policy(self) -> RetryPolicy:
@@ -102,7 +116,36 @@ def read_api_key(params: HttpParams, where: str) -> str | None:
         raise ConfigError(
             f"{where}.params.api_key_env: environment variable {params.api_key_env} is not set"
         )
+    _KEYS.add(key)
     return key
+
+
+# Every provider key read so far: never quoted back, whichever upstream echoes it.
+_KEYS: set[str] = set()
+_CREDENTIAL = re.compile(
+    r"(?i)(?:(bearer|basic)\s+)[A-Za-z0-9._~+/=-]{4,}"
+    r"|\b(?:sk|pk|rk|gw)-[A-Za-z0-9_-]{8,}[A-Za-z0-9_-]*"
+    r"|\b(?:hf|ghp|gho|xox[abp])_[A-Za-z0-9_-]{8,}"
+    r"|((?:x-)?api[-_]?key|authorization|token|secret|password)([\"']?\s*[:=]\s*[\"']?)"
+    r"(?:(?:bearer|basic)\s+)?[^\s\"',;}]{4,}"
+)
+
+
+def _redacted(match: re.Match[str]) -> str:
+    if match.group(1):
+        return f"{match.group(1)} [redacted]"
+    if match.group(2):
+        return f"{match.group(2)}{match.group(3)}[redacted]"
+    return "[redacted]"
+
+
+def redact(text: str, keys: Iterable[str] = ()) -> str:
+    """`text` without credentials: the given keys and every provider key verbatim,
+    and whatever looks like one (see the module docstring)."""
+    for key in (*keys, *_KEYS):
+        if key and key in text:
+            text = text.replace(key, "[redacted]")
+    return _CREDENTIAL.sub(_redacted, text)
 
 
 def make_client(params: HttpParams, headers: dict[str, str]) -> Client:
@@ -129,25 +172,26 @@ class Response:
         return _lines(self._raw.content.iter_any())
 
 
-async def _lines(chunks: AsyncIterator[bytes]) -> AsyncIterator[str]:
+async def _lines(chunks: AsyncIterator[bytes], limit: int = MAX_BODY_BYTES) -> AsyncIterator[str]:
+    """The body's lines (ending at LF, CRLF or a lone CR, as SSE allows), none longer
+    than `limit` bytes: a longer one is a ProtocolViolation as soon as that many bytes
+    arrive without a line end, so an endless line is never buffered whole."""
     rest = b""
     async for chunk in chunks:
         lines = (rest + chunk).split(b"\n") if rest else chunk.split(b"\n")
         rest = lines.pop()
-        if len(rest) > MAX_BODY_BYTES:
-            raise ProtocolViolation("stream line too large")
+        if len(rest) > limit:
+            raise ProtocolViolation(f"an event-stream line exceeds {limit} bytes")
         for line in lines:
-            line = line.removesuffix(b"\r")
-            if b"\r" in line:
-                for part in line.split(b"\r"):
-                    yield part.decode()
-            else:
-                yield line.decode()
+            for part in line.removesuffix(b"\r").split(b"\r"):
+                if len(part) > limit:
+                    raise ProtocolViolation(f"an event-stream line exceeds {limit} bytes")
+                yield part.decode(errors="replace")
     if rest.endswith(b"\r"):
         rest = rest[:-1]
     if rest:
         for part in rest.split(b"\r"):
-            yield part.decode()
+            yield part.decode(errors="replace")
 
 
 class Client:
@@ -241,8 +285,11 @@ def upstream_errors(provider: str) -> Iterator[None]:
         ) from None
     except aiohttp.ClientError as exc:
         raise UpstreamError(f"{provider}: transport error ({type(exc).__name__})", meta) from None
-    except (ProtocolViolation, ValueError, LookupError, TypeError, AttributeError) as exc:
-        # json.JSONDecodeError is a ValueError; missing or mistyped fields raise the rest.
+    except (
+        ProtocolViolation, ValueError, LookupError, TypeError, AttributeError, ArithmeticError,
+    ) as exc:  # fmt: skip
+        # json.JSONDecodeError is a ValueError; missing or mistyped fields raise the rest
+        # (int(1e309) an OverflowError).
         detail = str(exc)[:MESSAGE_CHARS] if isinstance(exc, ProtocolViolation) else "malformed"
         raise UpstreamError(
             f"{provider}: malformed answer ({detail})", meta, upstream_answered=True
@@ -264,7 +311,7 @@ async def check_status(response: Response, provider: str) -> None:
             meta,
             upstream_answered=True,
         )
-    said = _error_message(body)
+    said = redact(_error_message(body))
     text = f"{provider}: upstream answered HTTP {status}" + (f": {said}" if said else "")
     if status == 429:
         raise UpstreamError(text, meta, retry_after_s=retry_after(response.headers))
@@ -334,12 +381,15 @@ class SseEvent:
     data: str
 
 
-async def sse_events(response: Response) -> AsyncIterator[SseEvent]:
+async def sse_events(
+    response: Response, max_line_bytes: int = MAX_LINE_BYTES
+) -> AsyncIterator[SseEvent]:
     """Parses a text/event-stream body (WHATWG rules: `event:`, multi-line `data:`,
-    comments ignored); an event is dispatched at each blank line."""
+    comments ignored); an event is dispatched at each blank line. Lines are bounded by
+    `max_line_bytes`, events by MAX_BODY_BYTES."""
     event, size = "", 0
     data: list[str] = []
-    async for line in response.aiter_lines():
+    async for line in _lines(response.aiter_bytes(), max_line_bytes):
         if not line:
             if data:
                 yield SseEvent(event or "message", "\n".join(data))
@@ -359,6 +409,37 @@ async def sse_events(response: Response) -> AsyncIterator[SseEvent]:
     if data:
         # A final event without its blank line: still dispatched (servers differ).
         yield SseEvent(event or "message", "\n".join(data))
+
+
+def count(value: Any, what: str) -> int:
+    """A token count as the upstream sent it: a JSON integer (or an integral float such
+    as 12.0) from 0 to 2**31 - 1; anything else (1e309, -5, "12", true) is malformed."""
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        value = int(value)
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < 2**31:
+        raise ProtocolViolation(f"{what} is not a token count: {str(value)[:40]}")
+    return value
+
+
+def plausible(counts: TokenCounts | None, request: GenerationRequest) -> TokenCounts | None:
+    """`counts` of a whole (unary) answer, checked before any of its text is passed on:
+    an impossible report is a broken answer, so the next provider is tried."""
+    if counts is not None and (why := implausible(counts, request)) is not None:
+        raise ProtocolViolation(f"implausible usage: {why}")
+    return counts
+
+
+def streamed_counts(parse: Callable[[], TokenCounts | None], provider: str) -> TokenCounts | None:
+    """Counts reported at the end of a stream, after its text went out: malformed
+    numbers can no longer fail over, so they are dropped (logged) and the gateway
+    counts the tokens itself."""
+    try:
+        return parse()
+    except (ProtocolViolation, ValueError, TypeError, LookupError, ArithmeticError) as exc:
+        warn_throttled(
+            log, provider, f"{provider}: unusable usage report ({exc}); counting tokens instead"
+        )
+        return None
 
 
 def bearer(key: str | None) -> dict[str, str]:

@@ -44,10 +44,14 @@ from server.providers.http import (
     ProtocolViolation,
     bearer,
     check_status,
+    count,
     make_client,
+    plausible,
     read_api_key,
     read_json,
+    redact,
     sse_events,
+    streamed_counts,
     upstream_errors,
 )
 
@@ -104,17 +108,16 @@ class OpenAIProvider:
                 if not stream:
                     answer = await read_json(r)
                     choices = _choices(answer)
+                    reported = plausible(counts(answer.get("usage")), request)
                     for choice in choices:
                         for item in _events(choice, request.is_chat, "message"):
                             yield item
                     reasons = tuple(_finish(c) for c in choices)
-                    yield Finished(
-                        reasons[0], counts(answer.get("usage")), reasons if len(reasons) > 1 else ()
-                    )
+                    yield Finished(reasons[0], reported, reasons if len(reasons) > 1 else ())
                     return
                 finishes: dict[int, str] = {}
                 usage: TokenCounts | None = None
-                async for event in sse_events(r):
+                async for event in sse_events(r, self.params.max_line_bytes):
                     if event.data == "[DONE]":
                         if 0 not in finishes:
                             raise ProtocolViolation("stream ended without a finish_reason")
@@ -128,8 +131,8 @@ class OpenAIProvider:
                             {"provider": self.id},
                             upstream_answered=True,
                         )
-                    if chunk.get("usage"):
-                        usage = counts(chunk["usage"])
+                    if raw_usage := chunk.get("usage"):
+                        usage = streamed_counts(lambda: counts(raw_usage), self.id)
                     for choice in chunk.get("choices") or ():
                         for item in _events(choice, request.is_chat, "delta"):
                             yield item
@@ -174,7 +177,9 @@ def _embeddings(answer: Any, expected: int) -> Embeddings:
         vectors.append(tuple(float(x) for x in vector))
     usage = answer.get("usage") or {}
     prompt = usage.get("prompt_tokens")
-    return Embeddings(tuple(vectors), int(prompt) if prompt is not None else None)
+    return Embeddings(
+        tuple(vectors), count(prompt, "usage.prompt_tokens") if prompt is not None else None
+    )
 
 
 def counts(usage: Any) -> TokenCounts | None:
@@ -184,10 +189,10 @@ def counts(usage: Any) -> TokenCounts | None:
     prompt_details = usage.get("prompt_tokens_details") or {}
     completion_details = usage.get("completion_tokens_details") or {}
     return TokenCounts(
-        prompt_tokens=int(usage["prompt_tokens"]),
-        completion_tokens=int(usage.get("completion_tokens") or 0),
-        cached_tokens=int(prompt_details.get("cached_tokens") or 0),
-        reasoning_tokens=int(completion_details.get("reasoning_tokens") or 0),
+        prompt_tokens=count(usage["prompt_tokens"], "usage.prompt_tokens"),
+        completion_tokens=count(usage.get("completion_tokens") or 0, "usage.completion_tokens"),
+        cached_tokens=count(prompt_details.get("cached_tokens") or 0, "cached_tokens"),
+        reasoning_tokens=count(completion_details.get("reasoning_tokens") or 0, "reasoning_tokens"),
     )
 
 
@@ -356,4 +361,4 @@ def _finish(choice: dict[str, Any]) -> str:
 
 def _error_text(error: Any) -> str:
     message = error.get("message") if isinstance(error, dict) else error
-    return str(message)[:200]
+    return redact(str(message)[:200])

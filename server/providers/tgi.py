@@ -36,10 +36,14 @@ from server.providers.http import (
     ProtocolViolation,
     bearer,
     check_status,
+    count,
     make_client,
+    plausible,
     read_api_key,
     read_json,
+    redact,
     sse_events,
+    streamed_counts,
     upstream_errors,
 )
 
@@ -93,15 +97,17 @@ class TgiProvider:
                     if isinstance(answer, list):  # the Inference API wraps it in a list
                         answer = answer[0]
                     text = answer["generated_text"]
+                    finished = self._finished(request, answer.get("details"), header_prompt)
+                    plausible(finished.counts, request)
                     if text:
                         yield TextDelta(text)
-                    yield self._finished(request, answer.get("details"), header_prompt)
+                    yield finished
                     return
-                async for event in sse_events(r):
+                async for event in sse_events(r, self.params.max_line_bytes):
                     data = json.loads(event.data)
                     if data.get("error"):
                         raise UpstreamError(
-                            f"{self.id}: upstream failed mid-stream: {str(data['error'])[:200]}",
+                            f"{self.id}: upstream failed mid-stream: {redact(str(data['error'])[:200])}",
                             {"provider": self.id},
                             upstream_answered=True,
                         )
@@ -109,12 +115,18 @@ class TgiProvider:
                     if token.get("text") and not token.get("special"):
                         yield TextDelta(token["text"])
                     if data.get("details") is not None or data.get("generated_text") is not None:
-                        yield self._finished(request, data.get("details"), header_prompt)
+                        yield self._finished(
+                            request, data.get("details"), header_prompt, streamed=True
+                        )
                         return
                 raise ProtocolViolation("stream ended without its final details")
 
     def _finished(
-        self, request: GenerationRequest, details: Any, prompt_tokens: int | None
+        self,
+        request: GenerationRequest,
+        details: Any,
+        prompt_tokens: int | None,
+        streamed: bool = False,
     ) -> Finished:
         if not isinstance(details, dict) or not details.get("finish_reason"):
             raise ProtocolViolation("answer without details.finish_reason")
@@ -124,10 +136,12 @@ class TgiProvider:
         generated = details.get("generated_tokens")
         counts = None
         if generated is not None:
-            counts = TokenCounts(
-                prompt_tokens if prompt_tokens is not None else tokens.estimate_prompt(request),
-                int(generated),
-            )
+            prompt = prompt_tokens if prompt_tokens is not None else tokens.estimate_prompt(request)
+
+            def parse() -> TokenCounts:
+                return TokenCounts(prompt, count(generated, "details.generated_tokens"))
+
+            counts = streamed_counts(parse, self.id) if streamed else parse()
         return Finished(FINISH_REASONS.get(reason, reason), counts)
 
     async def aclose(self) -> None:
@@ -144,6 +158,7 @@ def render(request: GenerationRequest) -> str:
 
 def _int_header(value: Any) -> int | None:
     try:
-        return None if value is None else int(value)
-    except (TypeError, ValueError):
+        number = None if value is None else int(value)
+    except (TypeError, ValueError, OverflowError):
         return None
+    return number if number is not None and 0 <= number < 2**31 else None

@@ -2,18 +2,26 @@
 
 SQL is written once with `?` placeholders; the PostgreSQL side rewrites them to `$n`.
 Rows come back as plain dicts.
+
+Every text argument is made storable on the way in (`storable`): PostgreSQL refuses NUL
+and neither database takes an unpaired surrogate, and one such value (a `model` sent
+by a caller, say) must not fail a whole ledger batch. `rejects_row` tells an error
+caused by the rows themselves from one caused by the database being away.
 """
 
 from __future__ import annotations
 
 import asyncio
 import re
+import sqlite3
 from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
 Row = dict[str, Any]
+# Seconds a PostgreSQL pool may take to close gracefully before it is terminated.
+CLOSE_TIMEOUT_S = 5.0
 Dialect = Literal["sqlite", "postgresql"]
 
 
@@ -31,6 +39,39 @@ class Database(Protocol):
     async def fetchrow(self, sql: str, *args: Any) -> Row | None: ...
     def transaction(self, lock_id: int | None = None) -> Any: ...
     async def close(self) -> None: ...
+
+
+def storable(text: str) -> str:
+    """`text` as both databases can store it: NUL becomes U+FFFD, and so does every
+    unpaired surrogate (which no UTF-8 encoder accepts)."""
+    if text.isascii():
+        return text.replace("\x00", "\ufffd") if "\x00" in text else text
+    if "\x00" in text:
+        text = text.replace("\x00", "\ufffd")
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        text = "".join("\ufffd" if "\ud800" <= c <= "\udfff" else c for c in text)
+    return text
+
+
+def _args(args: Sequence[Any]) -> tuple[Any, ...]:
+    return tuple(storable(a) if isinstance(a, str) else a for a in args)
+
+
+def rejects_row(exc: BaseException) -> bool:
+    """Whether the database refused the values themselves (a retry of the same rows
+    fails again), as opposed to being slow, away or out of connections."""
+    if isinstance(exc, UnicodeError | OverflowError | TypeError | ValueError):
+        return True
+    if isinstance(exc, sqlite3.IntegrityError | sqlite3.DataError | sqlite3.InterfaceError):
+        return True
+    try:
+        import asyncpg
+    except ImportError:  # pragma: no cover - asyncpg is a dependency
+        return False
+    # Class 22 (data exception: NUL, out of range...) and 23 (integrity violation).
+    return isinstance(exc, asyncpg.DataError | asyncpg.IntegrityConstraintViolationError)
 
 
 def _numbered(sql: str) -> str:
@@ -64,17 +105,22 @@ class SQLiteDatabase:
 
     async def execute(self, sql: str, *args: Any) -> None:
         async with self._lock:
-            await self._conn.execute(sql, args)
+            await self._conn.execute(sql, _args(args))
             await self._conn.commit()
 
     async def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
         async with self._lock:
-            await self._conn.executemany(sql, list(rows))
+            try:
+                await self._conn.executemany(sql, [_args(r) for r in rows])
+            except BaseException:
+                # All or nothing, as on PostgreSQL: a later commit must not keep half.
+                await self._conn.rollback()
+                raise
             await self._conn.commit()
 
     async def fetch(self, sql: str, *args: Any) -> list[Row]:
         async with self._lock:
-            cursor = await self._conn.execute(sql, args)
+            cursor = await self._conn.execute(sql, _args(args))
             return [dict(r) for r in await cursor.fetchall()]
 
     async def fetchrow(self, sql: str, *args: Any) -> Row | None:
@@ -101,10 +147,10 @@ class _SQLiteTx:
         self._conn = conn
 
     async def execute(self, sql: str, *args: Any) -> None:
-        await self._conn.execute(sql, args)
+        await self._conn.execute(sql, _args(args))
 
     async def fetch(self, sql: str, *args: Any) -> list[Row]:
-        cursor = await self._conn.execute(sql, args)
+        cursor = await self._conn.execute(sql, _args(args))
         return [dict(r) for r in await cursor.fetchall()]
 
 
@@ -131,16 +177,17 @@ class PostgresDatabase:
         return cls(pool)
 
     async def execute(self, sql: str, *args: Any) -> None:
-        await self._pool.execute(_numbered(sql), *args)
+        await self._pool.execute(_numbered(sql), *_args(args))
 
     async def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
-        await self._pool.executemany(_numbered(sql), list(rows))
+        # asyncpg runs executemany atomically: all rows or none.
+        await self._pool.executemany(_numbered(sql), [_args(r) for r in rows])
 
     async def fetch(self, sql: str, *args: Any) -> list[Row]:
-        return [dict(r) for r in await self._pool.fetch(_numbered(sql), *args)]
+        return [dict(r) for r in await self._pool.fetch(_numbered(sql), *_args(args))]
 
     async def fetchrow(self, sql: str, *args: Any) -> Row | None:
-        row = await self._pool.fetchrow(_numbered(sql), *args)
+        row = await self._pool.fetchrow(_numbered(sql), *_args(args))
         return None if row is None else dict(row)
 
     @asynccontextmanager
@@ -152,7 +199,16 @@ class PostgresDatabase:
             yield _PostgresTx(conn)
 
     async def close(self) -> None:
-        await self._pool.close()
+        # A database that stopped answering must not hold up shutdown (and a cancelled
+        # close may itself wait on it, hence no wait_for).
+        closing = asyncio.ensure_future(self._pool.close())
+        done, _ = await asyncio.wait({closing}, timeout=CLOSE_TIMEOUT_S)
+        if not done:
+            self._pool.terminate()
+            closing.cancel()
+            await asyncio.wait({closing}, timeout=1)
+        elif closing.exception() is not None:
+            self._pool.terminate()
 
 
 class _PostgresTx:
@@ -160,10 +216,10 @@ class _PostgresTx:
         self._conn = conn
 
     async def execute(self, sql: str, *args: Any) -> None:
-        await self._conn.execute(_numbered(sql), *args)
+        await self._conn.execute(_numbered(sql), *_args(args))
 
     async def fetch(self, sql: str, *args: Any) -> list[Row]:
-        return [dict(r) for r in await self._conn.fetch(_numbered(sql), *args)]
+        return [dict(r) for r in await self._conn.fetch(_numbered(sql), *_args(args))]
 
 
 async def connect(database_url: str | None, sqlite_path: str) -> Database:

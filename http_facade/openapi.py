@@ -1,0 +1,178 @@
+"""`GET /openapi.json`: the REST surface as OpenAPI 3.1, generated from the contract.
+
+Paths, verbs, path and query parameters and request bodies come from the same
+`google.api.http` bindings the routes are built from; every schema comes from a
+message descriptor, written as the codec writes and reads JSON (snake_case names,
+int64 as JSON integers, enums by name, Struct as an object). Nothing is written by hand
+but the error body, which is the facade's own. Fuzzers (schemathesis) read it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from google.protobuf.descriptor import Descriptor, FieldDescriptor, MethodDescriptor
+
+from http_facade.bindings import Binding, bindings
+
+_T = FieldDescriptor
+_INT32 = {_T.TYPE_INT32, _T.TYPE_SINT32, _T.TYPE_SFIXED32}
+_UINT32 = {_T.TYPE_UINT32, _T.TYPE_FIXED32}
+_INT64 = {_T.TYPE_INT64, _T.TYPE_SINT64, _T.TYPE_SFIXED64}
+_UINT64 = {_T.TYPE_UINT64, _T.TYPE_FIXED64}
+_WELL_KNOWN: dict[str, dict[str, Any]] = {
+    "google.protobuf.Struct": {"type": "object"},
+    "google.protobuf.Value": {},
+    "google.protobuf.ListValue": {"type": "array"},
+}
+ERROR = {
+    "type": "object",
+    "required": ["error"],
+    "properties": {
+        "error": {
+            "type": "object",
+            "required": ["message", "type", "code"],
+            "properties": {
+                "message": {"type": "string"},
+                "type": {"type": "string"},
+                "code": {"type": "string"},
+                "param": {"type": ["string", "null"]},
+            },
+        }
+    },
+}
+KEY_HEADERS = ("x-api-key", "x-router-key", "x-admin-key")
+
+
+def document(methods: Iterable[MethodDescriptor], title: str = "Model gateway") -> dict[str, Any]:
+    """The OpenAPI document of every binding of `methods`."""
+    schemas: dict[str, Any] = {"Error": ERROR}
+    paths: dict[str, dict[str, Any]] = {}
+    for binding in bindings(methods):
+        path = _openapi_path(binding)
+        paths.setdefault(path, {})[binding.verb.lower()] = _operation(binding, schemas)
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": title, "version": "v1"},
+        "paths": paths,
+        "components": {
+            "schemas": schemas,
+            "securitySchemes": {
+                name: {"type": "apiKey", "in": "header", "name": name} for name in KEY_HEADERS
+            },
+        },
+    }
+
+
+def _openapi_path(binding: Binding) -> str:
+    path = binding.template
+    for param, field_path in binding.path_fields.items():
+        # `{name}`, `{name=*}` and `{name=**}` alike: OpenAPI names the variable only.
+        path = re.sub(r"\{" + re.escape(field_path) + r"(=[^}]*)?\}", "{" + param + "}", path)
+    return path
+
+
+def _operation(binding: Binding, schemas: dict[str, Any]) -> dict[str, Any]:
+    rpc = binding.rpc
+    request = rpc.descriptor.input_type
+    parameters: list[dict[str, Any]] = []
+    for param, field_path in binding.path_fields.items():
+        field = _field(request, field_path)
+        parameters.append({"name": param, "in": "path", "required": True, "schema": _scalar(field)})
+    operation: dict[str, Any] = {
+        "operationId": rpc.descriptor.full_name,
+        "summary": f"{rpc.descriptor.containing_service.name}.{rpc.descriptor.name}",
+        "security": [{name: []} for name in KEY_HEADERS],
+    }
+    if binding.body == "*":
+        skip = frozenset(binding.path_fields.values())
+        body = _message(request, schemas, skip)
+        if binding.stream_rpc is not None:
+            body = {**body, "properties": {**body["properties"], "stream": {"type": "boolean"}}}
+        operation["requestBody"] = {
+            "required": False,
+            "content": {"application/json": {"schema": body}},
+        }
+    elif not binding.body:
+        for field in request.fields:
+            if field.message_type is None and field.name not in binding.path_fields.values():
+                schema = _scalar(field)
+                if field.is_repeated:
+                    schema = {"type": "array", "items": schema}
+                parameters.append({"name": field.name, "in": "query", "schema": schema})
+    if parameters:
+        operation["parameters"] = parameters
+    ok: dict[str, Any]
+    if rpc.server_streaming:
+        ok = {"text/event-stream": {"schema": {"type": "string"}}}
+    else:
+        ok = {"application/json": {"schema": _ref(rpc.descriptor.output_type, schemas)}}
+        if binding.stream_rpc is not None:
+            ok["text/event-stream"] = {"schema": {"type": "string"}}
+    error = {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}
+    operation["responses"] = {
+        "200": {"description": "The RPC's response", "content": ok},
+        "default": {"description": "An error (the status from the gRPC code)", "content": error},
+    }
+    return operation
+
+
+def _field(descriptor: Descriptor, path: str) -> FieldDescriptor:
+    *parents, leaf = path.split(".")
+    for part in parents:
+        descriptor = descriptor.fields_by_name[part].message_type
+    return descriptor.fields_by_name[leaf]
+
+
+def _ref(descriptor: Descriptor, schemas: dict[str, Any]) -> dict[str, Any]:
+    if descriptor.full_name in _WELL_KNOWN:
+        return dict(_WELL_KNOWN[descriptor.full_name])
+    name = descriptor.full_name.removeprefix("gateway.v1.").replace(".", "_")
+    if name not in schemas:
+        schemas[name] = {}  # placeholder first: messages may refer to themselves
+        schemas[name] = _message(descriptor, schemas)
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+def _message(
+    descriptor: Descriptor, schemas: dict[str, Any], skip: frozenset[str] = frozenset()
+) -> dict[str, Any]:
+    properties = {
+        field.name: _value(field, schemas) for field in descriptor.fields if field.name not in skip
+    }
+    return {"type": "object", "properties": properties}
+
+
+def _value(field: FieldDescriptor, schemas: dict[str, Any]) -> dict[str, Any]:
+    if field.type == _T.TYPE_MESSAGE and field.message_type.GetOptions().map_entry:
+        value = field.message_type.fields_by_name["value"]
+        return {"type": "object", "additionalProperties": _value(value, schemas)}
+    one = _ref(field.message_type, schemas) if field.type == _T.TYPE_MESSAGE else _scalar(field)
+    if field.is_repeated:
+        return {"type": "array", "items": one}
+    return one
+
+
+def _scalar(field: FieldDescriptor) -> dict[str, Any]:
+    kind = field.type
+    if kind == _T.TYPE_STRING:
+        return {"type": "string"}
+    if kind == _T.TYPE_BOOL:
+        return {"type": "boolean"}
+    if kind in _INT32:
+        return {"type": "integer", "minimum": -(2**31), "maximum": 2**31 - 1}
+    if kind in _UINT32:
+        return {"type": "integer", "minimum": 0, "maximum": 2**32 - 1}
+    if kind in _INT64:
+        return {"type": "integer", "minimum": -(2**63), "maximum": 2**63 - 1}
+    if kind in _UINT64:
+        return {"type": "integer", "minimum": 0, "maximum": 2**64 - 1}
+    if kind in (_T.TYPE_DOUBLE, _T.TYPE_FLOAT):
+        return {"type": "number"}
+    if kind == _T.TYPE_ENUM:
+        return {"type": "string", "enum": [v.name for v in field.enum_type.values]}
+    if kind == _T.TYPE_BYTES:
+        return {"type": "string", "contentEncoding": "base64"}
+    return {}

@@ -1,0 +1,151 @@
+"""uvicorn's HTTP/1.1 protocol (its httptools parser), with the bounds it lacks on the
+caller's side.
+
+    header_timeout_s  a connection must send a whole request head within this time of
+                      opening (or of its previous response): one that drips its headers
+                      (slowloris) is answered 408 and closed, one that sends nothing is
+                      closed
+    send_timeout_s    a client that reads nothing while the gateway has data waiting
+                      for it has its connection closed after this long: a stream it does
+                      not read ends (the facade sees a disconnect and releases the
+                      upstream) instead of holding a provider connection until the
+                      request deadline
+    malformed framing is answered with the usual JSON error body, not plain text
+
+Header values are parsed leniently, as h11 does: a malformed `x-request-id` (a DEL
+byte, say) is replaced by a fresh id, not refused with a bare 400. The body read
+timeout is the facade's own (http_facade/endpoint.py), as it is an ASGI matter.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Any
+
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+from http_facade.errors import RequestTimeout, error_json
+from server.core.errors import InvalidArgument
+
+log = logging.getLogger(__name__)
+# uvicorn warns once per malformed request: a caller could flood the log with them.
+MALFORMED_WARN_EVERY_S = 10.0
+
+
+class _ThrottleMalformed(logging.Filter):
+    def __init__(self) -> None:
+        super().__init__()
+        self._last = -MALFORMED_WARN_EVERY_S
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.getMessage() != "Invalid HTTP request received.":
+            return True
+        now = time.monotonic()
+        if now - self._last < MALFORMED_WARN_EVERY_S:
+            return False
+        self._last = now
+        return True
+
+
+logging.getLogger("uvicorn.error").addFilter(_ThrottleMalformed())
+
+
+def bounded_protocol(header_timeout_s: float, send_timeout_s: float) -> type[HttpToolsProtocol]:
+    """The protocol class to give uvicorn (`uvicorn.Config(http=...)`)."""
+
+    class BoundedProtocol(HttpToolsProtocol):
+        _header_timer: asyncio.TimerHandle | None = None
+        _send_timer: asyncio.TimerHandle | None = None
+        # Bytes of a request head arrived since the last response (or the connection).
+        _head_started = False
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.parser.set_dangerous_leniencies(lenient_headers=True)
+
+        def connection_made(self, transport: Any) -> None:
+            super().connection_made(transport)
+            self._arm_header_timer()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._cancel_timers()
+            super().connection_lost(exc)
+
+        def data_received(self, data: bytes) -> None:
+            self._head_started = self._head_started or bool(data)
+            super().data_received(data)
+
+        def on_headers_complete(self) -> None:
+            if self._header_timer is not None:
+                self._header_timer.cancel()
+                self._header_timer = None
+            super().on_headers_complete()
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            self._head_started = False
+            if not self.transport.is_closing():
+                self._arm_header_timer()
+
+        def pause_writing(self) -> None:
+            super().pause_writing()
+            if self._send_timer is None:
+                self._send_timer = self.loop.call_later(send_timeout_s, self._send_timed_out)
+
+        def resume_writing(self) -> None:
+            super().resume_writing()
+            if self._send_timer is not None:
+                self._send_timer.cancel()
+                self._send_timer = None
+
+        def send_400_response(self, msg: str) -> None:
+            self._respond(400, InvalidArgument(f"malformed HTTP request: {msg}"))
+
+        # -- bounds ------------------------------------------------------------------
+
+        def _arm_header_timer(self) -> None:
+            if self._header_timer is not None:
+                self._header_timer.cancel()
+            self._header_timer = self.loop.call_later(header_timeout_s, self._header_timed_out)
+
+        def _cancel_timers(self) -> None:
+            for timer in (self._header_timer, self._send_timer):
+                if timer is not None:
+                    timer.cancel()
+            self._header_timer = self._send_timer = None
+
+        def _header_timed_out(self) -> None:
+            self._header_timer = None
+            if self.transport.is_closing():
+                return
+            if self.cycle is not None and not self.cycle.response_complete:
+                return  # a request is being served: its own bounds apply
+            if self._head_started:
+                message = f"no complete request head within {header_timeout_s:g}s"
+                self._respond(408, RequestTimeout(message))
+            else:
+                # Nothing asked (a silent or idle keep-alive connection): an unasked
+                # 408 could be read as the answer to a request crossing it; just close.
+                self.transport.close()
+
+        def _send_timed_out(self) -> None:
+            self._send_timer = None
+            if not self.transport.is_closing():
+                log.info("closing a connection whose client read nothing for %gs", send_timeout_s)
+                self.transport.abort()
+
+        def _respond(self, status: int, error: InvalidArgument) -> None:
+            """Writes a whole JSON error response by hand (the parser may be in a state that
+            refuses to frame one) and closes the connection."""
+            body = error_json(error)
+            phrase = {400: b"Bad Request", 408: b"Request Timeout"}[status]
+            head = (
+                b"HTTP/1.1 %d %s\r\ncontent-type: application/json\r\n"
+                b"content-length: %d\r\nconnection: close\r\n\r\n"
+            ) % (status, phrase, len(body))
+            self.transport.write(head + body)
+            self.transport.close()
+
+    return BoundedProtocol
