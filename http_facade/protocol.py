@@ -10,6 +10,8 @@ caller's side.
                       not read ends (the facade sees a disconnect and releases the
                       upstream) instead of holding a provider connection until the
                       request deadline
+    MAX_HEAD_BYTES    a request head (request line and headers) larger than this is
+                      answered 400 and closed, not buffered
     malformed framing is answered with the usual JSON error body, not plain text
 
 Header values are parsed leniently, as h11 does: a malformed `x-request-id` (a DEL
@@ -30,6 +32,8 @@ from http_facade.errors import RequestTimeout, error_json
 from server.core.errors import InvalidArgument
 
 log = logging.getLogger(__name__)
+# The largest request head read, as a browser or SDK never comes near it.
+MAX_HEAD_BYTES = 32 * 1024
 # uvicorn warns once per malformed request: a caller could flood the log with them.
 MALFORMED_WARN_EVERY_S = 10.0
 
@@ -58,8 +62,9 @@ def bounded_protocol(header_timeout_s: float, send_timeout_s: float) -> type[Htt
     class BoundedProtocol(HttpToolsProtocol):
         _header_timer: asyncio.TimerHandle | None = None
         _send_timer: asyncio.TimerHandle | None = None
-        # Bytes of a request head arrived since the last response (or the connection).
-        _head_started = False
+        # Bytes of the request head arrived since the last response (or the connection).
+        _head_bytes = 0
+        _in_head = True
 
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
@@ -74,10 +79,16 @@ def bounded_protocol(header_timeout_s: float, send_timeout_s: float) -> type[Htt
             super().connection_lost(exc)
 
         def data_received(self, data: bytes) -> None:
-            self._head_started = self._head_started or bool(data)
+            if self._in_head:
+                self._head_bytes += len(data)
+                if self._head_bytes > MAX_HEAD_BYTES:
+                    message = f"the request head exceeds {MAX_HEAD_BYTES} bytes"
+                    self._respond(400, InvalidArgument(message))
+                    return
             super().data_received(data)
 
         def on_headers_complete(self) -> None:
+            self._in_head = False
             if self._header_timer is not None:
                 self._header_timer.cancel()
                 self._header_timer = None
@@ -85,7 +96,7 @@ def bounded_protocol(header_timeout_s: float, send_timeout_s: float) -> type[Htt
 
         def on_response_complete(self) -> None:
             super().on_response_complete()
-            self._head_started = False
+            self._head_bytes, self._in_head = 0, True
             if not self.transport.is_closing():
                 self._arm_header_timer()
 
@@ -122,7 +133,7 @@ def bounded_protocol(header_timeout_s: float, send_timeout_s: float) -> type[Htt
                 return
             if self.cycle is not None and not self.cycle.response_complete:
                 return  # a request is being served: its own bounds apply
-            if self._head_started:
+            if self._head_bytes:
                 message = f"no complete request head within {header_timeout_s:g}s"
                 self._respond(408, RequestTimeout(message))
             else:

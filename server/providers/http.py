@@ -28,6 +28,7 @@ through `redact`: the providers' own keys and anything shaped like a credential
 from __future__ import annotations
 
 import email.utils
+import json
 import logging
 import math
 import os
@@ -345,7 +346,7 @@ def retry_after(headers: Mapping[str, str]) -> float | None:
 def _error_message(body: bytes) -> str:
     """The upstream's own error message (OpenAI, Anthropic and TGI shapes), shortened."""
     try:
-        data = orjson.loads(body)
+        data = loads(body)
     except ValueError:
         return body.decode(errors="replace").strip()[:MESSAGE_CHARS]
     error = data.get("error") if isinstance(data, dict) else None
@@ -367,12 +368,22 @@ async def _read_bounded(response: Response, limit: int) -> bytes:
     return b"".join(chunks)[:limit]
 
 
+def loads(data: bytes | str) -> Any:
+    """JSON from an upstream: the fast parser, then the standard one for what it refuses
+    but JSON allows (a number beyond float range such as 1e309, which the count checks
+    then reject as implausible rather than as a malformed answer)."""
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return json.loads(data)
+
+
 async def read_json(response: Response) -> Any:
     """The whole body as JSON, bounded by MAX_BODY_BYTES."""
     body = await _read_bounded(response, MAX_BODY_BYTES + 1)
     if len(body) > MAX_BODY_BYTES:
         raise ProtocolViolation("answer too large")
-    return orjson.loads(body)
+    return loads(body)
 
 
 @dataclass(frozen=True, slots=True)

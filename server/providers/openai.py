@@ -21,7 +21,6 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any, Literal
 
-import orjson
 from pydantic import Field
 
 from server.core.embedding import EmbeddingRequest, Embeddings
@@ -45,6 +44,7 @@ from server.providers.http import (
     bearer,
     check_status,
     count,
+    loads,
     make_client,
     plausible,
     read_api_key,
@@ -124,7 +124,7 @@ class OpenAIProvider:
                         reasons = tuple(finishes[i] for i in sorted(finishes))
                         yield Finished(reasons[0], usage, reasons if len(reasons) > 1 else ())
                         return
-                    chunk = orjson.loads(event.data)
+                    chunk = loads(event.data)
                     if chunk.get("error"):
                         raise UpstreamError(
                             f"{self.id}: upstream failed mid-stream: {_error_text(chunk['error'])}",
