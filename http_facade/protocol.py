@@ -81,11 +81,15 @@ def bounded_protocol(header_timeout_s: float, send_timeout_s: float) -> type[Htt
         def data_received(self, data: bytes) -> None:
             if self._in_head:
                 self._head_bytes += len(data)
-                if self._head_bytes > MAX_HEAD_BYTES:
-                    message = f"the request head exceeds {MAX_HEAD_BYTES} bytes"
-                    self._respond(400, InvalidArgument(message))
-                    return
             super().data_received(data)
+            # Still no whole head (the body may have come in the same read: not counted).
+            if (
+                self._in_head
+                and self._head_bytes > MAX_HEAD_BYTES
+                and not self.transport.is_closing()
+            ):
+                message = f"the request head exceeds {MAX_HEAD_BYTES} bytes"
+                self._respond(400, InvalidArgument(message))
 
         def on_headers_complete(self) -> None:
             self._in_head = False
