@@ -19,7 +19,7 @@ from google.protobuf.descriptor import MethodDescriptor
 
 from server.accounting.ledger import Ledger
 from server.core.call import Call
-from server.core.errors import Code, GatewayError
+from server.core.errors import status_of
 from server.core.pipeline import Middleware, StreamHandler, UnaryHandler
 from server.storage.usage import UsageRecord
 
@@ -128,7 +128,7 @@ class Tab:
         if self.reservation is not None:
             total = cost.total_usd if cost is not None else 0.0
             self.accounts.spawn(self.accounts.budgets.settle(self.reservation, total))
-        status, reason = _status(error)
+        status, reason = status_of(error)
         ttft = run.ttft_ms() if run is not None else None
         self.accounts.ledger.record(
             record := UsageRecord(
@@ -204,13 +204,3 @@ class Accounting(Middleware):
                     tab.close(error)
 
         return stream
-
-
-def _status(error: BaseException | None) -> tuple[str, str]:
-    if error is None:
-        return "OK", ""
-    if isinstance(error, GatewayError):
-        return error.code.name, error.reason
-    if isinstance(error, asyncio.CancelledError | GeneratorExit):
-        return Code.CANCELLED.name, "CANCELLED"
-    return Code.INTERNAL.name, "INTERNAL"

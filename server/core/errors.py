@@ -25,6 +25,7 @@ may succeed where this one failed. Both transports read `HTTP_STATUS` and nothin
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import KW_ONLY, dataclass, field
 from enum import IntEnum
 
@@ -266,3 +267,14 @@ class UpstreamRejected(UpstreamError):
 
     code = Code.INVALID_ARGUMENT
     reason = "UPSTREAM_REJECTED_REQUEST"
+
+
+def status_of(error: BaseException | None) -> tuple[str, str]:
+    """The status and reason a call ended with (as the ledger writes them)."""
+    if error is None:
+        return "OK", ""
+    if isinstance(error, GatewayError):
+        return error.code.name, error.reason
+    if isinstance(error, asyncio.CancelledError | GeneratorExit):
+        return Code.CANCELLED.name, "CANCELLED"
+    return Code.INTERNAL.name, "INTERNAL"

@@ -8,7 +8,6 @@ which is what lets the metrics reconcile with the ledger.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from collections.abc import AsyncGenerator, Callable, Sequence
@@ -19,7 +18,7 @@ from google.protobuf.descriptor import MethodDescriptor
 
 from server.core.call import Call
 from server.core.engine import Run
-from server.core.errors import Code, GatewayError
+from server.core.errors import Code, GatewayError, status_of
 from server.core.pipeline import Middleware, StreamHandler, UnaryHandler
 
 log = logging.getLogger(__name__)
@@ -173,17 +172,6 @@ class Observer(Middleware):
             )
             outcome.completion = run.generated_text if started else None
         return outcome
-
-
-def status_of(error: BaseException | None) -> tuple[str, str]:
-    """The status and reason a call ended with (as the ledger writes them)."""
-    if error is None:
-        return "OK", ""
-    if isinstance(error, GatewayError):
-        return error.code.name, error.reason
-    if isinstance(error, asyncio.CancelledError | GeneratorExit):
-        return Code.CANCELLED.name, "CANCELLED"
-    return Code.INTERNAL.name, "INTERNAL"
 
 
 def cause(error: GatewayError) -> str:
