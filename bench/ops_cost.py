@@ -17,10 +17,10 @@ import time
 
 from gateway.v1 import chat_service_pb2 as chat
 
+from server.application.rpcs import gateway_table
+from server.base import config
+from server.base.call import Call
 from server.cli.serve import open_gateway
-from server.core import config
-from server.core.call import Call
-from server.core.rpcs import gateway_table
 from server.ops import requestlog, tracing
 from server.ops.operations import Operations
 from tests.support import API_KEY, default_config_dict

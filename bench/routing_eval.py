@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from bench import routing_metrics as metrics
-from server.accounting.tokens import estimate
-from server.core.config import PROFILES
+from server.base.config import PROFILES
+from server.base.tokens import estimate
 from server.routing.calibration import Calibration
 from server.routing.drift import DriftGuard
 from server.routing.features import FeatureScorer, sigmoid

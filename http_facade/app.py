@@ -21,8 +21,8 @@ from http_facade.endpoint import Limits
 from http_facade.errors import EXCEPTION_HANDLERS
 from http_facade.openapi import document
 from http_facade.routes import routes
-from server.core.config import ServerConfig
-from server.core.pipeline import RpcMethod, methods
+from server.base.config import ServerConfig
+from server.base.pipeline import RpcMethod, methods
 
 
 def create_app(

@@ -15,9 +15,9 @@ from google.protobuf.message import Message
 from http_facade.bindings import Rpc
 from http_facade.context import Exchange
 from http_facade.errors import internal, response_headers
-from server.core.call import Call
-from server.core.errors import GatewayError
-from server.core.pipeline import RpcMethod
+from server.base.call import Call
+from server.base.errors import GatewayError
+from server.base.pipeline import RpcMethod
 from server.grpc_api.status import from_rpc_error
 
 

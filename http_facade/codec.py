@@ -33,7 +33,7 @@ from google.protobuf import json_format
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 
-from server.core.errors import InvalidArgument, UnknownParameter
+from server.base.errors import InvalidArgument, UnknownParameter
 
 _T = FieldDescriptor
 _INTS = {

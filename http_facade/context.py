@@ -15,7 +15,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from http_facade.errors import error_response, internal
 from server.accounting.admission import KEY_HEADERS
-from server.core.call import request_id_or_new
+from server.base.call import request_id_or_new
 
 REQUEST_ID = "x-request-id"
 # Headers forwarded to the RPC as metadata: the key headers the core reads (the

@@ -23,7 +23,7 @@ from http_facade.backends import Backend
 from http_facade.bindings import Binding, Rpc
 from http_facade.context import Exchange, exchange_for
 from http_facade.errors import PayloadTooLarge, RequestTimeout, response_headers
-from server.core.errors import Cancelled, InvalidArgument
+from server.base.errors import Cancelled, InvalidArgument
 
 T = TypeVar("T")
 

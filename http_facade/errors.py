@@ -1,4 +1,4 @@
-"""Errors -> HTTP: one body shape, one status table (server.core.errors), one place.
+"""Errors -> HTTP: one body shape, one status table (server.base.errors), one place.
 
 Every error a caller sees, from the core, a remote gateway or the facade itself, is a
 GatewayError rendered by `error_response`:
@@ -21,7 +21,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
-from server.core.errors import (
+from server.base.errors import (
     Code,
     GatewayError,
     Internal,

@@ -29,7 +29,7 @@ from typing import Any
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from http_facade.errors import RequestTimeout, error_json
-from server.core.errors import InvalidArgument
+from server.base.errors import InvalidArgument
 
 log = logging.getLogger(__name__)
 # The largest request head read, as a browser or SDK never comes near it.

@@ -33,7 +33,7 @@ def routes(
 
 
 if __name__ == "__main__":
-    from server.core.pipeline import methods as all_methods
+    from server.base.pipeline import methods as all_methods
 
     for b in bindings(all_methods()):
         stream = f"  (stream: true -> {b.stream_rpc.path})" if b.stream_rpc else ""

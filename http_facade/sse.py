@@ -24,7 +24,7 @@ from starlette.types import Receive, Scope, Send
 
 from http_facade.codec import to_dict
 from http_facade.errors import error_object, internal
-from server.core.errors import GatewayError, ShuttingDown
+from server.base.errors import GatewayError, ShuttingDown
 
 DONE = b"data: [DONE]\n\n"
 KEEPALIVE = b": keep-alive\n\n"

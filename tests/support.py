@@ -17,8 +17,8 @@ from typing import Any
 
 import yaml
 
+from server.base import config
 from server.cli import serve as app
-from server.core import config
 
 API_KEY = "gw-dev-api-key-0000000000"
 ROUTER_KEY = "gw-dev-router-key-000000000"
@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def default_config_dict() -> dict[str, Any]:
     """The embedded default config as a dict, with instant simulated providers."""
-    text = (ROOT / "server" / "core" / "default_config.yaml").read_text()
+    text = (ROOT / "server" / "base" / "default_config.yaml").read_text()
     data = yaml.safe_load(text)
     data["server"] = {"host": "127.0.0.1", "grpc_port": 0, "http_port": 0}
     # Keys and the usage ledger in memory: tests leave no database file behind.

@@ -12,9 +12,10 @@ import pytest
 from gateway.v1 import chat_service_pb2 as chat
 from gateway.v1 import usage_service_pb2 as usage_pb
 
-from server.accounting import budget, tokens
-from server.core.config import Price
-from server.core.generation import GenerationRequest, Message
+from server.accounting import budget
+from server.base import tokens
+from server.base.config import Price
+from server.base.generation import GenerationRequest, Message
 from tests.grpc_support import Stubs, details
 from tests.shared_state import REDIS_URL, AdminClient, config_with, redis_prefix  # noqa: F401
 from tests.support import running_gateway

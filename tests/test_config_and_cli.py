@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from server.core import config
+from server.base import config
 from tests.support import (
     API_KEY,
     ROOT,

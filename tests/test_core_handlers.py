@@ -11,13 +11,13 @@ from gateway.v1 import chat_service_pb2 as chat
 from gateway.v1 import model_service_pb2 as models
 from gateway.v1 import router_service_pb2 as router
 
+from server.application.handlers import Gateway
+from server.application.rpcs import gateway_table, handlers
+from server.base.call import Call
+from server.base.config import parse
+from server.base.errors import Code, GatewayError, InvalidArgument, NotFound, Unauthenticated
+from server.base.pipeline import Middleware, RpcMethod, StreamHandler, UnaryHandler
 from server.cli.serve import build_gateway
-from server.core.call import Call
-from server.core.config import parse
-from server.core.errors import Code, GatewayError, InvalidArgument, NotFound, Unauthenticated
-from server.core.handlers import Gateway
-from server.core.pipeline import Middleware, RpcMethod, StreamHandler, UnaryHandler
-from server.core.rpcs import gateway_table, handlers
 from server.routing.router import Route
 from tests.support import API_KEY, ROUTER_KEY, default_config_dict
 

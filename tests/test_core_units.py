@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from server.accounting import costs, tokens
 from server.accounting.ratelimit import SlidingWindowLimiter
-from server.core.config import Price
-from server.core.generation import GenerationRequest, Message, TokenCounts
+from server.base import costs, tokens
+from server.base.config import Price
+from server.base.generation import GenerationRequest, Message, TokenCounts
 from server.providers.simulated import SimulatedParams, SimulatedProvider
 
 

@@ -2,7 +2,7 @@
 
 A stand-in ListProviders handler raises the error whose code its `model` names; the
 same table is served over gRPC, over REST in-process, and over REST as an edge tier in
-front of that gRPC server. Each must agree with the one table in server/core/errors.py.
+front of that gRPC server. Each must agree with the one table in server/base/errors.py.
 """
 
 from __future__ import annotations
@@ -19,12 +19,12 @@ from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 
 from http_facade.app import create_app
+from server.application.rpcs import handlers
+from server.base.call import Call
+from server.base.config import ServerConfig, parse
+from server.base.errors import ERROR_TYPE, HTTP_STATUS, Code, GatewayError
+from server.base.pipeline import rpc_table
 from server.cli.serve import build_gateway, start_grpc, start_http
-from server.core.call import Call
-from server.core.config import ServerConfig, parse
-from server.core.errors import ERROR_TYPE, HTTP_STATUS, Code, GatewayError
-from server.core.pipeline import rpc_table
-from server.core.rpcs import handlers
 from tests.support import default_config_dict
 
 CODES = [code for code in Code if code != Code.OK]

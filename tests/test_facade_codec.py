@@ -22,7 +22,7 @@ from gateway.v1 import (
 )
 
 from http_facade.codec import from_dict, to_dict
-from server.core.errors import InvalidArgument
+from server.base.errors import InvalidArgument
 
 
 def test_int64_is_a_json_number_and_plain_scalars_always_appear() -> None:

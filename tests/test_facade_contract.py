@@ -11,8 +11,8 @@ from google.api import annotations_pb2
 from starlette.routing import Route
 
 from http_facade.app import create_app
-from server.core.config import ServerConfig
-from server.core.pipeline import SERVICES
+from server.base.config import ServerConfig
+from server.base.pipeline import SERVICES
 from tests.test_facade_support import both_modes, client
 
 VERBS = ("get", "put", "post", "delete", "patch")
@@ -67,9 +67,9 @@ async def test_routes_match_annotations_exactly(edge_app) -> None:  # type: igno
 
 
 async def test_in_process_and_edge_serve_the_same_routes(edge_app) -> None:  # type: ignore[no-untyped-def]
+    from server.application.rpcs import gateway_table
+    from server.base.config import parse
     from server.cli.serve import build_gateway
-    from server.core.config import parse
-    from server.core.rpcs import gateway_table
     from tests.support import default_config_dict
 
     gateway = build_gateway(parse(default_config_dict(), "test"))

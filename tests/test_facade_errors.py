@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 import pytest
 
-from server.core import handlers as gateway
+from server.application import handlers as gateway
 from tests.support import API_KEY, ROUTER_KEY, default_config_dict
 from tests.test_facade_support import CHAT, MODES, A, B, both_modes, client, facade
 

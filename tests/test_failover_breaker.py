@@ -11,7 +11,7 @@ import pytest
 from gateway.v1 import chat_service_pb2 as chat
 from gateway.v1 import provider_service_pb2 as providers
 
-from server.core.breaker import Breaker, State
+from server.application.breaker import Breaker, State
 from tests.grpc_support import API, Stubs
 from tests.support import running_gateway
 from tests.upstreams.base import TEXT, FakeUpstream, Fault, Usage, serving

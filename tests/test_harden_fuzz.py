@@ -22,7 +22,7 @@ from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message
 from hypothesis import HealthCheck, Phase
 
-from server.core.pipeline import methods
+from server.base.pipeline import methods
 from tests.shared_state import ADMIN_KEY, config_with
 from tests.support import (
     API_KEY,

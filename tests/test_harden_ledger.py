@@ -15,7 +15,7 @@ import pytest
 from gateway.v1 import chat_service_pb2 as chat
 
 from server.accounting.ledger import Ledger
-from server.core.config import StorageConfig
+from server.base.config import StorageConfig
 from server.storage import open_store
 from server.storage.db import storable
 from server.storage.usage import UsageRecord

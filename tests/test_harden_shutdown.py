@@ -13,8 +13,8 @@ import grpc
 import httpx
 from gateway.v1 import chat_service_pb2 as chat
 
+from server.base import config
 from server.cli import serve
-from server.core import config
 from tests.grpc_support import API, Stubs, details
 from tests.support import API_KEY, default_config_dict
 

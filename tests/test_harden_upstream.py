@@ -12,8 +12,8 @@ import pytest
 from gateway.v1 import chat_service_pb2 as chat
 from gateway.v1 import streaming_pb2
 
-from server.accounting import tokens
-from server.core.generation import GenerationRequest, Message
+from server.base import tokens
+from server.base.generation import GenerationRequest, Message
 from server.providers.http import redact
 from tests.faults import SSE_HEAD, RawRequest, http_response, raw_upstream
 from tests.grpc_support import API, Stubs
@@ -56,7 +56,7 @@ def _streaming(prompt_tokens: str, completion_tokens: str = "2"):  # type: ignor
 
 def test_what_counts_as_implausible():
     request = GenerationRequest(messages=(Message("user", PROMPT),), max_tokens=10)
-    from server.core.generation import TokenCounts
+    from server.base.generation import TokenCounts
 
     assert tokens.implausible(TokenCounts(8, 10), request) is None
     assert tokens.implausible(TokenCounts(-1, 10), request)
@@ -212,9 +212,9 @@ async def test_upstream_errors_quoted_to_callers_carry_no_credentials(monkeypatc
 
 def test_backoff_has_jitter_and_budgets_reserve_the_cache_write_price():
     from server.accounting.budget import max_cost
-    from server.core.config import Price
-    from server.core.errors import UpstreamError
-    from server.core.generation import RetryPolicy
+    from server.base.config import Price
+    from server.base.errors import UpstreamError
+    from server.base.generation import RetryPolicy
 
     policy = RetryPolicy(max_retries=3, backoff_s=1.0)
     error = UpstreamError("down")

@@ -18,7 +18,7 @@ from gateway.v1 import chat_service_pb2 as chat
 from gateway.v1 import model_service_pb2 as models
 from gateway.v1 import usage_service_pb2 as usage_pb
 
-from server.core.config import StorageConfig
+from server.base.config import StorageConfig
 from server.storage import open_store
 from server.storage.migrations import MIGRATIONS, migrate
 from tests.grpc_support import API, Stubs

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-BELOW_TRANSPORTS = ("core", "accounting", "routing", "providers", "storage", "ops")
+BELOW_TRANSPORTS = ("base", "application", "accounting", "routing", "providers", "storage", "ops")
 TRANSPORTS = ("grpc", "grpc_status", "grpc_health", "grpc_reflection", "fastapi", "starlette",
               "uvicorn", "http_facade", "server.grpc_api", "server.cli")  # fmt: skip
 
@@ -40,14 +40,14 @@ def test_nothing_below_the_transports_imports_a_transport(path: Path) -> None:
 
 @pytest.mark.parametrize("path", modules("storage"), ids=lambda p: str(p.relative_to(ROOT)))
 def test_storage_knows_only_the_core_vocabulary(path: Path) -> None:
-    allowed = ("server.storage", "server.core.config", "server.core.errors")
+    allowed = ("server.storage", "server.base")
     leaks = sorted(n for n in imports(path) if n.startswith("server.") and not under(n, allowed))
     assert not leaks, f"{path.relative_to(ROOT)} imports {leaks}"
 
 
 @pytest.mark.parametrize("path", modules("providers"), ids=lambda p: str(p.relative_to(ROOT)))
 def test_providers_know_nothing_of_admission_routing_or_storage(path: Path) -> None:
-    upward = ("server.routing", "server.storage", "server.core.handlers", "server.core.pipeline",
+    upward = ("server.routing", "server.storage", "server.application.handlers", "server.base.pipeline",
               "server.accounting.admission", "server.accounting.tab")  # fmt: skip
     leaks = sorted(n for n in imports(path) if under(n, upward))
     assert not leaks, f"{path.relative_to(ROOT)} imports {leaks}"

@@ -9,7 +9,7 @@ import yaml
 from gateway.v1 import admin_service_pb2 as admin_pb
 from gateway.v1 import admin_service_pb2_grpc
 
-from server.core import config
+from server.base import config
 from tests.grpc_support import details
 from tests.shared_state import ADMIN, ADMIN_KEY, config_with
 from tests.support import (

@@ -7,12 +7,13 @@ from typing import Any
 
 import pytest
 
-from server.accounting import budget, tokens
-from server.core.catalog import Catalog
-from server.core.config import Config, Price
-from server.core.engine import capable
-from server.core.errors import Unsupported
-from server.core.generation import (
+from server.accounting import budget
+from server.application.catalog import Catalog
+from server.application.engine import capable
+from server.base import tokens
+from server.base.config import Config, Price
+from server.base.errors import Unsupported
+from server.base.generation import (
     Capability,
     GenerationRequest,
     ImagePart,

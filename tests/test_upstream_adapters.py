@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from server.core.config import ConfigError, ProviderConfig
-from server.core.errors import UpstreamError, UpstreamRejected
-from server.core.generation import (
+from server.base.config import ConfigError, ProviderConfig
+from server.base.errors import UpstreamError, UpstreamRejected
+from server.base.generation import (
     Collected,
     Finished,
     GenerationRequest,

@@ -11,8 +11,8 @@ import pytest
 from gateway.v1 import chat_service_pb2 as chat
 from gateway.v1 import streaming_pb2, usage_pb2
 
-from server.accounting import tokens
-from server.core.generation import GenerationRequest, Message
+from server.base import tokens
+from server.base.generation import GenerationRequest, Message
 from tests.grpc_support import API, Stubs
 from tests.support import running_gateway
 from tests.upstreams.anthropic import AnthropicWire
@@ -137,7 +137,7 @@ async def test_unpriced_model_reports_costs_absent(env: Env):
 async def test_unpriced_model_warned_at_start_up(caplog: pytest.LogCaptureFixture):
     async with serving(OpenAIWire()) as fake:
         data = with_models(model("free", provider("free-1", "openai", fake.url), price=None))
-        with caplog.at_level(logging.WARNING, logger="server.core.catalog"):
+        with caplog.at_level(logging.WARNING, logger="server.application.catalog"):
             async with running_gateway(data):
                 pass
     assert any("free has no price" in r.getMessage() for r in caplog.records)

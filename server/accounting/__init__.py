@@ -1,1 +1,1 @@
-"""Admission and accounting: keys, rate limits, budgets, token counts, costs and the usage ledger."""
+"""Admission and accounting: keys, rate limits, budgets and the usage ledger."""

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 
 from server.accounting.guard import bounded
 from server.accounting.ratelimit import Limiter
-from server.core.config import KeyConfig, KeyKind
-from server.core.errors import RateLimited, StorageUnavailable, Unauthenticated
+from server.base.config import KeyConfig, KeyKind
+from server.base.errors import RateLimited, StorageUnavailable, Unauthenticated
 from server.storage.keys import KeyRecord, KeyStore
 
 log = logging.getLogger(__name__)

@@ -21,10 +21,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from server.accounting import tokens
-from server.core.config import Price
-from server.core.errors import BudgetExhausted
-from server.core.generation import GenerationRequest
+from server.base import tokens
+from server.base.config import Price
+from server.base.errors import BudgetExhausted
+from server.base.generation import GenerationRequest
 
 PER_MILLION = 1_000_000
 # A reservation left by an instance that died before settling it lapses after this.

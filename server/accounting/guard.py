@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 from server.accounting.budget import Budgets, BudgetSpec, Reservation
 from server.accounting.ratelimit import Decision, Limiter
-from server.core.errors import GatewayError, StorageUnavailable
+from server.base.errors import GatewayError, StorageUnavailable
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

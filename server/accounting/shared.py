@@ -26,7 +26,7 @@ import orjson
 
 from server.accounting.budget import BudgetSpec, MemoryBudgets, Reservation, SpentLoader
 from server.accounting.ratelimit import Decision, SlidingWindowLimiter
-from server.core.errors import BudgetExhausted, Internal
+from server.base.errors import BudgetExhausted, Internal
 
 log = logging.getLogger(__name__)
 _LENGTH = struct.Struct(">I")

@@ -18,19 +18,19 @@ from typing import TYPE_CHECKING, Any, Protocol
 from google.protobuf.descriptor import MethodDescriptor
 
 from server.accounting.ledger import Ledger
-from server.core.call import Call
-from server.core.errors import status_of
-from server.core.pipeline import Middleware, StreamHandler, UnaryHandler
+from server.base.call import Call
+from server.base.errors import status_of
+from server.base.pipeline import Middleware, StreamHandler, UnaryHandler
 from server.storage.usage import UsageRecord
 
 if TYPE_CHECKING:
     from server.accounting.admission import Principal
     from server.accounting.budget import Budgets, Reservation
-    from server.accounting.costs import Cost
     from server.accounting.ratelimit import Limiter
-    from server.core.catalog import Upstream
-    from server.core.config import ModelConfig
-    from server.core.generation import TokenCounts
+    from server.application.catalog import Upstream
+    from server.base.config import ModelConfig
+    from server.base.costs import Cost
+    from server.base.generation import TokenCounts
 
 log = logging.getLogger(__name__)
 # Rate-limit tickets: unique across processes (sharing one limiter) without a uuid each.

@@ -23,13 +23,13 @@ from collections.abc import Callable
 
 from server.accounting.admission import HEADER
 from server.accounting.shared import StateClient
+from server.application.control import Control
+from server.base import config
+from server.base.errors import GatewayError
 from server.cli import keys, migrate, router, workers
 from server.cli import serve as app
 from server.cli.options import describe_storage, storage_options, with_overrides
-from server.core import config
-from server.core.errors import GatewayError
 from server.ops import metrics, requestlog, tracing
-from server.ops.control import Control
 
 COMMANDS = ("serve", "keys", "migrate", "router")
 

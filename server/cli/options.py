@@ -6,7 +6,7 @@ import argparse
 import os
 from urllib.parse import urlsplit, urlunsplit
 
-from server.core import config
+from server.base import config
 
 # Environment variables that override the config file's storage settings.
 ENV = {

@@ -21,11 +21,11 @@ from server.accounting.ledger import Ledger
 from server.accounting.ratelimit import Limiter, RedisLimiter, SlidingWindowLimiter
 from server.accounting.shared import SharedBudgets, SharedLimiter, StateClient
 from server.accounting.tab import Accounts
-from server.core.catalog import Catalog
-from server.core.config import Config, ConfigError, OperationsConfig, ServerConfig
-from server.core.handlers import Gateway
-from server.core.pipeline import SERVICES, RpcMethod
-from server.core.rpcs import gateway_table
+from server.application.catalog import Catalog
+from server.application.handlers import Gateway
+from server.application.rpcs import gateway_table
+from server.base.config import Config, ConfigError, OperationsConfig, ServerConfig
+from server.base.pipeline import SERVICES, RpcMethod
 from server.grpc_api.service import grpc_handlers
 from server.ops.health import Readiness
 from server.ops.operations import Operations

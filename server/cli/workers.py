@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from server.accounting.shared import StateServer
+from server.base.config import Config
 from server.cli import serve as app
-from server.core.config import Config
 from server.storage import Store, open_store
 
 WORKER = "GATEWAY_WORKER_INDEX"

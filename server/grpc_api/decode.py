@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 
-from server.core.errors import InvalidArgument
+from server.base.errors import InvalidArgument
 
 # Nested messages followed when looking for the bad field (Struct is recursive).
 MAX_DEPTH = 32

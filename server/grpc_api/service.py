@@ -13,9 +13,9 @@ from collections.abc import AsyncIterator
 import grpc
 from google.protobuf.message import Message
 
-from server.core.call import Call, request_id_or_new
-from server.core.errors import GatewayError, Internal, ShuttingDown
-from server.core.pipeline import RpcMethod
+from server.base.call import Call, request_id_or_new
+from server.base.errors import GatewayError, Internal, ShuttingDown
+from server.base.pipeline import RpcMethod
 from server.grpc_api.decode import Undecodable, decoder
 from server.grpc_api.status import abort_args
 

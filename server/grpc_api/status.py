@@ -15,7 +15,7 @@ from google.protobuf.message import Message
 from google.rpc import error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
-from server.core.errors import DOMAIN, Code, GatewayError
+from server.base.errors import DOMAIN, Code, GatewayError
 
 
 def abort_args(

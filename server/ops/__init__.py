@@ -1,1 +1,1 @@
-"""Operability: metrics, request logs, tracing, health, live configuration, admin page."""
+"""Operability: metrics, request logs, tracing and readiness."""

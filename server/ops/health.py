@@ -15,7 +15,7 @@ import asyncio
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from server.core.handlers import Gateway
+    from server.application.handlers import Gateway
 
 STORAGE_TIMEOUT_S = 1.0
 

@@ -31,7 +31,7 @@ from prometheus_client import (
 from server.ops.observe import Outcome
 
 if TYPE_CHECKING:
-    from server.core.handlers import Gateway
+    from server.application.handlers import Gateway
 
 CONTENT_TYPE = CONTENT_TYPE_LATEST
 # The buckets the GenAI conventions advise.

@@ -16,10 +16,10 @@ from typing import Any
 
 from google.protobuf.descriptor import MethodDescriptor
 
-from server.core.call import Call
-from server.core.engine import Run
-from server.core.errors import Code, GatewayError, status_of
-from server.core.pipeline import Middleware, StreamHandler, UnaryHandler
+from server.application.engine import Run
+from server.base.call import Call
+from server.base.errors import Code, GatewayError, status_of
+from server.base.pipeline import Middleware, StreamHandler, UnaryHandler
 
 log = logging.getLogger(__name__)
 REQUEST_ID = "x-request-id"

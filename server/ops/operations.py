@@ -13,7 +13,7 @@ from server.ops.metrics import Metrics, multiprocess_dir
 from server.ops.observe import Observer, Sink
 
 if TYPE_CHECKING:
-    from server.core.handlers import Gateway
+    from server.application.handlers import Gateway
 
 
 class Operations:

@@ -8,7 +8,7 @@ forwards it), with children for admission, routing, each upstream attempt and th
 ledger write. Upstream HTTP calls carry the attempt's `traceparent`.
 
 Off, nothing is wrapped: the middleware leaves the handlers as they are, and the spans
-of the layers below (server/ops/spans.py) are one shared no-op context manager.
+of the layers below (server/base/spans.py) are one shared no-op context manager.
 """
 
 from __future__ import annotations
@@ -23,14 +23,14 @@ from opentelemetry import context as otel_context
 from opentelemetry import propagate, trace
 from opentelemetry.trace import SpanKind, Status, StatusCode, Tracer
 
-from server.core.call import Call
-from server.core.pipeline import Middleware, StreamHandler, UnaryHandler
-from server.ops import spans
+from server.base import spans
+from server.base.call import Call
+from server.base.pipeline import Middleware, StreamHandler, UnaryHandler
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import TracerProvider
 
-    from server.core.handlers import Gateway
+    from server.application.handlers import Gateway
 
 T = TypeVar("T")
 _provider: TracerProvider | None = None

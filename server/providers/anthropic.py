@@ -32,8 +32,8 @@ from typing import Any
 
 from pydantic import Field
 
-from server.core.errors import UpstreamError
-from server.core.generation import (
+from server.base.errors import UpstreamError
+from server.base.generation import (
     Capability,
     Event,
     Finished,

@@ -44,12 +44,12 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from yarl import URL
 
-from server.accounting.tokens import implausible
-from server.core.config import ConfigError
-from server.core.errors import UpstreamError, UpstreamRejected
-from server.core.generation import GenerationRequest, RetryPolicy, TokenCounts
-from server.core.throttle import warn_throttled
-from server.ops import spans
+from server.base import spans
+from server.base.config import ConfigError
+from server.base.errors import UpstreamError, UpstreamRejected
+from server.base.generation import GenerationRequest, RetryPolicy, TokenCounts
+from server.base.throttle import warn_throttled
+from server.base.tokens import implausible
 
 log = logging.getLogger(__name__)
 

@@ -23,9 +23,9 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from server.core.embedding import EmbeddingRequest, Embeddings
-from server.core.errors import UpstreamError
-from server.core.generation import (
+from server.base.embedding import EmbeddingRequest, Embeddings
+from server.base.errors import UpstreamError
+from server.base.generation import (
     ALL_CAPABILITIES,
     Event,
     Finished,

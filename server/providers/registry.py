@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pydantic import ValidationError
 
-from server.core.config import ConfigError, ProviderConfig
-from server.core.generation import Provider
+from server.base.config import ConfigError, ProviderConfig
+from server.base.generation import Provider
 from server.providers.anthropic import AnthropicParams, AnthropicProvider
 from server.providers.openai import OpenAIParams, OpenAIProvider
 from server.providers.simulated import SimulatedParams, SimulatedProvider

@@ -33,10 +33,10 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from server.accounting import tokens
-from server.core.embedding import EmbeddingRequest, Embeddings, Input, estimate_tokens
-from server.core.errors import UpstreamError, UpstreamRejected
-from server.core.generation import (
+from server.base import tokens
+from server.base.embedding import EmbeddingRequest, Embeddings, Input, estimate_tokens
+from server.base.errors import UpstreamError, UpstreamRejected
+from server.base.generation import (
     ALL_CAPABILITIES,
     NO_RETRY,
     Event,

@@ -21,9 +21,9 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any
 
-from server.accounting import tokens
-from server.core.errors import UpstreamError
-from server.core.generation import (
+from server.base import tokens
+from server.base.errors import UpstreamError
+from server.base.generation import (
     Capability,
     Event,
     Finished,

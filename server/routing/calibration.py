@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from server.core.config import PROFILES
+from server.base.config import PROFILES
 
 # Share of calls each profile sends to the stronger tier on data like the training data.
 DEFAULT_STRONG_SHARES: dict[str, float] = dict(zip(PROFILES, (0.2, 0.45, 0.8), strict=True))

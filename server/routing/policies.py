@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from server.core.catalog import Catalog
-from server.core.config import Config, ConfigError, RoutingConfig
+from server.application.catalog import Catalog
+from server.base.config import Config, ConfigError, RoutingConfig
 from server.routing.calibration import Calibration
 from server.routing.drift import DriftGuard
 from server.routing.features import FeatureScorer

@@ -14,8 +14,8 @@ from typing import Protocol
 
 from gateway.v1 import router_service_pb2 as router_pb
 
-from server.core.config import RoutingConfig
-from server.core.generation import GenerationRequest
+from server.base.config import RoutingConfig
+from server.base.generation import GenerationRequest
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,11 +24,11 @@ import math
 import time
 from typing import Protocol
 
-from server.accounting import tokens
 from server.accounting.budget import max_cost
-from server.core.catalog import Catalog
-from server.core.config import PROFILES, ConfigError, ModelConfig, RoutingConfig
-from server.core.generation import GenerationRequest
+from server.application.catalog import Catalog
+from server.base import tokens
+from server.base.config import PROFILES, ConfigError, ModelConfig, RoutingConfig
+from server.base.generation import GenerationRequest
 from server.routing.router import Candidate, Route, Skipped
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from server.core.config import StorageConfig
+from server.base.config import StorageConfig
 from server.storage.db import Database, connect
 from server.storage.feedback import FeedbackStore
 from server.storage.keys import KeyStore

@@ -11,11 +11,11 @@ from gateway.v1 import admin_service_pb2 as admin_pb
 
 from server.accounting.admission import Principal
 from server.accounting.budget import BudgetSpec
-from server.core.call import Call
+from server.base.call import Call
 from server.ops.recent import Recent
 
 if TYPE_CHECKING:
-    from server.core.handlers import Gateway
+    from server.application.handlers import Gateway
 
 USAGE_RANGE_S = 30 * 86400
 

@@ -29,7 +29,7 @@ from google.protobuf import message_factory
 from google.protobuf.descriptor import MethodDescriptor, ServiceDescriptor
 from google.protobuf.message import Message
 
-from server.core.call import Call
+from server.base.call import Call
 
 SERVICES: tuple[ServiceDescriptor, ...] = tuple(
     service

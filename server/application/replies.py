@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from gateway.v1 import chat_pb2, completion_pb2
 from gateway.v1 import chat_service_pb2 as chat
 
-from server.core.generation import TextDelta, TokenLogprob, ToolCall, ToolCallDelta
+from server.base.generation import TextDelta, TokenLogprob, ToolCall, ToolCallDelta
 
 
 def tool_call(call: ToolCall) -> chat_pb2.ToolCall:

@@ -18,12 +18,12 @@ import asyncio
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from typing import Any
 
-from server.accounting.tokens import implausible
-from server.core.breaker import Permit
-from server.core.catalog import Upstream
-from server.core.errors import AllProvidersFailed, DeadlineExceeded, GatewayError, UpstreamError
-from server.core.generation import Event, Finished, GenerationRequest
-from server.ops import spans
+from server.application.breaker import Permit
+from server.application.catalog import Upstream
+from server.base import spans
+from server.base.errors import AllProvidersFailed, DeadlineExceeded, GatewayError, UpstreamError
+from server.base.generation import Event, Finished, GenerationRequest
+from server.base.tokens import implausible
 
 Causes = list[tuple[str, GatewayError]]
 # Starts one attempt on an upstream: its event stream (by default, a generation).

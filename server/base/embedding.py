@@ -11,14 +11,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from server.accounting import tokens
-from server.core.config import ModelConfig
-from server.core.errors import InvalidArgument
-from server.core.generation import RetryPolicy
+from server.base import tokens
+from server.base.config import ModelConfig
+from server.base.errors import InvalidArgument
+from server.base.generation import RetryPolicy
 
 if TYPE_CHECKING:
     # Only for types: the catalog builds the providers, which import this module.
-    from server.core.catalog import Upstream
+    from server.application.catalog import Upstream
 
 CAPABILITY = "embeddings"
 ENCODINGS = ("float", "base64")

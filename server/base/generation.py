@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol
 
-from server.core.errors import UpstreamError
+from server.base.errors import UpstreamError
 
 
 class Capability(StrEnum):

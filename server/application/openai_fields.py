@@ -10,8 +10,8 @@ from typing import Any
 
 from google.protobuf import json_format
 
-from server.core.errors import InvalidArgument
-from server.core.generation import (
+from server.base.errors import InvalidArgument
+from server.base.generation import (
     ImagePart,
     Message,
     Part,

@@ -13,7 +13,7 @@ from typing import Any, Literal, get_args
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from server.core.generation import Capability
+from server.base.generation import Capability
 
 # The routing profiles: named here and nowhere else.
 ProfileName = Literal["economy", "balanced", "quality"]
@@ -293,7 +293,7 @@ def load(path: str | Path | None = None) -> tuple[Config, str]:
     """Loads the config at `path`, or the embedded default; returns it and its source."""
     if path is None:
         source = "embedded default config"
-        text = resources.files("server.core").joinpath("default_config.yaml").read_text()
+        text = resources.files("server.base").joinpath("default_config.yaml").read_text()
     else:
         source = str(path)
         try:

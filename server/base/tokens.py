@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 
-from server.core.generation import GenerationRequest, Message, TokenCounts
+from server.base.generation import GenerationRequest, Message, TokenCounts
 
 BYTES_PER_TOKEN = 4
 # Role markers and separators a chat template adds around each message.

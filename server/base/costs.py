@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 from gateway.v1 import usage_pb2
 
-from server.core.config import Price
-from server.core.generation import TokenCounts
+from server.base.config import Price
+from server.base.generation import TokenCounts
 
 PER_MILLION = 1_000_000
 # Costs are rounded to a billionth of a cent: exact enough, free of float noise.

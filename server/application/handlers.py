@@ -3,8 +3,8 @@
 Each handler takes the RPC's proto request and the transport-neutral Call (whose tab
 the accounting middleware opened), admits the caller, validates, runs, and returns the
 proto response (or yields stream chunks). It knows nothing of gRPC or HTTP; both
-transports reach it through the pipeline (server/core/pipeline.py, bound in
-server/core/rpcs.py).
+transports reach it through the pipeline (server/base/pipeline.py, bound in
+server/application/rpcs.py).
 """
 
 from __future__ import annotations
@@ -38,25 +38,26 @@ from gateway.v1 import (
 )
 from google.protobuf import struct_pb2
 
-from server.accounting import budget, tokens
+from server.accounting import budget
 from server.accounting.admission import Admission, Principal
 from server.accounting.budget import BudgetSpec, MemoryBudgets
 from server.accounting.ledger import Ledger
 from server.accounting.tab import Accounting, Accounts, Tab
-from server.core import replies, textgen, validation
-from server.core.admin import AdminHandlers
-from server.core.call import Call
-from server.core.catalog import Catalog
-from server.core.config import Config, KeyKind, Price
-from server.core.embedding import embedders, estimate_tokens
-from server.core.embedding import validate as validate_embeddings
-from server.core.embedding_run import EmbeddingRun, encode
-from server.core.engine import Run
-from server.core.errors import InvalidArgument, NotFound
-from server.core.generation import GenerationRequest, TextDelta
-from server.core.pipeline import Middleware
-from server.ops.control import Control
-from server.ops.dashboard import Dashboard
+from server.application import replies, textgen, validation
+from server.application.admin import AdminHandlers
+from server.application.catalog import Catalog
+from server.application.control import Control
+from server.application.dashboard import Dashboard
+from server.application.embedding_run import EmbeddingRun, encode
+from server.application.engine import Run
+from server.base import tokens
+from server.base.call import Call
+from server.base.config import Config, KeyKind, Price
+from server.base.embedding import embedders, estimate_tokens
+from server.base.embedding import validate as validate_embeddings
+from server.base.errors import InvalidArgument, NotFound
+from server.base.generation import GenerationRequest, TextDelta
+from server.base.pipeline import Middleware
 from server.routing.policies import build_router
 from server.routing.router import Router
 from server.storage import Store
@@ -82,11 +83,11 @@ class Gateway:
         self.store = store
         self.admin = AdminHandlers(self.admission, self.accounts, store)
         self.router: Router = router or build_router(config, catalog)
-        # Live configuration: reload, providers on and off (server/ops/control.py).
+        # Live configuration: reload, providers on and off (server/application/control.py).
         self.control = Control(self)
-        # The admin page's data (server/ops/dashboard.py).
+        # The admin page's data (server/application/dashboard.py).
         self.dashboard = Dashboard(self)
-        # Every RPC passes through these, outermost first (see server/core/pipeline.py).
+        # Every RPC passes through these, outermost first (see server/base/pipeline.py).
         self.middlewares: list[Middleware] = [Accounting(self.accounts)]
         self._closers = closers or []
 

@@ -13,9 +13,9 @@ from gateway.v1 import usage_service_pb2 as usage_pb
 
 from server.accounting.admission import HEADER, Admission, Principal
 from server.accounting.budget import BudgetSpec, period_bounds
-from server.core.call import Call
-from server.core.config import KeyKind
-from server.core.errors import Internal, InvalidArgument, NotFound
+from server.base.call import Call
+from server.base.config import KeyKind
+from server.base.errors import Internal, InvalidArgument, NotFound
 from server.storage.keys import KeyRecord
 from server.storage.usage import Bucket
 

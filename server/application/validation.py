@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from server.core import openai_fields as fields
-from server.core.config import PROFILES
-from server.core.errors import InvalidArgument
-from server.core.generation import GenerationRequest
+from server.application import openai_fields as fields
+from server.base.config import PROFILES
+from server.base.errors import InvalidArgument
+from server.base.generation import GenerationRequest
 
 MAX_STOP_SEQUENCES = 4
 MAX_TOKENS_CEILING = 1_000_000

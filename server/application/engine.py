@@ -10,12 +10,12 @@ from dataclasses import dataclass, field
 
 from gateway.v1 import usage_pb2
 
-from server.accounting import costs, tokens
-from server.core import dispatch
-from server.core.catalog import Upstream
-from server.core.config import ModelConfig
-from server.core.errors import Internal, Unsupported
-from server.core.generation import (
+from server.application import dispatch
+from server.application.catalog import Upstream
+from server.base import costs, tokens
+from server.base.config import ModelConfig
+from server.base.errors import Internal, Unsupported
+from server.base.generation import (
     Event,
     Finished,
     GenerationRequest,
@@ -25,7 +25,7 @@ from server.core.generation import (
     ToolCall,
     ToolCallDelta,
 )
-from server.core.throttle import warn_throttled
+from server.base.throttle import warn_throttled
 
 
 @dataclass

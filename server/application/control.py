@@ -24,15 +24,15 @@ from gateway.v1 import provider_service_pb2 as provider_pb
 from google.protobuf import struct_pb2
 
 from server.accounting.admission import KeyRing
-from server.core.call import Call
-from server.core.catalog import Catalog, Upstream
-from server.core.config import Config, ConfigError
-from server.core.errors import Code, GatewayError, InvalidArgument, NotFound
+from server.application.catalog import Catalog, Upstream
+from server.base.call import Call
+from server.base.config import Config, ConfigError
+from server.base.errors import Code, GatewayError, InvalidArgument, NotFound
 from server.routing.policies import build_router
 from server.routing.router import Router
 
 if TYPE_CHECKING:
-    from server.core.handlers import Gateway
+    from server.application.handlers import Gateway
 
 log = logging.getLogger(__name__)
 

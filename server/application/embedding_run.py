@@ -14,13 +14,13 @@ from collections.abc import AsyncIterator, Sequence
 from gateway.v1 import usage_pb2
 from google.protobuf import struct_pb2
 
-from server.accounting import costs
-from server.core import dispatch
-from server.core.catalog import Upstream
-from server.core.config import ModelConfig
-from server.core.embedding import Embedder, EmbeddingRequest, Embeddings, estimate_tokens
-from server.core.errors import UpstreamError
-from server.core.generation import TokenCounts
+from server.application import dispatch
+from server.application.catalog import Upstream
+from server.base import costs
+from server.base.config import ModelConfig
+from server.base.embedding import Embedder, EmbeddingRequest, Embeddings, estimate_tokens
+from server.base.errors import UpstreamError
+from server.base.generation import TokenCounts
 
 
 class EmbeddingRun:

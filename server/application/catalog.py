@@ -6,10 +6,10 @@ import asyncio
 import logging
 from dataclasses import dataclass, field
 
-from server.core.breaker import Breaker, State
-from server.core.config import Config, DeploymentConfig, ModelConfig, Price, ProviderConfig
-from server.core.errors import ModelNotFound, NotFound
-from server.core.generation import Capability, Provider, RetryPolicy
+from server.application.breaker import Breaker, State
+from server.base.config import Config, DeploymentConfig, ModelConfig, Price, ProviderConfig
+from server.base.errors import ModelNotFound, NotFound
+from server.base.generation import Capability, Provider, RetryPolicy
 from server.providers import registry
 
 log = logging.getLogger(__name__)

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from server.core.handlers import Gateway
-from server.core.pipeline import Handler, Middleware, RpcMethod, rpc_table
+from server.application.handlers import Gateway
+from server.base.pipeline import Handler, Middleware, RpcMethod, rpc_table
 
 
 def handlers(gateway: Gateway) -> dict[str, Handler]:

@@ -12,7 +12,7 @@ from typing import Any
 
 from gateway.v1 import deployment_service_pb2 as deployment
 
-from server.core.engine import Run
+from server.application.engine import Run
 
 # The gateway's finish reasons (OpenAI's) in TGI's words. A provider reports a stop
 # sequence and the end of sequence alike as `stop`, so both read as `eos_token`.
