@@ -17,12 +17,13 @@ import time
 
 from gateway.v1 import chat_service_pb2 as chat
 
-from server.application.rpcs import gateway_table
+from server.accounting.accounts import Accounting
+from server.application import rpcs
 from server.base import config
 from server.base.call import Call
-from server.cli.serve import open_gateway
+from server.base.pipeline import RpcMethod
+from server.cli.serve import Gateway, open_gateway
 from server.ops import requestlog, tracing
-from server.ops.operations import Operations
 from tests.support import API_KEY, default_config_dict
 
 UNARY = "/gateway.v1.ChatService/CreateChatCompletion"
@@ -30,7 +31,7 @@ STREAM = "/gateway.v1.ChatService/StreamChatCompletion"
 MESSAGES = [chat.ChatMessage(role="user", content="hello")]
 
 
-async def per_call_us(table, calls: int) -> tuple[float, float]:  # noqa: ANN001
+async def per_call_us(table: dict[str, RpcMethod], calls: int) -> tuple[float, float]:
     unary, stream = table[UNARY], table[STREAM]
     meta = {"x-api-key": API_KEY}
 
@@ -55,11 +56,12 @@ async def per_call_us(table, calls: int) -> tuple[float, float]:  # noqa: ANN001
     return out[0], out[1]
 
 
-async def build(cfg: config.Config, observed: bool):  # noqa: ANN201
+async def build(cfg: config.Config, observed: bool) -> tuple[Gateway, dict[str, RpcMethod]]:
+    """The gateway's own table (tracing, observer, accounting), or accounting alone."""
     gateway = await open_gateway(cfg)
     if observed:
-        Operations.attach(gateway)
-    return gateway, gateway_table(gateway)
+        return gateway, gateway.table
+    return gateway, rpcs.table(gateway.services, [Accounting(gateway.accounts)])
 
 
 async def main(calls: int, rounds: int) -> None:

@@ -15,10 +15,10 @@ from google.protobuf.message import Message
 from http_facade.bindings import Rpc
 from http_facade.context import Exchange
 from http_facade.errors import internal, response_headers
+from http_facade.remote_status import from_rpc_error
 from server.base.call import Call
 from server.base.errors import GatewayError
 from server.base.pipeline import RpcMethod
-from server.grpc_api.status import from_rpc_error
 
 
 class Backend(Protocol):

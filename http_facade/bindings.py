@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
-from gateway.v1 import sse_pb2
+from gateway.v1 import rest_pb2, sse_pb2
 from google.api import annotations_pb2, http_pb2
 from google.protobuf import message_factory
 from google.protobuf.descriptor import MethodDescriptor
@@ -51,6 +51,10 @@ class Rpc:
     descriptor: MethodDescriptor
     request_type: type[Message]
     response_type: type[Message]
+    # From its service's `gateway.v1.rest` option: unknown body keys refused, and the
+    # dialect's keys the gateway cannot honour (refused by name).
+    strict: bool = False
+    refused_fields: frozenset[str] = frozenset()
 
     @property
     def path(self) -> str:
@@ -70,10 +74,14 @@ class Rpc:
 
     @classmethod
     def of(cls, descriptor: MethodDescriptor) -> Rpc:
+        service = descriptor.containing_service.GetOptions()
+        rest = service.Extensions[rest_pb2.RestOptions.rest]
         return cls(
             descriptor,
             message_factory.GetMessageClass(descriptor.input_type),
             message_factory.GetMessageClass(descriptor.output_type),
+            rest.strict,
+            frozenset(rest.refused_fields),
         )
 
 

@@ -150,7 +150,7 @@ def _compile(descriptor: Descriptor) -> Callable[[Message], dict[str, Any]]:
     source = "\n".join(
         ["def convert(m):", f"    out = {{{', '.join(head)}}}", *body, "    return out"]
     )
-    exec(compile(source, f"<to_dict {descriptor.full_name}>", "exec"), env)  # noqa: S102
+    exec(compile(source, f"<to_dict {descriptor.full_name}>", "exec"), env)
     return cast(Callable[[Message], dict[str, Any]], env["convert"])
 
 

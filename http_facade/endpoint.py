@@ -27,29 +27,6 @@ from server.base.errors import Cancelled, InvalidArgument
 
 T = TypeVar("T")
 
-# Services whose REST bodies are OpenAI's: an unknown field there is refused, as OpenAI
-# refuses it, rather than silently dropped.
-STRICT_SERVICES = frozenset({"gateway.v1.ChatService", "gateway.v1.CompletionService"})
-# OpenAI request fields the gateway cannot honour: refused by name, never dropped.
-UNSUPPORTED_FIELDS = frozenset(
-    {
-        "audio",
-        "modalities",
-        "prediction",
-        "functions",
-        "function_call",
-        "web_search_options",
-        "service_tier",
-        "store",
-        "verbosity",
-        "prompt_cache_key",
-        "prompt_cache_retention",
-        "prompt_cache_options",
-        "safety_identifier",
-        "moderation",
-    }
-)
-
 
 @dataclass(frozen=True)
 class Limits:
@@ -110,10 +87,8 @@ class Endpoint:
         message = rpc.request_type()
         body = self.binding.body
         if body == "*":
-            strict = rpc.descriptor.containing_service.full_name in STRICT_SERVICES
-            if strict:
-                _refuse_unsupported(payload)
-            codec.from_dict(payload, message, strict=strict)
+            _refuse(payload, rpc.refused_fields)
+            codec.from_dict(payload, message, strict=rpc.strict)
         elif body:
             codec.set_field(message, body, payload)
         else:
@@ -152,9 +127,12 @@ class Endpoint:
         return sse.EventStream(body, headers)
 
 
-def _refuse_unsupported(payload: dict[str, Any]) -> None:
+def _refuse(payload: dict[str, Any], refused: frozenset[str]) -> None:
+    """A 400 for the first key the contract says the gateway cannot honour."""
+    if not refused:
+        return
     for key, value in payload.items():
-        if key in UNSUPPORTED_FIELDS and value is not None:
+        if key in refused and value is not None:
             raise InvalidArgument.for_field(key, "is not supported by this gateway")
 
 

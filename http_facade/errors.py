@@ -27,10 +27,34 @@ from server.base.errors import (
     Internal,
     InvalidArgument,
     NotFound,
-    error_type,
 )
 
 log = logging.getLogger(__name__)
+
+# OpenAI-style `error.type` per code, so OpenAI clients raise their matching class.
+ERROR_TYPE: dict[Code, str] = {
+    Code.INVALID_ARGUMENT: "invalid_request_error",
+    Code.FAILED_PRECONDITION: "invalid_request_error",
+    Code.OUT_OF_RANGE: "invalid_request_error",
+    Code.UNAUTHENTICATED: "authentication_error",
+    Code.PERMISSION_DENIED: "permission_error",
+    Code.NOT_FOUND: "not_found_error",
+    Code.RESOURCE_EXHAUSTED: "rate_limit_error",
+    Code.DEADLINE_EXCEEDED: "timeout_error",
+    Code.CANCELLED: "cancelled",
+    Code.UNAVAILABLE: "upstream_error",
+}
+
+
+# Reasons whose OpenAI `error.type` is not their code's: OpenAI answers an unknown model
+# with 404 `invalid_request_error` / `model_not_found`.
+REASON_ERROR_TYPE: dict[str, str] = {"MODEL_NOT_FOUND": "invalid_request_error"}
+
+
+def error_type(code: Code, reason: str) -> str:
+    """The OpenAI-style `error.type` of an error."""
+    return REASON_ERROR_TYPE.get(reason) or ERROR_TYPE.get(code, "api_error")
+
 
 # Metadata that belongs to the transport and never becomes an HTTP header.
 _NOT_HEADERS = frozenset({"content-type", "content-length", "transfer-encoding", "connection"})

@@ -16,6 +16,7 @@ from typing import Any
 from google.protobuf.descriptor import Descriptor, FieldDescriptor, MethodDescriptor
 
 from http_facade.bindings import Binding, bindings
+from server.accounting.admission import HEADER
 
 _T = FieldDescriptor
 _INT32 = {_T.TYPE_INT32, _T.TYPE_SINT32, _T.TYPE_SFIXED32}
@@ -43,7 +44,11 @@ ERROR = {
         }
     },
 }
-KEY_HEADERS = ("x-api-key", "x-router-key", "x-admin-key")
+# Each key kind's header, and the same keys as `authorization: Bearer <key>`.
+SECURITY_SCHEMES: dict[str, dict[str, str]] = {
+    **{name: {"type": "apiKey", "in": "header", "name": name} for name in HEADER.values()},
+    "bearer": {"type": "http", "scheme": "bearer"},
+}
 
 
 def document(methods: Iterable[MethodDescriptor], title: str = "Model gateway") -> dict[str, Any]:
@@ -59,9 +64,7 @@ def document(methods: Iterable[MethodDescriptor], title: str = "Model gateway") 
         "paths": paths,
         "components": {
             "schemas": schemas,
-            "securitySchemes": {
-                name: {"type": "apiKey", "in": "header", "name": name} for name in KEY_HEADERS
-            },
+            "securitySchemes": SECURITY_SCHEMES,
         },
     }
 
@@ -84,7 +87,7 @@ def _operation(binding: Binding, schemas: dict[str, Any]) -> dict[str, Any]:
     operation: dict[str, Any] = {
         "operationId": rpc.descriptor.full_name,
         "summary": f"{rpc.descriptor.containing_service.name}.{rpc.descriptor.name}",
-        "security": [{name: []} for name in KEY_HEADERS],
+        "security": [{name: []} for name in SECURITY_SCHEMES],
     }
     if binding.body == "*":
         skip = frozenset(binding.path_fields.values())

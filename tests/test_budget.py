@@ -13,7 +13,7 @@ from gateway.v1 import chat_service_pb2 as chat
 from gateway.v1 import usage_service_pb2 as usage_pb
 
 from server.accounting import budget
-from server.base import tokens
+from server.base import costs, tokens
 from server.base.config import Price
 from server.base.generation import GenerationRequest, Message
 from tests.grpc_support import Stubs, details
@@ -28,7 +28,7 @@ MAX_TOKENS = 20
 def reservation() -> float:
     request = GenerationRequest(messages=(Message("user", "hello"),), max_tokens=MAX_TOKENS)
     assert tokens.estimate_prompt(request) == 9
-    return budget.max_cost([PRO], request, 1024)
+    return costs.max_cost([PRO], request, 1024)
 
 
 def test_period_bounds_are_utc_calendar_periods():

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -11,13 +12,12 @@ from gateway.v1 import chat_service_pb2 as chat
 from gateway.v1 import model_service_pb2 as models
 from gateway.v1 import router_service_pb2 as router
 
-from server.application.handlers import Gateway
-from server.application.rpcs import gateway_table, handlers
+from server.application import rpcs
 from server.base.call import Call
 from server.base.config import parse
 from server.base.errors import Code, GatewayError, InvalidArgument, NotFound, Unauthenticated
 from server.base.pipeline import Middleware, RpcMethod, StreamHandler, UnaryHandler
-from server.cli.serve import build_gateway
+from server.cli.serve import Gateway, build_gateway
 from server.routing.router import Route
 from tests.support import API_KEY, ROUTER_KEY, default_config_dict
 
@@ -36,7 +36,7 @@ async def gateway() -> AsyncIterator[Gateway]:
 
 
 def rpc(gateway: Gateway, name: str) -> RpcMethod:
-    return next(m for m in gateway_table(gateway).values() if m.name == name)
+    return next(m for m in gateway.table.values() if m.name == name)
 
 
 async def test_chat_completion_without_a_transport(gateway: Gateway) -> None:
@@ -48,7 +48,7 @@ async def test_chat_completion_without_a_transport(gateway: Gateway) -> None:
     assert response.usage.total_tokens == response.usage.prompt_tokens + (
         response.usage.completion_tokens
     )
-    assert call.tab is not None and call.tab.principal is not None
+    assert call.record.principal is not None
     assert call.response_metadata["x-ratelimit-limit-requests"] == "600"
 
 
@@ -85,7 +85,8 @@ async def test_infer_asks_the_router_and_reports_its_decision(gateway: Gateway) 
         def route(self, request: Any, profile: str, budget_usd: float | None = None) -> Route:
             return Route(profile, ("sim-pro", "sim-mini"), reason="reversed")
 
-    gateway.router = Reversed()
+    live = gateway.live
+    live.current = dataclasses.replace(live.current, router=Reversed())
     response = await rpc(gateway, "Infer").unary(
         router.InferRequest(prompt="Hi", profile="economy"), Call(ROUTER)
     )
@@ -117,8 +118,8 @@ async def test_middlewares_wrap_every_rpc_in_order(gateway: Gateway) -> None:
 
             return stream
 
-    table = gateway_table(gateway, [*gateway.middlewares, Record("outer"), Record("inner")])
-    assert {m.descriptor.full_name for m in table.values()} == set(handlers(gateway))
+    table = rpcs.table(gateway.services, [*gateway.middlewares, Record("outer"), Record("inner")])
+    assert {m.descriptor.full_name for m in table.values()} == set(rpcs.handlers(gateway.services))
     by_name = {m.name: m for m in table.values()}
     await by_name["ListModels"].unary(models.ListModelsRequest(), Call(API))
     stream = by_name["StreamChatCompletion"].stream(

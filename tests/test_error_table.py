@@ -19,10 +19,11 @@ from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 
 from http_facade.app import create_app
+from http_facade.errors import ERROR_TYPE
 from server.application.rpcs import handlers
 from server.base.call import Call
 from server.base.config import ServerConfig, parse
-from server.base.errors import ERROR_TYPE, HTTP_STATUS, Code, GatewayError
+from server.base.errors import HTTP_STATUS, Code, GatewayError
 from server.base.pipeline import rpc_table
 from server.cli.serve import build_gateway, start_grpc, start_http
 from tests.support import default_config_dict
@@ -45,7 +46,10 @@ async def raise_named_code(request: provider_service_pb2.ListProvidersRequest, c
 async def servers() -> AsyncIterator[dict[str, Any]]:
     gateway = build_gateway(parse(default_config_dict(), "test"))
     table = rpc_table(
-        {**handlers(gateway), "gateway.v1.ProviderService.ListProviders": raise_named_code},
+        {
+            **handlers(gateway.services),
+            "gateway.v1.ProviderService.ListProviders": raise_named_code,
+        },
         gateway.middlewares,
     )
     settings = ServerConfig(host="127.0.0.1", grpc_port=0, http_port=0)

@@ -67,17 +67,16 @@ async def test_routes_match_annotations_exactly(edge_app) -> None:  # type: igno
 
 
 async def test_in_process_and_edge_serve_the_same_routes(edge_app) -> None:  # type: ignore[no-untyped-def]
-    from server.application.rpcs import gateway_table
     from server.base.config import parse
     from server.cli.serve import build_gateway
     from tests.support import default_config_dict
 
     gateway = build_gateway(parse(default_config_dict(), "test"))
     try:
-        local = create_app(ServerConfig(), table=gateway_table(gateway))
+        local = create_app(ServerConfig(), table=gateway.table)
         assert served(local) == served(edge_app)
     finally:
-        await gateway.catalog.aclose()
+        await gateway.aclose()
 
 
 @both_modes

@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 import pytest
 
-from server.application import handlers as gateway
+from server.accounting.accounts import Accounts
 from tests.support import API_KEY, ROUTER_KEY, default_config_dict
 from tests.test_facade_support import CHAT, MODES, A, B, both_modes, client, facade
 
@@ -108,7 +108,7 @@ CASES: list[tuple[str, str, str, dict[str, str], Any, int, str, str | None]] = [
 @pytest.mark.parametrize(
     "method,path,headers,body,status,kind,param", [c[1:] for c in CASES], ids=[c[0] for c in CASES]
 )
-async def test_error(  # noqa: PLR0913
+async def test_error(
     c: httpx.AsyncClient,
     method: str,
     path: str,
@@ -215,7 +215,7 @@ async def test_unexpected_exception_is_a_generic_500(
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("secret internal detail")
 
-    monkeypatch.setattr(gateway.Gateway, "_admit", broken)
+    monkeypatch.setattr(Accounts, "admit", broken)
     response = await c.get("/v1/models", headers={**A, "x-request-id": "req-500"})
     error = error_of(response, 500)
     assert "secret internal detail" not in response.text
@@ -242,13 +242,13 @@ async def test_only_allow_listed_headers_reach_the_rpc(
     c: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     seen: list[dict[str, str]] = []
-    original = gateway.Gateway._admit
+    original = Accounts.admit
 
     async def spy(self, call, *args, **kwargs):  # type: ignore[no-untyped-def]
         seen.append(dict(call.metadata))
         return await original(self, call, *args, **kwargs)
 
-    monkeypatch.setattr(gateway.Gateway, "_admit", spy)
+    monkeypatch.setattr(Accounts, "admit", spy)
     headers = {**A, "x-request-id": "req-allow", "cookie": "a=b", "x-other": "1"}
     response = await c.get("/v1/models", headers=headers)
     assert response.status_code == 200

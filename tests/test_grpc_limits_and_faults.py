@@ -158,7 +158,7 @@ async def test_cancelled_stream_stops_the_provider(config_dict):
     _set_providers(config_dict, "sim-mini", {"tokens_per_second": 20, "max_reply_tokens": 400,
                                              "min_reply_tokens": 400}, {})  # fmt: skip
     async with running_gateway(config_dict) as gateway:
-        provider = gateway.gateway.catalog.upstreams["sim-mini"][0].provider
+        provider = gateway.gateway.live.current.catalog.upstreams["sim-mini"][0].provider
         async with grpc.aio.insecure_channel(f"127.0.0.1:{gateway.grpc_port}") as channel:
             request = chat.StreamChatCompletionRequest(model="sim-mini", messages=HELLO)
             call = Stubs(channel).chat.StreamChatCompletion(request, metadata=API)

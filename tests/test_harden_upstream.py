@@ -48,7 +48,7 @@ def _streaming(prompt_tokens: str, completion_tokens: str = "2"):  # type: ignor
             writer.write(f"data: {json.dumps(chunk)}\n\n".encode())
         last = {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
         writer.write(f"data: {json.dumps(last)}\n\n".encode())
-        usage = f'{{"choices": [], "usage": {{"prompt_tokens": {prompt_tokens}, "completion_tokens": {completion_tokens}}}}}'  # noqa: E501
+        usage = f'{{"choices": [], "usage": {{"prompt_tokens": {prompt_tokens}, "completion_tokens": {completion_tokens}}}}}'
         writer.write(f"data: {usage}\n\ndata: [DONE]\n\n".encode())
 
     return handler
@@ -211,8 +211,8 @@ async def test_upstream_errors_quoted_to_callers_carry_no_credentials(monkeypatc
 
 
 def test_backoff_has_jitter_and_budgets_reserve_the_cache_write_price():
-    from server.accounting.budget import max_cost
     from server.base.config import Price
+    from server.base.costs import max_cost
     from server.base.errors import UpstreamError
     from server.base.generation import RetryPolicy
 

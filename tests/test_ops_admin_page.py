@@ -148,7 +148,7 @@ async def test_admin_page_in_headless_chromium(tmp_path):
                 await page.wait_for_selector(
                     "#providers tr:has-text('sim-mini-backup') .badge.disabled"
                 )
-                upstream = gw.gateway.catalog.upstreams["sim-mini"][1]
+                upstream = gw.gateway.live.current.catalog.upstreams["sim-mini"][1]
                 assert upstream.id == "sim-mini-backup" and not upstream.config.enabled
                 await page.screenshot(path=str(SHOTS / "admin-disabled.png"), full_page=True)
             finally:

@@ -7,10 +7,9 @@ from typing import Any
 
 import pytest
 
-from server.accounting import budget
 from server.application.catalog import Catalog
 from server.application.engine import capable
-from server.base import tokens
+from server.base import costs, tokens
 from server.base.config import Config, Price
 from server.base.errors import Unsupported
 from server.base.generation import (
@@ -23,6 +22,7 @@ from server.base.generation import (
     ToolCall,
     ToolSpec,
 )
+from server.providers import registry
 from server.providers.schema_instance import instance
 from tests.support import default_config_dict
 
@@ -114,10 +114,10 @@ def test_budget_reservation_counts_images_and_choices() -> None:
         messages=(Message("user", "x", (TextPart("x"), ImagePart("https://e.com/a.png"))),),
         max_tokens=1,
     )
-    assert budget.max_cost([price], image, 1) == budget.max_cost([price], plain, 1) + 765
+    assert costs.max_cost([price], image, 1) == costs.max_cost([price], plain, 1) + 765
     output = Price(input=0, output=1_000_000)
     many = GenerationRequest(messages=plain.messages, max_tokens=10, n=3)
-    assert budget.max_cost([output], many, 1) == 30
+    assert costs.max_cost([output], many, 1) == 30
 
 
 def test_capable_skips_providers_and_names_what_none_has() -> None:
@@ -125,13 +125,13 @@ def test_capable_skips_providers_and_names_what_none_has() -> None:
     first = data["models"][0]
     first["providers"][0]["capabilities"] = ["n"]
     config = Config.model_validate(data)
-    upstreams = Catalog(config).upstreams[first["id"]]
+    upstreams = Catalog(config, registry.build).upstreams[first["id"]]
     tools = GenerationRequest(messages=(Message("user", "x"),), tools=(ToolSpec("f"),))
     assert [u.id for u in capable(upstreams, tools, "m")] == [upstreams[1].id]
     assert capable(upstreams, GenerationRequest(messages=tools.messages), "m") == upstreams
     for p in first["providers"]:
         p["capabilities"] = [Capability.N.value]
-    narrowed = Catalog(Config.model_validate(data)).upstreams[first["id"]]
+    narrowed = Catalog(Config.model_validate(data), registry.build).upstreams[first["id"]]
     with pytest.raises(Unsupported) as caught:
         capable(narrowed, tools, f"model {first['id']}")
     assert caught.value.param == "tools" and caught.value.metadata["capability"] == "tools"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import dataclasses
 import json
 import subprocess
 import sys
@@ -222,7 +223,8 @@ async def test_a_deployment_bypasses_the_router() -> None:
             def route(self, *args: Any) -> Any:
                 raise AssertionError("a deployment must not be routed")
 
-        gw.gateway.router = Refuses()
+        live = gw.gateway.live
+        live.current = dataclasses.replace(live.current, router=Refuses())
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{gw.http_port}") as c:
             response = await c.post(
                 "/v1/deployments/analyst/invoke", json={"prompt": EASY}, headers=HEADERS

@@ -15,12 +15,13 @@ import logging
 import math
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 
 from server.accounting.guard import bounded
 from server.accounting.ratelimit import Limiter
+from server.base.caller import Principal
 from server.base.config import KeyConfig, KeyKind
 from server.base.errors import RateLimited, StorageUnavailable, Unauthenticated
+from server.base.spans import span
 from server.storage.keys import KeyRecord, KeyStore
 
 log = logging.getLogger(__name__)
@@ -38,34 +39,12 @@ _BEARER = "bearer "
 STALE_GRACE_S = 60.0
 
 
-@dataclass(frozen=True, slots=True)
-class Principal:
-    key_id: str
-    name: str
-    kind: KeyKind
-    owner: str = ""
-    requests_per_minute: int | None = None
-    tokens_per_minute: int | None = None
-    budget_usd: float | None = None
-    budget_period: str = "monthly"
-
-    @property
-    def limited(self) -> bool:
-        return bool(self.requests_per_minute or self.tokens_per_minute)
-
-    @classmethod
-    def of_config(cls, key: KeyConfig) -> Principal:
-        return cls(
-            "cfg-" + key.name, key.name, key.kind, key.owner, key.requests_per_minute,
-            key.tokens_per_minute, key.budget_usd, key.budget_period,
-        )  # fmt: skip
-
-    @classmethod
-    def of_record(cls, key: KeyRecord) -> Principal:
-        return cls(
-            key.id, key.name, key.kind, key.owner, key.requests_per_minute,  # type: ignore[arg-type]
-            key.tokens_per_minute, key.budget_usd, key.budget_period,
-        )  # fmt: skip
+def principal_of(key: KeyRecord) -> Principal:
+    """The principal of a key from the key store."""
+    return Principal(
+        key.id, key.name, key.kind, key.owner, key.requests_per_minute,  # type: ignore[arg-type]
+        key.tokens_per_minute, key.budget_usd, key.budget_period,
+    )  # fmt: skip
 
 
 def _digest(secret: str) -> bytes:
@@ -111,13 +90,11 @@ class KeyDirectory:
 
     def __init__(
         self,
-        ring: KeyRing,
         store: KeyStore | None = None,
         ttl_s: float = 1.0,
         clock: Callable[[], float] = time.monotonic,
         timeout_s: float = 2.0,
     ) -> None:
-        self.ring = ring
         self.store = store
         self.ttl_s = ttl_s
         # The bound on one key store lookup (storage.timeout_s).
@@ -127,14 +104,16 @@ class KeyDirectory:
         self._cache: dict[str, tuple[float, KeyRecord | None]] = {}
         self._inflight: dict[str, asyncio.Future[KeyRecord | None]] = {}
 
-    async def identify(self, metadata: Mapping[str, str], kind: KeyKind) -> Principal:
+    async def identify(
+        self, metadata: Mapping[str, str], kind: KeyKind, ring: KeyRing
+    ) -> Principal:
         header, secret = presented(metadata, kind)
         if not secret:
             raise Unauthenticated(
                 f"missing {header} header (or authorization: Bearer <key>)", {"header": header}
             )
         digest = _digest(secret)
-        found = self.ring.find(digest, kind)
+        found = ring.find(digest, kind)
         if found is not None:
             return found
         record = await self._lookup(digest.hex()) if self.store is not None else None
@@ -145,9 +124,9 @@ class KeyDirectory:
             raise Unauthenticated(f"the {shown} has been revoked", {"header": header})
         if record.expired():
             raise Unauthenticated(f"the {shown} has expired", {"header": header})
-        return Principal.of_record(record)
+        return principal_of(record)
 
-    async def bearer_kind(self, metadata: Mapping[str, str]) -> KeyKind | None:
+    async def bearer_kind(self, metadata: Mapping[str, str], ring: KeyRing) -> KeyKind | None:
         """The kind of the key sent as a Bearer token alone, None when there is no such
         key (or a kind header was sent): for the one API that takes every kind."""
         if any(metadata.get(h) for h in HEADER.values()):
@@ -157,7 +136,7 @@ class KeyDirectory:
             return None
         digest = _digest(secret)
         for kind in HEADER:
-            if self.ring.find(digest, kind) is not None:
+            if ring.find(digest, kind) is not None:
                 return kind
         record = await self._lookup(digest.hex()) if self.store is not None else None
         return record.kind if record is not None else None  # type: ignore[return-value]
@@ -211,8 +190,11 @@ class Admission:
         self.keys = keys
         self.limiter = limiter
 
-    async def identify(self, metadata: Mapping[str, str], kind: KeyKind) -> Principal:
-        return await self.keys.identify(metadata, kind)
+    async def identify(
+        self, metadata: Mapping[str, str], kind: KeyKind, ring: KeyRing
+    ) -> Principal:
+        with span("gateway.admission.identify"):
+            return await self.keys.identify(metadata, kind, ring)
 
     async def limit(
         self, principal: Principal, tokens: int, ticket: str, response_metadata: dict[str, str]
@@ -221,7 +203,8 @@ class Admission:
         if not principal.limited:
             return
         rpm, tpm = principal.requests_per_minute, principal.tokens_per_minute
-        decision = await self.limiter.acquire(principal.key_id, rpm, tpm, tokens, ticket)
+        with span("gateway.admission.limit"):
+            decision = await self.limiter.acquire(principal.key_id, rpm, tpm, tokens, ticket)
         response_metadata.update(decision.headers())
         if not decision.allowed:
             wait = max(1, math.ceil(decision.retry_after_s))
@@ -236,11 +219,3 @@ class Admission:
                 {"key": principal.name, "limit": str(limit)},
                 retry_after_s=wait,
             )
-
-    async def admit(
-        self, metadata: Mapping[str, str], kind: KeyKind, response_metadata: dict[str, str],
-        ticket: str = "",
-    ) -> Principal:  # fmt: skip
-        principal = await self.identify(metadata, kind)
-        await self.limit(principal, 0, ticket, response_metadata)
-        return principal

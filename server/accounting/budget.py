@@ -16,17 +16,14 @@ from __future__ import annotations
 import calendar
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from server.base import tokens
-from server.base.config import Price
+from server.base.caller import BudgetSpec, Reservation
 from server.base.errors import BudgetExhausted
-from server.base.generation import GenerationRequest
 
-PER_MILLION = 1_000_000
 # A reservation left by an instance that died before settling it lapses after this.
 RESERVATION_TTL_S = 15 * 60
 
@@ -45,43 +42,6 @@ def period_bounds(period: str, now: float | None = None) -> tuple[float, float |
     start = datetime(day.year, day.month, 1, tzinfo=UTC)
     days = calendar.monthrange(day.year, day.month)[1]
     return start.timestamp(), start.timestamp() + days * 86400
-
-
-def max_cost(prices: Iterable[Price | None], request: GenerationRequest, default_max: int) -> float:
-    """The most a request can cost on any of the models it may be routed to, in USD."""
-    prompt = tokens.estimate_prompt(request)
-    # Every choice (and every best_of candidate) may generate up to max_tokens.
-    completion = (request.max_tokens or default_max) * max(request.n, request.best_of or 1)
-    worst = 0.0
-    for price in prices:
-        if price is None:
-            continue
-        # Every prompt token may be a cache write, priced above plain input.
-        input_price = max(price.input, price.cache_write or 0)
-        output = max(price.output, price.reasoning or 0)
-        worst = max(worst, (prompt * input_price + completion * output) / PER_MILLION)
-    return worst
-
-
-def input_cost(price: Price | None, prompt_tokens: int) -> float:
-    """What `prompt_tokens` input tokens cost, in USD (an embedding's whole cost)."""
-    return 0.0 if price is None else prompt_tokens * price.input / PER_MILLION
-
-
-@dataclass(frozen=True, slots=True)
-class BudgetSpec:
-    key_id: str
-    key_name: str
-    limit_usd: float
-    period: str
-
-
-@dataclass(slots=True)
-class Reservation:
-    spec: BudgetSpec
-    period_start: float
-    amount: float
-    ticket: str = field(default_factory=lambda: uuid.uuid4().hex)
 
 
 class Budgets(Protocol):

@@ -15,8 +15,9 @@ import time
 from collections.abc import Awaitable
 from typing import Any, TypeVar
 
-from server.accounting.budget import Budgets, BudgetSpec, Reservation
+from server.accounting.budget import Budgets
 from server.accounting.ratelimit import Decision, Limiter
+from server.base.caller import BudgetSpec, Reservation
 from server.base.errors import GatewayError, StorageUnavailable
 
 log = logging.getLogger(__name__)

@@ -21,8 +21,10 @@ import logging
 import time
 from collections import deque
 
+from server.base.record import UsageRecord
+from server.base.spans import span
 from server.storage.db import rejects_row
-from server.storage.usage import UsageRecord, UsageStore
+from server.storage.usage import UsageStore
 
 log = logging.getLogger(__name__)
 RETRY_MAX_S = 5.0
@@ -59,6 +61,10 @@ class Ledger:
         """Buffers one record; never waits."""
         if self.store is None:
             return
+        with span("gateway.ledger.write"):
+            self._buffer_row(row)
+
+    def _buffer_row(self, row: UsageRecord) -> None:
         if len(self._buffer) >= self.max_buffered:
             self._buffer.popleft()
             self.dropped += 1

@@ -24,8 +24,9 @@ from typing import Any
 
 import orjson
 
-from server.accounting.budget import BudgetSpec, MemoryBudgets, Reservation, SpentLoader
+from server.accounting.budget import MemoryBudgets, SpentLoader
 from server.accounting.ratelimit import Decision, SlidingWindowLimiter
+from server.base.caller import BudgetSpec, Reservation
 from server.base.errors import BudgetExhausted, Internal
 
 log = logging.getLogger(__name__)
@@ -107,7 +108,9 @@ class StateServer:
         reservation = await self.budgets.reserve(_spec(spec), amount)
         return [reservation.period_start, reservation.ticket]
 
-    async def _release(self, spec: list[Any], period_start: float, ticket: str, actual: float):  # noqa: ANN202
+    async def _release(
+        self, spec: list[Any], period_start: float, ticket: str, actual: float
+    ) -> None:
         await self.budgets.settle(Reservation(_spec(spec), period_start, 0.0, ticket), actual)
 
     async def _status(self, spec: list[Any]) -> list[float]:

@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from server.application.breaker import Breaker, State
 from server.base.config import Config, DeploymentConfig, ModelConfig, Price, ProviderConfig
 from server.base.errors import ModelNotFound, NotFound
 from server.base.generation import Capability, Provider, RetryPolicy
-from server.providers import registry
 
 log = logging.getLogger(__name__)
+
+# Builds the adapter of one provider's config; the second argument names the config's
+# place for errors (models[0].providers[1]).
+ProviderBuilder = Callable[[ProviderConfig, str], Provider]
 
 
 @dataclass
@@ -44,6 +48,14 @@ class Upstream:
         return self.config.id
 
     @property
+    def enabled(self) -> bool:
+        return self.config.enabled
+
+    @property
+    def observed_ttft_ms(self) -> float | None:
+        return self.ttft_ms.value
+
+    @property
     def price(self) -> Price | None:
         return self.model.price
 
@@ -71,14 +83,16 @@ class Upstream:
 
 
 class Catalog:
-    def __init__(self, config: Config) -> None:
+    """The models of one config with their providers' adapters and breakers."""
+
+    def __init__(self, config: Config, build: ProviderBuilder) -> None:
         self.config = config
         self.upstreams: dict[str, list[Upstream]] = {}
         for i, model in enumerate(config.models):
             self.upstreams[model.id] = [
                 Upstream(
                     p,
-                    registry.build(p, f"models[{i}].providers[{j}]"),
+                    build(p, f"models[{i}].providers[{j}]"),
                     model,
                     Breaker(p.breaker.failure_threshold, p.breaker.cooldown_s),
                 )
@@ -87,6 +101,21 @@ class Catalog:
             if model.price is None:
                 log.warning("model %s has no price: its costs will be reported absent", model.id)
         self.deployments = {d.id: d for d in config.deployments}
+
+    @property
+    def models(self) -> list[ModelConfig]:
+        return self.config.models
+
+    def providers(self, model_id: str) -> list[Upstream]:
+        return self.upstreams[model_id]
+
+    def find(self, provider_id: str) -> Upstream | None:
+        """The upstream of a provider id (ids are unique across models)."""
+        for upstreams in self.upstreams.values():
+            for upstream in upstreams:
+                if upstream.id == provider_id:
+                    return upstream
+        return None
 
     def model(self, model_id: str) -> ModelConfig:
         model = self.config.model(model_id)
@@ -104,3 +133,15 @@ class Catalog:
 
     async def aclose(self) -> None:
         await asyncio.gather(*(u.provider.aclose() for ups in self.upstreams.values() for u in ups))
+
+    def close_soon(self) -> None:
+        """Closes the providers in the background (a catalog that will not be used)."""
+        try:
+            task = asyncio.get_running_loop().create_task(self.aclose())
+        except RuntimeError:  # no loop runs: nothing was opened yet either
+            return
+        _closing.add(task)
+        task.add_done_callback(_closing.discard)
+
+
+_closing: set[asyncio.Task[None]] = set()

@@ -17,22 +17,15 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from gateway.v1 import admin_service_pb2 as admin_pb
-from gateway.v1 import provider_service_pb2 as provider_pb
-from google.protobuf import struct_pb2
 
-from server.accounting.admission import KeyRing
-from server.application.catalog import Catalog, Upstream
-from server.base.call import Call
+from server.application import state
+from server.application.catalog import Catalog, ProviderBuilder, Upstream
+from server.application.state import Live, RouterBuilder
 from server.base.config import Config, ConfigError
 from server.base.errors import Code, GatewayError, InvalidArgument, NotFound
-from server.routing.policies import build_router
-from server.routing.router import Router
-
-if TYPE_CHECKING:
-    from server.application.handlers import Gateway
+from server.base.generation import Provider
 
 log = logging.getLogger(__name__)
 
@@ -55,83 +48,42 @@ class ReloadRefused(GatewayError):
     reason = "CONFIG_INVALID"
 
 
-def provider_message(upstream: Upstream) -> provider_pb.Provider:
-    params = struct_pb2.Struct()
-    params.update(upstream.config.params)
-    return provider_pb.Provider(
-        id=upstream.id, type=upstream.config.type, enabled=upstream.config.enabled,
-        params=params, adapter=upstream.config.adapter, health=upstream.health,
-    )  # fmt: skip
-
-
 class Control:
-    """The admin handlers that change a running gateway, and the reload itself."""
+    """Changes a running gateway: reloads its config, turns providers on and off."""
 
-    def __init__(self, gateway: Gateway) -> None:
-        self.gateway = gateway
+    def __init__(
+        self,
+        live: Live,
+        providers: ProviderBuilder,
+        routers: RouterBuilder,
+        source: Callable[[], tuple[Config, str]] | None = None,
+        on_reload: Callable[[str], None] = lambda result: None,
+    ) -> None:
+        self.live = live
+        self.providers = providers
+        self.routers = routers
         # Reads the config file again (with the command line's overrides); None when
         # the gateway runs on a config that has no file.
-        self.source: Callable[[], tuple[Config, str]] | None = None
+        self.source = source
+        # Called after each reload attempt with "ok" or "refused" (the metrics).
+        self.on_reload = on_reload
         # provider id -> enabled, as the operator set it at run time.
         self.overrides: dict[str, bool] = {}
-        # Called after each reload attempt with "ok" or "refused" (the metrics).
-        self.on_reload: Callable[[str], None] = lambda result: None
-        # Builds the router of a reloaded config (tracing wraps it).
-        self.router_factory: Callable[[Config, Catalog], Router] = build_router
         self._retired: set[asyncio.Task[None]] = set()
         self._lock = asyncio.Lock()
-
-    # -- RPC handlers ----------------------------------------------------------------
-
-    async def reload_config(
-        self, request: admin_pb.ReloadConfigRequest, call: Call
-    ) -> admin_pb.ReloadConfigResponse:
-        await self._admit(call)
-        return await self.reload()
-
-    async def enable_provider(
-        self, request: admin_pb.EnableProviderRequest, call: Call
-    ) -> admin_pb.EnableProviderResponse:
-        await self._admit(call)
-        upstream = self.set_enabled(request.provider_id, True)
-        return admin_pb.EnableProviderResponse(
-            provider=provider_message(upstream), model=upstream.model.id
-        )
-
-    async def disable_provider(
-        self, request: admin_pb.DisableProviderRequest, call: Call
-    ) -> admin_pb.DisableProviderResponse:
-        await self._admit(call)
-        upstream = self.set_enabled(request.provider_id, False)
-        return admin_pb.DisableProviderResponse(
-            provider=provider_message(upstream), model=upstream.model.id
-        )
-
-    async def _admit(self, call: Call) -> None:
-        gateway = self.gateway
-        principal = await gateway.admission.admit(call.metadata, "admin", call.response_metadata)
-        if call.tab is not None:
-            call.tab.principal = principal
 
     # -- the work --------------------------------------------------------------------
 
     def set_enabled(self, provider_id: str, enabled: bool) -> Upstream:
         if not provider_id:
             raise InvalidArgument.for_field("provider_id", "is required")
-        found = self._find(provider_id)
+        found = self.live.current.catalog.find(provider_id)
         if found is None:
             raise NotFound(f"provider {provider_id!r} does not exist", {"provider": provider_id})
         self.overrides[provider_id] = enabled
         _set_enabled(found, enabled)
         log.info("provider %s %s at run time", provider_id, "enabled" if enabled else "disabled")
         return found
-
-    def _find(self, provider_id: str) -> Upstream | None:
-        for upstreams in self.gateway.catalog.upstreams.values():
-            for upstream in upstreams:
-                if upstream.id == provider_id:
-                    return upstream
-        return None
 
     async def reload(self) -> admin_pb.ReloadConfigResponse:
         """Reads the file and swaps the new config in, or refuses it whole."""
@@ -150,36 +102,28 @@ class Control:
             raise ReloadRefused("this gateway runs on a config with no file to reload", {})
         try:
             config, source = self.source()
-            catalog = Catalog(config)
+            fresh = state.snapshot_of(config, self.providers, self.routers)
         except ConfigError as exc:
             raise ReloadRefused(f"config not reloaded: {exc}", {}) from None
-        try:
-            router = self.router_factory(config, catalog)
-        except (ConfigError, OSError, ValueError) as exc:
-            self._retire([u.provider for ups in catalog.upstreams.values() for u in ups], 0.0)
-            raise ReloadRefused(f"config not reloaded: routing: {exc}", {}) from None
-        gateway = self.gateway
-        old = gateway.catalog
+        current = self.live.current
+        old, catalog = current.catalog, fresh.catalog
         warnings = [
             f"{section}: changed; takes effect after a restart"
             for section in RESTART_ONLY
-            if _setting(config, section) != _setting(gateway.config, section)
+            if _setting(config, section) != _setting(current.config, section)
         ]
         kept, fresh_duplicates = _carry_over(old, catalog)
         for upstreams in catalog.upstreams.values():
             for upstream in upstreams:
                 if upstream.id in self.overrides:
                     _set_enabled(upstream, self.overrides[upstream.id])
-        # The swap: every call that starts from here on sees the new config.
-        gateway.config = config
-        gateway.catalog = catalog
-        gateway.router = router
-        gateway.admission.keys.ring = KeyRing(config.keys)
+        # The swap: every call that starts from here on sees the new snapshot.
+        self.live.current = fresh
         retired = [
             u.provider for ups in old.upstreams.values() for u in ups if id(u.provider) not in kept
         ]
         self._retire(fresh_duplicates, 0.0)
-        self._retire(retired, gateway.config.server.request_timeout_s)
+        self._retire(retired, config.server.request_timeout_s)
         count = sum(len(u) for u in catalog.upstreams.values())
         log.info(
             "config reloaded from %s: %d models, %d providers",
@@ -191,7 +135,7 @@ class Control:
             source=source, models=len(config.models), providers=count, warnings=warnings
         )
 
-    def _retire(self, providers: list, after_s: float) -> None:  # noqa: ANN001
+    def _retire(self, providers: list[Provider], after_s: float) -> None:
         if not providers:
             return
 
@@ -217,12 +161,12 @@ def _set_enabled(upstream: Upstream, enabled: bool) -> None:
     upstream.config = upstream.config.model_copy(update={"enabled": enabled})
 
 
-def _carry_over(old: Catalog, new: Catalog) -> tuple[set[int], list]:  # noqa: ANN001
+def _carry_over(old: Catalog, new: Catalog) -> tuple[set[int], list[Provider]]:
     """Reuses the old client and breaker of each provider whose settings did not change.
     Returns the ids of the providers kept, and the new ones they make unneeded."""
     before = {u.id: u for ups in old.upstreams.values() for u in ups}
     kept: set[int] = set()
-    duplicates = []
+    duplicates: list[Provider] = []
     for model_id, upstreams in new.upstreams.items():
         for i, upstream in enumerate(upstreams):
             previous = before.get(upstream.id)

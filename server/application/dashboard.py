@@ -5,36 +5,60 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Iterable, Sequence
+from typing import Protocol
 
 from gateway.v1 import admin_service_pb2 as admin_pb
 
-from server.accounting.admission import Principal
-from server.accounting.budget import BudgetSpec
-from server.base.call import Call
-from server.ops.recent import Recent
+from server.accounting.accounts import Accounts
+from server.accounting.admission import principal_of
+from server.application.state import Live
+from server.base.caller import Principal
+from server.base.config import KeyConfig
+from server.storage import Store
 
-if TYPE_CHECKING:
-    from server.application.handlers import Gateway
+
+class MinuteView(Protocol):
+    start: int
+    requests: int
+    errors: int
+    cost_usd: float
+
+
+class RecentView(Protocol):
+    """This instance's recent traffic, as the operations layer observes it."""
+
+    @property
+    def routes(self) -> Sequence[tuple[float, str, str, str]]:
+        """(time, request id, profile, model) of the latest routing decisions."""
+        ...
+
+    def provider(self, provider_id: str) -> tuple[int, int, float | None]:
+        """(calls, errors, mean latency in seconds) of a provider's last calls."""
+        ...
+
+    def last_hour(self) -> Iterable[MinuteView]: ...
+
 
 USAGE_RANGE_S = 30 * 86400
 
 
 class Dashboard:
-    def __init__(self, gateway: Gateway) -> None:
-        self.gateway = gateway
-        self.recent = Recent()
+    """What the admin page shows, gathered in one call."""
 
-    async def get_dashboard(
-        self, request: admin_pb.GetDashboardRequest, call: Call
-    ) -> admin_pb.GetDashboardResponse:
-        gateway = self.gateway
-        principal = await gateway.admission.admit(call.metadata, "admin", call.response_metadata)
-        if call.tab is not None:
-            call.tab.principal = principal
+    def __init__(
+        self, live: Live, accounts: Accounts, store: Store | None, recent: RecentView
+    ) -> None:
+        self.live = live
+        self.accounts = accounts
+        self.store = store
+        self.recent = recent
+
+    async def gather(self) -> admin_pb.GetDashboardResponse:
+        state = self.live.current
         now = time.time()
         answer = admin_pb.GetDashboardResponse(time=int(now))
-        for upstreams in gateway.catalog.upstreams.values():
+        for upstreams in state.catalog.upstreams.values():
             for u in upstreams:
                 calls, errors, mean = self.recent.provider(u.id)
                 stats = admin_pb.ProviderStats(
@@ -45,14 +69,14 @@ class Dashboard:
                 if mean is not None:
                     stats.mean_latency_ms = round(mean * 1000, 3)
                 answer.providers.append(stats)
-        for m in gateway.config.models:
+        for m in state.config.models:
             price = admin_pb.ModelPrice(id=m.id, owned_by=m.owned_by)
             if m.price is not None:
                 price.input, price.output = m.price.input, m.price.output
                 cached = m.price.cached_input
                 price.cached_input = m.price.input if cached is None else cached
             answer.models.append(price)
-        answer.keys.extend(await self._keys(now))
+        answer.keys.extend(await self._keys(state.config.keys, now))
         for minute in self.recent.last_hour():
             answer.minutes.append(
                 admin_pb.MinuteStats(
@@ -70,15 +94,14 @@ class Dashboard:
             )
         return answer
 
-    async def _keys(self, now: float) -> list[admin_pb.KeySummary]:
-        gateway = self.gateway
-        principals = [Principal.of_config(k) for k in gateway.config.keys]
-        store = gateway.store
+    async def _keys(self, configured: Iterable[KeyConfig], now: float) -> list[admin_pb.KeySummary]:
+        principals = [Principal.of_config(k) for k in configured]
+        store = self.store
         if store is not None:
             # This instance's recent calls first reach the database.
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(gateway.accounts.ledger.flush(), 2.0)
-            principals += [Principal.of_record(k) for k in await store.keys.list()]
+                await asyncio.wait_for(self.accounts.ledger.flush(), 2.0)
+            principals += [principal_of(k) for k in await store.keys.list()]
         out = []
         for p in principals:
             summary = admin_pb.KeySummary(id=p.key_id, name=p.name, kind=p.kind)
@@ -86,10 +109,9 @@ class Dashboard:
                 buckets = await store.usage.buckets(p.key_id, now - USAGE_RANGE_S, now + 1)
                 summary.requests = sum(b.requests for b in buckets)
                 summary.cost_usd = round(sum(b.cost_usd for b in buckets), 9)
-            if p.budget_usd is not None:
-                spec = BudgetSpec(p.key_id, p.name, p.budget_usd, p.budget_period)
-                spent, _ = await gateway.accounts.budgets.status(spec)
-                summary.budget_usd = p.budget_usd
-                summary.remaining_usd = round(max(0.0, p.budget_usd - spent), 9)
+            if (spec := p.budget) is not None:
+                spent, _ = await self.accounts.budgets.status(spec)
+                summary.budget_usd = spec.limit_usd
+                summary.remaining_usd = round(max(0.0, spec.limit_usd - spent), 9)
             out.append(summary)
         return out

@@ -23,7 +23,6 @@ from server.application.catalog import Upstream
 from server.base import spans
 from server.base.errors import AllProvidersFailed, DeadlineExceeded, GatewayError, UpstreamError
 from server.base.generation import Event, Finished, GenerationRequest
-from server.base.tokens import implausible
 
 Causes = list[tuple[str, GatewayError]]
 # Starts one attempt on an upstream: its event stream (by default, a generation).
@@ -55,7 +54,7 @@ async def open_stream(
     for upstream in upstreams:
         if not upstream.config.enabled:
             continue
-        opened = await _attempts(upstream, begin, deadline, causes, request)
+        opened = await _attempts(upstream, begin, deadline, causes)
         if opened is not None:
             return upstream, opened
     failure = AllProvidersFailed.of(subject, causes)
@@ -70,7 +69,6 @@ async def _attempts(
     start: Start,
     deadline: float | None,
     causes: Causes,
-    request: GenerationRequest | None = None,
 ) -> AsyncGenerator[Event, None] | None:
     """Tries one upstream, retrying as its policy allows; None (a cause appended) when
     the next upstream should be tried."""
@@ -85,16 +83,6 @@ async def _attempts(
         try:
             with spans.attempt(upstream.id, attempt + 1):
                 first = await _next(events, deadline, upstream.id, causes)
-            if isinstance(first, Finished) and first.counts is not None and request is not None:
-                # Nothing reached the caller yet: an impossible report is a broken
-                # answer, and another provider may do better.
-                why = implausible(first.counts, request)
-                if why is not None:
-                    raise UpstreamError(
-                        f"{upstream.id}: implausible usage ({why})",
-                        {"provider": upstream.id},
-                        upstream_answered=True,
-                    )
         except UpstreamError as exc:
             await _close(events)
             if not exc.retryable:

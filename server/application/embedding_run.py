@@ -1,7 +1,7 @@
 """An embedding request in flight: dispatch with failover, timing, tokens and cost.
 
-It answers the accounting tab's questions (`started`, `counts`, `cost`, `model`,
-`upstream`) as a generation's Run does, so the ledger, rate limits and budgets treat
+It answers the ledger's questions (`started`, `counts`, `cost`, `model`,
+`provider_id`) as a generation's Run does, so the ledger, rate limits and budgets treat
 both alike.
 """
 
@@ -19,8 +19,23 @@ from server.application.catalog import Upstream
 from server.base import costs
 from server.base.config import ModelConfig
 from server.base.embedding import Embedder, EmbeddingRequest, Embeddings, estimate_tokens
-from server.base.errors import UpstreamError
+from server.base.errors import InvalidArgument, UpstreamError
 from server.base.generation import TokenCounts
+
+CAPABILITY = "embeddings"
+
+
+def embedders(model: ModelConfig, upstreams: Sequence[Upstream]) -> list[Upstream]:
+    """The model's upstreams that can embed; InvalidArgument naming the capability and
+    the model when none can."""
+    able = [u for u in upstreams if isinstance(u.provider, Embedder)]
+    if not able:
+        raise InvalidArgument(
+            f"model {model.id!r} does not support {CAPABILITY}: none of its providers "
+            f"({', '.join(u.id for u in upstreams)}) can create them",
+            {"field": "model", "model": model.id, "capability": CAPABILITY},
+        )
+    return able
 
 
 class EmbeddingRun:
@@ -33,11 +48,16 @@ class EmbeddingRun:
         self._clock = costs.Stopwatch()
         self.upstream: Upstream | None = None
         self.result: Embeddings | None = None
+        self.upstream_s = 0.0
 
     @property
     def model(self) -> ModelConfig:
         assert self.upstream is not None, "open() first"
         return self.upstream.model
+
+    @property
+    def provider_id(self) -> str:
+        return self.upstream.id if self.upstream is not None else ""
 
     @property
     def started(self) -> bool:

@@ -104,6 +104,10 @@ class Run:
         assert self.upstream is not None, "open() first"
         return self.upstream.model
 
+    @property
+    def provider_id(self) -> str:
+        return self.upstream.id if self.upstream is not None else ""
+
     async def open(self, subject: str) -> None:
         upstreams = capable(self._upstreams, self.request, subject)
         started = time.perf_counter()

@@ -8,7 +8,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from google.protobuf import json_format
+from gateway.v1 import chat_pb2
+from gateway.v1 import chat_service_pb2 as chat_pb
+from gateway.v1 import completion_service_pb2 as completion_pb
+from google.protobuf import json_format, struct_pb2
+from google.protobuf.message import Message as Message_
 
 from server.base.errors import InvalidArgument
 from server.base.generation import (
@@ -20,6 +24,9 @@ from server.base.generation import (
     ToolCall,
     ToolSpec,
 )
+
+ChatRequest = chat_pb.CreateChatCompletionRequest | chat_pb.StreamChatCompletionRequest
+CompletionRequest = completion_pb.CreateCompletionRequest | completion_pb.StreamCompletionRequest
 
 ROLES = ("system", "developer", "user", "assistant", "tool")
 # OpenAI's ranges.
@@ -37,7 +44,7 @@ NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 DATA_URL = re.compile(r"^data:image/(png|jpeg|gif|webp);base64,[A-Za-z0-9+/=\s]+$")
 
 
-def _present(message: Any, field: str) -> bool:
+def _present(message: Message_, field: str) -> bool:
     return bool(message.HasField(field))
 
 
@@ -47,7 +54,7 @@ def _required(value: str, field: str) -> str:
     return value
 
 
-def between(message: Any, field: str, low: float, high: float) -> Any:
+def between(message: Message_, field: str, low: float, high: float) -> Any:
     """The field's value when set (None otherwise), checked against [low, high]."""
     if not _present(message, field):
         return None
@@ -57,7 +64,7 @@ def between(message: Any, field: str, low: float, high: float) -> Any:
     return value
 
 
-def one_of(message: Any, field: str, allowed: tuple[str, ...]) -> str | None:
+def one_of(message: Message_, field: str, allowed: tuple[str, ...]) -> str | None:
     if not _present(message, field):
         return None
     value: str = getattr(message, field)
@@ -66,7 +73,7 @@ def one_of(message: Any, field: str, allowed: tuple[str, ...]) -> str | None:
     return value
 
 
-def _struct(value: Any) -> dict[str, Any]:
+def _struct(value: struct_pb2.Struct) -> dict[str, Any]:
     """A Struct (a JSON Schema) as a dict, whole numbers as integers again (a Struct
     keeps every number as a double, and `"maxItems": 2.0` is not what was sent)."""
     out: dict[str, Any] = _whole(json_format.MessageToDict(value))
@@ -83,7 +90,7 @@ def _whole(value: Any) -> Any:
     return value
 
 
-def common(request: Any) -> dict[str, Any]:
+def common(request: ChatRequest | CompletionRequest) -> dict[str, Any]:
     """The request fields chat and text completions share, ranges checked."""
     out: dict[str, Any] = {}
     n = between(request, "n", 1, MAX_CHOICES)
@@ -106,7 +113,7 @@ def common(request: Any) -> dict[str, Any]:
     return out
 
 
-def _part(part: Any, where: str, role: str) -> Part:
+def _part(part: chat_pb2.ContentPart, where: str, role: str) -> Part:
     if part.type == "text":
         if not _present(part, "text"):
             raise InvalidArgument.for_field(f"{where}.text", "is required for a text part")
@@ -144,12 +151,12 @@ CHAT_EXTRAS = frozenset(
 )  # fmt: skip
 
 
-def extras(request: Any) -> bool:
+def extras(request: ChatRequest) -> bool:
     """Whether the request sets any field beyond the spec's (one C call)."""
     return any(f.name in CHAT_EXTRAS for f, _ in request.ListFields())
 
 
-def message(m: Any, i: int) -> Message:
+def message(m: chat_pb.ChatMessage, i: int) -> Message:
     if m.role in PLAIN_ROLES and all(f.number <= PLAIN_FIELD for f, _ in m.ListFields()):
         return Message(m.role, m.content)  # role and text only: the common case
     where = f"messages[{i}]"
@@ -178,7 +185,7 @@ def message(m: Any, i: int) -> Message:
     return Message(m.role, text, parts, name, tuple(calls), call_id)
 
 
-def tools(request: Any) -> dict[str, Any]:
+def tools(request: ChatRequest) -> dict[str, Any]:
     if len(request.tools) > MAX_TOOLS:
         raise InvalidArgument.for_field("tools", f"at most {MAX_TOOLS} tools")
     tools = []
@@ -224,7 +231,7 @@ def tools(request: Any) -> dict[str, Any]:
     )
 
 
-def response_format(request: Any) -> ResponseFormat | None:
+def response_format(request: ChatRequest) -> ResponseFormat | None:
     if not request.HasField("response_format"):
         return None
     fmt = request.response_format
@@ -256,7 +263,7 @@ def response_format(request: Any) -> ResponseFormat | None:
     )
 
 
-def metadata(request: Any) -> tuple[tuple[str, str], ...]:
+def metadata(request: ChatRequest) -> tuple[tuple[str, str], ...]:
     if len(request.metadata) > MAX_METADATA_PAIRS:
         raise InvalidArgument.for_field("metadata", f"at most {MAX_METADATA_PAIRS} pairs")
     for key, value in request.metadata.items():

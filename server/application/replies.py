@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
+from typing import Any
 
 from gateway.v1 import chat_pb2, completion_pb2
 from gateway.v1 import chat_service_pb2 as chat
 
+from server.application.engine import Run
+from server.base.call import Call
 from server.base.generation import TextDelta, TokenLogprob, ToolCall, ToolCallDelta
 
 
@@ -67,3 +71,21 @@ def completion_logprobs(entries: Iterable[TokenLogprob]) -> completion_pb2.Compl
         out.text_offset.append(offset)
         offset += len(e.token)
     return out
+
+
+def head(call: Call, run: Run, kind: str, **extra: Any) -> dict[str, Any]:
+    """The fields every response and chunk of one call starts with."""
+    prefix = "chatcmpl" if kind.startswith("chat.") else "cmpl"
+    return dict(
+        id=f"{prefix}-{call.request_id}",
+        object=kind,
+        created=int(time.time()),
+        model=run.model.id,
+        **extra,
+    )
+
+
+def text_choice(
+    text: str, finish_reason: str | None = None, index: int = 0
+) -> completion_pb2.CompletionChoice:
+    return completion_pb2.CompletionChoice(index=index, text=text, finish_reason=finish_reason)

@@ -1,52 +1,77 @@
 """The RPC table's contents: each method of the contract and the handler that serves it.
 
 This is the one place a request finds its code: the REST facade and the gRPC server
-look a method up here (through `pipeline.rpc_table`), nowhere else.
+look a method up here (through `pipeline.rpc_table`), nowhere else. Each service's
+handlers live in the module named after it (`chat.py` for ChatService...).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
-from server.application.handlers import Gateway
+from server.application.admin import AdminService
+from server.application.chat import ChatService
+from server.application.completion import CompletionService
+from server.application.deployment import DeploymentService
+from server.application.embedding import EmbeddingService
+from server.application.feedback import FeedbackService
+from server.application.model import ModelService
+from server.application.provider import ProviderService
+from server.application.router import RouterService
+from server.application.usage import UsageService
 from server.base.pipeline import Handler, Middleware, RpcMethod, rpc_table
 
 
-def handlers(gateway: Gateway) -> dict[str, Handler]:
+@dataclass(frozen=True, slots=True)
+class Services:
+    """The handlers of every contract service."""
+
+    chat: ChatService
+    completion: CompletionService
+    model: ModelService
+    embedding: EmbeddingService
+    provider: ProviderService
+    router: RouterService
+    deployment: DeploymentService
+    admin: AdminService
+    usage: UsageService
+    feedback: FeedbackService
+
+
+def handlers(s: Services) -> dict[str, Handler]:
     """Method full name -> handler."""
-    admin = gateway.admin
-    control = gateway.control
     return {
-        "gateway.v1.ChatService.CreateChatCompletion": gateway.create_chat_completion,
-        "gateway.v1.ChatService.StreamChatCompletion": gateway.stream_chat_completion,
-        "gateway.v1.CompletionService.CreateCompletion": gateway.create_completion,
-        "gateway.v1.CompletionService.StreamCompletion": gateway.stream_completion,
-        "gateway.v1.ModelService.ListModels": gateway.list_models,
-        "gateway.v1.ModelService.GetModel": gateway.get_model,
-        "gateway.v1.EmbeddingService.CreateEmbeddings": gateway.create_embeddings,
-        "gateway.v1.ProviderService.ListProviders": gateway.list_providers,
-        "gateway.v1.RouterService.Infer": gateway.infer,
-        "gateway.v1.RouterService.StreamInfer": gateway.stream_infer,
-        "gateway.v1.DeploymentService.ListDeployments": gateway.list_deployments,
-        "gateway.v1.DeploymentService.InvokeDeployment": gateway.invoke_deployment,
-        "gateway.v1.DeploymentService.StreamInvokeDeployment": gateway.stream_invoke_deployment,
-        "gateway.v1.DeploymentService.GenerateText": gateway.generate_text,
-        "gateway.v1.DeploymentService.StreamGenerateText": gateway.stream_generate_text,
-        "gateway.v1.AdminService.CreateKey": admin.create_key,
-        "gateway.v1.AdminService.ListKeys": admin.list_keys,
-        "gateway.v1.AdminService.GetKey": admin.get_key,
-        "gateway.v1.AdminService.RevokeKey": admin.revoke_key,
-        "gateway.v1.AdminService.ReloadConfig": control.reload_config,
-        "gateway.v1.AdminService.EnableProvider": control.enable_provider,
-        "gateway.v1.AdminService.DisableProvider": control.disable_provider,
-        "gateway.v1.AdminService.GetDashboard": gateway.dashboard.get_dashboard,
-        "gateway.v1.UsageService.GetUsage": admin.get_usage,
-        "gateway.v1.FeedbackService.SubmitFeedback": gateway.submit_feedback,
+        "gateway.v1.ChatService.CreateChatCompletion": s.chat.create_chat_completion,
+        "gateway.v1.ChatService.StreamChatCompletion": s.chat.stream_chat_completion,
+        "gateway.v1.CompletionService.CreateCompletion": s.completion.create_completion,
+        "gateway.v1.CompletionService.StreamCompletion": s.completion.stream_completion,
+        "gateway.v1.ModelService.ListModels": s.model.list_models,
+        "gateway.v1.ModelService.GetModel": s.model.get_model,
+        "gateway.v1.EmbeddingService.CreateEmbeddings": s.embedding.create_embeddings,
+        "gateway.v1.ProviderService.ListProviders": s.provider.list_providers,
+        "gateway.v1.RouterService.Infer": s.router.infer,
+        "gateway.v1.RouterService.StreamInfer": s.router.stream_infer,
+        "gateway.v1.DeploymentService.ListDeployments": s.deployment.list_deployments,
+        "gateway.v1.DeploymentService.InvokeDeployment": s.deployment.invoke_deployment,
+        "gateway.v1.DeploymentService.StreamInvokeDeployment": (
+            s.deployment.stream_invoke_deployment
+        ),
+        "gateway.v1.DeploymentService.GenerateText": s.deployment.generate_text,
+        "gateway.v1.DeploymentService.StreamGenerateText": s.deployment.stream_generate_text,
+        "gateway.v1.AdminService.CreateKey": s.admin.create_key,
+        "gateway.v1.AdminService.ListKeys": s.admin.list_keys,
+        "gateway.v1.AdminService.GetKey": s.admin.get_key,
+        "gateway.v1.AdminService.RevokeKey": s.admin.revoke_key,
+        "gateway.v1.AdminService.ReloadConfig": s.admin.reload_config,
+        "gateway.v1.AdminService.EnableProvider": s.admin.enable_provider,
+        "gateway.v1.AdminService.DisableProvider": s.admin.disable_provider,
+        "gateway.v1.AdminService.GetDashboard": s.admin.get_dashboard,
+        "gateway.v1.UsageService.GetUsage": s.usage.get_usage,
+        "gateway.v1.FeedbackService.SubmitFeedback": s.feedback.submit_feedback,
     }
 
 
-def gateway_table(
-    gateway: Gateway, middlewares: Sequence[Middleware] | None = None
-) -> dict[str, RpcMethod]:
-    """The gateway's RPC table, wrapped in its middlewares (by default: accounting)."""
-    return rpc_table(handlers(gateway), gateway.middlewares if middlewares is None else middlewares)
+def table(services: Services, middlewares: Sequence[Middleware]) -> dict[str, RpcMethod]:
+    """The gateway's RPC table, each handler wrapped in `middlewares` (outermost first)."""
+    return rpc_table(handlers(services), middlewares)

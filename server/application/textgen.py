@@ -8,7 +8,6 @@ TGI streams one event per token, the last one also carrying `generated_text` and
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Any
 
 from gateway.v1 import deployment_service_pb2 as deployment
 
@@ -23,7 +22,9 @@ def finish_reason(run: Run) -> str:
     return FINISH_REASONS.get(run.finish_reason, run.finish_reason)
 
 
-def as_invocation(request: Any) -> deployment.InvokeDeploymentRequest:
+def as_invocation(
+    request: deployment.GenerateTextRequest | deployment.StreamGenerateTextRequest,
+) -> deployment.InvokeDeploymentRequest:
     """A (Stream)GenerateTextRequest as the `inputs` form of InvokeDeployment, so both
     paths validate alike (fields named the same: inputs, parameters.max_new_tokens)."""
     return deployment.InvokeDeploymentRequest(

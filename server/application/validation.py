@@ -5,12 +5,25 @@ Every failure is InvalidArgument naming the offending field.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
+from gateway.v1 import deployment_service_pb2 as deployment_pb
+from gateway.v1 import embedding_service_pb2 as embedding_pb
+from gateway.v1 import feedback_service_pb2 as feedback_pb
+from gateway.v1 import router_service_pb2 as router_pb
+from google.protobuf import struct_pb2
+from google.protobuf.message import Message
+
 from server.application import openai_fields as fields
+from server.application.openai_fields import ChatRequest, CompletionRequest
 from server.base.config import PROFILES
+from server.base.embedding import EmbeddingRequest, Input
 from server.base.errors import InvalidArgument
 from server.base.generation import GenerationRequest
+
+InferRequest = router_pb.InferRequest | router_pb.StreamInferRequest
+InvokeRequest = deployment_pb.InvokeDeploymentRequest | deployment_pb.StreamInvokeDeploymentRequest
 
 MAX_STOP_SEQUENCES = 4
 MAX_TOKENS_CEILING = 1_000_000
@@ -19,12 +32,12 @@ CHAT_TEMPERATURE = 2.0
 ROUTER_TEMPERATURE = 1.0
 
 
-def _present(message: Any, field: str) -> bool:
+def _present(message: Message, field: str) -> bool:
     return message.HasField(field)
 
 
 def _sampling(
-    message: Any, max_temperature: float, prefix: str = "", max_tokens_field: str = "max_tokens"
+    message: Message, max_temperature: float, prefix: str = "", max_tokens_field: str = "max_tokens"
 ) -> dict[str, Any]:
     """Reads max_tokens, temperature and top_p, checking each one's range."""
     out: dict[str, Any] = {}
@@ -48,7 +61,7 @@ def _sampling(
     return out
 
 
-def _stop(stop: Any, field: str = "stop") -> tuple[str, ...]:
+def _stop(stop: Sequence[str], field: str = "stop") -> tuple[str, ...]:
     if len(stop) > MAX_STOP_SEQUENCES:
         raise InvalidArgument.for_field(field, f"at most {MAX_STOP_SEQUENCES} sequences")
     if any(not s for s in stop):
@@ -62,7 +75,7 @@ def _required(value: str, field: str) -> str:
     return value
 
 
-def chat(request: Any) -> GenerationRequest:
+def chat(request: ChatRequest) -> GenerationRequest:
     """Validates a Create/StreamChatCompletionRequest."""
     _required(request.model, "model")
     if not request.messages:
@@ -93,7 +106,7 @@ def chat(request: Any) -> GenerationRequest:
     )
 
 
-def completion(request: Any) -> GenerationRequest:
+def completion(request: CompletionRequest) -> GenerationRequest:
     """Validates a Create/StreamCompletionRequest."""
     _required(request.model, "model")
     prompt = _required(request.prompt, "prompt")
@@ -118,7 +131,7 @@ def completion(request: Any) -> GenerationRequest:
     )
 
 
-def infer(request: Any) -> tuple[GenerationRequest, str | None]:
+def infer(request: InferRequest) -> tuple[GenerationRequest, str | None]:
     """Validates an (Stream)InferRequest; returns it and the profile asked for, if any."""
     prompt = _required(request.prompt, "prompt")
     profile = request.profile if _present(request, "profile") else None
@@ -127,7 +140,7 @@ def infer(request: Any) -> tuple[GenerationRequest, str | None]:
     return GenerationRequest(prompt=prompt, **_sampling(request, ROUTER_TEMPERATURE)), profile
 
 
-def invocation(request: Any) -> tuple[GenerationRequest, bool]:
+def invocation(request: InvokeRequest) -> tuple[GenerationRequest, bool]:
     """Validates an (Stream)InvokeDeploymentRequest in either format; returns it and
     whether it used the alternative (`inputs`) format."""
     _required(request.deployment_id, "deployment_id")
@@ -157,7 +170,7 @@ COMMENT_CHARS = 2000
 LABELS = {"correct": 1.0, "incorrect": 0.0}
 
 
-def feedback(request: Any) -> tuple[str, float, str]:
+def feedback(request: feedback_pb.SubmitFeedbackRequest) -> tuple[str, float, str]:
     """Checks a SubmitFeedbackRequest; returns the bare request id, the score and the
     label. A response id (`cmpl-...`, `chatcmpl-...`) names its request too."""
     request_id = request.request_id.strip()
@@ -179,3 +192,74 @@ def feedback(request: Any) -> tuple[str, float, str]:
     if len(request.comment) > COMMENT_CHARS:
         raise InvalidArgument.for_field("comment", f"must be at most {COMMENT_CHARS} characters")
     return request_id, score, request.label if has_label else ""
+
+
+ENCODINGS = ("float", "base64")
+# OpenAI's limit on inputs per request.
+MAX_INPUTS = 2048
+MAX_DIMENSIONS = 65_536
+
+
+def embeddings(
+    request: embedding_pb.CreateEmbeddingsRequest,
+) -> tuple[EmbeddingRequest, str]:
+    """Validates a CreateEmbeddingsRequest; returns it and the encoding format asked."""
+    if not request.model:
+        raise InvalidArgument.for_field("model", "is required")
+    encoding = request.encoding_format if request.HasField("encoding_format") else "float"
+    if encoding not in ENCODINGS:
+        raise InvalidArgument.for_field("encoding_format", "must be float or base64")
+    dimensions = request.dimensions if request.HasField("dimensions") else None
+    if dimensions is not None and not 1 <= dimensions <= MAX_DIMENSIONS:
+        raise InvalidArgument.for_field("dimensions", f"must be between 1 and {MAX_DIMENSIONS}")
+    user = request.user if request.HasField("user") else None
+    inputs = _inputs(request.input if request.HasField("input") else None)
+    return EmbeddingRequest(inputs, dimensions, user), encoding
+
+
+def _inputs(value: struct_pb2.Value | None) -> tuple[Input, ...]:
+    """A Value holding a string, strings, token ids, or token-id lists."""
+    kind = value.WhichOneof("kind") if value is not None else None
+    if value is None or kind is None or kind == "null_value":
+        raise InvalidArgument.for_field("input", "is required")
+    if kind == "string_value":
+        return (_text(value.string_value, "input"),)
+    if kind != "list_value":
+        raise InvalidArgument.for_field(
+            "input", "must be a string, an array of strings, or an array of token ids"
+        )
+    items = value.list_value.values
+    if not items:
+        raise InvalidArgument.for_field("input", "must not be empty")
+    kinds = {item.WhichOneof("kind") for item in items}
+    if kinds == {"number_value"}:
+        return (_token_ids(items, "input"),)
+    if len(items) > MAX_INPUTS:
+        raise InvalidArgument.for_field("input", f"at most {MAX_INPUTS} inputs")
+    if kinds == {"string_value"}:
+        return tuple(_text(item.string_value, f"input[{i}]") for i, item in enumerate(items))
+    if kinds == {"list_value"}:
+        return tuple(
+            _token_ids(item.list_value.values, f"input[{i}]") for i, item in enumerate(items)
+        )
+    raise InvalidArgument.for_field(
+        "input", "must be all strings or all token-id arrays, not a mix"
+    )
+
+
+def _text(text: str, field: str) -> str:
+    if not text:
+        raise InvalidArgument.for_field(field, "must not be empty")
+    return text
+
+
+def _token_ids(values: Sequence[struct_pb2.Value], field: str) -> tuple[int, ...]:
+    if not values:
+        raise InvalidArgument.for_field(field, "must not be empty")
+    ids = []
+    for value in values:
+        number = value.number_value if value.WhichOneof("kind") == "number_value" else -1.0
+        if number < 0 or not number.is_integer() or number >= 2**31:
+            raise InvalidArgument.for_field(field, "token ids must be non-negative integers")
+        ids.append(int(number))
+    return tuple(ids)

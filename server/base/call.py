@@ -8,11 +8,8 @@ import re
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from server.accounting.tab import Tab
-
+from server.base.record import CallRecord
 
 # A caller's x-request-id is kept only in this form (both transports); otherwise the
 # gateway makes its own, so no caller can put arbitrary text into logs and the ledger.
@@ -28,15 +25,14 @@ def request_id_or_new(asked: str | None) -> str:
 class Call:
     """What the core needs from a transport: the caller's metadata (lower-case keys),
     an optional deadline on the event loop's clock, and a place for response metadata
-    (rate-limit headers) that the transport sends back. Middlewares hang their
-    per-call state on it."""
+    (rate-limit headers) that the transport sends back, and the call's record, which
+    its handler fills and the accounting middleware closes."""
 
     metadata: Mapping[str, str]
     deadline: float | None = None
     request_id: str = field(default_factory=lambda: uuid.uuid4().hex)
     response_metadata: dict[str, str] = field(default_factory=dict)
-    # The request's account, opened by the accounting middleware.
-    tab: Tab | None = None
+    record: CallRecord = field(default_factory=CallRecord)
 
     @classmethod
     def with_timeout(

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from gateway.v1 import usage_pb2
 
+from server.base import tokens
 from server.base.config import Price
-from server.base.generation import TokenCounts
+from server.base.generation import GenerationRequest, TokenCounts
 
 PER_MILLION = 1_000_000
 # Costs are rounded to a billionth of a cent: exact enough, free of float noise.
@@ -46,6 +48,27 @@ def cost(counts: TokenCounts, price: Price | None) -> Cost | None:
         cache_input_usd=round(cached_cost, COST_DIGITS) if counts.cached_tokens else None,
         total_usd=round(input_cost + cached_cost + output_cost, COST_DIGITS),
     )
+
+
+def max_cost(prices: Iterable[Price | None], request: GenerationRequest, default_max: int) -> float:
+    """The most a request can cost on any of the models it may be routed to, in USD."""
+    prompt = tokens.estimate_prompt(request)
+    # Every choice (and every best_of candidate) may generate up to max_tokens.
+    completion = (request.max_tokens or default_max) * max(request.n, request.best_of or 1)
+    worst = 0.0
+    for price in prices:
+        if price is None:
+            continue
+        # Every prompt token may be a cache write, priced above plain input.
+        input_price = max(price.input, price.cache_write or 0)
+        output = max(price.output, price.reasoning or 0)
+        worst = max(worst, (prompt * input_price + completion * output) / PER_MILLION)
+    return worst
+
+
+def input_cost(price: Price | None, prompt_tokens: int) -> float:
+    """What `prompt_tokens` input tokens cost, in USD (an embedding's whole cost)."""
+    return 0.0 if price is None else prompt_tokens * price.input / PER_MILLION
 
 
 def usage(

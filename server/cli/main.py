@@ -124,6 +124,7 @@ async def serve(args: argparse.Namespace) -> int:
     running = await app.start(
         cfg, grpc_target=args.grpc_target, serve_http=not args.no_http,
         reuse_port=index is not None, shared_state=shared_state,
+        source=None if args.config is None else lambda: _reread(args),
     )  # fmt: skip
     quiet_gc()
     if index is None:
@@ -138,7 +139,6 @@ async def serve(args: argparse.Namespace) -> int:
         loop.add_signal_handler(sig, stop.set)
     if running.gateway is not None and args.config is not None:
         control = running.gateway.control
-        control.source = lambda: _reread(args)
         loop.add_signal_handler(signal.SIGHUP, lambda: asyncio.ensure_future(_reload(control)))
     await stop.wait()
     # Turns NOT_SERVING, lets calls in flight finish, then drains the usage ledger.

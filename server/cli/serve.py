@@ -4,6 +4,8 @@ edge tier forwarding to a remote gRPC gateway."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import dataclasses
 import logging
 import socket
 from collections.abc import Awaitable, Callable
@@ -13,24 +15,44 @@ import grpc
 import uvicorn
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
+from redis.asyncio import Redis
+from starlette.types import ASGIApp
 
-from server.accounting.admission import Admission, KeyDirectory, KeyRing
+from server.accounting.accounts import Accounting, Accounts
+from server.accounting.admission import Admission, KeyDirectory
 from server.accounting.budget import Budgets, MemoryBudgets, RedisBudgets
 from server.accounting.guard import GuardedBudgets, GuardedLimiter, bounded
 from server.accounting.ledger import Ledger
 from server.accounting.ratelimit import Limiter, RedisLimiter, SlidingWindowLimiter
 from server.accounting.shared import SharedBudgets, SharedLimiter, StateClient
-from server.accounting.tab import Accounts
-from server.application.catalog import Catalog
-from server.application.handlers import Gateway
-from server.application.rpcs import gateway_table
+from server.application import rpcs
+from server.application.admin import AdminService
+from server.application.chat import ChatService
+from server.application.completion import CompletionService
+from server.application.control import Control
+from server.application.dashboard import Dashboard
+from server.application.deployment import DeploymentService
+from server.application.embedding import EmbeddingService
+from server.application.feedback import FeedbackService
+from server.application.generations import Generations
+from server.application.model import ModelService
+from server.application.provider import ProviderService
+from server.application.router import RouterService
+from server.application.rpcs import Services
+from server.application.state import Live, Snapshot, snapshot_of
+from server.application.usage import UsageService
 from server.base.config import Config, ConfigError, OperationsConfig, ServerConfig
-from server.base.pipeline import SERVICES, RpcMethod
+from server.base.pipeline import SERVICES, Middleware, RpcMethod
 from server.grpc_api.service import grpc_handlers
-from server.ops.health import Readiness
-from server.ops.operations import Operations
+from server.ops import requestlog
+from server.ops.health import GatewayHealth, Readiness
+from server.ops.metrics import Metrics, multiprocess_dir
+from server.ops.observe import Observer, Outcome
+from server.ops.recent import Recent
+from server.ops.tracing import Tracing
+from server.providers import registry
 from server.routing.policies import build_router
-from server.storage import open_store
+from server.storage import Store, open_store
 
 log = logging.getLogger(__name__)
 
@@ -40,35 +62,168 @@ GRACE_S = 5.0
 # error event, so it reaches callers before their sockets close.
 STOP_NOTICE_S = 1.0
 
+Closer = Callable[[], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class State:
+    """Where limits, budgets, keys and the ledger live: memory, a database, Redis, or
+    the parent process of `--workers N`."""
+
+    store: Store | None
+    limiter: Limiter
+    budgets: Budgets
+    ledger: Ledger
+    closers: tuple[Closer, ...] = ()
+
+
+@dataclass(frozen=True)
+class Gateway:
+    """An assembled gateway: its parts, built once by `assemble` and never rewired.
+    What a reload replaces is behind `live` (one snapshot, one reference)."""
+
+    live: Live
+    accounts: Accounts
+    store: Store | None
+    control: Control
+    services: Services
+    # Around every handler, outermost first.
+    middlewares: tuple[Middleware, ...]
+    table: dict[str, RpcMethod]
+    health: GatewayHealth
+    metrics: Metrics
+    observer: Observer
+    closers: tuple[Closer, ...]
+
+    def sample_metrics(self) -> None:
+        self.metrics.sample(
+            self.live.current.catalog, self.accounts.ledger, self.observer.in_flight
+        )
+
+    def render_metrics(self) -> bytes:
+        self.sample_metrics()
+        return self.metrics.render()
+
+    async def aclose(self) -> None:
+        """Closes providers, waits for settlements, drains the ledger, closes storage."""
+        await self.live.current.catalog.aclose()
+        await self.control.aclose()
+        await self.accounts.aclose(self.live.current.config.ledger.drain_timeout_s)
+        for close in self.closers:
+            await close()
+
+
+def assemble(
+    first: Snapshot, state: State, source: Callable[[], tuple[Config, str]] | None = None
+) -> Gateway:
+    """The composition root: every part of a serving gateway is built here, once, and
+    handed to the parts that use it. `first` is the snapshot it starts on; `source`
+    reads the config again for a reload."""
+    config = first.config
+    live = Live(first)
+    admission = Admission(
+        KeyDirectory(state.store.keys if state.store else None, config.storage.key_cache_ttl_s,
+                     timeout_s=config.storage_timeout_s),
+        state.limiter,
+    )  # fmt: skip
+    accounts = Accounts(admission, state.ledger, state.budgets)
+    metrics = Metrics()
+    recent = Recent()
+    control = Control(
+        live, registry.build, build_router, source,
+        on_reload=lambda result: metrics.reloads.labels(result).inc(),
+    )  # fmt: skip
+    generations = Generations(live, accounts)
+    services = Services(
+        chat=ChatService(generations),
+        completion=CompletionService(generations),
+        model=ModelService(live, accounts),
+        embedding=EmbeddingService(live, accounts),
+        provider=ProviderService(live, accounts),
+        router=RouterService(generations),
+        deployment=DeploymentService(live, accounts, generations),
+        admin=AdminService(
+            live, accounts, state.store, control, Dashboard(live, accounts, state.store, recent)
+        ),
+        usage=UsageService(live, accounts, state.store),
+        feedback=FeedbackService(live, accounts, state.store),
+    )
+
+    def log_request(outcome: Outcome) -> None:
+        if live.current.config.operations.request_log:
+            requestlog.write(outcome)
+
+    observer = Observer(
+        [metrics.observe, recent.observe, log_request],
+        with_text=lambda: live.current.config.operations.log_text,
+    )
+    # Tracing outermost (the call's span is current while everything else runs), then
+    # the observer (it reads the record accounting closes), then accounting.
+    middlewares = (Tracing(), observer, Accounting(accounts))
+    return Gateway(
+        live, accounts, state.store, control, services, middlewares,
+        rpcs.table(services, middlewares), GatewayHealth(live, state.store), metrics, observer,
+        state.closers,
+    )  # fmt: skip
+
+
+def in_memory(config: Config) -> State:
+    """Config keys only, limits and budgets in memory, no ledger storage."""
+    return State(
+        None, SlidingWindowLimiter(window_s=config.limits.window_s),
+        MemoryBudgets(_nothing_spent), Ledger(None),
+    )  # fmt: skip
+
 
 def build_gateway(config: Config) -> Gateway:
-    """A gateway holding everything in memory: config keys only, no ledger storage."""
-    limiter = SlidingWindowLimiter(window_s=config.limits.window_s)
-    return Gateway(config, Catalog(config), Admission(KeyDirectory(KeyRing(config.keys)), limiter))
+    """A gateway holding everything in memory (for tests and tools)."""
+    return assemble(snapshot_of(config, registry.build, build_router), in_memory(config))
 
 
-async def open_gateway(config: Config, shared_state: str | None = None) -> Gateway:
+async def open_gateway(
+    config: Config,
+    shared_state: str | None = None,
+    source: Callable[[], tuple[Config, str]] | None = None,
+) -> Gateway:
     """The gateway with its storage: the key store and ledger in SQLite or PostgreSQL,
     limits and budgets in memory or, when `storage.redis_url` is set, in Redis. A worker
     of `--workers N` without Redis (`shared_state`: the parent's Unix socket) asks the
     parent process, which holds the one limiter and budgets for every worker."""
     # A bad provider or routing config stops start-up before storage opens.
-    catalog = Catalog(config)
-    storage = config.storage
+    first = snapshot_of(config, registry.build, build_router)
     try:
-        router = build_router(config, catalog)
-        store = await open_store(storage)
+        state = await open_state(config, shared_state)
     except BaseException:
-        await catalog.aclose()
+        await first.catalog.aclose()
         raise
-    closers: list[Callable[[], Awaitable[None]]] = [store.aclose]
+    gateway = assemble(first, state, source)
+    state.ledger.start()
+    if multiprocess_dir():
+        # Workers sample their gauges on a timer: a scrape reaches only one of them.
+        sampler = asyncio.create_task(gateway.metrics.sample_every(gateway.sample_metrics))
+        return dataclasses.replace(gateway, closers=(_cancel(sampler), *gateway.closers))
+    return gateway
+
+
+def _cancel(task: asyncio.Task[None]) -> Closer:
+    async def cancel() -> None:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+    return cancel
+
+
+async def open_state(config: Config, shared_state: str | None) -> State:
+    storage = config.storage
+    store = await open_store(storage)
+    closers: list[Closer] = [store.aclose]
     limiter: Limiter
     budgets: Budgets
     ledger = Ledger(
         store.usage, config.ledger.batch_size, config.ledger.flush_interval_s,
         config.ledger.max_buffered,
     )  # fmt: skip
-
     timeout_s = config.storage_timeout_s
 
     async def spent(key_id: str, since: float) -> float:
@@ -80,7 +235,6 @@ async def open_gateway(config: Config, shared_state: str | None = None) -> Gatew
             client = await connect_redis(storage.redis_url, timeout_s)
         except BaseException:
             await store.aclose()
-            await catalog.aclose()
             raise
         closers.insert(0, client.aclose)
         limiter = RedisLimiter(client, storage.redis_prefix, config.limits.window_s)
@@ -88,30 +242,27 @@ async def open_gateway(config: Config, shared_state: str | None = None) -> Gatew
         limiter = GuardedLimiter(limiter, timeout_s, config.limits.fail_open)
         budgets = GuardedBudgets(budgets, timeout_s)
     elif shared_state:
-        state = StateClient(shared_state)
-        closers.insert(0, state.aclose)
-        limiter = GuardedLimiter(SharedLimiter(state), timeout_s, config.limits.fail_open)
-        budgets = GuardedBudgets(SharedBudgets(state), timeout_s)
+        shared = StateClient(shared_state)
+        closers.insert(0, shared.aclose)
+        limiter = GuardedLimiter(SharedLimiter(shared), timeout_s, config.limits.fail_open)
+        budgets = GuardedBudgets(SharedBudgets(shared), timeout_s)
     else:
         limiter = SlidingWindowLimiter(window_s=config.limits.window_s)
         budgets = GuardedBudgets(MemoryBudgets(spent), timeout_s)
-    keys = KeyDirectory(
-        KeyRing(config.keys), store.keys, storage.key_cache_ttl_s, timeout_s=timeout_s
-    )
-    admission = Admission(keys, limiter)
-    accounts = Accounts(ledger, limiter, budgets)
-    ledger.start()
-    return Gateway(config, catalog, admission, accounts, store, closers, router)
+    return State(store, limiter, budgets, ledger, tuple(closers))
+
+
+async def _nothing_spent(key_id: str, since: float) -> float:
+    return 0.0
 
 
 class StartupError(ConfigError):
     """A service the config names cannot be used; the message says which and why."""
 
 
-async def connect_redis(url: str, timeout_s: float):  # noqa: ANN201
+async def connect_redis(url: str, timeout_s: float) -> Redis:
     """A Redis client whose every command is bounded; StartupError (one line, no
     traceback) when the URL is malformed or nothing answers there."""
-    from redis.asyncio import Redis
     from redis.exceptions import RedisError
 
     try:
@@ -165,8 +316,7 @@ class Running:
     _grpc: grpc.aio.Server | None = None
     _http: uvicorn.Server | None = None
     _http_task: asyncio.Task[None] | None = None
-    _closers: list = field(default_factory=list)
-    ops: Operations | None = None
+    _closers: list[Closer] = field(default_factory=list)
     readiness: Readiness | None = None
     metrics_port: int | None = None
     _health: health.aio.HealthServicer | None = None
@@ -237,10 +387,10 @@ def _complete(future: asyncio.Future[None]) -> None:
 
 
 async def start_http(
-    app,
+    app: ASGIApp,
     settings: ServerConfig,
     port: int | None = None,
-    grace_s: float = GRACE_S,  # noqa: ANN001
+    grace_s: float = GRACE_S,
     reuse_port: bool = False,
 ) -> tuple[uvicorn.Server, asyncio.Task[None], int]:
     from http_facade.protocol import bounded_protocol
@@ -272,9 +422,11 @@ async def start(
     serve_http: bool = True,
     reuse_port: bool = False,
     shared_state: str | None = None,
+    source: Callable[[], tuple[Config, str]] | None = None,
 ) -> Running:
     """Starts the gateway. With `grpc_target`, only the facade runs, forwarding there.
-    `reuse_port` and `shared_state` make it one worker of several (server/cli/workers.py)."""
+    `reuse_port` and `shared_state` make it one worker of several (server/cli/workers.py);
+    `source` reads the config file again on a reload."""
     from http_facade.app import create_app
     from http_facade.edge_health import EdgeHealth
     from http_facade.ops import ops_routes
@@ -294,24 +446,22 @@ async def start(
             None, http_port, None, None, http, task, closers, readiness=edge,
             operations=config.operations, stopping=stopping,
         )  # fmt: skip
-    gateway = await open_gateway(config, shared_state)
-    ops = Operations.attach(gateway)
-    table = gateway_table(gateway)
+    gateway = await open_gateway(config, shared_state, source)
+    table = gateway.table
     try:
         health_servicer = health.aio.HealthServicer()
         grpc_server, grpc_port = await start_grpc(
             table, settings, health_servicer, reuse_port, stopping
         )
     except BaseException:
-        await ops.aclose()
         await gateway.aclose()
         raise
     running = Running(
-        grpc_port, None, gateway, grpc_server, _closers=[ops.aclose, gateway.aclose], ops=ops,
-        readiness=ops.health, _health=health_servicer, operations=config.operations,
+        grpc_port, None, gateway, grpc_server, _closers=[gateway.aclose],
+        readiness=gateway.health, _health=health_servicer, operations=config.operations,
         stopping=stopping,
     )  # fmt: skip
-    extra = ops_routes(ops.health, ops.render_metrics)
+    extra = ops_routes(gateway.health, gateway.render_metrics)
     if serve_http:
         app = create_app(settings, table=table, extra_routes=extra)
         app.state.stopping = stopping

@@ -12,10 +12,10 @@ http_facade/edge_health.py.
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
-if TYPE_CHECKING:
-    from server.application.handlers import Gateway
+from server.application.state import Live
+from server.storage import Store
 
 STORAGE_TIMEOUT_S = 1.0
 
@@ -29,20 +29,21 @@ class Readiness(Protocol):
 class GatewayHealth:
     """Readiness of a gateway that serves calls itself."""
 
-    def __init__(self, gateway: Gateway) -> None:
-        self.gateway = gateway
+    def __init__(self, live: Live, store: Store | None) -> None:
+        self.live = live
+        self.store = store
         self.draining = False
 
     async def problems(self) -> list[str]:
         """Why the gateway is not ready; empty when it is."""
         found = ["draining: shutting down"] if self.draining else []
-        store = self.gateway.store
+        store = self.store
         if store is not None:
             try:
                 await asyncio.wait_for(store.db.fetchrow("SELECT 1"), STORAGE_TIMEOUT_S)
             except Exception as exc:
                 found.append(f"storage: unreachable ({type(exc).__name__})")
-        for model_id, upstreams in self.gateway.catalog.upstreams.items():
+        for model_id, upstreams in self.live.current.catalog.upstreams.items():
             if not any(u.config.enabled and u.health != "open" for u in upstreams):
                 found.append(f"model {model_id}: no enabled provider with a closed circuit")
         return found

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from prometheus_client import (
@@ -31,7 +32,8 @@ from prometheus_client import (
 from server.ops.observe import Outcome
 
 if TYPE_CHECKING:
-    from server.application.handlers import Gateway
+    from server.accounting.ledger import Ledger
+    from server.application.catalog import Catalog
 
 CONTENT_TYPE = CONTENT_TYPE_LATEST
 # The buckets the GenAI conventions advise.
@@ -206,14 +208,13 @@ class Metrics:
 
     # -- sampled state ---------------------------------------------------------------
 
-    def sample(self, gateway: Gateway, in_flight: int) -> None:
+    def sample(self, catalog: Catalog, ledger: Ledger, in_flight: int) -> None:
         """Sets the gauges from the gateway's state (breakers, ledger)."""
         self.in_flight.set(in_flight)
-        for upstreams in gateway.catalog.upstreams.values():
+        for upstreams in catalog.upstreams.values():
             for u in upstreams:
                 self._of(self.breaker, u.id, u.model.id).set(BREAKER_STATE[u.breaker.state.value])
                 self._of(self.enabled, u.id, u.model.id).set(1 if u.config.enabled else 0)
-        ledger = gateway.accounts.ledger
         self.ledger_buffered.set(ledger.pending)
         written, dropped = self._ledger_seen
         if ledger.written > written:
@@ -222,12 +223,13 @@ class Metrics:
             self.ledger_dropped.inc(ledger.dropped - dropped)
         self._ledger_seen = (ledger.written, ledger.dropped)
 
-    async def sample_every(self, gateway: Gateway, in_flight, period_s: float = 1.0) -> None:  # noqa: ANN001
+    @staticmethod
+    async def sample_every(sample: Callable[[], None], period_s: float = 1.0) -> None:
         """Keeps the gauges fresh between scrapes: with several workers, a scrape reaches
         one of them and reads everyone's last sample."""
         while True:
             with contextlib.suppress(Exception):
-                self.sample(gateway, in_flight())
+                sample()
             await asyncio.sleep(period_s)
 
     def render(self) -> bytes:

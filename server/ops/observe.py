@@ -1,8 +1,8 @@
 """The observing middleware: one `Outcome` per call, handed to the metrics, the request
 log and the admin page's recent-routing feed.
 
-It wraps outside the accounting middleware, so when a call ends its tab is closed and
-its ledger record built: the tokens, cost and status it reports are the ledger's own,
+It wraps outside the accounting middleware, so when a call ends its record is closed and
+its ledger row built: the tokens, cost and status it reports are the ledger's own,
 which is what lets the metrics reconcile with the ledger.
 """
 
@@ -14,6 +14,7 @@ from collections.abc import AsyncGenerator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from gateway.v1.router_service_pb2 import RouteDecision
 from google.protobuf.descriptor import MethodDescriptor
 
 from server.application.engine import Run
@@ -116,14 +117,21 @@ class Observer(Middleware):
                 error = exc
                 raise
             finally:
-                # Closing the inner generator first closes the tab (its ledger record).
+                # Closing the inner generator first closes the record (its ledger row).
                 await chunks.aclose()
                 self.in_flight -= 1
                 self._emit(name, call, error, started, route)
 
         return stream
 
-    def _emit(self, rpc: str, call: Call, error: BaseException | None, started: float, route):  # noqa: ANN001
+    def _emit(
+        self,
+        rpc: str,
+        call: Call,
+        error: BaseException | None,
+        started: float,
+        route: RouteDecision | None,
+    ) -> None:
         try:
             outcome = self._outcome(rpc, call, error, time.perf_counter() - started, route)
             for sink in self.sinks:
@@ -132,11 +140,15 @@ class Observer(Middleware):
             log.exception("observing request %s failed", call.request_id)
 
     def _outcome(
-        self, rpc: str, call: Call, error: BaseException | None, elapsed: float, route: Any
+        self,
+        rpc: str,
+        call: Call,
+        error: BaseException | None,
+        elapsed: float,
+        route: RouteDecision | None,
     ) -> Outcome:
-        tab = call.tab
-        record = tab.record if tab is not None else None
-        run = tab.run if tab is not None else None
+        record = call.record.usage
+        run = call.record.run
         started = run is not None and run.started
         if record is not None:
             status, reason = record.status, record.error_reason
@@ -146,7 +158,7 @@ class Observer(Middleware):
             rpc=rpc,
             request_id=call.request_id,
             key_id=record.key_id if record is not None else "",
-            model=(record.model if record is not None else tab.model if tab is not None else ""),
+            model=record.model if record is not None else call.record.model,
             provider=record.provider if record is not None else "",
             status=status,
             reason=reason,
@@ -158,9 +170,9 @@ class Observer(Middleware):
             ttft_s=(
                 record.ttft_ms / 1000 if record is not None and record.ttft_ms is not None else None
             ),
-            # A generation's Run measures these; an embedding call's run does not.
-            upstream_s=getattr(run, "upstream_s", 0.0),
-            failovers=[(p, cause(e)) for p, e in getattr(run, "causes", ())],
+            upstream_s=run.upstream_s if run is not None else 0.0,
+            # A generation's Run records its failovers; an embedding call's run does not.
+            failovers=[(p, cause(e)) for p, e in run.causes] if isinstance(run, Run) else [],
             route=(route.profile, route.model) if route is not None else None,
         )
         if isinstance(run, Run) and self.with_text():

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from server.ops.observe import Outcome
@@ -24,7 +25,7 @@ class Minute:
 
 
 class Recent:
-    def __init__(self, clock=time.time) -> None:  # noqa: ANN001
+    def __init__(self, clock: Callable[[], float] = time.time) -> None:
         self._clock = clock
         # provider id -> (ok, latency in seconds or None) of its last calls
         self.calls: dict[str, deque[tuple[bool, float | None]]] = {}

@@ -13,10 +13,9 @@ of the layers below (server/base/spans.py) are one shared no-op context manager.
 
 from __future__ import annotations
 
-import functools
 import os
-from collections.abc import AsyncGenerator, Awaitable, Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import AsyncGenerator
+from typing import TYPE_CHECKING, Any
 
 from google.protobuf.descriptor import MethodDescriptor
 from opentelemetry import context as otel_context
@@ -30,9 +29,6 @@ from server.base.pipeline import Middleware, StreamHandler, UnaryHandler
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import TracerProvider
 
-    from server.application.handlers import Gateway
-
-T = TypeVar("T")
 _provider: TracerProvider | None = None
 enable = spans.enable
 enabled = spans.enabled
@@ -149,7 +145,7 @@ def _start(tracer: Tracer, name: str, method: MethodDescriptor, request: Any, ca
 
 
 def _finish(span: Any, call: Call, error: BaseException | None) -> None:
-    record = call.tab.record if call.tab is not None else None
+    record = call.record.usage
     if record is not None:
         span.set_attribute("gateway.key_id", record.key_id)
         if record.provider:
@@ -164,53 +160,3 @@ def _finish(span: Any, call: Call, error: BaseException | None) -> None:
         span.set_attribute("error.type", reason)
         span.set_status(Status(StatusCode.ERROR, reason))
     span.end()
-
-
-def _traced(name: str, work: Callable[..., Awaitable[T]]) -> Callable[..., Awaitable[T]]:
-    @functools.wraps(work)
-    async def traced(*args: Any, **kwargs: Any) -> T:
-        with span(name):
-            return await work(*args, **kwargs)
-
-    return traced
-
-
-def _traced_sync(name: str, work: Callable[..., T]) -> Callable[..., T]:
-    @functools.wraps(work)
-    def traced(*args: Any, **kwargs: Any) -> T:
-        with span(name):
-            return work(*args, **kwargs)
-
-    return traced
-
-
-class TracedRouter:
-    """A router whose every decision is a span with its profile and models."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-
-    def route(self, request: Any, profile: str, budget_usd: float | None = None) -> Any:
-        with span("gateway.routing", **{"gateway.profile": profile}) as current:
-            route = self.inner.route(request, profile, budget_usd)
-            if current is not None:
-                current.set_attribute("gateway.models", list(route.models))
-            return route
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
-
-
-def instrument(gateway: Gateway) -> None:
-    """Adds the child spans of a call to `gateway`: admission (key lookup and limits),
-    routing and the ledger write. Upstream attempts are spans of the dispatcher."""
-    if not spans.enabled():
-        return
-    admission = gateway.admission
-    for name in ("identify", "limit", "admit"):
-        setattr(admission, name, _traced(f"gateway.admission.{name}", getattr(admission, name)))
-    ledger = gateway.accounts.ledger
-    ledger.record = _traced_sync("gateway.ledger.write", ledger.record)  # type: ignore[method-assign]
-    gateway.router = TracedRouter(gateway.router)
-    make = gateway.control.router_factory
-    gateway.control.router_factory = lambda config, catalog: TracedRouter(make(config, catalog))

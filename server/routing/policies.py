@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-from server.application.catalog import Catalog
 from server.base.config import Config, ConfigError, RoutingConfig
 from server.routing.calibration import Calibration
 from server.routing.drift import DriftGuard
@@ -14,9 +13,10 @@ from server.routing.features import FeatureScorer
 from server.routing.router import OrderedProfiles, Router
 from server.routing.scored import ScoredRouter, Scorer
 from server.routing.scorer import DEFAULT_MODEL_PATH, LearnedScorer
+from server.routing.view import CatalogView
 
 
-def build_router(config: Config, catalog: Catalog) -> Router:
+def build_router(config: Config, catalog: CatalogView) -> Router:
     routing = config.routing
     if routing.policy == "ordered":
         return OrderedProfiles(routing)

@@ -24,12 +24,12 @@ import math
 import time
 from typing import Protocol
 
-from server.accounting.budget import max_cost
-from server.application.catalog import Catalog
 from server.base import tokens
 from server.base.config import PROFILES, ConfigError, ModelConfig, RoutingConfig
+from server.base.costs import max_cost
 from server.base.generation import GenerationRequest
 from server.routing.router import Candidate, Route, Skipped
+from server.routing.view import CatalogView
 
 
 class Scorer(Protocol):
@@ -54,7 +54,7 @@ class Scorer(Protocol):
 
 class ScoredRouter:
     def __init__(
-        self, routing: RoutingConfig, catalog: Catalog, scorer: Scorer, default_max_tokens: int
+        self, routing: RoutingConfig, catalog: CatalogView, scorer: Scorer, default_max_tokens: int
     ) -> None:
         self._profiles = {name: tuple(models) for name, models in routing.profiles.items()}
         self._catalog = catalog
@@ -70,7 +70,7 @@ class ScoredRouter:
             )
         # The pool is the models profiles route to (not, say, an embedding model).
         routed = {m for models in self._profiles.values() for m in models}
-        self._ladder = _ladder([m for m in catalog.config.models if m.id in routed])
+        self._ladder = _ladder([m for m in catalog.models if m.id in routed])
 
     def route(
         self, request: GenerationRequest, profile: str, budget_usd: float | None = None
@@ -134,8 +134,8 @@ class ScoredRouter:
         eligible, skipped = [], []
         for model_id in models:
             model = self._catalog.model(model_id)
-            upstreams = self._catalog.upstreams[model_id]
-            if not any(u.config.enabled for u in upstreams):
+            upstreams = self._catalog.providers(model_id)
+            if not any(u.enabled for u in upstreams):
                 skipped.append(Skipped(model_id, "DISABLED", "every provider is disabled"))
             elif not any(u.usable for u in upstreams):
                 skipped.append(
@@ -169,9 +169,9 @@ class ScoredRouter:
 
     def _ttft(self, model_id: str) -> float:
         seen = [
-            u.ttft_ms.value
-            for u in self._catalog.upstreams[model_id]
-            if u.usable and u.ttft_ms.value is not None
+            u.observed_ttft_ms
+            for u in self._catalog.providers(model_id)
+            if u.usable and u.observed_ttft_ms is not None
         ]
         return min(seen, default=math.inf)
 

@@ -6,36 +6,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from operator import attrgetter
 
+from server.base.record import UsageRecord
 from server.storage.db import Database
-
-
-@dataclass(frozen=True, slots=True)
-class UsageRecord:
-    ts: float
-    request_id: str
-    key_id: str
-    key_name: str
-    method: str
-    model: str
-    provider: str
-    prompt_tokens: int
-    completion_tokens: int
-    total_tokens: int
-    input_cost_usd: float | None
-    output_cost_usd: float | None
-    cache_input_cost_usd: float | None
-    total_cost_usd: float | None
-    latency_ms: float
-    ttft_ms: float | None
-    # `OK` or the gRPC code name (RESOURCE_EXHAUSTED...), with the error reason beside it.
-    status: str
-    error_reason: str = ""
-    # For routed requests: the profile, the prompt's estimated difficulty and, when the
-    # operator records prompts, the prompt itself.
-    route_profile: str = ""
-    difficulty: float | None = None
-    prompt: str | None = None
-
 
 COLUMNS = tuple(f.name for f in fields(UsageRecord))
 

@@ -1,4 +1,5 @@
 from gateway.v1 import completion_pb2 as _completion_pb2
+from gateway.v1 import rest_pb2 as _rest_pb2
 from gateway.v1 import streaming_pb2 as _streaming_pb2
 from gateway.v1 import usage_pb2 as _usage_pb2
 from google.api import annotations_pb2 as _annotations_pb2

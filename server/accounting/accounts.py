@@ -1,0 +1,196 @@
+"""Each call's account: the explicit steps a handler takes (admit, reserve) and the
+accounting middleware that opens and closes the call's record.
+
+A handler admits its caller (`identify` or `admit`) and, before it runs anything that
+costs, reserves it (`reserve`: tokens against the rate limit, the worst-case cost against
+the budget). When the call ends, however it ends, the middleware closes the record: the
+reservations settle to what the call really used and the ledger gets one row.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncGenerator, Callable, Coroutine
+from typing import Any
+
+from google.protobuf.descriptor import MethodDescriptor
+
+from server.accounting.admission import Admission, KeyRing
+from server.accounting.budget import Budgets
+from server.accounting.ledger import Ledger
+from server.base.call import Call
+from server.base.caller import Principal
+from server.base.config import KeyKind
+from server.base.errors import status_of
+from server.base.pipeline import Middleware, StreamHandler, UnaryHandler
+from server.base.record import UsageRecord
+
+log = logging.getLogger(__name__)
+
+
+class Accounts:
+    """Admission, rate limits, budgets and the ledger, as the handlers and the
+    accounting middleware use them. Settlements finish in the background."""
+
+    def __init__(self, admission: Admission, ledger: Ledger, budgets: Budgets) -> None:
+        self.admission = admission
+        self.limiter = admission.limiter
+        self.ledger = ledger
+        self.budgets = budgets
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    # -- the handlers' steps ---------------------------------------------------------
+
+    async def identify(self, call: Call, kind: KeyKind, keys: KeyRing) -> Principal:
+        """Authenticates the caller with a key of `kind` and records who it is."""
+        principal = await self.admission.identify(call.metadata, kind, keys)
+        call.record.principal = principal
+        return principal
+
+    async def admit(self, call: Call, kind: KeyKind, keys: KeyRing) -> Principal:
+        """Authenticates and counts a request that generates nothing."""
+        principal = await self.identify(call, kind, keys)
+        await self.admission.limit(principal, 0, call.record.ticket, call.response_metadata)
+        return principal
+
+    async def check(self, call: Call, kind: KeyKind, keys: KeyRing) -> Principal:
+        """Authenticates and counts a request without billing it to the key: it leaves
+        no ledger row (key management, usage reports)."""
+        principal = await self.admission.identify(call.metadata, kind, keys)
+        await self.admission.limit(principal, 0, call.record.ticket, call.response_metadata)
+        return principal
+
+    async def reserve(self, call: Call, tokens: int, max_cost: Callable[[], float]) -> None:
+        """Counts `tokens` against the identified caller's rate limits and reserves
+        `max_cost()` against its budget (computed only for a key with one)."""
+        record = call.record
+        principal = record.principal
+        if principal is None:
+            raise RuntimeError("reserve() before the caller was identified")
+        await self.admission.limit(principal, tokens, record.ticket, call.response_metadata)
+        record.limited_tokens = bool(principal.tokens_per_minute)
+        if (spec := principal.budget) is not None:
+            record.reservation = await self.budgets.reserve(spec, max_cost())
+
+    async def budget_left(self, principal: Principal) -> float | None:
+        """What the key may still spend this period; None when it has no budget."""
+        spec = principal.budget
+        if spec is None:
+            return None
+        spent, reserved = await self.budgets.status(spec)
+        return spec.limit_usd - spent - reserved
+
+    # -- the middleware's ------------------------------------------------------------
+
+    def close(self, call: Call, error: BaseException | None) -> None:
+        """Settles what the call reserved and writes its ledger row, exactly once."""
+        record = call.record
+        if record.closed:
+            return
+        record.closed = True
+        principal = record.principal
+        if principal is None:
+            return  # never admitted: nothing reserved, nobody to bill
+        run = record.answered
+        counts = run.counts() if run is not None else None
+        cost = run.cost() if run is not None else None
+        tokens = counts.total_tokens if counts is not None else 0
+        if record.limited_tokens:
+            self._spawn(self.limiter.settle(principal.key_id, record.ticket, tokens))
+        if record.reservation is not None:
+            total = cost.total_usd if cost is not None else 0.0
+            self._spawn(self.budgets.settle(record.reservation, total))
+        status, reason = status_of(error)
+        ttft = run.ttft_ms() if run is not None else None
+        record.usage = UsageRecord(
+            ts=record.started,
+            request_id=call.request_id,
+            key_id=principal.key_id,
+            key_name=principal.name,
+            method=record.method,
+            model=run.model.id if run is not None else record.model,
+            provider=run.provider_id if run is not None else "",
+            prompt_tokens=counts.prompt_tokens if counts is not None else 0,
+            completion_tokens=counts.completion_tokens if counts is not None else 0,
+            total_tokens=tokens,
+            input_cost_usd=cost.input_usd if cost is not None else None,
+            output_cost_usd=cost.output_usd if cost is not None else None,
+            cache_input_cost_usd=cost.cache_input_usd if cost is not None else None,
+            total_cost_usd=cost.total_usd if cost is not None else None,
+            latency_ms=round((time.time() - record.started) * 1000, 3),
+            ttft_ms=None if ttft is None else round(ttft, 3),
+            status=status,
+            error_reason=reason,
+            route_profile=record.route_profile,
+            difficulty=record.difficulty,
+            prompt=record.prompt,
+        )
+        self.ledger.record(record.usage)
+
+    def _spawn(self, work: Coroutine[Any, Any, Any]) -> None:
+        task = asyncio.create_task(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._done)
+
+    def _done(self, task: asyncio.Task[Any]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.warning("settlement failed: %r", task.exception())
+
+    async def aclose(self, drain_timeout_s: float) -> None:
+        """Waits for settlements still running, then drains the ledger."""
+        if self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+        await self.ledger.aclose(drain_timeout_s)
+
+
+class Accounting(Middleware):
+    """Opens every call's record and closes it when the call ends, however it ends."""
+
+    def __init__(self, accounts: Accounts) -> None:
+        self.accounts = accounts
+
+    def wrap_unary(self, method: MethodDescriptor, handler: UnaryHandler) -> UnaryHandler:
+        name = method.name
+        close = self.accounts.close
+
+        async def unary(request: Any, call: Call) -> Any:
+            call.record.open(name)
+            try:
+                response = await handler(request, call)
+            except BaseException as exc:
+                close(call, exc)
+                raise
+            close(call, None)
+            return response
+
+        return unary
+
+    def wrap_stream(self, method: MethodDescriptor, handler: StreamHandler) -> StreamHandler:
+        name = method.name
+        close = self.accounts.close
+
+        async def stream(request: Any, call: Call) -> AsyncGenerator[Any, None]:
+            record = call.record
+            record.open(name)
+            error: BaseException | None = None
+            chunks = handler(request, call)
+            try:
+                async for chunk in chunks:
+                    yield chunk
+            except BaseException as exc:
+                error = exc
+                raise
+            finally:
+                # A caller gone between chunks closes this generator; close the ones
+                # below it and the upstream call now, not when the collector finds them.
+                try:
+                    await chunks.aclose()
+                    if record.run is not None:
+                        await record.run.aclose()
+                finally:
+                    close(call, error)
+
+        return stream

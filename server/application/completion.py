@@ -1,0 +1,60 @@
+"""CompletionService: text completions, whole or streamed (OpenAI's legacy format)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator
+
+from gateway.v1 import completion_service_pb2 as completion
+
+from server.application import replies, validation
+from server.application.generations import Generations
+from server.application.replies import head, text_choice
+from server.base.call import Call
+from server.base.generation import TextDelta
+
+
+class CompletionService:
+    def __init__(self, generations: Generations) -> None:
+        self.generations = generations
+
+    async def create_completion(
+        self, request: completion.CreateCompletionRequest, call: Call
+    ) -> completion.CreateCompletionResponse:
+        run = await self.generations.for_model(request, validation.completion, call)
+        await run.text()
+        echo = (run.request.prompt or "") if run.request.echo else ""
+        choices = []
+        for i, gathered in enumerate(run.choices):
+            choice = text_choice(echo + "".join(gathered.text), run.choice_finish(i), i)
+            if run.request.logprobs:
+                choice.logprobs.CopyFrom(replies.completion_logprobs(gathered.logprobs))
+            choices.append(choice)
+        return completion.CreateCompletionResponse(
+            **head(call, run, "text_completion"),
+            choices=choices,
+            usage=run.usage(with_ttft=False),
+        )
+
+    async def stream_completion(
+        self, request: completion.StreamCompletionRequest, call: Call
+    ) -> AsyncGenerator[completion.StreamCompletionResponse, None]:
+        run = await self.generations.for_model(request, validation.completion, call)
+        start = head(call, run, "text_completion")
+        if run.request.echo:
+            for i in range(len(run.choices)):
+                choice = text_choice(run.request.prompt or "", None, i)
+                yield completion.StreamCompletionResponse(**start, choices=[choice])
+        async for event in run.events():
+            if not isinstance(event, TextDelta):
+                continue
+            choice = text_choice(event.text, None, event.choice)
+            if run.request.logprobs:
+                choice.logprobs.CopyFrom(replies.completion_logprobs(event.logprobs))
+            yield completion.StreamCompletionResponse(**start, choices=[choice])
+        for i in range(len(run.choices)):
+            last = completion.StreamCompletionResponse(
+                **start, choices=[text_choice("", run.choice_finish(i), i)]
+            )
+            if i == len(run.choices) - 1 and request.stream_options.include_usage:
+                last.usage.CopyFrom(run.usage())
+            yield last

@@ -1,0 +1,109 @@
+"""The steps every generating handler takes, in order: admit the caller, validate the
+request, reserve its worst case, open the run (failing over between providers).
+
+Each step reads the snapshot the call started with (`Live.current`, read once), so a
+reload in the middle of a call changes nothing the call sees.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Protocol, TypeVar
+
+from gateway.v1 import deployment_service_pb2 as deployment_pb
+from gateway.v1 import router_service_pb2 as router_pb
+
+from server.accounting.accounts import Accounts
+from server.application import validation
+from server.application.catalog import Upstream
+from server.application.engine import Run
+from server.application.state import Live, Snapshot
+from server.base import tokens
+from server.base.call import Call
+from server.base.config import Price
+from server.base.costs import max_cost
+from server.base.generation import GenerationRequest
+from server.base.spans import span
+
+
+class NamesModel(Protocol):
+    @property
+    def model(self) -> str: ...
+
+
+Asked = TypeVar("Asked", bound=NamesModel)
+InferRequest = router_pb.InferRequest | router_pb.StreamInferRequest
+InvokeRequest = deployment_pb.InvokeDeploymentRequest | deployment_pb.StreamInvokeDeploymentRequest
+
+
+class Generations:
+    def __init__(self, live: Live, accounts: Accounts) -> None:
+        self.live = live
+        self.accounts = accounts
+
+    async def for_model(
+        self, request: Asked, validate: Callable[[Asked], GenerationRequest], call: Call
+    ) -> Run:
+        """A run of the model the request names (interface A)."""
+        state = self.live.current
+        await self.accounts.identify(call, "api", state.keys)
+        call.record.asked_for(request.model)
+        generation = validate(request)
+        model = state.catalog.model(request.model)
+        await self._reserve(call, state, generation, [model.price])
+        return await self._open(
+            call, state.catalog.upstreams[model.id], generation, f"model {model.id}"
+        )
+
+    async def for_profile(
+        self, request: InferRequest, call: Call
+    ) -> tuple[Run, router_pb.RouteDecision]:
+        """A run of the model the router picks for the request's profile (interface B)."""
+        state = self.live.current
+        principal = await self.accounts.identify(call, "router", state.keys)
+        generation, asked = validation.infer(request)
+        profile = asked or state.config.routing.default_profile
+        budget_left = await self.accounts.budget_left(principal)
+        with span("gateway.routing", **{"gateway.profile": profile}) as current:
+            route = state.router.route(generation, profile, budget_left)
+            if current is not None:
+                current.set_attribute("gateway.models", list(route.models))
+        recorded = generation.prompt if state.config.routing.record_prompts else None
+        call.record.routed(route.profile, route.difficulty, recorded)
+        ranked = route.models
+        catalog = state.catalog
+        await self._reserve(call, state, generation, [catalog.model(m).price for m in ranked])
+        upstreams = [u for m in ranked for u in catalog.upstreams[m]]
+        run = await self._open(call, upstreams, generation, f"profile {route.profile}")
+        return run, route.decision(run.model.id, run.provider_id)
+
+    async def for_deployment(self, request: InvokeRequest, call: Call) -> tuple[Run, bool]:
+        """A run of a deployment's model; and whether the request came in TGI's
+        `inputs` form."""
+        state = self.live.current
+        await self.accounts.identify(call, "router", state.keys)
+        generation, hf_format = validation.invocation(request)
+        target = state.catalog.deployment(request.deployment_id)
+        call.record.asked_for(target.model)
+        price = state.catalog.model(target.model).price
+        await self._reserve(call, state, generation, [price])
+        upstreams = state.catalog.upstreams[target.model]
+        return await self._open(call, upstreams, generation, f"deployment {target.id}"), hf_format
+
+    async def _reserve(
+        self, call: Call, state: Snapshot, generation: GenerationRequest, prices: list[Price | None]
+    ) -> None:
+        """Counts a generation against its key's rate limits (its prompt plus the most it
+        may generate, in tokens) and reserves its maximum cost against the key's budget."""
+        default_max = state.config.limits.default_max_tokens
+        choices = max(generation.n, generation.best_of or 1)
+        want = tokens.estimate_prompt(generation) + (generation.max_tokens or default_max) * choices
+        await self.accounts.reserve(call, want, lambda: max_cost(prices, generation, default_max))
+
+    async def _open(
+        self, call: Call, upstreams: list[Upstream], generation: GenerationRequest, subject: str
+    ) -> Run:
+        run = Run(upstreams, generation, call.deadline)
+        call.record.ran(run)
+        await run.open(subject)
+        return run

@@ -1,0 +1,42 @@
+"""ModelService: the models the gateway serves."""
+
+from __future__ import annotations
+
+from gateway.v1 import model_service_pb2 as models
+
+from server.accounting.accounts import Accounts
+from server.application.state import Live
+from server.base.call import Call
+from server.base.config import ModelConfig
+from server.base.errors import InvalidArgument
+
+
+class ModelService:
+    def __init__(self, live: Live, accounts: Accounts) -> None:
+        self.live = live
+        self.accounts = accounts
+
+    async def list_models(
+        self, request: models.ListModelsRequest, call: Call
+    ) -> models.ListModelsResponse:
+        state = self.live.current
+        await self.accounts.admit(call, "api", state.keys)
+        return models.ListModelsResponse(
+            object="list", data=[_model(m) for m in state.config.models]
+        )
+
+    async def get_model(
+        self, request: models.GetModelRequest, call: Call
+    ) -> models.GetModelResponse:
+        state = self.live.current
+        await self.accounts.admit(call, "api", state.keys)
+        if not request.model:
+            raise InvalidArgument.for_field("model", "is required")
+        m = state.catalog.model(request.model)
+        return models.GetModelResponse(
+            id=m.id, object="model", created=m.created, owned_by=m.owned_by
+        )
+
+
+def _model(m: ModelConfig) -> models.Model:
+    return models.Model(id=m.id, object="model", created=m.created, owned_by=m.owned_by)

@@ -1,0 +1,132 @@
+"""A call's record: what the handlers say of it as it runs (who called, what it reserved,
+what it ran) and, once it is closed, the usage ledger's row for it.
+
+The accounting middleware opens the record and closes it; in between only the explicit
+steps fill it: admission and reservations (server/accounting/accounts.py) and the
+application's `ran` and `routed`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import time
+from dataclasses import dataclass
+from typing import Protocol
+
+from server.base.caller import Principal, Reservation
+from server.base.config import ModelConfig
+from server.base.costs import Cost
+from server.base.generation import TokenCounts
+
+# Rate-limit tickets: unique across processes (sharing one limiter) without a uuid each.
+_TICKET_PREFIX = os.urandom(8).hex() + "-"
+_tickets = itertools.count()
+
+
+@dataclass(frozen=True, slots=True)
+class UsageRecord:
+    ts: float
+    request_id: str
+    key_id: str
+    key_name: str
+    method: str
+    model: str
+    provider: str
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+    input_cost_usd: float | None
+    output_cost_usd: float | None
+    cache_input_cost_usd: float | None
+    total_cost_usd: float | None
+    latency_ms: float
+    ttft_ms: float | None
+    # `OK` or the gRPC code name (RESOURCE_EXHAUSTED...), with the error reason beside it.
+    status: str
+    error_reason: str = ""
+    # For routed requests: the profile, the prompt's estimated difficulty and, when the
+    # operator records prompts, the prompt itself.
+    route_profile: str = ""
+    difficulty: float | None = None
+    prompt: str | None = None
+
+
+class Metered(Protocol):
+    """What the ledger reads from the work a call ran: a generation or an embedding."""
+
+    # Seconds spent waiting on upstreams; the rest of a call's time is the gateway's own.
+    upstream_s: float
+
+    @property
+    def started(self) -> bool:
+        """Whether an upstream answered (so there are counts and a cost to account)."""
+        ...
+
+    @property
+    def model(self) -> ModelConfig: ...
+
+    @property
+    def provider_id(self) -> str: ...
+
+    def counts(self) -> TokenCounts: ...
+
+    def cost(self) -> Cost | None: ...
+
+    def ttft_ms(self) -> float | None: ...
+
+    async def aclose(self) -> None:
+        """Stops whatever still runs upstream."""
+        ...
+
+
+class CallRecord:
+    """One call's account, from admission to its ledger row."""
+
+    __slots__ = (
+        "method", "started", "ticket", "principal", "model", "run", "limited_tokens",
+        "reservation", "route_profile", "difficulty", "prompt", "usage", "closed",
+    )  # fmt: skip
+
+    def __init__(self) -> None:
+        self.method = ""
+        self.started = time.time()
+        self.ticket = f"{_TICKET_PREFIX}{next(_tickets):x}"
+        self.principal: Principal | None = None
+        # The model asked for, until a run says which one answered.
+        self.model = ""
+        self.run: Metered | None = None
+        # Whether tokens were counted against the key's per-minute limit (to settle).
+        self.limited_tokens = False
+        self.reservation: Reservation | None = None
+        # Set for routed requests; `prompt` only when the operator records prompts.
+        self.route_profile = ""
+        self.difficulty: float | None = None
+        self.prompt: str | None = None
+        # The ledger row, once closed (None for a call never admitted): what the
+        # metrics and the request log report, so they agree with the ledger.
+        self.usage: UsageRecord | None = None
+        self.closed = False
+
+    def open(self, method: str) -> None:
+        """Starts the account of a call of `method` (the accounting middleware)."""
+        self.method = method
+        self.started = time.time()
+
+    def asked_for(self, model: str) -> None:
+        """The model the caller named, recorded before anything ran."""
+        self.model = model
+
+    def ran(self, run: Metered) -> None:
+        """The work this call runs: what the ledger meters when the call ends."""
+        self.run = run
+
+    def routed(self, profile: str, difficulty: float | None, prompt: str | None) -> None:
+        """The router's decision (and the prompt, when the operator records prompts)."""
+        self.route_profile, self.difficulty, self.prompt = profile, difficulty, prompt
+
+    @property
+    def answered(self) -> Metered | None:
+        """The run, once an upstream answered; None before (nothing to meter)."""
+        run = self.run
+        return run if run is not None and run.started else None
