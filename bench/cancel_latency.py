@@ -23,10 +23,10 @@ import httpx
 from gateway.v1 import chat_service_pb2 as chat
 from gateway.v1 import chat_service_pb2_grpc
 
-from tests.support import API_KEY, running_gateway
-from tests.upstreams.base import FakeUpstream, Fault, serving
-from tests.upstreams.config import model, provider, with_models
-from tests.upstreams.openai import OpenAIWire
+from tests.support.gateways import API_KEY, running_gateway
+from tests.support.upstreams.base import FakeUpstream, Fault, serving
+from tests.support.upstreams.config import model, provider, with_models
+from tests.support.upstreams.openai import OpenAIWire
 
 RESULTS = Path(__file__).resolve().parent / "results" / "cancel_latency.md"
 LONG_REPLY = tuple(f" word{i}" for i in range(400))

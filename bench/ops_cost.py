@@ -24,7 +24,7 @@ from server.base.call import Call
 from server.base.pipeline import RpcMethod
 from server.cli.serve import Gateway, open_gateway
 from server.ops import requestlog, tracing
-from tests.support import API_KEY, default_config_dict
+from tests.support.gateways import API_KEY, default_config_dict
 
 UNARY = "/gateway.v1.ChatService/CreateChatCompletion"
 STREAM = "/gateway.v1.ChatService/StreamChatCompletion"

@@ -1,6 +1,6 @@
 import pytest
 
-from tests.support import default_config_dict, running_gateway
+from tests.support.gateways import default_config_dict, running_gateway
 
 
 @pytest.fixture
@@ -21,7 +21,7 @@ async def stubs(gateway):
     """gRPC stubs connected to the `gateway` fixture."""
     import grpc
 
-    from tests.grpc_support import Stubs
+    from tests.support.grpc_stubs import Stubs
 
     async with grpc.aio.insecure_channel(f"127.0.0.1:{gateway.grpc_port}") as channel:
         yield Stubs(channel)

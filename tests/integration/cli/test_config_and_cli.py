@@ -1,0 +1,128 @@
+"""Config validation at start-up and the `gateway` command itself."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+
+import pytest
+
+from server.base import config
+from tests.support.gateways import (
+    API_KEY,
+    ROOT,
+    default_config_dict,
+    start_process,
+    stop_process,
+    write_config,
+)
+
+
+def _bad(mutate) -> str:
+    data = default_config_dict()
+    mutate(data)
+    with pytest.raises(config.ConfigError) as caught:
+        config.parse(data, "gateway.yaml")
+    return str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("mutate", "expected"),
+    [
+        (lambda d: d["models"][0]["price"].update(input=-1), "models[0].price.input"),
+        (
+            lambda d: d["models"][1]["providers"][0].update(type="main"),
+            "models[1].providers[0].type",
+        ),
+        (lambda d: d["models"][0].pop("owned_by"), "models[0].owned_by"),
+        (lambda d: d["deployments"][0].update(model="ghost"), "deployments[0].model"),
+        (
+            lambda d: d["routing"]["profiles"].update(quality=["ghost"]),
+            "routing.profiles.quality[0]",
+        ),
+        (lambda d: d["keys"][0].update(secret="short"), "keys[0].secret"),
+        (lambda d: d["keys"][1].update(secret=d["keys"][0]["secret"]), "duplicate"),
+        (lambda d: d["models"][0].update(colour="blue"), "models[0].colour"),
+        (lambda d: d["models"][0]["providers"].reverse(), "exactly one primary"),
+    ],
+)
+def test_invalid_config_names_the_field(mutate, expected):
+    assert expected in _bad(mutate)
+
+
+def test_bad_provider_params_name_the_field(tmp_path):
+    data = default_config_dict()
+    data["models"][2]["providers"][1]["params"] = {"ttft_ms": -5}
+    result = subprocess.run(
+        [sys.executable, "-m", "server.cli.main", "--config", str(write_config(tmp_path, data))],
+        capture_output=True, text=True, timeout=30, cwd=ROOT,
+    )  # fmt: skip
+    assert result.returncode != 0
+    assert "models[2].providers[1].params.ttft_ms" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_unreadable_or_malformed_file_stops_start_up(tmp_path):
+    for path, expected in (
+        (tmp_path / "missing.yaml", "cannot read"),
+        (tmp_path / "bad.yaml", "not valid YAML"),
+    ):
+        if path.name == "bad.yaml":
+            path.write_text("models: [unclosed")
+        result = subprocess.run(
+            [sys.executable, "-m", "server.cli.main", "--config", str(path)],
+            capture_output=True, text=True, timeout=30, cwd=ROOT,
+        )  # fmt: skip
+        assert result.returncode != 0 and expected in result.stderr
+
+
+def test_embedded_default_config_is_valid_and_complete():
+    cfg, source = config.load()
+    assert source == "embedded default config"
+    # Three price tiers of text models, and one simulated embedding model.
+    assert len({m.price.input for m in cfg.models if m.price and m.id != "sim-embed"}) == 3
+    assert cfg.model("sim-embed") is not None
+    assert all([p.type for p in m.providers] == ["primary", "backup"] for m in cfg.models)
+    assert {k.kind for k in cfg.keys} == {"api", "router"}
+    assert cfg.deployments
+
+
+async def test_gateway_command_serves_defaults_and_prints_dev_keys():
+    gw = start_process("--grpc-port", "0", "--http-port", "0")
+    try:
+        assert gw.grpc_port and gw.http_port, "".join(gw.output)
+        text = "".join(gw.output)
+        assert API_KEY in text and "x-router-key" in text
+        grpcurl = ROOT / ".venv" / "bin" / "grpcurl"
+        listing = await _run(str(grpcurl), "-plaintext", f"127.0.0.1:{gw.grpc_port}", "list")
+        assert "gateway.v1.ChatService" in listing and "grpc.health.v1.Health" in listing
+        reply = await _run(
+            str(grpcurl), "-plaintext", "-H", f"x-api-key: {API_KEY}",
+            "-d", '{"model": "sim-mini", "messages": [{"role": "user", "content": "hi"}]}',
+            f"127.0.0.1:{gw.grpc_port}", "gateway.v1.ChatService/CreateChatCompletion",
+        )  # fmt: skip
+        body = json.loads(reply)
+        assert body["object"] == "chat.completion"
+        assert int(body["usage"]["total_tokens"]) > 0
+    finally:
+        output = stop_process(gw)
+    assert "shutting down" in output
+
+
+async def _run(*argv: str) -> str:
+    process = await asyncio.create_subprocess_exec(
+        *argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+    )
+    out, err = await asyncio.wait_for(process.communicate(), 20)
+    assert process.returncode == 0, err.decode()
+    return out.decode()
+
+
+def test_generated_code_is_fresh():
+    result = subprocess.run(
+        [sys.executable, "-m", "tools.generate", "--check"],
+        capture_output=True, text=True, timeout=60, cwd=ROOT,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr

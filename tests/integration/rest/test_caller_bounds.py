@@ -1,0 +1,167 @@
+"""The caller's side, bounded, with raw sockets: connections that never send a byte,
+slowloris heads, unterminated bodies, malformed framing, and clients that never read
+their stream (issue 12, items 5 and 7)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import time
+
+import pytest
+
+from tests.support.faults import SSE_HEAD, RawRequest, raw_upstream
+from tests.support.gateways import API_KEY, default_config_dict, running_gateway
+from tests.support.upstreams.config import model, provider, with_models
+
+BOUNDS = {"header_timeout_s": 0.5, "body_timeout_s": 0.5, "send_timeout_s": 0.5}
+
+
+@pytest.fixture(scope="module")
+async def gateway():
+    data = default_config_dict()
+    data["server"].update(BOUNDS)
+    async with running_gateway(data) as gw:
+        yield gw
+
+
+async def _read_all(reader: asyncio.StreamReader, timeout_s: float = 5) -> bytes:
+    """Everything the server sends until it closes the connection."""
+    async with asyncio.timeout(timeout_s):
+        return await reader.read()
+
+
+def _status_and_json(raw: bytes) -> tuple[int, dict]:  # type: ignore[type-arg]
+    head, _, body = raw.partition(b"\r\n\r\n")
+    status = int(head.split(b" ", 2)[1])
+    assert b"application/json" in head.lower(), head
+    return status, json.loads(body)
+
+
+async def test_a_connection_that_never_sends_a_byte_is_closed(gateway):
+    started = time.perf_counter()
+    reader, writer = await asyncio.open_connection("127.0.0.1", gateway.http_port)
+    raw = await _read_all(reader)
+    writer.close()
+    assert time.perf_counter() - started < 3
+    assert raw == b""  # closed without a word: nothing was asked
+
+
+async def test_an_idle_keep_alive_connection_is_closed_without_an_unasked_answer(gateway):
+    reader, writer = await asyncio.open_connection("127.0.0.1", gateway.http_port)
+    writer.write(
+        b"GET /v1/models HTTP/1.1\r\nhost: x\r\nx-api-key: " + API_KEY.encode() + b"\r\n\r\n"
+    )
+    await writer.drain()
+    raw = await _read_all(reader)
+    writer.close()
+    assert raw.startswith(b"HTTP/1.1 200") and raw.count(b"HTTP/1.1") == 1
+
+
+async def test_slowloris_connections_are_closed(gateway):
+    async def drip() -> float:
+        started = time.perf_counter()
+        reader, writer = await asyncio.open_connection("127.0.0.1", gateway.http_port)
+        writer.write(b"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\n")
+        try:
+            for _ in range(100):  # one header byte every 0.1 s: never a whole head
+                writer.write(b"x")
+                await writer.drain()
+                try:
+                    async with asyncio.timeout(0.1):
+                        if await reader.read(1) == b"":
+                            break
+                except TimeoutError:
+                    continue
+                break  # the server answered (408) and closes
+        except OSError:
+            pass
+        finally:
+            writer.close()
+        return time.perf_counter() - started
+
+    took = await asyncio.gather(*(drip() for _ in range(200)))
+    assert max(took) < 5, f"slowest slowloris connection lived {max(took):.1f}s"
+
+
+async def test_an_unterminated_chunked_body_gets_408(gateway):
+    reader, writer = await asyncio.open_connection("127.0.0.1", gateway.http_port)
+    writer.write(
+        b"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+        b"x-api-key: " + API_KEY.encode() + b'\r\ntransfer-encoding: chunked\r\n\r\n5\r\n{"mod\r\n'
+    )
+    await writer.drain()
+    raw = await _read_all(reader)
+    writer.close()
+    status, body = _status_and_json(raw)
+    assert status == 408 and body["error"]["code"] == "request_timeout", body
+
+
+@pytest.mark.parametrize(
+    "request_bytes",
+    [
+        b"GARBAGE\r\n\r\n",
+        b"POST /v1/chat/completions HTTP/1.1\r\ncontent-length: 5\r\ncontent-length: 7\r\n\r\n",
+        b"GET / HTTP/1.1\r\nhost: x\r\nbad header\r\n\r\n",
+        b"GET / HTTP/1.1\r\nhost: x\r\nx-big: " + b"a" * 70000,  # a head too large
+    ],
+)
+async def test_malformed_framing_gets_the_json_error_body(gateway, request_bytes):
+    reader, writer = await asyncio.open_connection("127.0.0.1", gateway.http_port)
+    writer.write(request_bytes)
+    await writer.drain()
+    raw = await _read_all(reader)
+    writer.close()
+    status, body = _status_and_json(raw)
+    assert status == 400 and body["error"]["type"] == "invalid_request_error", body
+
+
+async def test_a_client_that_never_reads_releases_its_stream_and_upstream():
+    released = asyncio.Event()
+
+    async def firehose(request: RawRequest, writer: asyncio.StreamWriter) -> None:
+        writer.write(SSE_HEAD)
+        piece = json.dumps({"choices": [{"index": 0, "delta": {"content": "x" * 32768}}]})
+        try:
+            for _ in range(100_000):  # gigabytes, if anyone kept reading
+                writer.write(f"data: {piece}\n\n".encode())
+                await writer.drain()
+        except OSError:
+            pass
+        finally:
+            released.set()
+
+    async with raw_upstream(firehose) as upstream:
+        data = with_models(
+            model("m", provider("hose", "openai", upstream.url)), request_timeout_s=120
+        )
+        data["server"].update(BOUNDS)
+        async with running_gateway(data) as gw:
+            sock = socket.socket()
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            sock.setblocking(False)
+            await asyncio.get_running_loop().sock_connect(sock, ("127.0.0.1", gw.http_port))
+            body = json.dumps(
+                {"model": "m", "stream": True, "messages": [{"role": "user", "content": "hi"}]}
+            ).encode()
+            sock.sendall(
+                b"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json"
+                b"\r\nx-api-key: "
+                + API_KEY.encode()
+                + b"\r\ncontent-length: %d\r\n\r\n" % len(body)
+                + body
+            )
+            started = time.perf_counter()
+            try:
+                async with asyncio.timeout(30):
+                    await released.wait()  # the upstream connection was closed by the gateway
+            finally:
+                sock.close()
+            assert time.perf_counter() - started < 30
+            ledger = gw.gateway.accounts.ledger
+            await ledger.flush()
+            rows = await gw.gateway.store.db.fetch(
+                "SELECT status FROM usage_records WHERE model = 'm'"
+            )
+    assert [r["status"] for r in rows] == ["CANCELLED"]

@@ -1,0 +1,269 @@
+"""SSE framing on the wire (raw bytes), for every streaming path, in both modes."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+import pytest
+
+from server.providers import simulated
+from tests.support.facade import (
+    CHAT,
+    A,
+    B,
+    both_modes,
+    client,
+    data_events,
+    set_params,
+    sse,
+)
+from tests.support.gateways import default_config_dict, patched, wait_for
+
+SSE_HEADERS = {
+    "content-type": "text/event-stream",
+    "cache-control": "no-cache",
+    "x-accel-buffering": "no",
+}
+
+
+def check_headers(response: httpx.Response) -> None:
+    assert response.status_code == 200
+    for name, value in SSE_HEADERS.items():
+        assert response.headers[name] == value
+    assert response.headers["x-request-id"]
+
+
+async def stream(c: httpx.AsyncClient, path: str, body: dict[str, Any], headers: dict[str, str]):  # type: ignore[no-untyped-def]
+    async with c.stream("POST", path, json=body, headers=headers) as response:
+        check_headers(response)
+        raw, events = await sse(response)
+    return response, raw, events
+
+
+@both_modes
+@pytest.mark.parametrize("path", ["/v1/chat/completions", "/v1/chat/completions:stream"])
+async def test_chat_golden_shape(mode: str, path: str) -> None:
+    async with client(mode) as c:
+        _, raw, events = await stream(c, path, {**CHAT, "stream": True}, A)
+    assert events[-1] == b"data: [DONE]"
+    assert raw.count(b"data: [DONE]") == 1
+    chunks = data_events(events)
+    assert len(chunks) == len(events) - 1 >= 3
+    assert len({c["id"] for c in chunks}) == 1
+    assert chunks[0]["id"].startswith("chatcmpl-")
+    for chunk in chunks:
+        assert chunk["object"] == "chat.completion.chunk"
+        assert isinstance(chunk["created"], int)
+        assert chunk["choices"][0]["index"] == 0
+        assert "usage" not in chunk
+    first, middle, last = chunks[0], chunks[1:-1], chunks[-1]
+    assert first["choices"] == [{"index": 0, "delta": {"role": "assistant"}}]
+    assert middle and all(set(c["choices"][0]) == {"index", "delta"} for c in middle)
+    assert all(list(c["choices"][0]["delta"]) == ["content"] for c in middle)
+    assert middle[0]["choices"][0]["delta"]["content"] == "(simulated)"
+    assert last["choices"] == [{"index": 0, "delta": {}, "finish_reason": "stop"}]
+
+
+@both_modes
+async def test_chat_stream_usage_on_last_chunk(mode: str) -> None:
+    body = {**CHAT, "stream": True, "stream_options": {"include_usage": True}, "max_tokens": 4}
+    async with client(mode) as c:
+        _, _, events = await stream(c, "/v1/chat/completions", body, A)
+    chunks = data_events(events)
+    assert [c for c in chunks if "usage" in c] == [chunks[-1]]
+    usage = chunks[-1]["usage"]
+    assert usage["completion_tokens"] == 4
+    assert usage["total_tokens"] == usage["prompt_tokens"] + 4
+    assert usage["total_cost_usd"] > 0 and "ttft_ms" in usage
+    assert chunks[-1]["choices"][0]["finish_reason"] == "length"
+
+
+@both_modes
+async def test_completion_stream(mode: str) -> None:
+    body = {"model": "sim-mini", "prompt": "Once upon a time", "stream": True}
+    async with client(mode) as c:
+        whole = (await c.post("/v1/completions", json={**body, "stream": False}, headers=A)).json()
+        _, _, events = await stream(c, "/v1/completions", body, A)
+    assert events[-1] == b"data: [DONE]"
+    chunks = data_events(events)
+    assert len({c["id"] for c in chunks}) == 1
+    assert all(c["object"] == "text_completion" for c in chunks)
+    assert "".join(c["choices"][0]["text"] for c in chunks) == whole["choices"][0]["text"]
+    assert all("finish_reason" not in c["choices"][0] for c in chunks[:-1])
+    assert chunks[-1]["choices"][0]["finish_reason"] == "stop"
+
+
+@both_modes
+async def test_infer_stream(mode: str) -> None:
+    body = {"prompt": "Summarize this.", "profile": "economy", "stream": True}
+    async with client(mode) as c:
+        _, _, events = await stream(c, "/v1/infer", body, B)
+    assert events[-1] == b"data: [DONE]"
+    chunks = data_events(events)
+    assert len({c["id"] for c in chunks}) == 1
+    assert chunks[0]["route"]["profile"] == "economy"
+    assert chunks[0]["route"]["model"] == "sim-mini"
+    assert all("route" not in c for c in chunks[1:])
+    assert chunks[-1]["choices"][0]["finish_reason"] == "stop"
+    assert "".join(c["choices"][0]["text"] for c in chunks).startswith("(simulated)")
+
+
+@both_modes
+async def test_deployment_stream_inputs(mode: str) -> None:
+    body = {"inputs": "Summarize this.", "parameters": {"max_new_tokens": 6}, "stream": True}
+    async with client(mode) as c:
+        _, _, events = await stream(c, "/v1/deployments/summarizer/invoke", body, B)
+        _, _, direct = await stream(c, "/v1/deployments/summarizer/invoke:stream", body, B)
+    assert events[-1] == b"data: [DONE]"
+    chunks = data_events(events)
+    assert [c["choices"] for c in chunks] == [c["choices"] for c in data_events(direct)]
+    tokens, last = chunks, chunks[-1]
+    assert [c["token"]["id"] for c in tokens] == list(range(6))
+    assert all(c["deployment_id"] == "summarizer" for c in chunks)
+    # As TGI streams: the last chunk holds the last token too (issue 8).
+    assert last["token"]["id"] == 5
+    assert last["generated_text"] == "".join(c["token"]["text"] for c in tokens)
+    assert last["details"] == {"finish_reason": "length", "generated_tokens": 6}
+
+
+@both_modes
+async def test_deployment_stream_prompt(mode: str) -> None:
+    body = {"prompt": "Summarize this.", "stream": True}
+    async with client(mode) as c:
+        _, _, events = await stream(c, "/v1/deployments/assistant/invoke", body, B)
+    chunks = data_events(events)
+    assert events[-1] == b"data: [DONE]"
+    assert all("token" not in c and "generated_text" not in c for c in chunks)
+    assert chunks[0]["model"] == "sim-standard"
+
+
+@both_modes
+async def test_error_before_first_chunk_is_plain_http(mode: str) -> None:
+    async with client(mode) as c:
+        r = await c.post(
+            "/v1/chat/completions", json={**CHAT, "model": "nope", "stream": True}, headers=A
+        )
+        assert r.status_code == 404
+        assert r.headers["content-type"] == "application/json"
+        assert r.json()["error"]["code"] == "model_not_found"
+        r = await c.post("/v1/infer:stream", json={"prompt": "x"}, headers={})
+        assert r.status_code == 401
+
+
+@both_modes
+async def test_mid_stream_failure_ends_with_error_event(mode: str) -> None:
+    data = set_params(default_config_dict(), "sim-mini", fail_after_tokens=3)
+    async with client(mode, data) as c:
+        _, raw, events = await stream(c, "/v1/chat/completions", {**CHAT, "stream": True}, A)
+        assert b"[DONE]" not in raw
+        chunks = data_events(events)
+        assert chunks[0]["choices"][0]["delta"] == {"role": "assistant"}
+        assert [c["choices"][0]["delta"]["content"] for c in chunks[1:4]][0] == "(simulated)"
+        assert len(chunks) == 5
+        error = chunks[-1]["error"]
+        assert set(chunks[-1]) == {"error"}
+        assert error["type"] == "upstream_error"
+        assert set(error) == {"message", "type", "code", "param"}
+        assert "Traceback" not in raw.decode()
+        # The same on the other streaming paths.
+        _, raw, events = await stream(
+            c, "/v1/deployments/summarizer/invoke", {"inputs": "x", "stream": True}, B
+        )
+        assert b"[DONE]" not in raw and "error" in data_events(events)[-1]
+
+
+@both_modes
+async def test_failover_to_backup(mode: str) -> None:
+    data = default_config_dict()
+    data["models"][0]["providers"][0]["params"]["error_rate"] = 1.0
+    async with client(mode, data) as c:
+        r = await c.post("/v1/chat/completions", json=CHAT, headers=A)
+        assert r.status_code == 200
+        assert r.json()["choices"][0]["message"]["content"].startswith("(simulated)")
+        _, _, events = await stream(c, "/v1/chat/completions", {**CHAT, "stream": True}, A)
+        assert events[-1] == b"data: [DONE]"
+
+
+@both_modes
+async def test_keepalive_comments_while_waiting(mode: str) -> None:
+    data = set_params(
+        patched(default_config_dict(), keepalive_s=0.05), "sim-mini", tokens_per_second=5
+    )
+    async with client(mode, data) as c:
+        body = {**CHAT, "stream": True, "max_tokens": 3}
+        _, raw, events = await stream(c, "/v1/chat/completions", body, A)
+    assert b": keep-alive\n\n" in raw
+    assert events[-1] == b"data: [DONE]"
+    # Keep-alives never break a chunk: every content token still arrives, in order.
+    contents = [c["choices"][0]["delta"].get("content") for c in data_events(events)]
+    assert [t for t in contents if t][0] == "(simulated)"
+    assert len([t for t in contents if t]) == 3
+
+
+@both_modes
+async def test_disconnect_cancels_the_generation(
+    mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    closed: list[str] = []
+    generate = simulated.SimulatedProvider.generate
+
+    async def tracked(self, request):  # type: ignore[no-untyped-def]
+        try:
+            async for event in generate(self, request):
+                yield event
+        finally:
+            closed.append(self.id)
+
+    monkeypatch.setattr(simulated.SimulatedProvider, "generate", tracked)
+    data = set_params(default_config_dict(), "sim-mini", tokens_per_second=2, min_reply_tokens=40)
+    async with client(mode, data) as c:
+        async with c.stream(
+            "POST", "/v1/chat/completions", json={**CHAT, "stream": True}, headers=A
+        ) as r:
+            check_headers(r)
+            async for line in r.aiter_lines():
+                if "content" in line:
+                    break
+        # The response is closed after two tokens of a 20-second reply.
+        await wait_for(lambda: closed == ["sim-mini-primary"], timeout_s=3)
+
+
+@both_modes
+async def test_events_are_flushed_one_by_one(mode: str) -> None:
+    data = set_params(default_config_dict(), "sim-mini", tokens_per_second=20)
+    async with client(mode, data) as c:
+        body = {**CHAT, "stream": True, "max_tokens": 4}
+        async with c.stream("POST", "/v1/chat/completions", json=body, headers=A) as r:
+            parts = [part async for part in r.aiter_raw()]
+    # Paced tokens arrive as separate writes, each one whole event.
+    assert len(parts) >= 4
+    assert all(p.endswith(b"\n\n") for p in parts)
+    assert json.loads(parts[0][6:-2])["choices"][0]["delta"] == {"role": "assistant"}
+
+
+@both_modes
+@pytest.mark.parametrize("streamed", [True, False])
+async def test_disconnect_before_first_token_cancels(
+    mode: str, streamed: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    closed: list[str] = []
+    generate = simulated.SimulatedProvider.generate
+
+    async def tracked(self, request):  # type: ignore[no-untyped-def]
+        try:
+            async for event in generate(self, request):
+                yield event
+        finally:
+            closed.append(self.id)
+
+    monkeypatch.setattr(simulated.SimulatedProvider, "generate", tracked)
+    data = set_params(default_config_dict(), "sim-mini", ttft_ms=20_000)
+    async with client(mode, data) as c:
+        with pytest.raises(httpx.ReadTimeout):
+            await c.post(
+                "/v1/chat/completions", json={**CHAT, "stream": streamed}, headers=A, timeout=0.3
+            )
+        # The client gave up during a 20-second time to first token; the work stops too.
+        await wait_for(lambda: closed == ["sim-mini-primary"], timeout_s=3)

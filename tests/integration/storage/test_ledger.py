@@ -1,0 +1,148 @@
+"""The usage ledger: every request recorded, written off the request path, unaffected
+by a slow or absent database, and drained on SIGTERM."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import time
+
+import asyncpg
+import grpc
+import pytest
+from gateway.v1 import chat_service_pb2 as chat
+from gateway.v1 import model_service_pb2 as models
+
+from tests.support.gateways import running_gateway, start_process, stop_process, write_config
+from tests.support.grpc_stubs import API, Stubs
+from tests.support.shared_state import AdminClient, config_with, pg_url  # noqa: F401
+
+HELLO = [chat.ChatMessage(role="user", content="hello")]
+
+
+def _chat(model: str = "sim-mini", **extra) -> chat.CreateChatCompletionRequest:  # type: ignore[no-untyped-def]
+    return chat.CreateChatCompletionRequest(model=model, messages=HELLO, **extra)
+
+
+async def test_every_request_is_recorded_success_or_failure(tmp_path):
+    async with running_gateway(config_with(sqlite_path=str(tmp_path / "gw.db"))) as gw:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{gw.grpc_port}") as channel:
+            _, secret = await AdminClient(channel).create("rec", requests_per_minute=2)
+            stubs, mine = Stubs(channel), (("x-api-key", secret),)
+            ok = await stubs.chat.CreateChatCompletion(
+                _chat(), metadata=(*mine, ("x-request-id", "req-ok-1"))
+            )
+            stream = stubs.chat.StreamChatCompletion(
+                chat.StreamChatCompletionRequest(model="sim-pro", messages=HELLO), metadata=mine
+            )
+            assert [c async for c in stream][-1].choices[0].finish_reason == "stop"
+            for bad in (_chat(temperature=5), _chat("no-such")):
+                with pytest.raises(grpc.aio.AioRpcError):
+                    await stubs.chat.CreateChatCompletion(bad, metadata=mine)
+            with pytest.raises(grpc.aio.AioRpcError) as limited:
+                await stubs.models.ListModels(models.ListModelsRequest(), metadata=mine)
+            assert limited.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+        ledger = gw.gateway.accounts.ledger
+        await ledger.flush()
+        rows = await gw.gateway.store.db.fetch("SELECT * FROM usage_records ORDER BY id")
+    assert [(r["method"], r["status"], r["error_reason"]) for r in rows] == [
+        ("CreateChatCompletion", "OK", ""),
+        ("StreamChatCompletion", "OK", ""),
+        ("CreateChatCompletion", "INVALID_ARGUMENT", "INVALID_ARGUMENT"),
+        ("CreateChatCompletion", "NOT_FOUND", "MODEL_NOT_FOUND"),
+        ("ListModels", "RESOURCE_EXHAUSTED", "RATE_LIMITED"),
+    ]
+    first = rows[0]
+    assert first["request_id"] == "req-ok-1" and first["key_name"] == "rec"
+    assert (first["model"], first["provider"]) == ("sim-mini", "sim-mini-primary")
+    assert first["prompt_tokens"] == ok.usage.prompt_tokens
+    assert first["completion_tokens"] == ok.usage.completion_tokens
+    assert first["total_cost_usd"] == pytest.approx(ok.usage.total_cost_usd)
+    assert first["input_cost_usd"] == pytest.approx(ok.usage.input_cost_usd)
+    assert first["latency_ms"] > 0 and first["ttft_ms"] is not None
+    assert rows[1]["model"] == "sim-pro" and rows[1]["total_tokens"] > 0
+    assert rows[3]["model"] == "no-such" and rows[3]["total_cost_usd"] is None
+
+
+async def test_a_locked_database_does_not_slow_requests(pg_url):  # noqa: F811
+    data = config_with(database_url=pg_url, ledger={"flush_interval_s": 0.05})
+    async with running_gateway(data) as gw:
+        db = gw.gateway.store.db
+        before = await _count(db)
+        blocker = await asyncpg.connect(pg_url)
+        tx = blocker.transaction()
+        await tx.start()
+        # Every ledger write now waits on this lock.
+        await blocker.execute("LOCK TABLE usage_records IN ACCESS EXCLUSIVE MODE")
+        try:
+            async with grpc.aio.insecure_channel(f"127.0.0.1:{gw.grpc_port}") as channel:
+                stubs = Stubs(channel)
+                await stubs.chat.CreateChatCompletion(_chat(), metadata=API)
+                await asyncio.sleep(0.2)  # the flusher is stuck on the lock by now
+                slowest = 0.0
+                for _ in range(40):
+                    started = time.perf_counter()
+                    await stubs.chat.CreateChatCompletion(_chat(), metadata=API)
+                    slowest = max(slowest, time.perf_counter() - started)
+            assert slowest < 0.25, f"a request took {slowest:.3f}s while the ledger was blocked"
+            assert gw.gateway.accounts.ledger.pending >= 40  # held, not lost
+        finally:
+            await tx.rollback()
+            await blocker.close()
+        deadline = time.monotonic() + 5
+        while await _count(db) < before + 41:
+            assert time.monotonic() < deadline, "the buffered records never reached the database"
+            await asyncio.sleep(0.05)
+
+
+async def test_records_wait_out_an_unavailable_database(tmp_path):
+    data = config_with(sqlite_path=str(tmp_path / "gw.db"), ledger={"flush_interval_s": 0.05})
+    async with running_gateway(data) as gw:
+        usage = gw.gateway.store.usage
+        real_insert, failures = usage.insert, []
+
+        async def down(records):  # type: ignore[no-untyped-def]
+            if len(failures) < 3:
+                failures.append(len(records))
+                raise ConnectionError("database unavailable")
+            await real_insert(records)
+
+        usage.insert = down  # type: ignore[method-assign]
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{gw.grpc_port}") as channel:
+            for _ in range(20):
+                await Stubs(channel).chat.CreateChatCompletion(_chat(), metadata=API)
+        deadline = time.monotonic() + 5
+        while await usage.count() < 20:
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.05)
+        assert len(failures) == 3 and gw.gateway.accounts.ledger.dropped == 0
+
+
+async def _count(db) -> int:  # type: ignore[no-untyped-def]
+    row = await db.fetchrow("SELECT COUNT(*) AS n FROM usage_records")
+    return int(row["n"])
+
+
+def _rows(path: str) -> int:
+    with sqlite3.connect(path) as conn:
+        return conn.execute("SELECT COUNT(*) FROM usage_records").fetchone()[0]
+
+
+async def test_sigterm_drains_the_ledger_buffer(tmp_path):
+    db = str(tmp_path / "drain.db")
+    # Nothing is flushed before shutdown: an hour between flushes, batches never fill.
+    data = config_with(sqlite_path=db, ledger={"flush_interval_s": 3600, "batch_size": 100_000})
+    gw = start_process("--config", str(write_config(tmp_path, data)))
+    try:
+        assert gw.grpc_port, "".join(gw.output)
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{gw.grpc_port}") as channel:
+            stubs = Stubs(channel)
+            await asyncio.gather(*(
+                stubs.chat.CreateChatCompletion(_chat(), metadata=API) for _ in range(30)
+            ))  # fmt: skip
+        assert _rows(db) == 0
+    finally:
+        output = stop_process(gw)
+    assert gw.process.returncode == 0, output
+    assert "drained; 30 records written" in output
+    assert _rows(db) == 30

@@ -1,0 +1,183 @@
+"""Hostile text and poison rows against the real ledger: text no database can store is
+made storable before it gets there, and a batch the database refuses for one row
+writes every row around it (issue 12, item 1)."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import time
+
+import asyncpg
+import grpc
+import httpx
+import pytest
+from gateway.v1 import chat_service_pb2 as chat
+
+from server.accounting.ledger import Ledger
+from server.base.config import StorageConfig
+from server.storage import open_store
+from server.storage.db import storable
+from server.storage.usage import UsageRecord
+from tests.support.gateways import (
+    API_KEY,
+    running_gateway,
+    start_process,
+    stop_process,
+    write_config,
+)
+from tests.support.grpc_stubs import API, Stubs
+from tests.support.shared_state import AdminClient, config_with, pg_url  # noqa: F401
+
+HELLO = [chat.ChatMessage(role="user", content="hello")]
+
+
+def test_storable_text():
+    assert storable("plain") == "plain"
+    assert storable("a\x00b") == "a\ufffdb"
+    assert storable("\ud800x\udfff") == "\ufffdx\ufffd"
+    assert storable("é\x00\ud83d") == "é\ufffd\ufffd"
+    assert storable("😀") == "😀"  # a real pair stays
+
+
+def _record(i: int, **changes) -> UsageRecord:  # type: ignore[no-untyped-def]
+    row = UsageRecord(
+        ts=time.time(), request_id=f"req-{i}", key_id="k", key_name="k", method="M",
+        model="m", provider="p", prompt_tokens=1, completion_tokens=1, total_tokens=2,
+        input_cost_usd=None, output_cost_usd=None, cache_input_cost_usd=None,
+        total_cost_usd=None, latency_ms=1.0, ttft_ms=None, status="OK",
+    )  # fmt: skip
+    return dataclasses.replace(row, **changes)
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+async def test_poison_rows_are_dropped_and_the_rows_around_them_written(backend, pg_url):  # noqa: F811
+    url = pg_url if backend == "postgresql" else None
+    store = await open_store(StorageConfig(database_url=url, sqlite_path=":memory:"))
+    try:
+        before = await store.usage.count()
+        ledger = Ledger(store.usage, batch_size=100)
+        poison = {7, 50, 51, 99, 150}
+        for i in range(230):
+            # 2**70 fits no INTEGER column: the database refuses that row alone.
+            ledger.record(_record(i, prompt_tokens=2**70) if i in poison else _record(i))
+        # Text that neither database would take is stored, not refused.
+        ledger.record(_record(1000, model="nul\x00model", key_name="\ud800"))
+        await ledger.flush()
+        assert ledger.poisoned == len(poison) and ledger.pending == 0
+        assert ledger.written == 231 - len(poison)
+        assert await store.usage.count() == before + 231 - len(poison)
+        row = await store.db.fetchrow(
+            "SELECT model, key_name FROM usage_records WHERE request_id = ?", "req-1000"
+        )
+        assert row == {"model": "nul\ufffdmodel", "key_name": "\ufffd"}
+    finally:
+        await store.aclose()
+
+
+async def test_a_database_outage_mid_bisection_loses_and_duplicates_nothing(tmp_path):
+    store = await open_store(StorageConfig(sqlite_path=str(tmp_path / "l.db")))
+    try:
+        ledger = Ledger(store.usage, batch_size=64)
+        for i in range(64):
+            ledger.record(_record(i, prompt_tokens=2**70) if i == 40 else _record(i))
+        real, calls = store.usage.insert, []
+
+        async def flaky(rows):  # type: ignore[no-untyped-def]
+            calls.append(len(rows))
+            if len(calls) == 3:  # mid-bisection, the database goes away once
+                raise ConnectionError("database unavailable")
+            await real(rows)
+
+        store.usage.insert = flaky  # type: ignore[method-assign]
+        with pytest.raises(ConnectionError):
+            await ledger.flush()
+        await ledger.flush()
+        assert (ledger.written, ledger.poisoned, ledger.pending) == (63, 1, 0)
+        ids = [
+            r["request_id"] for r in await store.db.fetch("SELECT request_id FROM usage_records")
+        ]
+        assert sorted(ids) == sorted(f"req-{i}" for i in range(64) if i != 40)
+    finally:
+        await store.aclose()
+
+
+async def test_a_nul_in_the_model_does_not_stop_the_postgres_ledger(pg_url):  # noqa: F811
+    data = config_with(database_url=pg_url, ledger={"flush_interval_s": 0.05})
+    async with running_gateway(data) as gw:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{gw.grpc_port}") as channel:
+            admin = AdminClient(channel)
+            _, secret = await admin.create("nul\x00owner-key")
+            stubs, mine = Stubs(channel), (("x-api-key", secret),)
+            with pytest.raises(grpc.aio.AioRpcError) as missing:
+                await stubs.chat.CreateChatCompletion(
+                    chat.CreateChatCompletionRequest(model="gpt\x00x", messages=HELLO),
+                    metadata=(*mine, ("x-request-id", "nul-1")),
+                )
+            assert missing.value.code() == grpc.StatusCode.NOT_FOUND
+            for i in range(5):
+                await stubs.chat.CreateChatCompletion(
+                    chat.CreateChatCompletionRequest(model="sim-mini", messages=HELLO),
+                    metadata=(*mine, ("x-request-id", f"after-{i}")),
+                )
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{gw.http_port}") as client:
+            # A lone surrogate in a field the facade does not read reaches nothing.
+            reply = await client.post(
+                "/v1/chat/completions",
+                content=b'{"model": "no\\u0000such", "messages": [], "user": "\\ud800"}',
+                headers={"x-api-key": API_KEY, "content-type": "application/json",
+                         "x-request-id": "nul-2"},
+            )  # fmt: skip
+            assert reply.status_code in (400, 404), reply.text
+        ledger = gw.gateway.accounts.ledger
+        deadline = time.monotonic() + 5
+        while ledger.pending:
+            assert time.monotonic() < deadline, "the ledger is stuck"
+            await asyncio.sleep(0.05)
+        assert ledger.poisoned == 0
+    conn = await asyncpg.connect(pg_url)
+    try:
+        rows = await conn.fetch(
+            "SELECT request_id, model, key_name FROM usage_records "
+            "WHERE request_id IN ('nul-1', 'nul-2') OR request_id LIKE 'after-%'"
+        )
+    finally:
+        await conn.close()
+    got = {r["request_id"]: (r["model"], r["key_name"]) for r in rows}
+    assert got["nul-1"] == ("gpt\ufffdx", "nul\ufffdowner-key")
+    assert all(f"after-{i}" in got for i in range(5))
+
+
+async def test_sigterm_drains_past_a_poison_row(tmp_path, pg_url):  # noqa: F811
+    data = config_with(
+        database_url=pg_url, ledger={"flush_interval_s": 3600, "batch_size": 100_000}
+    )
+    gw = start_process("--config", str(write_config(tmp_path, data)))
+    try:
+        assert gw.grpc_port, "".join(gw.output)
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{gw.grpc_port}") as channel:
+            stubs = Stubs(channel)
+
+            async def one(i: int) -> None:
+                model = "bad\x00model" if i % 10 == 0 else "sim-mini"
+                request = chat.CreateChatCompletionRequest(model=model, messages=HELLO)
+                meta = (*API, ("x-request-id", f"drain-{tmp_path.name}-{i}"))
+                try:
+                    await stubs.chat.CreateChatCompletion(request, metadata=meta)
+                except grpc.aio.AioRpcError as exc:
+                    assert exc.code() == grpc.StatusCode.NOT_FOUND
+
+            await asyncio.gather(*(one(i) for i in range(30)))
+    finally:
+        output = stop_process(gw)
+    assert gw.process.returncode == 0, output
+    assert "drained; 30 records written" in output, output
+    conn = await asyncpg.connect(pg_url)
+    try:
+        n = await conn.fetchval(
+            "SELECT COUNT(*) FROM usage_records WHERE request_id LIKE $1",
+            f"drain-{tmp_path.name}-%",
+        )
+    finally:
+        await conn.close()
+    assert n == 30

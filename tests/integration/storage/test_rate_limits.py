@@ -1,0 +1,166 @@
+"""Per-key rate limits: requests and tokens per window, in memory and in Redis; the
+x-ratelimit-* headers; and a retry_after that tells the truth."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+
+import grpc
+import httpx
+import pytest
+from gateway.v1 import chat_service_pb2 as chat
+from gateway.v1 import model_service_pb2 as models
+from redis.asyncio import Redis
+
+from server.accounting.ratelimit import RedisLimiter, SlidingWindowLimiter
+from tests.support.gateways import running_gateway
+from tests.support.grpc_stubs import Stubs, details
+from tests.support.shared_state import REDIS_URL, AdminClient, config_with, redis_prefix  # noqa: F401
+
+HELLO = [chat.ChatMessage(role="user", content="hello")]
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+async def test_memory_limiter_counts_tokens_and_settles_them():
+    clock = Clock()
+    limiter = SlidingWindowLimiter(clock, window_s=60)
+    first = await limiter.acquire("k", None, 1000, 600, "a")
+    assert first.allowed and first.tokens_remaining == 400
+    refused = await limiter.acquire("k", None, 1000, 600, "b")
+    assert not refused.allowed and refused.retry_after_s == pytest.approx(60)
+    await limiter.settle("k", "a", 100)  # it used 100 of the 600 it might have
+    assert (await limiter.acquire("k", None, 1000, 600, "b")).allowed
+    clock.now += 30
+    both = await limiter.acquire("k", 2, 1000, 1, "c")
+    assert not both.allowed and both.requests_remaining == 0
+    assert both.retry_after_s == pytest.approx(30)
+    assert both.headers()["x-ratelimit-limit-tokens"] == "1000"
+
+
+@pytest.fixture
+async def redis_client():
+    client = Redis.from_url(REDIS_URL)
+    yield client
+    await client.aclose()
+
+
+async def test_redis_limiter_is_exact_under_concurrency(redis_client, redis_prefix):  # noqa: F811
+    # Two limiters with their own connections stand for two gateway instances.
+    other = Redis.from_url(REDIS_URL)
+    try:
+        limiters = [RedisLimiter(redis_client, redis_prefix), RedisLimiter(other, redis_prefix)]
+        key = "exact-" + uuid.uuid4().hex
+        decisions = await asyncio.gather(*(
+            limiters[i % 2].acquire(key, 60, None, 0, f"t{i}") for i in range(200)
+        ))  # fmt: skip
+        assert sum(d.allowed for d in decisions) == 60
+        refused = next(d for d in decisions if not d.allowed)
+        assert 59 < refused.retry_after_s <= 60 and refused.requests_remaining == 0
+        # Tokens: reserve, settle to the real count, and the freed room is usable.
+        tkey = "tokens-" + uuid.uuid4().hex
+        assert (await limiters[0].acquire(tkey, None, 1000, 600, "a")).allowed
+        assert not (await limiters[1].acquire(tkey, None, 1000, 600, "b")).allowed
+        await limiters[0].settle(tkey, "a", 100)
+        allowed = await limiters[1].acquire(tkey, None, 1000, 600, "b")
+        assert allowed.allowed and allowed.tokens_remaining == 300
+    finally:
+        await other.aclose()
+
+
+@pytest.fixture(params=["memory", "redis"])
+def shared(request, redis_prefix):  # noqa: F811
+    if request.param == "memory":
+        return {}
+    return {"redis_url": REDIS_URL, "redis_prefix": f"{redis_prefix}{uuid.uuid4().hex[:6]}:"}
+
+
+async def test_headers_on_every_response_over_grpc_and_rest(shared):
+    async with running_gateway(config_with(**shared)) as gw:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{gw.grpc_port}") as channel:
+            _, secret = await AdminClient(channel).create(
+                "hdr", requests_per_minute=10, tokens_per_minute=5000
+            )
+            mine = (("x-api-key", secret),)
+            call = Stubs(channel).chat.CreateChatCompletion(
+                chat.CreateChatCompletionRequest(model="sim-mini", messages=HELLO, max_tokens=50),
+                metadata=mine,
+            )
+            await call
+            headers = dict(await call.initial_metadata())
+        assert headers["x-ratelimit-limit-requests"] == "10"
+        assert headers["x-ratelimit-remaining-requests"] == "9"
+        assert headers["x-ratelimit-limit-tokens"] == "5000"
+        # The request reserved its prompt estimate plus max_tokens.
+        assert 4900 < int(headers["x-ratelimit-remaining-tokens"]) <= 4950
+        assert headers["x-ratelimit-reset-requests"].endswith("s")
+        assert headers["x-ratelimit-reset-tokens"].endswith("s")
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{gw.http_port}") as http:
+            body = {"model": "sim-mini", "messages": [{"role": "user", "content": "hi"}]}
+            ok = await http.post("/v1/chat/completions", json=body, headers={"x-api-key": secret})
+            assert ok.status_code == 200
+            assert ok.headers["x-ratelimit-remaining-requests"] == "8"
+            assert "x-ratelimit-remaining-tokens" in ok.headers
+            bad = await http.post("/v1/chat/completions", json={**body, "temperature": 9},
+                                  headers={"x-api-key": secret})  # fmt: skip
+            assert bad.status_code == 400
+
+
+async def test_retry_after_is_true(shared):
+    # A two-second window keeps the test short; the arithmetic is the minute's.
+    data = config_with(limits={"window_s": 2}, **shared)
+    async with running_gateway(data) as gw:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{gw.grpc_port}") as channel:
+            _, secret = await AdminClient(channel).create("retry", requests_per_minute=2)
+            stubs, mine = Stubs(channel), (("x-api-key", secret),)
+            await stubs.models.ListModels(models.ListModelsRequest(), metadata=mine)
+            await asyncio.sleep(0.6)
+            await stubs.models.ListModels(models.ListModelsRequest(), metadata=mine)
+            with pytest.raises(grpc.aio.AioRpcError) as caught:
+                await stubs.models.ListModels(models.ListModelsRequest(), metadata=mine)
+            error = caught.value
+            assert error.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+            retry = details(error)["RetryInfo"].retry_delay.seconds  # type: ignore[attr-defined]
+            assert dict(error.trailing_metadata())["retry-after"] == str(retry)
+            assert retry == 2  # the first request leaves the window ~1.4 s from now
+            await asyncio.sleep(retry)
+            await stubs.models.ListModels(models.ListModelsRequest(), metadata=mine)
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{gw.http_port}") as http:
+            await http.get("/v1/models", headers={"x-api-key": secret})
+            refused = await http.get("/v1/models", headers={"x-api-key": secret})
+            assert refused.status_code == 429
+            wait = int(refused.headers["retry-after"])
+            assert refused.headers["retry_after"] == str(wait) and 1 <= wait <= 2
+            assert refused.headers["x-ratelimit-remaining-requests"] == "0"
+            await asyncio.sleep(wait)
+            again = await http.get("/v1/models", headers={"x-api-key": secret})
+            assert again.status_code == 200, again.text
+
+
+async def test_tokens_per_minute_are_settled_to_real_counts(shared):
+    async with (
+        running_gateway(config_with(**shared)) as gw,
+        grpc.aio.insecure_channel(f"127.0.0.1:{gw.grpc_port}") as channel,
+    ):
+        _, secret = await AdminClient(channel).create("tpm", tokens_per_minute=250)
+        stubs, mine = Stubs(channel), (("x-api-key", secret),)
+        request = chat.CreateChatCompletionRequest(model="sim-mini", messages=HELLO,
+                                                   max_tokens=150)  # fmt: skip
+        first = await stubs.chat.CreateChatCompletion(request, metadata=mine)
+        assert first.usage.total_tokens < 80  # of the 159 reserved
+        await asyncio.sleep(0.05)  # settlement runs just after the response
+        await stubs.chat.CreateChatCompletion(request, metadata=mine)
+        started = time.monotonic()
+        with pytest.raises(grpc.aio.AioRpcError) as caught:
+            await stubs.chat.CreateChatCompletion(request, metadata=mine)
+        assert caught.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+        assert "250 tokens" in caught.value.details()
+        assert time.monotonic() - started < 0.5

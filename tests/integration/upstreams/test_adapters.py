@@ -1,0 +1,291 @@
+"""Provider adapters against fake upstreams on loopback: wire formats, usage, errors.
+
+Core-level: the adapters are driven directly, with no gateway transport in between.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from server.base.config import ConfigError, ProviderConfig
+from server.base.errors import UpstreamError, UpstreamRejected
+from server.base.generation import (
+    Collected,
+    Finished,
+    GenerationRequest,
+    Message,
+    Provider,
+    TextDelta,
+    TokenCounts,
+)
+from server.providers import registry
+from tests.support.upstreams.anthropic import AnthropicWire
+from tests.support.upstreams.base import (
+    TEXT,
+    FakeUpstream,
+    Fault,
+    Usage,
+    refused_url,
+    serving,
+)
+from tests.support.upstreams.config import provider
+from tests.support.upstreams.openai import OpenAIWire
+from tests.support.upstreams.tgi import TgiWire
+
+WIRES = {"openai": OpenAIWire, "anthropic": AnthropicWire, "tgi": TgiWire}
+CHAT = GenerationRequest(
+    messages=(Message("system", "Be brief."), Message("user", "Say hello.")), max_tokens=64
+)
+PROMPT = GenerationRequest(prompt="Say hello.", max_tokens=64)
+WHOLE = "".join(TEXT)
+
+
+def build(adapter: str, url: str, **params: Any) -> Provider:
+    entry = provider(f"{adapter}-test", adapter, url, **params)
+    return registry.build(ProviderConfig.model_validate(entry), "models[0].providers[0]")
+
+
+async def collect(events: AsyncIterator[Any]) -> Collected:
+    out = Collected()
+    async for event in events:
+        if isinstance(event, TextDelta):
+            out.text_parts.append(event.text)
+        else:
+            assert isinstance(event, Finished)
+            assert out.finished is None, "exactly one Finished"
+            out.finished = event
+    return out
+
+
+@pytest.fixture(params=["openai", "anthropic", "tgi"])
+def adapter(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture(params=[True, False], ids=["stream", "unary"])
+def stream(request: pytest.FixtureRequest) -> bool:
+    return bool(request.param)
+
+
+@pytest.fixture(scope="module")
+async def servers() -> AsyncIterator[dict[str, FakeUpstream]]:
+    """One fake server per wire format for the whole module (starting one costs ~0.2s)."""
+    async with (
+        serving(OpenAIWire()) as openai,
+        serving(AnthropicWire()) as anthropic,
+        serving(TgiWire()) as tgi,
+    ):
+        yield {"openai": openai, "anthropic": anthropic, "tgi": tgi}
+
+
+@pytest.fixture
+def upstream(adapter: str, servers: dict[str, FakeUpstream]) -> FakeUpstream:
+    return fresh(servers[adapter])
+
+
+def fresh(fake: FakeUpstream) -> FakeUpstream:
+    fake.faults, fake.default, fake.usage = [], Fault(), Usage()
+    fake.seen.clear()
+    fake.disconnects.clear()
+    return fake
+
+
+async def test_whole_answer_chat_and_prompt(adapter: str, stream: bool, upstream: FakeUpstream):
+    upstream.usage = Usage(prompt_tokens=30)
+    p = build(adapter, upstream.url, stream=stream)
+    try:
+        for request in (CHAT, PROMPT):
+            got = await collect(p.generate(request))
+            assert got.text == WHOLE
+            assert got.finished is not None and got.finished.finish_reason == "stop"
+            assert got.finished.counts == TokenCounts(30, len(TEXT))
+            if stream:
+                assert len(got.text_parts) == len(TEXT), "streamed token by token"
+    finally:
+        await p.aclose()
+
+
+async def test_max_tokens_gives_length(adapter: str, stream: bool, upstream: FakeUpstream):
+    p = build(adapter, upstream.url, stream=stream)
+    try:
+        got = await collect(p.generate(GenerationRequest(prompt="x", max_tokens=3)))
+    finally:
+        await p.aclose()
+    assert got.text == "".join(TEXT[:3])
+    assert got.finished is not None and got.finished.finish_reason == "length"
+
+
+async def test_openai_request_shape_and_cached_reasoning_usage(stream: bool, servers):
+    fake = fresh(servers["openai"])
+    fake.usage = Usage(prompt_tokens=100, cached_tokens=60, reasoning_tokens=7)
+    p = build("openai", fake.url, stream=stream, headers={"OpenAI-Organization": "org-1"})
+    try:
+        got = await collect(p.generate(CHAT))
+        await collect(p.generate(PROMPT))
+    finally:
+        await p.aclose()
+    assert got.finished is not None
+    assert got.finished.counts == TokenCounts(100, len(TEXT) + 7, 60, 7)
+    chat, text = fake.seen
+    assert chat.path == "/v1/chat/completions" and text.path == "/v1/completions"
+    assert chat.body["model"] == "gpt-fake"
+    assert chat.body["messages"][0] == {"role": "system", "content": "Be brief."}
+    assert text.body["prompt"] == "Say hello."
+    assert chat.headers["openai-organization"] == "org-1"
+    if stream:
+        assert chat.body["stream_options"] == {"include_usage": True}
+    else:
+        assert "stream" not in chat.body
+
+
+async def test_anthropic_request_shape_and_cache_usage(stream: bool, servers):
+    fake = fresh(servers["anthropic"])
+    fake.usage = Usage(prompt_tokens=100, cached_tokens=60, cache_write_tokens=25)
+    p = build("anthropic", fake.url, stream=stream)
+    try:
+        got = await collect(p.generate(CHAT))
+        await collect(p.generate(GenerationRequest(prompt="Hi")))
+    finally:
+        await p.aclose()
+    # Anthropic sent input_tokens=15 (cache excluded); the gateway counts all 100.
+    assert got.finished is not None
+    assert got.finished.counts == TokenCounts(100, len(TEXT), 60, 0, 25)
+    chat, text = fake.seen
+    assert chat.path == "/v1/messages"
+    assert chat.body["system"] == "Be brief."
+    assert chat.body["messages"] == [{"role": "user", "content": "Say hello."}]
+    assert chat.headers["anthropic-version"] == "2023-06-01"
+    assert text.body["messages"] == [{"role": "user", "content": "Hi"}]
+    assert text.body["max_tokens"] == 1024, "max_tokens is required by the Messages API"
+
+
+async def test_tgi_request_shape(stream: bool, servers):
+    fake = fresh(servers["tgi"])
+    p = build("tgi", fake.url, stream=stream)
+    try:
+        await collect(p.generate(GenerationRequest(prompt="Hi", temperature=0, stop=("\n",))))
+        await collect(p.generate(CHAT))
+    finally:
+        await p.aclose()
+    text, chat = fake.seen
+    assert text.path == ("/generate_stream" if stream else "/generate")
+    assert text.body == {
+        "inputs": "Hi",
+        "parameters": {"max_new_tokens": 256, "details": True, "do_sample": False, "stop": ["\n"]},
+    }
+    assert chat.body["inputs"] == "System: Be brief.\n\nUser: Say hello.\n\nAssistant:"
+
+
+async def test_api_key_from_env_is_sent_and_never_in_errors(monkeypatch, servers):
+    secret = "sk-test-secret-value-123456"
+    monkeypatch.setenv("FAKE_UPSTREAM_KEY", secret)
+    fake = fresh(servers["openai"])
+    fake.faults = [Fault(), Fault("status", 401)]
+    p = build("openai", fake.url, api_key_env="FAKE_UPSTREAM_KEY")
+    try:
+        await collect(p.generate(CHAT))
+        with pytest.raises(UpstreamError) as info:
+            await collect(p.generate(CHAT))
+    finally:
+        await p.aclose()
+    assert fake.seen[0].headers["authorization"] == f"Bearer {secret}"
+    assert info.value.retryable and info.value.upstream_answered
+    assert secret not in str(info.value) and "api_key_env" in str(info.value)
+
+
+def test_missing_key_env_is_a_config_error(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.delenv("FAKE_UPSTREAM_KEY", raising=False)
+    with pytest.raises(ConfigError, match=r"providers\[0\]\.params\.api_key_env: .*not set"):
+        build("anthropic", "http://127.0.0.1:1", api_key_env="FAKE_UPSTREAM_KEY")
+
+
+def test_bad_params_name_the_field():
+    with pytest.raises(ConfigError, match=r"params\.read_timeout_s"):
+        build("openai", "http://127.0.0.1:1", read_timeout_s=-1)
+    with pytest.raises(ConfigError, match=r"params\.api_key: Extra inputs"):
+        build("tgi", "http://127.0.0.1:1", api_key="sk-inline")
+    with pytest.raises(ConfigError, match=r"params\.base_url: must start with http"):
+        build("openai", "ftp://x")
+
+
+# -- faults: each one becomes the right gateway error --------------------------------
+
+FAULTS: list[tuple[str, Fault, bool, bool]] = [
+    # name, fault, retryable, upstream_answered
+    ("500", Fault("status", 500), True, True),
+    ("503", Fault("status", 503), True, True),
+    ("429", Fault("status", 429, retry_after="2"), True, False),
+    ("401", Fault("status", 401), True, True),
+    ("403", Fault("status", 403), True, True),
+    ("slow-headers", Fault("slow_headers", delay_s=2), True, False),
+    ("slow-body", Fault("slow_body", delay_s=2), True, False),
+    ("hang", Fault("hang"), True, False),
+    ("malformed", Fault("malformed"), True, True),
+    ("cut", Fault("cut", after_tokens=2), True, True),
+    ("abort", Fault("abort", after_tokens=2), True, True),
+]
+
+
+@pytest.mark.parametrize("name,fault,retryable,answered", FAULTS, ids=[f[0] for f in FAULTS])
+async def test_fault_maps_to_upstream_error(
+    adapter: str, stream: bool, upstream: FakeUpstream, name, fault, retryable, answered
+):
+    upstream.default = fault
+    p = build(adapter, upstream.url, stream=stream, read_timeout_s=0.2)
+    try:
+        with pytest.raises(UpstreamError) as info:
+            await collect(p.generate(CHAT))
+    finally:
+        await p.aclose()
+    err = info.value
+    assert type(err) is UpstreamError
+    assert err.retryable is retryable
+    if name == "abort" or (name == "slow-body" and not stream):
+        assert err.upstream_answered is True or err.upstream_answered is False
+    else:
+        assert err.upstream_answered is answered, err.message
+    assert err.metadata["provider"] == f"{adapter}-test"
+    if name == "429":
+        assert err.retry_after_s == 2
+    assert "Traceback" not in err.message
+
+
+@pytest.mark.parametrize("status", [400, 413, 422])
+async def test_request_caused_4xx_is_not_retryable(adapter, stream, status, upstream):
+    fake = upstream
+    fake.default = Fault("status", status)
+    p = build(adapter, fake.url, stream=stream)
+    try:
+        with pytest.raises(UpstreamRejected) as info:
+            await collect(p.generate(CHAT))
+    finally:
+        await p.aclose()
+    assert not info.value.retryable and info.value.http_status == 400
+    assert f"HTTP {status}" in info.value.message
+
+
+async def test_connection_refused(adapter: str, stream: bool):
+    p = build(adapter, refused_url(), stream=stream)
+    try:
+        with pytest.raises(UpstreamError, match="cannot connect") as info:
+            await collect(p.generate(CHAT))
+    finally:
+        await p.aclose()
+    assert info.value.retryable and not info.value.upstream_answered
+
+
+async def test_stream_cut_yields_tokens_then_raises(adapter: str, upstream: FakeUpstream):
+    """Tokens before the cut arrive; the end is an error, never a Finished."""
+    upstream.default = Fault("cut", after_tokens=3)
+    p = build(adapter, upstream.url)
+    got: list[Any] = []
+    try:
+        with pytest.raises(UpstreamError, match="without"):
+            async for event in p.generate(CHAT):
+                got.append(event)
+    finally:
+        await p.aclose()
+    assert got == [TextDelta(t) for t in TEXT[:3]]

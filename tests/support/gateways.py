@@ -1,0 +1,112 @@
+"""Test support: configs, in-process gateways and gateway processes on loopback."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import os
+import re
+import signal
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from server.base import config
+from server.cli import serve as app
+
+API_KEY = "gw-dev-api-key-0000000000"
+ROUTER_KEY = "gw-dev-router-key-000000000"
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def default_config_dict() -> dict[str, Any]:
+    """The embedded default config as a dict, with instant simulated providers."""
+    text = (ROOT / "server" / "base" / "default_config.yaml").read_text()
+    data = yaml.safe_load(text)
+    data["server"] = {"host": "127.0.0.1", "grpc_port": 0, "http_port": 0}
+    # Keys and the usage ledger in memory: tests leave no database file behind.
+    data["storage"] = {"sqlite_path": ":memory:"}
+    for model in data["models"]:
+        for provider in model["providers"]:
+            provider["params"] = {"ttft_ms": 0, "tokens_per_second": 0}
+    return data
+
+
+def patched(data: dict[str, Any], **server: Any) -> dict[str, Any]:
+    out = copy.deepcopy(data)
+    out["server"].update(server)
+    return out
+
+
+@asynccontextmanager
+async def running_gateway(
+    data: dict[str, Any] | None = None, *, grpc_target: str | None = None
+) -> AsyncIterator[app.Running]:
+    """Starts a gateway (or, with grpc_target, an edge facade) in this event loop."""
+    cfg = config.parse(data if data is not None else default_config_dict(), "test config")
+    running = await app.start(cfg, grpc_target=grpc_target)
+    try:
+        yield running
+    finally:
+        await running.stop()
+
+
+@dataclass
+class GatewayProcess:
+    process: subprocess.Popen[str]
+    grpc_port: int | None
+    http_port: int | None
+    output: list[str]
+
+
+def start_process(
+    *args: str, env: dict[str, str] | None = None, timeout_s: float = 20
+) -> GatewayProcess:
+    """Runs the `gateway` command and waits until it prints its listening ports."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "server.cli.main", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, **(env or {})},
+        cwd=ROOT,
+    )
+    output: list[str] = []
+    grpc_port = http_port = None
+    assert process.stdout is not None
+    for line in process.stdout:
+        output.append(line)
+        if m := re.search(r"gRPC listening on [\d.]+:(\d+)", line):
+            grpc_port = int(m.group(1))
+        if m := re.search(r"HTTP listening on http://[\d.]+:(\d+)", line):
+            http_port = int(m.group(1))
+        if "gateway: ready" in line or "error" in line:
+            break
+    return GatewayProcess(process, grpc_port, http_port, output)
+
+
+def stop_process(gw: GatewayProcess, timeout_s: float = 10) -> str:
+    if gw.process.poll() is None:
+        gw.process.send_signal(signal.SIGTERM)
+    out, _ = gw.process.communicate(timeout=timeout_s)
+    return "".join(gw.output) + (out or "")
+
+
+def write_config(tmp_path: Path, data: dict[str, Any]) -> Path:
+    path = tmp_path / "gateway.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+async def wait_for(predicate, timeout_s: float = 5.0) -> None:  # type: ignore[no-untyped-def]
+    deadline = asyncio.get_running_loop().time() + timeout_s
+    while not predicate():
+        if asyncio.get_running_loop().time() > deadline:
+            raise TimeoutError("condition not met in time")
+        await asyncio.sleep(0.01)

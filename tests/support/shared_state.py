@@ -1,0 +1,86 @@
+"""Fixtures and helpers for tests of keys, limits, budgets and the ledger: a private
+PostgreSQL database and Redis key prefix per test session, both removed afterwards."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+import asyncpg
+import grpc
+import pytest
+from gateway.v1 import admin_service_pb2 as admin_pb
+from gateway.v1 import admin_service_pb2_grpc, usage_service_pb2_grpc
+from redis.asyncio import Redis
+
+from tests.support.gateways import default_config_dict
+
+PG_ADMIN_URL = "postgresql://postgres@127.0.0.1:5432/test"
+REDIS_URL = "redis://127.0.0.1:6379/0"
+ADMIN_KEY = "gw-test-admin-key-00000000000"
+ADMIN = (("x-admin-key", ADMIN_KEY),)
+
+
+@pytest.fixture(scope="session")
+async def pg_url() -> AsyncIterator[str]:
+    """A fresh PostgreSQL database for this test session, dropped at its end."""
+    name = f"gw_test_{uuid.uuid4().hex[:12]}"
+    admin = await asyncpg.connect(PG_ADMIN_URL)
+    try:
+        await admin.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        await admin.close()
+    yield f"postgresql://postgres@127.0.0.1:5432/{name}"
+    admin = await asyncpg.connect(PG_ADMIN_URL)
+    try:
+        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    finally:
+        await admin.close()
+
+
+@pytest.fixture(scope="session")
+async def redis_prefix() -> AsyncIterator[str]:
+    """A Redis key prefix private to this session; its keys are deleted at the end."""
+    prefix = f"gwtest:{uuid.uuid4().hex[:12]}:"
+    yield prefix
+    client = Redis.from_url(REDIS_URL)
+    try:
+        keys = [k async for k in client.scan_iter(match=prefix + "*", count=1000)]
+        if keys:
+            await client.delete(*keys)
+    finally:
+        await client.aclose()
+
+
+def config_with(
+    *,
+    sqlite_path: str = ":memory:",
+    database_url: str | None = None,
+    redis_url: str | None = None,
+    redis_prefix: str = "gateway:",
+    **sections: dict[str, Any],
+) -> dict[str, Any]:
+    """The test config (instant simulated models) plus an admin key and the storage given."""
+    data = default_config_dict()
+    data["storage"] = {"sqlite_path": sqlite_path, "redis_prefix": redis_prefix}
+    if database_url:
+        data["storage"]["database_url"] = database_url
+    if redis_url:
+        data["storage"]["redis_url"] = redis_url
+    data["keys"].append({"name": "test-admin", "kind": "admin", "secret": ADMIN_KEY})
+    data.update(sections)
+    return data
+
+
+class AdminClient:
+    def __init__(self, channel: grpc.aio.Channel) -> None:
+        self.admin = admin_service_pb2_grpc.AdminServiceStub(channel)
+        self.usage = usage_service_pb2_grpc.UsageServiceStub(channel)
+
+    async def create(self, name: str, kind: str = "api", **limits: Any) -> tuple[str, str]:
+        """Creates a key; returns its id and secret."""
+        reply = await self.admin.CreateKey(
+            admin_pb.CreateKeyRequest(name=name, kind=kind, **limits), metadata=ADMIN
+        )
+        return reply.key.id, reply.secret

@@ -1,0 +1,53 @@
+"""Gateway configs whose models are served by fake upstreams."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.support.gateways import default_config_dict
+
+PRICE = {"input": 1.0, "output": 4.0, "cached_input": 0.5, "cache_write": 1.25, "reasoning": 8.0}
+# Short timeouts keep fault tests fast.
+FAST = {"connect_timeout_s": 0.5, "read_timeout_s": 0.5}
+UPSTREAM_MODEL = {"openai": "gpt-fake", "anthropic": "claude-fake", "tgi": "tgi-fake"}
+BASE_PATH = {"openai": "/v1", "anthropic": "", "tgi": ""}
+
+
+def provider(
+    provider_id: str, adapter: str, url: str, kind: str = "primary", **params: Any
+) -> dict[str, Any]:
+    """A provider entry for `adapter` at the fake upstream `url`; the `breaker` and
+    `enabled` keywords go to the entry itself, every other one to its params."""
+    entry: dict[str, Any] = {k: params.pop(k) for k in ("breaker", "enabled") if k in params}
+    return {
+        "id": provider_id,
+        "type": kind,
+        "adapter": adapter,
+        "params": {
+            "base_url": url + BASE_PATH[adapter],
+            "model": UPSTREAM_MODEL[adapter],
+            **FAST,
+            **params,
+        },
+        **entry,
+    }
+
+
+def with_models(*models: dict[str, Any], request_timeout_s: float = 5) -> dict[str, Any]:
+    """The default test config plus `models`, and a short request timeout."""
+    data = default_config_dict()
+    data["server"]["request_timeout_s"] = request_timeout_s
+    data["models"].extend(models)
+    return data
+
+
+def model(model_id: str, *providers: dict[str, Any], price: Any = PRICE) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "id": model_id,
+        "owned_by": "test",
+        "created": 1767225600,
+        "providers": list(providers),
+    }
+    if price is not None:
+        entry["price"] = price
+    return entry
