@@ -1,6 +1,26 @@
+"""Fixtures every test can use, and the markers that say what a test needs.
+
+A test that takes the `pg_url` fixture is marked `postgres`, one that takes
+`redis_prefix` is marked `redis`, so `pytest -m "not postgres and not redis"` runs
+the suite on a machine without those services; `browser` marks the tests that drive
+headless Chromium.
+"""
+
 import pytest
 
 from tests.support.gateways import default_config_dict, running_gateway
+
+# The PostgreSQL database and Redis prefix private to the session.
+pytest_plugins = ("tests.support.shared_state",)
+
+NEEDS = {"pg_url": "postgres", "redis_prefix": "redis"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        for fixture in getattr(item, "fixturenames", ()):
+            if fixture in NEEDS:
+                item.add_marker(NEEDS[fixture])
 
 
 @pytest.fixture

@@ -1,5 +1,6 @@
 """Fixtures and helpers for tests of keys, limits, budgets and the ledger: a private
-PostgreSQL database and Redis key prefix per test session, both removed afterwards."""
+PostgreSQL database and Redis key prefix per test session, both removed afterwards.
+The fixtures reach every test through the root conftest."""
 
 from __future__ import annotations
 
@@ -14,12 +15,25 @@ from gateway.v1 import admin_service_pb2 as admin_pb
 from gateway.v1 import admin_service_pb2_grpc, usage_service_pb2_grpc
 from redis.asyncio import Redis
 
+from server.base import costs, tokens
+from server.base.config import Price
+from server.base.generation import GenerationRequest, Message
 from tests.support.gateways import default_config_dict
 
 PG_ADMIN_URL = "postgresql://postgres@127.0.0.1:5432/test"
 REDIS_URL = "redis://127.0.0.1:6379/0"
 ADMIN_KEY = "gw-test-admin-key-00000000000"
 ADMIN = (("x-admin-key", ADMIN_KEY),)
+PRO = Price(input=5.0, output=20.0)  # sim-pro's price in the default config
+# A request of this many tokens at most reserves `reservation()` against a budget.
+MAX_TOKENS = 20
+
+
+def reservation() -> float:
+    """What a "hello" to sim-pro with MAX_TOKENS reserves, in USD."""
+    request = GenerationRequest(messages=(Message("user", "hello"),), max_tokens=MAX_TOKENS)
+    assert tokens.estimate_prompt(request) == 9
+    return costs.max_cost([PRO], request, 1024)
 
 
 @pytest.fixture(scope="session")

@@ -93,6 +93,7 @@ def chromium_or_skip() -> str:
     pytest.skip(f"{CHROMIUM} is not installed (apt-get install chromium)")
 
 
+@pytest.mark.browser
 async def test_admin_page_in_headless_chromium(tmp_path):
     executable = chromium_or_skip()
     from playwright.async_api import async_playwright

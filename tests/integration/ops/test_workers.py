@@ -13,9 +13,9 @@ import grpc
 import httpx
 from gateway.v1 import chat_service_pb2 as chat
 
-from tests.integration.storage.test_budgets import MAX_TOKENS, reservation
 from tests.support.gateways import default_config_dict, start_process, stop_process, write_config
 from tests.support.grpc_stubs import Stubs
+from tests.support.shared_state import MAX_TOKENS, reservation
 
 BURST = "burst-key-000000000000000"
 SPENDER = "spender-key-0000000000000"

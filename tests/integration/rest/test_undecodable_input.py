@@ -20,13 +20,13 @@ BAD_UNICODE = [
         "/v1/chat/completions",
         '{"model": "sim-mini", "messages": [{"role": "user", "content": "a\\ud800"}]}',
         "messages[0].content",
-    ),  # noqa: E501
+    ),
     ("/v1/chat/completions", '{"model": "\\udfff", "messages": []}', "model"),
     (
         "/v1/chat/completions",
         '{"model": "m", "stream": true, "messages": [], "stop": ["x", "\\ud83d"]}',
         "stop[1]",
-    ),  # noqa: E501
+    ),
     ("/v1/completions", '{"model": "sim-mini", "prompt": "\\ud800\\ud800"}', "prompt"),
     ("/v1/completions", '{"model": "sim-mini", "prompt": "\\ud800", "stream": true}', "prompt"),
     ("/v1/infer", '{"prompt": "\\ud800", "profile": "economy"}', "prompt"),

@@ -13,22 +13,11 @@ from gateway.v1 import chat_service_pb2 as chat
 from gateway.v1 import usage_service_pb2 as usage_pb
 
 from server.accounting import budget
-from server.base import costs, tokens
-from server.base.config import Price
-from server.base.generation import GenerationRequest, Message
 from tests.support.gateways import running_gateway
 from tests.support.grpc_stubs import Stubs, details
-from tests.support.shared_state import REDIS_URL, AdminClient, config_with, redis_prefix  # noqa: F401
+from tests.support.shared_state import MAX_TOKENS, REDIS_URL, AdminClient, config_with, reservation
 
 HELLO = [chat.ChatMessage(role="user", content="hello")]
-PRO = Price(input=5.0, output=20.0)  # sim-pro's price in the default config
-MAX_TOKENS = 20
-
-
-def reservation() -> float:
-    request = GenerationRequest(messages=(Message("user", "hello"),), max_tokens=MAX_TOKENS)
-    assert tokens.estimate_prompt(request) == 9
-    return costs.max_cost([PRO], request, 1024)
 
 
 def test_period_bounds_are_utc_calendar_periods():
@@ -39,7 +28,7 @@ def test_period_bounds_are_utc_calendar_periods():
 
 
 @pytest.fixture(params=["memory", "redis"])
-def shared(request, redis_prefix):  # noqa: F811
+def shared(request, redis_prefix):
     if request.param == "memory":
         return {}
     return {"redis_url": REDIS_URL, "redis_prefix": f"{redis_prefix}{uuid.uuid4().hex[:6]}:"}

@@ -23,13 +23,13 @@ from server.storage import open_store
 from server.storage.migrations import MIGRATIONS, migrate
 from tests.support.gateways import ROOT, running_gateway
 from tests.support.grpc_stubs import API, Stubs
-from tests.support.shared_state import ADMIN, ADMIN_KEY, AdminClient, config_with, pg_url  # noqa: F401
+from tests.support.shared_state import ADMIN, ADMIN_KEY, AdminClient, config_with
 
 HELLO = [chat.ChatMessage(role="user", content="hello")]
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
-def storage(request, tmp_path, pg_url):  # noqa: F811
+def storage(request, tmp_path, pg_url):
     if request.param == "sqlite":
         return StorageConfig(sqlite_path=str(tmp_path / "keys.db"))
     return StorageConfig(database_url=pg_url)

@@ -15,7 +15,7 @@ from gateway.v1 import model_service_pb2 as models
 
 from tests.support.gateways import running_gateway, start_process, stop_process, write_config
 from tests.support.grpc_stubs import API, Stubs
-from tests.support.shared_state import AdminClient, config_with, pg_url  # noqa: F401
+from tests.support.shared_state import AdminClient, config_with
 
 HELLO = [chat.ChatMessage(role="user", content="hello")]
 
@@ -64,7 +64,7 @@ async def test_every_request_is_recorded_success_or_failure(tmp_path):
     assert rows[3]["model"] == "no-such" and rows[3]["total_cost_usd"] is None
 
 
-async def test_a_locked_database_does_not_slow_requests(pg_url):  # noqa: F811
+async def test_a_locked_database_does_not_slow_requests(pg_url):
     data = config_with(database_url=pg_url, ledger={"flush_interval_s": 0.05})
     async with running_gateway(data) as gw:
         db = gw.gateway.store.db

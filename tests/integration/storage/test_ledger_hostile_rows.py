@@ -27,7 +27,7 @@ from tests.support.gateways import (
     write_config,
 )
 from tests.support.grpc_stubs import API, Stubs
-from tests.support.shared_state import AdminClient, config_with, pg_url  # noqa: F401
+from tests.support.shared_state import AdminClient, config_with
 
 HELLO = [chat.ChatMessage(role="user", content="hello")]
 
@@ -51,7 +51,7 @@ def _record(i: int, **changes) -> UsageRecord:  # type: ignore[no-untyped-def]
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
-async def test_poison_rows_are_dropped_and_the_rows_around_them_written(backend, pg_url):  # noqa: F811
+async def test_poison_rows_are_dropped_and_the_rows_around_them_written(backend, pg_url):
     url = pg_url if backend == "postgresql" else None
     store = await open_store(StorageConfig(database_url=url, sqlite_path=":memory:"))
     try:
@@ -102,7 +102,7 @@ async def test_a_database_outage_mid_bisection_loses_and_duplicates_nothing(tmp_
         await store.aclose()
 
 
-async def test_a_nul_in_the_model_does_not_stop_the_postgres_ledger(pg_url):  # noqa: F811
+async def test_a_nul_in_the_model_does_not_stop_the_postgres_ledger(pg_url):
     data = config_with(database_url=pg_url, ledger={"flush_interval_s": 0.05})
     async with running_gateway(data) as gw:
         async with grpc.aio.insecure_channel(f"127.0.0.1:{gw.grpc_port}") as channel:
@@ -148,7 +148,7 @@ async def test_a_nul_in_the_model_does_not_stop_the_postgres_ledger(pg_url):  # 
     assert all(f"after-{i}" in got for i in range(5))
 
 
-async def test_sigterm_drains_past_a_poison_row(tmp_path, pg_url):  # noqa: F811
+async def test_sigterm_drains_past_a_poison_row(tmp_path, pg_url):
     data = config_with(
         database_url=pg_url, ledger={"flush_interval_s": 3600, "batch_size": 100_000}
     )

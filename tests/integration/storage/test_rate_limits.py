@@ -17,7 +17,7 @@ from redis.asyncio import Redis
 from server.accounting.ratelimit import RedisLimiter, SlidingWindowLimiter
 from tests.support.gateways import running_gateway
 from tests.support.grpc_stubs import Stubs, details
-from tests.support.shared_state import REDIS_URL, AdminClient, config_with, redis_prefix  # noqa: F401
+from tests.support.shared_state import REDIS_URL, AdminClient, config_with
 
 HELLO = [chat.ChatMessage(role="user", content="hello")]
 
@@ -53,7 +53,7 @@ async def redis_client():
     await client.aclose()
 
 
-async def test_redis_limiter_is_exact_under_concurrency(redis_client, redis_prefix):  # noqa: F811
+async def test_redis_limiter_is_exact_under_concurrency(redis_client, redis_prefix):
     # Two limiters with their own connections stand for two gateway instances.
     other = Redis.from_url(REDIS_URL)
     try:
@@ -77,7 +77,7 @@ async def test_redis_limiter_is_exact_under_concurrency(redis_client, redis_pref
 
 
 @pytest.fixture(params=["memory", "redis"])
-def shared(request, redis_prefix):  # noqa: F811
+def shared(request, redis_prefix):
     if request.param == "memory":
         return {}
     return {"redis_url": REDIS_URL, "redis_prefix": f"{redis_prefix}{uuid.uuid4().hex[:6]}:"}

@@ -15,7 +15,7 @@ from gateway.v1 import chat_service_pb2 as chat
 from tests.support.faults import tcp_proxy
 from tests.support.gateways import running_gateway, start_process, stop_process, write_config
 from tests.support.grpc_stubs import API, Stubs, details
-from tests.support.shared_state import AdminClient, config_with, pg_url, redis_prefix  # noqa: F401
+from tests.support.shared_state import AdminClient, config_with
 
 HELLO = [chat.ChatMessage(role="user", content="hello")]
 REQUEST = chat.CreateChatCompletionRequest(model="sim-mini", messages=HELLO)
@@ -32,7 +32,7 @@ async def _fails_fast_naming_storage(stubs: Stubs, metadata, limit_s: float = 2.
     assert took < limit_s, f"took {took:.2f}s"
 
 
-async def test_a_stalled_postgres_fails_stored_keys_fast_and_names_storage(pg_url):  # noqa: F811
+async def test_a_stalled_postgres_fails_stored_keys_fast_and_names_storage(pg_url):
     target = urlsplit(pg_url)
     async with tcp_proxy("127.0.0.1", target.port or 5432) as proxy:
         url = f"postgresql://postgres@127.0.0.1:{proxy.port}{target.path}"
@@ -67,7 +67,7 @@ async def test_a_stalled_postgres_fails_stored_keys_fast_and_names_storage(pg_ur
             proxy.stall()  # shutdown with a stalled database still ends
 
 
-async def test_a_cut_postgres_connection_is_storage_unavailable_not_internal(pg_url):  # noqa: F811
+async def test_a_cut_postgres_connection_is_storage_unavailable_not_internal(pg_url):
     target = urlsplit(pg_url)
     async with tcp_proxy("127.0.0.1", target.port or 5432) as proxy:
         data = config_with(
@@ -90,7 +90,7 @@ async def test_a_cut_postgres_connection_is_storage_unavailable_not_internal(pg_
 
 
 @pytest.mark.parametrize("fail_open", [False, True])
-async def test_a_stalled_redis(fail_open, redis_prefix):  # noqa: F811
+async def test_a_stalled_redis(fail_open, redis_prefix):
     async with tcp_proxy("127.0.0.1", 6379) as proxy:
         data = config_with(
             redis_url=f"redis://127.0.0.1:{proxy.port}/0",
@@ -140,7 +140,7 @@ def test_a_wrong_redis_url_at_start_up_is_one_clear_line(tmp_path, url, said):
         ("start_time=0&end_time=99999999999999", "end_time"),
     ],
 )
-async def test_extreme_usage_times_are_a_400(pg_url, query, field):  # noqa: F811
+async def test_extreme_usage_times_are_a_400(pg_url, query, field):
     async with (
         running_gateway(config_with(database_url=pg_url)) as gw,
         httpx.AsyncClient(base_url=f"http://127.0.0.1:{gw.http_port}") as client,

@@ -14,23 +14,22 @@ from gateway.v1 import admin_service_pb2 as admin_pb
 from gateway.v1 import chat_service_pb2 as chat
 from gateway.v1 import model_service_pb2 as models
 
-from tests.integration.storage.test_budgets import MAX_TOKENS, reservation
 from tests.support.gateways import start_process, stop_process, write_config
 from tests.support.grpc_stubs import Stubs
-from tests.support.shared_state import (  # noqa: F401
+from tests.support.shared_state import (
     ADMIN,
+    MAX_TOKENS,
     REDIS_URL,
     AdminClient,
     config_with,
-    pg_url,
-    redis_prefix,
+    reservation,
 )
 
 HELLO = [chat.ChatMessage(role="user", content="hello")]
 
 
 @pytest.fixture
-async def two_gateways(tmp_path, pg_url, redis_prefix):  # noqa: F811
+async def two_gateways(tmp_path, pg_url, redis_prefix):
     data = config_with(database_url=pg_url, redis_url=REDIS_URL,
                        redis_prefix=f"{redis_prefix}{uuid.uuid4().hex[:6]}:")  # fmt: skip
     path = str(write_config(tmp_path, data))
@@ -49,7 +48,7 @@ async def two_gateways(tmp_path, pg_url, redis_prefix):  # noqa: F811
             assert gw.process.returncode == 0, output
 
 
-async def test_two_instances_share_limits_budgets_keys_and_ledger(two_gateways, pg_url):  # noqa: F811
+async def test_two_instances_share_limits_budgets_keys_and_ledger(two_gateways, pg_url):
     a, b = two_gateways
     admin_a, admin_b = AdminClient(a), AdminClient(b)
     stubs = [Stubs(a), Stubs(b)]
