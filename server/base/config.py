@@ -100,7 +100,7 @@ class RoutingConfig(Strict):
     profiles: dict[ProfileName, list[str]]
     default_profile: ProfileName = "balanced"
     # `scored`: each prompt goes to the cheapest model of the profile expected to meet
-    # the profile's bar (see README, Routing); `ordered`: the first model that answers.
+    # the profile's bar (see docs/routing.md); `ordered`: the first model that answers.
     policy: Literal["scored", "ordered"] = "scored"
     # How the scored policy estimates a prompt's difficulty: `learned` (the scorer file
     # at scorer_path, or the embedded one) or `features` (no training needed).
