@@ -6,12 +6,25 @@ BUF := node_modules/.bin/buf
 SITE = $(shell $(BIN)/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 PROTOS := $(wildcard proto/gateway/v1/*.proto)
 
-.PHONY: setup run generate check-generated third_party breaking lint typecheck test bench clean
+# The exact versions (with their hashes) of the runtime and `dev` dependencies that CI
+# installs and tests; `make lock` writes it from pyproject.toml.
+LOCK := requirements-dev.lock
+# The lock's resolver, pinned so every machine writes the same lock; only `make lock` needs it.
+UV_VERSION := 0.13.9
+# Extra flags for `make lock`, e.g. LOCK_FLAGS=--upgrade, or LOCK_FLAGS='--upgrade-package ruff'.
+LOCK_FLAGS ?=
 
-$(BIN)/gateway: pyproject.toml
+.PHONY: setup lock run generate check-generated third_party breaking lint typecheck test bench clean
+
+# The venv gets what the lock pins, hash-checked, and nothing newer; then the project itself,
+# without resolving again. `pip check` fails when a runtime dependency added to pyproject.toml
+# is missing from a stale lock (a dev one is not seen there): run `make lock`.
+$(BIN)/gateway: pyproject.toml $(LOCK)
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet --require-hashes -r $(LOCK)
+	$(BIN)/pip install --quiet --no-deps -e .
+	$(BIN)/pip check
 	touch $@
 
 $(BUF): package.json
@@ -19,6 +32,16 @@ $(BUF): package.json
 	touch $@
 
 setup: $(BIN)/gateway $(BUF)
+
+# Resolves pyproject.toml's dependencies and the `dev` extra with uv, one version each, kept
+# from the current lock unless LOCK_FLAGS asks for upgrades. Universal: markers such as
+# uvloop's `sys_platform != 'win32'` stay in the lock, and Python 3.11 is the floor.
+lock:
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/pip install --quiet uv==$(UV_VERSION)
+	$(BIN)/uv pip compile pyproject.toml --extra dev --universal --python-version 3.11 \
+		--generate-hashes --custom-compile-command 'make lock' --quiet $(LOCK_FLAGS) \
+		--output-file $(LOCK)
 
 run: $(BIN)/gateway
 	$(BIN)/gateway
