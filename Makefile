@@ -14,7 +14,7 @@ UV_VERSION := 0.13.9
 # Extra flags for `make lock`, e.g. LOCK_FLAGS=--upgrade, or LOCK_FLAGS='--upgrade-package ruff'.
 LOCK_FLAGS ?=
 
-.PHONY: setup lock run generate check-generated third_party breaking lint typecheck test bench clean
+.PHONY: setup lock hooks run generate check-generated third_party breaking lint typecheck test bench clean
 
 # The venv gets what the lock pins, hash-checked, and nothing newer; then the project itself,
 # without resolving again. `pip check` fails when a runtime dependency added to pyproject.toml
@@ -42,6 +42,12 @@ lock:
 	$(BIN)/uv pip compile pyproject.toml --extra dev --universal --python-version 3.11 \
 		--generate-hashes --custom-compile-command 'make lock' --quiet $(LOCK_FLAGS) \
 		--output-file $(LOCK)
+
+# The git hook that runs .pre-commit-config.yaml (ruff, buf format, generated code) on commit.
+# Git keeps hooks per repository, so in a `git worktree` it runs for every worktree, each
+# with its own .venv and node_modules (`make setup` there first).
+hooks: setup
+	$(BIN)/pre-commit install
 
 run: $(BIN)/gateway
 	$(BIN)/gateway
