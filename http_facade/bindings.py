@@ -22,6 +22,8 @@ from google.protobuf.descriptor import MethodDescriptor
 from google.protobuf.message import Message
 from starlette.convertors import Convertor, register_url_convertor
 
+from http_facade.sse import PLAIN, Framing
+
 STREAM_SUFFIX = ":stream"
 _VERBS = ("get", "put", "post", "delete", "patch")
 _VARIABLE = re.compile(r"\{([a-zA-Z_][a-zA-Z0-9_.]*)(?:=([^}]*))?\}")
@@ -55,6 +57,9 @@ class Rpc:
     # dialect's keys the gateway cannot honour (refused by name).
     strict: bool = False
     refused_fields: frozenset[str] = frozenset()
+    error_format: int = rest_pb2.ERROR_FORMAT_UNSPECIFIED
+    # How a streaming RPC's events are written (its `gateway.v1.sse` option).
+    framing: Framing = PLAIN
 
     @property
     def path(self) -> str:
@@ -65,23 +70,22 @@ class Rpc:
     def server_streaming(self) -> bool:
         return bool(self.descriptor.server_streaming)
 
-    @property
-    def sse_done(self) -> bool:
-        """Whether its SSE stream closes with `data: [DONE]` (the `gateway.v1.sse`
-        method option can leave it out)."""
-        options = self.descriptor.GetOptions()
-        return not options.Extensions[sse_pb2.SseOptions.sse].omit_done
-
     @classmethod
     def of(cls, descriptor: MethodDescriptor) -> Rpc:
         service = descriptor.containing_service.GetOptions()
         rest = service.Extensions[rest_pb2.RestOptions.rest]
+        sse = descriptor.GetOptions().Extensions[sse_pb2.SseOptions.sse]
+        framing = Framing(
+            not sse.omit_done, sse.event_name_field, sse.keepalive_event, rest.error_format
+        )
         return cls(
             descriptor,
             message_factory.GetMessageClass(descriptor.input_type),
             message_factory.GetMessageClass(descriptor.output_type),
             rest.strict,
             frozenset(rest.refused_fields),
+            rest.error_format,
+            framing,
         )
 
 

@@ -45,6 +45,8 @@ class Endpoint:
         self.limits = limits
 
     async def handle(self, request: Request) -> Response:
+        # Errors from here on are written in the service's own error format.
+        request.state.error_format = self.binding.rpc.error_format
         exchange = exchange_for(request.scope)
         payload = await self._payload(request)
         rpc = self._rpc(payload)
@@ -118,11 +120,12 @@ class Endpoint:
         headers = response_headers(exchange.response_headers.items())
         if first is None:
             await chunks.aclose()
-            return Response(sse.DONE if rpc.sse_done else b"", headers={**headers, **sse.HEADERS})
+            done = sse.DONE if rpc.framing.done else b""
+            return Response(done, headers={**headers, **sse.HEADERS})
         stopping = getattr(request.app.state, "stopping", None)
         body = sse.events(
             first, chunks, self.limits.keepalive_s, exchange.request_id,
-            done=rpc.sse_done, stopping=stopping,
+            framing=rpc.framing, stopping=stopping,
         )  # fmt: skip
         return sse.EventStream(body, headers)
 

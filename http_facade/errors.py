@@ -17,6 +17,7 @@ import math
 from collections.abc import Callable, Coroutine, Iterable, Mapping
 from typing import Any
 
+from gateway.v1 import rest_pb2
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
@@ -30,6 +31,8 @@ from server.base.errors import (
 )
 
 log = logging.getLogger(__name__)
+OPENAI = rest_pb2.ERROR_FORMAT_UNSPECIFIED
+ANTHROPIC = rest_pb2.ERROR_FORMAT_ANTHROPIC
 
 # OpenAI-style `error.type` per code, so OpenAI clients raise their matching class.
 ERROR_TYPE: dict[Code, str] = {
@@ -106,9 +109,43 @@ def error_object(error: GatewayError) -> dict[str, Any]:
     }
 
 
-def error_json(error: GatewayError) -> bytes:
+# Anthropic's error `type` per code, so each Anthropic SDK raises its own class.
+ANTHROPIC_ERROR_TYPE: dict[Code, str] = {
+    Code.INVALID_ARGUMENT: "invalid_request_error",
+    Code.FAILED_PRECONDITION: "invalid_request_error",
+    Code.OUT_OF_RANGE: "invalid_request_error",
+    Code.UNAUTHENTICATED: "authentication_error",
+    Code.PERMISSION_DENIED: "permission_error",
+    Code.NOT_FOUND: "not_found_error",
+    Code.RESOURCE_EXHAUSTED: "rate_limit_error",
+    Code.UNAVAILABLE: "overloaded_error",
+}
+# Anthropic answers an overloaded service with 529, which its SDKs retry.
+OVERLOADED = 529
+
+
+def error_body(error: GatewayError, dialect: int = OPENAI) -> dict[str, Any]:
+    """The error as the dialect writes it (rest.proto's ErrorFormat)."""
+    if dialect == ANTHROPIC:
+        if error.http_status == 413:
+            kind = "request_too_large"
+        else:
+            kind = ANTHROPIC_ERROR_TYPE.get(error.code, "api_error")
+        return {"type": "error", "error": {"type": kind, "message": error.message}}
+    return {"error": error_object(error)}
+
+
+def error_status(error: GatewayError, dialect: int = OPENAI) -> int:
+    status = error.http_status
+    if dialect == ANTHROPIC and status == 503:
+        return OVERLOADED
+    return status
+
+
+def error_json(error: GatewayError, dialect: int = OPENAI) -> bytes:
     # "replace": an error may quote caller text (an unknown key) holding a lone surrogate.
-    return json.dumps({"error": error_object(error)}, ensure_ascii=False).encode(errors="replace")
+    body = error_body(error, dialect)
+    return json.dumps(body, ensure_ascii=False).encode(errors="replace")
 
 
 def response_headers(metadata: Iterable[tuple[str, Any]]) -> dict[str, str]:
@@ -127,15 +164,17 @@ def response_headers(metadata: Iterable[tuple[str, Any]]) -> dict[str, str]:
     return headers
 
 
-def error_response(error: GatewayError, metadata: Mapping[str, str] | None = None) -> Response:
+def error_response(
+    error: GatewayError, metadata: Mapping[str, str] | None = None, dialect: int = OPENAI
+) -> Response:
     headers = response_headers((metadata or {}).items())
-    status = error.http_status
+    status = error_status(error, dialect)
     retry_after = error.retry_after_s
-    if retry_after is not None and status in (429, 503):
+    if retry_after is not None and status in (429, 503, OVERLOADED):
         seconds = str(max(1, math.ceil(retry_after)))
         headers.pop("retry-after", None)
         headers["Retry-After"] = headers["retry_after"] = seconds
-    return Response(error_json(error), status, headers, media_type="application/json")
+    return Response(error_json(error, dialect), status, headers, media_type="application/json")
 
 
 def _metadata(request: Request) -> Mapping[str, str]:
@@ -145,7 +184,10 @@ def _metadata(request: Request) -> Mapping[str, str]:
 
 async def on_gateway_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, GatewayError)
-    return error_response(exc, _metadata(request))
+    # The endpoint notes its service's error format; a path the facade does not know
+    # answers in the gateway's own.
+    dialect = getattr(request.state, "error_format", OPENAI)
+    return error_response(exc, _metadata(request), dialect)
 
 
 async def on_http_exception(request: Request, exc: Exception) -> Response:

@@ -2,6 +2,10 @@
 
     data: {chunk}\\n\\n ... data: [DONE]\\n\\n
 
+A dialect with named events (the `gateway.v1.sse` method option) frames each as
+`event: {name}\\ndata: {chunk}\\n\\n`, its keep-alive as an event of its own, and an
+error after the first event as `event: error` in its error format.
+
 The first chunk is pulled before the response starts, so an error before it is an
 ordinary HTTP error (the caller of `EventStream` does that). After it, an error is one
 last `data: {"error": {...}}` event and the stream ends without [DONE]. While the next
@@ -14,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import anyio
@@ -23,7 +28,7 @@ from starlette.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
 
 from http_facade.codec import to_dict
-from http_facade.errors import error_object, internal
+from http_facade.errors import OPENAI, error_body, internal
 from server.base.errors import GatewayError, ShuttingDown
 
 DONE = b"data: [DONE]\n\n"
@@ -41,6 +46,42 @@ def event(payload: dict[str, Any]) -> bytes:
     return b"data: " + orjson.dumps(payload) + b"\n\n"
 
 
+def named(name: str, payload: dict[str, Any]) -> bytes:
+    return b"event: " + name.encode() + b"\ndata: " + orjson.dumps(payload) + b"\n\n"
+
+
+@dataclass(frozen=True)
+class Framing:
+    """How one streaming RPC's events are written (from its `gateway.v1.sse` option and
+    its service's error format)."""
+
+    # Ends the stream with `data: [DONE]`.
+    done: bool = True
+    # The payload key whose value names each event; empty for unnamed events.
+    name_field: str = ""
+    # The keep-alive event's name; empty for a comment.
+    keepalive_event: str = ""
+    error_format: int = OPENAI
+
+    def event(self, payload: dict[str, Any]) -> bytes:
+        if not self.name_field:
+            return event(payload)
+        return named(str(payload.get(self.name_field, "message")), payload)
+
+    def error(self, error: GatewayError) -> bytes:
+        body = error_body(error, self.error_format)
+        return named("error", body) if self.name_field else event(body)
+
+    @property
+    def keepalive(self) -> bytes:
+        if not self.keepalive_event:
+            return KEEPALIVE
+        return named(self.keepalive_event, {"type": self.keepalive_event})
+
+
+PLAIN = Framing()
+
+
 # Events read ahead of a slow client before the reading pauses.
 MAX_AHEAD = 64
 
@@ -50,11 +91,11 @@ async def events(
     chunks: AsyncIterator[Message],
     keepalive_s: float,
     request_id: str,
-    done: bool = True,
+    framing: Framing = PLAIN,
     stopping: asyncio.Future[None] | None = None,
 ) -> AsyncIterator[bytes]:
-    """The SSE byte stream: `first`, then the rest of `chunks`, then [DONE] unless
-    `done` is false (or an error event). Closes `chunks` however it ends. When
+    """The SSE byte stream: `first`, then the rest of `chunks`, then [DONE] unless the
+    framing has none (or an error event). Closes `chunks` however it ends. When
     `stopping` completes (the server's grace period is running out), the stream ends
     with a SHUTTING_DOWN error event, before the server closes the socket.
 
@@ -63,6 +104,7 @@ async def events(
     chunks in one or two, paced tokens one by one), and a keep-alive timer runs only
     while nothing is ready."""
     loop = asyncio.get_running_loop()
+    encode = framing.event
     ready: list[bytes] = []
     waiter: list[asyncio.Future[bool]] = []  # the writer waiting for events, if any
     space: list[asyncio.Future[None]] = []  # the reader waiting for room, if any
@@ -76,18 +118,18 @@ async def events(
         nonlocal finished
         try:
             async for chunk in chunks:
-                ready.append(event(to_dict(chunk)))
+                ready.append(encode(to_dict(chunk)))
                 wake()
                 if len(ready) >= MAX_AHEAD:
                     room = loop.create_future()
                     space[:] = [room]
                     await room
-            if done:
+            if framing.done:
                 ready.append(DONE)
         except GatewayError as exc:
-            ready.append(event({"error": error_object(exc)}))
+            ready.append(framing.error(exc))
         except Exception as exc:
-            ready.append(event({"error": error_object(internal(exc, request_id))}))
+            ready.append(framing.error(internal(exc, request_id)))
         finally:
             finished = True
             wake()
@@ -100,11 +142,11 @@ async def events(
     if stopping is not None:
         stopping.add_done_callback(on_stop)
     try:
-        yield event(to_dict(first))
+        yield encode(to_dict(first))
         reader = asyncio.ensure_future(read())
         while True:
             if stopping is not None and stopping.done() and not finished:
-                yield event({"error": error_object(SHUTTING_DOWN)})
+                yield framing.error(SHUTTING_DOWN)
                 return
             if ready:
                 out = ready[0] if len(ready) == 1 else b"".join(ready)
@@ -124,7 +166,7 @@ async def events(
                 timer.cancel()
                 waiter.clear()
             if timed_out and not ready:
-                yield KEEPALIVE
+                yield framing.keepalive
     finally:
         # Runs on client disconnect too, inside a cancelled scope: shield the clean-up.
         with anyio.CancelScope(shield=True):

@@ -101,6 +101,7 @@ class Catalog:
             if model.price is None:
                 log.warning("model %s has no price: its costs will be reported absent", model.id)
         self.deployments = {d.id: d for d in config.deployments}
+        self._named = {name: m for m in config.models for name in (m.id, *m.aliases)}
 
     @property
     def models(self) -> list[ModelConfig]:
@@ -117,11 +118,16 @@ class Catalog:
                     return upstream
         return None
 
-    def model(self, model_id: str) -> ModelConfig:
-        model = self.config.model(model_id)
+    def model(self, name: str) -> ModelConfig:
+        """The model of an id or alias; ModelNotFound when there is none."""
+        model = self._named.get(name)
         if model is None:
-            raise ModelNotFound(f"model {model_id!r} does not exist", {"model": model_id})
+            raise ModelNotFound(f"model {name!r} does not exist", {"model": name})
         return model
+
+    def is_profile(self, name: str) -> bool:
+        """Whether `name`, asked for as a model, names a routing profile instead."""
+        return name in self.config.routing.profiles and name not in self._named
 
     def deployment(self, deployment_id: str) -> DeploymentConfig:
         deployment = self.deployments.get(deployment_id)

@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol, TypeVar
 
-from gateway.v1 import deployment_service_pb2 as deployment_pb
 from gateway.v1 import router_service_pb2 as router_pb
 
 from server.accounting.accounts import Accounts
@@ -18,8 +17,10 @@ from server.application import validation
 from server.application.catalog import Upstream
 from server.application.engine import Run
 from server.application.state import Live, Snapshot
+from server.application.validation import InferRequest, InvokeRequest
 from server.base import tokens
 from server.base.call import Call
+from server.base.caller import Principal
 from server.base.config import Price
 from server.base.costs import max_cost
 from server.base.generation import GenerationRequest
@@ -32,8 +33,8 @@ class NamesModel(Protocol):
 
 
 Asked = TypeVar("Asked", bound=NamesModel)
-InferRequest = router_pb.InferRequest | router_pb.StreamInferRequest
-InvokeRequest = deployment_pb.InvokeDeploymentRequest | deployment_pb.StreamInvokeDeploymentRequest
+# Where a request that named a routing profile as its model says what was chosen.
+ROUTE_HEADER = "x-gateway-route"
 
 
 class Generations:
@@ -44,16 +45,24 @@ class Generations:
     async def for_model(
         self, request: Asked, validate: Callable[[Asked], GenerationRequest], call: Call
     ) -> Run:
-        """A run of the model the request names (interface A)."""
+        """A run of the model the request names (interface A), by id or alias. A
+        routing profile named as the model is routed as /v1/infer routes it; the
+        decision goes back in the `x-gateway-route` header."""
         state = self.live.current
-        await self.accounts.identify(call, "api", state.keys)
+        principal = await self.accounts.identify(call, "api", state.keys)
         call.record.asked_for(request.model)
         generation = validate(request)
+        if state.catalog.is_profile(request.model):
+            run, decision = await self._routed(call, state, principal, generation, request.model)
+            call.response_metadata[ROUTE_HEADER] = (
+                f"profile={decision.profile}; model={decision.model}; "
+                f"provider={decision.provider}; reason={decision.reason}"
+            )
+            return run
         model = state.catalog.model(request.model)
         await self._reserve(call, state, generation, [model.price])
-        return await self._open(
-            call, state.catalog.upstreams[model.id], generation, f"model {model.id}"
-        )
+        upstreams = state.catalog.upstreams[model.id]
+        return await self._open(call, upstreams, generation, f"model {model.id}")
 
     async def for_profile(
         self, request: InferRequest, call: Call
@@ -63,6 +72,16 @@ class Generations:
         principal = await self.accounts.identify(call, "router", state.keys)
         generation, asked = validation.infer(request)
         profile = asked or state.config.routing.default_profile
+        return await self._routed(call, state, principal, generation, profile)
+
+    async def _routed(
+        self,
+        call: Call,
+        state: Snapshot,
+        principal: Principal,
+        generation: GenerationRequest,
+        profile: str,
+    ) -> tuple[Run, router_pb.RouteDecision]:
         budget_left = await self.accounts.budget_left(principal)
         with span("gateway.routing", **{"gateway.profile": profile}) as current:
             route = state.router.route(generation, profile, budget_left)

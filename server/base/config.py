@@ -79,6 +79,9 @@ class ModelConfig(Strict):
     quality: float | None = Field(default=None, ge=0, le=1)
     # The most tokens (prompt plus completion) the model takes; absent: no limit known.
     context_window: int | None = Field(default=None, ge=1)
+    # Other names callers may send for this model (a client's built-in model names,
+    # say); answers name the model by its id.
+    aliases: list[str] = Field(default_factory=list)
     providers: list[ProviderConfig] = Field(min_length=1)
 
     @model_validator(mode="after")
@@ -238,6 +241,11 @@ class Config(Strict):
     @model_validator(mode="after")
     def _references(self) -> Config:
         _unique("models", [m.id for m in self.models])
+        _unique("models and aliases", [n for m in self.models for n in (m.id, *m.aliases)])
+        for m in self.models:
+            for name in (m.id, *m.aliases):
+                if name in PROFILES:
+                    raise ValueError(f"models: {name!r} is a routing profile's name")
         _unique("providers", [p.id for m in self.models for p in m.providers])
         _unique("deployments", [d.id for d in self.deployments])
         _unique("keys", [k.name for k in self.keys])
@@ -257,8 +265,9 @@ class Config(Strict):
         """The bound on one storage call on the request path, inside its deadline."""
         return min(self.storage.timeout_s, self.server.request_timeout_s / 2)
 
-    def model(self, model_id: str) -> ModelConfig | None:
-        return next((m for m in self.models if m.id == model_id), None)
+    def model(self, name: str) -> ModelConfig | None:
+        """The model of an id or alias."""
+        return next((m for m in self.models if name == m.id or name in m.aliases), None)
 
 
 def _unique(what: str, ids: list[str]) -> None:

@@ -1,18 +1,28 @@
 from google.protobuf import descriptor_pb2 as _descriptor_pb2
 from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from collections.abc import Iterable as _Iterable
-from typing import ClassVar as _ClassVar, Optional as _Optional
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
+class ErrorFormat(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    ERROR_FORMAT_UNSPECIFIED: _ClassVar[ErrorFormat]
+    ERROR_FORMAT_ANTHROPIC: _ClassVar[ErrorFormat]
+ERROR_FORMAT_UNSPECIFIED: ErrorFormat
+ERROR_FORMAT_ANTHROPIC: ErrorFormat
+
 class RestOptions(_message.Message):
-    __slots__ = ("strict", "refused_fields")
+    __slots__ = ("strict", "refused_fields", "error_format")
     REST_FIELD_NUMBER: _ClassVar[int]
     rest: _descriptor.FieldDescriptor
     STRICT_FIELD_NUMBER: _ClassVar[int]
     REFUSED_FIELDS_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FORMAT_FIELD_NUMBER: _ClassVar[int]
     strict: bool
     refused_fields: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, strict: _Optional[bool] = ..., refused_fields: _Optional[_Iterable[str]] = ...) -> None: ...
+    error_format: ErrorFormat
+    def __init__(self, strict: _Optional[bool] = ..., refused_fields: _Optional[_Iterable[str]] = ..., error_format: _Optional[_Union[ErrorFormat, str]] = ...) -> None: ...

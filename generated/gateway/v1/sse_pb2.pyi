@@ -6,9 +6,13 @@ from typing import ClassVar as _ClassVar, Optional as _Optional
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class SseOptions(_message.Message):
-    __slots__ = ("omit_done",)
+    __slots__ = ("omit_done", "event_name_field", "keepalive_event")
     SSE_FIELD_NUMBER: _ClassVar[int]
     sse: _descriptor.FieldDescriptor
     OMIT_DONE_FIELD_NUMBER: _ClassVar[int]
+    EVENT_NAME_FIELD_FIELD_NUMBER: _ClassVar[int]
+    KEEPALIVE_EVENT_FIELD_NUMBER: _ClassVar[int]
     omit_done: bool
-    def __init__(self, omit_done: _Optional[bool] = ...) -> None: ...
+    event_name_field: str
+    keepalive_event: str
+    def __init__(self, omit_done: _Optional[bool] = ..., event_name_field: _Optional[str] = ..., keepalive_event: _Optional[str] = ...) -> None: ...
