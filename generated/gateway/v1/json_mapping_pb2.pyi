@@ -9,3 +9,5 @@ OMIT_EMPTY_FIELD_NUMBER: _ClassVar[int]
 omit_empty: _descriptor.FieldDescriptor
 NULL_WHEN_EMPTY_FIELD_NUMBER: _ClassVar[int]
 null_when_empty: _descriptor.FieldDescriptor
+OTHER_KEYS_FIELD_NUMBER: _ClassVar[int]
+other_keys: _descriptor.FieldDescriptor

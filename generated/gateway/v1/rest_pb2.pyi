@@ -16,13 +16,15 @@ ERROR_FORMAT_UNSPECIFIED: ErrorFormat
 ERROR_FORMAT_ANTHROPIC: ErrorFormat
 
 class RestOptions(_message.Message):
-    __slots__ = ("strict", "refused_fields", "error_format")
+    __slots__ = ("strict", "refused_fields", "error_format", "forwarded_headers")
     REST_FIELD_NUMBER: _ClassVar[int]
     rest: _descriptor.FieldDescriptor
     STRICT_FIELD_NUMBER: _ClassVar[int]
     REFUSED_FIELDS_FIELD_NUMBER: _ClassVar[int]
     ERROR_FORMAT_FIELD_NUMBER: _ClassVar[int]
+    FORWARDED_HEADERS_FIELD_NUMBER: _ClassVar[int]
     strict: bool
     refused_fields: _containers.RepeatedScalarFieldContainer[str]
     error_format: ErrorFormat
-    def __init__(self, strict: _Optional[bool] = ..., refused_fields: _Optional[_Iterable[str]] = ..., error_format: _Optional[_Union[ErrorFormat, str]] = ...) -> None: ...
+    forwarded_headers: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, strict: _Optional[bool] = ..., refused_fields: _Optional[_Iterable[str]] = ..., error_format: _Optional[_Union[ErrorFormat, str]] = ..., forwarded_headers: _Optional[_Iterable[str]] = ...) -> None: ...
