@@ -60,6 +60,8 @@ class Rpc:
     error_format: int = rest_pb2.ERROR_FORMAT_UNSPECIFIED
     # How a streaming RPC's events are written (its `gateway.v1.sse` option).
     framing: Framing = PLAIN
+    # The dialect's request headers passed on as call metadata (`forwarded_headers`).
+    forwarded_headers: tuple[str, ...] = ()
 
     @property
     def path(self) -> str:
@@ -86,6 +88,7 @@ class Rpc:
             frozenset(rest.refused_fields),
             rest.error_format,
             framing,
+            tuple(h.lower() for h in rest.forwarded_headers),
         )
 
 

@@ -5,17 +5,21 @@ parse `created` and token counts as integers); fields without presence (plain pr
 scalars, repeated fields) always written, so `index: 0` appears; fields with presence
 (`optional` scalars, messages) written only when set, so `finish_reason` and `ttft_ms`
 are absent where unset. Well-known types (Struct...) take their canonical JSON form.
-Two field options (gateway/v1/json_mapping.proto) cover OpenAI shapes proto3 JSON
-cannot express: `omit_empty` leaves an empty repeated field out (`tool_calls`),
-`null_when_empty` writes an empty string as null (a tool-call reply's `content`), and
+Field options (gateway/v1/json_mapping.proto) cover dialect shapes proto3 JSON cannot
+express: `omit_empty` leaves an empty repeated field out (`tool_calls`),
+`null_when_empty` writes an empty string as null (a tool-call reply's `content`),
 `json_key` lets a field share another field's key (`content` holds a string or an
-array of parts; `tool_choice` a string or an object): the set one is written there.
+array of parts; `tool_choice` a string or an object): the set one is written there,
+and `other_keys` marks a Struct whose keys are written beside the fields (an object
+with an open set of keys).
 
 Reading (`from_dict`): `null` means unset, and a value of the wrong type is
 InvalidArgument naming the field (`messages[0].role`). Under a `json_key` key, an array
-or object goes to the field that declared the key, anything else to the plain field.
-Unknown keys are ignored by default; with `strict=True` (the OpenAI generation paths,
-as OpenAI itself does) a non-null unknown key is InvalidArgument naming it.
+goes to the repeated field that shares it, an object to the message field that shares
+it, anything else (or what no sharer takes) to the plain field. Unknown keys go to the
+`other_keys` field when the message has one; else they are ignored by default, and
+with `strict=True` (the OpenAI generation paths, as OpenAI itself does) a non-null
+unknown key is InvalidArgument naming it.
 
 Each message type's plan is computed once and cached: this runs for every SSE chunk.
 """
@@ -51,14 +55,18 @@ _INTS = {
 _FLOATS = {_T.TYPE_DOUBLE, _T.TYPE_FLOAT}
 
 # How a field is written.
-_ALWAYS, _IF_SET, _REPEATED, _MAP, _IF_ANY, _OR_NULL = range(6)
+_ALWAYS, _IF_SET, _REPEATED, _MAP, _IF_ANY, _OR_NULL, _MERGE = range(7)
 
 Convert = Callable[[Any], Any]
 # (field name, JSON key, how, converter)
 _Plan = tuple[tuple[str, str, int, Convert | None], ...]
 _plans: dict[Descriptor, _Plan] = {}
-# Per message type: its fields by JSON key, and the fields that borrow a key.
-_readers: dict[Descriptor, tuple[dict[str, FieldDescriptor], dict[str, FieldDescriptor]]] = {}
+# Per message type: its fields by JSON key, the fields that borrow each key, and the
+# field that takes unknown keys (other_keys), if any.
+_Reader = tuple[
+    dict[str, FieldDescriptor], dict[str, list[FieldDescriptor]], FieldDescriptor | None
+]
+_readers: dict[Descriptor, _Reader] = {}
 # Whether a field is a map, per field (asked for every value read).
 _maps: dict[FieldDescriptor, bool] = {}
 
@@ -140,6 +148,9 @@ def _compile(descriptor: Descriptor) -> Callable[[Message], dict[str, Any]]:
         elif how == _OR_NULL:
             body += [f"    v = {get}", f"    out[{key!r}] = {conv('v')} if v else None"]
             continue
+        elif how == _MERGE:
+            body += [f"    if m.HasField({name!r}):", f"        out.update({conv(get)})"]
+            continue
         else:  # _IF_ANY
             body += [f"    if len({get}):", f"        out[{key!r}] = {items}"]
             continue
@@ -160,7 +171,9 @@ def _plan(descriptor: Descriptor) -> _Plan:
     ordered = sorted(descriptor.fields, key=lambda f: bool(_json_key(f)))
     for field in ordered:
         key = _json_key(field) or field.name
-        if _is_map(field):
+        if _option(field, json_mapping_pb2.other_keys):
+            plan.append((field.name, key, _MERGE, _writer(field)))
+        elif _is_map(field):
             value_field = field.message_type.fields_by_name["value"]
             plan.append((field.name, key, _MAP, _writer(value_field)))
         elif field.is_repeated:
@@ -211,41 +224,59 @@ def from_dict(
 ) -> Message:
     """Fills `message` from a decoded JSON object; returns it. With `strict`, a
     non-null key that names no field is InvalidArgument naming it."""
-    plain, shared = _reader(message.DESCRIPTOR)
+    plain, shared, other = _reader(message.DESCRIPTOR)
+    unknown: dict[str, Any] = {}
     for key, value in data.items():
         if value is None:
             continue
-        sharer = shared.get(key)
-        if sharer is not None and isinstance(value, list | dict):
+        sharer = _sharer(shared.get(key), value)
+        if sharer is not None:
             field, where = sharer, key
         else:
             field = plain.get(key)
             if field is None:
-                if strict:
+                if other is not None:
+                    unknown[key] = value
+                elif strict:
                     raise UnknownParameter.for_field(prefix + key, "is not a known parameter")
                 continue
             where = field.name
         _set(message, field, value, prefix + where, strict)
+    if unknown and other is not None:
+        _message_value(getattr(message, other.name), other, unknown, prefix.rstrip("."), strict)
     return message
 
 
-def _reader(
-    descriptor: Descriptor,
-) -> tuple[dict[str, FieldDescriptor], dict[str, FieldDescriptor]]:
-    """The fields by JSON key (name or camelCase name), and those reached only through
-    a key another field lends them (json_key)."""
+def _sharer(fields: list[FieldDescriptor] | None, value: Any) -> FieldDescriptor | None:
+    """The field sharing a key that takes `value`: an array goes to a repeated field,
+    an object to a message (or map) field; None when none does."""
+    if not fields or not isinstance(value, list | dict):
+        return None
+    for field in fields:
+        repeated = field.is_repeated and not _is_map(field)
+        if repeated if isinstance(value, list) else not repeated:
+            return field
+    return None
+
+
+def _reader(descriptor: Descriptor) -> _Reader:
+    """The fields by JSON key (name or camelCase name), those reached only through a
+    key another field lends them (json_key), and the one taking unknown keys."""
     reader = _readers.get(descriptor)
     if reader is None:
         plain: dict[str, FieldDescriptor] = {}
-        shared: dict[str, FieldDescriptor] = {}
+        shared: dict[str, list[FieldDescriptor]] = {}
+        other = None
         for field in descriptor.fields:
             key = _json_key(field)
-            if key:
-                shared[key] = field
+            if _option(field, json_mapping_pb2.other_keys):
+                other = field
+            elif key:
+                shared.setdefault(key, []).append(field)
             else:
                 plain[field.name] = field
                 plain.setdefault(field.camelcase_name, field)
-        reader = _readers[descriptor] = (plain, shared)
+        reader = _readers[descriptor] = (plain, shared, other)
     return reader
 
 

@@ -35,10 +35,13 @@ class Exchange:
     response_headers: dict[str, str] = field(default_factory=dict)
 
 
-def exchange_for(scope: Scope) -> Exchange:
+def exchange_for(scope: Scope, dialect_headers: tuple[str, ...] = ()) -> Exchange:
+    """The request's exchange; `dialect_headers` (its service's `forwarded_headers`)
+    cross as metadata too."""
     headers = Headers(scope=scope)
     request_id = scope["state"]["request_id"]
-    metadata = {name: value for name in FORWARDED if (value := headers.get(name))}
+    names = (*FORWARDED, *dialect_headers)
+    metadata = {name: value for name in names if (value := headers.get(name))}
     metadata[REQUEST_ID] = request_id
     exchange = Exchange(request_id, metadata)
     scope["state"]["exchange"] = exchange

@@ -47,7 +47,7 @@ class Endpoint:
     async def handle(self, request: Request) -> Response:
         # Errors from here on are written in the service's own error format.
         request.state.error_format = self.binding.rpc.error_format
-        exchange = exchange_for(request.scope)
+        exchange = exchange_for(request.scope, self.binding.rpc.forwarded_headers)
         payload = await self._payload(request)
         rpc = self._rpc(payload)
         message = self._message(rpc, payload, request)

@@ -16,9 +16,12 @@ from server.base import costs, tokens
 from server.base.config import ModelConfig
 from server.base.errors import Internal, Unsupported
 from server.base.generation import (
+    Capability,
     Event,
     Finished,
     GenerationRequest,
+    NativeEvent,
+    ReasoningDelta,
     TextDelta,
     TokenCounts,
     TokenLogprob,
@@ -37,8 +40,13 @@ class Choice:
     # Tool calls by index: [id, name, arguments].
     calls: dict[int, list[str]] = field(default_factory=dict)
     finish_reason: str | None = None
+    # Shown reasoning (thinking), counted when the upstream reports no usage.
+    reasoning: list[str] = field(default_factory=list)
 
-    def add(self, event: TextDelta | ToolCallDelta) -> None:
+    def add(self, event: TextDelta | ToolCallDelta | ReasoningDelta) -> None:
+        if isinstance(event, ReasoningDelta):
+            self.reasoning.append(event.text)
+            return
         if isinstance(event, TextDelta):
             self.text.append(event.text)
             self.logprobs.extend(event.logprobs)
@@ -65,14 +73,22 @@ def capable(
     enabled = [u for u in upstreams if u.config.enabled] or list(upstreams)
     for capability, param in needs.items():
         if not any(capability in u.capabilities for u in enabled):
+            what = (
+                "only the request's own format carries it, and there is no provider of "
+                f"that format for {subject}"
+                if capability is Capability.NATIVE
+                else f"{subject} has no provider that supports {capability.value}"
+            )
             raise Unsupported(
-                f"{param}: {subject} has no provider that supports {capability.value}",
+                f"{param}: {what}",
                 {"field": param, "capability": capability.value, "subject": subject},
             )
     return [u for u in upstreams if all(c in u.capabilities for c in needs)]
 
 
 log = logging.getLogger(__name__)
+# What a run passes on: everything but the end.
+Fragment = TextDelta | ToolCallDelta | ReasoningDelta | NativeEvent
 
 
 class Run:
@@ -121,6 +137,13 @@ class Run:
 
     async def events(self) -> AsyncIterator[TextDelta | ToolCallDelta]:
         """Text and tool-call fragments as they come, each choice's in order."""
+        async for event in self.fragments():
+            if isinstance(event, TextDelta | ToolCallDelta):
+                yield event
+
+    async def fragments(self) -> AsyncIterator[Fragment]:
+        """Every fragment as it comes: text, tool calls, reasoning, and native events
+        (which only a request with a Native form gets)."""
         waited = time.perf_counter()
         assert self._events is not None, "open() first"
         async for event in self._events:
@@ -129,7 +152,7 @@ class Run:
                 yield fragment
             waited = time.perf_counter()
 
-    def _take(self, event: Event) -> TextDelta | ToolCallDelta | None:
+    def _take(self, event: Event) -> Fragment | None:
         """Records an event; returns it when it is a fragment to pass on."""
         if isinstance(event, Finished):
             self._finished = event = self._checked(event)
@@ -139,6 +162,8 @@ class Run:
             return None
         if event.choice >= len(self.choices):
             return None  # a choice nobody asked for
+        if isinstance(event, NativeEvent):
+            return event
         if isinstance(event, TextDelta) and not event.text:
             return None
         self.choices[event.choice].add(event)
@@ -186,6 +211,11 @@ class Run:
             raise Internal("generation ended without a finish reason")
         return self._finished.finish_reason
 
+    @property
+    def stop_sequence(self) -> str | None:
+        """The stop sequence that ended choice 0, when the upstream said which."""
+        return self._finished.stop_sequence if self._finished is not None else None
+
     def choice_finish(self, index: int) -> str:
         """Choice `index`'s finish reason (choice 0's when the upstream gave one only)."""
         return self.choices[index].finish_reason or self.finish_reason
@@ -195,7 +225,9 @@ class Run:
         if self._finished is not None and self._finished.counts is not None:
             return self._finished.counts
         generated = sum(
-            tokens.estimate("".join(c.text)) + sum(tokens.estimate(a[2]) for a in c.calls.values())
+            tokens.estimate("".join(c.text))
+            + tokens.estimate("".join(c.reasoning))
+            + sum(tokens.estimate(a[2]) for a in c.calls.values())
             for c in self.choices
         )
         return TokenCounts(tokens.estimate_prompt(self.request), generated)

@@ -16,6 +16,7 @@ from server.application.completion import CompletionService
 from server.application.deployment import DeploymentService
 from server.application.embedding import EmbeddingService
 from server.application.feedback import FeedbackService
+from server.application.messages import MessagesService
 from server.application.model import ModelService
 from server.application.provider import ProviderService
 from server.application.router import RouterService
@@ -37,6 +38,7 @@ class Services:
     admin: AdminService
     usage: UsageService
     feedback: FeedbackService
+    messages: MessagesService
 
 
 def handlers(s: Services) -> dict[str, Handler]:
@@ -69,6 +71,9 @@ def handlers(s: Services) -> dict[str, Handler]:
         "gateway.v1.AdminService.GetDashboard": s.admin.get_dashboard,
         "gateway.v1.UsageService.GetUsage": s.usage.get_usage,
         "gateway.v1.FeedbackService.SubmitFeedback": s.feedback.submit_feedback,
+        "gateway.v1.MessagesService.CreateMessage": s.messages.create_message,
+        "gateway.v1.MessagesService.StreamMessage": s.messages.stream_message,
+        "gateway.v1.MessagesService.CountMessageTokens": s.messages.count_message_tokens,
     }
 
 

@@ -10,7 +10,9 @@ import random
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
+
+from google.protobuf.message import Message as ProtoMessage
 
 from server.base.errors import UpstreamError
 
@@ -33,9 +35,20 @@ class Capability(StrEnum):
     REASONING_EFFORT = "reasoning_effort"
     # Request metadata (key-value tags) passed to the upstream.
     METADATA = "metadata"
+    # Extended thinking: reasoning before the reply (Messages' `thinking`).
+    THINKING = "thinking"
+    # Documents (PDF) as input.
+    DOCUMENTS = "documents"
+    # Sampling from the K likeliest tokens only.
+    TOP_K = "top_k"
+    # What only the request's own wire format carries (Anthropic's server tools, MCP
+    # servers, containers...): only an adapter of that format (`Native.kind`) has it.
+    NATIVE = "native"
 
 
-ALL_CAPABILITIES = frozenset(Capability)
+# Every capability a request in the gateway's own terms may need (NATIVE is the
+# format's own adapter's alone).
+ALL_CAPABILITIES = frozenset(Capability) - {Capability.NATIVE}
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +68,16 @@ class ImagePart:
         return self.url.startswith("data:")
 
 
-Part = TextPart | ImagePart
+@dataclass(frozen=True, slots=True)
+class DocumentPart:
+    """A PDF document, as base64 `data`."""
+
+    media_type: str
+    data: str
+    title: str | None = None
+
+
+Part = TextPart | ImagePart | DocumentPart
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +104,10 @@ class Message:
     def images(self) -> tuple[ImagePart, ...]:
         return tuple(p for p in self.parts if isinstance(p, ImagePart))
 
+    @property
+    def documents(self) -> tuple[DocumentPart, ...]:
+        return tuple(p for p in self.parts if isinstance(p, DocumentPart))
+
 
 @dataclass(frozen=True, slots=True)
 class ToolSpec:
@@ -102,6 +128,26 @@ class ResponseFormat:
     schema: dict[str, Any] | None = None
     description: str | None = None
     strict: bool | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Thinking:
+    """Extended thinking: `enabled` with a token budget, or `adaptive`."""
+
+    type: str
+    budget_tokens: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Native:
+    """The request as the caller wrote it in a provider's own wire format (`kind`, an
+    adapter kind): that adapter sends it instead of translating the generic fields,
+    so nothing the format carries is lost; every other adapter uses the generic
+    fields. `headers` are the format's own request headers (`anthropic-beta`)."""
+
+    kind: str
+    request: ProtoMessage
+    headers: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,6 +183,12 @@ class GenerationRequest:
     echo: bool = False
     suffix: str | None = None
     best_of: int | None = None
+    top_k: int | None = None
+    thinking: Thinking | None = None
+    native: Native | None = None
+    # The first field only the native format can carry (a server tool...), if any:
+    # the request then needs that format's own adapter.
+    native_only: str | None = None
 
     @property
     def is_chat(self) -> bool:
@@ -168,6 +220,14 @@ class GenerationRequest:
             out[Capability.REASONING_EFFORT] = "reasoning_effort"
         if self.metadata:
             out[Capability.METADATA] = "metadata"
+        if self.thinking is not None:
+            out[Capability.THINKING] = "thinking"
+        if any(m.documents for m in self.messages):
+            out[Capability.DOCUMENTS] = "messages"
+        if self.top_k is not None:
+            out[Capability.TOP_K] = "top_k"
+        if self.native_only is not None:
+            out[Capability.NATIVE] = self.native_only
         return out
 
 
@@ -228,17 +288,43 @@ class ToolCallDelta:
 
 
 @dataclass(frozen=True, slots=True)
+class ReasoningDelta:
+    """A fragment of the model's shown reasoning (a thinking block) of choice
+    `choice`: text, and last the block's signature, which only the kind of provider
+    that made it may be given back."""
+
+    text: str = ""
+    signature: str | None = None
+    choice: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class NativeEvent:
+    """An event in the provider's own wire format, for a caller of that format (a
+    Native request's), passed on untouched."""
+
+    kind: str
+    data: dict[str, Any]
+    choice: int = 0
+
+
+@dataclass(frozen=True, slots=True)
 class Finished:
     """The end of a generation. `counts` is None when the upstream reported no usage;
     the core then counts the tokens itself. `finish_reason` is choice 0's;
-    `finish_reasons` holds every choice's when there are several."""
+    `finish_reasons` holds every choice's when there are several. `stop_sequence` is
+    the stop sequence that ended choice 0, when the upstream says which."""
 
     finish_reason: str
     counts: TokenCounts | None = None
     finish_reasons: tuple[str, ...] = ()
+    stop_sequence: str | None = None
 
 
-Event = TextDelta | ToolCallDelta | Finished
+Event = TextDelta | ToolCallDelta | ReasoningDelta | NativeEvent | Finished
+# Signatures of thinking blocks the gateway's own providers make start with this; any
+# other signature is an Anthropic upstream's.
+GATEWAY_SIGNATURE = "gateway-signature:"
 
 
 @dataclass(frozen=True)
@@ -280,6 +366,14 @@ class Provider(Protocol):
     async def aclose(self) -> None:
         """Releases pooled connections."""
         ...
+
+
+@runtime_checkable
+class TokenCounter(Protocol):
+    """A provider that counts a request's input tokens itself (Anthropic's
+    count_tokens); failures are raised as `errors.UpstreamError`."""
+
+    async def count_tokens(self, request: GenerationRequest) -> int: ...
 
 
 @dataclass

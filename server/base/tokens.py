@@ -44,6 +44,8 @@ def estimate_prompt(request: GenerationRequest) -> int:
 def _message(message: Message) -> int:
     """Every part of a message: its text, images, name and tool calls."""
     count = estimate(message.content) + IMAGE_TOKENS * len(message.images)
+    # A PDF: its bytes, as text's (base64 holds three bytes in four characters).
+    count += sum(len(d.data) * 3 // 4 // BYTES_PER_TOKEN for d in message.documents)
     count += estimate(message.name or "")
     for call in message.tool_calls:
         count += estimate(call.name) + estimate(call.arguments) + estimate(call.id)
@@ -77,6 +79,9 @@ def implausible(counts: TokenCounts, request: GenerationRequest) -> str | None:
     if counts.reasoning_tokens > counts.completion_tokens:
         return "more reasoning tokens than completion tokens"
     prompt_bytes = estimate_prompt(request) * BYTES_PER_TOKEN
+    if request.native is not None:
+        # What the native form carries beyond the generic fields (server tool results).
+        prompt_bytes = max(prompt_bytes, request.native.request.ByteSize())
     if counts.prompt_tokens > 2 * prompt_bytes + PROMPT_SLACK_TOKENS:
         return f"{counts.prompt_tokens} prompt tokens for a prompt of about {prompt_bytes} bytes"
     limit = request.max_tokens

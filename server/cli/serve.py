@@ -35,6 +35,7 @@ from server.application.deployment import DeploymentService
 from server.application.embedding import EmbeddingService
 from server.application.feedback import FeedbackService
 from server.application.generations import Generations
+from server.application.messages import MessagesService
 from server.application.model import ModelService
 from server.application.provider import ProviderService
 from server.application.router import RouterService
@@ -147,6 +148,7 @@ def assemble(
         ),
         usage=UsageService(live, accounts, state.store),
         feedback=FeedbackService(live, accounts, state.store),
+        messages=MessagesService(generations, live, accounts),
     )
 
     def log_request(outcome: Outcome) -> None:

@@ -16,6 +16,15 @@ tool calls, stop_reason tool_use becomes `tool_calls`. Structured output is a fo
 tool named after the schema (`json_object`: any object) whose input is the reply's
 text. `user` goes as metadata.user_id.
 
+A Messages request (`request.native` of kind `anthropic`) is sent as the caller wrote
+it, only `model` and `stream` set by the adapter, with its `anthropic-beta` header:
+thinking blocks and signatures, cache_control, documents, citations, server tools and
+beta fields reach the upstream untouched, except thinking blocks the gateway's own
+providers signed (GATEWAY_SIGNATURE), which Anthropic would refuse. Its events come
+back as native events, untouched too (ping dropped: the gateway sends its own); a
+unary answer comes back as the events that would have streamed it.
+`count_tokens` asks the upstream's POST /v1/messages/count_tokens.
+
 Usage conversion: Anthropic's `input_tokens` EXCLUDE cached tokens, while the gateway
 counts as OpenAI does, so prompt_tokens = input_tokens + cache_read_input_tokens +
 cache_creation_input_tokens, cached_tokens = cache_read_input_tokens (priced at
@@ -30,16 +39,23 @@ import re
 from collections.abc import AsyncIterator
 from typing import Any
 
+from gateway.v1 import json_mapping_pb2
+from google.protobuf import json_format
+from google.protobuf.message import Message as ProtoMessage
 from pydantic import Field
 
 from server.base.errors import UpstreamError
 from server.base.generation import (
+    GATEWAY_SIGNATURE,
     Capability,
+    DocumentPart,
     Event,
     Finished,
     GenerationRequest,
     ImagePart,
     Message,
+    Native,
+    NativeEvent,
     TextDelta,
     TokenCounts,
     ToolCallDelta,
@@ -78,7 +94,14 @@ class AnthropicParams(HttpParams):
     stream: bool = True
 
 
-CAPABILITIES = frozenset({Capability.TOOLS, Capability.IMAGES, Capability.STRUCTURED_OUTPUT})
+CAPABILITIES = frozenset(
+    {Capability.TOOLS, Capability.IMAGES, Capability.STRUCTURED_OUTPUT, Capability.THINKING,
+     Capability.DOCUMENTS, Capability.TOP_K, Capability.NATIVE}
+)  # fmt: skip
+KIND = "anthropic"
+# The request keys count_tokens takes.
+COUNT_KEYS = ("model", "messages", "system", "tools", "tool_choice", "thinking", "mcp_servers",
+              "context_management", "output_config")  # fmt: skip
 DATA_URL = re.compile(r"^data:(image/[a-z]+);base64,(.*)$", re.DOTALL)
 
 
@@ -122,6 +145,11 @@ class AnthropicProvider:
         return body
 
     async def generate(self, request: GenerationRequest) -> AsyncIterator[Event]:
+        native = request.native
+        if native is not None and native.kind == KIND:
+            async for native_event in self._native(request, native):
+                yield native_event
+            return
         with upstream_errors(self.id):
             async with self._client.stream("POST", "/v1/messages", json=self.body(request)) as r:
                 await check_status(r, self.id)
@@ -188,8 +216,147 @@ class AnthropicProvider:
                         )
                 raise ProtocolViolation("stream ended without message_stop")
 
+    async def _native(self, request: GenerationRequest, native: Native) -> AsyncIterator[Event]:
+        """The request as the caller wrote it; the upstream's events, untouched."""
+        body = {**native_body(native), "model": self.params.model}
+        if self.params.stream:
+            body["stream"] = True
+        usage: dict[str, Any] = {}
+        stop: dict[str, Any] = {}
+        with upstream_errors(self.id):
+            async with self._client.stream(
+                "POST", "/v1/messages", json=body, extra_headers=native.headers
+            ) as r:
+                await check_status(r, self.id)
+                if self.params.stream:
+                    events = self._stream_events(r)
+                else:
+                    events = _as_events(await read_json(r))
+                async for data in events:
+                    kind = data.get("type")
+                    if kind == "message_start":
+                        usage.update((data.get("message") or {}).get("usage") or {})
+                    elif kind == "message_delta":
+                        stop.update(data.get("delta") or {})
+                        usage.update(
+                            {k: v for k, v in (data.get("usage") or {}).items() if v is not None}
+                        )
+                    elif kind == "message_stop":
+                        reason = stop.get("stop_reason")
+                        yield Finished(
+                            _finish(reason),
+                            streamed_counts(lambda: counts(usage), self.id),
+                            stop_sequence=stop.get("stop_sequence"),
+                        )
+                        return
+                    if kind != "ping":
+                        yield NativeEvent(KIND, data)
+                raise ProtocolViolation("stream ended without message_stop")
+
+    async def _stream_events(self, r: Any) -> AsyncIterator[dict[str, Any]]:
+        async for event in sse_events(r, self.params.max_line_bytes):
+            data = json.loads(event.data)
+            if not isinstance(data, dict):
+                raise ProtocolViolation("an event that is not a JSON object")
+            if data.get("type", event.event) == "error":
+                error = data.get("error") or {}
+                raise UpstreamError(
+                    f"{self.id}: upstream failed mid-stream: "
+                    f"{error.get('type', 'error')}: {redact(str(error.get('message'))[:200])}",
+                    {"provider": self.id},
+                    upstream_answered=True,
+                )
+            yield data
+
+    async def count_tokens(self, request: GenerationRequest) -> int:
+        """The upstream's own count of a Messages request's input tokens."""
+        native = request.native
+        if native is None or native.kind != KIND:
+            raise UpstreamError(f"{self.id}: counts only Messages requests", {"provider": self.id})
+        whole = {**native_body(native), "model": self.params.model}
+        body = {k: v for k, v in whole.items() if k in COUNT_KEYS}
+        with upstream_errors(self.id):
+            async with self._client.stream(
+                "POST", "/v1/messages/count_tokens", json=body, extra_headers=native.headers
+            ) as r:
+                await check_status(r, self.id)
+                answer = await read_json(r)
+            return count(answer.get("input_tokens"), "input_tokens")
+
     async def aclose(self) -> None:
         await self._client.aclose()
+
+
+def native_body(native: Native) -> dict[str, Any]:
+    """A Messages request of the contract as Anthropic's JSON, without the thinking
+    blocks the gateway's own providers signed."""
+    body = _proto_json(native.request)
+    body.pop("stream", None)
+    for turn in body.get("messages") or ():
+        blocks = turn.get("content")
+        if isinstance(blocks, list):
+            turn["content"] = [b for b in blocks if not _gateway_signed(b)]
+    return body
+
+
+def _proto_json(message: ProtoMessage) -> dict[str, Any]:
+    """The set fields of a contract message as the Messages JSON writes them: a
+    field sharing a key (json_key) under that key, an `other_keys` Struct's keys
+    beside the fields, whole numbers of a Struct as integers."""
+    out: dict[str, Any] = {}
+    for field, value in message.ListFields():
+        options = field.GetOptions()
+        if options.Extensions[json_mapping_pb2.other_keys]:
+            out.update(_whole(json_format.MessageToDict(value)))
+            continue
+        key = options.Extensions[json_mapping_pb2.json_key] or field.name
+        if field.message_type is None:
+            out[key] = list(value) if field.is_repeated else value
+        elif field.is_repeated:
+            out[key] = [_message_json(v) for v in value]
+        else:
+            out[key] = _message_json(value)
+    return out
+
+
+def _message_json(message: ProtoMessage) -> Any:
+    if message.DESCRIPTOR.full_name.startswith("google.protobuf."):
+        return _whole(json_format.MessageToDict(message))
+    return _proto_json(message)
+
+
+def _whole(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _whole(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_whole(v) for v in value]
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
+        return int(value)
+    return value
+
+
+def _gateway_signed(block: Any) -> bool:
+    return (
+        isinstance(block, dict)
+        and block.get("type") == "thinking"
+        and str(block.get("signature", "")).startswith(GATEWAY_SIGNATURE)
+    )
+
+
+async def _as_events(answer: Any) -> AsyncIterator[dict[str, Any]]:
+    """A whole answer as the events that would have streamed it."""
+    if not isinstance(answer, dict) or not isinstance(answer.get("content"), list):
+        raise ProtocolViolation("an answer without content")
+    start = {
+        k: v for k, v in answer.items() if k not in ("content", "stop_reason", "stop_sequence")
+    }
+    yield {"type": "message_start", "message": {**start, "content": [], "stop_reason": None}}
+    for index, block in enumerate(answer["content"]):
+        yield {"type": "content_block_start", "index": index, "content_block": block}
+        yield {"type": "content_block_stop", "index": index}
+    delta = {k: answer.get(k) for k in ("stop_reason", "stop_sequence")}
+    yield {"type": "message_delta", "delta": delta, "usage": answer.get("usage") or {}}
+    yield {"type": "message_stop"}
 
 
 def counts(usage: Any) -> TokenCounts | None:
@@ -243,6 +410,9 @@ def _blocks(m: Message) -> list[dict[str, Any]]:
         for part in m.parts:
             if isinstance(part, ImagePart):
                 blocks.append({"type": "image", "source": _image_source(part.url)})
+            elif isinstance(part, DocumentPart):
+                source = {"type": "base64", "media_type": part.media_type, "data": part.data}
+                blocks.append({"type": "document", "source": source})
             elif part.text:
                 blocks.append({"type": "text", "text": part.text})
     elif m.content:

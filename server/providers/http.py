@@ -231,15 +231,21 @@ class Client:
         return session
 
     @asynccontextmanager
-    async def stream(self, method: str, path: str, json: Any = None) -> AsyncIterator[Response]:
-        """Sends one request (a JSON body) and yields the answer, its body unread; the
-        connection goes back to the pool (or is closed, when the body was not read to
-        its end) on the way out."""
+    async def stream(
+        self,
+        method: str,
+        path: str,
+        json: Any = None,
+        extra_headers: Iterable[tuple[str, str]] = (),
+    ) -> AsyncIterator[Response]:
+        """Sends one request (a JSON body, and headers besides the client's own) and
+        yields the answer, its body unread; the connection goes back to the pool (or is
+        closed, when the body was not read to its end) on the way out."""
         body = None if json is None else orjson.dumps(json)
-        headers: dict[str, str] | None = None
+        headers: dict[str, str] | None = dict(extra_headers) or None
         if spans.enabled():
             # Carries the caller's trace (W3C traceparent) to the upstream.
-            headers = {}
+            headers = headers or {}
             spans.inject(headers)
         url = self._urls.get(path)
         if url is None:

@@ -27,12 +27,15 @@ from server.base.embedding import EmbeddingRequest, Embeddings
 from server.base.errors import UpstreamError
 from server.base.generation import (
     ALL_CAPABILITIES,
+    DocumentPart,
     Event,
     Finished,
     GenerationRequest,
     ImagePart,
     Message,
+    Part,
     TextDelta,
+    Thinking,
     TokenCounts,
     TokenLogprob,
     ToolCallDelta,
@@ -200,12 +203,7 @@ def message_json(m: Message) -> dict[str, Any]:
     """A message in OpenAI's shape, as the caller sent it."""
     out: dict[str, Any] = {"role": m.role}
     if m.parts:
-        out["content"] = [
-            {"type": "image_url", "image_url": _image(p)}
-            if isinstance(p, ImagePart)
-            else {"type": "text", "text": p.text}
-            for p in m.parts
-        ]
+        out["content"] = [_part(p) for p in m.parts]
     elif m.content or not m.tool_calls:
         out["content"] = m.content
     if m.name is not None:
@@ -218,6 +216,19 @@ def message_json(m: Message) -> dict[str, Any]:
     if m.tool_call_id is not None:
         out["tool_call_id"] = m.tool_call_id
     return out
+
+
+def _part(part: Part) -> dict[str, Any]:
+    if isinstance(part, ImagePart):
+        return {"type": "image_url", "image_url": _image(part)}
+    if isinstance(part, DocumentPart):
+        # OpenAI's file part: the PDF as a data URL.
+        data = f"data:{part.media_type};base64,{part.data}"
+        return {
+            "type": "file",
+            "file": {"filename": part.title or "document.pdf", "file_data": data},
+        }
+    return {"type": "text", "text": part.text}
 
 
 def _image(part: ImagePart) -> dict[str, Any]:
@@ -259,8 +270,18 @@ def _chat_fields(request: GenerationRequest, body: dict[str, Any]) -> None:
             body["top_logprobs"] = request.top_logprobs
     if request.reasoning_effort is not None:
         body["reasoning_effort"] = request.reasoning_effort
+    elif request.thinking is not None:
+        body["reasoning_effort"] = reasoning_effort(request.thinking)
     if request.metadata:
         body["metadata"] = dict(request.metadata)
+
+
+def reasoning_effort(thinking: Thinking) -> str:
+    """Extended thinking in OpenAI's terms: its token budget as an effort."""
+    budget = thinking.budget_tokens
+    if budget is None:
+        return "medium"
+    return "low" if budget < 4096 else "medium" if budget < 16384 else "high"
 
 
 def _completion_fields(request: GenerationRequest, body: dict[str, Any]) -> None:
@@ -280,6 +301,8 @@ def _shared_fields(request: GenerationRequest, body: dict[str, Any]) -> None:
             body[key] = getattr(request, key)
     if request.logit_bias:
         body["logit_bias"] = dict(request.logit_bias)
+    if request.top_k is not None:
+        body["top_k"] = request.top_k  # vLLM, llama.cpp and Ollama read it
 
 
 def _choices(answer: Any) -> list[dict[str, Any]]:

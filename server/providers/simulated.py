@@ -16,7 +16,10 @@ It has every capability, so the embedded default shows the whole request surface
   ends with a tool result, which it answers with text (`required` always calls);
 - response_format: JSON valid against the schema (`json_object`: an object holding
   the simulated text), strings inside labelled "(simulated)";
-- n: distinct deterministic choices; logprobs: deterministic made-up values.
+- n: distinct deterministic choices; logprobs: deterministic made-up values;
+- thinking: a few words of labelled reasoning before the reply, signed with a
+  signature of its own (GATEWAY_SIGNATURE), never one an Anthropic upstream would
+  take; a reply cut by a stop sequence says which one.
 Seeds, penalties, logit_bias, suffix, reasoning_effort and metadata change nothing in
 a reply that is already deterministic.
 """
@@ -38,10 +41,12 @@ from server.base.embedding import EmbeddingRequest, Embeddings, Input, estimate_
 from server.base.errors import UpstreamError, UpstreamRejected
 from server.base.generation import (
     ALL_CAPABILITIES,
+    GATEWAY_SIGNATURE,
     NO_RETRY,
     Event,
     Finished,
     GenerationRequest,
+    ReasoningDelta,
     TextDelta,
     TokenCounts,
     TokenLogprob,
@@ -69,6 +74,7 @@ class Planned:
     finish: str
     tool: str | None = None
     call_id: str = ""
+    stop_sequence: str | None = None
 
 
 class SimulatedParams(BaseModel):
@@ -104,6 +110,11 @@ class SimulatedProvider:
 
     def reply_tokens(self, request: GenerationRequest, choice: int = 0) -> tuple[list[str], str]:
         """Returns the reply's tokens and finish reason, limits and stops applied."""
+        pieces, finish, _ = self._reply(request, choice)
+        return pieces, finish
+
+    def _reply(self, request: GenerationRequest, choice: int) -> tuple[list[str], str, str | None]:
+        """The reply's tokens, finish reason and the stop sequence that cut it."""
         rng = random.Random(_seed(request, choice))
         p = self.params
         natural = rng.randint(p.min_reply_tokens, max(p.min_reply_tokens, p.max_reply_tokens))
@@ -144,8 +155,8 @@ class SimulatedProvider:
             if request.max_tokens is not None and request.max_tokens < len(pieces):
                 return Planned(pieces[: request.max_tokens], "length")
             return Planned(pieces, "stop")
-        pieces, finish = self.reply_tokens(request, choice)
-        return Planned(pieces, finish)
+        pieces, finish, stopped_by = self._reply(request, choice)
+        return Planned(pieces, finish, stop_sequence=stopped_by)
 
     async def generate(self, request: GenerationRequest) -> AsyncIterator[Event]:
         p = self.params
@@ -161,6 +172,13 @@ class SimulatedProvider:
             await asyncio.sleep(p.ttft_ms / 1000)
             interval = 1 / p.tokens_per_second if p.tokens_per_second else 0
             sent = 0
+            if request.thinking is not None:
+                for piece in _reasoning(request):
+                    sent += 1
+                    yield ReasoningDelta(piece)
+                digest = hashlib.blake2b(_seed(request, 0), digest_size=12).hexdigest()
+                yield ReasoningDelta(signature=f"{GATEWAY_SIGNATURE}simulated:{digest}")
+            thought = sent
             for choice, plan in enumerate(plans):
                 if plan.tool is not None:
                     yield ToolCallDelta(0, plan.call_id, plan.tool, "", choice)
@@ -189,8 +207,9 @@ class SimulatedProvider:
         reasons = tuple(plan.finish for plan in plans)
         yield Finished(
             reasons[0],
-            TokenCounts(prompt_tokens, sent, cached_tokens=cached),
+            TokenCounts(prompt_tokens, sent, cached_tokens=cached, reasoning_tokens=thought),
             reasons if len(reasons) > 1 else (),
+            plans[0].stop_sequence,
         )
 
     async def embed(self, request: EmbeddingRequest) -> Embeddings:
@@ -257,12 +276,22 @@ def _logprobs(piece: str, top: int | None) -> tuple[TokenLogprob, ...]:
     return (TokenLogprob(piece, logprob, tuple(alternatives)),)
 
 
-def _apply_stop(pieces: list[str], stops: tuple[str, ...], finish: str) -> tuple[list[str], str]:
-    """Cuts the reply before the earliest stop sequence, which is not part of it."""
+def _reasoning(request: GenerationRequest) -> list[str]:
+    """A few words of labelled, deterministic reasoning."""
+    rng = random.Random(_seed(request, 0))
+    return ["(simulated thinking)"] + [" " + rng.choice(WORDS) for _ in range(7)]
+
+
+def _apply_stop(
+    pieces: list[str], stops: tuple[str, ...], finish: str
+) -> tuple[list[str], str, str | None]:
+    """Cuts the reply before the earliest stop sequence, which is not part of it;
+    returns the pieces, the finish reason and the stop sequence that cut, if any."""
     text = "".join(pieces)
-    cut = min((i for s in stops if s and (i := text.find(s)) >= 0), default=-1)
-    if cut < 0:
-        return pieces, finish
+    found = [(i, s) for s in stops if s and (i := text.find(s)) >= 0]
+    if not found:
+        return pieces, finish, None
+    cut, stop = min(found)
     kept: list[str] = []
     used = 0
     for piece in pieces:
@@ -272,4 +301,4 @@ def _apply_stop(pieces: list[str], stops: tuple[str, ...], finish: str) -> tuple
             break
         kept.append(piece)
         used += len(piece)
-    return kept, "stop"
+    return kept, "stop", stop

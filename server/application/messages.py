@@ -1,0 +1,108 @@
+"""MessagesService: Anthropic's Messages format over the gateway's one generation.
+
+The request is translated (messages_translation) and run as every generation is
+(keys, limits, budget reserved on max_tokens, routing, failover, ledger); the reply is
+written back as Anthropic writes it (messages_replies). A stream's `message_start`
+waits for the first event of the upstream, so failover stays possible until then and
+the start reports the input usage.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator
+
+from gateway.v1 import messages_pb2 as pb
+from gateway.v1 import messages_service_pb2 as service
+
+from server.accounting.accounts import Accounts
+from server.application import messages_replies as replies
+from server.application import messages_translation as translation
+from server.application.generations import Generations
+from server.application.messages_replies import Reply
+from server.application.state import Live
+from server.base import tokens
+from server.base.call import Call
+from server.base.errors import UpstreamError
+from server.base.generation import TokenCounter
+
+Event = service.StreamMessageResponse
+
+
+class MessagesService:
+    def __init__(self, generations: Generations, live: Live, accounts: Accounts) -> None:
+        self.generations = generations
+        self.live = live
+        self.accounts = accounts
+
+    async def create_message(
+        self, request: service.CreateMessageRequest, call: Call
+    ) -> service.CreateMessageResponse:
+        run = await self.generations.for_model(request, translation.validator(call.metadata), call)
+        reply = Reply(emit=False)
+        async for fragment in run.fragments():
+            reply.feed(fragment)
+        reason, sequence = reply.stop(run)
+        return service.CreateMessageResponse(
+            id=f"msg_{call.request_id}",
+            type="message",
+            role="assistant",
+            content=reply.content(),
+            model=run.model.id,
+            stop_reason=reason,
+            stop_sequence=sequence,
+            usage=replies.usage(run),
+        )
+
+    async def stream_message(
+        self, request: service.StreamMessageRequest, call: Call
+    ) -> AsyncGenerator[Event, None]:
+        run = await self.generations.for_model(request, translation.validator(call.metadata), call)
+        reply = Reply(emit=True)
+        fragments = run.fragments()
+        # Already read by the failover: an Anthropic upstream's start, with its usage.
+        first = await anext(fragments, None)
+        pending = reply.feed(first) if first is not None else []
+        yield Event(
+            type="message_start",
+            message=pb.Message(
+                id=f"msg_{call.request_id}",
+                type="message",
+                role="assistant",
+                model=run.model.id,
+                usage=reply.start_usage(run),
+            ),
+        )
+        for event in pending:
+            yield event
+        async for fragment in fragments:
+            for event in reply.feed(fragment):
+                yield event
+        for event in reply.close():
+            yield event
+        reason, sequence = reply.stop(run)
+        yield Event(
+            type="message_delta",
+            message_delta=pb.MessageDelta(stop_reason=reason, stop_sequence=sequence),
+            usage=replies.usage(run),
+        )
+        yield Event(type="message_stop")
+
+    async def count_message_tokens(
+        self, request: service.CountMessageTokensRequest, call: Call
+    ) -> service.CountMessageTokensResponse:
+        """The first Anthropic provider of the model counts; when none can (or it
+        fails), the gateway estimates as it does for rate limits."""
+        state = self.live.current
+        await self.accounts.admit(call, "api", state.keys)
+        generation = translation.generation(request)
+        model = state.catalog.model(request.model)
+        for upstream in state.catalog.upstreams[model.id]:
+            provider = upstream.provider
+            if upstream.usable and isinstance(provider, TokenCounter):
+                try:
+                    counted = await provider.count_tokens(generation)
+                except UpstreamError:
+                    break
+                return service.CountMessageTokensResponse(input_tokens=counted, method="provider")
+        estimate = tokens.estimate_prompt(generation)
+        return service.CountMessageTokensResponse(input_tokens=estimate, method="estimate")

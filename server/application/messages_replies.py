@@ -1,0 +1,277 @@
+"""A run's fragments -> Anthropic's content blocks, stream events and usage.
+
+From a generic provider: text becomes `text` blocks, tool-call fragments `tool_use`
+blocks (arguments as `input_json_delta`), reasoning `thinking` blocks (the signature
+last, as a `signature_delta`); a block closes when the next kind starts. From an
+Anthropic upstream (native events): blocks and deltas pass through as they came
+(thinking and signatures, citations, server tool blocks), indexes included, and the
+upstream's own stop reason (`pause_turn`, `refusal`...) and stop sequence are kept.
+
+Usage is written as Anthropic counts it: input_tokens exclude the cache reads and
+writes, which have their own counts; the gateway's cost and timing fields follow.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from gateway.v1 import messages_pb2 as pb
+from gateway.v1 import messages_service_pb2 as service
+
+from server.application.engine import Fragment, Run
+from server.base import tokens
+from server.base.generation import NativeEvent, ReasoningDelta, TextDelta, ToolCallDelta
+
+Event = service.StreamMessageResponse
+STOP_REASONS = {
+    "stop": "end_turn",
+    "length": "max_tokens",
+    "tool_calls": "tool_use",
+    "content_filter": "refusal",
+}
+_STRINGS = frozenset(
+    {"type", "text", "id", "name", "tool_use_id", "thinking", "signature", "data", "title",
+     "context"}
+)  # fmt: skip
+_DELTA_STRINGS = frozenset({"type", "text", "partial_json", "thinking", "signature"})
+
+
+@dataclass
+class _Block:
+    """A block being gathered (for a whole reply): the block, and its text pieces."""
+
+    block: pb.ContentBlock
+    pieces: list[str] = field(default_factory=list)
+    signature: str | None = None
+
+
+class Reply:
+    """Gathers one run's reply as content blocks and, with `emit`, the stream events
+    that build it."""
+
+    def __init__(self, emit: bool) -> None:
+        self.emit = emit
+        self.blocks: list[_Block] = []
+        # The open generic block: its kind and key (a tool call's index).
+        self._open: tuple[str, int] | None = None
+        # From native events: the upstream's usage, stop reason and stop sequence.
+        self.native_usage: dict[str, Any] = {}
+        self.native_stop: tuple[str, str | None] | None = None
+
+    def feed(self, fragment: Fragment) -> list[Event]:
+        if isinstance(fragment, NativeEvent):
+            return self._native(fragment.data)
+        if isinstance(fragment, TextDelta):
+            out = self._start(("text", 0), lambda: pb.ContentBlock(type="text", text=""))
+            return out + self._delta(pb.ContentBlockDelta(type="text_delta", text=fragment.text))
+        if isinstance(fragment, ReasoningDelta):
+            out = self._start(
+                ("thinking", 0),
+                lambda: pb.ContentBlock(type="thinking", thinking="", signature=""),
+            )
+            if fragment.text:
+                delta = pb.ContentBlockDelta(type="thinking_delta", thinking=fragment.text)
+                out += self._delta(delta)
+            if fragment.signature is not None:
+                self.blocks[-1].signature = fragment.signature
+                delta = pb.ContentBlockDelta(type="signature_delta", signature=fragment.signature)
+                out += self._delta(delta, gather=False)
+            return out
+        return self._tool(fragment)
+
+    def _tool(self, fragment: ToolCallDelta) -> list[Event]:
+        def start() -> pb.ContentBlock:
+            block = pb.ContentBlock(type="tool_use", id=fragment.id or "", name=fragment.name or "")
+            block.input.SetInParent()
+            return block
+
+        out = self._start(("tool", fragment.index), start)
+        if fragment.arguments:
+            delta = pb.ContentBlockDelta(type="input_json_delta", partial_json=fragment.arguments)
+            out += self._delta(delta)
+        return out
+
+    def _start(self, key: tuple[str, int], make: Any) -> list[Event]:
+        if self._open == key:
+            return []
+        out = self.close()
+        self._open = key
+        block = make()
+        self.blocks.append(_Block(block))
+        if self.emit:
+            index = len(self.blocks) - 1
+            out.append(Event(type="content_block_start", index=index, content_block=block))
+        return out
+
+    def _delta(self, delta: pb.ContentBlockDelta, gather: bool = True) -> list[Event]:
+        if gather:
+            self.blocks[-1].pieces.append(delta.text or delta.partial_json or delta.thinking or "")
+        if not self.emit:
+            return []
+        return [Event(type="content_block_delta", index=len(self.blocks) - 1, delta=delta)]
+
+    def close(self) -> list[Event]:
+        """Closes the open generic block."""
+        if self._open is None:
+            return []
+        self._open = None
+        if not self.emit:
+            return []
+        return [Event(type="content_block_stop", index=len(self.blocks) - 1)]
+
+    def _native(self, data: dict[str, Any]) -> list[Event]:
+        kind = data.get("type")
+        if kind == "message_start":
+            self.native_usage.update((data.get("message") or {}).get("usage") or {})
+        elif kind == "message_delta":
+            delta = data.get("delta") or {}
+            self.native_stop = (str(delta.get("stop_reason") or ""), delta.get("stop_sequence"))
+            self.native_usage.update(data.get("usage") or {})
+        elif kind == "content_block_start":
+            block = block_from_json(data.get("content_block") or {})
+            self.blocks.append(_Block(block))
+            if self.emit:
+                return [Event(type=kind, index=_index(data), content_block=block)]
+        elif kind == "content_block_delta":
+            delta = delta_from_json(data.get("delta") or {})
+            if self.blocks:
+                self._apply(self.blocks[-1], delta)
+            if self.emit:
+                return [Event(type=kind, index=_index(data), delta=delta)]
+        elif kind == "content_block_stop" and self.emit:
+            return [Event(type=kind, index=_index(data))]
+        return []
+
+    @staticmethod
+    def _apply(gathered: _Block, delta: pb.ContentBlockDelta) -> None:
+        if delta.type == "signature_delta":
+            gathered.signature = delta.signature
+        elif delta.type == "citations_delta":
+            gathered.block.citations.add().CopyFrom(delta.citation)
+        else:
+            gathered.pieces.append(delta.text or delta.partial_json or delta.thinking or "")
+
+    def content(self) -> list[pb.ContentBlock]:
+        """The gathered blocks, each whole."""
+        out = []
+        for gathered in self.blocks:
+            block, joined = gathered.block, "".join(gathered.pieces)
+            if block.type == "text":
+                block.text += joined
+            elif block.type == "thinking":
+                block.thinking += joined
+                if gathered.signature is not None:
+                    block.signature = gathered.signature
+            elif block.type in ("tool_use", "server_tool_use") and joined:
+                block.input.Clear()
+                block.input.SetInParent()
+                try:
+                    arguments = json.loads(joined)
+                except ValueError:
+                    arguments = None  # cut short (max_tokens): no valid input
+                if isinstance(arguments, dict):
+                    block.input.update(arguments)
+            out.append(block)
+        return out
+
+    def stop(self, run: Run) -> tuple[str, str]:
+        """The stop reason and stop sequence (empty for none)."""
+        if self.native_stop is not None and self.native_stop[0]:
+            reason, sequence = self.native_stop
+            return reason, sequence or ""
+        reason = run.finish_reason
+        if reason == "stop" and run.stop_sequence:
+            return "stop_sequence", run.stop_sequence
+        return STOP_REASONS.get(reason, "end_turn"), ""
+
+    def start_usage(self, run: Run) -> pb.MessageUsage:
+        """The usage `message_start` reports: the upstream's own when it gave one,
+        else the gateway's estimate of the input."""
+        if self.native_usage:
+            return pb.MessageUsage(
+                **{k: v for k, v in self.native_usage.items() if k in _USAGE and isinstance(v, int)}
+            )
+        return pb.MessageUsage(input_tokens=tokens.estimate_prompt(run.request))
+
+
+_USAGE = frozenset(
+    {"input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens"}
+)
+
+
+def usage(run: Run) -> pb.MessageUsage:
+    """The whole call's usage, Anthropic's counts plus the gateway's cost and timing."""
+    counts = run.counts()
+    measured = run.usage()
+    out = pb.MessageUsage(
+        input_tokens=counts.prompt_tokens - counts.cached_tokens - counts.cache_write_tokens,
+        cache_creation_input_tokens=counts.cache_write_tokens,
+        cache_read_input_tokens=counts.cached_tokens,
+        output_tokens=counts.completion_tokens,
+        latency_ms=measured.latency_ms,
+    )
+    for name in ("input_cost_usd", "output_cost_usd", "cache_input_cost_usd", "total_cost_usd",
+                 "ttft_ms"):  # fmt: skip
+        if measured.HasField(name):
+            setattr(out, name, getattr(measured, name))
+    return out
+
+
+def _index(data: dict[str, Any]) -> int:
+    index = data.get("index")
+    return index if isinstance(index, int) else 0
+
+
+def block_from_json(data: dict[str, Any]) -> pb.ContentBlock:
+    """A content block from an upstream's JSON; keys the contract has no field for (or
+    of another shape) go to `other`, so nothing is lost."""
+    block = pb.ContentBlock()
+    for key, value in data.items():
+        if value is None:
+            continue
+        if key in _STRINGS and isinstance(value, str):
+            setattr(block, key, value)
+        elif key == "is_error" and isinstance(value, bool):
+            block.is_error = value
+        elif key == "input" and isinstance(value, dict):
+            block.input.SetInParent()
+            block.input.update(value)
+        elif key == "content" and isinstance(value, str):
+            block.content = value
+        elif key == "content" and isinstance(value, list) and _objects(value):
+            block.content_blocks.extend(block_from_json(item) for item in value)
+        elif key == "content" and isinstance(value, dict):
+            block.content_object.SetInParent()
+            block.content_object.update(value)
+        elif key == "citations" and isinstance(value, list) and _objects(value):
+            for citation in value:
+                block.citations.add().update(citation)
+        elif key == "cache_control" and isinstance(value, dict) and _all_strings(value):
+            block.cache_control.type = value.get("type", "")
+            if "ttl" in value:
+                block.cache_control.ttl = value["ttl"]
+        else:
+            block.other.update({key: value})
+    return block
+
+
+def delta_from_json(data: dict[str, Any]) -> pb.ContentBlockDelta:
+    delta = pb.ContentBlockDelta()
+    for key, value in data.items():
+        if key in _DELTA_STRINGS and isinstance(value, str):
+            setattr(delta, key, value)
+        elif key == "citation" and isinstance(value, dict):
+            delta.citation.update(value)
+        elif value is not None:
+            delta.other.update({key: value})
+    return delta
+
+
+def _objects(items: list[Any]) -> bool:
+    return all(isinstance(item, dict) for item in items)
+
+
+def _all_strings(value: dict[str, Any]) -> bool:
+    return set(value) <= {"type", "ttl"} and all(isinstance(v, str) for v in value.values())

@@ -1,0 +1,436 @@
+"""A Messages request (Anthropic's format) -> the gateway's one GenerationRequest.
+
+Every field is honoured, carried, or refused with a 400 naming it:
+
+- `system` (a string or text blocks) becomes a system message; each turn's blocks
+  become the generic parts: `text`, `image` (base64 as a data URL, or a URL),
+  `document` (a base64 PDF as a document part, plain text as text), `tool_use` as
+  the assistant's tool calls, `tool_result` as a `tool` message (text; its images
+  follow in a user message, `is_error` prefixes "Error: ");
+- `thinking` and `redacted_thinking` blocks of earlier turns are state of the
+  provider that made them: they stay out of the generic request (Anthropic's docs
+  let earlier thinking be left out) and reach only an Anthropic upstream, in the
+  request's native form;
+- tools, tool_choice (`disable_parallel_tool_use` as parallel_tool_calls false),
+  stop_sequences, temperature, top_p, top_k, thinking, metadata.user_id as `user`;
+  `cache_control` and `service_tier` are hints a provider may ignore;
+- what only Anthropic's own format carries (server tools, MCP servers, a container,
+  context management, output config, server tool blocks, documents by URL or file
+  id...) sets `native_only`, so only an Anthropic provider of the model may take the
+  request, and any other model answers a 400 naming the field.
+
+The request itself rides along as `Native`, which the Anthropic adapter sends as it
+came (with `anthropic-beta`), so nothing is lost on an Anthropic upstream.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from gateway.v1 import messages_pb2 as pb
+from gateway.v1 import messages_service_pb2 as service
+from google.protobuf import json_format, struct_pb2
+
+from server.application.validation import MAX_TOKENS_CEILING
+from server.base.errors import InvalidArgument
+from server.base.generation import (
+    DocumentPart,
+    GenerationRequest,
+    ImagePart,
+    Message,
+    Native,
+    Part,
+    TextPart,
+    Thinking,
+    ToolCall,
+    ToolSpec,
+)
+
+GenerateRequest = service.CreateMessageRequest | service.StreamMessageRequest
+AnyRequest = GenerateRequest | service.CountMessageTokensRequest
+
+NATIVE_KIND = "anthropic"
+# The dialect's request header forwarded to Anthropic upstreams.
+BETA_HEADER = "anthropic-beta"
+ROLES = ("user", "assistant")
+IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
+NAME = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
+MIN_THINKING_BUDGET = 1024
+TOOL_CHOICES = ("auto", "any", "tool", "none")
+THINKING_TYPES = ("enabled", "adaptive", "disabled")
+# Custom-tool keys the gateway does not read: Anthropic upstreams only.
+NATIVE_TOOL_KEYS = ("input_examples", "defer_loading", "allowed_callers", "eager_input_streaming")
+# Request fields only Anthropic's format carries.
+NATIVE_FIELDS = ("container", "mcp_servers", "context_management", "output_config")
+
+
+class Reader:
+    """Reads one request, noting the first field only the native format carries."""
+
+    def __init__(self) -> None:
+        self.native_only: str | None = None
+
+    def native(self, where: str) -> None:
+        if self.native_only is None:
+            self.native_only = where
+
+    def messages(self, request: AnyRequest) -> tuple[Message, ...]:
+        out = list(self.system(request))
+        if not request.messages:
+            raise InvalidArgument.for_field("messages", "at least one message is required")
+        for i, turn in enumerate(request.messages):
+            out.extend(self.turn(turn, f"messages[{i}]"))
+        return tuple(out)
+
+    def system(self, request: AnyRequest) -> tuple[Message, ...]:
+        if request.system_blocks:
+            texts = []
+            for j, block in enumerate(request.system_blocks):
+                where = f"system[{j}]"
+                if block.type != "text":
+                    raise InvalidArgument.for_field(f"{where}.type", "must be `text`")
+                texts.append(self.text(block, where))
+            return (Message(role="system", content="\n\n".join(texts)),)
+        if request.system:
+            return (Message(role="system", content=request.system),)
+        return ()
+
+    def turn(self, turn: pb.MessageParam, where: str) -> list[Message]:
+        if turn.role not in ROLES:
+            raise InvalidArgument.for_field(f"{where}.role", "must be `user` or `assistant`")
+        if not turn.content_blocks:
+            return [Message(role=turn.role, content=turn.content)]
+        if turn.role == "assistant":
+            return [self.assistant(turn.content_blocks, where)]
+        return self.user(turn.content_blocks, where)
+
+    def assistant(self, blocks: Sequence[pb.ContentBlock], where: str) -> Message:
+        texts: list[str] = []
+        calls: list[ToolCall] = []
+        for j, block in enumerate(blocks):
+            at = f"{where}.content[{j}]"
+            if block.type == "text":
+                texts.append(self.text(block, at))
+            elif block.type == "tool_use":
+                calls.append(self.tool_use(block, at))
+            elif block.type in ("thinking", "redacted_thinking"):
+                self.thinking_block(block, at)
+            elif block.type in ("image", "document", "tool_result"):
+                raise InvalidArgument.for_field(f"{at}.type", f"{block.type} is not allowed here")
+            else:
+                self.native(at)  # a server tool's block, for Anthropic upstreams
+        return Message(role="assistant", content="".join(texts), tool_calls=tuple(calls))
+
+    def user(self, blocks: Sequence[pb.ContentBlock], where: str) -> list[Message]:
+        """Tool results first (each a `tool` message answering the call before), then
+        the turn's other parts as one user message."""
+        results: list[Message] = []
+        parts: list[Part] = []
+        for j, block in enumerate(blocks):
+            at = f"{where}.content[{j}]"
+            if block.type == "tool_result":
+                result, images = self.tool_result(block, at)
+                results.append(result)
+                if images:
+                    results.append(_user(images))
+            elif block.type in ("tool_use", "thinking", "redacted_thinking"):
+                raise InvalidArgument.for_field(f"{at}.type", f"{block.type} is not allowed here")
+            else:
+                part = self.part(block, at)
+                if part is not None:
+                    parts.append(part)
+        return results + ([_user(parts)] if parts else [])
+
+    def part(self, block: pb.ContentBlock, at: str) -> Part | None:
+        if block.type == "text":
+            return TextPart(self.text(block, at))
+        if block.type == "image":
+            return self.image(block, at)
+        if block.type == "document":
+            return self.document(block, at)
+        self.native(at)
+        return None
+
+    def text(self, block: pb.ContentBlock, at: str) -> str:
+        _plain(block, at)
+        if not block.HasField("text"):
+            raise InvalidArgument.for_field(f"{at}.text", "is required")
+        return block.text
+
+    def image(self, block: pb.ContentBlock, at: str) -> ImagePart | None:
+        _plain(block, at)
+        source = block.source
+        if not block.HasField("source"):
+            raise InvalidArgument.for_field(f"{at}.source", "is required")
+        if source.type == "base64":
+            if source.media_type not in IMAGE_TYPES:
+                raise InvalidArgument.for_field(
+                    f"{at}.source.media_type", f"must be one of {', '.join(IMAGE_TYPES)}"
+                )
+            if not source.data:
+                raise InvalidArgument.for_field(f"{at}.source.data", "is required")
+            return ImagePart(f"data:{source.media_type};base64,{source.data}")
+        if source.type == "url":
+            if not source.url.startswith(("https://", "http://")):
+                raise InvalidArgument.for_field(f"{at}.source.url", "must be an http(s) URL")
+            return ImagePart(source.url)
+        if source.type == "file":
+            self.native(f"{at}.source")
+            return None
+        raise InvalidArgument.for_field(f"{at}.source.type", "must be base64, url or file")
+
+    def document(self, block: pb.ContentBlock, at: str) -> Part | None:
+        _plain(block, at)
+        source = block.source
+        title = block.title if block.HasField("title") else None
+        if block.HasField("citations_config") and block.citations_config.enabled:
+            self.native(f"{at}.citations")
+        if source.type == "base64":
+            if source.media_type != "application/pdf":
+                raise InvalidArgument.for_field(
+                    f"{at}.source.media_type", "must be application/pdf"
+                )
+            if not source.data:
+                raise InvalidArgument.for_field(f"{at}.source.data", "is required")
+            return DocumentPart(source.media_type, source.data, title)
+        if source.type == "text":
+            heading = "\n".join(x for x in (title, block.context) if x)
+            return TextPart(f"{heading}\n\n{source.data}" if heading else source.data)
+        if source.type in ("url", "file", "content"):
+            self.native(f"{at}.source")
+            return None
+        raise InvalidArgument.for_field(
+            f"{at}.source.type", "must be base64, text, content, url or file"
+        )
+
+    def tool_use(self, block: pb.ContentBlock, at: str) -> ToolCall:
+        _plain(block, at)
+        for name in ("id", "name"):
+            if not getattr(block, name):
+                raise InvalidArgument.for_field(f"{at}.{name}", "is required")
+        arguments = json.dumps(struct(block.input)) if block.HasField("input") else "{}"
+        return ToolCall(block.id, block.name, arguments)
+
+    def tool_result(self, block: pb.ContentBlock, at: str) -> tuple[Message, list[Part]]:
+        _plain(block, at)
+        if not block.tool_use_id:
+            raise InvalidArgument.for_field(f"{at}.tool_use_id", "is required")
+        texts: list[str] = [block.content] if block.HasField("content") else []
+        images: list[Part] = []
+        for k, inner in enumerate(block.content_blocks):
+            where = f"{at}.content[{k}]"
+            if inner.type == "text":
+                texts.append(self.text(inner, where))
+            elif inner.type == "image":
+                image = self.image(inner, where)
+                if image is not None:
+                    images.append(image)
+            else:
+                self.native(where)
+        if block.HasField("content_object"):
+            self.native(f"{at}.content")
+        text = "\n".join(texts)
+        if block.is_error:
+            text = f"Error: {text}"
+        return Message(role="tool", content=text, tool_call_id=block.tool_use_id), images
+
+    def thinking_block(self, block: pb.ContentBlock, at: str) -> None:
+        """Checks an earlier turn's thinking; the generic request leaves it out."""
+        _plain(block, at)
+        if block.type == "thinking" and not block.HasField("signature"):
+            raise InvalidArgument.for_field(f"{at}.signature", "is required")
+        if block.type == "redacted_thinking" and not block.HasField("data"):
+            raise InvalidArgument.for_field(f"{at}.data", "is required")
+
+    def tools(self, request: AnyRequest) -> tuple[ToolSpec, ...]:
+        specs: list[ToolSpec] = []
+        for i, tool in enumerate(request.tools):
+            at = f"tools[{i}]"
+            if tool.HasField("type") and tool.type != "custom":
+                self.native(at)  # one of Anthropic's own tools, by its versioned type
+                continue
+            if not NAME.match(tool.name):
+                raise InvalidArgument.for_field(
+                    f"{at}.name", "must be 1-128 letters, digits, `_` or `-`"
+                )
+            if not tool.HasField("input_schema"):
+                raise InvalidArgument.for_field(f"{at}.input_schema", "is required")
+            for key in tool.other.fields:
+                if key not in NATIVE_TOOL_KEYS:
+                    raise InvalidArgument.for_field(f"{at}.{key}", "is not a known parameter")
+                self.native(f"{at}.{key}")
+            specs.append(
+                ToolSpec(
+                    tool.name,
+                    tool.description if tool.HasField("description") else None,
+                    struct(tool.input_schema),
+                    tool.strict if tool.HasField("strict") else None,
+                )
+            )
+        return tuple(specs)
+
+
+def _plain(block: pb.ContentBlock, at: str) -> None:
+    """A block the gateway reads may hold only its documented keys."""
+    for key in block.other.fields:
+        raise InvalidArgument.for_field(f"{at}.{key}", "is not a known parameter")
+
+
+def _user(parts: Sequence[Part]) -> Message:
+    texts = [p.text for p in parts if isinstance(p, TextPart)]
+    if len(texts) == len(parts):
+        return Message(role="user", content="\n\n".join(texts))
+    return Message(role="user", content="".join(texts), parts=tuple(parts))
+
+
+def struct(value: struct_pb2.Struct) -> dict[str, Any]:
+    """A Struct as a dict, whole numbers as integers again (a Struct keeps every number
+    as a double, and `"maxItems": 2.0` is not what was sent)."""
+    out: dict[str, Any] = whole(json_format.MessageToDict(value))
+    return out
+
+
+def whole(value: Any) -> Any:
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
+        return int(value)
+    if isinstance(value, dict):
+        return {k: whole(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [whole(v) for v in value]
+    return value
+
+
+def _choice(request: AnyRequest, names: set[str]) -> dict[str, Any]:
+    if not request.HasField("tool_choice"):
+        return {}
+    choice = request.tool_choice
+    if choice.type not in TOOL_CHOICES:
+        raise InvalidArgument.for_field(
+            "tool_choice.type", f"must be one of {', '.join(TOOL_CHOICES)}"
+        )
+    out: dict[str, Any] = {}
+    if choice.type == "tool":
+        if not choice.name:
+            raise InvalidArgument.for_field("tool_choice.name", "is required for `tool`")
+        if choice.name not in names:
+            raise InvalidArgument.for_field("tool_choice.name", f"names no tool: {choice.name!r}")
+        out["forced_tool"] = choice.name
+    elif choice.HasField("name"):
+        raise InvalidArgument.for_field("tool_choice.name", "goes only with type `tool`")
+    else:
+        out["tool_choice"] = {"auto": "auto", "any": "required", "none": "none"}[choice.type]
+    if choice.disable_parallel_tool_use:
+        out["parallel_tool_calls"] = False
+    return out
+
+
+def _thinking(request: AnyRequest, max_tokens: int | None) -> Thinking | None:
+    if not request.HasField("thinking"):
+        return None
+    config = request.thinking
+    if config.type not in THINKING_TYPES:
+        raise InvalidArgument.for_field(
+            "thinking.type", f"must be one of {', '.join(THINKING_TYPES)}"
+        )
+    if config.HasField("display") and config.display not in ("summarized", "omitted"):
+        raise InvalidArgument.for_field("thinking.display", "must be summarized or omitted")
+    if config.type == "disabled":
+        return None
+    if config.type == "adaptive":
+        return Thinking("adaptive")
+    if not config.HasField("budget_tokens"):
+        raise InvalidArgument.for_field("thinking.budget_tokens", "is required for `enabled`")
+    budget = config.budget_tokens
+    if budget < MIN_THINKING_BUDGET:
+        raise InvalidArgument.for_field(
+            "thinking.budget_tokens", f"must be at least {MIN_THINKING_BUDGET}"
+        )
+    if max_tokens is not None and budget >= max_tokens:
+        raise InvalidArgument.for_field("thinking.budget_tokens", "must be less than max_tokens")
+    return Thinking("enabled", budget)
+
+
+def _sampling(request: GenerateRequest) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if not request.HasField("max_tokens"):
+        raise InvalidArgument.for_field("max_tokens", "is required")
+    if not 1 <= request.max_tokens <= MAX_TOKENS_CEILING:
+        raise InvalidArgument.for_field("max_tokens", f"must be between 1 and {MAX_TOKENS_CEILING}")
+    out["max_tokens"] = request.max_tokens
+    for name in ("temperature", "top_p"):
+        if request.HasField(name):
+            value = getattr(request, name)
+            if not 0 <= value <= 1:
+                raise InvalidArgument.for_field(name, "must be between 0 and 1")
+            out[name] = value
+    if request.HasField("top_k"):
+        if request.top_k < 1:
+            raise InvalidArgument.for_field("top_k", "must be at least 1")
+        out["top_k"] = request.top_k
+    if any(not s for s in request.stop_sequences):
+        raise InvalidArgument.for_field("stop_sequences", "sequences must not be empty")
+    out["stop"] = tuple(request.stop_sequences)
+    if request.HasField("service_tier") and request.service_tier not in ("auto", "standard_only"):
+        raise InvalidArgument.for_field("service_tier", "must be auto or standard_only")
+    if request.metadata.HasField("user_id"):
+        out["user"] = request.metadata.user_id
+    return out
+
+
+def _cache_controls(request: AnyRequest) -> None:
+    """Checks every cache_control of the request (blocks, system, tools)."""
+
+    def check(control: pb.CacheControl, at: str) -> None:
+        if control.type != "ephemeral":
+            raise InvalidArgument.for_field(f"{at}.cache_control.type", "must be `ephemeral`")
+        if control.HasField("ttl") and control.ttl not in ("5m", "1h"):
+            raise InvalidArgument.for_field(f"{at}.cache_control.ttl", "must be 5m or 1h")
+
+    for j, block in enumerate(request.system_blocks):
+        if block.HasField("cache_control"):
+            check(block.cache_control, f"system[{j}]")
+    for i, tool in enumerate(request.tools):
+        if tool.HasField("cache_control"):
+            check(tool.cache_control, f"tools[{i}]")
+    for i, turn in enumerate(request.messages):
+        for j, block in enumerate(turn.content_blocks):
+            if block.HasField("cache_control"):
+                check(block.cache_control, f"messages[{i}].content[{j}]")
+
+
+def generation(request: AnyRequest, headers: tuple[tuple[str, str], ...] = ()) -> GenerationRequest:
+    """Validates a Messages request and translates it; every failure names its field."""
+    if not request.model:
+        raise InvalidArgument.for_field("model", "is required")
+    reader = Reader()
+    messages = reader.messages(request)
+    tools = reader.tools(request)
+    names = {t.name for t in request.tools}
+    _cache_controls(request)
+    if request.mcp_servers:
+        reader.native("mcp_servers")
+    for name in NATIVE_FIELDS:
+        if name != "mcp_servers" and request.HasField(name):
+            reader.native(name)
+    counting = isinstance(request, service.CountMessageTokensRequest)
+    sampling = {} if counting else _sampling(request)
+    return GenerationRequest(
+        messages=messages,
+        tools=tools,
+        **_choice(request, names),
+        **sampling,
+        thinking=_thinking(request, sampling.get("max_tokens")),
+        native=Native(NATIVE_KIND, request, headers),
+        native_only=reader.native_only,
+    )
+
+
+def validator(metadata: Mapping[str, str]) -> Callable[[GenerateRequest], GenerationRequest]:
+    """The validation of one call's request, carrying its `anthropic-beta` header to
+    Anthropic upstreams."""
+    beta = metadata.get(BETA_HEADER)
+    headers = ((BETA_HEADER, beta),) if beta else ()
+    return lambda request: generation(request, headers)
