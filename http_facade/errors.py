@@ -118,6 +118,7 @@ ANTHROPIC_ERROR_TYPE: dict[Code, str] = {
     Code.PERMISSION_DENIED: "permission_error",
     Code.NOT_FOUND: "not_found_error",
     Code.RESOURCE_EXHAUSTED: "rate_limit_error",
+    Code.DEADLINE_EXCEEDED: "timeout_error",
     Code.UNAVAILABLE: "overloaded_error",
 }
 # Anthropic answers an overloaded service with 529, which its SDKs retry.
@@ -129,6 +130,8 @@ def error_body(error: GatewayError, dialect: int = OPENAI) -> dict[str, Any]:
     if dialect == ANTHROPIC:
         if error.http_status == 413:
             kind = "request_too_large"
+        elif error.http_status == 502:
+            kind = "api_error"  # an upstream answered badly: not a capacity problem
         else:
             kind = ANTHROPIC_ERROR_TYPE.get(error.code, "api_error")
         return {"type": "error", "error": {"type": kind, "message": error.message}}

@@ -410,10 +410,11 @@ def generation(request: AnyRequest, headers: tuple[tuple[str, str], ...] = ()) -
     tools = reader.tools(request)
     names = {t.name for t in request.tools}
     _cache_controls(request)
+    fields = request.DESCRIPTOR.fields_by_name
     if request.mcp_servers:
         reader.native("mcp_servers")
     for name in NATIVE_FIELDS:
-        if name != "mcp_servers" and request.HasField(name):
+        if name != "mcp_servers" and name in fields and request.HasField(name):
             reader.native(name)
     counting = isinstance(request, service.CountMessageTokensRequest)
     sampling = {} if counting else _sampling(request)

@@ -11,8 +11,11 @@ STOP = {"stop": "end_turn", "length": "max_tokens"}
 
 
 class AnthropicWire:
+    """Answers as Anthropic does; with thinking asked for, a signed thinking block comes
+    first, and with the web search tool offered a server tool call and its result."""
+
     def check(self, path: str, body: dict[str, Any]) -> list[str]:
-        return shapes.anthropic_messages(body)
+        return shapes.anthropic_messages(body, counting=path.endswith("/count_tokens"))
 
     def is_stream(self, path: str, body: dict[str, Any]) -> bool:
         return bool(body.get("stream"))
@@ -42,11 +45,16 @@ class AnthropicWire:
         }
 
     def unary(self, path: str, body: dict[str, Any], reply: Reply) -> tuple[dict[str, str], Any]:
-        content: list[Any] = [{"type": "text", "text": "".join(reply.tokens)}]
+        if path.endswith("/count_tokens"):
+            return {}, {"input_tokens": COUNTED}
+        text: dict[str, Any] = {"type": "text", "text": "".join(reply.tokens)}
+        if _searches(body):
+            text["citations"] = [CITATION]
+        content: list[Any] = [*_leading(body), text]
         stop = STOP[reply.finish]
         tool = shapes.tool_to_call(body, anthropic=True)
         if tool is not None:
-            content = [{"type": "text", "text": "Let me check."},
+            content = [*_leading(body), {"type": "text", "text": "Let me check."},
                        {"type": "tool_use", "id": "toolu_fake", "name": tool,
                         "input": shapes.ARGUMENTS}]  # fmt: skip
             stop = "tool_use"
@@ -59,46 +67,39 @@ class AnthropicWire:
     ) -> tuple[list[bytes], list[bytes], list[bytes]]:
         start = self.message(body, [], None)
         start["usage"] = self.usage(reply, 1)
+        leading = _leading_frames(body)
+        k = len(_leading(body))  # the text block's index
+        text_start = [
+            sse({"type": "content_block_start", "index": k,
+                 "content_block": {"type": "text", "text": ""}}, "content_block_start"),
+        ]  # fmt: skip
+        if _searches(body):
+            text_start.append(_delta(k, {"type": "citations_delta", "citation": CITATION}))
         before = [
             sse({"type": "message_start", "message": start}, "message_start"),
-            sse(
-                {
-                    "type": "content_block_start",
-                    "index": 0,
-                    "content_block": {"type": "text", "text": ""},
-                },
-                "content_block_start",
-            ),  # fmt: skip
+            *leading,
+            *text_start,
             sse({"type": "ping"}, "ping"),
         ]
-        per_token = [
-            sse(
-                {
-                    "type": "content_block_delta",
-                    "index": 0,
-                    "delta": {"type": "text_delta", "text": t},
-                },
-                "content_block_delta",
-            )  # fmt: skip
-            for t in reply.tokens
-        ]
+        per_token = [_delta(k, {"type": "text_delta", "text": t}) for t in reply.tokens]
         stop = STOP[reply.finish]
         tool = shapes.tool_to_call(body, anthropic=True)
         tool_frames = []
         if tool is not None:
             stop = "tool_use"
             tool_frames = [
-                sse({"type": "content_block_stop", "index": 0}, "content_block_stop"),
-                sse({"type": "content_block_start", "index": 1, "content_block": {
+                sse({"type": "content_block_stop", "index": k}, "content_block_stop"),
+                sse({"type": "content_block_start", "index": k + 1, "content_block": {
                     "type": "tool_use", "id": "toolu_fake", "name": tool, "input": {}}},
                     "content_block_start"),
-                *(sse({"type": "content_block_delta", "index": 1, "delta": {
-                    "type": "input_json_delta", "partial_json": f}}, "content_block_delta")
+                *(_delta(k + 1, {"type": "input_json_delta", "partial_json": f})
                   for f in shapes.ARGUMENT_FRAGMENTS),
             ]  # fmt: skip
         after = [
             *tool_frames,
-            sse({"type": "content_block_stop", "index": 1 if tool else 0}, "content_block_stop"),
+            sse(
+                {"type": "content_block_stop", "index": k + 1 if tool else k}, "content_block_stop"
+            ),
             sse(
                 {
                     "type": "message_delta",
@@ -119,3 +120,52 @@ class AnthropicWire:
             529: "overloaded_error",
         }.get(status, "api_error")
         return {"type": "error", "error": {"type": kind, "message": f"fake upstream {status}"}}
+
+
+COUNTED = 42
+THINKING = {"type": "thinking", "thinking": "Let me think.", "signature": shapes.SIGNATURE + "1"}
+SEARCH = [
+    {"type": "server_tool_use", "id": "srvtoolu_fake", "name": "web_search",
+     "input": {"query": "fake"}},
+    {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_fake", "content": [
+        {"type": "web_search_result", "url": "https://example.com", "title": "Example",
+         "encrypted_content": "enc-fake", "page_age": None}]},
+]  # fmt: skip
+CITATION = {"type": "web_search_result_location", "url": "https://example.com",
+            "title": "Example", "encrypted_index": "ei-fake", "cited_text": "fake"}  # fmt: skip
+
+
+def _thinks(body: dict[str, Any]) -> bool:
+    return (body.get("thinking") or {}).get("type") in ("enabled", "adaptive")
+
+
+def _searches(body: dict[str, Any]) -> bool:
+    return any(t.get("type") == "web_search_20250305" for t in body.get("tools") or [])
+
+
+def _leading(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """The blocks before the text: thinking, then a web search and its result."""
+    return [*([THINKING] if _thinks(body) else []), *(SEARCH if _searches(body) else [])]
+
+
+def _delta(index: int, delta: dict[str, Any]) -> bytes:
+    return sse({"type": "content_block_delta", "index": index, "delta": delta},
+               "content_block_delta")  # fmt: skip
+
+
+def _leading_frames(body: dict[str, Any]) -> list[bytes]:
+    frames = []
+    for index, block in enumerate(_leading(body)):
+        if block["type"] == "thinking":
+            empty = {"type": "thinking", "thinking": "", "signature": ""}
+            frames += [
+                sse({"type": "content_block_start", "index": index, "content_block": empty},
+                    "content_block_start"),
+                _delta(index, {"type": "thinking_delta", "thinking": block["thinking"]}),
+                _delta(index, {"type": "signature_delta", "signature": block["signature"]}),
+            ]  # fmt: skip
+        else:
+            frames.append(sse({"type": "content_block_start", "index": index,
+                               "content_block": block}, "content_block_start"))  # fmt: skip
+        frames.append(sse({"type": "content_block_stop", "index": index}, "content_block_stop"))
+    return frames

@@ -65,9 +65,10 @@ def openai_chat(body: dict[str, Any]) -> list[str]:
     return problems
 
 
-def anthropic_messages(body: dict[str, Any]) -> list[str]:
+def anthropic_messages(body: dict[str, Any], counting: bool = False) -> list[str]:
+    """`counting`: a count_tokens body, which has no max_tokens."""
     problems: list[str] = []
-    if not isinstance(body.get("max_tokens"), int):
+    if not counting and not isinstance(body.get("max_tokens"), int):
         problems.append("max_tokens")
     if "system" in body and not isinstance(body["system"], str | list):
         problems.append("system")
@@ -89,11 +90,16 @@ def anthropic_messages(body: dict[str, Any]) -> list[str]:
         for j, block in enumerate(blocks):
             problems += _anthropic_block(block, f"{at}.content[{j}]", role, tool_uses)
     for i, tool in enumerate(body.get("tools") or []):
+        if tool.get("type") in SERVER_TOOLS:
+            continue  # one of Anthropic's own tools: name and settings, no schema
         schema = tool.get("input_schema")
         if not tool.get("name") or not isinstance(schema, dict) or schema.get("type") != "object":
             problems.append(f"tools[{i}]")
         if "function" in tool or "type" in tool and tool["type"] != "custom":
             problems.append(f"tools[{i}] is in OpenAI's shape")
+    thinking = body.get("thinking")
+    if thinking is not None and thinking.get("type") not in ("enabled", "adaptive", "disabled"):
+        problems.append("thinking.type")
     choice = body.get("tool_choice")
     if choice is not None:
         if choice.get("type") not in ("auto", "any", "tool", "none"):
@@ -129,7 +135,28 @@ def _anthropic_block(block: Any, at: str, role: str, tool_uses: set[str]) -> lis
         if role != "user" or block.get("tool_use_id") not in tool_uses:
             return [f"{at}.tool_use_id answers no earlier tool_use"]
         return []
+    if kind == "thinking":
+        # Anthropic checks the signature: one it did not make is refused.
+        signature = str(block.get("signature", ""))
+        ok = role == "assistant" and signature.startswith(SIGNATURE)
+        return [] if ok else [f"{at}.signature was not made by this upstream"]
+    if kind == "redacted_thinking":
+        return [] if role == "assistant" and block.get("data") else [f"{at}.data"]
+    if kind == "document":
+        source = block.get("source") or {}
+        return (
+            []
+            if source.get("type") in ("base64", "text", "url", "content", "file")
+            else [f"{at}.source.type"]
+        )
+    if kind in ("server_tool_use", "web_search_tool_result"):
+        return [] if role == "assistant" else [f"{at}: only in assistant turns"]
     return [f"{at}.type {kind!r}"]
+
+
+# Anthropic's own tools the fake knows, and the signature its thinking blocks carry.
+SERVER_TOOLS = ("web_search_20250305", "bash_20250124", "text_editor_20250728")
+SIGNATURE = "sig-fake-"
 
 
 def tool_to_call(body: dict[str, Any], anthropic: bool) -> str | None:
