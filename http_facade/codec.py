@@ -206,11 +206,12 @@ def _well_known_to_json(message: Message) -> Any:
 
 
 def _tidy_numbers(value: Any) -> Any:
-    """Struct keeps every number as a double; writes whole ones as integers (3, not 3.0)."""
+    """Struct keeps every number as a double; writes whole ones as integers (3, not 3.0).
+    Its keys come out in hash order: written sorted, so the same value is the same bytes."""
     if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
         return int(value)
     if isinstance(value, dict):
-        return {k: _tidy_numbers(v) for k, v in value.items()}
+        return {k: _tidy_numbers(value[k]) for k in sorted(value)}
     if isinstance(value, list):
         return [_tidy_numbers(v) for v in value]
     return value

@@ -230,8 +230,8 @@ def block_from_json(data: dict[str, Any]) -> pb.ContentBlock:
     block = pb.ContentBlock()
     for key, value in data.items():
         if value is None:
-            continue
-        if key in _STRINGS and isinstance(value, str):
+            block.other.update({key: None})  # `"citations": null` comes back as it was
+        elif key in _STRINGS and isinstance(value, str):
             setattr(block, key, value)
         elif key == "is_error" and isinstance(value, bool):
             block.is_error = value

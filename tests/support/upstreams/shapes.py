@@ -163,9 +163,11 @@ def tool_to_call(body: dict[str, Any], anthropic: bool) -> str | None:
     """The tool a model would call now: the forced one, else the first one offered,
     unless the conversation ends with a tool result or tools are turned off."""
     tools = body.get("tools") or []
+    choice = body.get("tool_choice")
+    if anthropic:
+        tools = [t for t in tools if t.get("type") not in SERVER_TOOLS]  # run by the API itself
     if not tools:
         return None
-    choice = body.get("tool_choice")
     if anthropic:
         if isinstance(choice, dict) and choice.get("type") == "tool":
             return str(choice["name"])
