@@ -17,7 +17,9 @@ from tests.support.upstreams.base import refused_url
 from tests.support.upstreams.config import model, provider, with_models
 
 HELLO: Any = [{"role": "user", "content": "Say hello."}]
-PIXEL = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGNgAAIAAAUAAen63NgAAAAASUVORK5CYII="
+PIXEL = (
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGNgAAIAAAUAAen63NgAAAAASUVORK5CYII="
+)
 WEATHER: Any = {
     "name": "get_weather",
     "description": "Gets the weather of a city.",
@@ -164,7 +166,11 @@ async def test_stop_reasons(sdk: anthropic.AsyncAnthropic) -> None:
 async def test_count_tokens(sdk: anthropic.AsyncAnthropic) -> None:
     counted = await sdk.messages.count_tokens(model="sim-mini", messages=HELLO, tools=[WEATHER])
     reply = await sdk.messages.create(
-        model="sim-mini", max_tokens=50, messages=HELLO, tools=[WEATHER], tool_choice={"type": "none"}
+        model="sim-mini",
+        max_tokens=50,
+        messages=HELLO,
+        tools=[WEATHER],
+        tool_choice={"type": "none"},
     )
     assert counted.input_tokens == reply.usage.input_tokens
     assert (counted.model_extra or {})["method"] == "estimate"

@@ -106,7 +106,7 @@ async def test_ping_while_the_upstream_is_slow(mode: str) -> None:
     )
     async with client(mode, data) as c:
         raw = await stream(c, {"model": "sim-mini", "max_tokens": 3, "messages": HELLO})
-    assert b"event: ping\ndata: {\"type\":\"ping\"}\n\n" in raw
+    assert b'event: ping\ndata: {"type":"ping"}\n\n' in raw
     assert [kind for kind, _ in events(raw)][-1] == "message_stop"
 
 
