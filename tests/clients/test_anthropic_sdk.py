@@ -177,9 +177,11 @@ async def test_count_tokens(sdk: anthropic.AsyncAnthropic) -> None:
 
 
 async def test_bearer_key() -> None:
-    async with facade("in_process") as url:
-        async with anthropic.AsyncAnthropic(base_url=url, auth_token=API_KEY, max_retries=0) as sdk:
-            reply = await sdk.messages.create(model="sim-mini", max_tokens=10, messages=HELLO)
+    async with (
+        facade("in_process") as url,
+        anthropic.AsyncAnthropic(base_url=url, auth_token=API_KEY, max_retries=0) as sdk,
+    ):
+        reply = await sdk.messages.create(model="sim-mini", max_tokens=10, messages=HELLO)
     assert reply.content
 
 
