@@ -6,7 +6,9 @@ annotations are the only record of the REST surface; nothing here names a path.
 
 A unary RPC at `P` whose streaming sibling is annotated at `P:stream` (same verb) also
 takes `"stream": true` in its body, which dispatches to the sibling, as the spec's
-`stream` parameter asks.
+`stream` parameter asks. A binding whose method sets `gateway.v1.rest_method`'s
+`when_header` shares its verb and path with another method's: it serves the requests
+that carry that header.
 """
 
 from __future__ import annotations
@@ -108,6 +110,9 @@ class Binding:
     stream_rpc: Rpc | None = None
     # The response field written as the whole HTTP body ("": the whole message).
     response_body: str = ""
+    # The request header that selects this binding over another of the same verb and
+    # path ("": none, the default binding).
+    when_header: str = ""
 
 
 def bindings(methods: Iterable[MethodDescriptor]) -> list[Binding]:
@@ -121,12 +126,12 @@ def bindings(methods: Iterable[MethodDescriptor]) -> list[Binding]:
         rpc = Rpc.of(descriptor)
         for one in (rule, *rule.additional_bindings):
             found.append(_binding(one, rpc))
-    by_route = {(b.verb, b.template): b for b in found}
+    by_route = {(b.verb, b.template, b.when_header): b for b in found}
     if len(by_route) != len(found):
-        raise ValueError("two RPCs are annotated with the same verb and path")
+        raise ValueError("two RPCs are annotated with the same verb, path and header")
     paired = []
     for b in found:
-        sibling = by_route.get((b.verb, b.template + STREAM_SUFFIX))
+        sibling = by_route.get((b.verb, b.template + STREAM_SUFFIX, b.when_header))
         if not b.rpc.server_streaming and sibling is not None and sibling.rpc.server_streaming:
             b = replace(b, stream_rpc=sibling.rpc)
         paired.append(b)
@@ -147,9 +152,11 @@ def _binding(rule: http_pb2.HttpRule, rpc: Rpc) -> Binding:
             raise ValueError(f"{rpc.path}: the http rule names {name!r}, not a request field")
     if rule.response_body and not _has_field(rpc.response_type, rule.response_body):
         raise ValueError(f"{rpc.path}: response_body {rule.response_body!r} is not a field")
+    method = rpc.descriptor.GetOptions().Extensions[rest_pb2.RestMethodOptions.rest_method]
     return Binding(
-        verb, template, rpc, rule.body, route_path, path_fields, response_body=rule.response_body
-    )
+        verb, template, rpc, rule.body, route_path, path_fields,
+        response_body=rule.response_body, when_header=method.when_header.lower(),
+    )  # fmt: skip
 
 
 def _has_field(message_type: type[Message], path: str) -> bool:

@@ -4,7 +4,8 @@ Paths, verbs, path and query parameters and request bodies come from the same
 `google.api.http` bindings the routes are built from; every schema comes from a
 message descriptor, written as the codec writes and reads JSON (snake_case names,
 int64 as JSON integers, enums by name, Struct as an object). Nothing is written by hand
-but the error body, which is the facade's own. Fuzzers (schemathesis) read it.
+but the error bodies, which are the facade's own (OpenAI's shape, or Anthropic's for a
+service whose error format it is). Fuzzers (schemathesis) read it.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from gateway.v1 import json_mapping_pb2, rest_pb2
 from google.protobuf.descriptor import Descriptor, FieldDescriptor, MethodDescriptor
 
 from http_facade.bindings import Binding, bindings
@@ -27,6 +29,18 @@ _WELL_KNOWN: dict[str, dict[str, Any]] = {
     "google.protobuf.Struct": {"type": "object"},
     "google.protobuf.Value": {},
     "google.protobuf.ListValue": {"type": "array"},
+}
+ANTHROPIC_ERROR = {
+    "type": "object",
+    "required": ["type", "error"],
+    "properties": {
+        "type": {"type": "string", "enum": ["error"]},
+        "error": {
+            "type": "object",
+            "required": ["type", "message"],
+            "properties": {"type": {"type": "string"}, "message": {"type": "string"}},
+        },
+    },
 }
 ERROR = {
     "type": "object",
@@ -53,9 +67,11 @@ SECURITY_SCHEMES: dict[str, dict[str, str]] = {
 
 def document(methods: Iterable[MethodDescriptor], title: str = "Model gateway") -> dict[str, Any]:
     """The OpenAPI document of every binding of `methods`."""
-    schemas: dict[str, Any] = {"Error": ERROR}
+    schemas: dict[str, Any] = {"Error": ERROR, "AnthropicError": ANTHROPIC_ERROR}
     paths: dict[str, dict[str, Any]] = {}
     for binding in bindings(methods):
+        if binding.when_header:
+            continue  # a dialect's answer on another binding's path: one operation per path
         path = _openapi_path(binding)
         paths.setdefault(path, {})[binding.verb.lower()] = _operation(binding, schemas)
     return {
@@ -114,7 +130,8 @@ def _operation(binding: Binding, schemas: dict[str, Any]) -> dict[str, Any]:
         ok = {"application/json": {"schema": _ref(rpc.descriptor.output_type, schemas)}}
         if binding.stream_rpc is not None:
             ok["text/event-stream"] = {"schema": {"type": "string"}}
-    error = {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}
+    shape = "AnthropicError" if rpc.error_format == rest_pb2.ERROR_FORMAT_ANTHROPIC else "Error"
+    error = {"application/json": {"schema": {"$ref": f"#/components/schemas/{shape}"}}}
     operation["responses"] = {
         "200": {"description": "The RPC's response", "content": ok},
         "default": {"description": "An error (the status from the gRPC code)", "content": error},
@@ -143,9 +160,21 @@ def _message(
     descriptor: Descriptor, schemas: dict[str, Any], skip: frozenset[str] = frozenset()
 ) -> dict[str, Any]:
     properties = {
-        field.name: _value(field, schemas) for field in descriptor.fields if field.name not in skip
+        field.name: _value(field, schemas)
+        for field in descriptor.fields
+        if field.name not in skip and not _other_keys(field)
     }
-    return {"type": "object", "properties": properties}
+    schema: dict[str, Any] = {"type": "object", "properties": properties}
+    if any(_other_keys(field) for field in descriptor.fields):
+        schema["additionalProperties"] = True  # an open object: its other keys are kept
+    return schema
+
+
+def _other_keys(field: FieldDescriptor) -> bool:
+    options = field.GetOptions()
+    return options.HasExtension(json_mapping_pb2.other_keys) and bool(
+        options.Extensions[json_mapping_pb2.other_keys]
+    )
 
 
 def _value(field: FieldDescriptor, schemas: dict[str, Any]) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from gateway.v1 import messages_service_pb2 as service
 
 from server.accounting.accounts import Accounts
 from server.application import messages_replies as replies
+from server.application import model_infos
 from server.application import messages_translation as translation
 from server.application.generations import Generations
 from server.application.messages_replies import Reply
@@ -106,3 +107,20 @@ class MessagesService:
                 return service.CountMessageTokensResponse(input_tokens=counted, method="provider")
         estimate = tokens.estimate_prompt(generation)
         return service.CountMessageTokensResponse(input_tokens=estimate, method="estimate")
+
+    async def list_model_infos(
+        self, request: service.ListModelInfosRequest, call: Call
+    ) -> service.ListModelInfosResponse:
+        state = self.live.current
+        await self.accounts.admit(call, "api", state.keys)
+        return model_infos.page(state.config.models, request)
+
+    async def get_model_info(
+        self, request: service.GetModelInfoRequest, call: Call
+    ) -> service.GetModelInfoResponse:
+        state = self.live.current
+        await self.accounts.admit(call, "api", state.keys)
+        one = model_infos.info(state.catalog.model(request.model))
+        return service.GetModelInfoResponse(
+            type=one.type, id=one.id, display_name=one.display_name, created_at=one.created_at
+        )

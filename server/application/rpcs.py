@@ -74,6 +74,8 @@ def handlers(s: Services) -> dict[str, Handler]:
         "gateway.v1.MessagesService.CreateMessage": s.messages.create_message,
         "gateway.v1.MessagesService.StreamMessage": s.messages.stream_message,
         "gateway.v1.MessagesService.CountMessageTokens": s.messages.count_message_tokens,
+        "gateway.v1.MessagesService.ListModelInfos": s.messages.list_model_infos,
+        "gateway.v1.MessagesService.GetModelInfo": s.messages.get_model_info,
     }
 
 

@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import anthropic
+import httpx
 import pytest
 
 from tests.support.facade import MODES, facade, set_params
@@ -259,3 +260,31 @@ async def test_authentication_and_rate_limit_errors() -> None:
             with pytest.raises(anthropic.RateLimitError) as limited:
                 await sdk.messages.create(model="sim-mini", max_tokens=5, messages=HELLO)
     assert int(limited.value.response.headers["retry-after"]) >= 1
+
+
+async def test_models_in_anthropic_shape(sdk: anthropic.AsyncAnthropic) -> None:
+    page = await sdk.models.list(limit=2)
+    assert [m.id for m in page.data] == ["sim-mini", "sim-standard"]
+    assert page.has_more and page.first_id == "sim-mini" and page.last_id == "sim-standard"
+    everything = [m.id async for m in sdk.models.list(limit=2)]  # the SDK follows the cursor
+    assert everything == ["sim-mini", "sim-standard", "sim-pro", "sim-embed"]
+    one = await sdk.models.retrieve("sim-pro")
+    assert (one.type, one.id, one.display_name) == ("model", "sim-pro", "sim-pro")
+    assert one.created_at.year >= 2026
+    with pytest.raises(anthropic.NotFoundError):
+        await sdk.models.retrieve("no-such-model")
+
+
+async def test_models_without_anthropic_version_keep_the_gateway_shape() -> None:
+    async with facade("in_process") as url, httpx.AsyncClient(base_url=url) as c:
+        plain = (await c.get("/v1/models", headers={"x-api-key": API_KEY})).json()
+        assert plain["object"] == "list" and "has_more" not in plain
+        assert set(plain["data"][0]) == {"id", "object", "created", "owned_by"}
+        raw = (
+            await c.get(
+                "/v1/models", headers={"x-api-key": API_KEY, "anthropic-version": "2023-06-01"}
+            )
+        ).json()
+    assert set(raw) == {"data", "has_more", "first_id", "last_id"}
+    assert raw["data"][0] == {"type": "model", "id": "sim-mini", "display_name": "sim-mini",
+                              "created_at": "2026-01-01T00:00:00Z"}  # fmt: skip

@@ -97,8 +97,11 @@ def _check(case) -> None:  # type: ignore[no-untyped-def]
         kind = kind[0] if isinstance(kind, list) else kind
         if response.status_code >= 400:
             assert kind.startswith("application/json"), where
-            error = response.json()["error"]
-            assert isinstance(error["message"], str) and isinstance(error["code"], str), where
+            body = response.json()
+            error = body["error"]
+            # OpenAI's shape names a code; Anthropic's (the Messages paths) a type.
+            named = error.get("code") if body.get("type") != "error" else error["type"]
+            assert isinstance(error["message"], str) and isinstance(named, str), where
             assert "Traceback" not in response.text
         elif kind.startswith("application/json"):
             case.validate_response(response)

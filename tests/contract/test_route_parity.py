@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 
 import httpx
 import pytest
+from gateway.v1 import rest_pb2
 from google.api import annotations_pb2
 from starlette.routing import Route
 
@@ -18,18 +19,21 @@ from tests.support.facade import both_modes, client
 VERBS = ("get", "put", "post", "delete", "patch")
 
 
-def annotated() -> dict[tuple[str, str], str]:
-    """(verb, path template) -> full method name, for every annotated RPC."""
+def annotated(with_header: bool = False) -> dict[tuple[str, ...], str]:
+    """(verb, path template) -> full method name, for every annotated RPC; with
+    `with_header`, the header that selects a binding sharing its path is in the key."""
     found = {}
     for service in SERVICES:
         for method in service.methods:
             options = method.GetOptions()
             assert options.HasExtension(annotations_pb2.http), f"{method.full_name} unannotated"
             rule = options.Extensions[annotations_pb2.http]
+            header = options.Extensions[rest_pb2.RestMethodOptions.rest_method].when_header
             for one in (rule, *rule.additional_bindings):
                 verb = one.WhichOneof("pattern")
                 assert verb in VERBS
-                found[(verb.upper(), getattr(one, verb))] = method.full_name
+                key = (verb.upper(), getattr(one, verb), *((header,) if with_header else ()))
+                found.setdefault(key, method.full_name)
     return found
 
 
@@ -50,12 +54,12 @@ async def edge_app() -> AsyncIterator[object]:
 
 
 def test_every_rpc_is_annotated_and_streaming_paths_pair_up() -> None:
-    routes = annotated()
+    routes = annotated(with_header=True)
     assert len(routes) == sum(len(s.methods) for s in SERVICES)
-    for (verb, path), name in routes.items():
+    for (verb, path, header), name in routes.items():
         if path.endswith(":stream"):
             assert name.split(".")[-1].startswith("Stream")
-            assert (verb, path.removesuffix(":stream")) in routes
+            assert (verb, path.removesuffix(":stream"), header) in routes
 
 
 async def test_routes_match_annotations_exactly(edge_app) -> None:  # type: ignore[no-untyped-def]

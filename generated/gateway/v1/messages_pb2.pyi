@@ -207,3 +207,15 @@ class MessageDelta(_message.Message):
     stop_reason: str
     stop_sequence: str
     def __init__(self, stop_reason: _Optional[str] = ..., stop_sequence: _Optional[str] = ...) -> None: ...
+
+class ModelInfo(_message.Message):
+    __slots__ = ("type", "id", "display_name", "created_at")
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    DISPLAY_NAME_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AT_FIELD_NUMBER: _ClassVar[int]
+    type: str
+    id: str
+    display_name: str
+    created_at: str
+    def __init__(self, type: _Optional[str] = ..., id: _Optional[str] = ..., display_name: _Optional[str] = ..., created_at: _Optional[str] = ...) -> None: ...

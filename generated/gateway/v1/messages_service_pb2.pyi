@@ -169,3 +169,43 @@ class CountMessageTokensResponse(_message.Message):
     input_tokens: int
     method: str
     def __init__(self, input_tokens: _Optional[int] = ..., method: _Optional[str] = ...) -> None: ...
+
+class ListModelInfosRequest(_message.Message):
+    __slots__ = ("after_id", "before_id", "limit")
+    AFTER_ID_FIELD_NUMBER: _ClassVar[int]
+    BEFORE_ID_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    after_id: str
+    before_id: str
+    limit: int
+    def __init__(self, after_id: _Optional[str] = ..., before_id: _Optional[str] = ..., limit: _Optional[int] = ...) -> None: ...
+
+class ListModelInfosResponse(_message.Message):
+    __slots__ = ("data", "has_more", "first_id", "last_id")
+    DATA_FIELD_NUMBER: _ClassVar[int]
+    HAS_MORE_FIELD_NUMBER: _ClassVar[int]
+    FIRST_ID_FIELD_NUMBER: _ClassVar[int]
+    LAST_ID_FIELD_NUMBER: _ClassVar[int]
+    data: _containers.RepeatedCompositeFieldContainer[_messages_pb2.ModelInfo]
+    has_more: bool
+    first_id: str
+    last_id: str
+    def __init__(self, data: _Optional[_Iterable[_Union[_messages_pb2.ModelInfo, _Mapping]]] = ..., has_more: _Optional[bool] = ..., first_id: _Optional[str] = ..., last_id: _Optional[str] = ...) -> None: ...
+
+class GetModelInfoRequest(_message.Message):
+    __slots__ = ("model",)
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    model: str
+    def __init__(self, model: _Optional[str] = ...) -> None: ...
+
+class GetModelInfoResponse(_message.Message):
+    __slots__ = ("type", "id", "display_name", "created_at")
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    DISPLAY_NAME_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AT_FIELD_NUMBER: _ClassVar[int]
+    type: str
+    id: str
+    display_name: str
+    created_at: str
+    def __init__(self, type: _Optional[str] = ..., id: _Optional[str] = ..., display_name: _Optional[str] = ..., created_at: _Optional[str] = ...) -> None: ...

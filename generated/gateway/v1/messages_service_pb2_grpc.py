@@ -57,6 +57,16 @@ class MessagesServiceStub:
                 request_serializer=gateway_dot_v1_dot_messages__service__pb2.CountMessageTokensRequest.SerializeToString,
                 response_deserializer=gateway_dot_v1_dot_messages__service__pb2.CountMessageTokensResponse.FromString,
                 _registered_method=True)
+        self.ListModelInfos = channel.unary_unary(
+                '/gateway.v1.MessagesService/ListModelInfos',
+                request_serializer=gateway_dot_v1_dot_messages__service__pb2.ListModelInfosRequest.SerializeToString,
+                response_deserializer=gateway_dot_v1_dot_messages__service__pb2.ListModelInfosResponse.FromString,
+                _registered_method=True)
+        self.GetModelInfo = channel.unary_unary(
+                '/gateway.v1.MessagesService/GetModelInfo',
+                request_serializer=gateway_dot_v1_dot_messages__service__pb2.GetModelInfoRequest.SerializeToString,
+                response_deserializer=gateway_dot_v1_dot_messages__service__pb2.GetModelInfoResponse.FromString,
+                _registered_method=True)
 
 
 class MessagesServiceServicer:
@@ -105,6 +115,27 @@ class MessagesServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListModelInfos(self, request, context):
+        """Lists the models in Anthropic's shape, for Anthropic clients: on REST, `GET
+        /v1/models` answers so when the request carries `anthropic-version`.
+
+        Errors: UNAUTHENTICATED, INVALID_ARGUMENT for a limit out of range or an unknown
+        cursor id, RESOURCE_EXHAUSTED.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetModelInfo(self, request, context):
+        """Returns one model in Anthropic's shape, by id or alias: on REST, `GET
+        /v1/models/{model}` with `anthropic-version`.
+
+        Errors: UNAUTHENTICATED, NOT_FOUND for an unknown model, RESOURCE_EXHAUSTED.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_MessagesServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -122,6 +153,16 @@ def add_MessagesServiceServicer_to_server(servicer, server):
                     servicer.CountMessageTokens,
                     request_deserializer=gateway_dot_v1_dot_messages__service__pb2.CountMessageTokensRequest.FromString,
                     response_serializer=gateway_dot_v1_dot_messages__service__pb2.CountMessageTokensResponse.SerializeToString,
+            ),
+            'ListModelInfos': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListModelInfos,
+                    request_deserializer=gateway_dot_v1_dot_messages__service__pb2.ListModelInfosRequest.FromString,
+                    response_serializer=gateway_dot_v1_dot_messages__service__pb2.ListModelInfosResponse.SerializeToString,
+            ),
+            'GetModelInfo': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetModelInfo,
+                    request_deserializer=gateway_dot_v1_dot_messages__service__pb2.GetModelInfoRequest.FromString,
+                    response_serializer=gateway_dot_v1_dot_messages__service__pb2.GetModelInfoResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -213,6 +254,60 @@ class MessagesService:
             '/gateway.v1.MessagesService/CountMessageTokens',
             gateway_dot_v1_dot_messages__service__pb2.CountMessageTokensRequest.SerializeToString,
             gateway_dot_v1_dot_messages__service__pb2.CountMessageTokensResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListModelInfos(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/gateway.v1.MessagesService/ListModelInfos',
+            gateway_dot_v1_dot_messages__service__pb2.ListModelInfosRequest.SerializeToString,
+            gateway_dot_v1_dot_messages__service__pb2.ListModelInfosResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetModelInfo(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/gateway.v1.MessagesService/GetModelInfo',
+            gateway_dot_v1_dot_messages__service__pb2.GetModelInfoRequest.SerializeToString,
+            gateway_dot_v1_dot_messages__service__pb2.GetModelInfoResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -28,3 +28,11 @@ class RestOptions(_message.Message):
     error_format: ErrorFormat
     forwarded_headers: _containers.RepeatedScalarFieldContainer[str]
     def __init__(self, strict: _Optional[bool] = ..., refused_fields: _Optional[_Iterable[str]] = ..., error_format: _Optional[_Union[ErrorFormat, str]] = ..., forwarded_headers: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class RestMethodOptions(_message.Message):
+    __slots__ = ("when_header",)
+    REST_METHOD_FIELD_NUMBER: _ClassVar[int]
+    rest_method: _descriptor.FieldDescriptor
+    WHEN_HEADER_FIELD_NUMBER: _ClassVar[int]
+    when_header: str
+    def __init__(self, when_header: _Optional[str] = ...) -> None: ...
