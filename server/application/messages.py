@@ -16,8 +16,8 @@ from gateway.v1 import messages_service_pb2 as service
 
 from server.accounting.accounts import Accounts
 from server.application import messages_replies as replies
-from server.application import model_infos
 from server.application import messages_translation as translation
+from server.application import model_infos
 from server.application.generations import Generations
 from server.application.messages_replies import Reply
 from server.application.state import Live
