@@ -14,7 +14,7 @@ UV_VERSION := 0.13.9
 # Extra flags for `make lock`, e.g. LOCK_FLAGS=--upgrade, or LOCK_FLAGS='--upgrade-package ruff'.
 LOCK_FLAGS ?=
 
-.PHONY: setup lock hooks run generate check-generated third_party breaking lint typecheck test bench clean
+.PHONY: setup lock hooks run generate check-generated third_party breaking lint typecheck test bench clean claude-code
 
 # The venv gets what the lock pins, hash-checked, and nothing newer; then the project itself,
 # without resolving again. `pip check` fails when a runtime dependency added to pyproject.toml
@@ -46,6 +46,13 @@ lock:
 # The git hook that runs .pre-commit-config.yaml (ruff, buf format, generated code) on commit.
 # Git keeps hooks per repository, so in a `git worktree` it runs for every worktree, each
 # with its own .venv and node_modules (`make setup` there first).
+# The Claude Code CLI (an npm package with a native binary, about 250 MB), for the test that
+# drives it through the gateway (tests/clients/test_claude_code.py); optional, not in setup.
+CLAUDE_CODE_VERSION := 2.1.197
+claude-code:
+	npm install --silent --no-audit --no-fund --no-save --prefix build/claude-code \
+		@anthropic-ai/claude-code@$(CLAUDE_CODE_VERSION)
+
 hooks: setup
 	$(BIN)/pre-commit install
 

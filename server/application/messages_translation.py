@@ -55,7 +55,9 @@ AnyRequest = GenerateRequest | service.CountMessageTokensRequest
 NATIVE_KIND = "anthropic"
 # The dialect's request header forwarded to Anthropic upstreams.
 BETA_HEADER = "anthropic-beta"
-ROLES = ("user", "assistant")
+# `system`: instructions mid-conversation (Anthropic's mid-conversation system turns).
+ROLES = ("user", "assistant", "system")
+EFFORTS = ("low", "medium", "high", "xhigh", "max")
 IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
 NAME = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
 MIN_THINKING_BUDGET = 1024
@@ -64,7 +66,9 @@ THINKING_TYPES = ("enabled", "adaptive", "disabled")
 # Custom-tool keys the gateway does not read: Anthropic upstreams only.
 NATIVE_TOOL_KEYS = ("input_examples", "defer_loading", "allowed_callers", "eager_input_streaming")
 # Request fields only Anthropic's format carries.
-NATIVE_FIELDS = ("container", "mcp_servers", "context_management", "output_config")
+NATIVE_FIELDS = ("container", "mcp_servers")
+# Context edits every provider honours: earlier thinking reaches no other kind anyway.
+HONOURED_EDITS = ("clear_thinking_",)
 
 
 class Reader:
@@ -100,9 +104,18 @@ class Reader:
 
     def turn(self, turn: pb.MessageParam, where: str) -> list[Message]:
         if turn.role not in ROLES:
-            raise InvalidArgument.for_field(f"{where}.role", "must be `user` or `assistant`")
+            raise InvalidArgument.for_field(
+                f"{where}.role", "must be `user`, `assistant` or `system`"
+            )
         if not turn.content_blocks:
             return [Message(role=turn.role, content=turn.content)]
+        if turn.role == "system":
+            texts = []
+            for j, block in enumerate(turn.content_blocks):
+                if block.type != "text":
+                    raise InvalidArgument.for_field(f"{where}.content[{j}].type", "must be `text`")
+                texts.append(self.text(block, f"{where}.content[{j}]"))
+            return [Message(role="system", content="\n\n".join(texts))]
         if turn.role == "assistant":
             return [self.assistant(turn.content_blocks, where)]
         return self.user(turn.content_blocks, where)
@@ -327,9 +340,9 @@ def _choice(request: AnyRequest, names: set[str]) -> dict[str, Any]:
     return out
 
 
-def _thinking(request: AnyRequest, max_tokens: int | None) -> Thinking | None:
+def _thinking(request: AnyRequest, max_tokens: int | None, effort: str | None) -> Thinking | None:
     if not request.HasField("thinking"):
-        return None
+        return Thinking("disabled", effort=effort) if effort else None
     config = request.thinking
     if config.type not in THINKING_TYPES:
         raise InvalidArgument.for_field(
@@ -338,9 +351,9 @@ def _thinking(request: AnyRequest, max_tokens: int | None) -> Thinking | None:
     if config.HasField("display") and config.display not in ("summarized", "omitted"):
         raise InvalidArgument.for_field("thinking.display", "must be summarized or omitted")
     if config.type == "disabled":
-        return None
+        return Thinking("disabled", effort=effort) if effort else None
     if config.type == "adaptive":
-        return Thinking("adaptive")
+        return Thinking("adaptive", effort=effort)
     if not config.HasField("budget_tokens"):
         raise InvalidArgument.for_field("thinking.budget_tokens", "is required for `enabled`")
     budget = config.budget_tokens
@@ -350,7 +363,39 @@ def _thinking(request: AnyRequest, max_tokens: int | None) -> Thinking | None:
         )
     if max_tokens is not None and budget >= max_tokens:
         raise InvalidArgument.for_field("thinking.budget_tokens", "must be less than max_tokens")
-    return Thinking("enabled", budget)
+    return Thinking("enabled", budget, effort)
+
+
+def _effort(request: AnyRequest, reader: Reader) -> str | None:
+    """output_config.effort; its other keys (`format`...) only Anthropic reads."""
+    if not request.HasField("output_config"):
+        return None
+    config = struct(request.output_config)
+    for key in config:
+        if key != "effort":
+            reader.native(f"output_config.{key}")
+    effort = config.get("effort")
+    if effort is not None and effort not in EFFORTS:
+        raise InvalidArgument.for_field(
+            "output_config.effort", f"must be one of {', '.join(EFFORTS)}"
+        )
+    return effort
+
+
+def _context_edits(request: AnyRequest, reader: Reader) -> None:
+    """Clearing earlier thinking is what every other provider gets anyway; any other
+    context edit only Anthropic makes."""
+    if not request.HasField("context_management"):
+        return
+    config = struct(request.context_management)
+    edits = config.get("edits")
+    if set(config) - {"edits"} or not isinstance(edits, list):
+        reader.native("context_management")
+        return
+    for i, edit in enumerate(edits):
+        kind = edit.get("type", "") if isinstance(edit, dict) else ""
+        if not kind.startswith(HONOURED_EDITS):
+            reader.native(f"context_management.edits[{i}]")
 
 
 def _sampling(request: GenerateRequest) -> dict[str, Any]:
@@ -416,6 +461,8 @@ def generation(request: AnyRequest, headers: tuple[tuple[str, str], ...] = ()) -
     for name in NATIVE_FIELDS:
         if name != "mcp_servers" and name in fields and request.HasField(name):
             reader.native(name)
+    effort = _effort(request, reader)
+    _context_edits(request, reader)
     counting = isinstance(request, service.CountMessageTokensRequest)
     sampling = {} if counting else _sampling(request)
     return GenerationRequest(
@@ -423,7 +470,7 @@ def generation(request: AnyRequest, headers: tuple[tuple[str, str], ...] = ()) -
         tools=tools,
         **_choice(request, names),
         **sampling,
-        thinking=_thinking(request, sampling.get("max_tokens")),
+        thinking=_thinking(request, sampling.get("max_tokens"), effort),
         native=Native(NATIVE_KIND, request, headers),
         native_only=reader.native_only,
     )

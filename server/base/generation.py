@@ -132,10 +132,17 @@ class ResponseFormat:
 
 @dataclass(frozen=True, slots=True)
 class Thinking:
-    """Extended thinking: `enabled` with a token budget, or `adaptive`."""
+    """How much the model reasons: extended thinking `enabled` with a token budget,
+    `adaptive`, or `disabled` with only an `effort` (`low` ... `max`)."""
 
     type: str
     budget_tokens: int | None = None
+    effort: str | None = None
+
+    @property
+    def shown(self) -> bool:
+        """Whether the reply shows its reasoning (thinking blocks)."""
+        return self.type != "disabled"
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,7 +228,7 @@ class GenerationRequest:
         if self.metadata:
             out[Capability.METADATA] = "metadata"
         if self.thinking is not None:
-            out[Capability.THINKING] = "thinking"
+            out[Capability.THINKING] = "thinking" if self.thinking.shown else "output_config"
         if any(m.documents for m in self.messages):
             out[Capability.DOCUMENTS] = "messages"
         if self.top_k is not None:

@@ -277,7 +277,9 @@ def _chat_fields(request: GenerationRequest, body: dict[str, Any]) -> None:
 
 
 def reasoning_effort(thinking: Thinking) -> str:
-    """Extended thinking in OpenAI's terms: its token budget as an effort."""
+    """Extended thinking in OpenAI's terms: its effort, else its token budget as one."""
+    if thinking.effort is not None:
+        return {"xhigh": "high", "max": "high"}.get(thinking.effort, thinking.effort)
     budget = thinking.budget_tokens
     if budget is None:
         return "medium"

@@ -172,7 +172,7 @@ class SimulatedProvider:
             await asyncio.sleep(p.ttft_ms / 1000)
             interval = 1 / p.tokens_per_second if p.tokens_per_second else 0
             sent = 0
-            if request.thinking is not None:
+            if request.thinking is not None and request.thinking.shown:
                 for piece in _reasoning(request):
                     sent += 1
                     yield ReasoningDelta(piece)

@@ -78,7 +78,7 @@ def test_turns_become_generic_messages() -> None:
         ({"temperature": 1.5}, "temperature"),
         ({"top_k": 0}, "top_k"),
         ({"messages": []}, "messages"),
-        ({"messages": [{"role": "system", "content": "x"}]}, "messages[0].role"),
+        ({"messages": [{"role": "tool", "content": "x"}]}, "messages[0].role"),
         ({"messages": [{"role": "user", "content": [{"type": "text", "text": "x", "foo": 1}]}]},
          "messages[0].content[0].foo"),
         ({"messages": [{"role": "user", "content": [{"type": "image", "source": {

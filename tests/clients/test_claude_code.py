@@ -1,0 +1,78 @@
+"""The Claude Code CLI in non-interactive print mode, pointed at the gateway with
+ANTHROPIC_BASE_URL and served by a simulated model: its real requests (system blocks
+with cache_control, adaptive thinking, effort, context management, a mid-conversation
+system turn, tools, metadata.user_id, anthropic-beta) through a whole tool loop.
+
+The CLI is an npm package with a native binary: `make claude-code` installs the pinned
+version under build/claude-code (CI does); without it this test is skipped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.support.gateways import API_KEY, ROOT, default_config_dict, running_gateway
+
+INSTALLED = ROOT / "build" / "claude-code" / "node_modules" / ".bin" / "claude"
+
+
+def claude_binary() -> str | None:
+    found = os.environ.get("CLAUDE_CODE_BIN") or (str(INSTALLED) if INSTALLED.exists() else None)
+    return found or shutil.which("claude")
+
+
+pytestmark = pytest.mark.skipif(
+    claude_binary() is None, reason="the Claude Code CLI is not installed (make claude-code)"
+)
+
+
+async def test_print_mode_tool_loop(tmp_path: Path) -> None:
+    data = default_config_dict()
+    # The names Claude Code asks for on its own (its small, fast model) map to sim-mini.
+    data["models"][0]["aliases"] = ["claude-haiku-4-5", "claude-haiku-4-5-20251001"]
+    (tmp_path / "home").mkdir()
+    (tmp_path / "work").mkdir()
+    async with running_gateway(data) as gw:
+        env = {
+            "PATH": os.environ.get("PATH", ""),
+            "HOME": str(tmp_path / "home"),
+            "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{gw.http_port}",
+            "ANTHROPIC_API_KEY": API_KEY,
+            "ANTHROPIC_SMALL_FAST_MODEL": "sim-mini",
+            "DISABLE_TELEMETRY": "1",
+            "DISABLE_AUTOUPDATER": "1",
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        }
+        argv = [str(claude_binary()), "-p", "Read the file notes.txt", "--model", "sim-mini",
+                "--tools", "Read", "--output-format", "stream-json", "--verbose"]  # fmt: skip
+        process = await asyncio.create_subprocess_exec(
+            *argv, env=env, cwd=tmp_path / "work",
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        )  # fmt: skip
+        out, err = await asyncio.wait_for(process.communicate(), timeout=120)
+        await gw.gateway.accounts.ledger.flush()
+        rows = await gw.gateway.store.db.fetch("SELECT method, status, model FROM usage_records")
+    assert process.returncode == 0, err.decode()[-2000:]
+    events = [json.loads(line) for line in out.decode().splitlines() if line.strip()]
+    blocks = [
+        block
+        for e in events
+        if e.get("type") in ("assistant", "user")
+        for block in e["message"]["content"]
+    ]
+    kinds = [b["type"] for b in blocks]
+    # The simulated model thinks, calls Read, gets its (error) result, then answers.
+    assert "tool_use" in kinds and "tool_result" in kinds and kinds[-1] == "text"
+    assert any(b["type"] == "thinking" and b["signature"] for b in blocks)
+    result = events[-1]
+    assert result["type"] == "result" and result["subtype"] == "success"
+    assert result["result"].startswith("(simulated)")
+    generations = [r for r in rows if r["method"] in ("CreateMessage", "StreamMessage")]
+    assert len(generations) >= 2
+    assert all(r["status"] == "OK" and r["model"] == "sim-mini" for r in generations)
