@@ -288,3 +288,20 @@ async def test_models_without_anthropic_version_keep_the_gateway_shape() -> None
     assert set(raw) == {"data", "has_more", "first_id", "last_id"}
     assert raw["data"][0] == {"type": "model", "id": "sim-mini", "display_name": "sim-mini",
                               "created_at": "2026-01-01T00:00:00Z"}  # fmt: skip
+
+
+async def test_aliases_and_routing_profiles_as_the_model() -> None:
+    data = default_config_dict()
+    data["models"][0]["aliases"] = ["claude-sonnet-4-6"]
+    async with facade("in_process", data) as url, client(url) as sdk:
+        aliased = await sdk.messages.create(
+            model="claude-sonnet-4-6", max_tokens=10, messages=HELLO
+        )
+        assert aliased.model == "sim-mini"
+        raw = await sdk.messages.with_raw_response.create(
+            model="economy", max_tokens=10, messages=HELLO
+        )
+        routed = await raw.parse()
+    assert routed.model in ("sim-mini", "sim-standard")
+    decision = raw.headers["x-gateway-route"]
+    assert decision.startswith("profile=economy; model=") and f"model={routed.model};" in decision
