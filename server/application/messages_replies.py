@@ -25,6 +25,7 @@ from server.base import tokens
 from server.base.generation import NativeEvent, ReasoningDelta, TextDelta, ToolCallDelta
 
 Event = service.StreamMessageResponse
+_TEXT = ("text", 0)
 STOP_REASONS = {
     "stop": "end_turn",
     "length": "max_tokens",
@@ -61,11 +62,16 @@ class Reply:
         self.native_stop: tuple[str, str | None] | None = None
 
     def feed(self, fragment: Fragment) -> list[Event]:
+        if isinstance(fragment, TextDelta):
+            if self._open == _TEXT and self.emit:  # the common case, kept short: per token
+                event = Event(type="content_block_delta", index=len(self.blocks) - 1)
+                event.delta.type = "text_delta"
+                event.delta.text = fragment.text
+                return [event]
+            out = self._start(_TEXT, lambda: pb.ContentBlock(type="text", text=""))
+            return out + self._delta(pb.ContentBlockDelta(type="text_delta", text=fragment.text))
         if isinstance(fragment, NativeEvent):
             return self._native(fragment.data)
-        if isinstance(fragment, TextDelta):
-            out = self._start(("text", 0), lambda: pb.ContentBlock(type="text", text=""))
-            return out + self._delta(pb.ContentBlockDelta(type="text_delta", text=fragment.text))
         if isinstance(fragment, ReasoningDelta):
             out = self._start(
                 ("thinking", 0),
@@ -106,9 +112,11 @@ class Reply:
         return out
 
     def _delta(self, delta: pb.ContentBlockDelta, gather: bool = True) -> list[Event]:
-        if gather:
-            self.blocks[-1].pieces.append(delta.text or delta.partial_json or delta.thinking or "")
         if not self.emit:
+            if gather:  # a whole reply's; a stream's text is the caller's to gather
+                self.blocks[-1].pieces.append(
+                    delta.text or delta.partial_json or delta.thinking or ""
+                )
             return []
         return [Event(type="content_block_delta", index=len(self.blocks) - 1, delta=delta)]
 

@@ -153,7 +153,10 @@ def test_generic_fragments_become_blocks() -> None:
         ("content_block_start", 0), ("content_block_stop", 0), ("content_block_start", 1),
         ("content_block_stop", 1), ("content_block_start", 2), ("content_block_stop", 2),
     ]  # fmt: skip
-    blocks = [codec.to_dict(b) for b in reply.content()]
+    whole = Reply(emit=False)
+    for fragment in fragments:
+        assert whole.feed(fragment) == []
+    blocks = [codec.to_dict(b) for b in whole.content()]
     assert blocks == [
         {"type": "thinking", "thinking": "think", "signature": "sig"},
         {"type": "text", "text": "Hello"},
