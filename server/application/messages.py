@@ -15,7 +15,6 @@ from gateway.v1 import messages_pb2 as pb
 from gateway.v1 import messages_service_pb2 as service
 
 from server.accounting.accounts import Accounts
-from server.application import messages_replies as replies
 from server.application import messages_translation as translation
 from server.application import model_infos
 from server.application.generations import Generations
@@ -43,7 +42,7 @@ class MessagesService:
         async for fragment in run.fragments():
             reply.feed(fragment)
         reason, sequence = reply.stop(run)
-        return service.CreateMessageResponse(
+        response = service.CreateMessageResponse(
             id=f"msg_{call.request_id}",
             type="message",
             role="assistant",
@@ -51,8 +50,11 @@ class MessagesService:
             model=run.model.id,
             stop_reason=reason,
             stop_sequence=sequence,
-            usage=replies.usage(run),
+            usage=reply.usage(run),
         )
+        if extra := reply.extra():
+            response.other.update(extra)
+        return response
 
     async def stream_message(
         self, request: service.StreamMessageRequest, call: Call
@@ -63,7 +65,7 @@ class MessagesService:
         # Already read by the failover: an Anthropic upstream's start, with its usage.
         first = await anext(fragments, None)
         pending = reply.feed(first) if first is not None else []
-        yield Event(
+        start = Event(
             type="message_start",
             message=pb.Message(
                 id=f"msg_{call.request_id}",
@@ -73,6 +75,9 @@ class MessagesService:
                 usage=reply.start_usage(run),
             ),
         )
+        if reply.start_extra:
+            start.message.other.update(reply.start_extra)
+        yield start
         for event in pending:
             yield event
         async for fragment in fragments:
@@ -81,11 +86,14 @@ class MessagesService:
         for event in reply.close():
             yield event
         reason, sequence = reply.stop(run)
-        yield Event(
+        end = Event(
             type="message_delta",
             message_delta=pb.MessageDelta(stop_reason=reason, stop_sequence=sequence),
-            usage=replies.usage(run),
+            usage=reply.usage(run),
         )
+        if reply.delta_extra:
+            end.message_delta.other.update(reply.delta_extra)
+        yield end
         yield Event(type="message_stop")
 
     async def count_message_tokens(

@@ -57,9 +57,12 @@ class Reply:
         self.blocks: list[_Block] = []
         # The open generic block: its kind and key (a tool call's index).
         self._open: tuple[str, int] | None = None
-        # From native events: the upstream's usage, stop reason and stop sequence.
+        # From native events: the upstream's usage, stop reason and stop sequence, and
+        # the keys it adds to its message (at the start) and to its final delta.
         self.native_usage: dict[str, Any] = {}
         self.native_stop: tuple[str, str | None] | None = None
+        self.start_extra: dict[str, Any] = {}
+        self.delta_extra: dict[str, Any] = {}
 
     def feed(self, fragment: Fragment) -> list[Event]:
         if isinstance(fragment, TextDelta):
@@ -132,10 +135,13 @@ class Reply:
     def _native(self, data: dict[str, Any]) -> list[Event]:
         kind = data.get("type")
         if kind == "message_start":
-            self.native_usage.update((data.get("message") or {}).get("usage") or {})
+            message = data.get("message") or {}
+            self.native_usage.update(message.get("usage") or {})
+            self.start_extra = {k: v for k, v in message.items() if k not in _MESSAGE_KEYS}
         elif kind == "message_delta":
             delta = data.get("delta") or {}
             self.native_stop = (str(delta.get("stop_reason") or ""), delta.get("stop_sequence"))
+            self.delta_extra = {k: v for k, v in delta.items() if k not in _MESSAGE_KEYS}
             self.native_usage.update(data.get("usage") or {})
         elif kind == "content_block_start":
             block = block_from_json(data.get("content_block") or {})
@@ -198,15 +204,38 @@ class Reply:
         """The usage `message_start` reports: the upstream's own when it gave one,
         else the gateway's estimate of the input."""
         if self.native_usage:
-            return pb.MessageUsage(
+            out = pb.MessageUsage(
                 **{k: v for k, v in self.native_usage.items() if k in _USAGE and isinstance(v, int)}
             )
+            _extra(out.other, self.native_usage, _USAGE)
+            return out
         return pb.MessageUsage(input_tokens=tokens.estimate_prompt(run.request))
+
+    def usage(self, run: Run) -> pb.MessageUsage:
+        """The whole call's usage, with the rest of an Anthropic upstream's."""
+        out = usage(run)
+        _extra(out.other, self.native_usage, _USAGE)
+        return out
+
+    def extra(self) -> dict[str, Any]:
+        """The keys an Anthropic upstream added to its message (`container`,
+        `stop_details`...), for a whole reply."""
+        return {**self.start_extra, **self.delta_extra}
 
 
 _USAGE = frozenset(
     {"input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens"}
 )
+# The keys of a message (and of its final delta) that the contract has fields for.
+_MESSAGE_KEYS = frozenset(
+    {"id", "type", "role", "content", "model", "stop_reason", "stop_sequence", "usage"}
+)
+
+
+def _extra(target: Any, data: dict[str, Any], known: frozenset[str]) -> None:
+    rest = {k: v for k, v in data.items() if k not in known}
+    if rest:
+        target.update(rest)
 
 
 def usage(run: Run) -> pb.MessageUsage:

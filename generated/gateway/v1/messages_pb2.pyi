@@ -139,7 +139,7 @@ class MessageMetadata(_message.Message):
     def __init__(self, user_id: _Optional[str] = ...) -> None: ...
 
 class Message(_message.Message):
-    __slots__ = ("id", "type", "role", "content", "model", "stop_reason", "stop_sequence", "usage")
+    __slots__ = ("id", "type", "role", "content", "model", "stop_reason", "stop_sequence", "usage", "other")
     ID_FIELD_NUMBER: _ClassVar[int]
     TYPE_FIELD_NUMBER: _ClassVar[int]
     ROLE_FIELD_NUMBER: _ClassVar[int]
@@ -148,6 +148,7 @@ class Message(_message.Message):
     STOP_REASON_FIELD_NUMBER: _ClassVar[int]
     STOP_SEQUENCE_FIELD_NUMBER: _ClassVar[int]
     USAGE_FIELD_NUMBER: _ClassVar[int]
+    OTHER_FIELD_NUMBER: _ClassVar[int]
     id: str
     type: str
     role: str
@@ -156,10 +157,11 @@ class Message(_message.Message):
     stop_reason: str
     stop_sequence: str
     usage: MessageUsage
-    def __init__(self, id: _Optional[str] = ..., type: _Optional[str] = ..., role: _Optional[str] = ..., content: _Optional[_Iterable[_Union[ContentBlock, _Mapping]]] = ..., model: _Optional[str] = ..., stop_reason: _Optional[str] = ..., stop_sequence: _Optional[str] = ..., usage: _Optional[_Union[MessageUsage, _Mapping]] = ...) -> None: ...
+    other: _struct_pb2.Struct
+    def __init__(self, id: _Optional[str] = ..., type: _Optional[str] = ..., role: _Optional[str] = ..., content: _Optional[_Iterable[_Union[ContentBlock, _Mapping]]] = ..., model: _Optional[str] = ..., stop_reason: _Optional[str] = ..., stop_sequence: _Optional[str] = ..., usage: _Optional[_Union[MessageUsage, _Mapping]] = ..., other: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
 
 class MessageUsage(_message.Message):
-    __slots__ = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens", "input_cost_usd", "output_cost_usd", "cache_input_cost_usd", "total_cost_usd", "latency_ms", "ttft_ms")
+    __slots__ = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens", "input_cost_usd", "output_cost_usd", "cache_input_cost_usd", "total_cost_usd", "latency_ms", "ttft_ms", "other")
     INPUT_TOKENS_FIELD_NUMBER: _ClassVar[int]
     CACHE_CREATION_INPUT_TOKENS_FIELD_NUMBER: _ClassVar[int]
     CACHE_READ_INPUT_TOKENS_FIELD_NUMBER: _ClassVar[int]
@@ -170,6 +172,7 @@ class MessageUsage(_message.Message):
     TOTAL_COST_USD_FIELD_NUMBER: _ClassVar[int]
     LATENCY_MS_FIELD_NUMBER: _ClassVar[int]
     TTFT_MS_FIELD_NUMBER: _ClassVar[int]
+    OTHER_FIELD_NUMBER: _ClassVar[int]
     input_tokens: int
     cache_creation_input_tokens: int
     cache_read_input_tokens: int
@@ -180,7 +183,8 @@ class MessageUsage(_message.Message):
     total_cost_usd: float
     latency_ms: float
     ttft_ms: float
-    def __init__(self, input_tokens: _Optional[int] = ..., cache_creation_input_tokens: _Optional[int] = ..., cache_read_input_tokens: _Optional[int] = ..., output_tokens: _Optional[int] = ..., input_cost_usd: _Optional[float] = ..., output_cost_usd: _Optional[float] = ..., cache_input_cost_usd: _Optional[float] = ..., total_cost_usd: _Optional[float] = ..., latency_ms: _Optional[float] = ..., ttft_ms: _Optional[float] = ...) -> None: ...
+    other: _struct_pb2.Struct
+    def __init__(self, input_tokens: _Optional[int] = ..., cache_creation_input_tokens: _Optional[int] = ..., cache_read_input_tokens: _Optional[int] = ..., output_tokens: _Optional[int] = ..., input_cost_usd: _Optional[float] = ..., output_cost_usd: _Optional[float] = ..., cache_input_cost_usd: _Optional[float] = ..., total_cost_usd: _Optional[float] = ..., latency_ms: _Optional[float] = ..., ttft_ms: _Optional[float] = ..., other: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
 
 class ContentBlockDelta(_message.Message):
     __slots__ = ("type", "text", "partial_json", "thinking", "signature", "citation", "other")
@@ -201,12 +205,14 @@ class ContentBlockDelta(_message.Message):
     def __init__(self, type: _Optional[str] = ..., text: _Optional[str] = ..., partial_json: _Optional[str] = ..., thinking: _Optional[str] = ..., signature: _Optional[str] = ..., citation: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., other: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
 
 class MessageDelta(_message.Message):
-    __slots__ = ("stop_reason", "stop_sequence")
+    __slots__ = ("stop_reason", "stop_sequence", "other")
     STOP_REASON_FIELD_NUMBER: _ClassVar[int]
     STOP_SEQUENCE_FIELD_NUMBER: _ClassVar[int]
+    OTHER_FIELD_NUMBER: _ClassVar[int]
     stop_reason: str
     stop_sequence: str
-    def __init__(self, stop_reason: _Optional[str] = ..., stop_sequence: _Optional[str] = ...) -> None: ...
+    other: _struct_pb2.Struct
+    def __init__(self, stop_reason: _Optional[str] = ..., stop_sequence: _Optional[str] = ..., other: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
 
 class ModelInfo(_message.Message):
     __slots__ = ("type", "id", "display_name", "created_at")

@@ -57,7 +57,7 @@ class CreateMessageRequest(_message.Message):
     def __init__(self, model: _Optional[str] = ..., max_tokens: _Optional[int] = ..., messages: _Optional[_Iterable[_Union[_messages_pb2.MessageParam, _Mapping]]] = ..., system: _Optional[str] = ..., system_blocks: _Optional[_Iterable[_Union[_messages_pb2.ContentBlock, _Mapping]]] = ..., stop_sequences: _Optional[_Iterable[str]] = ..., temperature: _Optional[float] = ..., top_p: _Optional[float] = ..., top_k: _Optional[int] = ..., metadata: _Optional[_Union[_messages_pb2.MessageMetadata, _Mapping]] = ..., tools: _Optional[_Iterable[_Union[_messages_pb2.MessageTool, _Mapping]]] = ..., tool_choice: _Optional[_Union[_messages_pb2.MessageToolChoice, _Mapping]] = ..., thinking: _Optional[_Union[_messages_pb2.ThinkingConfig, _Mapping]] = ..., stream: _Optional[bool] = ..., service_tier: _Optional[str] = ..., cache_control: _Optional[_Union[_messages_pb2.CacheControl, _Mapping]] = ..., container: _Optional[str] = ..., mcp_servers: _Optional[_Iterable[_Union[_struct_pb2.Struct, _Mapping]]] = ..., context_management: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., output_config: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
 
 class CreateMessageResponse(_message.Message):
-    __slots__ = ("id", "type", "role", "content", "model", "stop_reason", "stop_sequence", "usage")
+    __slots__ = ("id", "type", "role", "content", "model", "stop_reason", "stop_sequence", "usage", "other")
     ID_FIELD_NUMBER: _ClassVar[int]
     TYPE_FIELD_NUMBER: _ClassVar[int]
     ROLE_FIELD_NUMBER: _ClassVar[int]
@@ -66,6 +66,7 @@ class CreateMessageResponse(_message.Message):
     STOP_REASON_FIELD_NUMBER: _ClassVar[int]
     STOP_SEQUENCE_FIELD_NUMBER: _ClassVar[int]
     USAGE_FIELD_NUMBER: _ClassVar[int]
+    OTHER_FIELD_NUMBER: _ClassVar[int]
     id: str
     type: str
     role: str
@@ -74,7 +75,8 @@ class CreateMessageResponse(_message.Message):
     stop_reason: str
     stop_sequence: str
     usage: _messages_pb2.MessageUsage
-    def __init__(self, id: _Optional[str] = ..., type: _Optional[str] = ..., role: _Optional[str] = ..., content: _Optional[_Iterable[_Union[_messages_pb2.ContentBlock, _Mapping]]] = ..., model: _Optional[str] = ..., stop_reason: _Optional[str] = ..., stop_sequence: _Optional[str] = ..., usage: _Optional[_Union[_messages_pb2.MessageUsage, _Mapping]] = ...) -> None: ...
+    other: _struct_pb2.Struct
+    def __init__(self, id: _Optional[str] = ..., type: _Optional[str] = ..., role: _Optional[str] = ..., content: _Optional[_Iterable[_Union[_messages_pb2.ContentBlock, _Mapping]]] = ..., model: _Optional[str] = ..., stop_reason: _Optional[str] = ..., stop_sequence: _Optional[str] = ..., usage: _Optional[_Union[_messages_pb2.MessageUsage, _Mapping]] = ..., other: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
 
 class StreamMessageRequest(_message.Message):
     __slots__ = ("model", "max_tokens", "messages", "system", "system_blocks", "stop_sequences", "temperature", "top_p", "top_k", "metadata", "tools", "tool_choice", "thinking", "stream", "service_tier", "cache_control", "container", "mcp_servers", "context_management", "output_config")

@@ -165,6 +165,7 @@ async def test_anthropic_upstream_reply_comes_back_untouched(env: Env, name: str
     assert text["citations"][0]["encrypted_index"] == "ei-fake"
     assert reply["stop_reason"] == "end_turn" and reply["model"] == name
     assert reply["usage"]["input_tokens"] == 20
+    assert reply["usage"]["server_tool_use"] == {"web_search_requests": 1}
     seen = env.last("anthropic")
     assert seen.headers["anthropic-beta"] == "interleaved-thinking-2025-05-14"
     assert seen.body["thinking"] == {"type": "enabled", "budget_tokens": 1024}

@@ -59,7 +59,7 @@ class AnthropicWire:
                         "input": shapes.ARGUMENTS}]  # fmt: skip
             stop = "tool_use"
         answer = self.message(body, content, stop)
-        answer["usage"] = self.usage(reply, len(reply.tokens))
+        answer["usage"] = self.usage(reply, len(reply.tokens)) | _searched(body)
         return {}, answer
 
     def stream(
@@ -104,7 +104,7 @@ class AnthropicWire:
                 {
                     "type": "message_delta",
                     "delta": {"stop_reason": stop, "stop_sequence": None},
-                    "usage": {"output_tokens": len(reply.tokens)},
+                    "usage": {"output_tokens": len(reply.tokens), **_searched(body)},
                 },
                 "message_delta",
             ),  # fmt: skip
@@ -133,6 +133,11 @@ SEARCH = [
 ]  # fmt: skip
 CITATION = {"type": "web_search_result_location", "url": "https://example.com",
             "title": "Example", "encrypted_index": "ei-fake", "cited_text": "fake"}  # fmt: skip
+
+
+def _searched(body: dict[str, Any]) -> dict[str, Any]:
+    """What Anthropic adds to a usage report when its web search ran."""
+    return {"server_tool_use": {"web_search_requests": 1}} if _searches(body) else {}
 
 
 def _thinks(body: dict[str, Any]) -> bool:
