@@ -103,7 +103,7 @@ class MessagesService:
         fails), the gateway estimates as it does for rate limits."""
         state = self.live.current
         await self.accounts.admit(call, "api", state.keys)
-        generation = translation.generation(request)
+        generation = translation.generation(request, translation.native_headers(call.metadata))
         model = state.catalog.model(request.model)
         for upstream in state.catalog.upstreams[model.id]:
             provider = upstream.provider

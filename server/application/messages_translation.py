@@ -476,9 +476,14 @@ def generation(request: AnyRequest, headers: tuple[tuple[str, str], ...] = ()) -
     )
 
 
+def native_headers(metadata: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+    """The call's headers that go to Anthropic upstreams with its request."""
+    beta = metadata.get(BETA_HEADER)
+    return ((BETA_HEADER, beta),) if beta else ()
+
+
 def validator(metadata: Mapping[str, str]) -> Callable[[GenerateRequest], GenerationRequest]:
     """The validation of one call's request, carrying its `anthropic-beta` header to
     Anthropic upstreams."""
-    beta = metadata.get(BETA_HEADER)
-    headers = ((BETA_HEADER, beta),) if beta else ()
+    headers = native_headers(metadata)
     return lambda request: generation(request, headers)

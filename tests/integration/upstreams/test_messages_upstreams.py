@@ -229,9 +229,11 @@ async def test_server_tools_need_an_anthropic_provider(env: Env) -> None:
 async def test_count_tokens_by_the_upstream_or_estimated(env: Env) -> None:
     body = {"model": "claude-x", "messages": [{"role": "user", "content": "Hi"}],
             "system": "Be brief."}  # fmt: skip
-    response = await env.client.post("/v1/messages/count_tokens", json=body, headers=HEADERS)
+    beta = {**HEADERS, "anthropic-beta": "token-counting-2024-11-01"}
+    response = await env.client.post("/v1/messages/count_tokens", json=body, headers=beta)
     assert response.json() == {"input_tokens": COUNTED, "method": "provider"}
     assert env.last("anthropic").path == "/v1/messages/count_tokens"
+    assert env.last("anthropic").headers["anthropic-beta"] == "token-counting-2024-11-01"
     assert env.last("anthropic").body == {**body, "model": "claude-fake"}
     response = await env.client.post(
         "/v1/messages/count_tokens", json={**body, "model": "oa"}, headers=HEADERS
