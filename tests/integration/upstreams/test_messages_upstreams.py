@@ -263,3 +263,33 @@ async def test_failure_mid_stream_is_an_error_event_and_a_ledger_row(env: Env) -
     assert [(r["method"], r["status"], r["model"]) for r in rows] == [
         ("StreamMessage", "UNAVAILABLE", "claude-x")
     ]
+
+
+PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGNgAAIAAAUAAen63NgAAAAASUVORK5CYII="
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_text_and_images_on_every_kind(env: Env, kind: str) -> None:
+    text = {"model": MODEL[kind], "max_tokens": 50, "system": "Be brief.",
+            "stop_sequences": ["\n\n"], "messages": [{"role": "user", "content": "Hi"}]}  # fmt: skip
+    response = await env.messages(text)
+    assert response.status_code == 200, response.text
+    assert response.json()["content"][0]["type"] == "text"
+    image = {**text, "messages": [{"role": "user", "content": [
+        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG}},
+        {"type": "text", "text": "What is it?"}]}]}  # fmt: skip
+    response = await env.messages(image)
+    if kind == "tgi":
+        assert response.status_code == 400
+        assert response.json()["error"]["message"].startswith("messages:")
+        return
+    assert response.status_code == 200, response.text
+    if kind == "openai":
+        parts = env.last("openai").body["messages"][1]["content"]
+        assert parts[0] == {
+            "type": "image_url",
+            "image_url": {"url": f"data:image/png;base64,{PNG}"},
+        }
+        assert env.last("openai").body["stop"] == ["\n\n"]
+    if kind == "anthropic":
+        assert env.last("anthropic").body["messages"] == image["messages"]
