@@ -91,16 +91,19 @@ class Reader:
 
     def system(self, request: AnyRequest) -> tuple[Message, ...]:
         if request.system_blocks:
-            texts = []
-            for j, block in enumerate(request.system_blocks):
-                where = f"system[{j}]"
-                if block.type != "text":
-                    raise InvalidArgument.for_field(f"{where}.type", "must be `text`")
-                texts.append(self.text(block, where))
-            return (Message(role="system", content="\n\n".join(texts)),)
+            return (self.instructions(request.system_blocks, "system"),)
         if request.system:
             return (Message(role="system", content=request.system),)
         return ()
+
+    def instructions(self, blocks: Sequence[pb.ContentBlock], where: str) -> Message:
+        """Text blocks of system instructions, as one system message."""
+        texts = []
+        for j, block in enumerate(blocks):
+            if block.type != "text":
+                raise InvalidArgument.for_field(f"{where}[{j}].type", "must be `text`")
+            texts.append(self.text(block, f"{where}[{j}]"))
+        return Message(role="system", content="\n\n".join(texts))
 
     def turn(self, turn: pb.MessageParam, where: str) -> list[Message]:
         if turn.role not in ROLES:
@@ -110,12 +113,7 @@ class Reader:
         if not turn.content_blocks:
             return [Message(role=turn.role, content=turn.content)]
         if turn.role == "system":
-            texts = []
-            for j, block in enumerate(turn.content_blocks):
-                if block.type != "text":
-                    raise InvalidArgument.for_field(f"{where}.content[{j}].type", "must be `text`")
-                texts.append(self.text(block, f"{where}.content[{j}]"))
-            return [Message(role="system", content="\n\n".join(texts))]
+            return [self.instructions(turn.content_blocks, f"{where}.content")]
         if turn.role == "assistant":
             return [self.assistant(turn.content_blocks, where)]
         return self.user(turn.content_blocks, where)
@@ -139,8 +137,10 @@ class Reader:
 
     def user(self, blocks: Sequence[pb.ContentBlock], where: str) -> list[Message]:
         """Tool results first (each a `tool` message answering the call before), then
-        the turn's other parts as one user message."""
+        the turn's other parts as user messages, with mid-conversation system
+        instructions (`mid_conv_system` blocks) where they stand."""
         results: list[Message] = []
+        rest: list[Message] = []
         parts: list[Part] = []
         for j, block in enumerate(blocks):
             at = f"{where}.content[{j}]"
@@ -149,13 +149,18 @@ class Reader:
                 results.append(result)
                 if images:
                     results.append(_user(images))
+            elif block.type == "mid_conv_system":
+                _plain(block, at)
+                rest += [_user(parts)] if parts else []
+                parts = []
+                rest.append(self.instructions(block.content_blocks, f"{at}.content"))
             elif block.type in ("tool_use", "thinking", "redacted_thinking"):
                 raise InvalidArgument.for_field(f"{at}.type", f"{block.type} is not allowed here")
             else:
                 part = self.part(block, at)
                 if part is not None:
                     parts.append(part)
-        return results + ([_user(parts)] if parts else [])
+        return results + rest + ([_user(parts)] if parts else [])
 
     def part(self, block: pb.ContentBlock, at: str) -> Part | None:
         if block.type == "text":

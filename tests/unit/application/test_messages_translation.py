@@ -162,3 +162,18 @@ def test_generic_fragments_become_blocks() -> None:
         {"type": "text", "text": "Hello"},
         {"type": "tool_use", "id": "c1", "name": "f", "input": {"a": 1}},
     ]
+
+
+def test_system_instructions_mid_conversation() -> None:
+    generic = generation(request(messages=[
+        USER,
+        {"role": "system", "content": [{"type": "text", "text": "Be terse."}]},
+        {"role": "user", "content": [
+            {"type": "text", "text": "a"},
+            {"type": "mid_conv_system", "content": [{"type": "text", "text": "Now formal."}]},
+            {"type": "text", "text": "b"}]},
+    ]))  # fmt: skip
+    assert [(m.role, m.content) for m in generic.messages] == [
+        ("user", "Hi"), ("system", "Be terse."), ("user", "a"), ("system", "Now formal."),
+        ("user", "b"),
+    ]  # fmt: skip
