@@ -129,11 +129,14 @@ class Run:
         started = time.perf_counter()
         try:
             self.upstream, self._events = await dispatch.open_stream(
-                upstreams, self.request, self._deadline, subject, causes=self.causes
+                upstreams, self.request, self._deadline, subject, self._start, self.causes
             )
         finally:
             self.upstream_s += time.perf_counter() - started
         self._clock.mark_first_token()
+
+    def _start(self, upstream: Upstream) -> AsyncIterator[Event]:
+        return upstream.provider.generate(self.request.for_provider(upstream.capabilities))
 
     async def events(self) -> AsyncIterator[TextDelta | ToolCallDelta]:
         """Text and tool-call fragments as they come, each choice's in order."""

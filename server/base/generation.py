@@ -6,6 +6,7 @@ events into proto responses.
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -144,6 +145,12 @@ class Thinking:
         """Whether the reply shows its reasoning (thinking blocks)."""
         return self.type != "disabled"
 
+    @property
+    def required(self) -> bool:
+        """Whether a provider must think: `enabled` asks for it; `adaptive` (the model
+        decides how much, none included) and an effort alone are hints."""
+        return self.type == "enabled"
+
 
 @dataclass(frozen=True, slots=True)
 class Native:
@@ -201,6 +208,13 @@ class GenerationRequest:
     def is_chat(self) -> bool:
         return self.prompt is None
 
+    def for_provider(self, capabilities: frozenset[Capability]) -> GenerationRequest:
+        """The request as a provider with `capabilities` gets it: thinking hints it
+        cannot take (adaptive thinking, an effort) left out, as they allow."""
+        if self.thinking is None or self.thinking.required or Capability.THINKING in capabilities:
+            return self
+        return dataclasses.replace(self, thinking=None)
+
     def needs(self) -> dict[Capability, str]:
         """The capabilities this request needs, each with the field that needs it."""
         out: dict[Capability, str] = {}
@@ -227,8 +241,8 @@ class GenerationRequest:
             out[Capability.REASONING_EFFORT] = "reasoning_effort"
         if self.metadata:
             out[Capability.METADATA] = "metadata"
-        if self.thinking is not None:
-            out[Capability.THINKING] = "thinking" if self.thinking.shown else "output_config"
+        if self.thinking is not None and self.thinking.required:
+            out[Capability.THINKING] = "thinking"
         if any(m.documents for m in self.messages):
             out[Capability.DOCUMENTS] = "messages"
         if self.top_k is not None:

@@ -91,6 +91,9 @@ async def env_module() -> AsyncIterator[Env]:
             model("claude-then-oa", provider("cto-a", "anthropic", an.url, **fast),
                   provider("cto-o", "openai", oa.url, "backup", **fast)),
         )  # fmt: skip
+        plain = provider("oa-plain-p", "openai", oa.url)
+        plain["capabilities"] = ["tools", "images"]  # a model without reasoning
+        data["models"].append(model("oa-plain", plain))
         async with running_gateway(data) as gw:
             url = f"http://127.0.0.1:{gw.http_port}"
             async with httpx.AsyncClient(base_url=url, timeout=10) as client:
@@ -293,3 +296,27 @@ async def test_text_and_images_on_every_kind(env: Env, kind: str) -> None:
         assert env.last("openai").body["stop"] == ["\n\n"]
     if kind == "anthropic":
         assert env.last("anthropic").body["messages"] == image["messages"]
+
+
+async def test_thinking_hints_and_requirements(env: Env) -> None:
+    """`adaptive` thinking and an effort are hints a provider without thinking serves
+    without; `enabled` thinking is a requirement it refuses by name."""
+    hinted = {"max_tokens": 50, "messages": [{"role": "user", "content": "Hi"}],
+              "thinking": {"type": "adaptive"}, "output_config": {"effort": "high"}}  # fmt: skip
+    response = await env.messages({**hinted, "model": "oa"})
+    assert response.status_code == 200, response.text
+    assert env.last("openai").body["reasoning_effort"] == "high"
+    response = await env.messages({**hinted, "model": "oa-plain"})
+    assert response.status_code == 200, response.text
+    assert "reasoning_effort" not in env.last("openai").body
+    response = await env.messages({**hinted, "model": "tgi-x"})
+    assert response.status_code == 200, response.text
+    required = {
+        **hinted,
+        "max_tokens": 2000,
+        "thinking": {"type": "enabled", "budget_tokens": 1024},
+    }
+    for name in ("oa-plain", "tgi-x"):
+        response = await env.messages({**required, "model": name})
+        assert response.status_code == 400
+        assert response.json()["error"]["message"].startswith("thinking:")
