@@ -10,12 +10,12 @@ import logging
 import socket
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import grpc
 import uvicorn
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
-from redis.asyncio import Redis
 from starlette.types import ASGIApp
 
 from server.accounting.accounts import Accounting, Accounts
@@ -53,6 +53,11 @@ from server.ops.tracing import Tracing
 from server.providers import registry
 from server.routing.policies import build_router
 from server.storage import Store, open_store
+
+if TYPE_CHECKING:
+    # Imported when Redis is configured: the client costs memory a gateway without it
+    # does not need.
+    from redis.asyncio import Redis
 
 log = logging.getLogger(__name__)
 
@@ -263,6 +268,7 @@ class StartupError(ConfigError):
 async def connect_redis(url: str, timeout_s: float) -> Redis:
     """A Redis client whose every command is bounded; StartupError (one line, no
     traceback) when the URL is malformed or nothing answers there."""
+    from redis.asyncio import Redis
     from redis.exceptions import RedisError
 
     try:
