@@ -344,8 +344,10 @@ def _message_value(
     if _is_well_known(field.message_type):
         try:
             json_format.ParseDict(value, target)
-        except json_format.ParseError:
-            raise InvalidArgument.for_field(where, "has the wrong type") from None
+        except json_format.ParseError as exc:
+            # protobuf's own bound on nesting (100 messages: 50 levels of JSON).
+            why = "nests too deeply" if "too deep" in str(exc) else "has the wrong type"
+            raise InvalidArgument.for_field(where, why) from None
         except (UnicodeError, ValueError, RecursionError):
             raise InvalidArgument.for_field(where, "is not valid Unicode or is too deep") from None
         return
