@@ -43,7 +43,7 @@ from server.application.state import Live, Snapshot, snapshot_of
 from server.application.usage import UsageService
 from server.base.config import Config, ConfigError, OperationsConfig, ServerConfig
 from server.base.pipeline import SERVICES, Middleware, RpcMethod
-from server.grpc_api.service import grpc_handlers
+from server.grpc_api.service import Limits, grpc_handlers
 from server.ops import requestlog
 from server.ops.health import GatewayHealth, Readiness
 from server.ops.metrics import Metrics, multiprocess_dir
@@ -297,8 +297,13 @@ async def start_grpc(
     standard health service and is the one to turn NOT_SERVING when draining. Workers of
     `--workers N` (`reuse_port`) each bind the port; the kernel spreads connections.
     `stopping` completes when streams still running must end (UNAVAILABLE)."""
-    server = grpc.aio.server(options=[("grpc.so_reuseport", 1)] if reuse_port else None)
-    server.add_generic_rpc_handlers(grpc_handlers(table, settings.request_timeout_s, stopping))
+    # One request size for both transports: REST's body limit bounds a gRPC message too.
+    options: list[tuple[str, int]] = [("grpc.max_receive_message_length", settings.max_body_bytes)]
+    if reuse_port:
+        options.append(("grpc.so_reuseport", 1))
+    server = grpc.aio.server(options=options)
+    limits = Limits(settings.request_timeout_s, settings.send_timeout_s)
+    server.add_generic_rpc_handlers(grpc_handlers(table, limits, stopping))
     health_servicer = health_servicer or health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     names = [s.full_name for s in SERVICES]
