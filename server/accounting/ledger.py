@@ -84,9 +84,9 @@ class Ledger:
             r.total_cost_usd or 0.0 for r in self._buffer if r.key_id == key_id and r.ts >= since
         )
 
-    def pending_owner(self, request_id: str) -> str | None:
-        """The key id of a request whose record is still in the buffer."""
-        return next((r.key_id for r in self._buffer if r.request_id == request_id), None)
+    def holds(self, key_id: str, request_id: str) -> bool:
+        """Whether a record of this key's request is still in the buffer."""
+        return any(r.key_id == key_id and r.request_id == request_id for r in self._buffer)
 
     async def flush(self) -> None:
         """Writes everything buffered now; raises when the database refuses."""
