@@ -207,6 +207,10 @@ class LedgerConfig(Strict):
     max_buffered: int = Field(default=100_000, ge=1)
     # Seconds a graceful shutdown waits for the buffer to reach the database.
     drain_timeout_s: float = Field(default=15, gt=0)
+    # A folder where each row waits on disk until it is in the database, so a process
+    # that dies loses none (the next start writes them). `--workers N` always spools,
+    # here or in a folder of its own.
+    spool_dir: str | None = None
 
 
 class OperationsConfig(Strict):

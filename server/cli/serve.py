@@ -25,6 +25,7 @@ from server.accounting.guard import GuardedBudgets, GuardedLimiter, bounded
 from server.accounting.ledger import Ledger
 from server.accounting.ratelimit import Limiter, RedisLimiter, SlidingWindowLimiter
 from server.accounting.shared import SharedBudgets, SharedLimiter, StateClient
+from server.accounting.spool import Spool
 from server.application import rpcs
 from server.application.admin import AdminService
 from server.application.chat import ChatService
@@ -189,15 +190,17 @@ async def open_gateway(
     config: Config,
     shared_state: str | None = None,
     source: Callable[[], tuple[Config, str]] | None = None,
+    spool: Spool | None = None,
 ) -> Gateway:
     """The gateway with its storage: the key store and ledger in SQLite or PostgreSQL,
     limits and budgets in memory or, when `storage.redis_url` is set, in Redis. A worker
     of `--workers N` without Redis (`shared_state`: the parent's Unix socket) asks the
-    parent process, which holds the one limiter and budgets for every worker."""
+    parent process, which holds the one limiter and budgets for every worker. With a
+    `spool`, ledger rows wait on disk until they are in the database."""
     # A bad provider or routing config stops start-up before storage opens.
     first = snapshot_of(config, registry.build, build_router)
     try:
-        state = await open_state(config, shared_state)
+        state = await open_state(config, shared_state, spool)
     except BaseException:
         await first.catalog.aclose()
         raise
@@ -219,7 +222,7 @@ def _cancel(task: asyncio.Task[None]) -> Closer:
     return cancel
 
 
-async def open_state(config: Config, shared_state: str | None) -> State:
+async def open_state(config: Config, shared_state: str | None, spool: Spool | None) -> State:
     storage = config.storage
     store = await open_store(storage)
     closers: list[Closer] = [store.aclose]
@@ -227,7 +230,7 @@ async def open_state(config: Config, shared_state: str | None) -> State:
     budgets: Budgets
     ledger = Ledger(
         store.usage, config.ledger.batch_size, config.ledger.flush_interval_s,
-        config.ledger.max_buffered,
+        config.ledger.max_buffered, spool,
     )  # fmt: skip
     timeout_s = config.storage_timeout_s
 
@@ -434,6 +437,7 @@ async def start(
     reuse_port: bool = False,
     shared_state: str | None = None,
     source: Callable[[], tuple[Config, str]] | None = None,
+    spool: Spool | None = None,
 ) -> Running:
     """Starts the gateway. With `grpc_target`, only the facade runs, forwarding there.
     `reuse_port` and `shared_state` make it one worker of several (server/cli/workers.py);
@@ -457,7 +461,7 @@ async def start(
             None, http_port, None, None, http, task, closers, readiness=edge,
             operations=config.operations, stopping=stopping,
         )  # fmt: skip
-    gateway = await open_gateway(config, shared_state, source)
+    gateway = await open_gateway(config, shared_state, source, spool)
     table = gateway.table
     try:
         health_servicer = health.aio.HealthServicer()
