@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -15,7 +16,13 @@ import pytest
 from gateway.v1 import chat_service_pb2 as chat
 from gateway.v1 import usage_service_pb2 as usage_pb
 
-from tests.support.gateways import API_KEY, running_gateway
+from tests.support.gateways import (
+    API_KEY,
+    running_gateway,
+    start_process,
+    stop_process,
+    write_config,
+)
 from tests.support.grpc_stubs import Stubs
 from tests.support.shared_state import REDIS_URL, AdminClient, config_with
 
@@ -117,3 +124,55 @@ async def test_a_prompt_beyond_the_context_window_is_refused_unbilled() -> None:
         assert reply.status_code == 400 and reply.json()["error"]["param"] == "prompt"
         assert gw.gateway is not None
         assert gw.gateway.live.current.catalog.upstreams["sim-mini"][0].ttft_ms.value is None
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("redis", [False, True], ids=["shared-state", "redis"])
+async def test_300_unbounded_requests_on_two_workers_overrun_by_one_reservation_at_most(
+    tmp_path: Path, redis_prefix: str, redis: bool
+) -> None:
+    limit = 0.01
+    each = (9 * PRICE["input"] + DEFAULT_MAX * PRICE["output"]) / 1e6
+    shared = {"redis_url": REDIS_URL, "redis_prefix": f"{redis_prefix}w:"} if redis else {}
+    data = talkative({**shared, "sqlite_path": str(tmp_path / "gateway.db")})
+    data["operations"] = {"request_log": False}
+    gw = start_process("--config", str(write_config(tmp_path, data)), "--workers", "2",
+                       timeout_s=60)  # fmt: skip
+    try:
+        async with (
+            grpc.aio.insecure_channel(f"127.0.0.1:{gw.grpc_port}") as channel,
+            httpx.AsyncClient(base_url=f"http://127.0.0.1:{gw.http_port}", timeout=60,
+                              limits=httpx.Limits(max_connections=100)) as http,
+        ):  # fmt: skip
+            admin = AdminClient(channel)
+            _, secret = await admin.create("capped", budget_usd=limit)
+            stubs = Stubs(channel)
+
+            async def over_rest() -> int:
+                reply = await http.post("/v1/chat/completions", headers={"x-api-key": secret},
+                                        json={"model": "talkative", "messages": HELLO})  # fmt: skip
+                return reply.status_code
+
+            async def over_grpc() -> int:
+                request = chat.CreateChatCompletionRequest(
+                    model="talkative", messages=[chat.ChatMessage(role="user", content="hello")]
+                )
+                try:
+                    await stubs.chat.CreateChatCompletion(
+                        request, metadata=(("x-api-key", secret),)
+                    )
+                except grpc.aio.AioRpcError:
+                    return 429
+                return 200
+
+            codes = await asyncio.gather(*(over_rest() for _ in range(150)),
+                                         *(over_grpc() for _ in range(150)))  # fmt: skip
+            assert set(codes) == {200, 429}
+            await asyncio.sleep(0.2)
+            report = await admin.usage.GetUsage(
+                usage_pb.GetUsageRequest(), metadata=(("x-api-key", secret),)
+            )
+            assert report.budget.spent_usd <= limit + each
+    finally:
+        output = stop_process(gw, timeout_s=60)
+    assert gw.process.returncode == 0, output
