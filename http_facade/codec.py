@@ -10,6 +10,9 @@ cannot express: `omit_empty` leaves an empty repeated field out (`tool_calls`),
 `null_when_empty` writes an empty string as null (a tool-call reply's `content`), and
 `json_key` lets a field share another field's key (`content` holds a string or an
 array of parts; `tool_choice` a string or an object): the set one is written there.
+`null_when_unset` writes an unset field with presence as null (a response's `error`),
+and `inline` writes a set message field's keys into the enclosing object (the member
+of a oneof that gives an output item the keys of its kind).
 
 Reading (`from_dict`): `null` means unset, and a value of the wrong type is
 InvalidArgument naming the field (`messages[0].role`). Under a `json_key` key, an array
@@ -51,7 +54,7 @@ _INTS = {
 _FLOATS = {_T.TYPE_DOUBLE, _T.TYPE_FLOAT}
 
 # How a field is written.
-_ALWAYS, _IF_SET, _REPEATED, _MAP, _IF_ANY, _OR_NULL = range(6)
+_ALWAYS, _IF_SET, _REPEATED, _MAP, _IF_ANY, _OR_NULL, _SET_OR_NULL, _INLINE = range(8)
 
 Convert = Callable[[Any], Any]
 # (field name, JSON key, how, converter)
@@ -140,6 +143,12 @@ def _compile(descriptor: Descriptor) -> Callable[[Message], dict[str, Any]]:
         elif how == _OR_NULL:
             body += [f"    v = {get}", f"    out[{key!r}] = {conv('v')} if v else None"]
             continue
+        elif how == _SET_OR_NULL:
+            body += [f"    out[{key!r}] = {conv(get)} if m.HasField({name!r}) else None"]
+            continue
+        elif how == _INLINE:
+            body += [f"    if m.HasField({name!r}):", f"        out.update({conv(get)})"]
+            continue
         else:  # _IF_ANY
             body += [f"    if len({get}):", f"        out[{key!r}] = {items}"]
             continue
@@ -166,6 +175,10 @@ def _plan(descriptor: Descriptor) -> _Plan:
         elif field.is_repeated:
             how = _IF_ANY if _omit_empty(field) or _json_key(field) else _REPEATED
             plan.append((field.name, key, how, _writer(field)))
+        elif _option(field, json_mapping_pb2.inline):
+            plan.append((field.name, key, _INLINE, _writer(field)))
+        elif field.has_presence and _option(field, json_mapping_pb2.null_when_unset):
+            plan.append((field.name, key, _SET_OR_NULL, _writer(field)))
         elif field.has_presence:
             plan.append((field.name, key, _IF_SET, _writer(field)))
         elif _option(field, json_mapping_pb2.null_when_empty):

@@ -13,6 +13,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from gateway.v1 import json_mapping_pb2
 from google.protobuf.descriptor import Descriptor, FieldDescriptor, MethodDescriptor
 
 from http_facade.bindings import Binding, bindings
@@ -142,10 +143,44 @@ def _ref(descriptor: Descriptor, schemas: dict[str, Any]) -> dict[str, Any]:
 def _message(
     descriptor: Descriptor, schemas: dict[str, Any], skip: frozenset[str] = frozenset()
 ) -> dict[str, Any]:
-    properties = {
-        field.name: _value(field, schemas) for field in descriptor.fields if field.name not in skip
-    }
+    """The object as the codec writes it: a field that shares a key (json_key) is one
+    more form of that key, a field that may be null is nullable, and an inline field's
+    keys are the object's own."""
+    properties: dict[str, Any] = {}
+    for field in descriptor.fields:
+        if field.name in skip:
+            continue
+        if _option(field, json_mapping_pb2.inline):
+            if field.message_type.full_name not in _WELL_KNOWN:
+                inner = _message(field.message_type, schemas)["properties"]
+                for key, schema in inner.items():
+                    _add(properties, key, schema)
+            continue
+        schema = _value(field, schemas)
+        if _option(field, json_mapping_pb2.null_when_unset) or _option(
+            field, json_mapping_pb2.null_when_empty
+        ):
+            schema = {"anyOf": [schema, {"type": "null"}]}
+        options = field.GetOptions()
+        shared = options.HasExtension(json_mapping_pb2.json_key)
+        _add(properties, options.Extensions[json_mapping_pb2.json_key] if shared else field.name,
+             schema)  # fmt: skip
     return {"type": "object", "properties": properties}
+
+
+def _option(field: FieldDescriptor, extension: Any) -> bool:
+    options = field.GetOptions()
+    return options.HasExtension(extension) and bool(options.Extensions[extension])
+
+
+def _add(properties: dict[str, Any], key: str, schema: dict[str, Any]) -> None:
+    """Adds a key's schema; a key with several forms takes any of them."""
+    known = properties.get(key)
+    if known is None or known == schema:
+        properties[key] = schema
+        return
+    forms = known["anyOf"] if set(known) == {"anyOf"} else [known]
+    properties[key] = {"anyOf": [*forms, schema]}
 
 
 def _value(field: FieldDescriptor, schemas: dict[str, Any]) -> dict[str, Any]:

@@ -28,7 +28,7 @@ from starlette.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
 
 from http_facade.codec import to_dict
-from http_facade.errors import OPENAI, error_body, internal
+from http_facade.errors import OPENAI, internal, stream_error_body
 from server.base.errors import GatewayError, ShuttingDown
 
 DONE = b"data: [DONE]\n\n"
@@ -68,8 +68,9 @@ class Framing:
             return event(payload)
         return named(str(payload.get(self.name_field, "message")), payload)
 
-    def error(self, error: GatewayError) -> bytes:
-        body = error_body(error, self.error_format)
+    def error(self, error: GatewayError, sequence: int = 0) -> bytes:
+        """The error event that ends a stream after `sequence` events."""
+        body = stream_error_body(error, self.error_format, sequence)
         return named("error", body) if self.name_field else event(body)
 
     @property
@@ -109,16 +110,18 @@ async def events(
     waiter: list[asyncio.Future[bool]] = []  # the writer waiting for events, if any
     space: list[asyncio.Future[None]] = []  # the reader waiting for room, if any
     finished = False
+    sent = 1  # events so far, `first` included: an error event's sequence number
 
     def wake(timed_out: bool = False) -> None:
         if waiter and not waiter[0].done():
             waiter[0].set_result(timed_out)
 
     async def read() -> None:
-        nonlocal finished
+        nonlocal finished, sent
         try:
             async for chunk in chunks:
                 ready.append(encode(to_dict(chunk)))
+                sent += 1
                 wake()
                 if len(ready) >= MAX_AHEAD:
                     room = loop.create_future()
@@ -127,9 +130,9 @@ async def events(
             if framing.done:
                 ready.append(DONE)
         except GatewayError as exc:
-            ready.append(framing.error(exc))
+            ready.append(framing.error(exc, sent))
         except Exception as exc:
-            ready.append(framing.error(internal(exc, request_id)))
+            ready.append(framing.error(internal(exc, request_id), sent))
         finally:
             finished = True
             wake()
@@ -146,7 +149,7 @@ async def events(
         reader = asyncio.ensure_future(read())
         while True:
             if stopping is not None and stopping.done() and not finished:
-                yield framing.error(SHUTTING_DOWN)
+                yield framing.error(SHUTTING_DOWN, sent)
                 return
             if ready:
                 out = ready[0] if len(ready) == 1 else b"".join(ready)

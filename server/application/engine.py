@@ -19,6 +19,8 @@ from server.base.generation import (
     Event,
     Finished,
     GenerationRequest,
+    NativeItem,
+    ReasoningDelta,
     TextDelta,
     TokenCounts,
     TokenLogprob,
@@ -26,6 +28,9 @@ from server.base.generation import (
     ToolCallDelta,
 )
 from server.base.throttle import warn_throttled
+
+# What a run passes on: text, tool-call and reasoning fragments, whole native items.
+Fragment = TextDelta | ToolCallDelta | ReasoningDelta | NativeItem
 
 
 @dataclass
@@ -125,12 +130,26 @@ class Run:
         assert self._events is not None, "open() first"
         async for event in self._events:
             self.upstream_s += time.perf_counter() - waited
+            fragment = self._take(event)
+            if fragment is not None and not isinstance(fragment, ReasoningDelta | NativeItem):
+                yield fragment
+            waited = time.perf_counter()
+
+    async def stream(self) -> AsyncIterator[Fragment]:
+        """Every fragment as it comes, reasoning and native output items included (an
+        upstream serving the Responses API natively sends those)."""
+        waited = time.perf_counter()
+        assert self._events is not None, "open() first"
+        async for event in self._events:
+            self.upstream_s += time.perf_counter() - waited
             if (fragment := self._take(event)) is not None:
                 yield fragment
             waited = time.perf_counter()
 
-    def _take(self, event: Event) -> TextDelta | ToolCallDelta | None:
+    def _take(self, event: Event) -> Fragment | None:
         """Records an event; returns it when it is a fragment to pass on."""
+        if isinstance(event, ReasoningDelta | NativeItem):
+            return event
         if isinstance(event, Finished):
             self._finished = event = self._checked(event)
             reasons = event.finish_reasons or (event.finish_reason,)
@@ -185,6 +204,11 @@ class Run:
         if self._finished is None:
             raise Internal("generation ended without a finish reason")
         return self._finished.finish_reason
+
+    @property
+    def upstream_response_id(self) -> str | None:
+        """The upstream's own id of the response, when it stored one (Responses API)."""
+        return self._finished.response_id if self._finished is not None else None
 
     def choice_finish(self, index: int) -> str:
         """Choice `index`'s finish reason (choice 0's when the upstream gave one only)."""

@@ -7,7 +7,7 @@ events into proto responses.
 from __future__ import annotations
 
 import random
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol
@@ -33,9 +33,13 @@ class Capability(StrEnum):
     REASONING_EFFORT = "reasoning_effort"
     # Request metadata (key-value tags) passed to the upstream.
     METADATA = "metadata"
+    # Serves OpenAI's Responses API itself (POST /responses): built-in tools, native
+    # continuation and reasoning state. A property of an upstream, declared per provider.
+    RESPONSES_API = "responses_api"
 
 
-ALL_CAPABILITIES = frozenset(Capability)
+# Everything a generation request can ask of an adapter that does it all.
+ALL_CAPABILITIES = frozenset(Capability) - {Capability.RESPONSES_API}
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +109,45 @@ class ResponseFormat:
 
 
 @dataclass(frozen=True, slots=True)
+class NativeResponses:
+    """A request that came in as OpenAI's Responses API, for upstreams that serve that
+    API themselves: sent there as it came, rather than as the translated messages.
+
+    `body` holds the caller's fields without model, input, stream, store and
+    previous_response_id; `history` the items of the stored conversation it continues
+    and `input` its own items (as JSON objects). `previous` names the provider that
+    stored the previous response itself and that response's id there: that provider is
+    sent only the new input with the id. Reasoning items carry encrypted content
+    sealed with the provider that made it (`seal`): only that provider gets them back.
+    `required_by` names the first field only such an upstream can honour."""
+
+    body: Mapping[str, Any]
+    input: tuple[Mapping[str, Any], ...]
+    history: tuple[Mapping[str, Any], ...] = ()
+    previous: tuple[str, str] | None = None
+    required_by: str | None = None
+
+
+# Encrypted reasoning as the gateway hands it out: the producing provider, then the
+# upstream's opaque content, so it is only ever replayed to that provider.
+_SEAL = "gwr1:"
+
+
+def seal(provider_id: str, content: str) -> str:
+    return f"{_SEAL}{len(provider_id)}:{provider_id}{content}"
+
+
+def unseal(sealed: str) -> tuple[str, str] | None:
+    """(provider id, content) of sealed content; None when it is not the gateway's."""
+    if not sealed.startswith(_SEAL):
+        return None
+    size, _, rest = sealed[len(_SEAL) :].partition(":")
+    if not size.isdigit() or int(size) > len(rest):
+        return None
+    return rest[: int(size)], rest[int(size) :]
+
+
+@dataclass(frozen=True, slots=True)
 class GenerationRequest:
     """One generation: a chat (`messages`) or a plain-text `prompt`, never both."""
 
@@ -137,6 +180,11 @@ class GenerationRequest:
     echo: bool = False
     suffix: str | None = None
     best_of: int | None = None
+    # Groups requests sharing a prompt prefix for the upstream's prompt cache: a hint,
+    # forwarded where the upstream has such a cache and meaningless elsewhere.
+    prompt_cache_key: str | None = None
+    # The request as OpenAI's Responses API, for upstreams that serve it natively.
+    native: NativeResponses | None = None
 
     @property
     def is_chat(self) -> bool:
@@ -168,6 +216,8 @@ class GenerationRequest:
             out[Capability.REASONING_EFFORT] = "reasoning_effort"
         if self.metadata:
             out[Capability.METADATA] = "metadata"
+        if self.native is not None and self.native.required_by is not None:
+            out[Capability.RESPONSES_API] = self.native.required_by
         return out
 
 
@@ -228,17 +278,36 @@ class ToolCallDelta:
 
 
 @dataclass(frozen=True, slots=True)
+class ReasoningDelta:
+    """A fragment of the model's reasoning summary, part `summary_index` (upstreams
+    that serve the Responses API natively)."""
+
+    text: str
+    summary_index: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class NativeItem:
+    """A whole output item as an upstream serving the Responses API wrote it: a
+    reasoning item (its encrypted content sealed) or a built-in tool's call."""
+
+    item: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
 class Finished:
     """The end of a generation. `counts` is None when the upstream reported no usage;
     the core then counts the tokens itself. `finish_reason` is choice 0's;
-    `finish_reasons` holds every choice's when there are several."""
+    `finish_reasons` holds every choice's when there are several. `response_id` is
+    the upstream's own id of a response it stored (Responses API upstreams)."""
 
     finish_reason: str
     counts: TokenCounts | None = None
     finish_reasons: tuple[str, ...] = ()
+    response_id: str | None = None
 
 
-Event = TextDelta | ToolCallDelta | Finished
+Event = TextDelta | ToolCallDelta | ReasoningDelta | NativeItem | Finished
 
 
 @dataclass(frozen=True)

@@ -9,3 +9,7 @@ OMIT_EMPTY_FIELD_NUMBER: _ClassVar[int]
 omit_empty: _descriptor.FieldDescriptor
 NULL_WHEN_EMPTY_FIELD_NUMBER: _ClassVar[int]
 null_when_empty: _descriptor.FieldDescriptor
+NULL_WHEN_UNSET_FIELD_NUMBER: _ClassVar[int]
+null_when_unset: _descriptor.FieldDescriptor
+INLINE_FIELD_NUMBER: _ClassVar[int]
+inline: _descriptor.FieldDescriptor
