@@ -18,6 +18,7 @@ from server.application.embedding import EmbeddingService
 from server.application.feedback import FeedbackService
 from server.application.model import ModelService
 from server.application.provider import ProviderService
+from server.application.responses import ResponsesService
 from server.application.router import RouterService
 from server.application.usage import UsageService
 from server.base.pipeline import Handler, Middleware, RpcMethod, rpc_table
@@ -37,6 +38,7 @@ class Services:
     admin: AdminService
     usage: UsageService
     feedback: FeedbackService
+    responses: ResponsesService
 
 
 def handlers(s: Services) -> dict[str, Handler]:
@@ -69,6 +71,11 @@ def handlers(s: Services) -> dict[str, Handler]:
         "gateway.v1.AdminService.GetDashboard": s.admin.get_dashboard,
         "gateway.v1.UsageService.GetUsage": s.usage.get_usage,
         "gateway.v1.FeedbackService.SubmitFeedback": s.feedback.submit_feedback,
+        "gateway.v1.ResponsesService.CreateResponse": s.responses.create_response,
+        "gateway.v1.ResponsesService.StreamResponse": s.responses.stream_response,
+        "gateway.v1.ResponsesService.GetResponse": s.responses.get_response,
+        "gateway.v1.ResponsesService.DeleteResponse": s.responses.delete_response,
+        "gateway.v1.ResponsesService.ListInputItems": s.responses.list_input_items,
     }
 
 

@@ -213,6 +213,16 @@ class LedgerConfig(Strict):
     spool_dir: str | None = None
 
 
+class ResponsesConfig(Strict):
+    """Stored responses of the Responses API (`store: true`, the API's default)."""
+
+    # Days a stored response is kept; after that it is gone (404) and the cleanup
+    # deletes it.
+    retention_days: float = Field(default=30, gt=0)
+    # Seconds between two cleanups of expired responses.
+    cleanup_interval_s: float = Field(default=3600, gt=0)
+
+
 class OperationsConfig(Strict):
     """Request logs, metrics and shutdown: how operators watch and stop the gateway."""
 
@@ -237,6 +247,7 @@ class Config(Strict):
     storage: StorageConfig = Field(default_factory=StorageConfig)
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
     ledger: LedgerConfig = Field(default_factory=LedgerConfig)
+    responses: ResponsesConfig = Field(default_factory=ResponsesConfig)
     models: list[ModelConfig] = Field(min_length=1)
     deployments: list[DeploymentConfig] = Field(default_factory=list)
     routing: RoutingConfig

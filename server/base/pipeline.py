@@ -22,6 +22,7 @@ from gateway.v1 import (
     feedback_service_pb2,
     model_service_pb2,
     provider_service_pb2,
+    responses_service_pb2,
     router_service_pb2,
     usage_service_pb2,
 )
@@ -44,6 +45,7 @@ SERVICES: tuple[ServiceDescriptor, ...] = tuple(
         admin_service_pb2,
         usage_service_pb2,
         feedback_service_pb2,
+        responses_service_pb2,
     )
     for service in module.DESCRIPTOR.services_by_name.values()
 )

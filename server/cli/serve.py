@@ -38,6 +38,7 @@ from server.application.feedback import FeedbackService
 from server.application.generations import Generations
 from server.application.model import ModelService
 from server.application.provider import ProviderService
+from server.application.responses import ResponsesService
 from server.application.router import RouterService
 from server.application.rpcs import Services
 from server.application.state import Live, Snapshot, snapshot_of
@@ -54,6 +55,7 @@ from server.ops.tracing import Tracing
 from server.providers import registry
 from server.routing.policies import build_router
 from server.storage import Store, open_store
+from server.storage.responses import MemoryResponses
 
 if TYPE_CHECKING:
     # Imported when Redis is configured: the client costs memory a gateway without it
@@ -153,7 +155,11 @@ def assemble(
         ),
         usage=UsageService(live, accounts, state.store),
         feedback=FeedbackService(live, accounts, state.store),
-    )
+        responses=ResponsesService(
+            live, accounts, generations,
+            state.store.responses if state.store else MemoryResponses(),
+        ),
+    )  # fmt: skip
 
     def log_request(outcome: Outcome) -> None:
         if live.current.config.operations.request_log:
@@ -206,6 +212,8 @@ async def open_gateway(
         raise
     gateway = assemble(first, state, source)
     state.ledger.start()
+    cleaner = asyncio.create_task(gateway.services.responses.clean_every())
+    gateway = dataclasses.replace(gateway, closers=(_cancel(cleaner), *gateway.closers))
     if multiprocess_dir():
         # Workers sample their gauges on a timer: a scrape reaches only one of them.
         sampler = asyncio.create_task(gateway.metrics.sample_every(gateway.sample_metrics))

@@ -111,6 +111,26 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
             "ALTER TABLE feedback_by_key RENAME TO feedback",
         ],
     ),
+    (
+        5,
+        "stored responses",
+        [
+            # A Responses API response kept for retrieval and continuation, owned by
+            # the key that made it; `context` is the whole conversation it ends.
+            """CREATE TABLE stored_responses (
+                id TEXT PRIMARY KEY,
+                key_id TEXT NOT NULL,
+                created_at {float} NOT NULL,
+                expires_at {float} NOT NULL,
+                provider TEXT NOT NULL DEFAULT '',
+                upstream_id TEXT NOT NULL DEFAULT '',
+                response TEXT NOT NULL,
+                input_items TEXT NOT NULL,
+                context TEXT NOT NULL
+            )""",
+            "CREATE INDEX stored_responses_expires ON stored_responses (expires_at)",
+        ],
+    ),
 ]
 
 
