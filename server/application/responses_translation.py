@@ -528,10 +528,10 @@ def _include(request: ResponsesRequest, native_only: list[str]) -> frozenset[str
     return frozenset(request.include)
 
 
-# The request fields a native upstream gets as they came (input, model, stream, store
+# The request fields a native upstream gets as they came (input, model, stream
 # and the continuation it is sent apart).
 _NOT_NATIVE = frozenset(
-    {"model", "input", "input_items", "stream", "store", "previous_response_id", "background",
+    {"model", "input", "input_items", "stream", "previous_response_id", "background",
      "stream_options", "tool_choice_object"}
 )  # fmt: skip
 

@@ -113,7 +113,7 @@ class NativeResponses:
     """A request that came in as OpenAI's Responses API, for upstreams that serve that
     API themselves: sent there as it came, rather than as the translated messages.
 
-    `body` holds the caller's fields without model, input, stream, store and
+    `body` holds the caller's fields without model, input, stream and
     previous_response_id; `history` the items of the stored conversation it continues
     and `input` its own items (as JSON objects). `previous` names the provider that
     stored the previous response itself and that response's id there: that provider is
