@@ -35,6 +35,8 @@ def normalized(raw: str) -> str:
     names: dict[str, str] = {}
 
     def walk(value: Any, key: str = "") -> Any:
+        if key == "tools":  # echoed as sent: a JSON object, whose key order is free
+            return json.loads(json.dumps(value, sort_keys=True))
         if isinstance(value, dict):
             return {k: walk(v, k) for k, v in value.items()}
         if isinstance(value, list):
