@@ -71,7 +71,7 @@ BUILT_IN_TOOLS = frozenset(
         "web_search", "web_search_preview", "web_search_2025_08_26",
         "web_search_preview_2025_03_11", "file_search", "computer_use_preview", "computer",
         "code_interpreter", "image_generation", "local_shell", "shell", "mcp", "custom",
-        "apply_patch", "tool_search",
+        "apply_patch", "tool_search", "namespace",
     }
 )  # fmt: skip
 FUNCTION_TOOL_KEYS = frozenset({"type", "name", "description", "parameters", "strict"})
