@@ -121,6 +121,12 @@ def _compile(descriptor: Descriptor) -> Callable[[Message], dict[str, Any]]:
     env: dict[str, Any] = {}
     head: list[str] = []  # fields written before the first conditional one: one literal
     body: list[str] = []
+    # Inline members of one oneof: one WhichOneof, not a HasField per member.
+    members: dict[str, dict[str, int]] = {}
+    for i, (name, _, how, _) in enumerate(plan):
+        oneof = descriptor.fields_by_name[name].containing_oneof
+        if how == _INLINE and oneof is not None:
+            members.setdefault(oneof.name, {})[name] = i
     for i, (name, key, how, convert) in enumerate(plan):
         env[f"c{i}"] = convert
         get = f"getattr(m, {name!r})" if keyword.iskeyword(name) else f"m.{name}"
@@ -147,7 +153,16 @@ def _compile(descriptor: Descriptor) -> Callable[[Message], dict[str, Any]]:
             body += [f"    out[{key!r}] = {conv(get)} if m.HasField({name!r}) else None"]
             continue
         elif how == _INLINE:
-            body += [f"    if m.HasField({name!r}):", f"        out.update({conv(get)})"]
+            oneof = descriptor.fields_by_name[name].containing_oneof
+            if oneof is None:
+                body += [f"    if m.HasField({name!r}):", f"        out.update({conv(get)})"]
+            elif min(members[oneof.name].values()) == i:
+                env[f"o{i}"] = {n: env_convert(plan[j][3]) for n, j in members[oneof.name].items()}
+                body += [
+                    f"    k = m.WhichOneof({oneof.name!r})",
+                    "    if k is not None:",
+                    f"        out.update(o{i}[k](getattr(m, k)))",
+                ]
             continue
         else:  # _IF_ANY
             body += [f"    if len({get}):", f"        out[{key!r}] = {items}"]
@@ -161,6 +176,14 @@ def _compile(descriptor: Descriptor) -> Callable[[Message], dict[str, Any]]:
     )
     exec(compile(source, f"<to_dict {descriptor.full_name}>", "exec"), env)
     return cast(Callable[[Message], dict[str, Any]], env["convert"])
+
+
+def env_convert(convert: Convert | None) -> Convert:
+    return convert if convert is not None else _same
+
+
+def _same(value: Any) -> Any:
+    return value
 
 
 def _plan(descriptor: Descriptor) -> _Plan:

@@ -148,14 +148,14 @@ class Run:
 
     def _take(self, event: Event) -> Fragment | None:
         """Records an event; returns it when it is a fragment to pass on."""
-        if isinstance(event, ReasoningDelta | NativeItem):
-            return event
         if isinstance(event, Finished):
             self._finished = event = self._checked(event)
             reasons = event.finish_reasons or (event.finish_reason,)
             for choice, reason in zip(self.choices, reasons, strict=False):
                 choice.finish_reason = reason
             return None
+        if isinstance(event, (ReasoningDelta, NativeItem)):
+            return event  # reasoning and native items: passed on, nothing to gather
         if event.choice >= len(self.choices):
             return None  # a choice nobody asked for
         if isinstance(event, TextDelta) and not event.text:

@@ -21,7 +21,7 @@ A whole (unary) response runs the same builder without making the events.
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, cast
 
 from gateway.v1 import responses_pb2 as rpb
 from gateway.v1 import responses_service_pb2 as rs
@@ -103,17 +103,28 @@ class Builder:
         return [self._snapshot("response.created"), self._snapshot("response.in_progress")]
 
     def add(self, fragment: Fragment) -> list[Event]:
-        if isinstance(fragment, TextDelta):
+        if type(fragment) is TextDelta:
             return self._text(fragment.text, fragment.logprobs)
         if isinstance(fragment, ToolCallDelta):
             return self._call(fragment)
         if isinstance(fragment, ReasoningDelta):
             return self._reasoning(fragment)
-        return self._native(fragment)
+        return self._native(cast(NativeItem, fragment))
 
     def _text(self, text: str, logprobs: tuple[TokenLogprob, ...]) -> list[Event]:
-        out: list[Event] = []
         current = self._open
+        if current is not None and current.kind == "message" and not logprobs:
+            # The common case, one fragment of the text being written.
+            current.parts.append(text)
+            if not self.emit:
+                return []
+            seq = self.sequence
+            self.sequence = seq + 1
+            delta = rs.TextDeltaEvent(
+                content_index=0, delta=text, item_id=current.id, output_index=current.index
+            )
+            return [Event(type="response.output_text.delta", sequence_number=seq, text_delta=delta)]
+        out: list[Event] = []
         if current is None or current.kind != "message":
             out = self._close()
             current = self._begin("message", new_id("msg"))
