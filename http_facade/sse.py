@@ -47,7 +47,16 @@ def event(payload: dict[str, Any]) -> bytes:
 
 
 def named(name: str, payload: dict[str, Any]) -> bytes:
-    return b"event: " + name.encode() + b"\ndata: " + orjson.dumps(payload) + b"\n\n"
+    head = _HEADS.get(name)
+    if head is None:
+        head = b"event: " + name.encode() + b"\ndata: "
+        if len(_HEADS) < 256:
+            _HEADS[name] = head
+    return head + orjson.dumps(payload) + b"\n\n"
+
+
+# Each event name's first bytes, made once: a dialect has a few dozen names.
+_HEADS: dict[str, bytes] = {}
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ import logging
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from dataclasses import dataclass, field
+from typing import cast
 
 from gateway.v1 import usage_pb2
 
@@ -31,6 +32,7 @@ from server.base.throttle import warn_throttled
 
 # What a run passes on: text, tool-call and reasoning fragments, whole native items.
 Fragment = TextDelta | ToolCallDelta | ReasoningDelta | NativeItem
+_WHOLE = frozenset({ReasoningDelta, NativeItem})
 
 
 @dataclass
@@ -131,8 +133,8 @@ class Run:
         async for event in self._events:
             self.upstream_s += time.perf_counter() - waited
             fragment = self._take(event)
-            if fragment is not None and not isinstance(fragment, ReasoningDelta | NativeItem):
-                yield fragment
+            if fragment is not None and type(fragment) not in _WHOLE:
+                yield cast(TextDelta | ToolCallDelta, fragment)
             waited = time.perf_counter()
 
     async def stream(self) -> AsyncIterator[Fragment]:

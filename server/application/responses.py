@@ -40,7 +40,7 @@ from server.application.state import Live
 from server.base.call import Call
 from server.base.config import Config
 from server.base.errors import GatewayError, InvalidArgument, NotFound, Unsupported
-from server.base.generation import GenerationRequest
+from server.base.generation import GenerationRequest, TextDelta, ToolCallDelta
 from server.storage.responses import ResponseStore, StoredResponse
 
 log = logging.getLogger(__name__)
@@ -54,6 +54,19 @@ FIELD_NAMES = {
     "reasoning_effort": "reasoning.effort",
     "logprobs": "top_logprobs",
 }
+# The response's fields before the request's own: OpenAI's defaults.
+HEAD = rpb.Response(
+    object="response", status="in_progress", parallel_tool_calls=True, store=True,
+    truncation="disabled", service_tier="default", tool_choice="auto",
+    reasoning=rpb.ReasoningConfig(),
+    text=rpb.TextConfig(format=rpb.TextFormat(type="text"), verbosity="medium"),
+)  # fmt: skip
+# Request fields the response echoes as they are.
+ECHOED = frozenset(
+    {"instructions", "max_output_tokens", "previous_response_id", "temperature", "top_p",
+     "user", "safety_identifier", "prompt_cache_key", "parallel_tool_calls", "store",
+     "truncation", "service_tier", "tool_choice"}
+)  # fmt: skip
 MAX_PAGE = 100
 DEFAULT_PAGE = 20
 
@@ -80,24 +93,34 @@ class ResponsesService:
         self, request: rs.CreateResponseRequest, call: Call
     ) -> rs.CreateResponseResponse:
         translated, run = await self._run(request, call)
-        builder = Builder(self._head(request, run), run.provider_id, translated.include_encrypted,
-                          emit=False)  # fmt: skip
+        answer = rs.CreateResponseResponse()  # filled in place: no copy of the response
+        builder = Builder(self._head(request, run, answer.response), run.provider_id,
+                          translated.include_encrypted, emit=False, keep=_stored(request))  # fmt: skip
         async for fragment in run.stream():
-            builder.add(fragment)
+            # The run gathers text and calls itself: only whole items go through here.
+            if type(fragment) is not TextDelta and type(fragment) is not ToolCallDelta:
+                builder.add(fragment)
+        builder.gathered(run.choices[0])
         builder.finish(run.finish_reason, run.usage())
         await self._keep(request, translated, run, builder, call)
-        return rs.CreateResponseResponse(response=builder.response)
+        return answer
 
     async def stream_response(
         self, request: rs.StreamResponseRequest, call: Call
     ) -> AsyncGenerator[rs.StreamResponseResponse, None]:
         translated, run = await self._run(request, call)
         builder = Builder(self._head(request, run), run.provider_id, translated.include_encrypted,
-                          emit=True)  # fmt: skip
+                          emit=True, keep=_stored(request))  # fmt: skip
         for event in builder.start():
             yield event
+        text = builder.text_delta
         try:
             async for fragment in run.stream():
+                if type(fragment) is TextDelta and not fragment.logprobs:
+                    delta = text(fragment.text)  # the common case, without a list
+                    if delta is not None:
+                        yield delta
+                        continue
                 for event in builder.add(fragment):
                     yield event
             ending = builder.finish(run.finish_reason, run.usage())
@@ -137,38 +160,28 @@ class ResponsesService:
             raise missing_previous(response_id)
         return Previous(stored.id, stored.context, stored.provider, stored.upstream_id)
 
-    def _head(self, request: ResponsesRequest, run: Run) -> rpb.Response:
-        """The response as it starts: its id and the request's parameters echoed."""
-        head = rpb.Response(
-            id=new_id("resp"),
-            object="response",
-            created_at=int(time.time()),
-            status="in_progress",
-            model=run.model.id,
-            parallel_tool_calls=request.parallel_tool_calls
-            if request.HasField("parallel_tool_calls")
-            else True,
-            store=request.store if request.HasField("store") else True,
-            truncation=request.truncation if request.HasField("truncation") else "disabled",
-            service_tier=request.service_tier if request.HasField("service_tier") else "default",
-            tools=[_echo_tool(t) for t in request.tools],
-            metadata=dict(request.metadata),
-        )
-        for name in ("instructions", "max_output_tokens", "previous_response_id", "temperature",
-                     "top_p", "user", "safety_identifier", "prompt_cache_key"):  # fmt: skip
-            if request.HasField(name):
-                setattr(head, name, getattr(request, name))
-        head.reasoning.SetInParent()
-        if request.HasField("reasoning"):
-            head.reasoning.CopyFrom(request.reasoning)
-        head.text.format.type = "text"
-        head.text.verbosity = "medium"
-        if request.HasField("text"):
-            head.text.MergeFrom(request.text)
-        if request.HasField("tool_choice_object"):
-            head.tool_choice_object.CopyFrom(request.tool_choice_object)
-        else:
-            head.tool_choice = request.tool_choice if request.HasField("tool_choice") else "auto"
+    def _head(
+        self, request: ResponsesRequest, run: Run, head: rpb.Response | None = None
+    ) -> rpb.Response:
+        """The response as it starts (in `head`, when given): its id and the request's
+        parameters echoed over OpenAI's defaults."""
+        head = rpb.Response() if head is None else head
+        head.CopyFrom(HEAD)
+        head.id = new_id("resp")
+        head.created_at = int(time.time())
+        head.model = run.model.id
+        for field, value in request.ListFields():
+            name = field.name
+            if name in ECHOED:
+                setattr(head, name, value)
+            elif name in ("reasoning", "text"):
+                getattr(head, name).MergeFrom(value)
+            elif name == "tool_choice_object":
+                head.tool_choice_object.CopyFrom(value)
+            elif name == "tools":
+                head.tools.extend(_echo_tool(t) for t in value)
+            elif name == "metadata":
+                head.metadata.update(value)
         return head
 
     async def _keep(
@@ -181,7 +194,7 @@ class ResponsesService:
         quietly: bool = False,
     ) -> None:
         """Stores the response when the request asked (`store`, true by default)."""
-        if request.HasField("store") and not request.store:
+        if not _stored(request):
             return
         principal = call.record.principal
         if principal is None:
@@ -284,6 +297,10 @@ class StorageFailed(GatewayError):
     """A finished response could not be stored although the caller asked for it."""
 
     reason = "STORAGE_UNAVAILABLE"
+
+
+def _stored(request: ResponsesRequest) -> bool:
+    return request.store if request.HasField("store") else True
 
 
 def _renamed(exc: Unsupported) -> Unsupported:

@@ -28,7 +28,7 @@ from gateway.v1 import responses_service_pb2 as rs
 from gateway.v1 import usage_pb2
 from google.protobuf import struct_pb2
 
-from server.application.engine import Fragment
+from server.application.engine import Choice, Fragment
 from server.application.responses_translation import Item, new_id
 from server.base.errors import Code, GatewayError
 from server.base.generation import (
@@ -75,8 +75,11 @@ class Builder:
         provider: str,
         include_encrypted: bool,
         emit: bool,
+        keep: bool = True,
     ) -> None:
         self.response = head
+        # Whether the output is also wanted as conversation items (to be stored).
+        self.keep = keep
         self.provider = provider
         self.include_encrypted = include_encrypted
         self.emit = emit
@@ -111,19 +114,30 @@ class Builder:
             return self._reasoning(fragment)
         return self._native(cast(NativeItem, fragment))
 
+    def gathered(self, choice: Choice) -> None:
+        """Adds a whole generation's text and calls at once (a unary response)."""
+        if choice.text:
+            self._text("".join(choice.text), tuple(choice.logprobs))
+        calls = choice.tool_calls
+        for index, call in enumerate(calls):
+            self._call(ToolCallDelta(index, call.id, call.name, call.arguments))
+
+    def text_delta(self, text: str) -> Event | None:
+        """The event of one more fragment of the message being written (a stream's
+        common case); None when no message is open, for `add` to open one."""
+        current = self._open
+        if current is None or current.kind != "message":
+            return None
+        current.parts.append(text)
+        seq = self.sequence
+        self.sequence = seq + 1
+        delta = rs.TextDeltaEvent(
+            content_index=0, delta=text, item_id=current.id, output_index=current.index
+        )
+        return Event(type="response.output_text.delta", sequence_number=seq, text_delta=delta)
+
     def _text(self, text: str, logprobs: tuple[TokenLogprob, ...]) -> list[Event]:
         current = self._open
-        if current is not None and current.kind == "message" and not logprobs:
-            # The common case, one fragment of the text being written.
-            current.parts.append(text)
-            if not self.emit:
-                return []
-            seq = self.sequence
-            self.sequence = seq + 1
-            delta = rs.TextDeltaEvent(
-                content_index=0, delta=text, item_id=current.id, output_index=current.index
-            )
-            return [Event(type="response.output_text.delta", sequence_number=seq, text_delta=delta)]
         out: list[Event] = []
         if current is None or current.kind != "message":
             out = self._close()
@@ -223,7 +237,7 @@ class Builder:
         if self.emit:
             out.append(self._item_event("response.output_item.added", current, item))
         self._open = None
-        self.output.append(item)
+        self._append(item)
         self.items.append(raw)
         if self.emit:
             out.append(self._item_event("response.output_item.done", current, item))
@@ -232,7 +246,8 @@ class Builder:
     # -- items ----------------------------------------------------------------------
 
     def _begin(self, kind: str, item_id: str) -> _Open:
-        current = _Open(kind, len(self.output), item_id)
+        count = len(self.output) if self.emit else len(self.response.output)
+        current = _Open(kind, count, item_id)
         self._open = current
         return current
 
@@ -286,6 +301,14 @@ class Builder:
         out: list[Event] = []
         if current.kind == "message":
             part = self._text_part(current)
+            if not self.emit:
+                # A whole response: written in place, nothing else needs the item.
+                message = self.response.output.add().message
+                message.id, message.type, message.status = current.id, "message", status
+                message.role = "assistant"
+                message.content.append(part)
+                self._kept_message(current, part.text, status)
+                return []
             item = rpb.OutputItem(message=self._message(current, status))
             if self.emit:
                 done = rs.TextDoneEvent(
@@ -294,10 +317,7 @@ class Builder:
                 )  # fmt: skip
                 out.append(self._event("response.output_text.done", text_done=done))
                 out.append(self._part_event("response.content_part.done", current, part))
-            self.items.append(
-                {"id": current.id, "type": "message", "role": "assistant", "status": status,
-                 "content": [{"type": "output_text", "text": part.text, "annotations": []}]}
-            )  # fmt: skip
+            self._kept_message(current, part.text, status)
         elif current.kind == "function_call":
             call = self._function_call(current, status)
             item = rpb.OutputItem(function_call=call)
@@ -329,10 +349,24 @@ class Builder:
                     reasoning.encrypted_content = encrypted
             item = rpb.OutputItem(reasoning=reasoning)
             self.items.append(stored)
-        self.output.append(item)
+        self._append(item)
         if self.emit:
             out.append(self._item_event("response.output_item.done", current, item))
         return out
+
+    def _append(self, item: rpb.OutputItem) -> None:
+        """An item joins the output: kept aside for the events, or written in place."""
+        if self.emit:
+            self.output.append(item)
+        else:
+            self.response.output.append(item)
+
+    def _kept_message(self, current: _Open, text: str, status: str) -> None:
+        if self.keep:
+            self.items.append(
+                {"id": current.id, "type": "message", "role": "assistant", "status": status,
+                 "content": [{"type": "output_text", "text": text, "annotations": []}]}
+            )  # fmt: skip
 
     # -- the end --------------------------------------------------------------------
 
@@ -341,8 +375,9 @@ class Builder:
         reason = INCOMPLETE.get(finish_reason)
         out = self._close("incomplete" if reason else "completed")
         response = self.response
-        response.output.extend(self.output)
-        response.usage.CopyFrom(response_usage(usage))
+        if self.emit:
+            response.output.extend(self.output)
+        fill_usage(response.usage, usage)
         if reason is None:
             response.status = "completed"
             response.completed_at = int(time.time())
@@ -364,24 +399,26 @@ class Builder:
         response.error.code = FAILURE_CODE.get(error.code, "server_error")
         response.error.message = error.message
         if usage is not None:
-            response.usage.CopyFrom(response_usage(usage))
+            fill_usage(response.usage, usage)
         return [self._snapshot("response.failed")] if self.emit else []
 
 
-def response_usage(usage: usage_pb2.Usage) -> rpb.ResponseUsage:
-    out = rpb.ResponseUsage(
-        input_tokens=usage.prompt_tokens,
-        output_tokens=usage.completion_tokens,
-        total_tokens=usage.total_tokens,
-        latency_ms=usage.latency_ms,
-    )
+def fill_usage(out: rpb.ResponseUsage, usage: usage_pb2.Usage) -> None:
+    """The gateway's usage in the Responses API's words (its cost and timing kept)."""
+    out.input_tokens = usage.prompt_tokens
+    out.output_tokens = usage.completion_tokens
+    out.total_tokens = usage.total_tokens
+    out.latency_ms = usage.latency_ms
     out.input_tokens_details.cached_tokens = usage.prompt_tokens_details.cached_tokens
     out.output_tokens_details.reasoning_tokens = usage.completion_tokens_details.reasoning_tokens
-    for name in ("input_cost_usd", "output_cost_usd", "cache_input_cost_usd", "total_cost_usd",
-                 "ttft_ms"):  # fmt: skip
-        if usage.HasField(name):
-            setattr(out, name, getattr(usage, name))
-    return out
+    for field, value in usage.ListFields():
+        if field.name in _USAGE_EXTRAS:
+            setattr(out, field.name, value)
+
+
+_USAGE_EXTRAS = frozenset(
+    {"input_cost_usd", "output_cost_usd", "cache_input_cost_usd", "total_cost_usd", "ttft_ms"}
+)
 
 
 def _logprob(entry: TokenLogprob) -> rpb.TextLogprob:

@@ -110,10 +110,17 @@ ITEM_PREFIX = {
 }
 
 
+# Request fields a plain text request may set (model, a text input, storage, stream).
+PLAIN_FIELDS = frozenset({"model", "input", "store", "stream"})
+
+
 def translate(request: ResponsesRequest, previous: Previous | None) -> Translated:
     """Validates a Create/StreamResponseRequest; every failure names its field."""
     if not request.model:
         raise InvalidArgument.for_field("model", "is required")
+    given = request.ListFields()
+    if previous is None and all(f.name in PLAIN_FIELDS for f, _ in given) and request.input:
+        return _plain(request)  # a text and nothing else: the common case, kept cheap
     _refusals(request)
     native_only: list[str] = []
     context = previous.context if previous is not None else ()
@@ -174,6 +181,18 @@ def translate(request: ResponsesRequest, previous: Previous | None) -> Translate
         native=native,
     )
     return Translated(generation, tuple(items), ENCRYPTED_REASONING in include, LOGPROBS in include)
+
+
+def _plain(request: ResponsesRequest) -> Translated:
+    """A request of one text input and no options, translated without the general
+    walk (the same result, with less work per request)."""
+    text = {"type": "input_text", "text": request.input}
+    item = {"id": new_id("msg"), "type": "message", "role": "user", "content": [text],
+            "status": "completed"}  # fmt: skip
+    native = NativeResponses(body={"store": request.store} if request.HasField("store") else {},
+                             input=(item,))  # fmt: skip
+    generation = GenerationRequest(messages=(Message("user", request.input),), native=native)
+    return Translated(generation, (item,), False, False)
 
 
 def _refusals(request: ResponsesRequest) -> None:
