@@ -258,3 +258,24 @@ async def test_failure_mid_stream_is_response_failed(config_dict: dict[str, Any]
         assert rows == [{"status": "UNAVAILABLE", "error_reason": "UPSTREAM_ERROR",
                          "completion_tokens": rows[0]["completion_tokens"]}]  # fmt: skip
         assert rows[0]["completion_tokens"] > 0
+
+
+async def test_incomplete_when_cut_short(config_dict: dict[str, Any]) -> None:
+    data = set_params(config_dict, "sim-mini", min_reply_tokens=40, max_reply_tokens=40)
+    async with running_gateway(data) as gw, _client(f"http://127.0.0.1:{gw.http_port}") as sdk:
+        response = await sdk.responses.create(model="sim-mini", input="Hi", max_output_tokens=16)
+        assert response.status == "incomplete"
+        assert response.incomplete_details is not None
+        assert response.incomplete_details.reason == "max_output_tokens"
+        assert response.usage is not None and response.usage.output_tokens == 16
+        async with sdk.responses.stream(
+            model="sim-mini", input="Hi", max_output_tokens=16
+        ) as stream:
+            kinds = [event.type async for event in stream]
+        assert kinds[-1] == "response.incomplete"
+
+
+async def test_routing_profile_as_model(sdk: openai.AsyncOpenAI) -> None:
+    response = await sdk.responses.with_raw_response.create(model="economy", input="Hi")
+    assert response.headers["x-gateway-route"].startswith("profile=economy")
+    assert response.parse().model.startswith("sim-")
