@@ -166,7 +166,7 @@ def translate(request: ResponsesRequest, previous: Previous | None) -> Translate
         messages=tuple(messages),
         **sampling,
         user=user,
-        logprobs=top is not None,
+        logprobs=top is not None or LOGPROBS in include,
         top_logprobs=top,
         tools=tools,
         tool_choice=choice,

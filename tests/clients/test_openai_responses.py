@@ -279,3 +279,11 @@ async def test_routing_profile_as_model(sdk: openai.AsyncOpenAI) -> None:
     response = await sdk.responses.with_raw_response.create(model="economy", input="Hi")
     assert response.headers["x-gateway-route"].startswith("profile=economy")
     assert response.parse().model.startswith("sim-")
+
+
+async def test_logprobs(sdk: openai.AsyncOpenAI) -> None:
+    response = await sdk.responses.create(
+        model="sim-mini", input="Hi", include=["message.output_text.logprobs"], top_logprobs=2
+    )
+    part = response.output[0].content[0]  # type: ignore[union-attr]
+    assert part.logprobs and len(part.logprobs[0].top_logprobs) == 2

@@ -128,3 +128,12 @@ def test_continuation_replays_the_stored_conversation() -> None:
 def test_seal_round_trip() -> None:
     assert unseal(seal("provider-a", "opaque:content")) == ("provider-a", "opaque:content")
     assert unseal("opaque") is None and unseal("gwr1:99:x") is None
+
+
+def test_logprobs_asked_by_include_or_top_logprobs() -> None:
+    plain = translate(request(input="x"), None).generation
+    assert not plain.logprobs
+    included = translate(request(input="x", include=["message.output_text.logprobs"]), None)
+    assert included.generation.logprobs and included.include_logprobs
+    top = translate(request(input="x", top_logprobs=3), None).generation
+    assert top.logprobs and top.top_logprobs == 3
