@@ -150,9 +150,26 @@ CHAT_EXTRAS = frozenset(
         "max_completion_tokens", "n", "seed", "user", "presence_penalty",
         "frequency_penalty", "logit_bias", "logprobs", "top_logprobs", "tools",
         "tool_choice", "tool_choice_function", "parallel_tool_calls", "response_format",
-        "reasoning_effort", "metadata",
+        "reasoning_effort", "metadata", "store", "service_tier", "prompt_cache_key",
+        "safety_identifier",
     }
 )  # fmt: skip
+SERVICE_TIERS = ("auto", "default", "flex", "priority", "scale")
+
+
+def upstream_hints(request: ChatRequest) -> dict[str, Any]:
+    """Fields that change nothing in the answer, for upstreams that take them."""
+    out: dict[str, Any] = {}
+    if _present(request, "store"):
+        out["store"] = request.store
+    out["service_tier"] = one_of(request, "service_tier", SERVICE_TIERS)
+    for name in ("prompt_cache_key", "safety_identifier"):
+        if _present(request, name):
+            value = getattr(request, name)
+            if len(value) > 512:
+                raise InvalidArgument.for_field(name, "must be at most 512 characters")
+            out[name] = value
+    return out
 
 
 def extras(request: ChatRequest) -> bool:

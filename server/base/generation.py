@@ -183,6 +183,11 @@ class GenerationRequest:
     # Groups requests sharing a prompt prefix for the upstream's prompt cache: a hint,
     # forwarded where the upstream has such a cache and meaningless elsewhere.
     prompt_cache_key: str | None = None
+    # Hints for upstreams that take them (OpenAI's), changing nothing in the answer:
+    # keep the completion upstream, the processing tier, the end user's hashed id.
+    store: bool | None = None
+    service_tier: str | None = None
+    safety_identifier: str | None = None
     # The request as OpenAI's Responses API, for upstreams that serve it natively.
     native: NativeResponses | None = None
 

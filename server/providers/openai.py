@@ -301,8 +301,9 @@ def _chat_fields(request: GenerationRequest, body: dict[str, Any]) -> None:
         body["reasoning_effort"] = request.reasoning_effort
     if request.metadata:
         body["metadata"] = dict(request.metadata)
-    if request.prompt_cache_key is not None:
-        body["prompt_cache_key"] = request.prompt_cache_key
+    for key in ("prompt_cache_key", "store", "service_tier", "safety_identifier"):
+        if (value := getattr(request, key)) is not None:
+            body[key] = value
 
 
 def _completion_fields(request: GenerationRequest, body: dict[str, Any]) -> None:
