@@ -9,7 +9,12 @@ and rounds repeat, so drift on a shared machine touches every target alike.
     python -m bench.perf                          # 1 worker, unary + stream, 1 and 32 conns
     python -m bench.perf --workers 1 2 --pin ''   # throughput of 1 vs 2 workers
     python -m bench.perf --profile                # py-spy top frames of one worker
-    python -m bench.perf --messages               # also the Messages API, same upstream
+    python -m bench.perf --responses stored       # the /v1/responses rows with storage
+
+Each gateway also gets a `/v1/responses` row: the same generation asked through the
+Responses API (unstored by default, as chat completions keep nothing either), and a
+`/v1/messages` row: the same generation asked through the Messages API (`--messages off`
+leaves it out).
 
 With `--pin` (default: the gateway on core 0, nginx and wrk on core 1) CPU time is
 clean; use `--pin ''` to let workers spread over every core.
@@ -49,6 +54,10 @@ function done(summary, latency, requests)
     latency:percentile(50), latency:percentile(99)))
 end
 """
+
+
+# The target column of a non-chat row, after the worker count.
+LABELS = {"grpc": "gRPC", "responses": "/v1/responses", "messages": "/v1/messages"}
 
 
 def free_port() -> int:
@@ -254,18 +263,28 @@ def h2load(port: int, stream: bool, connections: int, seconds: float, core: str)
     }
 
 
-def body(stream: bool, dialect: str = "chat") -> str:
+def body(stream: bool) -> str:
     payload: dict = {"model": "bench-stream" if stream else "bench",
                      "messages": [{"role": "user", "content": "Say hello"}]}  # fmt: skip
-    if dialect == "messages":
-        payload["max_tokens"] = 64  # required by the Messages API
     if stream:
         payload["stream"] = True
     return json.dumps(payload)
 
 
-# The REST path of each dialect; the same upstream answers both.
-PATHS = {"chat": "/v1/chat/completions", "messages": "/v1/messages"}
+def messages_body(stream: bool) -> str:
+    """The same generation as `body`, asked through the Messages API."""
+    payload: dict = json.loads(body(stream))
+    payload["max_tokens"] = 64  # the Messages API requires it
+    return json.dumps(payload)
+
+
+def responses_body(stream: bool, store: bool) -> str:
+    """The same generation as `body`, asked through the Responses API."""
+    payload: dict = {"model": "bench-stream" if stream else "bench", "input": "Say hello",
+                     "store": store}  # fmt: skip
+    if stream:
+        payload["stream"] = True
+    return json.dumps(payload)
 
 
 def main() -> None:
@@ -275,8 +294,13 @@ def main() -> None:
     parser.add_argument("--modes", nargs="+", default=["unary", "stream"])
     parser.add_argument("--grpc", action="store_true", help="also load the gRPC API (h2load)")
     parser.add_argument(
-        "--messages", action="store_true", help="also load the Messages API (/v1/messages)"
-    )
+        "--responses", choices=["off", "unstored", "stored"], default="unstored",
+        help="also load /v1/responses (the same generation; stored or not)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--messages", choices=["on", "off"], default="on",
+        help="also load /v1/messages (the same generation)",
+    )  # fmt: skip
     parser.add_argument("--seconds", type=float, default=5)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--pin", default="0:1", help="gateway core:load core, '' for none")
@@ -301,9 +325,13 @@ def main() -> None:
             gateways[n] = start_gateway(tmp, upstream, n, gw_core, args.limits)
         for _, port, _ in gateways.values():  # warm up
             for mode in args.modes:
-                for dialect in ("chat", "messages") if args.messages else ("chat",):
-                    wrk(f"http://127.0.0.1:{port}{PATHS[dialect]}", body(mode == "stream", dialect),
-                        8, 1, load_core, lua)  # fmt: skip
+                wrk(f"http://127.0.0.1:{port}/v1/chat/completions", body(mode == "stream"),
+                    8, 1, load_core, lua)  # fmt: skip
+                wrk(f"http://127.0.0.1:{port}/v1/responses",
+                    responses_body(mode == "stream", args.responses == "stored"),
+                    8, 1, load_core, lua)  # fmt: skip
+                wrk(f"http://127.0.0.1:{port}/v1/messages", messages_body(mode == "stream"),
+                    8, 1, load_core, lua)  # fmt: skip
         if args.profile:
             profile(gateways[args.workers[0]], args, load_core, lua)
             return
@@ -320,26 +348,35 @@ def main() -> None:
                     r["others"] = others(mark, nginx.pid, None, args.seconds)
                     results.setdefault((mode, c, "nginx"), []).append(r)
                     for n, (proc, port, grpc_port) in gateways.items():
-                        ingresses = [
-                            "rest",
-                            *(["grpc"] * args.grpc),
-                            *(["messages"] * args.messages),
-                        ]
+                        ingresses = ["rest", "grpc"] if args.grpc else ["rest"]
+                        if args.responses != "off":
+                            ingresses.append("responses")
+                        if args.messages == "on":
+                            ingresses.append("messages")
                         for ingress in ingresses:
                             before = cpu_s(proc.pid)
                             mark = (busy_s(), children_s(), cpu_s(nginx.pid))
-                            if ingress != "grpc":
-                                dialect = "messages" if ingress == "messages" else "chat"
-                                url = f"http://127.0.0.1:{port}{PATHS[dialect]}"
-                                payload = body(mode == "stream", dialect)
-                                r = wrk(url, payload, c, args.seconds, load_core, lua)
+                            if ingress == "rest":
+                                url = f"http://127.0.0.1:{port}/v1/chat/completions"
+                                r = wrk(
+                                    url, body(mode == "stream"), c, args.seconds, load_core, lua
+                                )
+                            elif ingress == "messages":
+                                url = f"http://127.0.0.1:{port}/v1/messages"
+                                r = wrk(url, messages_body(mode == "stream"), c,
+                                        args.seconds, load_core, lua)  # fmt: skip
+                            elif ingress == "responses":
+                                url = f"http://127.0.0.1:{port}/v1/responses"
+                                stored = args.responses == "stored"
+                                r = wrk(url, responses_body(mode == "stream", stored), c,
+                                        args.seconds, load_core, lua)  # fmt: skip
                             else:
                                 r = h2load(grpc_port, mode == "stream", c, args.seconds, load_core)
                             r["cpu_ms"] = (cpu_s(proc.pid) - before) * 1000 / max(1, r["requests"])
                             r["others"] = others(mark, nginx.pid, (proc.pid, before), args.seconds)
                             load = children_s() - mark[1] + cpu_s(nginx.pid) - mark[2]
                             r["load_ms"] = load * 1000 / max(1, r["requests"])
-                            label = {"rest": n, "grpc": f"{n} gRPC"}.get(ingress, f"{n} messages")
+                            label = n if ingress == "rest" else f"{n} {LABELS[ingress]}"
                             results.setdefault((mode, c, label), []).append(r)
         print("Each row: the round with the least other work on the machine (`others`: cores")
         print("busy with processes other than the gateway, nginx and the load generator).\n")
@@ -353,7 +390,7 @@ def main() -> None:
             p99 = quiet["p99"] / 1000
             cpu = quiet["cpu_ms"]
             errors = sum(r["errors"] for r in rs)
-            owner = str(n).removesuffix(" gRPC").removesuffix(" messages")
+            owner = str(n).split(" ")[0]
             key = int(owner) if owner.isdigit() else owner
             mb = rss_mb(gateways[key][0].pid) if key in gateways else 0.0
             print(f"| {mode} | {c} | {n} | {rate:.0f} | {p50:.2f} | {p99:.2f} | {cpu:.3f} | "

@@ -9,9 +9,12 @@ Field options (gateway/v1/json_mapping.proto) cover dialect shapes proto3 JSON c
 express: `omit_empty` leaves an empty repeated field out (`tool_calls`),
 `null_when_empty` writes an empty string as null (a tool-call reply's `content`),
 `json_key` lets a field share another field's key (`content` holds a string or an
-array of parts; `tool_choice` a string or an object): the set one is written there,
-and `other_keys` marks a Struct whose keys are written beside the fields (an object
-with an open set of keys).
+array of parts; `tool_choice` a string or an object): the set one is written there.
+`null_when_unset` writes an unset field with presence as null (a response's `error`),
+`inline` writes a set message field's keys into the enclosing object (the member of a
+oneof that gives an output item the keys of its kind), and `other_keys` marks a Struct
+that is written so too and read from the keys no field names (an object with an open
+set of keys).
 
 Reading (`from_dict`): `null` means unset, and a value of the wrong type is
 InvalidArgument naming the field (`messages[0].role`). Under a `json_key` key, an array
@@ -55,7 +58,7 @@ _INTS = {
 _FLOATS = {_T.TYPE_DOUBLE, _T.TYPE_FLOAT}
 
 # How a field is written.
-_ALWAYS, _IF_SET, _REPEATED, _MAP, _IF_ANY, _OR_NULL, _MERGE = range(7)
+_ALWAYS, _IF_SET, _REPEATED, _MAP, _IF_ANY, _OR_NULL, _SET_OR_NULL, _INLINE = range(8)
 
 Convert = Callable[[Any], Any]
 # (field name, JSON key, how, converter)
@@ -126,6 +129,12 @@ def _compile(descriptor: Descriptor) -> Callable[[Message], dict[str, Any]]:
     env: dict[str, Any] = {}
     head: list[str] = []  # fields written before the first conditional one: one literal
     body: list[str] = []
+    # Inline members of one oneof: one WhichOneof, not a HasField per member.
+    members: dict[str, dict[str, int]] = {}
+    for i, (name, _, how, _) in enumerate(plan):
+        oneof = descriptor.fields_by_name[name].containing_oneof
+        if how == _INLINE and oneof is not None:
+            members.setdefault(oneof.name, {})[name] = i
     for i, (name, key, how, convert) in enumerate(plan):
         env[f"c{i}"] = convert
         get = f"getattr(m, {name!r})" if keyword.iskeyword(name) else f"m.{name}"
@@ -148,8 +157,20 @@ def _compile(descriptor: Descriptor) -> Callable[[Message], dict[str, Any]]:
         elif how == _OR_NULL:
             body += [f"    v = {get}", f"    out[{key!r}] = {conv('v')} if v else None"]
             continue
-        elif how == _MERGE:
-            body += [f"    if m.HasField({name!r}):", f"        out.update({conv(get)})"]
+        elif how == _SET_OR_NULL:
+            body += [f"    out[{key!r}] = {conv(get)} if m.HasField({name!r}) else None"]
+            continue
+        elif how == _INLINE:
+            oneof = descriptor.fields_by_name[name].containing_oneof
+            if oneof is None:
+                body += [f"    if m.HasField({name!r}):", f"        out.update({conv(get)})"]
+            elif min(members[oneof.name].values()) == i:
+                env[f"o{i}"] = {n: env_convert(plan[j][3]) for n, j in members[oneof.name].items()}
+                body += [
+                    f"    k = m.WhichOneof({oneof.name!r})",
+                    "    if k is not None:",
+                    f"        out.update(o{i}[k](getattr(m, k)))",
+                ]
             continue
         else:  # _IF_ANY
             body += [f"    if len({get}):", f"        out[{key!r}] = {items}"]
@@ -165,6 +186,14 @@ def _compile(descriptor: Descriptor) -> Callable[[Message], dict[str, Any]]:
     return cast(Callable[[Message], dict[str, Any]], env["convert"])
 
 
+def env_convert(convert: Convert | None) -> Convert:
+    return convert if convert is not None else _same
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
 def _plan(descriptor: Descriptor) -> _Plan:
     plan = []
     # Fields sharing a key come after the plain field, so when set they win it.
@@ -172,13 +201,17 @@ def _plan(descriptor: Descriptor) -> _Plan:
     for field in ordered:
         key = _json_key(field) or field.name
         if _option(field, json_mapping_pb2.other_keys):
-            plan.append((field.name, key, _MERGE, _writer(field)))
+            plan.append((field.name, key, _INLINE, _writer(field)))
         elif _is_map(field):
             value_field = field.message_type.fields_by_name["value"]
             plan.append((field.name, key, _MAP, _writer(value_field)))
         elif field.is_repeated:
             how = _IF_ANY if _omit_empty(field) or _json_key(field) else _REPEATED
             plan.append((field.name, key, how, _writer(field)))
+        elif _option(field, json_mapping_pb2.inline):
+            plan.append((field.name, key, _INLINE, _writer(field)))
+        elif field.has_presence and _option(field, json_mapping_pb2.null_when_unset):
+            plan.append((field.name, key, _SET_OR_NULL, _writer(field)))
         elif field.has_presence:
             plan.append((field.name, key, _IF_SET, _writer(field)))
         elif _option(field, json_mapping_pb2.null_when_empty):
@@ -376,8 +409,10 @@ def _message_value(
     if _is_well_known(field.message_type):
         try:
             json_format.ParseDict(value, target)
-        except json_format.ParseError:
-            raise InvalidArgument.for_field(where, "has the wrong type") from None
+        except json_format.ParseError as exc:
+            # protobuf's own bound on nesting (100 messages: 50 levels of JSON).
+            why = "nests too deeply" if "too deep" in str(exc) else "has the wrong type"
+            raise InvalidArgument.for_field(where, why) from None
         except (UnicodeError, ValueError, RecursionError):
             raise InvalidArgument.for_field(where, "is not valid Unicode or is too deep") from None
         return

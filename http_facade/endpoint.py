@@ -196,8 +196,10 @@ def _strict_loads(raw: bytes) -> Any:
     surrogate escape, which the codec then refuses naming its field)."""
     try:
         return json.loads(raw, parse_constant=_reject_constant)
-    except (ValueError, RecursionError):
+    except ValueError:
         raise InvalidArgument("malformed JSON in the request body") from None
+    except RecursionError:
+        raise InvalidArgument("the request body nests too deeply") from None
 
 
 def _reject_constant(name: str) -> Any:

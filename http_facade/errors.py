@@ -33,6 +33,7 @@ from server.base.errors import (
 log = logging.getLogger(__name__)
 OPENAI = rest_pb2.ERROR_FORMAT_UNSPECIFIED
 ANTHROPIC = rest_pb2.ERROR_FORMAT_ANTHROPIC
+OPENAI_RESPONSES = rest_pb2.ERROR_FORMAT_OPENAI_RESPONSES
 
 # OpenAI-style `error.type` per code, so OpenAI clients raise their matching class.
 ERROR_TYPE: dict[Code, str] = {
@@ -136,6 +137,19 @@ def error_body(error: GatewayError, dialect: int = OPENAI) -> dict[str, Any]:
             kind = ANTHROPIC_ERROR_TYPE.get(error.code, "api_error")
         return {"type": "error", "error": {"type": kind, "message": error.message}}
     return {"error": error_object(error)}
+
+
+def stream_error_body(error: GatewayError, dialect: int, sequence: int) -> dict[str, Any]:
+    """The error as the dialect writes it inside a stream, after `sequence` events."""
+    if dialect == OPENAI_RESPONSES:
+        return {
+            "type": "error",
+            "code": error.reason.lower(),
+            "message": error.message,
+            "param": error.param,
+            "sequence_number": sequence,
+        }
+    return error_body(error, dialect)
 
 
 def error_status(error: GatewayError, dialect: int = OPENAI) -> int:

@@ -159,22 +159,48 @@ def _ref(descriptor: Descriptor, schemas: dict[str, Any]) -> dict[str, Any]:
 def _message(
     descriptor: Descriptor, schemas: dict[str, Any], skip: frozenset[str] = frozenset()
 ) -> dict[str, Any]:
-    properties = {
-        field.name: _value(field, schemas)
-        for field in descriptor.fields
-        if field.name not in skip and not _other_keys(field)
-    }
-    schema: dict[str, Any] = {"type": "object", "properties": properties}
-    if any(_other_keys(field) for field in descriptor.fields):
-        schema["additionalProperties"] = True  # an open object: its other keys are kept
-    return schema
+    """The object as the codec writes it: a field that shares a key (json_key) is one
+    more form of that key, a field that may be null is nullable, and an inline field's
+    keys are the object's own; an `other_keys` field makes it an open object."""
+    properties: dict[str, Any] = {}
+    schema: dict[str, Any]
+    for field in descriptor.fields:
+        if field.name in skip or _option(field, json_mapping_pb2.other_keys):
+            continue
+        if _option(field, json_mapping_pb2.inline):
+            if field.message_type.full_name not in _WELL_KNOWN:
+                inner = _message(field.message_type, schemas)["properties"]
+                for key, schema in inner.items():
+                    _add(properties, key, schema)
+            continue
+        schema = _value(field, schemas)
+        if _option(field, json_mapping_pb2.null_when_unset) or _option(
+            field, json_mapping_pb2.null_when_empty
+        ):
+            schema = {"anyOf": [schema, {"type": "null"}]}
+        options = field.GetOptions()
+        shared = options.HasExtension(json_mapping_pb2.json_key)
+        _add(properties, options.Extensions[json_mapping_pb2.json_key] if shared else field.name,
+             schema)  # fmt: skip
+    out: dict[str, Any] = {"type": "object", "properties": properties}
+    if any(_option(field, json_mapping_pb2.other_keys) for field in descriptor.fields):
+        out["additionalProperties"] = True  # its other keys are kept
+    return out
 
 
-def _other_keys(field: FieldDescriptor) -> bool:
+def _option(field: FieldDescriptor, extension: Any) -> bool:
     options = field.GetOptions()
-    return options.HasExtension(json_mapping_pb2.other_keys) and bool(
-        options.Extensions[json_mapping_pb2.other_keys]
-    )
+    return options.HasExtension(extension) and bool(options.Extensions[extension])
+
+
+def _add(properties: dict[str, Any], key: str, schema: dict[str, Any]) -> None:
+    """Adds a key's schema; a key with several forms takes any of them."""
+    known = properties.get(key)
+    if known is None or known == schema:
+        properties[key] = schema
+        return
+    forms = known["anyOf"] if set(known) == {"anyOf"} else [known]
+    properties[key] = {"anyOf": [*forms, schema]}
 
 
 def _value(field: FieldDescriptor, schemas: dict[str, Any]) -> dict[str, Any]:

@@ -65,6 +65,7 @@ def bounded_protocol(header_timeout_s: float, send_timeout_s: float) -> type[Htt
         # Bytes of the request head arrived since the last response (or the connection).
         _head_bytes = 0
         _in_head = True
+        _head_too_large = False
 
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
@@ -96,6 +97,11 @@ def bounded_protocol(header_timeout_s: float, send_timeout_s: float) -> type[Htt
             if self._header_timer is not None:
                 self._header_timer.cancel()
                 self._header_timer = None
+            # A whole head can arrive in one read, past the check in data_received.
+            size = len(self.url) + sum(len(name) + len(value) + 4 for name, value in self.headers)
+            if size > MAX_HEAD_BYTES:
+                self._head_too_large = True
+                raise ValueError("request head too large")  # the parser stops: a 400
             super().on_headers_complete()
 
         def on_response_complete(self) -> None:
@@ -116,6 +122,10 @@ def bounded_protocol(header_timeout_s: float, send_timeout_s: float) -> type[Htt
                 self._send_timer = None
 
         def send_400_response(self, msg: str) -> None:
+            if self._head_too_large:
+                message = f"the request head exceeds {MAX_HEAD_BYTES} bytes"
+                self._respond(400, InvalidArgument(message))
+                return
             self._respond(400, InvalidArgument(f"malformed HTTP request: {msg}"))
 
         # -- bounds ------------------------------------------------------------------

@@ -28,7 +28,7 @@ from starlette.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
 
 from http_facade.codec import to_dict
-from http_facade.errors import OPENAI, error_body, internal
+from http_facade.errors import OPENAI, internal, stream_error_body
 from server.base.errors import GatewayError, ShuttingDown
 
 DONE = b"data: [DONE]\n\n"
@@ -47,7 +47,16 @@ def event(payload: dict[str, Any]) -> bytes:
 
 
 def named(name: str, payload: dict[str, Any]) -> bytes:
-    return b"event: " + name.encode() + b"\ndata: " + orjson.dumps(payload) + b"\n\n"
+    head = _HEADS.get(name)
+    if head is None:
+        head = b"event: " + name.encode() + b"\ndata: "
+        if len(_HEADS) < 256:
+            _HEADS[name] = head
+    return head + orjson.dumps(payload) + b"\n\n"
+
+
+# Each event name's first bytes, made once: a dialect has a few dozen names.
+_HEADS: dict[str, bytes] = {}
 
 
 @dataclass(frozen=True)
@@ -68,8 +77,9 @@ class Framing:
             return event(payload)
         return named(str(payload.get(self.name_field, "message")), payload)
 
-    def error(self, error: GatewayError) -> bytes:
-        body = error_body(error, self.error_format)
+    def error(self, error: GatewayError, sequence: int = 0) -> bytes:
+        """The error event that ends a stream after `sequence` events."""
+        body = stream_error_body(error, self.error_format, sequence)
         return named("error", body) if self.name_field else event(body)
 
     @property
@@ -109,16 +119,18 @@ async def events(
     waiter: list[asyncio.Future[bool]] = []  # the writer waiting for events, if any
     space: list[asyncio.Future[None]] = []  # the reader waiting for room, if any
     finished = False
+    sent = 1  # events so far, `first` included: an error event's sequence number
 
     def wake(timed_out: bool = False) -> None:
         if waiter and not waiter[0].done():
             waiter[0].set_result(timed_out)
 
     async def read() -> None:
-        nonlocal finished
+        nonlocal finished, sent
         try:
             async for chunk in chunks:
                 ready.append(encode(to_dict(chunk)))
+                sent += 1
                 wake()
                 if len(ready) >= MAX_AHEAD:
                     room = loop.create_future()
@@ -127,9 +139,9 @@ async def events(
             if framing.done:
                 ready.append(DONE)
         except GatewayError as exc:
-            ready.append(framing.error(exc))
+            ready.append(framing.error(exc, sent))
         except Exception as exc:
-            ready.append(framing.error(internal(exc, request_id)))
+            ready.append(framing.error(internal(exc, request_id), sent))
         finally:
             finished = True
             wake()
@@ -146,7 +158,7 @@ async def events(
         reader = asyncio.ensure_future(read())
         while True:
             if stopping is not None and stopping.done() and not finished:
-                yield framing.error(SHUTTING_DOWN)
+                yield framing.error(SHUTTING_DOWN, sent)
                 return
             if ready:
                 out = ready[0] if len(ready) == 1 else b"".join(ready)

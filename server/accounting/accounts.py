@@ -102,7 +102,7 @@ class Accounts:
         if record.reservation is not None:
             total = cost.total_usd if cost is not None else 0.0
             self._spawn(self.budgets.settle(record.reservation, total))
-        status, reason = status_of(error)
+        status, reason = status_of(error if error is not None else record.failure)
         ttft = run.ttft_ms() if run is not None else None
         record.usage = UsageRecord(
             ts=record.started,

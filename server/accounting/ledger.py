@@ -11,6 +11,10 @@ A batch the database refuses for its values (not for being away) is split in hal
 until the rows it refuses are alone: those are logged, dropped and counted in
 `poisoned`, and every row around them is written. One bad record never blocks the
 ledger.
+
+With a spool (server/accounting/spool.py), each record is also on disk from before the
+answer goes out until it is in the database, so a process that dies loses none: the
+next one of the same name writes them.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import logging
 import time
 from collections import deque
 
+from server.accounting.spool import Spool
 from server.base.record import UsageRecord
 from server.base.spans import span
 from server.storage.db import rejects_row
@@ -37,8 +42,10 @@ class Ledger:
         batch_size: int = 500,
         flush_interval_s: float = 0.5,
         max_buffered: int = 100_000,
+        spool: Spool | None = None,
     ) -> None:
         self.store = store
+        self.spool = spool
         self.batch_size = batch_size
         self.flush_interval_s = flush_interval_s
         self.max_buffered = max_buffered
@@ -55,6 +62,8 @@ class Ledger:
 
     def start(self) -> None:
         if self.store is not None and self._task is None:
+            if self.spool is not None:
+                self._buffer.extendleft(reversed(self.spool.recover()))
             self._task = asyncio.create_task(self._run(), name="ledger-flusher")
 
     def record(self, row: UsageRecord) -> None:
@@ -62,6 +71,8 @@ class Ledger:
         if self.store is None:
             return
         with span("gateway.ledger.write"):
+            if self.spool is not None:
+                self.spool.append(row)
             self._buffer_row(row)
 
     def _buffer_row(self, row: UsageRecord) -> None:
@@ -84,17 +95,19 @@ class Ledger:
             r.total_cost_usd or 0.0 for r in self._buffer if r.key_id == key_id and r.ts >= since
         )
 
-    def pending_owner(self, request_id: str) -> str | None:
-        """The key id of a request whose record is still in the buffer."""
-        return next((r.key_id for r in self._buffer if r.request_id == request_id), None)
+    def holds(self, key_id: str, request_id: str) -> bool:
+        """Whether a record of this key's request is still in the buffer."""
+        return any(r.key_id == key_id and r.request_id == request_id for r in self._buffer)
 
     async def flush(self) -> None:
         """Writes everything buffered now; raises when the database refuses."""
         async with self._flushing:
-            while self._buffer:
-                batch = [
-                    self._buffer.popleft() for _ in range(min(self.batch_size, len(self._buffer)))
-                ]
+            # Exactly the rows of the sealed segments: those buffered now.
+            sealed = self.spool.seal() if self.spool is not None else []
+            left = len(self._buffer)
+            while left and self._buffer:
+                batch = [self._buffer.popleft() for _ in range(min(self.batch_size, left))]
+                left -= len(batch)
                 self._writing = len(batch)
                 try:
                     await self._write(batch)
@@ -103,6 +116,7 @@ class Ledger:
                     raise
                 finally:
                     self._writing = 0
+            Spool.discard(sealed)
 
     async def _write(self, batch: list[UsageRecord]) -> None:
         """Writes `batch`, bisecting around rows the database refuses. Raises (with
@@ -180,10 +194,15 @@ class Ledger:
                 return
             await asyncio.sleep(delay)
             delay = min(1.0, delay * 2)
+        if self.spool is not None:
+            self.spool.close()
         log.info("ledger: drained; %d records written", self.written)
 
     def _lost(self, why: str) -> None:
         lost = len(self._buffer) + self._writing
+        if self.spool is not None:
+            log.error("ledger: %d records left in the spool for the next start (%s)", lost, why)
+            return
         log.error("ledger: %d records lost at shutdown (%s)", lost, why)
 
 

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from server.application.breaker import Breaker, State
-from server.base.config import Config, DeploymentConfig, ModelConfig, Price, ProviderConfig
+from server.base.config import Config, DeploymentConfig, ModelConfig, ProviderConfig
 from server.base.errors import ModelNotFound, NotFound
 from server.base.generation import Capability, Provider, RetryPolicy
 
@@ -54,10 +54,6 @@ class Upstream:
     @property
     def observed_ttft_ms(self) -> float | None:
         return self.ttft_ms.value
-
-    @property
-    def price(self) -> Price | None:
-        return self.model.price
 
     @property
     def retry_policy(self) -> RetryPolicy:

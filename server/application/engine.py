@@ -7,6 +7,7 @@ import logging
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from dataclasses import dataclass, field
+from typing import cast
 
 from gateway.v1 import usage_pb2
 
@@ -20,7 +21,8 @@ from server.base.generation import (
     Event,
     Finished,
     GenerationRequest,
-    NativeEvent,
+    NativeItem,
+    NativeMessagesEvent,
     ReasoningDelta,
     TextDelta,
     TokenCounts,
@@ -29,6 +31,10 @@ from server.base.generation import (
     ToolCallDelta,
 )
 from server.base.throttle import warn_throttled
+
+# What a run passes on: text, tool-call and reasoning fragments, native items and events.
+Fragment = TextDelta | ToolCallDelta | ReasoningDelta | NativeItem | NativeMessagesEvent
+_WHOLE = frozenset({ReasoningDelta, NativeItem, NativeMessagesEvent})
 
 
 @dataclass
@@ -43,10 +49,7 @@ class Choice:
     # Shown reasoning (thinking), counted when the upstream reports no usage.
     reasoning: list[str] = field(default_factory=list)
 
-    def add(self, event: TextDelta | ToolCallDelta | ReasoningDelta) -> None:
-        if isinstance(event, ReasoningDelta):
-            self.reasoning.append(event.text)
-            return
+    def add(self, event: TextDelta | ToolCallDelta) -> None:
         if isinstance(event, TextDelta):
             self.text.append(event.text)
             self.logprobs.extend(event.logprobs)
@@ -76,7 +79,7 @@ def capable(
             what = (
                 "only the request's own format carries it, and there is no provider of "
                 f"that format for {subject}"
-                if capability is Capability.NATIVE
+                if capability is Capability.MESSAGES_API
                 else f"{subject} has no provider that supports {capability.value}"
             )
             raise Unsupported(
@@ -87,8 +90,6 @@ def capable(
 
 
 log = logging.getLogger(__name__)
-# What a run passes on: everything but the end.
-Fragment = TextDelta | ToolCallDelta | ReasoningDelta | NativeEvent
 
 
 class Run:
@@ -140,13 +141,19 @@ class Run:
 
     async def events(self) -> AsyncIterator[TextDelta | ToolCallDelta]:
         """Text and tool-call fragments as they come, each choice's in order."""
-        async for event in self.fragments():
-            if isinstance(event, TextDelta | ToolCallDelta):
-                yield event
+        waited = time.perf_counter()
+        assert self._events is not None, "open() first"
+        async for event in self._events:
+            self.upstream_s += time.perf_counter() - waited
+            fragment = self._take(event)
+            if fragment is not None and type(fragment) not in _WHOLE:
+                yield cast(TextDelta | ToolCallDelta, fragment)
+            waited = time.perf_counter()
 
-    async def fragments(self) -> AsyncIterator[Fragment]:
-        """Every fragment as it comes: text, tool calls, reasoning, and native events
-        (which only a request with a Native form gets)."""
+    async def stream(self) -> AsyncIterator[Fragment]:
+        """Every fragment as it comes, reasoning and native output items and events
+        included (upstreams serving the Responses or Messages API natively send those,
+        and thinking models reasoning)."""
         waited = time.perf_counter()
         assert self._events is not None, "open() first"
         async for event in self._events:
@@ -163,10 +170,13 @@ class Run:
             for choice, reason in zip(self.choices, reasons, strict=False):
                 choice.finish_reason = reason
             return None
+        if isinstance(event, ReasoningDelta):
+            self.choices[0].reasoning.append(event.text)  # counted when usage is missing
+            return event
+        if isinstance(event, (NativeItem, NativeMessagesEvent)):
+            return event  # native items and events: passed on, nothing to gather
         if event.choice >= len(self.choices):
             return None  # a choice nobody asked for
-        if isinstance(event, NativeEvent):
-            return event
         if isinstance(event, TextDelta) and not event.text:
             return None
         self.choices[event.choice].add(event)
@@ -218,6 +228,11 @@ class Run:
     def stop_sequence(self) -> str | None:
         """The stop sequence that ended choice 0, when the upstream said which."""
         return self._finished.stop_sequence if self._finished is not None else None
+
+    @property
+    def upstream_response_id(self) -> str | None:
+        """The upstream's own id of the response, when it stored one (Responses API)."""
+        return self._finished.response_id if self._finished is not None else None
 
     def choice_finish(self, index: int) -> str:
         """Choice `index`'s finish reason (choice 0's when the upstream gave one only)."""

@@ -24,12 +24,14 @@ class FeedbackService:
     ) -> feedback.SubmitFeedbackResponse:
         principal = await self.accounts.admit(call, "router", self.live.current.keys)
         request_id, score, label = validation.feedback(request)
-        owner = self.accounts.ledger.pending_owner(request_id)
-        if owner is None and self.store is not None:
-            owner = await self.store.usage.owner(request_id)
-        if owner != principal.key_id or self.store is None:
+        key_id = principal.key_id
+        store = self.store
+        held = self.accounts.ledger.holds(key_id, request_id) or (
+            store is not None and await store.usage.holds(key_id, request_id)
+        )
+        if not held or store is None:
             raise NotFound(
                 f"no request {request_id!r} of this key in the ledger", {"request_id": request_id}
             )
-        await self.store.feedback.save(request_id, owner, score, label, request.comment)
+        await store.feedback.save(request_id, key_id, score, label, request.comment)
         return feedback.SubmitFeedbackResponse(request_id=request_id, score=score)

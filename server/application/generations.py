@@ -7,6 +7,7 @@ reload in the middle of a call changes nothing the call sees.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Protocol, TypeVar
 
@@ -21,8 +22,9 @@ from server.application.validation import InferRequest, InvokeRequest
 from server.base import tokens
 from server.base.call import Call
 from server.base.caller import Principal
-from server.base.config import Price
+from server.base.config import ModelConfig, Price
 from server.base.costs import max_cost
+from server.base.errors import InvalidArgument
 from server.base.generation import GenerationRequest
 from server.base.spans import span
 
@@ -60,7 +62,8 @@ class Generations:
             )
             return run
         model = state.catalog.model(request.model)
-        await self._reserve(call, state, generation, [model.price])
+        _fits(generation, model)
+        generation = await self._reserve(call, state, generation, [model.price])
         upstreams = state.catalog.upstreams[model.id]
         return await self._open(call, upstreams, generation, f"model {model.id}")
 
@@ -91,7 +94,8 @@ class Generations:
         call.record.routed(route.profile, route.difficulty, recorded)
         ranked = route.models
         catalog = state.catalog
-        await self._reserve(call, state, generation, [catalog.model(m).price for m in ranked])
+        prices = [catalog.model(m).price for m in ranked]
+        generation = await self._reserve(call, state, generation, prices)
         upstreams = [u for m in ranked for u in catalog.upstreams[m]]
         run = await self._open(call, upstreams, generation, f"profile {route.profile}")
         return run, route.decision(run.model.id, run.provider_id)
@@ -104,20 +108,28 @@ class Generations:
         generation, hf_format = validation.invocation(request)
         target = state.catalog.deployment(request.deployment_id)
         call.record.asked_for(target.model)
-        price = state.catalog.model(target.model).price
-        await self._reserve(call, state, generation, [price])
+        model = state.catalog.model(target.model)
+        _fits(generation, model)
+        generation = await self._reserve(call, state, generation, [model.price])
         upstreams = state.catalog.upstreams[target.model]
         return await self._open(call, upstreams, generation, f"deployment {target.id}"), hf_format
 
     async def _reserve(
         self, call: Call, state: Snapshot, generation: GenerationRequest, prices: list[Price | None]
-    ) -> None:
+    ) -> GenerationRequest:
         """Counts a generation against its key's rate limits (its prompt plus the most it
-        may generate, in tokens) and reserves its maximum cost against the key's budget."""
+        may generate, in tokens) and reserves its maximum cost against the key's budget.
+        Returns the generation to run: for a key with a budget, bounded to what the
+        reservation covers."""
         default_max = state.config.limits.default_max_tokens
+        principal = call.record.principal
+        if generation.max_tokens is None and principal is not None and principal.budget:
+            # Unbounded, one request could spend many times what it reserved.
+            generation = dataclasses.replace(generation, max_tokens=default_max)
         choices = max(generation.n, generation.best_of or 1)
         want = tokens.estimate_prompt(generation) + (generation.max_tokens or default_max) * choices
         await self.accounts.reserve(call, want, lambda: max_cost(prices, generation, default_max))
+        return generation
 
     async def _open(
         self, call: Call, upstreams: list[Upstream], generation: GenerationRequest, subject: str
@@ -126,3 +138,17 @@ class Generations:
         call.record.ran(run)
         await run.open(subject)
         return run
+
+
+def _fits(generation: GenerationRequest, model: ModelConfig) -> None:
+    """A prompt that cannot fit the model's context window is refused before any
+    upstream is asked (and before it is billed)."""
+    window = model.context_window
+    if window is None:
+        return
+    prompt = tokens.estimate_prompt(generation)
+    if prompt > window:
+        field = "prompt" if generation.prompt is not None else "messages"
+        raise InvalidArgument.for_field(
+            field, f"holds about {prompt} tokens; model {model.id!r} takes {window} at most"
+        )

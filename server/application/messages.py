@@ -39,7 +39,7 @@ class MessagesService:
     ) -> service.CreateMessageResponse:
         run = await self.generations.for_model(request, translation.validator(call.metadata), call)
         reply = Reply(emit=False)
-        async for fragment in run.fragments():
+        async for fragment in run.stream():
             reply.feed(fragment)
         reason, sequence = reply.stop(run)
         response = service.CreateMessageResponse(
@@ -61,7 +61,7 @@ class MessagesService:
     ) -> AsyncGenerator[Event, None]:
         run = await self.generations.for_model(request, translation.validator(call.metadata), call)
         reply = Reply(emit=True)
-        fragments = run.fragments()
+        fragments = run.stream()
         # Already read by the failover: an Anthropic upstream's start, with its usage.
         first = await anext(fragments, None)
         pending = reply.feed(first) if first is not None else []

@@ -14,6 +14,7 @@ writes, which have their own counts; the gateway's cost and timing fields follow
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,7 +23,13 @@ from gateway.v1 import messages_service_pb2 as service
 
 from server.application.engine import Fragment, Run
 from server.base import tokens
-from server.base.generation import NativeEvent, ReasoningDelta, TextDelta, ToolCallDelta
+from server.base.generation import (
+    NativeItem,
+    NativeMessagesEvent,
+    ReasoningDelta,
+    TextDelta,
+    ToolCallDelta,
+)
 
 Event = service.StreamMessageResponse
 _TEXT = ("text", 0)
@@ -73,8 +80,10 @@ class Reply:
                 return [event]
             out = self._start(_TEXT, lambda: pb.ContentBlock(type="text", text=""))
             return out + self._delta(pb.ContentBlockDelta(type="text_delta", text=fragment.text))
-        if isinstance(fragment, NativeEvent):
+        if isinstance(fragment, NativeMessagesEvent):
             return self._native(fragment.data)
+        if isinstance(fragment, NativeItem):
+            return []  # the Responses API's: a Messages request never gets one
         if isinstance(fragment, ReasoningDelta):
             out = self._start(
                 ("thinking", 0),
@@ -132,7 +141,7 @@ class Reply:
             return []
         return [Event(type="content_block_stop", index=len(self.blocks) - 1)]
 
-    def _native(self, data: dict[str, Any]) -> list[Event]:
+    def _native(self, data: Mapping[str, Any]) -> list[Event]:
         kind = data.get("type")
         if kind == "message_start":
             message = data.get("message") or {}
@@ -256,7 +265,7 @@ def usage(run: Run) -> pb.MessageUsage:
     return out
 
 
-def _index(data: dict[str, Any]) -> int:
+def _index(data: Mapping[str, Any]) -> int:
     index = data.get("index")
     return index if isinstance(index, int) else 0
 

@@ -16,10 +16,10 @@ Every field is honoured, carried, or refused with a 400 naming it:
   `cache_control` and `service_tier` are hints a provider may ignore;
 - what only Anthropic's own format carries (server tools, MCP servers, a container,
   context management, output config, server tool blocks, documents by URL or file
-  id...) sets `native_only`, so only an Anthropic provider of the model may take the
+  id...) sets `NativeMessages.required_by`, so only an Anthropic provider of the model may take the
   request, and any other model answers a 400 naming the field.
 
-The request itself rides along as `Native`, which the Anthropic adapter sends as it
+The request itself rides along as `NativeMessages`, which the Anthropic adapter sends as it
 came (with `anthropic-beta`), so nothing is lost on an Anthropic upstream.
 """
 
@@ -34,6 +34,7 @@ from gateway.v1 import messages_pb2 as pb
 from gateway.v1 import messages_service_pb2 as service
 from google.protobuf import json_format, struct_pb2
 
+from server.application import schemas
 from server.application.validation import MAX_TOKENS_CEILING
 from server.base.errors import InvalidArgument
 from server.base.generation import (
@@ -41,7 +42,7 @@ from server.base.generation import (
     GenerationRequest,
     ImagePart,
     Message,
-    Native,
+    NativeMessages,
     Part,
     TextPart,
     Thinking,
@@ -52,7 +53,6 @@ from server.base.generation import (
 GenerateRequest = service.CreateMessageRequest | service.StreamMessageRequest
 AnyRequest = GenerateRequest | service.CountMessageTokensRequest
 
-NATIVE_KIND = "anthropic"
 # The dialect's request header forwarded to Anthropic upstreams.
 BETA_HEADER = "anthropic-beta"
 # `system`: instructions mid-conversation (Anthropic's mid-conversation system turns).
@@ -229,7 +229,9 @@ class Reader:
         for name in ("id", "name"):
             if not getattr(block, name):
                 raise InvalidArgument.for_field(f"{at}.{name}", "is required")
-        arguments = json.dumps(struct(block.input)) if block.HasField("input") else "{}"
+        arguments = (
+            json.dumps(struct(block.input, f"{at}.input")) if block.HasField("input") else "{}"
+        )
         return ToolCall(block.id, block.name, arguments)
 
     def tool_result(self, block: pb.ContentBlock, at: str) -> tuple[Message, list[Part]]:
@@ -276,6 +278,8 @@ class Reader:
                 )
             if not tool.HasField("input_schema"):
                 raise InvalidArgument.for_field(f"{at}.input_schema", "is required")
+            schema = struct(tool.input_schema, f"{at}.input_schema")
+            schemas.check(schema, f"{at}.input_schema")
             for key in tool.other.fields:
                 if key not in NATIVE_TOOL_KEYS:
                     raise InvalidArgument.for_field(f"{at}.{key}", "is not a known parameter")
@@ -284,7 +288,7 @@ class Reader:
                 ToolSpec(
                     tool.name,
                     tool.description if tool.HasField("description") else None,
-                    struct(tool.input_schema),
+                    schema,
                     tool.strict if tool.HasField("strict") else None,
                 )
             )
@@ -304,10 +308,13 @@ def _user(parts: Sequence[Part]) -> Message:
     return Message(role="user", content="".join(texts), parts=tuple(parts))
 
 
-def struct(value: struct_pb2.Struct) -> dict[str, Any]:
+def struct(value: struct_pb2.Struct, where: str) -> dict[str, Any]:
     """A Struct as a dict, whole numbers as integers again (a Struct keeps every number
     as a double, and `"maxItems": 2.0` is not what was sent)."""
-    out: dict[str, Any] = whole(json_format.MessageToDict(value))
+    try:
+        out: dict[str, Any] = whole(json_format.MessageToDict(value))
+    except ValueError:  # Infinity or NaN: gRPC can carry them, JSON cannot
+        raise InvalidArgument.for_field(where, "holds a number that is not finite") from None
     return out
 
 
@@ -375,7 +382,7 @@ def _effort(request: AnyRequest, reader: Reader) -> str | None:
     """output_config.effort; its other keys (`format`...) only Anthropic reads."""
     if not request.HasField("output_config"):
         return None
-    config = struct(request.output_config)
+    config = struct(request.output_config, "output_config")
     for key in config:
         if key != "effort":
             reader.native(f"output_config.{key}")
@@ -392,7 +399,7 @@ def _context_edits(request: AnyRequest, reader: Reader) -> None:
     context edit only Anthropic makes."""
     if not request.HasField("context_management"):
         return
-    config = struct(request.context_management)
+    config = struct(request.context_management, "context_management")
     edits = config.get("edits")
     if set(config) - {"edits"} or not isinstance(edits, list):
         reader.native("context_management")
@@ -476,8 +483,7 @@ def generation(request: AnyRequest, headers: tuple[tuple[str, str], ...] = ()) -
         **_choice(request, names),
         **sampling,
         thinking=_thinking(request, sampling.get("max_tokens"), effort),
-        native=Native(NATIVE_KIND, request, headers),
-        native_only=reader.native_only,
+        native_messages=NativeMessages(request, headers, reader.native_only),
     )
 
 

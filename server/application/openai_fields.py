@@ -14,6 +14,7 @@ from gateway.v1 import completion_service_pb2 as completion_pb
 from google.protobuf import json_format, struct_pb2
 from google.protobuf.message import Message as Message_
 
+from server.application import schemas
 from server.base.errors import InvalidArgument
 from server.base.generation import (
     ImagePart,
@@ -73,10 +74,13 @@ def one_of(message: Message_, field: str, allowed: tuple[str, ...]) -> str | Non
     return value
 
 
-def _struct(value: struct_pb2.Struct) -> dict[str, Any]:
+def _struct(value: struct_pb2.Struct, where: str) -> dict[str, Any]:
     """A Struct (a JSON Schema) as a dict, whole numbers as integers again (a Struct
     keeps every number as a double, and `"maxItems": 2.0` is not what was sent)."""
-    out: dict[str, Any] = _whole(json_format.MessageToDict(value))
+    try:
+        out: dict[str, Any] = _whole(json_format.MessageToDict(value))
+    except ValueError:  # Infinity or NaN: gRPC can carry them, JSON cannot
+        raise InvalidArgument.for_field(where, "holds a number that is not finite") from None
     return out
 
 
@@ -146,9 +150,26 @@ CHAT_EXTRAS = frozenset(
         "max_completion_tokens", "n", "seed", "user", "presence_penalty",
         "frequency_penalty", "logit_bias", "logprobs", "top_logprobs", "tools",
         "tool_choice", "tool_choice_function", "parallel_tool_calls", "response_format",
-        "reasoning_effort", "metadata",
+        "reasoning_effort", "metadata", "store", "service_tier", "prompt_cache_key",
+        "safety_identifier",
     }
 )  # fmt: skip
+SERVICE_TIERS = ("auto", "default", "flex", "priority", "scale")
+
+
+def upstream_hints(request: ChatRequest) -> dict[str, Any]:
+    """Fields that change nothing in the answer, for upstreams that take them."""
+    out: dict[str, Any] = {}
+    if _present(request, "store"):
+        out["store"] = request.store
+    out["service_tier"] = one_of(request, "service_tier", SERVICE_TIERS)
+    for name in ("prompt_cache_key", "safety_identifier"):
+        if _present(request, name):
+            value = getattr(request, name)
+            if len(value) > 512:
+                raise InvalidArgument.for_field(name, "must be at most 512 characters")
+            out[name] = value
+    return out
 
 
 def extras(request: ChatRequest) -> bool:
@@ -197,7 +218,10 @@ def tools(request: ChatRequest) -> dict[str, Any]:
             raise InvalidArgument.for_field(
                 f"tools[{i}].function.name", "must be 1 to 64 letters, digits, _ or -"
             )
-        parameters = _struct(f.parameters) if f.HasField("parameters") else None
+        where = f"tools[{i}].function.parameters"
+        parameters = _struct(f.parameters, where) if f.HasField("parameters") else None
+        if parameters is not None:
+            schemas.check(parameters, where)
         if parameters is not None and parameters.get("type", "object") != "object":
             raise InvalidArgument.for_field(
                 f"tools[{i}].function.parameters", "must be a JSON Schema of type object"
@@ -254,10 +278,14 @@ def response_format(request: ChatRequest) -> ResponseFormat | None:
         raise InvalidArgument.for_field(
             "response_format.json_schema.name", "must be 1 to 64 letters, digits, _ or -"
         )
+    where = "response_format.json_schema.schema"
+    schema = _struct(spec.schema, where) if spec.HasField("schema") else None
+    if schema is not None:
+        schemas.check(schema, where)
     return ResponseFormat(
         "json_schema",
         spec.name,
-        _struct(spec.schema) if spec.HasField("schema") else None,
+        schema,
         spec.description if spec.HasField("description") else None,
         spec.strict if spec.HasField("strict") else None,
     )

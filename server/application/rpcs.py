@@ -19,6 +19,7 @@ from server.application.feedback import FeedbackService
 from server.application.messages import MessagesService
 from server.application.model import ModelService
 from server.application.provider import ProviderService
+from server.application.responses import ResponsesService
 from server.application.router import RouterService
 from server.application.usage import UsageService
 from server.base.pipeline import Handler, Middleware, RpcMethod, rpc_table
@@ -39,6 +40,7 @@ class Services:
     usage: UsageService
     feedback: FeedbackService
     messages: MessagesService
+    responses: ResponsesService
 
 
 def handlers(s: Services) -> dict[str, Handler]:
@@ -76,6 +78,11 @@ def handlers(s: Services) -> dict[str, Handler]:
         "gateway.v1.MessagesService.CountMessageTokens": s.messages.count_message_tokens,
         "gateway.v1.MessagesService.ListModelInfos": s.messages.list_model_infos,
         "gateway.v1.MessagesService.GetModelInfo": s.messages.get_model_info,
+        "gateway.v1.ResponsesService.CreateResponse": s.responses.create_response,
+        "gateway.v1.ResponsesService.StreamResponse": s.responses.stream_response,
+        "gateway.v1.ResponsesService.GetResponse": s.responses.get_response,
+        "gateway.v1.ResponsesService.DeleteResponse": s.responses.delete_response,
+        "gateway.v1.ResponsesService.ListInputItems": s.responses.list_input_items,
     }
 
 

@@ -103,6 +103,7 @@ def chat(request: ChatRequest) -> GenerationRequest:
         response_format=fields.response_format(request),
         reasoning_effort=fields.one_of(request, "reasoning_effort", fields.REASONING_EFFORTS),
         metadata=fields.metadata(request),
+        **fields.upstream_hints(request),
     )
 
 

@@ -207,6 +207,20 @@ class LedgerConfig(Strict):
     max_buffered: int = Field(default=100_000, ge=1)
     # Seconds a graceful shutdown waits for the buffer to reach the database.
     drain_timeout_s: float = Field(default=15, gt=0)
+    # A folder where each row waits on disk until it is in the database, so a process
+    # that dies loses none (the next start writes them). `--workers N` always spools,
+    # here or in a folder of its own.
+    spool_dir: str | None = None
+
+
+class ResponsesConfig(Strict):
+    """Stored responses of the Responses API (`store: true`, the API's default)."""
+
+    # Days a stored response is kept; after that it is gone (404) and the cleanup
+    # deletes it.
+    retention_days: float = Field(default=30, gt=0)
+    # Seconds between two cleanups of expired responses.
+    cleanup_interval_s: float = Field(default=3600, gt=0)
 
 
 class OperationsConfig(Strict):
@@ -233,6 +247,7 @@ class Config(Strict):
     storage: StorageConfig = Field(default_factory=StorageConfig)
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
     ledger: LedgerConfig = Field(default_factory=LedgerConfig)
+    responses: ResponsesConfig = Field(default_factory=ResponsesConfig)
     models: list[ModelConfig] = Field(min_length=1)
     deployments: list[DeploymentConfig] = Field(default_factory=list)
     routing: RoutingConfig

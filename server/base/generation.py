@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol, runtime_checkable
@@ -42,14 +42,16 @@ class Capability(StrEnum):
     DOCUMENTS = "documents"
     # Sampling from the K likeliest tokens only.
     TOP_K = "top_k"
-    # What only the request's own wire format carries (Anthropic's server tools, MCP
-    # servers, containers...): only an adapter of that format (`Native.kind`) has it.
-    NATIVE = "native"
+    # Serves OpenAI's Responses API itself (POST /responses): built-in tools, native
+    # continuation and reasoning state. A property of an upstream, declared per provider.
+    RESPONSES_API = "responses_api"
+    # Serves Anthropic's Messages API itself (POST /v1/messages): its server tools, MCP
+    # servers, containers, thinking signatures. The `anthropic` adapter's own.
+    MESSAGES_API = "messages_api"
 
 
-# Every capability a request in the gateway's own terms may need (NATIVE is the
-# format's own adapter's alone).
-ALL_CAPABILITIES = frozenset(Capability) - {Capability.NATIVE}
+# Everything a generation request can ask of an adapter that does it all.
+ALL_CAPABILITIES = frozenset(Capability) - {Capability.RESPONSES_API, Capability.MESSAGES_API}
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,15 +155,55 @@ class Thinking:
 
 
 @dataclass(frozen=True, slots=True)
-class Native:
-    """The request as the caller wrote it in a provider's own wire format (`kind`, an
-    adapter kind): that adapter sends it instead of translating the generic fields,
-    so nothing the format carries is lost; every other adapter uses the generic
-    fields. `headers` are the format's own request headers (`anthropic-beta`)."""
+class NativeMessages:
+    """A request that came in as Anthropic's Messages API (the contract's message of
+    it), for upstreams that serve that API themselves: sent there as the caller wrote
+    it, with its `headers` (`anthropic-beta`), so nothing the format carries is lost;
+    every other adapter uses the generic fields. `required_by` names the first field
+    only such an upstream can honour (a server tool...)."""
 
-    kind: str
     request: ProtoMessage
     headers: tuple[tuple[str, str], ...] = ()
+    required_by: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class NativeResponses:
+    """A request that came in as OpenAI's Responses API, for upstreams that serve that
+    API themselves: sent there as it came, rather than as the translated messages.
+
+    `body` holds the caller's fields without model, input, stream and
+    previous_response_id; `history` the items of the stored conversation it continues
+    and `input` its own items (as JSON objects). `previous` names the provider that
+    stored the previous response itself and that response's id there: that provider is
+    sent only the new input with the id. Reasoning items carry encrypted content
+    sealed with the provider that made it (`seal`): only that provider gets them back.
+    `required_by` names the first field only such an upstream can honour."""
+
+    body: Mapping[str, Any]
+    input: tuple[Mapping[str, Any], ...]
+    history: tuple[Mapping[str, Any], ...] = ()
+    previous: tuple[str, str] | None = None
+    required_by: str | None = None
+
+
+# Encrypted reasoning as the gateway hands it out: the producing provider, then the
+# upstream's opaque content, so it is only ever replayed to that provider.
+_SEAL = "gwr1:"
+
+
+def seal(provider_id: str, content: str) -> str:
+    return f"{_SEAL}{len(provider_id)}:{provider_id}{content}"
+
+
+def unseal(sealed: str) -> tuple[str, str] | None:
+    """(provider id, content) of sealed content; None when it is not the gateway's."""
+    if not sealed.startswith(_SEAL):
+        return None
+    size, _, rest = sealed[len(_SEAL) :].partition(":")
+    if not size.isdigit() or int(size) > len(rest):
+        return None
+    return rest[: int(size)], rest[int(size) :]
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,12 +239,20 @@ class GenerationRequest:
     echo: bool = False
     suffix: str | None = None
     best_of: int | None = None
+    # Groups requests sharing a prompt prefix for the upstream's prompt cache: a hint,
+    # forwarded where the upstream has such a cache and meaningless elsewhere.
+    prompt_cache_key: str | None = None
+    # Hints for upstreams that take them (OpenAI's), changing nothing in the answer:
+    # keep the completion upstream, the processing tier, the end user's hashed id.
+    store: bool | None = None
+    service_tier: str | None = None
+    safety_identifier: str | None = None
+    # The request as OpenAI's Responses API, for upstreams that serve it natively.
+    native: NativeResponses | None = None
     top_k: int | None = None
     thinking: Thinking | None = None
-    native: Native | None = None
-    # The first field only the native format can carry (a server tool...), if any:
-    # the request then needs that format's own adapter.
-    native_only: str | None = None
+    # The request as Anthropic's Messages API, for upstreams that serve it natively.
+    native_messages: NativeMessages | None = None
 
     @property
     def is_chat(self) -> bool:
@@ -247,8 +297,11 @@ class GenerationRequest:
             out[Capability.DOCUMENTS] = "messages"
         if self.top_k is not None:
             out[Capability.TOP_K] = "top_k"
-        if self.native_only is not None:
-            out[Capability.NATIVE] = self.native_only
+        if self.native is not None and self.native.required_by is not None:
+            out[Capability.RESPONSES_API] = self.native.required_by
+        native = self.native_messages
+        if native is not None and native.required_by is not None:
+            out[Capability.MESSAGES_API] = native.required_by
         return out
 
 
@@ -310,39 +363,49 @@ class ToolCallDelta:
 
 @dataclass(frozen=True, slots=True)
 class ReasoningDelta:
-    """A fragment of the model's shown reasoning (a thinking block) of choice
-    `choice`: text, and last the block's signature, which only the kind of provider
-    that made it may be given back."""
+    """A fragment of the model's reasoning: a summary's part `summary_index`
+    (upstreams that serve the Responses API natively) or a thinking block's text, and
+    last its `signature`, which only the kind of provider that made it may be given
+    back (Messages)."""
 
     text: str = ""
+    summary_index: int = 0
     signature: str | None = None
-    choice: int = 0
 
 
 @dataclass(frozen=True, slots=True)
-class NativeEvent:
-    """An event in the provider's own wire format, for a caller of that format (a
-    Native request's), passed on untouched."""
+class NativeItem:
+    """A whole output item as an upstream serving the Responses API wrote it: a
+    reasoning item (its encrypted content sealed) or a built-in tool's call."""
 
-    kind: str
-    data: dict[str, Any]
-    choice: int = 0
+    item: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class NativeMessagesEvent:
+    """An event as an upstream serving Anthropic's Messages API sent it (a block's
+    start, delta or stop, the message's start or delta), for a NativeMessages request:
+    passed on untouched."""
+
+    data: Mapping[str, Any]
 
 
 @dataclass(frozen=True, slots=True)
 class Finished:
     """The end of a generation. `counts` is None when the upstream reported no usage;
     the core then counts the tokens itself. `finish_reason` is choice 0's;
-    `finish_reasons` holds every choice's when there are several. `stop_sequence` is
-    the stop sequence that ended choice 0, when the upstream says which."""
+    `finish_reasons` holds every choice's when there are several. `response_id` is
+    the upstream's own id of a response it stored (Responses API upstreams);
+    `stop_sequence` the stop sequence that ended choice 0, when the upstream says which."""
 
     finish_reason: str
     counts: TokenCounts | None = None
     finish_reasons: tuple[str, ...] = ()
+    response_id: str | None = None
     stop_sequence: str | None = None
 
 
-Event = TextDelta | ToolCallDelta | ReasoningDelta | NativeEvent | Finished
+Event = TextDelta | ToolCallDelta | ReasoningDelta | NativeItem | NativeMessagesEvent | Finished
 # Signatures of thinking blocks the gateway's own providers make start with this; any
 # other signature is an Anthropic upstream's.
 GATEWAY_SIGNATURE = "gateway-signature:"

@@ -23,6 +23,7 @@ from gateway.v1 import (
     messages_service_pb2,
     model_service_pb2,
     provider_service_pb2,
+    responses_service_pb2,
     router_service_pb2,
     usage_service_pb2,
 )
@@ -46,6 +47,7 @@ SERVICES: tuple[ServiceDescriptor, ...] = tuple(
         usage_service_pb2,
         feedback_service_pb2,
         messages_service_pb2,
+        responses_service_pb2,
     )
     for service in module.DESCRIPTOR.services_by_name.values()
 )

@@ -85,7 +85,7 @@ class CallRecord:
 
     __slots__ = (
         "method", "started", "ticket", "principal", "model", "run", "limited_tokens",
-        "reservation", "route_profile", "difficulty", "prompt", "usage", "closed",
+        "reservation", "route_profile", "difficulty", "prompt", "usage", "closed", "failure",
     )  # fmt: skip
 
     def __init__(self) -> None:
@@ -107,6 +107,9 @@ class CallRecord:
         # metrics and the request log report, so they agree with the ledger.
         self.usage: UsageRecord | None = None
         self.closed = False
+        # A failure the handler reported in its own answer instead of raising it (a
+        # dialect whose stream ends with a failed event): the ledger records it.
+        self.failure: BaseException | None = None
 
     def open(self, method: str) -> None:
         """Starts the account of a call of `method` (the accounting middleware)."""
@@ -124,6 +127,11 @@ class CallRecord:
     def routed(self, profile: str, difficulty: float | None, prompt: str | None) -> None:
         """The router's decision (and the prompt, when the operator records prompts)."""
         self.route_profile, self.difficulty, self.prompt = profile, difficulty, prompt
+
+    def failed(self, error: BaseException) -> None:
+        """The call failed although its handler ends normally, having told the caller
+        in its own words (a `response.failed` event)."""
+        self.failure = error
 
     @property
     def answered(self) -> Metered | None:

@@ -79,9 +79,9 @@ def implausible(counts: TokenCounts, request: GenerationRequest) -> str | None:
     if counts.reasoning_tokens > counts.completion_tokens:
         return "more reasoning tokens than completion tokens"
     prompt_bytes = estimate_prompt(request) * BYTES_PER_TOKEN
-    if request.native is not None:
+    if request.native_messages is not None:
         # What the native form carries beyond the generic fields (server tool results).
-        prompt_bytes = max(prompt_bytes, request.native.request.ByteSize())
+        prompt_bytes = max(prompt_bytes, request.native_messages.request.ByteSize())
     if counts.prompt_tokens > 2 * prompt_bytes + PROMPT_SLACK_TOKENS:
         return f"{counts.prompt_tokens} prompt tokens for a prompt of about {prompt_bytes} bytes"
     limit = request.max_tokens

@@ -23,6 +23,7 @@ from collections.abc import Callable
 
 from server.accounting.admission import HEADER
 from server.accounting.shared import StateClient
+from server.accounting.spool import Spool
 from server.application.control import Control
 from server.base import config
 from server.base.errors import GatewayError
@@ -121,10 +122,14 @@ async def serve(args: argparse.Namespace) -> int:
             cfg, args.argv, args, args.workers,
             lambda running: announce(cfg, source, running, embedded=args.config is None),
         )  # fmt: skip
+    folder = workers.spool_folder() or cfg.ledger.spool_dir
+    spool = None
+    if folder and args.grpc_target is None:
+        spool = Spool(folder, "gateway" if index is None else f"worker-{index}")
     running = await app.start(
         cfg, grpc_target=args.grpc_target, serve_http=not args.no_http,
         reuse_port=index is not None, shared_state=shared_state,
-        source=None if args.config is None else lambda: _reread(args),
+        source=None if args.config is None else lambda: _reread(args), spool=spool,
     )  # fmt: skip
     quiet_gc()
     if index is None:

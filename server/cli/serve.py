@@ -10,12 +10,12 @@ import logging
 import socket
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import grpc
 import uvicorn
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
-from redis.asyncio import Redis
 from starlette.types import ASGIApp
 
 from server.accounting.accounts import Accounting, Accounts
@@ -25,6 +25,7 @@ from server.accounting.guard import GuardedBudgets, GuardedLimiter, bounded
 from server.accounting.ledger import Ledger
 from server.accounting.ratelimit import Limiter, RedisLimiter, SlidingWindowLimiter
 from server.accounting.shared import SharedBudgets, SharedLimiter, StateClient
+from server.accounting.spool import Spool
 from server.application import rpcs
 from server.application.admin import AdminService
 from server.application.chat import ChatService
@@ -38,13 +39,14 @@ from server.application.generations import Generations
 from server.application.messages import MessagesService
 from server.application.model import ModelService
 from server.application.provider import ProviderService
+from server.application.responses import ResponsesService
 from server.application.router import RouterService
 from server.application.rpcs import Services
 from server.application.state import Live, Snapshot, snapshot_of
 from server.application.usage import UsageService
 from server.base.config import Config, ConfigError, OperationsConfig, ServerConfig
 from server.base.pipeline import SERVICES, Middleware, RpcMethod
-from server.grpc_api.service import grpc_handlers
+from server.grpc_api.service import Limits, grpc_handlers
 from server.ops import requestlog
 from server.ops.health import GatewayHealth, Readiness
 from server.ops.metrics import Metrics, multiprocess_dir
@@ -54,6 +56,12 @@ from server.ops.tracing import Tracing
 from server.providers import registry
 from server.routing.policies import build_router
 from server.storage import Store, open_store
+from server.storage.responses import MemoryResponses
+
+if TYPE_CHECKING:
+    # Imported when Redis is configured: the client costs memory a gateway without it
+    # does not need.
+    from redis.asyncio import Redis
 
 log = logging.getLogger(__name__)
 
@@ -149,7 +157,11 @@ def assemble(
         usage=UsageService(live, accounts, state.store),
         feedback=FeedbackService(live, accounts, state.store),
         messages=MessagesService(generations, live, accounts),
-    )
+        responses=ResponsesService(
+            live, accounts, generations,
+            state.store.responses if state.store else MemoryResponses(),
+        ),
+    )  # fmt: skip
 
     def log_request(outcome: Outcome) -> None:
         if live.current.config.operations.request_log:
@@ -186,20 +198,24 @@ async def open_gateway(
     config: Config,
     shared_state: str | None = None,
     source: Callable[[], tuple[Config, str]] | None = None,
+    spool: Spool | None = None,
 ) -> Gateway:
     """The gateway with its storage: the key store and ledger in SQLite or PostgreSQL,
     limits and budgets in memory or, when `storage.redis_url` is set, in Redis. A worker
     of `--workers N` without Redis (`shared_state`: the parent's Unix socket) asks the
-    parent process, which holds the one limiter and budgets for every worker."""
+    parent process, which holds the one limiter and budgets for every worker. With a
+    `spool`, ledger rows wait on disk until they are in the database."""
     # A bad provider or routing config stops start-up before storage opens.
     first = snapshot_of(config, registry.build, build_router)
     try:
-        state = await open_state(config, shared_state)
+        state = await open_state(config, shared_state, spool)
     except BaseException:
         await first.catalog.aclose()
         raise
     gateway = assemble(first, state, source)
     state.ledger.start()
+    cleaner = asyncio.create_task(gateway.services.responses.clean_every())
+    gateway = dataclasses.replace(gateway, closers=(_cancel(cleaner), *gateway.closers))
     if multiprocess_dir():
         # Workers sample their gauges on a timer: a scrape reaches only one of them.
         sampler = asyncio.create_task(gateway.metrics.sample_every(gateway.sample_metrics))
@@ -216,7 +232,7 @@ def _cancel(task: asyncio.Task[None]) -> Closer:
     return cancel
 
 
-async def open_state(config: Config, shared_state: str | None) -> State:
+async def open_state(config: Config, shared_state: str | None, spool: Spool | None) -> State:
     storage = config.storage
     store = await open_store(storage)
     closers: list[Closer] = [store.aclose]
@@ -224,7 +240,7 @@ async def open_state(config: Config, shared_state: str | None) -> State:
     budgets: Budgets
     ledger = Ledger(
         store.usage, config.ledger.batch_size, config.ledger.flush_interval_s,
-        config.ledger.max_buffered,
+        config.ledger.max_buffered, spool,
     )  # fmt: skip
     timeout_s = config.storage_timeout_s
 
@@ -265,6 +281,7 @@ class StartupError(ConfigError):
 async def connect_redis(url: str, timeout_s: float) -> Redis:
     """A Redis client whose every command is bounded; StartupError (one line, no
     traceback) when the URL is malformed or nothing answers there."""
+    from redis.asyncio import Redis
     from redis.exceptions import RedisError
 
     try:
@@ -293,8 +310,13 @@ async def start_grpc(
     standard health service and is the one to turn NOT_SERVING when draining. Workers of
     `--workers N` (`reuse_port`) each bind the port; the kernel spreads connections.
     `stopping` completes when streams still running must end (UNAVAILABLE)."""
-    server = grpc.aio.server(options=[("grpc.so_reuseport", 1)] if reuse_port else None)
-    server.add_generic_rpc_handlers(grpc_handlers(table, settings.request_timeout_s, stopping))
+    # One request size for both transports: REST's body limit bounds a gRPC message too.
+    options: list[tuple[str, int]] = [("grpc.max_receive_message_length", settings.max_body_bytes)]
+    if reuse_port:
+        options.append(("grpc.so_reuseport", 1))
+    server = grpc.aio.server(options=options)
+    limits = Limits(settings.request_timeout_s, settings.send_timeout_s)
+    server.add_generic_rpc_handlers(grpc_handlers(table, limits, stopping))
     health_servicer = health_servicer or health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     names = [s.full_name for s in SERVICES]
@@ -425,6 +447,7 @@ async def start(
     reuse_port: bool = False,
     shared_state: str | None = None,
     source: Callable[[], tuple[Config, str]] | None = None,
+    spool: Spool | None = None,
 ) -> Running:
     """Starts the gateway. With `grpc_target`, only the facade runs, forwarding there.
     `reuse_port` and `shared_state` make it one worker of several (server/cli/workers.py);
@@ -448,7 +471,7 @@ async def start(
             None, http_port, None, None, http, task, closers, readiness=edge,
             operations=config.operations, stopping=stopping,
         )  # fmt: skip
-    gateway = await open_gateway(config, shared_state, source)
+    gateway = await open_gateway(config, shared_state, source, spool)
     table = gateway.table
     try:
         health_servicer = health.aio.HealthServicer()

@@ -7,8 +7,13 @@ across them, and serves the one rate limiter and budget book every worker checks
 (server/accounting/shared.py) unless Redis holds them. SIGHUP is passed on to every
 worker (each reloads the config). On SIGTERM or SIGINT it forwards SIGTERM to every
 worker and waits: each stops taking calls, finishes those in flight
-and drains its own usage ledger. If a worker dies, the others are stopped and the
-command exits with an error.
+and drains its own usage ledger.
+
+A worker that dies is started again, after a pause that grows with each exit, while the
+others keep serving; one that keeps dying (CRASH_LOOP exits within CRASH_WINDOW_S) stops
+the command with one line saying so. Every worker spools its ledger rows to disk
+(server/accounting/spool.py), so the rows of calls a dead worker answered are written
+by the worker that takes its place.
 """
 
 from __future__ import annotations
@@ -21,9 +26,11 @@ import signal
 import socket
 import sys
 import tempfile
-from collections.abc import Callable
-from dataclasses import dataclass
+import time
+from collections.abc import Awaitable, Callable, Coroutine
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from server.accounting.shared import StateServer
 from server.base.config import Config
@@ -32,14 +39,24 @@ from server.storage import Store, open_store
 
 WORKER = "GATEWAY_WORKER_INDEX"
 SHARED_STATE = "GATEWAY_SHARED_STATE"
+SPOOL = "GATEWAY_LEDGER_SPOOL"
 READY_TIMEOUT_S = 120.0
 STOP_TIMEOUT_S = 60.0
+# Pauses before starting a dead worker again, one per exit in a row (the last repeats).
+BACKOFF_S = (0.5, 1.0, 2.0, 4.0, 8.0)
+CRASH_LOOP = 5
+CRASH_WINDOW_S = 60.0
 
 
 def worker_options() -> tuple[int | None, str | None]:
     """(index, shared state socket) when this process is a worker, else (None, None)."""
     index = os.environ.get(WORKER)
     return (int(index), os.environ.get(SHARED_STATE)) if index is not None else (None, None)
+
+
+def spool_folder() -> str | None:
+    """The folder a worker spools its ledger rows to (set by the parent)."""
+    return os.environ.get(SPOOL)
 
 
 def _reserve(host: str, port: int) -> socket.socket:
@@ -56,13 +73,42 @@ class WorkerFailed(Exception):
 class Workers:
     running: app.Running
     processes: list[asyncio.subprocess.Process]
-    exited: asyncio.Event  # set when any worker exits
+    exited: asyncio.Queue[int]  # the index of each worker that exits
     state: StateServer
     store: Store | None
+    spawn: Callable[[int], Awaitable[asyncio.subprocess.Process]]
+    # The folder made for the spool, removed at a clean stop (None: the config's own).
+    own_spool: str | None = None
+    # The watchers' tasks (the loop holds tasks only weakly).
+    tasks: set[asyncio.Task[None]] = field(default_factory=set)
+
+    def _keep(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.create_task(work)
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+
+    def watch(self, index: int) -> None:
+        self._keep(_watch(index, self.processes[index], self.exited))
+
+    async def respawn(self, index: int) -> None:
+        self.processes[index] = await self.spawn(index)
+        self.watch(index)
+        self._keep(self._announce(index))
+
+    async def _announce(self, index: int) -> None:
+        """Says when a worker started again is serving (only such workers report ready
+        after start-up)."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(READY_TIMEOUT_S):
+                await self.state.ready.get()
+                print(f"gateway: worker {index} is serving again", flush=True)
 
     async def stop(self) -> None:
         await stop_workers(self.processes)
         await _close_state(self.state, self.store)
+        if self.own_spool is not None:
+            with contextlib.suppress(OSError):
+                os.rmdir(self.own_spool)  # only when every row reached the database
 
 
 async def supervise(
@@ -90,25 +136,29 @@ async def supervise(
     path = str(Path(tempfile.mkdtemp(prefix="gateway-state-")) / "state.sock")
     state = StateServer(path, spent, cfg.limits.window_s)
     await state.start()
+    own_spool = None if cfg.ledger.spool_dir else tempfile.mkdtemp(prefix="gateway-spool-")
+    spool = cfg.ledger.spool_dir or own_spool
     ports = []
     if grpc_port is not None:
         ports += ["--grpc-port", str(grpc_port)]
     if http_port is not None:
         ports += ["--http-port", str(http_port)]
-    processes = []
-    for index in range(workers):
+
+    async def spawn(index: int) -> asyncio.subprocess.Process:
         env = {**os.environ, WORKER: str(index), SHARED_STATE: path}
-        processes.append(
-            await asyncio.create_subprocess_exec(
-                sys.executable, "-m", "server.cli.main", *argv, *ports, "--workers", "1", env=env
-            )
+        if spool is not None:
+            env[SPOOL] = spool
+        return await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "server.cli.main", *argv, *ports, "--workers", "1", env=env
         )
-    exited = asyncio.Event()
-    for process in processes:
-        asyncio.create_task(_watch(process, exited))
-    started = Workers(app.Running(grpc_port, http_port), processes, exited, state, store)
+
+    processes = [await spawn(index) for index in range(workers)]
+    running = app.Running(grpc_port, http_port)
+    started = Workers(running, processes, asyncio.Queue(), state, store, spawn, own_spool)
+    for index in range(workers):
+        started.watch(index)
     try:
-        await _all_ready(state, workers, exited)
+        await _all_ready(state, workers, started.exited)
     except BaseException:
         await started.stop()
         raise
@@ -118,16 +168,18 @@ async def supervise(
     return started
 
 
-async def _watch(process: asyncio.subprocess.Process, exited: asyncio.Event) -> None:
+async def _watch(
+    index: int, process: asyncio.subprocess.Process, exited: asyncio.Queue[int]
+) -> None:
     await process.wait()
-    exited.set()
+    exited.put_nowait(index)
 
 
-async def _all_ready(state: StateServer, workers: int, exited: asyncio.Event) -> None:
+async def _all_ready(state: StateServer, workers: int, exited: asyncio.Queue[int]) -> None:
     async with asyncio.timeout(READY_TIMEOUT_S):
         for _ in range(workers):
             got = asyncio.ensure_future(state.ready.get())
-            died = asyncio.ensure_future(exited.wait())
+            died = asyncio.ensure_future(exited.get())
             await asyncio.wait({got, died}, return_when=asyncio.FIRST_COMPLETED)
             died.cancel()
             if not got.done():
@@ -172,7 +224,8 @@ async def run(
     cfg: Config, argv: list[str], args: argparse.Namespace, workers: int,
     announce: Callable[[app.Running], None],
 ) -> int:  # fmt: skip
-    """Runs the workers until SIGTERM/SIGINT (0) or until one dies (1)."""
+    """Runs the workers until SIGTERM/SIGINT (0), starting again each one that dies,
+    unless one keeps dying (1)."""
     try:
         started = await supervise(cfg, argv, args, workers)
     except WorkerFailed as exc:
@@ -184,17 +237,48 @@ async def run(
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     # SIGHUP (reload the config) goes on to every worker.
-    loop.add_signal_handler(signal.SIGHUP, _forward, started.processes, signal.SIGHUP)
-    stopping = asyncio.ensure_future(stop.wait())
-    dying = asyncio.ensure_future(started.exited.wait())
-    await asyncio.wait({stopping, dying}, return_when=asyncio.FIRST_COMPLETED)
-    failed = not stop.is_set()
-    stopping.cancel()
-    dying.cancel()
-    if failed:
-        print("gateway: a worker exited; stopping the others", file=sys.stderr, flush=True)
-    else:
+    loop.add_signal_handler(signal.SIGHUP, lambda: _forward(started.processes, signal.SIGHUP))
+    failed = await _keep_alive(started, stop)
+    if not failed:
         print("gateway: shutting down", flush=True)
     await started.stop()
     print("gateway: stopped", flush=True)
     return 1 if failed else 0
+
+
+async def _keep_alive(workers: Workers, stop: asyncio.Event) -> bool:
+    """Starts each dead worker again until `stop` is set (False), or until one dies
+    CRASH_LOOP times within CRASH_WINDOW_S (True)."""
+    exits: dict[int, list[float]] = {}
+    stopping = asyncio.ensure_future(stop.wait())
+    try:
+        while True:
+            died = asyncio.ensure_future(workers.exited.get())
+            await asyncio.wait({stopping, died}, return_when=asyncio.FIRST_COMPLETED)
+            if stop.is_set():
+                died.cancel()
+                return False
+            index = died.result()
+            now = time.monotonic()
+            recent = [t for t in exits.get(index, []) if now - t < CRASH_WINDOW_S] + [now]
+            exits[index] = recent
+            code = workers.processes[index].returncode
+            if len(recent) >= CRASH_LOOP:
+                print(
+                    f"gateway: worker {index} exited {len(recent)} times in "
+                    f"{CRASH_WINDOW_S:g}s (last code {code}); stopping",
+                    file=sys.stderr, flush=True,
+                )  # fmt: skip
+                return True
+            pause = BACKOFF_S[min(len(recent), len(BACKOFF_S)) - 1]
+            print(
+                f"gateway: worker {index} exited (code {code}); starting it again in {pause:g}s",
+                file=sys.stderr, flush=True,
+            )  # fmt: skip
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(stopping), pause)
+            if stop.is_set():
+                return False
+            await workers.respawn(index)
+    finally:
+        stopping.cancel()

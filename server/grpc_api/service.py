@@ -8,18 +8,33 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
+from dataclasses import dataclass
 
 import grpc
 from google.protobuf.message import Message
 
 from server.base.call import Call, request_id_or_new
-from server.base.errors import GatewayError, Internal, ShuttingDown
+from server.base.errors import Code, GatewayError, Internal, ShuttingDown
 from server.base.pipeline import RpcMethod
 from server.grpc_api.decode import Undecodable, decoder
 from server.grpc_api.status import abort_args
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The bounds the REST facade has too (server config)."""
+
+    # Bounds a call whose caller set no deadline (and a shorter one wins).
+    request_timeout_s: float
+    # Seconds a caller may leave sent messages unread before its stream ends.
+    send_timeout_s: float
+
+
+class SendTimeout(GatewayError):
+    code = Code.DEADLINE_EXCEEDED
+    reason = "SEND_TIMEOUT"
 
 
 def _call(context: grpc.aio.ServicerContext, timeout_s: float) -> Call:
@@ -68,10 +83,10 @@ def _unary(method: RpcMethod, timeout_s: float) -> grpc.RpcMethodHandler:
 
 
 def _streaming(
-    method: RpcMethod, timeout_s: float, stopping: asyncio.Future[None] | None
+    method: RpcMethod, limits: Limits, stopping: asyncio.Future[None] | None
 ) -> grpc.RpcMethodHandler:
-    async def handle(request: Message, context: grpc.aio.ServicerContext) -> AsyncIterator[Message]:
-        call = _call(context, timeout_s)
+    async def handle(request: Message, context: grpc.aio.ServicerContext) -> None:
+        call = _call(context, limits.request_timeout_s)
         started = False
         chunks = method.stream(request, call)
         task = asyncio.current_task()
@@ -90,13 +105,20 @@ def _streaming(
                     if call.response_metadata:
                         await context.send_initial_metadata(tuple(call.response_metadata.items()))
                     started = True
-                yield chunk
+                # A caller that reads nothing fills the window and the write waits; as
+                # over REST, it gets send_timeout_s, then the stream and its upstream end.
+                async with asyncio.timeout(limits.send_timeout_s):
+                    await context.write(chunk)
             return
         except GatewayError as exc:
             error: GatewayError = exc
+        except TimeoutError:
+            error = SendTimeout(
+                f"the caller read nothing for {limits.send_timeout_s:g}s; the stream ended", {}
+            )
         except asyncio.CancelledError:
             if stopping is None or not stopping.done():
-                raise
+                return  # the caller cancelled: nothing to report, nobody to report it to
             # The grace period is running out: say so (UNAVAILABLE), not CANCELLED.
             error = ShuttingDown("the gateway is shutting down; retry the request")
         except Exception as exc:
@@ -116,7 +138,7 @@ def _streaming(
 
 
 def grpc_handlers(
-    table: dict[str, RpcMethod], timeout_s: float, stopping: asyncio.Future[None] | None = None
+    table: dict[str, RpcMethod], limits: Limits, stopping: asyncio.Future[None] | None = None
 ) -> list[grpc.GenericRpcHandler]:
     """One generic handler per service, serving every method of the table. When
     `stopping` completes, streams still running end with UNAVAILABLE (SHUTTING_DOWN)."""
@@ -124,9 +146,9 @@ def grpc_handlers(
     for method in table.values():
         service = method.descriptor.containing_service.full_name
         handler = (
-            _streaming(method, timeout_s, stopping)
+            _streaming(method, limits, stopping)
             if method.server_streaming
-            else _unary(method, timeout_s)
+            else _unary(method, limits.request_timeout_s)
         )
         by_service.setdefault(service, {})[method.descriptor.name] = handler
     return [grpc.method_handlers_generic_handler(s, h) for s, h in by_service.items()]

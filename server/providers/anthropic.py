@@ -16,7 +16,7 @@ tool calls, stop_reason tool_use becomes `tool_calls`. Structured output is a fo
 tool named after the schema (`json_object`: any object) whose input is the reply's
 text. `user` goes as metadata.user_id.
 
-A Messages request (`request.native` of kind `anthropic`) is sent as the caller wrote
+A Messages request (`request.native_messages`) is sent as the caller wrote
 it, only `model` and `stream` set by the adapter, with its `anthropic-beta` header:
 thinking blocks and signatures, cache_control, documents, citations, server tools and
 beta fields reach the upstream untouched, except thinking blocks the gateway's own
@@ -54,8 +54,8 @@ from server.base.generation import (
     GenerationRequest,
     ImagePart,
     Message,
-    Native,
-    NativeEvent,
+    NativeMessages,
+    NativeMessagesEvent,
     TextDelta,
     TokenCounts,
     ToolCallDelta,
@@ -96,9 +96,8 @@ class AnthropicParams(HttpParams):
 
 CAPABILITIES = frozenset(
     {Capability.TOOLS, Capability.IMAGES, Capability.STRUCTURED_OUTPUT, Capability.THINKING,
-     Capability.DOCUMENTS, Capability.TOP_K, Capability.NATIVE}
+     Capability.DOCUMENTS, Capability.TOP_K, Capability.MESSAGES_API}
 )  # fmt: skip
-KIND = "anthropic"
 # The request keys count_tokens takes.
 COUNT_KEYS = ("model", "messages", "system", "tools", "tool_choice", "thinking", "mcp_servers",
               "context_management", "output_config")  # fmt: skip
@@ -145,8 +144,8 @@ class AnthropicProvider:
         return body
 
     async def generate(self, request: GenerationRequest) -> AsyncIterator[Event]:
-        native = request.native
-        if native is not None and native.kind == KIND:
+        native = request.native_messages
+        if native is not None:
             async for native_event in self._native(request, native):
                 yield native_event
             return
@@ -216,7 +215,9 @@ class AnthropicProvider:
                         )
                 raise ProtocolViolation("stream ended without message_stop")
 
-    async def _native(self, request: GenerationRequest, native: Native) -> AsyncIterator[Event]:
+    async def _native(
+        self, request: GenerationRequest, native: NativeMessages
+    ) -> AsyncIterator[Event]:
         """The request as the caller wrote it; the upstream's events, untouched."""
         body = {**native_body(native), "model": self.params.model}
         if self.params.stream:
@@ -250,7 +251,7 @@ class AnthropicProvider:
                         )
                         return
                     if kind != "ping":
-                        yield NativeEvent(KIND, data)
+                        yield NativeMessagesEvent(data)
                 raise ProtocolViolation("stream ended without message_stop")
 
     async def _stream_events(self, r: Any) -> AsyncIterator[dict[str, Any]]:
@@ -270,8 +271,8 @@ class AnthropicProvider:
 
     async def count_tokens(self, request: GenerationRequest) -> int:
         """The upstream's own count of a Messages request's input tokens."""
-        native = request.native
-        if native is None or native.kind != KIND:
+        native = request.native_messages
+        if native is None:
             raise UpstreamError(f"{self.id}: counts only Messages requests", {"provider": self.id})
         whole = {**native_body(native), "model": self.params.model}
         body = {k: v for k, v in whole.items() if k in COUNT_KEYS}
@@ -287,7 +288,7 @@ class AnthropicProvider:
         await self._client.aclose()
 
 
-def native_body(native: Native) -> dict[str, Any]:
+def native_body(native: NativeMessages) -> dict[str, Any]:
     """A Messages request of the contract as Anthropic's JSON, without the thinking
     blocks the gateway's own providers signed."""
     body = _proto_json(native.request)

@@ -14,10 +14,15 @@ applies itself, for every provider alike); replies give
 back every choice's text, tool calls (streamed fragments keep OpenAI's framing) and
 logprobs. The adapter has every capability; a server that lacks one (tools on an old
 vLLM, logprobs on Ollama) says so with the provider's `capabilities` in the config.
+
+A server that also serves OpenAI's Responses API says so with `responses_api: true`:
+requests that came in as that API then go to its /responses as they came
+(openai_responses.py), built-in tools and reasoning state included.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import AsyncIterator
 from typing import Any, Literal
 
@@ -27,12 +32,14 @@ from server.base.embedding import EmbeddingRequest, Embeddings
 from server.base.errors import UpstreamError
 from server.base.generation import (
     ALL_CAPABILITIES,
+    Capability,
     DocumentPart,
     Event,
     Finished,
     GenerationRequest,
     ImagePart,
     Message,
+    NativeResponses,
     Part,
     TextDelta,
     Thinking,
@@ -41,6 +48,7 @@ from server.base.generation import (
     ToolCallDelta,
     TopLogprob,
 )
+from server.providers import openai_responses as responses_wire
 from server.providers.http import (
     HttpParams,
     ProtocolViolation,
@@ -68,6 +76,9 @@ class OpenAIParams(HttpParams):
     max_tokens_field: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
     # Extra JSON fields merged into every request body (e.g. {"seed": 1}).
     extra_body: dict[str, Any] = Field(default_factory=dict)
+    # The upstream serves OpenAI's Responses API (POST /responses): requests that came
+    # in as that API go there as they came (the `responses_api` capability).
+    responses_api: bool = False
 
 
 class OpenAIProvider:
@@ -75,7 +86,9 @@ class OpenAIProvider:
         self.id = provider_id
         self.params = params
         self.retry_policy = params.retry_policy
-        self.capabilities = ALL_CAPABILITIES
+        self.capabilities = ALL_CAPABILITIES | (
+            {Capability.RESPONSES_API} if params.responses_api else set()
+        )
         self._client = make_client(params, bearer(read_api_key(params, where)))
 
     def body(self, request: GenerationRequest, stream: bool) -> dict[str, Any]:
@@ -103,6 +116,10 @@ class OpenAIProvider:
         return body
 
     async def generate(self, request: GenerationRequest) -> AsyncIterator[Event]:
+        if request.native is not None and self.params.responses_api:
+            async for out in self._responses(request, request.native):
+                yield out
+            return
         path = "/chat/completions" if request.is_chat else "/completions"
         stream = self.params.stream
         with upstream_errors(self.id):
@@ -142,6 +159,29 @@ class OpenAIProvider:
                         if choice.get("finish_reason"):
                             finishes[int(choice.get("index") or 0)] = choice["finish_reason"]
                 raise ProtocolViolation("stream ended without data: [DONE]")
+
+    async def _responses(
+        self, request: GenerationRequest, native: NativeResponses
+    ) -> AsyncIterator[Event]:
+        """The request as it came, to the upstream's own Responses API."""
+        stream = self.params.stream
+        body = {**self.params.extra_body, **responses_wire.body(
+            self.id, self.params.model, native, request, stream
+        )}  # fmt: skip
+        reader = responses_wire.Reader(self.id)
+        with upstream_errors(self.id):
+            async with self._client.stream("POST", "/responses", json=body) as r:
+                await check_status(r, self.id)
+                if not stream:
+                    answer = await read_json(r)
+                    for out in reader.whole(answer):
+                        if isinstance(out, Finished):
+                            out = dataclasses.replace(out, counts=plausible(out.counts, request))
+                        yield out
+                    return
+                sse = sse_events(r, self.params.max_line_bytes)
+                async for out in responses_wire.events(reader, sse):
+                    yield out
 
     async def embed(self, request: EmbeddingRequest) -> Embeddings:
         """POST /embeddings; vectors are asked as floats, which every compatible server
@@ -274,6 +314,9 @@ def _chat_fields(request: GenerationRequest, body: dict[str, Any]) -> None:
         body["reasoning_effort"] = reasoning_effort(request.thinking)
     if request.metadata:
         body["metadata"] = dict(request.metadata)
+    for key in ("prompt_cache_key", "store", "service_tier", "safety_identifier"):
+        if (value := getattr(request, key)) is not None:
+            body[key] = value
 
 
 def reasoning_effort(thinking: Thinking) -> str:

@@ -6,6 +6,11 @@ satisfies strict schemas), `items` with `minItems`/`maxItems`, `anyOf`/`oneOf` (
 first branch that is not null), `allOf` (merged), `$ref` into `$defs`/`definitions`
 (pydantic's nested models), numeric bounds, string lengths and common `format`s.
 `pattern` is not honoured. The same schema and seed always give the same value.
+
+The work and the answer are bounded whatever the schema asks (a `$ref` cycle,
+`minLength: 200000000`, `minItems: 10**9`): at most MAX_NODES values, MAX_CHARS
+characters of strings in all and arrays of MAX_ITEMS items; past that the value is cut
+short rather than valid. Real schemas (a pydantic model's) stay far inside.
 """
 
 from __future__ import annotations
@@ -15,6 +20,9 @@ import random
 from typing import Any
 
 MAX_DEPTH = 8
+MAX_NODES = 256
+MAX_CHARS = 4_096
+MAX_ITEMS = 16
 # String formats a validator may check, with a fixed valid example each.
 FORMATS = {
     "date-time": "2026-01-01T00:00:00Z",
@@ -40,9 +48,12 @@ class _Maker:
         self.root = root
         self.rng = rng
         self.words = words
+        self.nodes = 0
+        self.chars_left = MAX_CHARS
 
     def make(self, schema: Any, depth: int) -> Any:
-        if not isinstance(schema, dict) or depth > MAX_DEPTH:
+        self.nodes += 1
+        if not isinstance(schema, dict) or depth > MAX_DEPTH or self.nodes > MAX_NODES:
             return None
         schema = self.resolve(schema)
         if "const" in schema:
@@ -51,9 +62,7 @@ class _Maker:
             return schema["enum"][self.rng.randrange(len(schema["enum"]))]
         for key in ("anyOf", "oneOf"):
             if schema.get(key):
-                branches = [self.resolve(b) for b in schema[key] if isinstance(b, dict)]
-                usable = [b for b in branches if b.get("type") != "null"] or branches
-                return self.make(usable[0], depth + 1)
+                return self.make(self.first_not_null(schema[key]), depth + 1)
         if schema.get("allOf"):
             merged: dict[str, Any] = {}
             for part in schema["allOf"]:
@@ -74,21 +83,43 @@ class _Maker:
         return getattr(self, f"make_{kind}", self.make_null)(schema, depth)
 
     def resolve(self, schema: dict[str, Any]) -> dict[str, Any]:
-        ref = schema.get("$ref")
         for _ in range(MAX_DEPTH):
-            if not isinstance(ref, str) or not ref.startswith("#/"):
+            ref = schema.get("$ref")
+            if not isinstance(ref, str) or not ref.startswith("#"):
                 return schema
             target: Any = self.root
-            for part in ref[2:].split("/"):
+            for part in ref[2:].split("/") if len(ref) > 2 else ():
                 target = target.get(part, {}) if isinstance(target, dict) else {}
-            schema = {**target, **{k: v for k, v in schema.items() if k != "$ref"}}
-            ref = target.get("$ref") if isinstance(target, dict) else None
+            if not isinstance(target, dict):
+                return {}
+            siblings = {k: v for k, v in schema.items() if k != "$ref"}
+            schema = {**target, **siblings} if siblings else target
         return schema
 
+    def first_not_null(self, branches: Any) -> Any:
+        first = None
+        for branch in branches if isinstance(branches, list) else ():
+            if not isinstance(branch, dict):
+                continue
+            branch = self.resolve(branch)
+            if branch.get("type") != "null":
+                return branch
+            first = first or branch
+        return first
+
+    @property
+    def spent(self) -> bool:
+        return self.nodes > MAX_NODES
+
     def make_object(self, schema: dict[str, Any], depth: int) -> Any:
-        properties = schema.get("properties") or {}
-        out = {name: self.make(sub, depth + 1) for name, sub in properties.items()}
+        out: dict[str, Any] = {}
+        for name, sub in (schema.get("properties") or {}).items():
+            if self.spent:
+                return out
+            out[name] = self.make(sub, depth + 1)
         for name in schema.get("required") or ():
+            if self.spent:
+                return out
             out.setdefault(name, self.make({}, depth + 1))
         if not out and schema.get("additionalProperties") not in (False, None):
             extra = schema["additionalProperties"]
@@ -97,8 +128,8 @@ class _Maker:
         return out
 
     def make_array(self, schema: dict[str, Any], depth: int) -> Any:
-        low = int(schema.get("minItems", 1))
-        high = int(schema.get("maxItems", max(low, 2)))
+        low = min(_whole(schema.get("minItems"), 1), MAX_ITEMS)
+        high = _whole(schema.get("maxItems"), max(low, 2))
         count = max(low, min(high, 2))
         items = schema.get("items") or {}
         if isinstance(items, list):  # a tuple schema
@@ -109,11 +140,13 @@ class _Maker:
         if schema.get("format") in FORMATS:
             return FORMATS[schema["format"]]
         text = "(simulated) " + " ".join(self.rng.choice(self.words) for _ in range(3))
-        low, high = int(schema.get("minLength", 0)), schema.get("maxLength")
+        low = min(_whole(schema.get("minLength"), 0), self.chars_left)
         if len(text) < low:
             text += "x" * (low - len(text))
-        if high is not None:
-            text = text[: int(high)]
+        if "maxLength" in schema:
+            text = text[: _whole(schema["maxLength"], len(text))]
+        text = text[: max(self.chars_left, 0)]
+        self.chars_left -= len(text)
         return text
 
     def make_integer(self, schema: dict[str, Any], depth: int) -> Any:
@@ -131,14 +164,26 @@ class _Maker:
         return None
 
 
+def _whole(value: Any, default: int) -> int:
+    """A non-negative count from a schema, `default` when it is not one."""
+    if isinstance(value, float) and math.isfinite(value):
+        value = int(value)
+    return value if isinstance(value, int) and value >= 0 else default
+
+
+def _finite(value: Any) -> float | None:
+    ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    return value if ok else None
+
+
 def _bounds(schema: dict[str, Any], integer: bool) -> tuple[Any, Any]:
     step = 1 if integer else 0.01
-    low = schema.get("minimum", schema.get("exclusiveMinimum"))
-    if "exclusiveMinimum" in schema and isinstance(schema["exclusiveMinimum"], int | float):
-        low = schema["exclusiveMinimum"] + step
-    high = schema.get("maximum")
-    if "exclusiveMaximum" in schema and isinstance(schema["exclusiveMaximum"], int | float):
-        high = schema["exclusiveMaximum"] - step
+    low = _finite(schema.get("minimum"))
+    if (exclusive := _finite(schema.get("exclusiveMinimum"))) is not None:
+        low = exclusive + step
+    high = _finite(schema.get("maximum"))
+    if (exclusive := _finite(schema.get("exclusiveMaximum"))) is not None:
+        high = exclusive - step
     low = 0 if low is None else low
     high = low + 100 if high is None else high
     if integer:

@@ -209,7 +209,7 @@ class SimulatedProvider:
             reasons[0],
             TokenCounts(prompt_tokens, sent, cached_tokens=cached, reasoning_tokens=thought),
             reasons if len(reasons) > 1 else (),
-            plans[0].stop_sequence,
+            stop_sequence=plans[0].stop_sequence,
         )
 
     async def embed(self, request: EmbeddingRequest) -> Embeddings:

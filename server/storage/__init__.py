@@ -5,6 +5,7 @@ migrations.py  versioned schema, applied once at start-up (schema_migrations)
 keys.py        the key store: hashed secrets, kinds, limits, expiry, revocation
 usage.py       the usage ledger's table: batched inserts, spend and usage queries
 feedback.py    feedback on earlier requests, and the rows routing trains on
+responses.py   stored responses of the Responses API, owned by the key that made them
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from server.storage.db import Database, connect
 from server.storage.feedback import FeedbackStore
 from server.storage.keys import KeyStore
 from server.storage.migrations import migrate
+from server.storage.responses import DatabaseResponses
 from server.storage.usage import UsageStore
 
 
@@ -25,6 +27,7 @@ class Store:
     keys: KeyStore
     usage: UsageStore
     feedback: FeedbackStore
+    responses: DatabaseResponses
 
     async def aclose(self) -> None:
         await self.db.close()
@@ -38,7 +41,7 @@ async def open_store(settings: StorageConfig) -> Store:
     except BaseException:
         await db.close()
         raise
-    return Store(db, KeyStore(db), UsageStore(db), FeedbackStore(db))
+    return Store(db, KeyStore(db), UsageStore(db), FeedbackStore(db), DatabaseResponses(db))
 
 
 __all__ = ["Database", "FeedbackStore", "KeyStore", "Store", "UsageStore", "open_store"]

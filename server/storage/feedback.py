@@ -15,9 +15,11 @@ class FeedbackStore:
     async def save(
         self, request_id: str, key_id: str, score: float, label: str, comment: str
     ) -> None:
-        """Records feedback for a request, replacing any given before."""
+        """Records a key's feedback for one of its requests, replacing any given before."""
         async with self.db.transaction() as tx:
-            await tx.execute("DELETE FROM feedback WHERE request_id = ?", request_id)
+            await tx.execute(
+                "DELETE FROM feedback WHERE key_id = ? AND request_id = ?", key_id, request_id
+            )
             await tx.execute(
                 "INSERT INTO feedback (request_id, key_id, score, label, comment, ts) "
                 "VALUES (?, ?, ?, ?, ?, ?)",
@@ -29,7 +31,7 @@ class FeedbackStore:
         was recorded, oldest first."""
         rows = await self.db.fetch(
             "SELECT u.prompt AS prompt, f.score AS score FROM feedback f "
-            "JOIN usage_records u ON u.request_id = f.request_id "
+            "JOIN usage_records u ON u.key_id = f.key_id AND u.request_id = f.request_id "
             "WHERE u.model = ? AND u.status = 'OK' AND u.prompt IS NOT NULL ORDER BY f.ts",
             model,
         )

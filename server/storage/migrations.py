@@ -91,6 +91,46 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
             )""",
         ],
     ),
+    (
+        4,
+        "feedback by key and request id",
+        [
+            # Callers choose their request ids: two keys may use the same one.
+            """CREATE TABLE feedback_by_key (
+                request_id TEXT NOT NULL,
+                key_id TEXT NOT NULL,
+                score {float} NOT NULL,
+                label TEXT NOT NULL DEFAULT '',
+                comment TEXT NOT NULL DEFAULT '',
+                ts {float} NOT NULL,
+                PRIMARY KEY (key_id, request_id)
+            )""",
+            "INSERT INTO feedback_by_key (request_id, key_id, score, label, comment, ts) "
+            "SELECT request_id, key_id, score, label, comment, ts FROM feedback",
+            "DROP TABLE feedback",
+            "ALTER TABLE feedback_by_key RENAME TO feedback",
+        ],
+    ),
+    (
+        5,
+        "stored responses",
+        [
+            # A Responses API response kept for retrieval and continuation, owned by
+            # the key that made it; `context` is the whole conversation it ends.
+            """CREATE TABLE stored_responses (
+                id TEXT PRIMARY KEY,
+                key_id TEXT NOT NULL,
+                created_at {float} NOT NULL,
+                expires_at {float} NOT NULL,
+                provider TEXT NOT NULL DEFAULT '',
+                upstream_id TEXT NOT NULL DEFAULT '',
+                response TEXT NOT NULL,
+                input_items TEXT NOT NULL,
+                context TEXT NOT NULL
+            )""",
+            "CREATE INDEX stored_responses_expires ON stored_responses (expires_at)",
+        ],
+    ),
 ]
 
 

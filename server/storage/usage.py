@@ -86,12 +86,14 @@ class UsageStore:
             for r in rows
         ]
 
-    async def owner(self, request_id: str) -> str | None:
-        """The key id of the request with this id, if the ledger holds it."""
+    async def holds(self, key_id: str, request_id: str) -> bool:
+        """Whether the ledger holds a request of this key with this id (callers choose
+        their ids, so only the pair names one request)."""
         row = await self.db.fetchrow(
-            "SELECT key_id FROM usage_records WHERE request_id = ? LIMIT 1", request_id
-        )
-        return None if row is None else str(row["key_id"])
+            "SELECT 1 AS found FROM usage_records WHERE key_id = ? AND request_id = ? LIMIT 1",
+            key_id, request_id,
+        )  # fmt: skip
+        return row is not None
 
     async def count(self) -> int:
         row = await self.db.fetchrow("SELECT COUNT(*) AS n FROM usage_records")

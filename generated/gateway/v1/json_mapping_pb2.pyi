@@ -11,3 +11,7 @@ NULL_WHEN_EMPTY_FIELD_NUMBER: _ClassVar[int]
 null_when_empty: _descriptor.FieldDescriptor
 OTHER_KEYS_FIELD_NUMBER: _ClassVar[int]
 other_keys: _descriptor.FieldDescriptor
+NULL_WHEN_UNSET_FIELD_NUMBER: _ClassVar[int]
+null_when_unset: _descriptor.FieldDescriptor
+INLINE_FIELD_NUMBER: _ClassVar[int]
+inline: _descriptor.FieldDescriptor

@@ -12,8 +12,10 @@ class ErrorFormat(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     ERROR_FORMAT_UNSPECIFIED: _ClassVar[ErrorFormat]
     ERROR_FORMAT_ANTHROPIC: _ClassVar[ErrorFormat]
+    ERROR_FORMAT_OPENAI_RESPONSES: _ClassVar[ErrorFormat]
 ERROR_FORMAT_UNSPECIFIED: ErrorFormat
 ERROR_FORMAT_ANTHROPIC: ErrorFormat
+ERROR_FORMAT_OPENAI_RESPONSES: ErrorFormat
 
 class RestOptions(_message.Message):
     __slots__ = ("strict", "refused_fields", "error_format", "forwarded_headers")

@@ -105,6 +105,11 @@ async def test_an_unterminated_chunked_body_gets_408(gateway):
         b"POST /v1/chat/completions HTTP/1.1\r\ncontent-length: 5\r\ncontent-length: 7\r\n\r\n",
         b"GET / HTTP/1.1\r\nhost: x\r\nbad header\r\n\r\n",
         b"GET / HTTP/1.1\r\nhost: x\r\nx-big: " + b"a" * 70000,  # a head too large
+        # A whole head over the bound, arriving in one write (with and without a body).
+        b"GET /v1/models HTTP/1.1\r\nhost: x\r\nx-big: " + b"a" * 91000 + b"\r\n\r\n",
+        b"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-length: 2\r\n"
+        + b"".join(b"x-h%d: %s\r\n" % (i, b"b" * 900) for i in range(100))
+        + b"\r\n{}",
     ],
 )
 async def test_malformed_framing_gets_the_json_error_body(gateway, request_bytes):

@@ -67,7 +67,7 @@ def test_turns_become_generic_messages() -> None:
     assert rest.documents == (DocumentPart("application/pdf", "JVBERi0=", "T"),)
     assert generic.user == "u1" and generic.max_tokens == 100
     assert generic.needs().keys() == {Capability.TOOLS, Capability.IMAGES, Capability.DOCUMENTS}
-    assert generic.native is not None and generic.native_only is None
+    assert generic.native_messages is not None and generic.native_messages.required_by is None
 
 
 @pytest.mark.parametrize(
@@ -89,6 +89,9 @@ def test_turns_become_generic_messages() -> None:
         ({"tools": [{"name": "f", "input_schema": {"type": "object"}}],
           "tool_choice": {"type": "tool", "name": "g"}}, "tool_choice.name"),
         ({"tools": [{"name": "f"}]}, "tools[0].input_schema"),
+        ({"tools": [{"name": "f", "input_schema": {"type": "object", "properties": {
+            "n": {"type": "integer", "minimum": "one"}}}}]},
+         "tools[0].input_schema.properties.n.minimum"),
         ({"system": [{"type": "text", "text": "x", "cache_control": {"type": "ephemeral",
                                                                     "ttl": "2h"}}]},
          "system[0].cache_control.ttl"),
@@ -116,8 +119,8 @@ def test_refusals_name_the_field(fields: dict[str, Any], field: str) -> None:
 )  # fmt: skip
 def test_what_only_anthropic_carries_needs_its_adapter(fields: dict[str, Any], field: str) -> None:
     generic = generation(request(**fields))
-    assert generic.native_only == field
-    assert generic.needs()[Capability.NATIVE] == field
+    assert generic.native_messages is not None and generic.native_messages.required_by == field
+    assert generic.needs()[Capability.MESSAGES_API] == field
 
 
 def test_native_body_is_the_request_as_written() -> None:
@@ -133,8 +136,8 @@ def test_native_body_is_the_request_as_written() -> None:
                                                    "cache_control": {"type": "ephemeral"}}]}],
     }  # fmt: skip
     generic = generation(request(**fields))
-    assert generic.native is not None
-    body = native_body(generic.native)
+    assert generic.native_messages is not None
+    body = native_body(generic.native_messages)
     assert body == {
         "model": "m", "max_tokens": 100, "tools": tools, "temperature": 1,
         "messages": [USER, {"role": "assistant", "content": [theirs]}, fields["messages"][2]],

@@ -1,0 +1,364 @@
+"""ResponsesService: OpenAI's Responses API on every model (create, stream, retrieve,
+delete, list input items).
+
+A request is translated to the one generation request the core runs
+(`responses_translation.py`), so keys, limits, budgets, routing, failover and the
+ledger apply as to a chat completion; the generation's events become the response and
+its stream (`responses_events.py`). With `store` (the default) the response, its input
+items and the conversation it ends are kept, owned by the caller's key, for
+`previous_response_id`, GET, DELETE and input_items. A failure after the stream
+started ends it with `response.failed`, and the call's record carries the failure.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncGenerator, Awaitable
+from dataclasses import dataclass
+from typing import TypeVar
+
+from gateway.v1 import responses_pb2 as rpb
+from gateway.v1 import responses_service_pb2 as rs
+from google.protobuf import struct_pb2
+
+from server.accounting.accounts import Accounts
+from server.accounting.guard import bounded
+from server.application.engine import Run
+from server.application.generations import Generations
+from server.application.responses_events import Builder
+from server.application.responses_translation import (
+    Previous,
+    ResponsesRequest,
+    Translated,
+    missing_previous,
+    new_id,
+    translate,
+)
+from server.application.state import Live
+from server.base.call import Call
+from server.base.config import Config
+from server.base.errors import GatewayError, InvalidArgument, NotFound, Unsupported
+from server.base.generation import GenerationRequest, TextDelta, ToolCallDelta
+from server.storage.responses import ResponseStore, StoredResponse
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+# The generation request's field names, as the Responses API calls them.
+FIELD_NAMES = {
+    "messages": "input",
+    "tools": "tools",
+    "response_format": "text.format",
+    "reasoning_effort": "reasoning.effort",
+    "logprobs": "top_logprobs",
+}
+# The response's fields before the request's own: OpenAI's defaults.
+HEAD = rpb.Response(
+    object="response", status="in_progress", parallel_tool_calls=True, store=True,
+    truncation="disabled", service_tier="default", tool_choice="auto",
+    reasoning=rpb.ReasoningConfig(),
+    text=rpb.TextConfig(format=rpb.TextFormat(type="text"), verbosity="medium"),
+)  # fmt: skip
+# Request fields the response echoes as they are.
+ECHOED = frozenset(
+    {"instructions", "max_output_tokens", "previous_response_id", "temperature", "top_p",
+     "user", "safety_identifier", "prompt_cache_key", "parallel_tool_calls", "store",
+     "truncation", "service_tier", "tool_choice"}
+)  # fmt: skip
+MAX_PAGE = 100
+DEFAULT_PAGE = 20
+
+
+@dataclass(frozen=True)
+class _Asked:
+    """What Generations.for_model reads from the request: the model it names."""
+
+    model: str
+
+
+class ResponsesService:
+    def __init__(
+        self, live: Live, accounts: Accounts, generations: Generations, store: ResponseStore
+    ) -> None:
+        self.live = live
+        self.accounts = accounts
+        self.generations = generations
+        self.store = store
+
+    # -- creating ------------------------------------------------------------------
+
+    async def create_response(
+        self, request: rs.CreateResponseRequest, call: Call
+    ) -> rs.CreateResponseResponse:
+        translated, run = await self._run(request, call)
+        answer = rs.CreateResponseResponse()  # filled in place: no copy of the response
+        builder = Builder(self._head(request, run, answer.response), run.provider_id,
+                          translated.include_encrypted, emit=False, keep=_stored(request))  # fmt: skip
+        async for fragment in run.stream():
+            # The run gathers text and calls itself: only whole items go through here.
+            if type(fragment) is not TextDelta and type(fragment) is not ToolCallDelta:
+                builder.add(fragment)
+        builder.gathered(run.choices[0])
+        builder.finish(run.finish_reason, run.usage())
+        await self._keep(request, translated, run, builder, call)
+        return answer
+
+    async def stream_response(
+        self, request: rs.StreamResponseRequest, call: Call
+    ) -> AsyncGenerator[rs.StreamResponseResponse, None]:
+        translated, run = await self._run(request, call)
+        builder = Builder(self._head(request, run), run.provider_id, translated.include_encrypted,
+                          emit=True, keep=_stored(request))  # fmt: skip
+        for event in builder.start():
+            yield event
+        text = builder.text_delta
+        try:
+            async for fragment in run.stream():
+                if type(fragment) is TextDelta and not fragment.logprobs:
+                    delta = text(fragment.text)  # the common case, without a list
+                    if delta is not None:
+                        yield delta
+                        continue
+                for event in builder.add(fragment):
+                    yield event
+            ending = builder.finish(run.finish_reason, run.usage())
+            await self._keep(request, translated, run, builder, call)
+        except GatewayError as error:
+            # After the first event the caller hears of a failure as OpenAI says it:
+            # one `response.failed`, never a completed response with what was cut.
+            call.record.failed(error)
+            ending = builder.fail(error, run.usage() if run.started else None)
+            if not isinstance(error, StorageFailed):
+                await self._keep(request, translated, run, builder, call, quietly=True)
+        for event in ending:
+            yield event
+
+    async def _run(self, request: ResponsesRequest, call: Call) -> tuple[Translated, Run]:
+        previous = None
+        if request.HasField("previous_response_id"):
+            previous = await self._previous(request.previous_response_id, call)
+        done: list[Translated] = []
+
+        def validate(_: _Asked) -> GenerationRequest:
+            # Runs once the caller is identified: a request without a key is a 401.
+            done.append(translate(request, previous))
+            return done[0].generation
+
+        try:
+            run = await self.generations.for_model(_Asked(request.model), validate, call)
+        except Unsupported as exc:
+            raise _renamed(exc) from None
+        return done[0], run
+
+    async def _previous(self, response_id: str, call: Call) -> Previous:
+        """The stored response a request continues; 404 when it is not the caller's."""
+        principal = await self.accounts.identify(call, "api", self.live.current.keys)
+        stored = await self._bounded(self.store.get(response_id, principal.key_id))
+        if stored is None:
+            raise missing_previous(response_id)
+        return Previous(stored.id, stored.context, stored.provider, stored.upstream_id)
+
+    def _head(
+        self, request: ResponsesRequest, run: Run, head: rpb.Response | None = None
+    ) -> rpb.Response:
+        """The response as it starts (in `head`, when given): its id and the request's
+        parameters echoed over OpenAI's defaults."""
+        head = rpb.Response() if head is None else head
+        head.CopyFrom(HEAD)
+        head.id = new_id("resp")
+        head.created_at = int(time.time())
+        head.model = run.model.id
+        for field, value in request.ListFields():
+            name = field.name
+            if name in ECHOED:
+                setattr(head, name, value)
+            elif name in ("reasoning", "text"):
+                getattr(head, name).MergeFrom(value)
+            elif name == "tool_choice_object":
+                head.tool_choice_object.CopyFrom(value)
+            elif name == "tools":
+                head.tools.extend(_echo_tool(t) for t in value)
+            elif name == "metadata":
+                head.metadata.update(value)
+        return head
+
+    async def _keep(
+        self,
+        request: ResponsesRequest,
+        translated: Translated,
+        run: Run,
+        builder: Builder,
+        call: Call,
+        quietly: bool = False,
+    ) -> None:
+        """Stores the response when the request asked (`store`, true by default)."""
+        if not _stored(request):
+            return
+        principal = call.record.principal
+        if principal is None:
+            return
+        native = translated.generation.native
+        history = native.history if native is not None else ()
+        now = time.time()
+        retention_s = self.live.current.config.responses.retention_days * 86_400
+        stored = StoredResponse(
+            id=builder.response.id,
+            key_id=principal.key_id,
+            created_at=now,
+            expires_at=now + retention_s,
+            provider=run.provider_id,
+            upstream_id=run.upstream_response_id or "",
+            response=builder.response.SerializeToString(),
+            input_items=translated.input_items,
+            context=(*(dict(i) for i in history), *translated.input_items, *builder.items),
+        )
+        try:
+            await self._bounded(self.store.save(stored))
+        except GatewayError as exc:
+            if quietly:
+                log.warning("response %s was not stored: %s", stored.id, exc)
+                return
+            raise StorageFailed(f"the response could not be stored ({exc.message})") from None
+
+    # -- stored responses ----------------------------------------------------------
+
+    async def get_response(
+        self, request: rs.GetResponseRequest, call: Call
+    ) -> rs.GetResponseResponse:
+        stored = await self._stored(request.response_id, call)
+        return rs.GetResponseResponse(response=rpb.Response.FromString(stored.response))
+
+    async def delete_response(
+        self, request: rs.DeleteResponseRequest, call: Call
+    ) -> rs.DeleteResponseResponse:
+        principal = await self.accounts.admit(call, "api", self.live.current.keys)
+        _required_id(request.response_id)
+        if not await self._bounded(self.store.delete(request.response_id, principal.key_id)):
+            raise _not_found(request.response_id)
+        return rs.DeleteResponseResponse(id=request.response_id, object="response", deleted=True)
+
+    async def list_input_items(
+        self, request: rs.ListInputItemsRequest, call: Call
+    ) -> rs.ListInputItemsResponse:
+        stored = await self._stored(request.response_id, call)
+        limit = request.limit if request.HasField("limit") else DEFAULT_PAGE
+        if not 1 <= limit <= MAX_PAGE:
+            raise InvalidArgument.for_field("limit", f"must be between 1 and {MAX_PAGE}")
+        order = request.order if request.HasField("order") else "desc"
+        if order not in ("asc", "desc"):
+            raise InvalidArgument.for_field("order", "must be asc or desc")
+        items = list(stored.input_items)
+        if order == "desc":
+            items.reverse()
+        ids = [str(item.get("id")) for item in items]
+        start, end = 0, len(items)
+        if request.HasField("after"):
+            start = _position(ids, request.after, "after") + 1
+        if request.HasField("before"):
+            end = _position(ids, request.before, "before")
+        page = items[start:end][:limit]
+        out = rs.ListInputItemsResponse(
+            object="list",
+            data=[input_item(item) for item in page],
+            has_more=start + len(page) < end,
+        )
+        if page:
+            out.first_id, out.last_id = str(page[0]["id"]), str(page[-1]["id"])
+        return out
+
+    async def _stored(self, response_id: str, call: Call) -> StoredResponse:
+        principal = await self.accounts.admit(call, "api", self.live.current.keys)
+        _required_id(response_id)
+        stored = await self._bounded(self.store.get(response_id, principal.key_id))
+        if stored is None:
+            raise _not_found(response_id)
+        return stored
+
+    async def _bounded(self, work: Awaitable[T]) -> T:
+        config: Config = self.live.current.config
+        return await bounded("stored responses", work, config.storage_timeout_s)
+
+    async def clean_every(self) -> None:
+        """Deletes expired responses every `responses.cleanup_interval_s`, for ever."""
+        while True:
+            await asyncio.sleep(self.live.current.config.responses.cleanup_interval_s)
+            try:
+                removed = await self._bounded(self.store.delete_expired(time.time()))
+            except GatewayError as exc:
+                log.warning("cleaning up expired responses failed: %s", exc)
+                continue
+            if removed:
+                log.info("deleted %d expired responses", removed)
+
+
+class StorageFailed(GatewayError):
+    """A finished response could not be stored although the caller asked for it."""
+
+    reason = "STORAGE_UNAVAILABLE"
+
+
+def _stored(request: ResponsesRequest) -> bool:
+    return request.store if request.HasField("store") else True
+
+
+def _renamed(exc: Unsupported) -> Unsupported:
+    """The capability error with the field as the Responses API names it."""
+    param = exc.param or ""
+    name = FIELD_NAMES.get(param, param)
+    message = name + exc.message[len(param) :] if exc.message.startswith(param) else exc.message
+    return Unsupported(message, {**exc.metadata, "field": name})
+
+
+def _required_id(response_id: str) -> None:
+    if not response_id:
+        raise InvalidArgument.for_field("response_id", "is required")
+
+
+def _not_found(response_id: str) -> NotFound:
+    return NotFound(f"no response {response_id!r}", {"response_id": response_id})
+
+
+def _position(ids: list[str], item_id: str, where: str) -> int:
+    try:
+        return ids.index(item_id)
+    except ValueError:
+        raise InvalidArgument.for_field(where, f"no input item {item_id!r}") from None
+
+
+def _echo_tool(tool: struct_pb2.Struct) -> struct_pb2.Struct:
+    """A tool as OpenAI echoes it: a function tool with `strict` (true by default) and
+    `description` (null when absent)."""
+    echoed = struct_pb2.Struct()
+    echoed.CopyFrom(tool)
+    if echoed.fields["type"].string_value == "function":
+        if "strict" not in echoed.fields:
+            echoed.fields["strict"].bool_value = True
+        if "description" not in echoed.fields:
+            echoed.fields["description"].null_value = struct_pb2.NULL_VALUE
+    return echoed
+
+
+def input_item(item: dict[str, object]) -> rpb.InputItem:
+    """A stored item (OpenAI's JSON shape) as the contract's InputItem."""
+    out = rpb.InputItem()
+    for key, value in item.items():
+        if key in ("content", "output") and isinstance(value, list):
+            target = out.content_parts if key == "content" else out.output_parts
+            for part in value:
+                assert isinstance(part, dict)
+                message = target.add()
+                for name, part_value in part.items():
+                    if name in ("annotations", "logprobs"):
+                        for entry in part_value:
+                            getattr(message, name).add().update(entry)
+                    elif name in message.DESCRIPTOR.fields_by_name:
+                        setattr(message, name, part_value)
+        elif key == "summary" and isinstance(value, list):
+            for part in value:
+                assert isinstance(part, dict)
+                out.summary.add(type=str(part.get("type")), text=str(part.get("text")))
+        elif key in out.DESCRIPTOR.fields_by_name:
+            setattr(out, key, value)
+    return out
