@@ -21,6 +21,7 @@ from http_facade.endpoint import Limits
 from http_facade.errors import EXCEPTION_HANDLERS
 from http_facade.openapi import document
 from http_facade.routes import routes
+from http_facade.unknown_routes import UnknownRouteHook
 from server.base.config import ServerConfig
 from server.base.pipeline import RpcMethod, methods
 
@@ -30,8 +31,10 @@ def create_app(
     table: dict[str, RpcMethod] | None = None,
     grpc_target: str | None = None,
     extra_routes: Sequence[BaseRoute] = (),
+    on_unknown_route: UnknownRouteHook | None = None,
 ) -> FastAPI:
-    """`extra_routes` are served beside the contract's (health, metrics, admin page)."""
+    """`extra_routes` are served beside the contract's (health, metrics, admin page);
+    `on_unknown_route` hears of every request no route serves."""
     if (table is None) == (grpc_target is None):
         raise ValueError("give exactly one of table (in-process) and grpc_target (edge)")
     backend: Backend
@@ -63,4 +66,5 @@ def create_app(
         exception_handlers=EXCEPTION_HANDLERS,
     )
     app.state.backend = backend
+    app.state.on_unknown_route = on_unknown_route
     return app

@@ -22,6 +22,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
+from http_facade.unknown_routes import nearest
 from server.base.errors import (
     Code,
     GatewayError,
@@ -211,8 +212,16 @@ async def on_http_exception(request: Request, exc: Exception) -> Response:
     """Starlette's own 404 and 405 (unknown path, wrong method), in the same body."""
     assert isinstance(exc, HTTPException)
     error: GatewayError
+    path, method = request.url.path, request.method
+    hook = getattr(request.app.state, "on_unknown_route", None)
+    if exc.status_code in (404, 405) and hook is not None:
+        client = request.client.host if request.client is not None else ""
+        hook(method, path, client, exc.status_code)
     if exc.status_code == 404:
-        error = NotFound(f"no route for {request.method} {request.url.path}")
+        message = f"no route for {method} {path}"
+        if (instead := nearest(path, method, request.app.routes)) is not None:
+            message += f"; use {instead}"
+        error = NotFound(message)
     elif exc.status_code == 405:
         error = MethodNotAllowed(f"{request.method} is not allowed on {request.url.path}")
     else:

@@ -104,6 +104,12 @@ class Gateway:
     observer: Observer
     closers: tuple[Closer, ...]
 
+    def unknown_route(self, method: str, path: str, client: str, status: int) -> None:
+        """Counts and logs a request no route served (the facade's hook)."""
+        self.metrics.unknown_routes.labels(method[:16]).inc()
+        if self.live.current.config.operations.request_log:
+            requestlog.write_unknown_route(method, path, client, status)
+
     def sample_metrics(self) -> None:
         self.metrics.sample(
             self.live.current.catalog, self.accounts.ledger, self.observer.in_flight
@@ -461,7 +467,9 @@ async def start(
     stopping: asyncio.Future[None] = asyncio.get_running_loop().create_future()
     if grpc_target is not None:
         edge = EdgeHealth(grpc_target)
-        app = create_app(settings, grpc_target=grpc_target, extra_routes=ops_routes(edge))
+        logged = requestlog.write_unknown_route if config.operations.request_log else None
+        app = create_app(settings, grpc_target=grpc_target, extra_routes=ops_routes(edge),
+                         on_unknown_route=logged)  # fmt: skip
         app.state.stopping = stopping
         http, task, http_port = await start_http(
             app, settings, grace_s=grace, reuse_port=reuse_port
@@ -488,7 +496,9 @@ async def start(
     )  # fmt: skip
     extra = ops_routes(gateway.health, gateway.render_metrics)
     if serve_http:
-        app = create_app(settings, table=table, extra_routes=extra)
+        app = create_app(
+            settings, table=table, extra_routes=extra, on_unknown_route=gateway.unknown_route
+        )
         app.state.stopping = stopping
         running._http, running._http_task, running.http_port = await start_http(
             app, settings, grace_s=grace, reuse_port=reuse_port

@@ -123,6 +123,11 @@ class Metrics:
             ["key_id"],
             registry=registry,
         )
+        self.unknown_routes = Counter(
+            "gateway_unknown_routes",
+            "Requests for a path (or method) the gateway does not serve, by method.",
+            ["method"], registry=registry,
+        )  # fmt: skip
         self.routes = Counter(
             "gateway_routing_decisions", "Models chosen by the router, by profile.",
             ["profile", "model"], registry=registry,

@@ -57,6 +57,19 @@ def write(o: Outcome) -> None:
         log.handle(log.makeRecord(LOGGER, logging.INFO, "", 0, line(o), (), None))
 
 
+def write_unknown_route(method: str, path: str, client: str, status: int) -> None:
+    """One line for a request no route serves: what was asked and by whom (the path
+    without its query, which may hold a secret)."""
+    if log.isEnabledFor(logging.INFO):
+        fields = {
+            "ts": round(time.time(), 3), "rpc": "", "status": "NOT_FOUND" if status == 404
+            else "METHOD_NOT_ALLOWED", "reason": "NO_ROUTE", "method": method[:16],
+            "path": path[:200], "client": client,
+        }  # fmt: skip
+        log.handle(log.makeRecord(LOGGER, logging.INFO, "", 0, orjson.dumps(fields).decode(),
+                                  (), None))  # fmt: skip
+
+
 def install(stream: Any = None) -> None:
     """Sends request lines, bare (one JSON object per line), to stderr, apart from the
     other logs' `time level name: message` format."""
