@@ -14,6 +14,10 @@ from server.base.generation import Capability, Provider, RetryPolicy
 
 log = logging.getLogger(__name__)
 
+# Model names of clients that talk to one endpoint and name no model (Hugging Face's
+# InferenceClient given a URL sends `dummy`): served by `default_model` when set.
+PLACEHOLDERS = ("dummy", "tgi")
+
 # Builds the adapter of one provider's config; the second argument names the config's
 # place for errors (models[0].providers[1]).
 ProviderBuilder = Callable[[ProviderConfig, str], Provider]
@@ -98,6 +102,10 @@ class Catalog:
                 log.warning("model %s has no price: its costs will be reported absent", model.id)
         self.deployments = {d.id: d for d in config.deployments}
         self._named = {name: m for m in config.models for name in (m.id, *m.aliases)}
+        if config.default_model is not None:
+            default = self._named[config.default_model]
+            for name in PLACEHOLDERS:
+                self._named.setdefault(name, default)
 
     @property
     def models(self) -> list[ModelConfig]:

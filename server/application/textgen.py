@@ -13,12 +13,14 @@ from gateway.v1 import deployment_service_pb2 as deployment
 
 from server.application.engine import Run
 
-# The gateway's finish reasons (OpenAI's) in TGI's words. A provider reports a stop
-# sequence and the end of sequence alike as `stop`, so both read as `eos_token`.
+# The gateway's finish reasons (OpenAI's) in TGI's words. `stop` is `eos_token` unless
+# the upstream said which stop sequence ended the text (`stop_sequence`).
 FINISH_REASONS = {"length": "length", "stop": "eos_token"}
 
 
 def finish_reason(run: Run) -> str:
+    if run.finish_reason == "stop" and run.stop_sequence is not None:
+        return "stop_sequence"  # the upstream said a stop sequence ended it
     return FINISH_REASONS.get(run.finish_reason, run.finish_reason)
 
 

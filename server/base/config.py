@@ -252,6 +252,9 @@ class Config(Strict):
     deployments: list[DeploymentConfig] = Field(default_factory=list)
     routing: RoutingConfig
     keys: list[KeyConfig] = Field(default_factory=list)
+    # The model that answers a request naming the placeholders of clients that talk to
+    # one endpoint (Hugging Face's InferenceClient sends `dummy` to a URL it is given).
+    default_model: str | None = None
 
     @model_validator(mode="after")
     def _references(self) -> Config:
@@ -266,6 +269,8 @@ class Config(Strict):
         _unique("keys", [k.name for k in self.keys])
         _unique("keys (secret)", [k.secret for k in self.keys])
         known = {m.id for m in self.models}
+        if self.default_model is not None and self.default_model not in known:
+            raise ValueError(f"default_model: unknown model {self.default_model!r}")
         for i, d in enumerate(self.deployments):
             if d.model not in known:
                 raise ValueError(f"deployments[{i}].model: unknown model {d.model!r}")
