@@ -107,8 +107,15 @@ def _streaming(
                     started = True
                 # A caller that reads nothing fills the window and the write waits; as
                 # over REST, it gets send_timeout_s, then the stream and its upstream end.
-                async with asyncio.timeout(limits.send_timeout_s):
-                    await context.write(chunk)
+                try:
+                    async with asyncio.timeout(limits.send_timeout_s):
+                        await context.write(chunk)
+                except (TimeoutError, asyncio.CancelledError):
+                    raise
+                except Exception:
+                    if context.cancelled() or context.done():
+                        return  # the caller went away during the write: nobody to tell
+                    raise
             return
         except GatewayError as exc:
             error: GatewayError = exc
