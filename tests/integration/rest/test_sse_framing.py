@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -42,6 +43,59 @@ async def stream(c: httpx.AsyncClient, path: str, body: dict[str, Any], headers:
     return response, raw, events
 
 
+# OpenAI's documented chat stream (tests/fixtures/transcripts/): the oracle of the shape.
+DOCUMENTED = Path(__file__).resolve().parents[2] / "fixtures/transcripts/openai_chat_stream.sse"
+CHUNK_KEYS = {"id", "object", "created", "model", "choices", "system_fingerprint", "usage",
+              "service_tier"}  # fmt: skip
+CHOICE_KEYS = {"index", "delta", "logprobs", "finish_reason"}
+DELTA_KEYS = {"role", "content", "tool_calls", "refusal"}
+
+
+def openai_stream_problems(chunks: list[Any]) -> list[str]:
+    """What in `chunks` (a chat stream's JSON events) OpenAI's stream would not have:
+    one id; choices with an index and a delta; finish_reason null or absent before the
+    last choice chunk and a string on it (OpenAI sends null on every other chunk);
+    usage only on a last chunk of no choices."""
+    problems = []
+    with_choices = [c for c in chunks if c["choices"]]
+    if len({c["id"] for c in chunks}) != 1:
+        problems.append("more than one id")
+    for n, chunk in enumerate(chunks):
+        if extra := set(chunk) - CHUNK_KEYS:
+            problems.append(f"chunk {n}: {sorted(extra)}")
+        if chunk["object"] != "chat.completion.chunk" or not isinstance(chunk["created"], int):
+            problems.append(f"chunk {n}: object or created")
+        if (
+            "usage" in chunk
+            and chunk["usage"] is not None
+            and (chunk["choices"] or n != len(chunks) - 1)
+        ):
+            problems.append(f"chunk {n}: usage beside choices or before the end")
+        for choice in chunk["choices"]:
+            if extra := set(choice) - CHOICE_KEYS:
+                problems.append(f"chunk {n}: choice has {sorted(extra)}")
+            if set(choice["delta"]) - DELTA_KEYS or not isinstance(choice["index"], int):
+                problems.append(f"chunk {n}: delta or index")
+            final = chunk is with_choices[-1]
+            reason = choice.get("finish_reason")
+            if final != isinstance(reason, str):
+                problems.append(f"chunk {n}: finish_reason {reason!r}")
+    return problems
+
+
+def test_the_shape_oracle_takes_openais_own_stream_and_refuses_others():
+    raw = DOCUMENTED.read_bytes()
+    documented = data_events(raw[:-2].split(b"\n\n"))
+    assert openai_stream_problems(documented) == []
+    assert all(c["choices"][0]["finish_reason"] is None for c in documented[:-2])
+    early = [
+        dict(c, choices=[{**c["choices"][0], "finish_reason": "stop"}]) for c in documented[:1]
+    ]
+    assert openai_stream_problems(early + documented[1:]) != []
+    unfinished = documented[:-2] + documented[-1:]
+    assert openai_stream_problems(unfinished) != []
+
+
 @both_modes
 @pytest.mark.parametrize("path", ["/v1/chat/completions", "/v1/chat/completions:stream"])
 async def test_chat_golden_shape(mode: str, path: str) -> None:
@@ -51,19 +105,14 @@ async def test_chat_golden_shape(mode: str, path: str) -> None:
     assert raw.count(b"data: [DONE]") == 1
     chunks = data_events(events)
     assert len(chunks) == len(events) - 1 >= 3
-    assert len({c["id"] for c in chunks}) == 1
+    assert openai_stream_problems(chunks) == []
     assert chunks[0]["id"].startswith("chatcmpl-")
-    for chunk in chunks:
-        assert chunk["object"] == "chat.completion.chunk"
-        assert isinstance(chunk["created"], int)
-        assert chunk["choices"][0]["index"] == 0
-        assert "usage" not in chunk
+    assert all("usage" not in chunk for chunk in chunks)
     first, middle, last = chunks[0], chunks[1:-1], chunks[-1]
-    assert first["choices"] == [{"index": 0, "delta": {"role": "assistant"}}]
-    assert middle and all(set(c["choices"][0]) == {"index", "delta"} for c in middle)
-    assert all(list(c["choices"][0]["delta"]) == ["content"] for c in middle)
+    assert first["choices"][0]["delta"] == {"role": "assistant"}
+    assert middle and all(list(c["choices"][0]["delta"]) == ["content"] for c in middle)
     assert middle[0]["choices"][0]["delta"]["content"] == "(simulated)"
-    assert last["choices"] == [{"index": 0, "delta": {}, "finish_reason": "stop"}]
+    assert last["choices"][0]["delta"] == {} and last["choices"][0]["finish_reason"] == "stop"
 
 
 @both_modes
