@@ -132,6 +132,9 @@ class FakeUpstream:
     problems: list[str] = field(default_factory=list)
     # perf_counter() times at which a client closed a connection mid-answer.
     disconnects: list[float] = field(default_factory=list)
+    # Requests being answered now, and the most there were at once.
+    in_flight: int = 0
+    peak_in_flight: int = 0
     port: int = 0
     _server: uvicorn.Server | None = None
     _task: asyncio.Task[None] | None = None
@@ -158,16 +161,21 @@ class FakeUpstream:
         body = json.loads(raw) if raw else {}
         self.seen.append(Seen(scope["path"], headers, body))
         fault = self.next_fault()
-        serve = asyncio.ensure_future(self._answer(scope["path"], headers, body, fault, send))
-        watch = asyncio.ensure_future(receive())
-        await asyncio.wait({serve, watch}, return_when=asyncio.FIRST_COMPLETED)
-        if not serve.done():
-            self.disconnects.append(time.perf_counter())
-            serve.cancel()
-        watch.cancel()
-        await asyncio.gather(watch, return_exceptions=True)
-        with suppress(asyncio.CancelledError):
-            await serve
+        self.in_flight += 1
+        self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+        try:
+            serve = asyncio.ensure_future(self._answer(scope["path"], headers, body, fault, send))
+            watch = asyncio.ensure_future(receive())
+            await asyncio.wait({serve, watch}, return_when=asyncio.FIRST_COMPLETED)
+            if not serve.done():
+                self.disconnects.append(time.perf_counter())
+                serve.cancel()
+            watch.cancel()
+            await asyncio.gather(watch, return_exceptions=True)
+            with suppress(asyncio.CancelledError):
+                await serve
+        finally:
+            self.in_flight -= 1
 
     def _reply(self, body: dict[str, Any]) -> Reply:
         tokens, finish = list(self.text), "stop"
