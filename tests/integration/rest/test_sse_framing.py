@@ -226,13 +226,23 @@ async def test_mid_stream_failure_ends_with_error_event(mode: str) -> None:
 @both_modes
 async def test_failover_to_backup(mode: str) -> None:
     data = default_config_dict()
-    data["models"][0]["providers"][0]["params"]["error_rate"] = 1.0
+    primary, backup = data["models"][0]["providers"]
+    primary["params"]["error_rate"] = 1.0
+    # The backup's answers are three words long, the primary's never under twelve: the
+    # answer says which one gave it.
+    backup["params"].update(min_reply_tokens=3, max_reply_tokens=3)
     async with client(mode, data) as c:
         r = await c.post("/v1/chat/completions", json=CHAT, headers=A)
         assert r.status_code == 200
-        assert r.json()["choices"][0]["message"]["content"].startswith("(simulated)")
+        content = r.json()["choices"][0]["message"]["content"]
+        assert content.startswith("(simulated)") and len(content.split()) == 3
+        assert r.json()["usage"]["completion_tokens"] == 3
         _, _, events = await stream(c, "/v1/chat/completions", {**CHAT, "stream": True}, A)
         assert events[-1] == b"data: [DONE]"
+        streamed = "".join(
+            ch["choices"][0]["delta"].get("content", "") for ch in data_events(events)
+        )
+        assert streamed == content
 
 
 @both_modes
