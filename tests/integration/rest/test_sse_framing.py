@@ -9,7 +9,6 @@ from typing import Any
 import httpx
 import pytest
 
-from server.providers import simulated
 from tests.support.facade import (
     CHAT,
     A,
@@ -21,6 +20,9 @@ from tests.support.facade import (
     sse,
 )
 from tests.support.gateways import default_config_dict, patched, wait_for
+from tests.support.upstreams.base import FakeUpstream, Fault, serving
+from tests.support.upstreams.config import model, provider, with_models
+from tests.support.upstreams.openai import OpenAIWire
 
 SSE_HEADERS = {
     "content-type": "text/event-stream",
@@ -261,32 +263,41 @@ async def test_keepalive_comments_while_waiting(mode: str) -> None:
     assert len([t for t in contents if t]) == 3
 
 
+def held(fault: Fault, upstream: FakeUpstream) -> dict[str, Any]:
+    """A config whose model `held` is served by `upstream` answering with `fault`."""
+    upstream.default = fault
+    return with_models(model("held", provider("held-p", "openai", upstream.url,
+                                              read_timeout_s=30)))  # fmt: skip
+
+
 @both_modes
-async def test_disconnect_cancels_the_generation(
-    mode: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    closed: list[str] = []
-    generate = simulated.SimulatedProvider.generate
+async def test_disconnect_cancels_the_generation(mode: str) -> None:
+    async with serving(OpenAIWire()) as upstream:
+        # Two tokens, then one every two seconds: a caller leaving after the first one
+        # leaves in the middle of a twenty-second answer.
+        data = held(Fault("slow_body", delay_s=2), upstream)
+        async with client(mode, data) as c:
+            body = {**CHAT, "model": "held", "stream": True}
+            async with c.stream("POST", "/v1/chat/completions", json=body, headers=A) as r:
+                check_headers(r)
+                async for line in r.aiter_lines():
+                    if "content" in line:
+                        break
+            # The upstream sees its connection closed, long before the answer's end.
+            await wait_for(lambda: len(upstream.disconnects) == 1, timeout_s=3)
 
-    async def tracked(self, request):  # type: ignore[no-untyped-def]
-        try:
-            async for event in generate(self, request):
-                yield event
-        finally:
-            closed.append(self.id)
 
-    monkeypatch.setattr(simulated.SimulatedProvider, "generate", tracked)
-    data = set_params(default_config_dict(), "sim-mini", tokens_per_second=2, min_reply_tokens=40)
-    async with client(mode, data) as c:
-        async with c.stream(
-            "POST", "/v1/chat/completions", json={**CHAT, "stream": True}, headers=A
-        ) as r:
-            check_headers(r)
-            async for line in r.aiter_lines():
-                if "content" in line:
-                    break
-        # The response is closed after two tokens of a 20-second reply.
-        await wait_for(lambda: closed == ["sim-mini-primary"], timeout_s=3)
+@both_modes
+@pytest.mark.parametrize("streamed", [True, False])
+async def test_disconnect_before_first_token_cancels(mode: str, streamed: bool) -> None:
+    async with serving(OpenAIWire()) as upstream:
+        data = held(Fault("hang"), upstream)
+        async with client(mode, data) as c:
+            with pytest.raises(httpx.ReadTimeout):
+                await c.post("/v1/chat/completions", headers=A, timeout=0.3,
+                             json={**CHAT, "model": "held", "stream": streamed})  # fmt: skip
+            # The client gave up while the upstream had said nothing; its request ends too.
+            await wait_for(lambda: len(upstream.disconnects) == 1, timeout_s=3)
 
 
 @both_modes
@@ -300,29 +311,3 @@ async def test_events_are_flushed_one_by_one(mode: str) -> None:
     assert len(parts) >= 4
     assert all(p.endswith(b"\n\n") for p in parts)
     assert json.loads(parts[0][6:-2])["choices"][0]["delta"] == {"role": "assistant"}
-
-
-@both_modes
-@pytest.mark.parametrize("streamed", [True, False])
-async def test_disconnect_before_first_token_cancels(
-    mode: str, streamed: bool, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    closed: list[str] = []
-    generate = simulated.SimulatedProvider.generate
-
-    async def tracked(self, request):  # type: ignore[no-untyped-def]
-        try:
-            async for event in generate(self, request):
-                yield event
-        finally:
-            closed.append(self.id)
-
-    monkeypatch.setattr(simulated.SimulatedProvider, "generate", tracked)
-    data = set_params(default_config_dict(), "sim-mini", ttft_ms=20_000)
-    async with client(mode, data) as c:
-        with pytest.raises(httpx.ReadTimeout):
-            await c.post(
-                "/v1/chat/completions", json={**CHAT, "stream": streamed}, headers=A, timeout=0.3
-            )
-        # The client gave up during a 20-second time to first token; the work stops too.
-        await wait_for(lambda: closed == ["sim-mini-primary"], timeout_s=3)

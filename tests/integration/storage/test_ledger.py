@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import time
+from urllib.parse import urlsplit
 
 import asyncpg
 import grpc
@@ -15,6 +16,7 @@ from gateway.v1 import model_service_pb2 as models
 
 from server.base.tokens import estimate
 from tests.support.facade import set_params
+from tests.support.faults import tcp_proxy
 from tests.support.gateways import running_gateway, start_process, stop_process, write_config
 from tests.support.grpc_stubs import API, Stubs
 from tests.support.shared_state import AdminClient, config_with
@@ -162,27 +164,34 @@ async def test_a_locked_database_does_not_slow_requests(pg_url):
             await asyncio.sleep(0.05)
 
 
-async def test_records_wait_out_an_unavailable_database(tmp_path):
-    data = config_with(sqlite_path=str(tmp_path / "gw.db"), ledger={"flush_interval_s": 0.05})
-    async with running_gateway(data) as gw:
-        usage = gw.gateway.store.usage
-        real_insert, failures = usage.insert, []
-
-        async def down(records):  # type: ignore[no-untyped-def]
-            if len(failures) < 3:
-                failures.append(len(records))
-                raise ConnectionError("database unavailable")
-            await real_insert(records)
-
-        usage.insert = down  # type: ignore[method-assign]
-        async with grpc.aio.insecure_channel(f"127.0.0.1:{gw.grpc_port}") as channel:
-            for _ in range(20):
-                await Stubs(channel).chat.CreateChatCompletion(_chat(), metadata=API)
-        deadline = time.monotonic() + 5
-        while await usage.count() < 20:
-            assert time.monotonic() < deadline
-            await asyncio.sleep(0.05)
-        assert len(failures) == 3 and gw.gateway.accounts.ledger.dropped == 0
+async def test_records_wait_out_an_unavailable_database(pg_url):
+    """PostgreSQL goes away (every connection reset, new ones closed at once) while
+    requests go on: their records wait in the buffer, the writes are retried, and when
+    the database is back every record lands, none dropped."""
+    target = urlsplit(pg_url)
+    async with tcp_proxy("127.0.0.1", target.port or 5432) as proxy:
+        url = f"postgresql://postgres@127.0.0.1:{proxy.port}{target.path}"
+        data = config_with(database_url=url, ledger={"flush_interval_s": 0.05})
+        async with running_gateway(data) as gw:
+            ledger, usage = gw.gateway.accounts.ledger, gw.gateway.store.usage
+            before, written = await usage.count(), ledger.written
+            proxy.down()
+            async with grpc.aio.insecure_channel(f"127.0.0.1:{gw.grpc_port}") as channel:
+                for _ in range(20):
+                    await Stubs(channel).chat.CreateChatCompletion(_chat(), metadata=API)
+            # The flusher tried, and tried again, while the database was away.
+            deadline = time.monotonic() + 5
+            while proxy.refused < 3:
+                assert time.monotonic() < deadline, "the ledger never tried to write"
+                await asyncio.sleep(0.05)
+            assert ledger.written == written and ledger.dropped == 0
+            proxy.up()
+            deadline = time.monotonic() + 10
+            while await usage.count() < before + 20:
+                assert time.monotonic() < deadline, "the records never reached the database"
+                await asyncio.sleep(0.05)
+            assert await usage.count() == before + 20
+            assert (ledger.dropped, ledger.poisoned, ledger.pending) == (0, 0, 0)
 
 
 async def _count(db) -> int:  # type: ignore[no-untyped-def]
