@@ -191,8 +191,9 @@ async def test_tokens_reserved_then_settled(limiter):
     # A request wanting more than the whole limit is counted as the whole limit.
     big = await limiter.acquire(uuid.uuid4().hex, None, 100, 500, "c")
     assert big.allowed and big.tokens_remaining == 0
-    # Settling an unknown ticket changes nothing.
+    # Settling an unknown ticket, or a key never seen, changes nothing.
     await limiter.settle(key, "nobody", 99)
+    await limiter.settle(uuid.uuid4().hex, "nobody", 99)
     assert (await limiter.acquire(key, None, 100, 20, "d")).tokens_remaining == 20
 
 

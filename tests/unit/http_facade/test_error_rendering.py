@@ -9,6 +9,8 @@ import json
 import logging
 
 import pytest
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
 
 from http_facade.errors import (
     ANTHROPIC,
@@ -21,6 +23,7 @@ from http_facade.errors import (
     error_response,
     error_status,
     internal,
+    on_http_exception,
     response_headers,
 )
 from server.base.errors import (
@@ -188,7 +191,7 @@ def test_an_unexpected_failure_is_logged_whole_and_shown_generically(caplog) -> 
     assert error.message == "internal error (request req-9)"
     assert error.metadata == {"request_id": "req-9"} and error.code == Code.INTERNAL
     (record,) = caplog.records
-    assert "req-9" in record.getMessage() and record.exc_info is not None
+    assert record.getMessage() == "request req-9 failed" and record.exc_info is not None
     assert isinstance(record.exc_info[1], RuntimeError)
 
 
@@ -197,3 +200,32 @@ def test_dialects_do_not_mix() -> None:
     assert set(error_body(error, OPENAI)) == {"error"}
     assert set(error_body(error, ANTHROPIC)) == {"type", "error"}
     assert error_status(AllProvidersFailed.of("m", []), OPENAI) == 503
+
+
+def request_for(method: str, path: str) -> Request:
+    return Request({"type": "http", "method": method, "path": path, "headers": [],
+                    "query_string": b""})  # fmt: skip
+
+
+async def test_starlettes_own_errors_in_the_same_body() -> None:
+    missing = await on_http_exception(request_for("GET", "/v1/nope"), HTTPException(404))
+    assert missing.status_code == 404
+    assert json.loads(bytes(missing.body))["error"] == {
+        "message": "no route for GET /v1/nope",
+        "type": "not_found_error",
+        "code": "not_found",
+        "param": None,
+    }
+    wrong = await on_http_exception(
+        request_for("GET", "/v1/chat/completions"), HTTPException(405, headers={"Allow": "POST"})
+    )
+    assert wrong.status_code == 405 and wrong.headers["allow"] == "POST"
+    assert json.loads(bytes(wrong.body))["error"]["message"] == (
+        "GET is not allowed on /v1/chat/completions"
+    )
+    bare = await on_http_exception(request_for("PUT", "/x"), HTTPException(405))
+    assert bare.status_code == 405 and "allow" not in bare.headers
+    other = await on_http_exception(request_for("POST", "/x"), HTTPException(400, "bad framing"))
+    assert other.status_code == 400
+    assert json.loads(bytes(other.body))["error"]["message"] == "bad framing"
+    assert json.loads(bytes(other.body))["error"]["type"] == "invalid_request_error"
