@@ -89,11 +89,14 @@ bench: $(BIN)/gateway
 # Mutation testing ([tool.mutmut] in pyproject.toml) of the modules where a bug costs
 # money or availability; not part of `make test` or CI. MUTANTS narrows it to some
 # mutants by name, e.g. make mutate MUTANTS='server.application.breaker*'. Results are
-# kept in mutants/ between runs (a mutant is tested again when its function changes);
-# the report of kill rates and surviving mutants goes to build/mutation/report.md.
+# kept in mutants/ between runs (a mutant is tested again when its function changes;
+# RETEST=1 tests the survivors again, after new tests); the report of kill rates and
+# surviving mutants goes to build/mutation/report.md.
 MUTANTS ?=
+RETEST ?=
 mutate: $(BIN)/gateway
 	mkdir -p build/mutation
+	if [ -n "$(RETEST)" ] && [ -d mutants ]; then $(BIN)/python -m tools.mutation_report --forget-survivors; fi
 	start=$$(date +%s); \
 	nice $(BIN)/mutmut run --max-children 2 $(MUTANTS); \
 	status=$$?; \

@@ -7,11 +7,16 @@ listed in tools/mutation_explained.txt as `<mutant name>  <why>`; the report cou
 as explained, not as a gap.
 
     python -m tools.mutation_report --seconds 1234 --output build/mutation/report.md
+
+mutmut tests a mutant again only when its function changes, not when the tests do;
+`--forget-survivors` clears the recorded result of every survivor (in mutants/*.meta),
+so that the next run tests them against the tests as they are now.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import subprocess
 import sys
 from collections import Counter, defaultdict
@@ -21,7 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 MUTMUT = str(Path(sys.executable).with_name("mutmut"))
 EXPLAINED = ROOT / "tools" / "mutation_explained.txt"
 # mutmut's words for a mutant the tests caught, and for one they did not.
-CAUGHT = {"killed", "timeout", "segfault"}
+CAUGHT = {"killed", "timeout", "segfault", "caught by type check"}
 MISSED = {"survived", "no tests", "suspicious"}
 
 
@@ -80,7 +85,7 @@ def report(found: dict[str, str], reasons: dict[str, str], seconds: int | None) 
     for module in sorted(by_module):
         c = by_module[module]
         total = sum(c.values())
-        tested = total - c["not checked"] - c["skipped"]
+        tested = total - c["not checked"] - c["skipped"] - c["check was interrupted by user"]
         caught = sum(c[s] for s in CAUGHT)
         missed = sum(c[s] for s in MISSED)
         rate = f"{100 * (caught + c['explained']) / tested:.1f}%" if tested else "-"
@@ -106,11 +111,36 @@ def report(found: dict[str, str], reasons: dict[str, str], seconds: int | None) 
     return "\n".join(lines) + "\n"
 
 
+def forget_survivors() -> int:
+    """Clears the result of every mutant the tests let survive; returns how many."""
+    forgotten = 0
+    for meta in (ROOT / "mutants").rglob("*.meta"):
+        data = json.loads(meta.read_text())
+        codes = data.get("exit_code_by_key", {})
+        # pytest's exit code 0: every test passed, the mutant survived; 5 and 33: no test
+        # reached it.
+        survived = [name for name, code in codes.items() if code in (0, 5, 33)]
+        for name in survived:
+            codes[name] = None
+        if survived:
+            meta.write_text(json.dumps(data, indent=4))
+            forgotten += len(survived)
+    return forgotten
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=int, default=None, help="how long the run took")
     parser.add_argument("--output", type=Path, default=ROOT / "build/mutation/report.md")
+    parser.add_argument(
+        "--forget-survivors",
+        action="store_true",
+        help="clear the survivors' results so the next run tests them again",
+    )
     args = parser.parse_args()
+    if args.forget_survivors:
+        print(f"{forget_survivors()} survivors will be tested again")
+        return
     text = report(results(), explained(), args.seconds)
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(text)

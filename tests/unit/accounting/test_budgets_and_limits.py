@@ -63,6 +63,24 @@ def spec(limit: float, period: str = "monthly", key: str | None = None) -> Budge
     return BudgetSpec(key or uuid.uuid4().hex, "team-a", limit, period)
 
 
+@pytest.fixture
+def new_york(monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+    """The machine's local time zone five hours off UTC."""
+    monkeypatch.setenv("TZ", "America/New_York")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
+
+
+def test_periods_are_utc_whatever_the_machines_zone(new_york):  # type: ignore[no-untyped-def]
+    # 2026-02-14 02:00 UTC is still the 13th in New York.
+    now = 1_771_034_400
+    assert period_bounds("daily", now) == (1_771_027_200, 1_771_027_200 + DAY)
+    # 2026-03-01 02:00 UTC is still February there.
+    assert period_bounds("monthly", 1_772_330_400) == (1_772_323_200, 1_772_323_200 + 31 * DAY)
+
+
 def test_period_bounds():
     # 2026-02-13 12:26:40 UTC
     now = 1_771_000_000
@@ -95,20 +113,26 @@ async def test_a_reservation_counts_until_settled_to_what_was_spent(budgets):
     with pytest.raises(BudgetExhausted) as spent:
         await b.reserve(key, 0.0)
     assert spent.value.message == "the monthly budget of $1 of key 'team-a' is exhausted"
-    # The ledger was read once, the first time the key was seen.
-    assert len(ledger.asked) == 1 and ledger.asked[0][0] == key.key_id
+    # The ledger was read once, the first time the key was seen, from the month's start.
+    assert ledger.asked == [(key.key_id, period_bounds("monthly")[0])]
 
 
 async def test_a_budget_already_spent_refuses_even_a_free_request(budgets):
-    b, key = budgets(Ledger(spent=2.0)), spec(2.0, "daily")
+    ledger = Ledger(spent=2.0)
+    b, key = budgets(ledger), spec(2.0, "daily")
+    start, end = period_bounds("daily")
+    before = time.time()
     with pytest.raises(BudgetExhausted) as refused:
         await b.reserve(key, 0)
+    after = time.time()
     error = refused.value
+    # The spend of the day so far, read from the ledger since the day began.
+    assert ledger.asked == [(key.key_id, start)]
     assert error.message == "the daily budget of $2 of key 'team-a' is exhausted"
     assert error.metadata == {"key": "team-a", "budget_usd": "2", "budget_period": "daily",
                               "spent_usd": "2.000000"}  # fmt: skip
-    _, end = period_bounds("daily")
-    assert error.retry_after_s == pytest.approx(int(end - time.time()) + 1, abs=1)  # type: ignore[operator]
+    # Whole seconds to the end of the day, and one more.
+    assert error.retry_after_s in {int(end - before) + 1, int(end - after) + 1}  # type: ignore[operator]
 
 
 async def test_a_lifetime_budget_has_no_retry_after(budgets):
@@ -148,15 +172,28 @@ def test_exhausted_names_the_request_when_budget_remains():
 async def test_redis_budget_reservations_lapse(redis, redis_prefix):
     b = RedisBudgets(redis, f"{redis_prefix}lapse{uuid.uuid4().hex[:6]}:", Ledger())
     key = spec(1.0)
+    before = time.time()
     await b.reserve(key, 0.9)
+    after = time.time()
     # An instance died holding it: once its time is up, it frees its room.
     acct, res = b._keys(key.key_id, period_bounds("monthly")[0])
     (ticket,) = await redis.hkeys(res)
+    # A reservation lapses RESERVATION_TTL_S after it was made.
+    amount, expiry = (await redis.hget(res, ticket)).decode().split(":")
+    assert amount == "0.9"
+    lapse_ms = budget.RESERVATION_TTL_S * 1000
+    assert before * 1000 + lapse_ms - 5 <= int(expiry) <= after * 1000 + lapse_ms + 5
     await redis.hset(res, ticket, f"0.9:{int(time.time() * 1000) - 1}")
     assert await b.status(key) == (0, 0)
     # The account outlives its period by a day, then goes.
     _, end = period_bounds("monthly")
-    assert abs(await redis.ttl(acct) - (int(end - time.time()) + DAY)) <= 2  # type: ignore[operator]
+    expected = {int(end - before) + DAY, int(end - after) + DAY}  # type: ignore[operator]
+    assert await redis.ttl(acct) in expected | {min(expected) - 1}
+    # A lifetime budget's account never expires.
+    forever = spec(1.0, "none")
+    await b.reserve(forever, 0.1)
+    acct, res = b._keys(forever.key_id, 0)
+    assert await redis.ttl(acct) == -1 and await redis.ttl(res) == -1
 
 
 # -- rate limiters --------------------------------------------------------------------
@@ -204,8 +241,15 @@ async def test_requests_counted_and_reset(limiter):
     assert [d.requests_remaining for d in decisions] == [2, 1, 0, 0]
     assert decisions[-1].requests_limit == 3 and decisions[-1].tokens_limit is None
     assert 1.5 < decisions[-1].retry_after_s <= 2 and 1.5 < decisions[-1].reset_s <= 2
-    unlimited = await limiter.acquire(uuid.uuid4().hex, None, None, 10, "u")
-    assert unlimited.allowed and unlimited.reset_s > 0
+    # Without a token limit, tokens are never refused, however many.
+    tokens_free = uuid.uuid4().hex
+    for i in range(3):
+        unlimited = await limiter.acquire(tokens_free, 5, None, 10_000, f"u{i}")
+        assert unlimited.allowed and unlimited.reset_s > 0
+    if isinstance(limiter, RedisLimiter):
+        # Redis's clock counts whole milliseconds: seconds are those, divided by 1000.
+        for seconds in (decisions[-1].retry_after_s, decisions[-1].reset_s):
+            assert abs(seconds * 1000 - round(seconds * 1000)) < 1e-6
 
 
 async def test_both_limits_at_once(limiter):
