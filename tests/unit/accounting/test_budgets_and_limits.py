@@ -302,3 +302,13 @@ def test_decision_headers():
     }
     assert Decision(True, None, 0, None, 0, 0, 0).headers() == {}
     assert over.remaining == -1
+
+
+async def test_redis_limiters_of_two_prefixes_count_apart(redis, redis_prefix):
+    run = uuid.uuid4().hex[:6]
+    one = RedisLimiter(redis, f"{redis_prefix}one{run}:", window_s=2)
+    two = RedisLimiter(redis, f"{redis_prefix}two{run}:", window_s=2)
+    assert (await one.acquire("k", 1, None, 0, "a")).allowed
+    assert (await two.acquire("k", 1, None, 0, "b")).allowed
+    assert not (await one.acquire("k", 1, None, 0, "c")).allowed
+    assert await redis.exists(f"{redis_prefix}one{run}:rl:{{k}}:log") == 1

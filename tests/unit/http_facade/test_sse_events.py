@@ -8,11 +8,20 @@ import asyncio
 import json
 from collections.abc import AsyncIterator
 
+import anyio
 import pytest
 from gateway.v1 import chat_service_pb2 as chat
 
 from http_facade.errors import ANTHROPIC
-from http_facade.sse import DONE, KEEPALIVE, MAX_AHEAD, SHUTTING_DOWN, Framing, events
+from http_facade.sse import (
+    DONE,
+    KEEPALIVE,
+    MAX_AHEAD,
+    SHUTTING_DOWN,
+    EventStream,
+    Framing,
+    events,
+)
 from server.base.errors import RateLimited, UpstreamError
 
 
@@ -175,3 +184,31 @@ async def test_a_shutdown_after_the_end_changes_nothing():
                                                                     name_field="type").keepalive])  # fmt: skip
 def test_keepalive_is_a_whole_event(keepalive: bytes) -> None:
     assert keepalive.endswith(b"\n\n") and keepalive.count(b"\n\n") == 1
+
+
+async def test_the_source_is_closed_even_inside_a_cancelled_scope():
+    """A response cancelled mid-stream (the client gone, the server stopping) still
+    lets its source finish closing, awaits and all."""
+    closed: list[bool] = []
+
+    async def body() -> AsyncIterator[bytes]:
+        try:
+            for _ in range(1000):
+                yield b"data: 1\n\n"
+        finally:
+            await asyncio.sleep(0.01)  # a clean-up that waits on something
+            closed.append(True)
+
+    async def receive() -> dict[str, str]:
+        await asyncio.sleep(10)
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, object]) -> None:
+        if message["type"] == "http.response.body" and message.get("body"):
+            scope.cancel()
+            await asyncio.sleep(0)  # the cancellation lands here, in the response
+
+    response = EventStream(body(), {})
+    with anyio.CancelScope() as scope:
+        await response({"type": "http", "asgi": {"spec_version": "2.4"}}, receive, send)
+    assert closed == [True]
