@@ -19,6 +19,7 @@ from tests.support.upstreams.anthropic import AnthropicWire
 from tests.support.upstreams.base import FakeUpstream, serving
 from tests.support.upstreams.checks import KEY
 from tests.support.upstreams.openai import OpenAIWire
+from tests.support.upstreams.responses import ResponsesWire
 from tests.support.upstreams.tgi import TgiWire
 
 BEARER = {"authorization": f"Bearer {KEY}"}
@@ -251,3 +252,29 @@ async def test_a_fake_without_a_key_takes_requests_without_one():
         assert (await post(fake, "/v1/chat/completions", {}, CHAT)).status_code == 200
     async with serving(TgiWire(key=None)) as fake:
         assert (await post(fake, "/generate", {}, GENERATE)).status_code == 200
+
+
+RESPONSE = {"model": "gpt-fake", "input": "hi"}
+RESPONSES_REFUSED = [
+    ("no key", {}, RESPONSE, 401, "You didn't provide an API key"),
+    ("chat's messages", BEARER, {**RESPONSE, "messages": []}, 400,
+     "Unrecognized request argument supplied: messages"),
+    ("chat's max_tokens", BEARER, {**RESPONSE, "max_tokens": 5}, 400,
+     "Unrecognized request argument supplied: max_tokens"),
+    ("no model", BEARER, {"input": "hi"}, 400, "Missing required parameter: 'model'"),
+    ("temperature above 2", BEARER, {**RESPONSE, "temperature": 3}, 400,
+     "Invalid value for 'temperature'"),
+    ("include as text", BEARER, {**RESPONSE, "include": "reasoning.encrypted_content"}, 400,
+     "Invalid value for 'include'"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "name, headers, body, status, message", RESPONSES_REFUSED, ids=[c[0] for c in RESPONSES_REFUSED]
+)
+async def test_the_responses_fake_refuses_as_openai(name, headers, body, status, message):
+    async with serving(ResponsesWire()) as fake:
+        assert (await post(fake, "/v1/responses", BEARER, RESPONSE)).status_code == 200
+        response = await post(fake, "/v1/responses", headers, body)
+    assert response.status_code == status, response.text
+    assert response.json()["error"]["message"].startswith(message)
