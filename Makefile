@@ -14,7 +14,7 @@ UV_VERSION := 0.13.9
 # Extra flags for `make lock`, e.g. LOCK_FLAGS=--upgrade, or LOCK_FLAGS='--upgrade-package ruff'.
 LOCK_FLAGS ?=
 
-.PHONY: setup lock hooks run generate check-generated third_party breaking lint typecheck test bench clean claude-code
+.PHONY: setup lock hooks run generate check-generated third_party breaking lint typecheck test bench mutate clean claude-code
 
 # The venv gets what the lock pins, hash-checked, and nothing newer; then the project itself,
 # without resolving again. `pip check` fails when a runtime dependency added to pyproject.toml
@@ -93,5 +93,23 @@ test: setup lint check-generated typecheck
 bench: $(BIN)/gateway
 	$(BIN)/python -m bench.overhead
 
+# Mutation testing ([tool.mutmut] in pyproject.toml) of the modules where a bug costs
+# money or availability; not part of `make test` or CI. MUTANTS narrows it to some
+# mutants by name, e.g. make mutate MUTANTS='server.application.breaker*'. Results are
+# kept in mutants/ between runs (a mutant is tested again when its function changes;
+# RETEST=1 tests the survivors again, after new tests); the report of kill rates and
+# surviving mutants goes to build/mutation/report.md.
+MUTANTS ?=
+RETEST ?=
+mutate: $(BIN)/gateway
+	mkdir -p build/mutation
+	if [ -n "$(RETEST)" ] && [ -d mutants ]; then $(BIN)/python -m tools.mutation_report --forget-survivors; fi
+	start=$$(date +%s); \
+	nice $(BIN)/mutmut run --max-children 2 $(MUTANTS); \
+	status=$$?; \
+	$(BIN)/python -m tools.mutation_report --seconds $$(( $$(date +%s) - start )) \
+		--output build/mutation/report.md; \
+	exit $$status
+
 clean:
-	rm -rf $(VENV) build node_modules
+	rm -rf $(VENV) build node_modules mutants

@@ -2,7 +2,9 @@
 
 A stand-in ListProviders handler raises the error whose code its `model` names; the
 same table is served over gRPC, over REST in-process, and over REST as an edge tier in
-front of that gRPC server. Each must agree with the one table in server/base/errors.py.
+front of that gRPC server. The expectations are written out below from the contract
+(DESIGN.md, "Contract decisions where the spec is silent"), not read from the code
+under test: a change to the gateway's table fails here until the contract says so.
 """
 
 from __future__ import annotations
@@ -19,16 +21,67 @@ from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 
 from http_facade.app import create_app
-from http_facade.errors import ERROR_TYPE
 from server.application.rpcs import handlers
 from server.base.call import Call
 from server.base.config import ServerConfig, parse
-from server.base.errors import HTTP_STATUS, Code, GatewayError
+from server.base.errors import Code, GatewayError
 from server.base.pipeline import rpc_table
 from server.cli.serve import build_gateway, start_grpc, start_http
 from tests.support.gateways import default_config_dict
 
+# The contract's gRPC code -> HTTP status (DESIGN.md); the four codes it does not name
+# take google.rpc.Code's documented HTTP mapping (google/rpc/code.proto).
+CONTRACT_HTTP_STATUS = {
+    "INVALID_ARGUMENT": 400,
+    "UNAUTHENTICATED": 401,
+    "PERMISSION_DENIED": 403,
+    "NOT_FOUND": 404,
+    "RESOURCE_EXHAUSTED": 429,
+    "FAILED_PRECONDITION": 400,
+    "ABORTED": 409,
+    "UNIMPLEMENTED": 501,
+    "INTERNAL": 500,
+    "UNAVAILABLE": 503,
+    "DEADLINE_EXCEEDED": 504,
+    "CANCELLED": 499,
+    # Not in DESIGN.md: code.proto's mapping.
+    "UNKNOWN": 500,
+    "ALREADY_EXISTS": 409,
+    "OUT_OF_RANGE": 400,
+    "DATA_LOSS": 500,
+}
+# UNAVAILABLE when an upstream answered badly (DESIGN.md: "502 when an upstream
+# answered badly").
+ANSWERED_BADLY = 502
+# OpenAI's `error.type` per status, so OpenAI clients raise their matching class: the
+# types OpenAI's API sends (invalid_request_error, authentication_error,
+# permission_error, not_found_error, rate_limit_error), then the gateway's own words for
+# the conditions OpenAI has no type for, and `api_error` for server faults.
+CONTRACT_ERROR_TYPE = {
+    "INVALID_ARGUMENT": "invalid_request_error",
+    "FAILED_PRECONDITION": "invalid_request_error",
+    "OUT_OF_RANGE": "invalid_request_error",
+    "UNAUTHENTICATED": "authentication_error",
+    "PERMISSION_DENIED": "permission_error",
+    "NOT_FOUND": "not_found_error",
+    "RESOURCE_EXHAUSTED": "rate_limit_error",
+    "DEADLINE_EXCEEDED": "timeout_error",
+    "CANCELLED": "cancelled",
+    "UNAVAILABLE": "upstream_error",
+    "ABORTED": "api_error",
+    "UNIMPLEMENTED": "api_error",
+    "INTERNAL": "api_error",
+    "UNKNOWN": "api_error",
+    "ALREADY_EXISTS": "api_error",
+    "DATA_LOSS": "api_error",
+}
 CODES = [code for code in Code if code != Code.OK]
+# An error's `model` names its code; this suffix makes it one an upstream answered.
+ANSWERED = "_ANSWERED"
+
+
+def test_the_oracle_names_every_code():
+    assert set(CONTRACT_HTTP_STATUS) == set(CONTRACT_ERROR_TYPE) == {c.name for c in CODES}
 
 
 class Raised(GatewayError):
@@ -36,9 +89,14 @@ class Raised(GatewayError):
 
 
 async def raise_named_code(request: provider_service_pb2.ListProvidersRequest, call: Call) -> Any:
-    error = Raised(f"failed with {request.model}", {"model": request.model})
-    error.code = Code[request.model]
-    error.reason = f"TEST_{request.model}"
+    name = request.model.removesuffix(ANSWERED)
+    error = Raised(
+        f"failed with {request.model}",
+        {"model": request.model},
+        upstream_answered=request.model.endswith(ANSWERED),
+    )
+    error.code = Code[name]
+    error.reason = f"TEST_{name}"
     raise error
 
 
@@ -74,10 +132,6 @@ async def servers() -> AsyncIterator[dict[str, Any]]:
         await gateway.aclose()
 
 
-def expected_http(code: Code) -> int:
-    return HTTP_STATUS.get(code, 500)
-
-
 @pytest.mark.parametrize("code", CODES, ids=lambda c: c.name)
 async def test_grpc_carries_the_code_and_rich_status(servers: dict[str, Any], code: Code) -> None:
     with pytest.raises(grpc.aio.AioRpcError) as raised:
@@ -103,15 +157,26 @@ async def test_rest_maps_the_code_to_its_status_and_body(
 ) -> None:
     async with httpx.AsyncClient(base_url=servers["urls"][mode], timeout=10) as http:
         response = await http.get("/v1/providers", params={"model": code.name})
-    assert response.status_code == expected_http(code), response.text
+    assert response.status_code == CONTRACT_HTTP_STATUS[code.name], response.text
     assert response.json() == {
         "error": {
             "message": f"failed with {code.name}",
-            "type": ERROR_TYPE.get(code, "api_error"),
+            "type": CONTRACT_ERROR_TYPE[code.name],
             "code": f"test_{code.name.lower()}",
             "param": None,
         }
     }
+
+
+@pytest.mark.parametrize("mode", ["in_process", "edge"])
+async def test_an_upstream_that_answered_badly_is_a_502(servers: dict[str, Any], mode: str):
+    async with httpx.AsyncClient(base_url=servers["urls"][mode], timeout=10) as http:
+        answered = await http.get("/v1/providers", params={"model": "UNAVAILABLE" + ANSWERED})
+        # Any other code keeps its own status, answered or not.
+        refused = await http.get("/v1/providers", params={"model": "INVALID_ARGUMENT" + ANSWERED})
+    assert answered.status_code == ANSWERED_BADLY, answered.text
+    assert answered.json()["error"]["type"] == "upstream_error"
+    assert refused.status_code == 400, refused.text
 
 
 def test_every_reason_the_gateway_emits_is_in_the_contract() -> None:

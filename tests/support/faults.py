@@ -16,13 +16,21 @@ class TcpProxy:
     """Forwards 127.0.0.1:`port` to `target`. `stall()` stops moving bytes both ways
     (connections stay open and silent, like a hung server) and makes new connections
     hang the same way; `resume()` lets them flow again; `cut()` resets every
-    connection open now."""
+    connection open now. `down()` is a server gone away: every connection reset, and
+    each new one closed as soon as it opens, until `up()`. `cut_on(marker)` resets
+    every connection the first time a client sends bytes holding `marker` (those bytes
+    never reach the server): an outage that strikes in the middle of a given request."""
 
     def __init__(self, target_host: str, target_port: int) -> None:
         self.target = (target_host, target_port)
         self.port = 0
         self._flowing = asyncio.Event()
         self._flowing.set()
+        self._down = False
+        self._marker: bytes | None = None
+        # Connections closed at once while down, and cuts made by a marker.
+        self.refused = 0
+        self.marker_cuts = 0
         self._writers: set[asyncio.StreamWriter] = set()
         self._tasks: set[asyncio.Task[None]] = set()
         self._server: asyncio.Server | None = None
@@ -38,6 +46,16 @@ class TcpProxy:
     def resume(self) -> None:
         self._flowing.set()
 
+    def down(self) -> None:
+        self._down = True
+        self.cut()
+
+    def up(self) -> None:
+        self._down = False
+
+    def cut_on(self, marker: bytes) -> None:
+        self._marker = marker
+
     def cut(self) -> None:
         for writer in list(self._writers):
             transport = writer.transport
@@ -46,6 +64,12 @@ class TcpProxy:
         self._writers.clear()
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if self._down:
+            self.refused += 1
+            transport = writer.transport
+            if isinstance(transport, asyncio.WriteTransport):
+                transport.abort()
+            return
         self._writers.add(writer)
         try:
             await self._flowing.wait()
@@ -55,7 +79,7 @@ class TcpProxy:
             return
         self._writers.add(up_writer)
         pumps = [
-            asyncio.create_task(self._pump(reader, up_writer)),
+            asyncio.create_task(self._pump(reader, up_writer, from_client=True)),
             asyncio.create_task(self._pump(up_reader, writer)),
         ]
         self._tasks.update(pumps)
@@ -67,10 +91,21 @@ class TcpProxy:
             self._writers.discard(w)
             w.close()
 
-    async def _pump(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _pump(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, from_client: bool = False
+    ) -> None:
+        seen = b""
         with contextlib.suppress(OSError, asyncio.IncompleteReadError):
             while data := await reader.read(65536):
                 await self._flowing.wait()
+                if from_client and self._marker is not None:
+                    # The tail of the previous read too: a marker split between reads.
+                    seen = seen[-len(self._marker) :] + data
+                    if self._marker in seen:
+                        self._marker = None
+                        self.marker_cuts += 1
+                        self.cut()
+                        return
                 writer.write(data)
                 await writer.drain()
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -37,33 +38,46 @@ async def stubs_for(config: dict) -> AsyncIterator[Stubs]:
 async def test_rate_limit_exhausted_carries_retry_info(config_dict):
     config_dict["keys"][0]["requests_per_minute"] = 2
     async with stubs_for(config_dict) as stubs:
+        started = time.monotonic()
         call = stubs.models.ListModels(models.ListModelsRequest(), metadata=API)
         await call
+        first_done = time.monotonic()
         headers = dict(await call.initial_metadata())
         assert headers["x-ratelimit-limit-requests"] == "2"
         assert headers["x-ratelimit-remaining-requests"] == "1"
         await stubs.models.ListModels(models.ListModelsRequest(), metadata=API)
+        asked = time.monotonic()
         with pytest.raises(grpc.aio.AioRpcError) as caught:
             await stubs.models.ListModels(models.ListModelsRequest(), metadata=API)
+        answered = time.monotonic()
         error = caught.value
         assert error.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
         retry = details(error)["RetryInfo"].retry_delay.seconds
-        assert 1 <= retry <= 60
+        # The first request leaves the minute's window 60 s after it was admitted,
+        # less the time since: whole seconds, rounded up (two values only when a
+        # second's boundary falls between what these clocks can tell apart).
+        assert retry in {math.ceil(60 - (answered - started)), math.ceil(60 - (asked - first_done))}
         trailers = dict(error.trailing_metadata())
         assert trailers["retry-after"] == str(retry)
         assert trailers["x-ratelimit-remaining-requests"] == "0"
 
 
 async def test_primary_failure_before_first_token_falls_back(config_dict):
-    _set_providers(config_dict, "sim-mini", {"error_rate": 1.0}, {})
+    # The backup answers in three words, the primary never under twelve.
+    backup = {"min_reply_tokens": 3, "max_reply_tokens": 3}
+    _set_providers(config_dict, "sim-mini", {"error_rate": 1.0}, backup)
     async with stubs_for(config_dict) as stubs:
         unary = await stubs.chat.CreateChatCompletion(
             chat.CreateChatCompletionRequest(model="sim-mini", messages=HELLO), metadata=API
         )
         assert unary.choices[0].finish_reason == "stop"
+        assert len(unary.choices[0].message.content.split()) == 3
+        assert unary.usage.completion_tokens == 3
         request = chat.StreamChatCompletionRequest(model="sim-mini", messages=HELLO)
         chunks = [c async for c in stubs.chat.StreamChatCompletion(request, metadata=API)]
         assert chunks[-1].choices[0].finish_reason == "stop"
+        text = "".join(c.choices[0].delta.content for c in chunks)
+        assert text == unary.choices[0].message.content
 
 
 async def test_every_provider_failing_names_each(config_dict):

@@ -23,6 +23,7 @@ from tests.support.facade import MODES, both_modes, client, facade
 from tests.support.gateways import API_KEY, default_config_dict, running_gateway
 from tests.support.grpc_stubs import API, details
 from tests.support.upstreams.base import Fault, serving
+from tests.support.upstreams.checks import KEY
 from tests.support.upstreams.config import PRICE, model, provider, with_models
 from tests.support.upstreams.openai import OpenAIWire, fake_vector
 
@@ -227,7 +228,7 @@ async def test_openai_adapter_sends_openais_shape_and_fails_over() -> None:
             assert extra["input_cost_usd"] == pytest.approx(20 * PRICE["input"] / 1e6)
             (seen,) = primary.seen
             assert seen.path == "/v1/embeddings"
-            assert seen.headers.get("authorization") is None  # no api_key_env configured
+            assert seen.headers["authorization"] == f"Bearer {KEY}"
             assert seen.body == {
                 "model": "gpt-fake", "input": ["a", "b", "c"], "encoding_format": "float",
                 "dimensions": 4, "user": "u-1",
@@ -252,7 +253,11 @@ async def test_fake_upstream_refuses_what_openai_refuses() -> None:
     import httpx
 
     wire = OpenAIWire()
-    async with serving(wire) as fake, httpx.AsyncClient(base_url=fake.url) as http:
+    auth = {"authorization": f"Bearer {KEY}"}
+    async with (
+        serving(wire) as fake,
+        httpx.AsyncClient(base_url=fake.url, headers=auth) as http,
+    ):
         for body in (
             {"model": "m", "input": "x", "seed": 1},
             {"model": "m", "input": []},

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import math
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -181,6 +183,14 @@ async def test_providers(c: httpx.AsyncClient) -> None:
     assert providers[0]["params"]["ttft_ms"] == 0
 
 
+def window_left(started: float, first_done: float, asked: float, answered: float) -> set[int]:
+    """The Retry-After of a request refused by a 60 s window that admitted its first
+    request between `started` and `first_done`, refused between `asked` and `answered`:
+    60 s less the time between the two, rounded up (one value unless a second's
+    boundary falls inside what the clocks here cannot tell apart)."""
+    return {math.ceil(60 - (answered - started)), math.ceil(60 - (asked - first_done))}
+
+
 @both_modes
 async def test_rate_limit_429(mode: str) -> None:
     data = default_config_dict()
@@ -188,25 +198,33 @@ async def test_rate_limit_429(mode: str) -> None:
         if key["kind"] == "api":
             key["requests_per_minute"] = 2
     async with client(mode, data) as http:
+        started = time.monotonic()
         for remaining in ("1", "0"):
             ok = await http.get("/v1/models", headers=A)
+            if remaining == "1":
+                first_done = time.monotonic()
             assert ok.status_code == 200
             assert ok.headers["x-ratelimit-limit-requests"] == "2"
             assert ok.headers["x-ratelimit-remaining-requests"] == remaining
+        asked = time.monotonic()
         limited = await http.post("/v1/chat/completions", json=CHAT, headers=A)
         error = error_of(limited, 429)
         assert error["type"] == "rate_limit_error"
         assert error["code"] == "rate_limited"
         retry_after = limited.headers["retry-after"]
-        assert retry_after.isdigit() and int(retry_after) >= 1
+        # The first request leaves the minute's window 60 s after it was admitted, less
+        # the time since, in whole seconds rounded up.
+        assert int(retry_after) in window_left(started, first_done, asked, time.monotonic())
         assert limited.headers["retry_after"] == retry_after
         assert limited.headers["x-ratelimit-limit-requests"] == "2"
         assert limited.headers["x-ratelimit-remaining-requests"] == "0"
         assert "x-ratelimit-reset-requests" in limited.headers
         # Streaming requests are limited the same way, before any event.
+        asked = time.monotonic()
         limited = await http.post("/v1/chat/completions", json={**CHAT, "stream": True}, headers=A)
         error_of(limited, 429)
-        assert limited.headers["retry_after"].isdigit()
+        left = window_left(started, first_done, asked, time.monotonic())
+        assert int(limited.headers["retry_after"]) in left
 
 
 async def test_unexpected_exception_is_a_generic_500(

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from server.providers import simulated
 from tests.support.facade import (
     CHAT,
     A,
@@ -20,6 +20,9 @@ from tests.support.facade import (
     sse,
 )
 from tests.support.gateways import default_config_dict, patched, wait_for
+from tests.support.upstreams.base import FakeUpstream, Fault, serving
+from tests.support.upstreams.config import model, provider, with_models
+from tests.support.upstreams.openai import OpenAIWire
 
 SSE_HEADERS = {
     "content-type": "text/event-stream",
@@ -42,6 +45,59 @@ async def stream(c: httpx.AsyncClient, path: str, body: dict[str, Any], headers:
     return response, raw, events
 
 
+# OpenAI's documented chat stream (tests/fixtures/transcripts/): the oracle of the shape.
+DOCUMENTED = Path(__file__).resolve().parents[2] / "fixtures/transcripts/openai_chat_stream.sse"
+CHUNK_KEYS = {"id", "object", "created", "model", "choices", "system_fingerprint", "usage",
+              "service_tier"}  # fmt: skip
+CHOICE_KEYS = {"index", "delta", "logprobs", "finish_reason"}
+DELTA_KEYS = {"role", "content", "tool_calls", "refusal"}
+
+
+def openai_stream_problems(chunks: list[Any]) -> list[str]:
+    """What in `chunks` (a chat stream's JSON events) OpenAI's stream would not have:
+    one id; choices with an index and a delta; finish_reason null or absent before the
+    last choice chunk and a string on it (OpenAI sends null on every other chunk);
+    usage only on a last chunk of no choices."""
+    problems = []
+    with_choices = [c for c in chunks if c["choices"]]
+    if len({c["id"] for c in chunks}) != 1:
+        problems.append("more than one id")
+    for n, chunk in enumerate(chunks):
+        if extra := set(chunk) - CHUNK_KEYS:
+            problems.append(f"chunk {n}: {sorted(extra)}")
+        if chunk["object"] != "chat.completion.chunk" or not isinstance(chunk["created"], int):
+            problems.append(f"chunk {n}: object or created")
+        if (
+            "usage" in chunk
+            and chunk["usage"] is not None
+            and (chunk["choices"] or n != len(chunks) - 1)
+        ):
+            problems.append(f"chunk {n}: usage beside choices or before the end")
+        for choice in chunk["choices"]:
+            if extra := set(choice) - CHOICE_KEYS:
+                problems.append(f"chunk {n}: choice has {sorted(extra)}")
+            if set(choice["delta"]) - DELTA_KEYS or not isinstance(choice["index"], int):
+                problems.append(f"chunk {n}: delta or index")
+            final = chunk is with_choices[-1]
+            reason = choice.get("finish_reason")
+            if final != isinstance(reason, str):
+                problems.append(f"chunk {n}: finish_reason {reason!r}")
+    return problems
+
+
+def test_the_shape_oracle_takes_openais_own_stream_and_refuses_others():
+    raw = DOCUMENTED.read_bytes()
+    documented = data_events(raw[:-2].split(b"\n\n"))
+    assert openai_stream_problems(documented) == []
+    assert all(c["choices"][0]["finish_reason"] is None for c in documented[:-2])
+    early = [
+        dict(c, choices=[{**c["choices"][0], "finish_reason": "stop"}]) for c in documented[:1]
+    ]
+    assert openai_stream_problems(early + documented[1:]) != []
+    unfinished = documented[:-2] + documented[-1:]
+    assert openai_stream_problems(unfinished) != []
+
+
 @both_modes
 @pytest.mark.parametrize("path", ["/v1/chat/completions", "/v1/chat/completions:stream"])
 async def test_chat_golden_shape(mode: str, path: str) -> None:
@@ -51,19 +107,14 @@ async def test_chat_golden_shape(mode: str, path: str) -> None:
     assert raw.count(b"data: [DONE]") == 1
     chunks = data_events(events)
     assert len(chunks) == len(events) - 1 >= 3
-    assert len({c["id"] for c in chunks}) == 1
+    assert openai_stream_problems(chunks) == []
     assert chunks[0]["id"].startswith("chatcmpl-")
-    for chunk in chunks:
-        assert chunk["object"] == "chat.completion.chunk"
-        assert isinstance(chunk["created"], int)
-        assert chunk["choices"][0]["index"] == 0
-        assert "usage" not in chunk
+    assert all("usage" not in chunk for chunk in chunks)
     first, middle, last = chunks[0], chunks[1:-1], chunks[-1]
-    assert first["choices"] == [{"index": 0, "delta": {"role": "assistant"}}]
-    assert middle and all(set(c["choices"][0]) == {"index", "delta"} for c in middle)
-    assert all(list(c["choices"][0]["delta"]) == ["content"] for c in middle)
+    assert first["choices"][0]["delta"] == {"role": "assistant"}
+    assert middle and all(list(c["choices"][0]["delta"]) == ["content"] for c in middle)
     assert middle[0]["choices"][0]["delta"]["content"] == "(simulated)"
-    assert last["choices"] == [{"index": 0, "delta": {}, "finish_reason": "stop"}]
+    assert last["choices"][0]["delta"] == {} and last["choices"][0]["finish_reason"] == "stop"
 
 
 @both_modes
@@ -177,13 +228,23 @@ async def test_mid_stream_failure_ends_with_error_event(mode: str) -> None:
 @both_modes
 async def test_failover_to_backup(mode: str) -> None:
     data = default_config_dict()
-    data["models"][0]["providers"][0]["params"]["error_rate"] = 1.0
+    primary, backup = data["models"][0]["providers"]
+    primary["params"]["error_rate"] = 1.0
+    # The backup's answers are three words long, the primary's never under twelve: the
+    # answer says which one gave it.
+    backup["params"].update(min_reply_tokens=3, max_reply_tokens=3)
     async with client(mode, data) as c:
         r = await c.post("/v1/chat/completions", json=CHAT, headers=A)
         assert r.status_code == 200
-        assert r.json()["choices"][0]["message"]["content"].startswith("(simulated)")
+        content = r.json()["choices"][0]["message"]["content"]
+        assert content.startswith("(simulated)") and len(content.split()) == 3
+        assert r.json()["usage"]["completion_tokens"] == 3
         _, _, events = await stream(c, "/v1/chat/completions", {**CHAT, "stream": True}, A)
         assert events[-1] == b"data: [DONE]"
+        streamed = "".join(
+            ch["choices"][0]["delta"].get("content", "") for ch in data_events(events)
+        )
+        assert streamed == content
 
 
 @both_modes
@@ -202,32 +263,41 @@ async def test_keepalive_comments_while_waiting(mode: str) -> None:
     assert len([t for t in contents if t]) == 3
 
 
+def held(fault: Fault, upstream: FakeUpstream) -> dict[str, Any]:
+    """A config whose model `held` is served by `upstream` answering with `fault`."""
+    upstream.default = fault
+    return with_models(model("held", provider("held-p", "openai", upstream.url,
+                                              read_timeout_s=30)))  # fmt: skip
+
+
 @both_modes
-async def test_disconnect_cancels_the_generation(
-    mode: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    closed: list[str] = []
-    generate = simulated.SimulatedProvider.generate
+async def test_disconnect_cancels_the_generation(mode: str) -> None:
+    async with serving(OpenAIWire()) as upstream:
+        # Two tokens, then one every two seconds: a caller leaving after the first one
+        # leaves in the middle of a twenty-second answer.
+        data = held(Fault("slow_body", delay_s=2), upstream)
+        async with client(mode, data) as c:
+            body = {**CHAT, "model": "held", "stream": True}
+            async with c.stream("POST", "/v1/chat/completions", json=body, headers=A) as r:
+                check_headers(r)
+                async for line in r.aiter_lines():
+                    if "content" in line:
+                        break
+            # The upstream sees its connection closed, long before the answer's end.
+            await wait_for(lambda: len(upstream.disconnects) == 1, timeout_s=3)
 
-    async def tracked(self, request):  # type: ignore[no-untyped-def]
-        try:
-            async for event in generate(self, request):
-                yield event
-        finally:
-            closed.append(self.id)
 
-    monkeypatch.setattr(simulated.SimulatedProvider, "generate", tracked)
-    data = set_params(default_config_dict(), "sim-mini", tokens_per_second=2, min_reply_tokens=40)
-    async with client(mode, data) as c:
-        async with c.stream(
-            "POST", "/v1/chat/completions", json={**CHAT, "stream": True}, headers=A
-        ) as r:
-            check_headers(r)
-            async for line in r.aiter_lines():
-                if "content" in line:
-                    break
-        # The response is closed after two tokens of a 20-second reply.
-        await wait_for(lambda: closed == ["sim-mini-primary"], timeout_s=3)
+@both_modes
+@pytest.mark.parametrize("streamed", [True, False])
+async def test_disconnect_before_first_token_cancels(mode: str, streamed: bool) -> None:
+    async with serving(OpenAIWire()) as upstream:
+        data = held(Fault("hang"), upstream)
+        async with client(mode, data) as c:
+            with pytest.raises(httpx.ReadTimeout):
+                await c.post("/v1/chat/completions", headers=A, timeout=0.3,
+                             json={**CHAT, "model": "held", "stream": streamed})  # fmt: skip
+            # The client gave up while the upstream had said nothing; its request ends too.
+            await wait_for(lambda: len(upstream.disconnects) == 1, timeout_s=3)
 
 
 @both_modes
@@ -241,29 +311,3 @@ async def test_events_are_flushed_one_by_one(mode: str) -> None:
     assert len(parts) >= 4
     assert all(p.endswith(b"\n\n") for p in parts)
     assert json.loads(parts[0][6:-2])["choices"][0]["delta"] == {"role": "assistant"}
-
-
-@both_modes
-@pytest.mark.parametrize("streamed", [True, False])
-async def test_disconnect_before_first_token_cancels(
-    mode: str, streamed: bool, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    closed: list[str] = []
-    generate = simulated.SimulatedProvider.generate
-
-    async def tracked(self, request):  # type: ignore[no-untyped-def]
-        try:
-            async for event in generate(self, request):
-                yield event
-        finally:
-            closed.append(self.id)
-
-    monkeypatch.setattr(simulated.SimulatedProvider, "generate", tracked)
-    data = set_params(default_config_dict(), "sim-mini", ttft_ms=20_000)
-    async with client(mode, data) as c:
-        with pytest.raises(httpx.ReadTimeout):
-            await c.post(
-                "/v1/chat/completions", json={**CHAT, "stream": streamed}, headers=A, timeout=0.3
-            )
-        # The client gave up during a 20-second time to first token; the work stops too.
-        await wait_for(lambda: closed == ["sim-mini-primary"], timeout_s=3)

@@ -13,6 +13,7 @@ from gateway.v1 import chat_service_pb2 as chat
 from gateway.v1 import usage_service_pb2 as usage_pb
 
 from server.accounting import budget
+from tests.support.facade import set_params
 from tests.support.gateways import running_gateway
 from tests.support.grpc_stubs import Stubs, details
 from tests.support.shared_state import MAX_TOKENS, REDIS_URL, AdminClient, config_with, reservation
@@ -37,7 +38,10 @@ def shared(request, redis_prefix):
 async def test_concurrent_requests_cannot_overrun_a_nearly_spent_budget(shared):
     each = reservation()
     limit = round(each * 10.5, 9)
-    async with running_gateway(config_with(**shared)) as gw:
+    data = config_with(**shared)
+    # sim-pro holds each request for a while: the burst below is in flight together.
+    set_params(data, "sim-pro", ttft_ms=300)
+    async with running_gateway(data) as gw:
         async with grpc.aio.insecure_channel(f"127.0.0.1:{gw.grpc_port}") as channel:
             client, stubs = AdminClient(channel), Stubs(channel)
             key_id, secret = await client.create("team-b", budget_usd=limit)

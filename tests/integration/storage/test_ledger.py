@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import time
+from urllib.parse import urlsplit
 
 import asyncpg
 import grpc
@@ -13,6 +14,9 @@ import pytest
 from gateway.v1 import chat_service_pb2 as chat
 from gateway.v1 import model_service_pb2 as models
 
+from server.base.tokens import estimate
+from tests.support.facade import set_params
+from tests.support.faults import tcp_proxy
 from tests.support.gateways import running_gateway, start_process, stop_process, write_config
 from tests.support.grpc_stubs import API, Stubs
 from tests.support.shared_state import AdminClient, config_with
@@ -64,6 +68,71 @@ async def test_every_request_is_recorded_success_or_failure(tmp_path):
     assert rows[3]["model"] == "no-such" and rows[3]["total_cost_usd"] is None
 
 
+async def test_failed_calls_are_recorded_as_their_failure_never_ok(tmp_path):
+    """A stream broken after its first token, a stream its caller cancelled, a unary
+    call whose every provider failed and one broken mid-answer: each row carries the
+    call's failure, the provider that broke it, and the tokens that did go out."""
+    data = config_with(sqlite_path=str(tmp_path / "gw.db"))
+    set_params(data, "sim-mini", fail_after_tokens=1)
+    set_params(data, "sim-standard", error_rate=1.0)
+    set_params(data, "sim-pro", tokens_per_second=5, min_reply_tokens=40, max_reply_tokens=40)
+    async with running_gateway(data) as gw:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{gw.grpc_port}") as channel:
+            stubs = Stubs(channel)
+
+            def meta(request_id: str):  # type: ignore[no-untyped-def]
+                return (*API, ("x-request-id", request_id))
+
+            broken = stubs.chat.StreamChatCompletion(
+                chat.StreamChatCompletionRequest(model="sim-mini", messages=HELLO),
+                metadata=meta("broken-stream"),
+            )
+            received = []
+            with pytest.raises(grpc.aio.AioRpcError) as failed:
+                async for chunk in broken:
+                    received.append(chunk)
+            assert failed.value.code() == grpc.StatusCode.UNAVAILABLE
+            assert [c.choices[0].delta.content for c in received][1] == "(simulated)"
+
+            cancelled = stubs.chat.StreamChatCompletion(
+                chat.StreamChatCompletionRequest(model="sim-pro", messages=HELLO),
+                metadata=meta("cancelled-stream"),
+            )
+            async for chunk in cancelled:
+                if chunk.choices[0].delta.content:
+                    break
+            cancelled.cancel()
+
+            for model, request_id in (("sim-standard", "unary-failed"),
+                                      ("sim-mini", "unary-broken")):  # fmt: skip
+                with pytest.raises(grpc.aio.AioRpcError) as failed:
+                    await stubs.chat.CreateChatCompletion(_chat(model), metadata=meta(request_id))
+                assert failed.value.code() == grpc.StatusCode.UNAVAILABLE
+        ledger = gw.gateway.accounts.ledger
+        deadline = time.monotonic() + 5
+        while True:
+            await ledger.flush()
+            rows = await gw.gateway.store.db.fetch(
+                "SELECT request_id, status, error_reason, provider, completion_tokens "
+                "FROM usage_records ORDER BY id"
+            )
+            if len(rows) == 4 or time.monotonic() > deadline:
+                break
+            await asyncio.sleep(0.05)
+    got = {r["request_id"]: (r["status"], r["error_reason"], r["provider"]) for r in rows}
+    assert got == {
+        "broken-stream": ("UNAVAILABLE", "UPSTREAM_ERROR", "sim-mini-primary"),
+        "cancelled-stream": ("CANCELLED", "CANCELLED", "sim-pro-primary"),
+        "unary-failed": ("UNAVAILABLE", "ALL_PROVIDERS_FAILED", ""),
+        "unary-broken": ("UNAVAILABLE", "UPSTREAM_ERROR", "sim-mini-primary"),
+    }
+    tokens = {r["request_id"]: r["completion_tokens"] for r in rows}
+    # The text that went out before the stream broke (the gateway counts it itself: the
+    # upstream never reported), and before the cancel.
+    assert tokens["broken-stream"] == estimate("(simulated)")
+    assert tokens["cancelled-stream"] >= estimate("(simulated)")
+
+
 async def test_a_locked_database_does_not_slow_requests(pg_url):
     data = config_with(database_url=pg_url, ledger={"flush_interval_s": 0.05})
     async with running_gateway(data) as gw:
@@ -95,27 +164,34 @@ async def test_a_locked_database_does_not_slow_requests(pg_url):
             await asyncio.sleep(0.05)
 
 
-async def test_records_wait_out_an_unavailable_database(tmp_path):
-    data = config_with(sqlite_path=str(tmp_path / "gw.db"), ledger={"flush_interval_s": 0.05})
-    async with running_gateway(data) as gw:
-        usage = gw.gateway.store.usage
-        real_insert, failures = usage.insert, []
-
-        async def down(records):  # type: ignore[no-untyped-def]
-            if len(failures) < 3:
-                failures.append(len(records))
-                raise ConnectionError("database unavailable")
-            await real_insert(records)
-
-        usage.insert = down  # type: ignore[method-assign]
-        async with grpc.aio.insecure_channel(f"127.0.0.1:{gw.grpc_port}") as channel:
-            for _ in range(20):
-                await Stubs(channel).chat.CreateChatCompletion(_chat(), metadata=API)
-        deadline = time.monotonic() + 5
-        while await usage.count() < 20:
-            assert time.monotonic() < deadline
-            await asyncio.sleep(0.05)
-        assert len(failures) == 3 and gw.gateway.accounts.ledger.dropped == 0
+async def test_records_wait_out_an_unavailable_database(pg_url):
+    """PostgreSQL goes away (every connection reset, new ones closed at once) while
+    requests go on: their records wait in the buffer, the writes are retried, and when
+    the database is back every record lands, none dropped."""
+    target = urlsplit(pg_url)
+    async with tcp_proxy("127.0.0.1", target.port or 5432) as proxy:
+        url = f"postgresql://postgres@127.0.0.1:{proxy.port}{target.path}"
+        data = config_with(database_url=url, ledger={"flush_interval_s": 0.05})
+        async with running_gateway(data) as gw:
+            ledger, usage = gw.gateway.accounts.ledger, gw.gateway.store.usage
+            before, written = await usage.count(), ledger.written
+            proxy.down()
+            async with grpc.aio.insecure_channel(f"127.0.0.1:{gw.grpc_port}") as channel:
+                for _ in range(20):
+                    await Stubs(channel).chat.CreateChatCompletion(_chat(), metadata=API)
+            # The flusher tried, and tried again, while the database was away.
+            deadline = time.monotonic() + 5
+            while proxy.refused < 3:
+                assert time.monotonic() < deadline, "the ledger never tried to write"
+                await asyncio.sleep(0.05)
+            assert ledger.written == written and ledger.dropped == 0
+            proxy.up()
+            deadline = time.monotonic() + 10
+            while await usage.count() < before + 20:
+                assert time.monotonic() < deadline, "the records never reached the database"
+                await asyncio.sleep(0.05)
+            assert await usage.count() == before + 20
+            assert (ledger.dropped, ledger.poisoned, ledger.pending) == (0, 0, 0)
 
 
 async def _count(db) -> int:  # type: ignore[no-untyped-def]

@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import time
+import uuid
+from urllib.parse import urlsplit
 
 import asyncpg
 import grpc
@@ -17,8 +19,9 @@ from gateway.v1 import chat_service_pb2 as chat
 from server.accounting.ledger import Ledger
 from server.base.config import StorageConfig
 from server.storage import open_store
-from server.storage.db import storable
+from server.storage.db import rejects_row, storable
 from server.storage.usage import UsageRecord
+from tests.support.faults import tcp_proxy
 from tests.support.gateways import (
     API_KEY,
     running_gateway,
@@ -75,31 +78,39 @@ async def test_poison_rows_are_dropped_and_the_rows_around_them_written(backend,
         await store.aclose()
 
 
-async def test_a_database_outage_mid_bisection_loses_and_duplicates_nothing(tmp_path):
-    store = await open_store(StorageConfig(sqlite_path=str(tmp_path / "l.db")))
-    try:
-        ledger = Ledger(store.usage, batch_size=64)
-        for i in range(64):
-            ledger.record(_record(i, prompt_tokens=2**70) if i == 40 else _record(i))
-        real, calls = store.usage.insert, []
-
-        async def flaky(rows):  # type: ignore[no-untyped-def]
-            calls.append(len(rows))
-            if len(calls) == 3:  # mid-bisection, the database goes away once
-                raise ConnectionError("database unavailable")
-            await real(rows)
-
-        store.usage.insert = flaky  # type: ignore[method-assign]
-        with pytest.raises(ConnectionError):
+async def test_a_database_outage_mid_bisection_loses_and_duplicates_nothing(pg_url):
+    """A batch with a poison row is being split around it when the connection to
+    PostgreSQL is reset, in the middle of the statement that carries row 50: nothing
+    written before is written again, nothing not yet written is lost."""
+    run = uuid.uuid4().hex[:10]
+    target = urlsplit(pg_url)
+    async with tcp_proxy("127.0.0.1", target.port or 5432) as proxy:
+        url = f"postgresql://postgres@127.0.0.1:{proxy.port}{target.path}"
+        store = await open_store(StorageConfig(database_url=url))
+        try:
+            ledger = Ledger(store.usage, batch_size=64)
+            for i in range(64):
+                row = _record(i, request_id=f"{run}-{i:03d}")
+                ledger.record(dataclasses.replace(row, prompt_tokens=2**70) if i == 40 else row)
+            proxy.cut_on(f"{run}-050".encode())
+            with pytest.raises(Exception) as failed:  # noqa: B017 - whatever the driver raises
+                await ledger.flush()
+            assert not rejects_row(failed.value), repr(failed.value)
+            assert proxy.marker_cuts == 1
+            # Mid-bisection: the rows before the poison row were written, the rest wait.
+            assert 0 < ledger.written < 63 and ledger.poisoned == 1
+            assert ledger.pending == 63 - ledger.written
             await ledger.flush()
-        await ledger.flush()
-        assert (ledger.written, ledger.poisoned, ledger.pending) == (63, 1, 0)
-        ids = [
-            r["request_id"] for r in await store.db.fetch("SELECT request_id FROM usage_records")
-        ]
-        assert sorted(ids) == sorted(f"req-{i}" for i in range(64) if i != 40)
-    finally:
-        await store.aclose()
+            assert (ledger.written, ledger.poisoned, ledger.pending) == (63, 1, 0)
+            ids = [
+                r["request_id"]
+                for r in await store.db.fetch(
+                    "SELECT request_id FROM usage_records WHERE request_id LIKE ?", f"{run}-%"
+                )
+            ]
+            assert sorted(ids) == [f"{run}-{i:03d}" for i in range(64) if i != 40]
+        finally:
+            await store.aclose()
 
 
 async def test_a_nul_in_the_model_does_not_stop_the_postgres_ledger(pg_url):

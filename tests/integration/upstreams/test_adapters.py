@@ -31,6 +31,7 @@ from tests.support.upstreams.base import (
     refused_url,
     serving,
 )
+from tests.support.upstreams.checks import KEY
 from tests.support.upstreams.config import provider
 from tests.support.upstreams.openai import OpenAIWire
 from tests.support.upstreams.tgi import TgiWire
@@ -183,14 +184,18 @@ async def test_api_key_from_env_is_sent_and_never_in_errors(monkeypatch, servers
     secret = "sk-test-secret-value-123456"
     monkeypatch.setenv("FAKE_UPSTREAM_KEY", secret)
     fake = fresh(servers["openai"])
-    fake.faults = [Fault(), Fault("status", 401)]
     p = build("openai", fake.url, api_key_env="FAKE_UPSTREAM_KEY")
+    wire = fake.wire
+    assert isinstance(wire, OpenAIWire)
+    wire.key = secret
     try:
         await collect(p.generate(CHAT))
+        fake.faults = [Fault("status", 401)]
         with pytest.raises(UpstreamError) as info:
             await collect(p.generate(CHAT))
     finally:
         await p.aclose()
+        wire.key = KEY
     assert fake.seen[0].headers["authorization"] == f"Bearer {secret}"
     assert info.value.retryable and info.value.upstream_answered
     assert secret not in str(info.value) and "api_key_env" in str(info.value)

@@ -1,21 +1,123 @@
-"""The Anthropic Messages wire format: POST /v1/messages, JSON or SSE events."""
+"""The Anthropic Messages wire format: POST /v1/messages, JSON or SSE events.
+
+Every request is checked as the Messages API checks it (`refusal`): the key in
+`x-api-key` (an `Authorization: Bearer` header is no key to it), the `anthropic-version`
+header, the top-level fields of anthropic-sdk-python's `MessageCreateParams` (an unknown
+one is the 400 "<field>: Extra inputs are not permitted"), each field's type and range,
+and the shapes of messages, content blocks, tools and tool_choice (shapes.py). A refused
+request gets the API's status and error body.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from tests.support.upstreams import shapes
 from tests.support.upstreams.base import Reply, sse
+from tests.support.upstreams.checks import (
+    BOOL,
+    KEY,
+    LIST,
+    OBJECT,
+    STRING,
+    Check,
+    Refusal,
+    first_problem,
+    integer,
+    number,
+    of_type,
+    one_of,
+    strings,
+)
 
 STOP = {"stop": "end_turn", "length": "max_tokens"}
+# MessageCreateParams' body fields (anthropic-sdk-python, src/anthropic/types/
+# message_create_params.py; `user_profile_id` is a header there, not a field).
+FIELDS = frozenset({
+    "max_tokens", "messages", "model", "cache_control", "container", "inference_geo",
+    "metadata", "output_config", "service_tier", "stop_sequences", "stream", "system",
+    "temperature", "thinking", "tool_choice", "tools", "top_k", "top_p",
+})  # fmt: skip
+REQUIRED = ("model", "max_tokens", "messages")
+# MessageCountTokensParams' body fields: the request without its sampling and stream.
+COUNT_FIELDS = frozenset({
+    "messages", "model", "cache_control", "output_config", "system", "thinking",
+    "tool_choice", "tools",
+})  # fmt: skip
+COUNT_REQUIRED = ("model", "messages")
+# Fields of beta features, taken when an anthropic-beta header names one.
+BETA_FIELDS = frozenset({"context_management", "mcp_servers", "container"})
+CHECKS: dict[str, Check] = {
+    "model": STRING,
+    "max_tokens": integer(1),
+    "messages": LIST,
+    "metadata": OBJECT,
+    "service_tier": one_of("auto", "standard_only"),
+    "stop_sequences": strings(),
+    "stream": BOOL,
+    "system": of_type(str, list, word="a string or an array of text blocks"),
+    "temperature": number(0, 1),
+    "thinking": OBJECT,
+    "tool_choice": OBJECT,
+    "tools": LIST,
+    "top_k": integer(0),
+    "top_p": number(0, 1),
+}
+VERSIONS = ("2023-06-01", "2023-01-01")
 
 
+def error(kind: str, message: str) -> Any:
+    return {"type": "error", "error": {"type": kind, "message": message},
+            "request_id": "req_fake"}  # fmt: skip
+
+
+def invalid(message: str) -> Refusal:
+    return Refusal(400, error("invalid_request_error", message), message)
+
+
+@dataclass
 class AnthropicWire:
     """Answers as Anthropic does; with thinking asked for, a signed thinking block comes
     first, and with the web search tool offered a server tool call and its result."""
 
-    def check(self, path: str, body: dict[str, Any]) -> list[str]:
-        return shapes.anthropic_messages(body, counting=path.endswith("/count_tokens"))
+    # The key the fake expects in x-api-key; None: any or none.
+    key: str | None = KEY
+
+    def refusal(self, path: str, headers: dict[str, str], body: dict[str, Any]) -> Refusal | None:
+        if self.key is not None:
+            given = headers.get("x-api-key")
+            if given is None:
+                message = "x-api-key header is required"
+                return Refusal(401, error("authentication_error", message), message)
+            if given != self.key:
+                message = "invalid x-api-key"
+                return Refusal(401, error("authentication_error", message), message)
+        version = headers.get("anthropic-version")
+        if version is None:
+            return invalid("anthropic-version: header is required")
+        if version not in VERSIONS:
+            return invalid(f"anthropic-version: invalid version {version!r}")
+        counting = path.endswith("/count_tokens")
+        fields, required = (COUNT_FIELDS, COUNT_REQUIRED) if counting else (FIELDS, REQUIRED)
+        if headers.get("anthropic-beta"):
+            fields = fields | BETA_FIELDS
+        if extra := sorted(set(body) - fields):
+            return invalid(f"{extra[0]}: Extra inputs are not permitted")
+        for name in required:
+            if name not in body:
+                return invalid(f"{name}: Field required")
+        if (found := first_problem(body, CHECKS, nullable=False)) is not None:
+            name, problem = found
+            return invalid(f"{name}: {problem}")
+        if set(body.get("metadata") or {}) - {"user_id"}:
+            extra = sorted(set(body["metadata"]) - {"user_id"})
+            return invalid(f"metadata.{extra[0]}: Extra inputs are not permitted")
+        if not isinstance((body.get("metadata") or {}).get("user_id", ""), str | None):
+            return invalid("metadata.user_id: Input should be a valid string")
+        if problems := shapes.anthropic_messages(body, counting=counting):
+            return invalid("; ".join(problems))
+        return None
 
     def is_stream(self, path: str, body: dict[str, Any]) -> bool:
         return bool(body.get("stream"))

@@ -84,6 +84,10 @@ class Reply:
 class Wire(Protocol):
     """One wire format's answers."""
 
+    def refusal(self, path: str, headers: dict[str, str], body: dict[str, Any]) -> Any:
+        """The real API's answer to a request it refuses (checks.Refusal), or None."""
+        ...
+
     def is_stream(self, path: str, body: dict[str, Any]) -> bool: ...
 
     def max_tokens(self, body: dict[str, Any]) -> int | None: ...
@@ -124,10 +128,13 @@ class FakeUpstream:
     usage: Usage = field(default_factory=Usage)
     text: tuple[str, ...] = TEXT
     seen: list[Seen] = field(default_factory=list)
-    # What the wire format's check refused in requests (see tests/support/upstreams/shapes.py).
+    # What the wire format refused in requests, as its real API would (checks.py).
     problems: list[str] = field(default_factory=list)
     # perf_counter() times at which a client closed a connection mid-answer.
     disconnects: list[float] = field(default_factory=list)
+    # Requests being answered now, and the most there were at once.
+    in_flight: int = 0
+    peak_in_flight: int = 0
     port: int = 0
     _server: uvicorn.Server | None = None
     _task: asyncio.Task[None] | None = None
@@ -154,16 +161,21 @@ class FakeUpstream:
         body = json.loads(raw) if raw else {}
         self.seen.append(Seen(scope["path"], headers, body))
         fault = self.next_fault()
-        serve = asyncio.ensure_future(self._answer(scope["path"], body, fault, send))
-        watch = asyncio.ensure_future(receive())
-        await asyncio.wait({serve, watch}, return_when=asyncio.FIRST_COMPLETED)
-        if not serve.done():
-            self.disconnects.append(time.perf_counter())
-            serve.cancel()
-        watch.cancel()
-        await asyncio.gather(watch, return_exceptions=True)
-        with suppress(asyncio.CancelledError):
-            await serve
+        self.in_flight += 1
+        self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+        try:
+            serve = asyncio.ensure_future(self._answer(scope["path"], headers, body, fault, send))
+            watch = asyncio.ensure_future(receive())
+            await asyncio.wait({serve, watch}, return_when=asyncio.FIRST_COMPLETED)
+            if not serve.done():
+                self.disconnects.append(time.perf_counter())
+                serve.cancel()
+            watch.cancel()
+            await asyncio.gather(watch, return_exceptions=True)
+            with suppress(asyncio.CancelledError):
+                await serve
+        finally:
+            self.in_flight -= 1
 
     def _reply(self, body: dict[str, Any]) -> Reply:
         tokens, finish = list(self.text), "stop"
@@ -172,20 +184,18 @@ class FakeUpstream:
             tokens, finish = tokens[:limit], "length"
         return Reply(tokens, finish, self.usage)
 
-    async def _answer(self, path: str, body: dict[str, Any], fault: Fault, send: Any) -> None:
-        # A wire may check a request's shape as the real upstream does: 400 when wrong.
-        check = getattr(self.wire, "refusal", None)
-        refused = check(path, body) if check is not None else None
+    async def _answer(
+        self, path: str, headers: dict[str, str], body: dict[str, Any], fault: Fault, send: Any
+    ) -> None:
+        # Every wire checks a request as its real API does: the credential, the fields
+        # and their types; a request the API would refuse gets the API's own answer.
+        refused = self.wire.refusal(path, headers, body)
         if refused is not None:
-            await _send_json(send, 400, refused, {})
-            return
-        check = getattr(self.wire, "check", None)
-        problems = check(path, body) if check is not None else []
-        if problems:
-            # As the real API would: 400, naming what it refused.
-            self.problems.extend(problems)
-            answer = {"error": {"type": "invalid_request_error", "message": "; ".join(problems)}}
-            await _send_json(send, 400, answer, {})
+            self.problems.append(refused.why)
+            if refused.text:
+                await _send_text(send, refused.status, refused.body, refused.headers)
+            else:
+                await _send_json(send, refused.status, refused.body, refused.headers)
             return
         if fault.kind == "hang":
             await asyncio.Event().wait()
@@ -277,6 +287,13 @@ async def _start(send: Any, status: int, content_type: str, extra: dict[str, str
     headers = [(b"content-type", content_type.encode())]
     headers += [(k.encode(), v.encode()) for k, v in extra.items()]
     await send({"type": "http.response.start", "status": status, "headers": headers})
+
+
+async def _send_text(send: Any, status: int, text: str, extra: dict[str, str]) -> None:
+    raw = text.encode()
+    await _start(send, status, "text/plain; charset=utf-8",
+                 {**extra, "content-length": str(len(raw))})  # fmt: skip
+    await send({"type": "http.response.body", "body": raw})
 
 
 async def _send_json(send: Any, status: int, answer: Any, extra: dict[str, str]) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from tests.support.gateways import default_config_dict
+from tests.support.upstreams.checks import KEY_ENV
 
 PRICE = {"input": 1.0, "output": 4.0, "cached_input": 0.5, "cache_write": 1.25, "reasoning": 8.0}
 # Short timeouts keep fault tests fast.
@@ -17,8 +18,12 @@ def provider(
     provider_id: str, adapter: str, url: str, kind: str = "primary", **params: Any
 ) -> dict[str, Any]:
     """A provider entry for `adapter` at the fake upstream `url`; the `breaker` and
-    `enabled` keywords go to the entry itself, every other one to its params."""
+    `enabled` keywords go to the entry itself, every other one to its params. The key
+    is the one the fakes expect (`api_key_env=None`: no key)."""
     entry: dict[str, Any] = {k: params.pop(k) for k in ("breaker", "enabled") if k in params}
+    params.setdefault("api_key_env", KEY_ENV)
+    if params["api_key_env"] is None:
+        del params["api_key_env"]
     return {
         "id": provider_id,
         "type": kind,

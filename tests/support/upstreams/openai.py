@@ -1,6 +1,13 @@
 """The OpenAI wire format: /v1/chat/completions and /v1/completions, JSON or SSE, and
-/v1/embeddings (whose requests are checked against OpenAI's API: a wrong one gets the
-400 OpenAI gives, and is kept in `refused`)."""
+/v1/embeddings.
+
+Every request is checked as OpenAI's API checks it (`refusal`): the key as
+`Authorization: Bearer`, the request's top-level fields against the installed openai
+SDK's parameter types (an unknown one is the 400 "Unrecognized request argument
+supplied"), each field's type and range, and the shapes of messages, tools,
+tool_choice and response_format (shapes.py). A refused request gets OpenAI's status and
+error body, and is kept in `refused`.
+"""
 
 from __future__ import annotations
 
@@ -10,13 +17,137 @@ import struct
 from dataclasses import dataclass, field
 from typing import Any
 
+from openai.types import completion_create_params as completion_params
+from openai.types import embedding_create_params
+from openai.types.chat import completion_create_params as chat_params
+
 from tests.support.upstreams import shapes
 from tests.support.upstreams.base import Reply, sse
+from tests.support.upstreams.checks import (
+    BOOL,
+    KEY,
+    LIST,
+    OBJECT,
+    STRING,
+    Check,
+    Refusal,
+    first_problem,
+    integer,
+    number,
+    of_type,
+    one_of,
+    str_map,
+    strings,
+)
 
 CREATED = 1767225600
-EMBEDDING_FIELDS = {"model", "input", "encoding_format", "dimensions", "user"}
+# The fields each endpoint takes, as the SDK's request types name them.
+CHAT_FIELDS = frozenset(chat_params.CompletionCreateParamsStreaming.__annotations__)
+COMPLETION_FIELDS = frozenset(completion_params.CompletionCreateParamsStreaming.__annotations__)
+EMBEDDING_FIELDS = frozenset(embedding_create_params.EmbeddingCreateParams.__annotations__)
 # Dimensions of the fake's vectors when the request does not shorten them.
 EMBEDDING_SIZE = 8
+
+# Types and ranges of the sampling and control fields (the API reference's).
+COMMON: dict[str, Check] = {
+    "model": STRING,
+    "temperature": number(0, 2),
+    "top_p": number(0, 1),
+    "max_tokens": integer(1),
+    "n": integer(1, 128),
+    "stop": strings(4, single=True),
+    "seed": integer(),
+    "presence_penalty": number(-2, 2),
+    "frequency_penalty": number(-2, 2),
+    "logit_bias": str_map(integer(-100, 100)),
+    "user": STRING,
+    "stream": BOOL,
+    "stream_options": OBJECT,
+}
+CHAT_CHECKS: dict[str, Check] = {
+    **COMMON,
+    "messages": LIST,
+    "max_completion_tokens": integer(1),
+    "logprobs": BOOL,
+    "top_logprobs": integer(0, 20),
+    "tools": LIST,
+    "tool_choice": of_type(str, dict, word="a string or an object"),
+    "parallel_tool_calls": BOOL,
+    "response_format": OBJECT,
+    "reasoning_effort": one_of("none", "minimal", "low", "medium", "high", "xhigh"),
+    "metadata": str_map(STRING),
+    "store": BOOL,
+}
+COMPLETION_CHECKS: dict[str, Check] = {
+    **COMMON,
+    "prompt": of_type(str, list, word="a string or an array"),
+    "logprobs": integer(0, 5),
+    "echo": BOOL,
+    "suffix": STRING,
+    "best_of": integer(1, 20),
+}
+
+
+def error_body(message: str, param: str | None = None, code: str | None = None) -> Any:
+    return {
+        "error": {"message": message, "type": "invalid_request_error", "param": param,
+                  "code": code}
+    }  # fmt: skip
+
+
+def bad_request(message: str, param: str | None = None, code: str | None = None) -> Refusal:
+    return Refusal(400, error_body(message, param, code), message)
+
+
+def credential_refusal(headers: dict[str, str], key: str | None) -> Refusal | None:
+    """OpenAI's 401s: no `Authorization: Bearer` at all, or another key."""
+    if key is None:
+        return None
+    given = headers.get("authorization")
+    if given is None or not given.startswith("Bearer "):
+        message = (
+            "You didn't provide an API key. You need to provide your API key in an "
+            "Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY)."
+        )
+        return Refusal(401, error_body(message), "no Bearer key")
+    if given != f"Bearer {key}":
+        message = "Incorrect API key provided. You can find your API key in your account."
+        return Refusal(401, error_body(message, code="invalid_api_key"), "wrong key")
+    return None
+
+
+def generation_refusal(path: str, body: dict[str, Any]) -> Refusal | None:
+    """What OpenAI refuses in a chat or text completion request body."""
+    chat = path.endswith("/chat/completions")
+    fields, checks = (CHAT_FIELDS, CHAT_CHECKS) if chat else (COMPLETION_FIELDS, COMPLETION_CHECKS)
+    if extra := sorted(set(body) - fields):
+        return bad_request(f"Unrecognized request argument supplied: {', '.join(extra)}")
+    for required in ("model", "messages" if chat else "prompt"):
+        if required not in body:
+            return bad_request(f"Missing required parameter: '{required}'.", required,
+                               "missing_required_parameter")  # fmt: skip
+    if (found := first_problem(body, checks, nullable=True)) is not None:
+        name, problem = found
+        return bad_request(f"Invalid value for '{name}': {problem}.", name, "invalid_value")
+    if body.get("stream_options") is not None and not body.get("stream"):
+        return bad_request(
+            "The 'stream_options' parameter is only allowed when 'stream' is enabled.",
+            "stream_options",
+        )
+    if chat and not body["messages"]:
+        return bad_request("Invalid 'messages': empty array.", "messages", "empty_array")
+    if chat and "parallel_tool_calls" in body and not body.get("tools"):
+        return bad_request(
+            "Invalid value for 'parallel_tool_calls': 'parallel_tool_calls' is only "
+            "allowed when 'tools' are specified.",
+            "parallel_tool_calls",
+        )
+    if chat and body.get("top_logprobs") is not None and not body.get("logprobs"):
+        return bad_request("'logprobs' must be set to true when 'top_logprobs' is given.",
+                           "top_logprobs")  # fmt: skip
+    if chat and (problems := shapes.openai_chat(body)):
+        return bad_request("; ".join(problems))
+    return None
 
 
 def embedding_problem(body: dict[str, Any]) -> str | None:
@@ -59,18 +190,23 @@ def fake_vector(index: int, size: int) -> list[float]:
 
 @dataclass
 class OpenAIWire:
-    # Embedding request bodies refused as OpenAI would refuse them.
+    # The key the fake expects as `Authorization: Bearer`; None: any or none (as an
+    # OpenAI-compatible server run without one, such as vLLM or Ollama).
+    key: str | None = KEY
+    # Request bodies refused as OpenAI would refuse them.
     refused: list[dict[str, Any]] = field(default_factory=list)
 
-    def refusal(self, path: str, body: dict[str, Any]) -> Any | None:
-        if not path.endswith("/embeddings"):
-            return None
-        problem = embedding_problem(body)
-        if problem is None:
-            return None
-        self.refused.append(body)
-        error = {"message": problem, "type": "invalid_request_error", "param": None, "code": None}
-        return {"error": error}
+    def refusal(self, path: str, headers: dict[str, str], body: dict[str, Any]) -> Refusal | None:
+        refused = credential_refusal(headers, self.key)
+        if refused is None:
+            if path.endswith("/embeddings"):
+                problem = embedding_problem(body)
+                refused = None if problem is None else bad_request(problem)
+            else:
+                refused = generation_refusal(path, body)
+        if refused is not None:
+            self.refused.append(body)
+        return refused
 
     def embeddings(self, body: dict[str, Any], reply: Reply) -> dict[str, Any]:
         inputs = body["input"]
@@ -85,9 +221,6 @@ class OpenAIWire:
         prompt = reply.usage.prompt_tokens
         usage = {"prompt_tokens": prompt, "total_tokens": prompt}
         return {"object": "list", "data": data, "model": body["model"], "usage": usage}
-
-    def check(self, path: str, body: dict[str, Any]) -> list[str]:
-        return shapes.openai_chat(body) if path.endswith("/chat/completions") else []
 
     def is_stream(self, path: str, body: dict[str, Any]) -> bool:
         return bool(body.get("stream"))

@@ -1,7 +1,13 @@
 """OpenAI's Responses API as an upstream (/v1/responses), JSON or SSE: a reasoning item
 (a summary and, when `include` asks, encrypted content), a `web_search_call` item when
 that built-in tool is offered, then the reply's text; usage with reasoning tokens; the
-response's id when it is stored."""
+response's id when it is stored.
+
+Every request is checked as the Responses API checks it (`refusal`): the key as
+`Authorization: Bearer`, the fields of the installed openai SDK's
+`ResponseCreateParams` (an unknown one is the 400 "Unrecognized request argument
+supplied"), and the types and ranges of the sampling and control fields.
+"""
 
 from __future__ import annotations
 
@@ -9,16 +15,72 @@ import itertools
 from dataclasses import dataclass, field
 from typing import Any
 
+from openai.types.responses import response_create_params
+
 from tests.support.upstreams.base import Reply, sse
+from tests.support.upstreams.checks import (
+    BOOL,
+    KEY,
+    LIST,
+    OBJECT,
+    STRING,
+    Check,
+    Refusal,
+    first_problem,
+    integer,
+    number,
+    of_type,
+    one_of,
+    str_map,
+    strings,
+)
+from tests.support.upstreams.openai import bad_request, credential_refusal
 
 SUMMARY = ("Thinking", " briefly.")
+FIELDS = frozenset(response_create_params.ResponseCreateParamsStreaming.__annotations__)
+CHECKS: dict[str, Check] = {
+    "model": STRING,
+    "input": of_type(str, list, word="a string or an array"),
+    "instructions": STRING,
+    "max_output_tokens": integer(1),
+    "temperature": number(0, 2),
+    "top_p": number(0, 1),
+    "top_logprobs": integer(0, 20),
+    "stream": BOOL,
+    "store": BOOL,
+    "include": strings(),
+    "tools": LIST,
+    "tool_choice": of_type(str, dict, word="a string or an object"),
+    "parallel_tool_calls": BOOL,
+    "reasoning": OBJECT,
+    "text": OBJECT,
+    "metadata": str_map(STRING),
+    "previous_response_id": STRING,
+    "truncation": one_of("auto", "disabled"),
+    "user": STRING,
+}
 
 
 @dataclass
 class ResponsesWire:
+    # The key the fake expects as `Authorization: Bearer`; None: any or none.
+    key: str | None = KEY
     # Encrypted reasoning this upstream handed out, in order.
     issued: list[str] = field(default_factory=list)
     _ids: Any = field(default_factory=itertools.count)
+
+    def refusal(self, path: str, headers: dict[str, str], body: dict[str, Any]) -> Refusal | None:
+        if (refused := credential_refusal(headers, self.key)) is not None:
+            return refused
+        if extra := sorted(set(body) - FIELDS):
+            return bad_request(f"Unrecognized request argument supplied: {', '.join(extra)}")
+        if "model" not in body:
+            return bad_request("Missing required parameter: 'model'.", "model",
+                               "missing_required_parameter")  # fmt: skip
+        if (found := first_problem(body, CHECKS, nullable=True)) is not None:
+            name, problem = found
+            return bad_request(f"Invalid value for '{name}': {problem}.", name, "invalid_value")
+        return None
 
     def is_stream(self, path: str, body: dict[str, Any]) -> bool:
         return bool(body.get("stream"))

@@ -1,0 +1,314 @@
+"""Budgets and rate limiters without a gateway around them: both backends of each (in
+memory, and in the real Redis) give the same answers, to the cent and the token: what
+is reserved, what a settlement frees, when a refusal says to come back, and what the
+refusal says."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from redis.asyncio import Redis
+
+from server.accounting import budget
+from server.accounting.budget import MemoryBudgets, RedisBudgets, exhausted, period_bounds
+from server.accounting.ratelimit import Decision, RedisLimiter, SlidingWindowLimiter
+from server.base.caller import BudgetSpec
+from server.base.errors import BudgetExhausted
+from tests.support.shared_state import REDIS_URL
+
+DAY = 86400
+
+
+class Ledger:
+    """What the usage ledger says each key spent, and how often it was asked."""
+
+    def __init__(self, spent: float = 0.0) -> None:
+        self.spent = spent
+        self.asked: list[tuple[str, float]] = []
+
+    async def __call__(self, key_id: str, since: float) -> float:
+        self.asked.append((key_id, since))
+        return self.spent
+
+
+@pytest.fixture
+async def redis() -> AsyncIterator[Redis]:
+    client = Redis.from_url(REDIS_URL)
+    yield client
+    await client.aclose()
+
+
+@pytest.fixture(params=["memory", "redis"])
+async def budgets(request: pytest.FixtureRequest, redis_prefix: str) -> AsyncIterator[Any]:
+    """A factory of budgets on one backend, each over its own ledger."""
+    clients: list[Redis] = []
+
+    def make(ledger: Ledger) -> Any:
+        if request.param == "memory":
+            return MemoryBudgets(ledger)
+        client = Redis.from_url(REDIS_URL)
+        clients.append(client)
+        return RedisBudgets(client, f"{redis_prefix}ub{uuid.uuid4().hex[:6]}:", ledger)
+
+    yield make
+    for client in clients:
+        await client.aclose()
+
+
+def spec(limit: float, period: str = "monthly", key: str | None = None) -> BudgetSpec:
+    return BudgetSpec(key or uuid.uuid4().hex, "team-a", limit, period)
+
+
+@pytest.fixture
+def new_york(monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+    """The machine's local time zone five hours off UTC."""
+    monkeypatch.setenv("TZ", "America/New_York")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
+
+
+def test_periods_are_utc_whatever_the_machines_zone(new_york):  # type: ignore[no-untyped-def]
+    # 2026-02-14 02:00 UTC is still the 13th in New York.
+    now = 1_771_034_400
+    assert period_bounds("daily", now) == (1_771_027_200, 1_771_027_200 + DAY)
+    # 2026-03-01 02:00 UTC is still February there.
+    assert period_bounds("monthly", 1_772_330_400) == (1_772_323_200, 1_772_323_200 + 31 * DAY)
+
+
+def test_period_bounds():
+    # 2026-02-13 12:26:40 UTC
+    now = 1_771_000_000
+    assert period_bounds("daily", now) == (1_770_940_800, 1_770_940_800 + DAY)
+    assert period_bounds("monthly", now) == (1_769_904_000, 1_769_904_000 + 28 * DAY)
+    # A 31-day month, and the first second of a month belongs to it.
+    assert period_bounds("monthly", 1_767_225_600) == (1_767_225_600, 1_767_225_600 + 31 * DAY)
+    assert period_bounds("none", now) == (0.0, None)
+    start, end = period_bounds("daily")
+    assert start <= time.time() < end  # type: ignore[operator]
+
+
+async def test_a_reservation_counts_until_settled_to_what_was_spent(budgets):
+    ledger = Ledger(spent=0.25)
+    b, key = budgets(ledger), spec(1.0)
+    first = await b.reserve(key, 0.5)
+    assert first.amount == 0.5 and first.spec == key
+    assert await b.status(key) == (pytest.approx(0.25), pytest.approx(0.5))
+    with pytest.raises(BudgetExhausted) as refused:
+        await b.reserve(key, 0.3)  # 0.25 spent + 0.5 reserved + 0.3 > 1
+    assert refused.value.metadata["spent_usd"] == "0.250000"
+    assert "cannot cover this request (up to $0.300000; $0.250000 spent, $0.500000 reserved" in (
+        refused.value.message
+    )
+    await b.settle(first, 0.125)
+    assert await b.status(key) == (pytest.approx(0.375), 0)
+    second = await b.reserve(key, 0.625)  # exactly what is left fits
+    await b.settle(second, 0.625)
+    assert await b.status(key) == (pytest.approx(1.0), 0)
+    with pytest.raises(BudgetExhausted) as spent:
+        await b.reserve(key, 0.0)
+    assert spent.value.message == "the monthly budget of $1 of key 'team-a' is exhausted"
+    # The ledger was read once, the first time the key was seen, from the month's start.
+    assert ledger.asked == [(key.key_id, period_bounds("monthly")[0])]
+
+
+async def test_a_budget_already_spent_refuses_even_a_free_request(budgets):
+    ledger = Ledger(spent=2.0)
+    b, key = budgets(ledger), spec(2.0, "daily")
+    start, end = period_bounds("daily")
+    before = time.time()
+    with pytest.raises(BudgetExhausted) as refused:
+        await b.reserve(key, 0)
+    after = time.time()
+    error = refused.value
+    # The spend of the day so far, read from the ledger since the day began.
+    assert ledger.asked == [(key.key_id, start)]
+    assert error.message == "the daily budget of $2 of key 'team-a' is exhausted"
+    assert error.metadata == {"key": "team-a", "budget_usd": "2", "budget_period": "daily",
+                              "spent_usd": "2.000000"}  # fmt: skip
+    # Whole seconds to the end of the day, and one more.
+    assert error.retry_after_s in {int(end - before) + 1, int(end - after) + 1}  # type: ignore[operator]
+
+
+async def test_a_lifetime_budget_has_no_retry_after(budgets):
+    b, key = budgets(Ledger(spent=5.0)), spec(5.0, "none")
+    with pytest.raises(BudgetExhausted) as refused:
+        await b.reserve(key, 0.01)
+    assert refused.value.retry_after_s is None
+    assert refused.value.message.startswith("the lifetime budget of $5")
+
+
+async def test_reservations_of_two_keys_do_not_mix(budgets):
+    b = budgets(Ledger())
+    one, two = spec(1.0), spec(1.0)
+    await b.reserve(one, 0.9)
+    await b.reserve(two, 0.9)
+    assert await b.status(one) == (0, pytest.approx(0.9))
+
+
+async def test_a_settlement_from_another_period_is_ignored(budgets):
+    b, key = budgets(Ledger()), spec(1.0)
+    held = await b.reserve(key, 0.4)
+    stale = budget.Reservation(key, held.period_start - 31 * DAY, 0.4, held.ticket)
+    await b.settle(stale, 0.9)
+    assert await b.status(key) == (0, pytest.approx(0.4))
+
+
+def test_exhausted_names_the_request_when_budget_remains():
+    error = exhausted(spec(3.0, "monthly"), 1.0, 0.5, 2.0)
+    assert error.message == (
+        "the monthly budget of $3 of key 'team-a' cannot cover this request "
+        "(up to $2.000000; $1.000000 spent, $0.500000 reserved by requests in flight)"
+    )
+    assert isinstance(error, BudgetExhausted) and error.retry_after_s is not None
+    assert error.retry_after_s >= 1
+
+
+async def test_redis_budget_reservations_lapse(redis, redis_prefix):
+    b = RedisBudgets(redis, f"{redis_prefix}lapse{uuid.uuid4().hex[:6]}:", Ledger())
+    key = spec(1.0)
+    before = time.time()
+    await b.reserve(key, 0.9)
+    after = time.time()
+    # An instance died holding it: once its time is up, it frees its room.
+    acct, res = b._keys(key.key_id, period_bounds("monthly")[0])
+    (ticket,) = await redis.hkeys(res)
+    # A reservation lapses RESERVATION_TTL_S after it was made.
+    amount, expiry = (await redis.hget(res, ticket)).decode().split(":")
+    assert amount == "0.9"
+    lapse_ms = budget.RESERVATION_TTL_S * 1000
+    assert before * 1000 + lapse_ms - 5 <= int(expiry) <= after * 1000 + lapse_ms + 5
+    await redis.hset(res, ticket, f"0.9:{int(time.time() * 1000) - 1}")
+    assert await b.status(key) == (0, 0)
+    # The account outlives its period by a day, then goes.
+    _, end = period_bounds("monthly")
+    expected = {int(end - before) + DAY, int(end - after) + DAY}  # type: ignore[operator]
+    assert await redis.ttl(acct) in expected | {min(expected) - 1}
+    # A lifetime budget's account never expires.
+    forever = spec(1.0, "none")
+    await b.reserve(forever, 0.1)
+    acct, res = b._keys(forever.key_id, 0)
+    assert await redis.ttl(acct) == -1 and await redis.ttl(res) == -1
+
+
+# -- rate limiters --------------------------------------------------------------------
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 500.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture(params=["memory", "redis"])
+def limiter(request: pytest.FixtureRequest, redis, redis_prefix) -> Any:  # type: ignore[no-untyped-def]
+    if request.param == "memory":
+        return SlidingWindowLimiter(window_s=2)
+    return RedisLimiter(redis, f"{redis_prefix}ul{uuid.uuid4().hex[:6]}:", window_s=2)
+
+
+async def test_tokens_reserved_then_settled(limiter):
+    key = uuid.uuid4().hex
+    first = await limiter.acquire(key, None, 100, 60, "a")
+    assert first.allowed and (first.tokens_limit, first.tokens_remaining) == (100, 40)
+    assert first.requests_limit is None and first.retry_after_s == 0
+    refused = await limiter.acquire(key, None, 100, 50, "b")
+    assert not refused.allowed and refused.tokens_remaining == 40
+    assert 1.5 < refused.retry_after_s <= 2
+    await limiter.settle(key, "a", 10)
+    second = await limiter.acquire(key, None, 100, 50, "b")
+    assert second.allowed and second.tokens_remaining == 40
+    # A request wanting more than the whole limit is counted as the whole limit.
+    big = await limiter.acquire(uuid.uuid4().hex, None, 100, 500, "c")
+    assert big.allowed and big.tokens_remaining == 0
+    # Settling an unknown ticket, or a key never seen, changes nothing.
+    await limiter.settle(key, "nobody", 99)
+    await limiter.settle(uuid.uuid4().hex, "nobody", 99)
+    assert (await limiter.acquire(key, None, 100, 20, "d")).tokens_remaining == 20
+
+
+async def test_requests_counted_and_reset(limiter):
+    key = uuid.uuid4().hex
+    decisions = [await limiter.acquire(key, 3, None, 0, f"t{i}") for i in range(4)]
+    assert [d.allowed for d in decisions] == [True, True, True, False]
+    assert [d.requests_remaining for d in decisions] == [2, 1, 0, 0]
+    assert decisions[-1].requests_limit == 3 and decisions[-1].tokens_limit is None
+    assert 1.5 < decisions[-1].retry_after_s <= 2 and 1.5 < decisions[-1].reset_s <= 2
+    # Without a token limit, tokens are never refused, however many.
+    tokens_free = uuid.uuid4().hex
+    for i in range(3):
+        unlimited = await limiter.acquire(tokens_free, 5, None, 10_000, f"u{i}")
+        assert unlimited.allowed and unlimited.reset_s > 0
+    if isinstance(limiter, RedisLimiter):
+        # Redis's clock counts whole milliseconds: seconds are those, divided by 1000.
+        for seconds in (decisions[-1].retry_after_s, decisions[-1].reset_s):
+            assert abs(seconds * 1000 - round(seconds * 1000)) < 1e-6
+
+
+async def test_both_limits_at_once(limiter):
+    key = uuid.uuid4().hex
+    assert (await limiter.acquire(key, 2, 100, 30, "a")).allowed
+    by_tokens = await limiter.acquire(key, 2, 100, 80, "b")
+    assert not by_tokens.allowed and by_tokens.requests_remaining == 1
+    assert (await limiter.acquire(key, 2, 100, 30, "c")).allowed
+    by_requests = await limiter.acquire(key, 2, 100, 1, "d")
+    assert not by_requests.allowed and by_requests.requests_remaining == 0
+
+
+def test_the_window_slides():
+    clock = Clock()
+    limiter = SlidingWindowLimiter(clock, window_s=60)
+    limiter.hit("k", None, 100, 60, "a")
+    clock.now += 20
+    limiter.hit("k", None, 100, 30, "b")
+    clock.now += 20
+    refused = limiter.hit("k", None, 100, 50, "c")
+    # 90 used; 40 more must leave: the first entry (60) leaves the window at t=560.
+    assert not refused.allowed and refused.retry_after_s == pytest.approx(20)
+    assert refused.reset_s == pytest.approx(40)
+    clock.now += 20  # the first entry is exactly a window old: gone
+    allowed = limiter.hit("k", None, 100, 50, "c")
+    assert allowed.allowed and allowed.tokens_remaining == 20
+    # A ticket settled after its entry left the window changes nothing.
+    clock.now += 61
+    import asyncio
+
+    asyncio.run(limiter.settle("k", "b", 1000))
+    assert limiter.hit("k", None, 100, 100, "d").allowed
+
+
+def test_decision_headers():
+    both = Decision(True, 10, 3, 1000, 250, 0.0, 12.2)
+    assert both.headers() == {
+        "x-ratelimit-limit-requests": "10",
+        "x-ratelimit-remaining-requests": "3",
+        "x-ratelimit-reset-requests": "13s",
+        "x-ratelimit-limit-tokens": "1000",
+        "x-ratelimit-remaining-tokens": "250",
+        "x-ratelimit-reset-tokens": "13s",
+    }
+    over = Decision(False, 10, -1, None, 0, 5.0, 5.0)
+    assert over.headers() == {
+        "x-ratelimit-limit-requests": "10",
+        "x-ratelimit-remaining-requests": "0",
+        "x-ratelimit-reset-requests": "5s",
+    }
+    assert Decision(True, None, 0, None, 0, 0, 0).headers() == {}
+    assert over.remaining == -1
+
+
+async def test_redis_limiters_of_two_prefixes_count_apart(redis, redis_prefix):
+    run = uuid.uuid4().hex[:6]
+    one = RedisLimiter(redis, f"{redis_prefix}one{run}:", window_s=2)
+    two = RedisLimiter(redis, f"{redis_prefix}two{run}:", window_s=2)
+    assert (await one.acquire("k", 1, None, 0, "a")).allowed
+    assert (await two.acquire("k", 1, None, 0, "b")).allowed
+    assert not (await one.acquire("k", 1, None, 0, "c")).allowed
+    assert await redis.exists(f"{redis_prefix}one{run}:rl:{{k}}:log") == 1
