@@ -213,13 +213,14 @@ async def on_http_exception(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
     error: GatewayError
     path, method = request.url.path, request.method
-    hook = getattr(request.app.state, "on_unknown_route", None)
+    app = request.scope.get("app")
+    hook = getattr(app.state, "on_unknown_route", None) if app is not None else None
     if exc.status_code in (404, 405) and hook is not None:
         client = request.client.host if request.client is not None else ""
         hook(method, path, client, exc.status_code)
     if exc.status_code == 404:
         message = f"no route for {method} {path}"
-        if (instead := nearest(path, method, request.app.routes)) is not None:
+        if app is not None and (instead := nearest(path, method, app.routes)) is not None:
             message += f"; use {instead}"
         error = NotFound(message)
     elif exc.status_code == 405:

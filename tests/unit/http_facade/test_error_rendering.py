@@ -57,12 +57,13 @@ ANTHROPIC_TYPES = [
     (RateLimited("slow", {}), 429, "rate_limit_error"),
     (BudgetExhausted("spent", {}), 429, "rate_limit_error"),
     (Internal("bug", {}), 500, "api_error"),
-    (DeadlineExceeded("late", {}), 504, "api_error"),
+    (DeadlineExceeded("late", {}), 504, "timeout_error"),
     (Cancelled("gone", {}), 499, "api_error"),
     # 503 is Anthropic's 529 "overloaded", which its SDKs retry; 502 stays 502.
     (StorageUnavailable("db", {}), 529, "overloaded_error"),
     (UpstreamError("down", {}), 529, "overloaded_error"),
-    (UpstreamError("broke", {}, upstream_answered=True), 502, "overloaded_error"),
+    # An upstream that answered badly is not overloaded: Anthropic's api_error.
+    (UpstreamError("broke", {}, upstream_answered=True), 502, "api_error"),
 ]
 
 
