@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 from fastapi import FastAPI
 from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute, Route
@@ -22,7 +23,7 @@ from http_facade.errors import EXCEPTION_HANDLERS
 from http_facade.openapi import document
 from http_facade.routes import routes
 from http_facade.unknown_routes import UnknownRouteHook
-from server.base.config import ServerConfig
+from server.base.config import CorsConfig, ServerConfig
 from server.base.pipeline import RpcMethod, methods
 
 
@@ -62,9 +63,26 @@ def create_app(
         docs_url=None,
         redoc_url=None,
         routes=[*served_routes, *extra_routes],
-        middleware=[Middleware(RequestContext)],
+        middleware=[*_cors(settings.cors), Middleware(RequestContext)],
         exception_handlers=EXCEPTION_HANDLERS,
     )
     app.state.backend = backend
     app.state.on_unknown_route = on_unknown_route
     return app
+
+
+def _cors(cors: CorsConfig) -> list[Middleware]:
+    """Starlette's CORS middleware, outermost, so a preflight is answered before any
+    route or key check; none while no origin is allowed."""
+    if not cors.allow_origins:
+        return []
+    return [
+        Middleware(
+            CORSMiddleware,
+            allow_origins=cors.allow_origins,
+            allow_methods=cors.allow_methods,
+            allow_headers=cors.allow_headers,
+            expose_headers=cors.expose_headers,
+            max_age=cors.max_age_s,
+        )
+    ]

@@ -46,7 +46,7 @@ def from_rpc_error(error: grpc.aio.AioRpcError) -> RemoteError:
             elif packed.Is(error_details_pb2.RetryInfo.DESCRIPTOR):
                 retry = error_details_pb2.RetryInfo()
                 packed.Unpack(retry)
-                retry_after = retry.retry_delay.seconds
+                retry_after = retry.retry_delay.ToMilliseconds() / 1000
     code = Code(error.code().value[0])
     # An upstream that answered badly maps to 502 on the server; keep that on the edge.
     answered = metadata.get("upstream_answered") == "true"

@@ -207,8 +207,11 @@ class Admission:
             decision = await self.limiter.acquire(principal.key_id, rpm, tpm, tokens, ticket)
         response_metadata.update(decision.headers())
         if not decision.allowed:
+            # Whole seconds for Retry-After (at least 1, as HTTP has no smaller), and
+            # the exact wait in retry-after-ms, which the OpenAI SDKs read first.
             wait = max(1, math.ceil(decision.retry_after_s))
             response_metadata["retry-after"] = str(wait)
+            response_metadata["retry-after-ms"] = str(math.ceil(decision.retry_after_s * 1000))
             if rpm and decision.requests_remaining <= 0:
                 what, limit = f"{rpm} requests", rpm
             else:
@@ -217,5 +220,5 @@ class Admission:
                 f"rate limit of {what} per minute exceeded for key {principal.name!r}; "
                 f"retry after {wait}s",
                 {"key": principal.name, "limit": str(limit)},
-                retry_after_s=wait,
+                retry_after_s=decision.retry_after_s,
             )

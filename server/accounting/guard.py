@@ -89,7 +89,7 @@ class GuardedLimiter:
         except StorageUnavailable:
             if not self.fail_open:
                 raise
-            return Decision(True, rpm, rpm or 0, tpm, tpm or 0, 0.0, 0.0)
+            return Decision(True, rpm, rpm or 0, tpm, tpm or 0, 0.0, 0.0, 0.0)
 
     async def settle(self, key: str, ticket: str, tokens: int) -> None:
         await bounded("rate-limit store", self.inner.settle(key, ticket, tokens), self.timeout_s)

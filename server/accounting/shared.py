@@ -1,7 +1,7 @@
 """Rate limits and budgets shared by the worker processes of one `gateway serve
 --workers N`, without Redis.
 
-The parent process holds the one SlidingWindowLimiter and MemoryBudgets and serves them
+The parent process holds the one BucketLimiter and MemoryBudgets and serves them
 over a Unix socket (`StateServer`); each worker's `SharedLimiter` and `SharedBudgets`
 forward every check to it (`StateClient`). The parent's event loop handles one message
 at a time, so check-and-reserve stays atomic across workers and the limits hold exactly,
@@ -25,7 +25,7 @@ from typing import Any
 import orjson
 
 from server.accounting.budget import MemoryBudgets, SpentLoader
-from server.accounting.ratelimit import Decision, SlidingWindowLimiter
+from server.accounting.ratelimit import BucketLimiter, Decision
 from server.base.caller import BudgetSpec, Reservation
 from server.base.errors import BudgetExhausted, Internal
 
@@ -56,7 +56,7 @@ class StateServer:
 
     def __init__(self, path: str, load_spent: SpentLoader, window_s: float) -> None:
         self.path = path
-        self.limiter = SlidingWindowLimiter(window_s=window_s)
+        self.limiter = BucketLimiter(window_s=window_s)
         self.budgets = MemoryBudgets(load_spent)
         self.ready: asyncio.Queue[int] = asyncio.Queue()
         self._server: asyncio.AbstractServer | None = None
@@ -99,7 +99,7 @@ class StateServer:
     async def _acquire(self, key: str, rpm: Any, tpm: Any, tokens: int, ticket: str) -> list[Any]:
         d = self.limiter.hit(key, rpm, tpm, tokens, ticket)
         return [d.allowed, d.requests_limit, d.requests_remaining, d.tokens_limit,
-                d.tokens_remaining, d.retry_after_s, d.reset_s]  # fmt: skip
+                d.tokens_remaining, d.retry_after_s, d.reset_requests_s, d.reset_tokens_s]  # fmt: skip
 
     async def _settle(self, key: str, ticket: str, tokens: int) -> None:
         await self.limiter.settle(key, ticket, tokens)

@@ -8,7 +8,7 @@ from gateway.v1 import chat_service_pb2 as chat
 
 from server.application import replies, validation
 from server.application.generations import Generations
-from server.application.replies import head
+from server.application.replies import openai_head
 from server.base.call import Call
 
 
@@ -33,14 +33,14 @@ class ChatService:
                 choice.logprobs.CopyFrom(replies.chat_logprobs(gathered.logprobs))
             choices.append(choice)
         return chat.CreateChatCompletionResponse(
-            **head(call, run, "chat.completion"), choices=choices, usage=run.usage()
+            **openai_head(call, run, "chat.completion"), choices=choices, usage=run.usage()
         )
 
     async def stream_chat_completion(
         self, request: chat.StreamChatCompletionRequest, call: Call
     ) -> AsyncGenerator[chat.StreamChatCompletionResponse, None]:
         run = await self.generations.for_model(request, validation.chat, call)
-        start = head(call, run, "chat.completion.chunk")
+        start = openai_head(call, run, "chat.completion.chunk")
         for i in range(len(run.choices)):
             yield chat.StreamChatCompletionResponse(
                 **start,
@@ -50,7 +50,7 @@ class ChatService:
             choice = replies.chat_chunk_choice(event, run.request.logprobs)
             yield chat.StreamChatCompletionResponse(**start, choices=[choice])
         for i in range(len(run.choices)):
-            last = chat.StreamChatCompletionResponse(
+            yield chat.StreamChatCompletionResponse(
                 **start,
                 choices=[
                     chat.ChatChunkChoice(
@@ -58,6 +58,6 @@ class ChatService:
                     )
                 ],
             )
-            if i == len(run.choices) - 1 and request.stream_options.include_usage:
-                last.usage.CopyFrom(run.usage())
-            yield last
+        if request.stream_options.include_usage:
+            # OpenAI's framing: usage on a chunk of its own, with no choices.
+            yield chat.StreamChatCompletionResponse(**start, usage=run.usage())

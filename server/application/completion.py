@@ -8,9 +8,9 @@ from gateway.v1 import completion_service_pb2 as completion
 
 from server.application import replies, validation
 from server.application.generations import Generations
-from server.application.replies import head, text_choice
+from server.application.replies import openai_head, text_choice
 from server.base.call import Call
-from server.base.generation import TextDelta
+from server.base.generation import GenerationRequest, TextDelta
 
 
 class CompletionService:
@@ -22,15 +22,15 @@ class CompletionService:
     ) -> completion.CreateCompletionResponse:
         run = await self.generations.for_model(request, validation.completion, call)
         await run.text()
-        echo = (run.request.prompt or "") if run.request.echo else ""
         choices = []
         for i, gathered in enumerate(run.choices):
+            echo = _echoed(run.request, i)
             choice = text_choice(echo + "".join(gathered.text), run.choice_finish(i), i)
             if run.request.logprobs:
                 choice.logprobs.CopyFrom(replies.completion_logprobs(gathered.logprobs))
             choices.append(choice)
         return completion.CreateCompletionResponse(
-            **head(call, run, "text_completion"),
+            **openai_head(call, run, "text_completion"),
             choices=choices,
             usage=run.usage(with_ttft=False),
         )
@@ -39,10 +39,10 @@ class CompletionService:
         self, request: completion.StreamCompletionRequest, call: Call
     ) -> AsyncGenerator[completion.StreamCompletionResponse, None]:
         run = await self.generations.for_model(request, validation.completion, call)
-        start = head(call, run, "text_completion")
+        start = openai_head(call, run, "text_completion")
         if run.request.echo:
             for i in range(len(run.choices)):
-                choice = text_choice(run.request.prompt or "", None, i)
+                choice = text_choice(_echoed(run.request, i), None, i)
                 yield completion.StreamCompletionResponse(**start, choices=[choice])
         async for event in run.events():
             if not isinstance(event, TextDelta):
@@ -52,9 +52,16 @@ class CompletionService:
                 choice.logprobs.CopyFrom(replies.completion_logprobs(event.logprobs))
             yield completion.StreamCompletionResponse(**start, choices=[choice])
         for i in range(len(run.choices)):
-            last = completion.StreamCompletionResponse(
+            yield completion.StreamCompletionResponse(
                 **start, choices=[text_choice("", run.choice_finish(i), i)]
             )
-            if i == len(run.choices) - 1 and request.stream_options.include_usage:
-                last.usage.CopyFrom(run.usage())
-            yield last
+        if request.stream_options.include_usage:
+            # OpenAI's framing: usage on a chunk of its own, with no choices.
+            yield completion.StreamCompletionResponse(**start, usage=run.usage())
+
+
+def _echoed(request: GenerationRequest, choice: int) -> str:
+    """The prompt a choice repeats before its text when the request asks for echo
+    (validation refuses echo of token ids)."""
+    prompt = request.prompt_of(choice) if request.echo else ""
+    return prompt if isinstance(prompt, str) else ""

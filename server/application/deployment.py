@@ -65,12 +65,11 @@ class DeploymentService:
             return
         async for text in run.deltas():
             yield deployment.StreamInvokeDeploymentResponse(**start, choices=[text_choice(text)])
-        last = deployment.StreamInvokeDeploymentResponse(
+        yield deployment.StreamInvokeDeploymentResponse(
             **start, choices=[text_choice("", run.finish_reason)]
         )
         if request.stream_options.include_usage:
-            last.usage.CopyFrom(run.usage())
-        yield last
+            yield deployment.StreamInvokeDeploymentResponse(**start, usage=run.usage())
 
     async def generate_text(
         self, request: deployment.GenerateTextRequest, call: Call

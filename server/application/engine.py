@@ -106,7 +106,7 @@ class Run:
         self._upstreams = upstreams
         self._deadline = deadline
         self._clock = costs.Stopwatch()
-        self.choices = [Choice() for _ in range(max(1, request.n))]
+        self.choices = [Choice() for _ in range(request.choice_count)]
         self._finished: Finished | None = None
         self.upstream: Upstream | None = None
         self._events: AsyncGenerator[Event, None] | None = None

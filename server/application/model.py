@@ -5,7 +5,7 @@ from __future__ import annotations
 from gateway.v1 import model_service_pb2 as models
 
 from server.accounting.accounts import Accounts
-from server.application.state import Live
+from server.application.state import Live, Snapshot
 from server.base.call import Call
 from server.base.config import ModelConfig
 from server.base.errors import InvalidArgument
@@ -20,7 +20,7 @@ class ModelService:
         self, request: models.ListModelsRequest, call: Call
     ) -> models.ListModelsResponse:
         state = self.live.current
-        await self.accounts.admit(call, "api", state.keys)
+        await admit_listing(self.accounts, call, state)
         return models.ListModelsResponse(
             object="list", data=[_model(m) for m in state.config.models]
         )
@@ -29,13 +29,22 @@ class ModelService:
         self, request: models.GetModelRequest, call: Call
     ) -> models.GetModelResponse:
         state = self.live.current
-        await self.accounts.admit(call, "api", state.keys)
+        await admit_listing(self.accounts, call, state)
         if not request.model:
             raise InvalidArgument.for_field("model", "is required")
         m = state.catalog.model(request.model)
         return models.GetModelResponse(
             id=m.id, object="model", created=m.created, owned_by=m.owned_by
         )
+
+
+async def admit_listing(accounts: Accounts, call: Call, state: Snapshot) -> None:
+    """Authenticates a listing's caller; counts it against the key's rate limit only
+    when `limits.count_listings` says so (a listing generates nothing)."""
+    if state.config.limits.count_listings:
+        await accounts.admit(call, "api", state.keys)
+    else:
+        await accounts.identify(call, "api", state.keys)
 
 
 def _model(m: ModelConfig) -> models.Model:

@@ -7,6 +7,7 @@ from google.protobuf import struct_pb2
 
 from server.accounting.accounts import Accounts
 from server.application.catalog import Upstream
+from server.application.model import admit_listing
 from server.application.state import Live
 from server.base.call import Call
 from server.base.errors import InvalidArgument
@@ -32,7 +33,7 @@ class ProviderService:
         self, request: providers.ListProvidersRequest, call: Call
     ) -> providers.ListProvidersResponse:
         state = self.live.current
-        await self.accounts.admit(call, "api", state.keys)
+        await admit_listing(self.accounts, call, state)
         if not request.model:
             raise InvalidArgument.for_field("model", "is required")
         model = state.catalog.model(request.model)

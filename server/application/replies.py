@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Iterable
+from functools import lru_cache
 from typing import Any
 
 from gateway.v1 import chat_pb2, completion_pb2
@@ -83,6 +85,23 @@ def head(call: Call, run: Run, kind: str, **extra: Any) -> dict[str, Any]:
         model=run.model.id,
         **extra,
     )
+
+
+def openai_head(call: Call, run: Run, kind: str) -> dict[str, Any]:
+    """The head of an OpenAI chat or text completion (or chunk): `head` with the
+    backend's fingerprint and, on chat, the processing tier, which OpenAI always sends."""
+    extra: dict[str, Any] = {"system_fingerprint": fingerprint(run.provider_id, run.model.id)}
+    if kind.startswith("chat."):
+        asked = run.request.service_tier
+        extra["service_tier"] = asked if asked and asked != "auto" else "default"
+    return head(call, run, kind, **extra)
+
+
+@lru_cache(maxsize=1024)
+def fingerprint(provider_id: str, model_id: str) -> str:
+    """Names the backend (a provider and its model) in OpenAI's `fp_` form: stable for
+    as long as the config serves the model from the same provider."""
+    return "fp_" + hashlib.sha256(f"{provider_id}/{model_id}".encode()).hexdigest()[:10]
 
 
 def text_choice(

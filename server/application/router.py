@@ -40,6 +40,6 @@ class RouterService:
         last = router.StreamInferResponse(**start, choices=[text_choice("", run.finish_reason)])
         if first:
             last.route.CopyFrom(route)
-        if request.stream_options.include_usage:
-            last.usage.CopyFrom(run.usage())
         yield last
+        if request.stream_options.include_usage:
+            yield router.StreamInferResponse(**start, usage=run.usage())

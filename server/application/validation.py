@@ -20,7 +20,7 @@ from server.application.openai_fields import ChatRequest, CompletionRequest
 from server.base.config import PROFILES
 from server.base.embedding import EmbeddingRequest, Input
 from server.base.errors import InvalidArgument
-from server.base.generation import GenerationRequest
+from server.base.generation import GenerationRequest, Prompt
 
 InferRequest = router_pb.InferRequest | router_pb.StreamInferRequest
 InvokeRequest = deployment_pb.InvokeDeploymentRequest | deployment_pb.StreamInvokeDeploymentRequest
@@ -110,8 +110,15 @@ def chat(request: ChatRequest) -> GenerationRequest:
 def completion(request: CompletionRequest) -> GenerationRequest:
     """Validates a Create/StreamCompletionRequest."""
     _required(request.model, "model")
-    prompt = _required(request.prompt, "prompt")
+    prompt, prompts = _completion_prompts(request)
     shared = fields.common(request)
+    if len(prompts) * shared.get("n", 1) > MAX_COMPLETION_CHOICES:
+        raise InvalidArgument.for_field(
+            "prompt", f"prompts times n must be at most {MAX_COMPLETION_CHOICES}"
+        )
+    echo = request.echo if _present(request, "echo") else False
+    if echo and any(isinstance(p, tuple) for p in prompts):
+        raise InvalidArgument.for_field("echo", "cannot repeat a prompt given as token ids")
     top = fields.between(request, "logprobs", 0, fields.MAX_COMPLETION_LOGPROBS)
     best_of = fields.between(request, "best_of", 1, fields.MAX_BEST_OF)
     if best_of is not None:
@@ -121,15 +128,50 @@ def completion(request: CompletionRequest) -> GenerationRequest:
             raise InvalidArgument.for_field("best_of", "cannot be used with streaming")
     return GenerationRequest(
         prompt=prompt,
+        prompts=prompts,
         stop=_stop(request.stop),
         **_sampling(request, CHAT_TEMPERATURE),
         **shared,
         logprobs=top is not None,
         top_logprobs=top,
-        echo=request.echo if _present(request, "echo") else False,
+        echo=echo,
         suffix=request.suffix if _present(request, "suffix") else None,
         best_of=best_of,
     )
+
+
+# The most choices one text completion may ask for: prompts times n.
+MAX_COMPLETION_CHOICES = 128
+
+
+def _completion_prompts(request: CompletionRequest) -> tuple[str, tuple[Prompt, ...]]:
+    """The prompt's text and, for OpenAI's array forms, every prompt: strings, one
+    token-id array, or token-id arrays. One string in an array is a plain prompt."""
+    if not request.prompts:
+        return _required(request.prompt, "prompt"), ()
+    if request.prompt:
+        raise InvalidArgument.for_field("prompt", "send a string or an array, not both")
+    items = request.prompts
+    kinds = {item.WhichOneof("kind") for item in items}
+    prompts: tuple[Prompt, ...]
+    if kinds == {"string_value"}:
+        texts = tuple(_text(item.string_value, f"prompt[{i}]") for i, item in enumerate(items))
+        if len(texts) == 1:
+            return texts[0], ()
+        prompts = texts
+    elif kinds == {"number_value"}:
+        prompts = (_token_ids(items, "prompt"),)
+    elif kinds == {"list_value"}:
+        prompts = tuple(
+            _token_ids(item.list_value.values, f"prompt[{i}]") for i, item in enumerate(items)
+        )
+    else:
+        raise InvalidArgument.for_field(
+            "prompt",
+            "must be a string, an array of strings, an array of token ids, "
+            "or an array of token-id arrays",
+        )
+    return "\n".join(p for p in prompts if isinstance(p, str)), prompts
 
 
 def infer(request: InferRequest) -> tuple[GenerationRequest, str | None]:

@@ -11,14 +11,14 @@ from pathlib import Path
 from typing import Any, Literal, get_args
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from server.base.generation import Capability
 
 # The routing profiles: named here and nowhere else.
 ProfileName = Literal["economy", "balanced", "quality"]
 PROFILES: tuple[ProfileName, ...] = get_args(ProfileName)
-AdapterKind = Literal["simulated", "openai", "anthropic", "tgi"]
+AdapterKind = Literal["simulated", "openai", "anthropic", "tgi", "azure_openai"]
 KeyKind = Literal["api", "router", "admin"]
 # How often a key's budget starts again from zero (UTC calendar days and months).
 BudgetPeriod = Literal["none", "daily", "monthly"]
@@ -144,6 +144,42 @@ class KeyConfig(Strict):
     budget_period: BudgetPeriod = "monthly"
 
 
+# Response headers a browser page may read: the request id, when to retry, and the
+# rate-limit headers.
+EXPOSED_HEADERS = [
+    "x-request-id", "retry-after", "retry-after-ms",
+    "x-ratelimit-limit-requests", "x-ratelimit-remaining-requests", "x-ratelimit-reset-requests",
+    "x-ratelimit-limit-tokens", "x-ratelimit-remaining-tokens", "x-ratelimit-reset-tokens",
+]  # fmt: skip
+
+
+class CorsConfig(Strict):
+    """Cross-origin access for browser pages (CORS) to the REST API; off while
+    `allow_origins` is empty. Keys travel in headers, never cookies, so credentials are
+    not allowed."""
+
+    # Origins a page may call from (`https://app.example.com`), or `*` for any.
+    allow_origins: list[str] = Field(default_factory=list)
+    allow_methods: list[str] = Field(default_factory=lambda: ["GET", "POST", "DELETE"])
+    # Request headers a page may send; `*` allows any (the SDKs send their own).
+    allow_headers: list[str] = Field(default_factory=lambda: ["*"])
+    expose_headers: list[str] = Field(default_factory=lambda: list(EXPOSED_HEADERS))
+    # Seconds a browser may keep a preflight's answer.
+    max_age_s: int = Field(default=600, ge=0)
+
+    @field_validator("allow_origins")
+    @classmethod
+    def _origins(cls, origins: list[str]) -> list[str]:
+        for origin in origins:
+            if origin != "*" and (
+                "://" not in origin or origin.endswith("/") or origin.count("/") > 2
+            ):
+                raise ValueError(
+                    f"{origin!r} is not an origin (scheme://host[:port], no path) or *"
+                )
+        return origins
+
+
 class ServerConfig(Strict):
     host: str = "127.0.0.1"
     grpc_port: int = Field(default=50051, ge=0, le=65535)
@@ -161,6 +197,8 @@ class ServerConfig(Strict):
     # HTTP: seconds a client may leave sent data unread before its connection is closed
     # (a stream nobody reads ends, and its upstream is released).
     send_timeout_s: float = Field(default=30, gt=0)
+    # Browser access from other origins; off by default.
+    cors: CorsConfig = Field(default_factory=CorsConfig)
 
 
 class StorageConfig(Strict):
@@ -195,6 +233,9 @@ class LimitsConfig(Strict):
     # When Redis (shared rate limits) is unavailable: false refuses requests with
     # STORAGE_UNAVAILABLE, true lets them through unlimited (and logs it).
     fail_open: bool = False
+    # Whether listing models and providers (GET /v1/models, /v1/providers) takes a
+    # request from the key's requests_per_minute; by default only what generates does.
+    count_listings: bool = False
 
 
 class LedgerConfig(Strict):

@@ -54,7 +54,11 @@ def max_cost(prices: Iterable[Price | None], request: GenerationRequest, default
     """The most a request can cost on any of the models it may be routed to, in USD."""
     prompt = tokens.estimate_prompt(request)
     # Every choice (and every best_of candidate) may generate up to max_tokens.
-    completion = (request.max_tokens or default_max) * max(request.n, request.best_of or 1)
+    completion = (
+        (request.max_tokens or default_max)
+        * max(request.n, request.best_of or 1)
+        * max(1, len(request.prompts))
+    )
     worst = 0.0
     for price in prices:
         if price is None:
@@ -86,10 +90,11 @@ def usage(
     )
     if ttft_ms is not None:
         result.ttft_ms = round(ttft_ms, 3)
-    if counts.cached_tokens:
-        result.prompt_tokens_details.cached_tokens = counts.cached_tokens
-    if counts.reasoning_tokens:
-        result.completion_tokens_details.reasoning_tokens = counts.reasoning_tokens
+    # Both breakdowns are always there, zeros included, as OpenAI sends them.
+    result.prompt_tokens_details.cached_tokens = counts.cached_tokens
+    result.completion_tokens_details.reasoning_tokens = counts.reasoning_tokens
+    result.prompt_tokens_details.SetInParent()
+    result.completion_tokens_details.SetInParent()
     spent = cost(counts, price)
     if spent is None:
         return result

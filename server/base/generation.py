@@ -48,6 +48,9 @@ class Capability(StrEnum):
     # Serves Anthropic's Messages API itself (POST /v1/messages): its server tools, MCP
     # servers, containers, thinking signatures. The `anthropic` adapter's own.
     MESSAGES_API = "messages_api"
+    # A text completion of several prompts in one request, or of a prompt given as
+    # token ids (OpenAI's array forms of `prompt`).
+    PROMPT_ARRAYS = "prompt_arrays"
 
 
 # Everything a generation request can ask of an adapter that does it all.
@@ -81,6 +84,9 @@ class DocumentPart:
 
 
 Part = TextPart | ImagePart | DocumentPart
+
+# One prompt of a text completion: its text, or its token ids.
+Prompt = str | tuple[int, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -235,7 +241,10 @@ class GenerationRequest:
     response_format: ResponseFormat | None = None
     reasoning_effort: str | None = None
     metadata: tuple[tuple[str, str], ...] = ()
-    # Text completions only.
+    # Text completions only. Several prompts, or one given as token ids (OpenAI's array
+    # `prompt`): every prompt in order, each continued `n` times (choice i continues
+    # prompt i // n); `prompt` then holds their text, for estimates and logs.
+    prompts: tuple[Prompt, ...] = ()
     echo: bool = False
     suffix: str | None = None
     best_of: int | None = None
@@ -257,6 +266,17 @@ class GenerationRequest:
     @property
     def is_chat(self) -> bool:
         return self.prompt is None
+
+    @property
+    def choice_count(self) -> int:
+        """The choices the answer holds: `n` for each prompt."""
+        return max(1, self.n) * max(1, len(self.prompts))
+
+    def prompt_of(self, choice: int) -> Prompt:
+        """The prompt a choice continues."""
+        if not self.prompts:
+            return self.prompt or ""
+        return self.prompts[choice // max(1, self.n)]
 
     def for_provider(self, capabilities: frozenset[Capability]) -> GenerationRequest:
         """The request as a provider with `capabilities` gets it: thinking hints it
@@ -287,6 +307,8 @@ class GenerationRequest:
             out[Capability.SAMPLING_CONTROLS] = "logit_bias"
         if self.suffix is not None:
             out[Capability.SUFFIX] = "suffix"
+        if self.prompts:
+            out[Capability.PROMPT_ARRAYS] = "prompt"
         if self.reasoning_effort is not None:
             out[Capability.REASONING_EFFORT] = "reasoning_effort"
         if self.metadata:

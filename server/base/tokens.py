@@ -29,6 +29,11 @@ def estimate(text: str) -> int:
 
 def estimate_prompt(request: GenerationRequest) -> int:
     """Estimates the input tokens of a request, chat overhead included."""
+    if request.prompts:
+        suffix = estimate(request.suffix or "")
+        return sum(
+            (len(p) if isinstance(p, tuple) else estimate(p)) + suffix for p in request.prompts
+        )
     if request.prompt is not None:
         return estimate(request.prompt) + estimate(request.suffix or "")
     body = sum(_message(m) + TOKENS_PER_MESSAGE for m in request.messages)

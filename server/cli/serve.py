@@ -23,7 +23,7 @@ from server.accounting.admission import Admission, KeyDirectory
 from server.accounting.budget import Budgets, MemoryBudgets, RedisBudgets
 from server.accounting.guard import GuardedBudgets, GuardedLimiter, bounded
 from server.accounting.ledger import Ledger
-from server.accounting.ratelimit import Limiter, RedisLimiter, SlidingWindowLimiter
+from server.accounting.ratelimit import BucketLimiter, Limiter, RedisLimiter
 from server.accounting.shared import SharedBudgets, SharedLimiter, StateClient
 from server.accounting.spool import Spool
 from server.application import rpcs
@@ -190,7 +190,7 @@ def assemble(
 def in_memory(config: Config) -> State:
     """Config keys only, limits and budgets in memory, no ledger storage."""
     return State(
-        None, SlidingWindowLimiter(window_s=config.limits.window_s),
+        None, BucketLimiter(window_s=config.limits.window_s),
         MemoryBudgets(_nothing_spent), Ledger(None),
     )  # fmt: skip
 
@@ -271,7 +271,7 @@ async def open_state(config: Config, shared_state: str | None, spool: Spool | No
         limiter = GuardedLimiter(SharedLimiter(shared), timeout_s, config.limits.fail_open)
         budgets = GuardedBudgets(SharedBudgets(shared), timeout_s)
     else:
-        limiter = SlidingWindowLimiter(window_s=config.limits.window_s)
+        limiter = BucketLimiter(window_s=config.limits.window_s)
         budgets = GuardedBudgets(MemoryBudgets(spent), timeout_s)
     return State(store, limiter, budgets, ledger, tuple(closers))
 

@@ -36,7 +36,8 @@ def abort_args(
         details.append(error_details_pb2.BadRequest(field_violations=[violation]))
     retry_after = error.retry_after_s
     if retry_after is not None:
-        delay = duration_pb2.Duration(seconds=math.ceil(retry_after))
+        delay = duration_pb2.Duration()
+        delay.FromMilliseconds(math.ceil(retry_after * 1000))
         details.append(error_details_pb2.RetryInfo(retry_delay=delay))
     packed = []
     for detail in details:

@@ -117,8 +117,13 @@ def read_api_key(params: HttpParams, where: str) -> str | None:
         raise ConfigError(
             f"{where}.params.api_key_env: environment variable {params.api_key_env} is not set"
         )
-    _KEYS.add(key)
+    remember_secret(key)
     return key
+
+
+def remember_secret(secret: str) -> None:
+    """Adds a credential to those never quoted back to callers."""
+    _KEYS.add(secret)
 
 
 # Every provider key read so far: never quoted back, whichever upstream echoes it.
@@ -324,6 +329,13 @@ async def check_status(response: Response, provider: str) -> None:
         raise UpstreamError(text, meta, retry_after_s=retry_after(response.headers))
     if status >= 500 or status in RETRYABLE_4XX:
         raise UpstreamError(text, meta, upstream_answered=True)
+    if _error_code(body) == "content_filter":
+        # Azure's content filter refused the prompt: said as such, never as a vague 400.
+        raise UpstreamRejected(
+            f"{provider}: the upstream's content filter refused the prompt (content_filter)"
+            + (f": {said}" if said else ""),
+            {**meta, "code": "content_filter"},
+        )
     raise UpstreamRejected(text, meta)
 
 
@@ -361,6 +373,17 @@ def _error_message(body: bytes) -> str:
     if not isinstance(error, str) and isinstance(data, dict):
         error = data.get("message") or data.get("detail")
     return str(error)[:MESSAGE_CHARS] if error else ""
+
+
+def _error_code(body: bytes) -> str:
+    """The upstream's error code (OpenAI's and Azure's `error.code`), or ''."""
+    try:
+        data = loads(body)
+    except ValueError:
+        return ""
+    error = data.get("error") if isinstance(data, dict) else None
+    code = error.get("code") if isinstance(error, dict) else None
+    return code if isinstance(code, str) else ""
 
 
 async def _read_bounded(response: Response, limit: int) -> bytes:

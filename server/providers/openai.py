@@ -89,7 +89,22 @@ class OpenAIProvider:
         self.capabilities = ALL_CAPABILITIES | (
             {Capability.RESPONSES_API} if params.responses_api else set()
         )
-        self._client = make_client(params, bearer(read_api_key(params, where)))
+        self._client = make_client(params, self.credentials(params, where))
+
+    # Where the wire format is served and how it is signed in to: OpenAI's own way
+    # here; an adapter for another host of the same format (azure_openai) says its own.
+
+    def credentials(self, params: OpenAIParams, where: str) -> dict[str, str]:
+        """The headers that sign every request in, read once at start-up."""
+        return bearer(read_api_key(params, where))
+
+    def path(self, endpoint: str) -> str:
+        """The path of an endpoint (`/chat/completions`) under base_url."""
+        return endpoint
+
+    def request_headers(self) -> tuple[tuple[str, str], ...]:
+        """Headers read again for each request (a token that is refreshed outside)."""
+        return ()
 
     def body(self, request: GenerationRequest, stream: bool) -> dict[str, Any]:
         p = self.params
@@ -98,7 +113,7 @@ class OpenAIProvider:
             body["messages"] = [message_json(m) for m in request.messages]
             _chat_fields(request, body)
         else:
-            body["prompt"] = request.prompt
+            body["prompt"] = _prompt_json(request)
             _completion_fields(request, body)
         _shared_fields(request, body)
         if request.max_tokens is not None:
@@ -120,10 +135,13 @@ class OpenAIProvider:
             async for out in self._responses(request, request.native):
                 yield out
             return
-        path = "/chat/completions" if request.is_chat else "/completions"
+        path = self.path("/chat/completions" if request.is_chat else "/completions")
         stream = self.params.stream
+        body = self.body(request, stream)
         with upstream_errors(self.id):
-            async with self._client.stream("POST", path, json=self.body(request, stream)) as r:
+            async with self._client.stream(
+                "POST", path, json=body, extra_headers=self.request_headers()
+            ) as r:
                 await check_status(r, self.id)
                 if not stream:
                     answer = await read_json(r)
@@ -170,7 +188,9 @@ class OpenAIProvider:
         )}  # fmt: skip
         reader = responses_wire.Reader(self.id)
         with upstream_errors(self.id):
-            async with self._client.stream("POST", "/responses", json=body) as r:
+            async with self._client.stream(
+                "POST", self.path("/responses"), json=body, extra_headers=self.request_headers()
+            ) as r:
                 await check_status(r, self.id)
                 if not stream:
                     answer = await read_json(r)
@@ -196,7 +216,9 @@ class OpenAIProvider:
         if request.user is not None:
             body["user"] = request.user
         with upstream_errors(self.id):
-            async with self._client.stream("POST", "/embeddings", json=body) as r:
+            async with self._client.stream(
+                "POST", self.path("/embeddings"), json=body, extra_headers=self.request_headers()
+            ) as r:
                 await check_status(r, self.id)
                 answer = await read_json(r)
             return _embeddings(answer, len(request.inputs))
@@ -430,3 +452,11 @@ def _finish(choice: dict[str, Any]) -> str:
 def _error_text(error: Any) -> str:
     message = error.get("message") if isinstance(error, dict) else error
     return redact(str(message)[:200])
+
+
+def _prompt_json(request: GenerationRequest) -> Any:
+    """`prompt` as OpenAI takes it: a string, a token-id array, or an array of them."""
+    if not request.prompts:
+        return request.prompt
+    items = [list(p) if isinstance(p, tuple) else p for p in request.prompts]
+    return items[0] if len(items) == 1 else items

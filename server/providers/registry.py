@@ -7,6 +7,7 @@ from pydantic import ValidationError
 from server.base.config import ConfigError, ProviderConfig
 from server.base.generation import Provider
 from server.providers.anthropic import AnthropicParams, AnthropicProvider
+from server.providers.azure_openai import AzureOpenAIParams, AzureOpenAIProvider
 from server.providers.openai import OpenAIParams, OpenAIProvider
 from server.providers.simulated import SimulatedParams, SimulatedProvider
 from server.providers.tgi import TgiParams, TgiProvider
@@ -25,6 +26,9 @@ def build(config: ProviderConfig, where: str) -> Provider:
             )
         if config.adapter == "tgi":
             return TgiProvider(config.id, TgiParams.model_validate(config.params), where)
+        if config.adapter == "azure_openai":
+            params = AzureOpenAIParams.model_validate(config.params)
+            return AzureOpenAIProvider(config.id, params, where)
     except ValidationError as exc:
         err = exc.errors()[0]
         path = ".".join(str(p) for p in err["loc"])

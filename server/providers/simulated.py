@@ -11,11 +11,16 @@ It also creates embeddings: deterministic unit vectors seeded by each input, of
 models do (the leading values, normalised again). They carry no meaning.
 
 It has every capability, so the embedded default shows the whole request surface:
-- tools: when tools are offered and tool_choice allows, it calls one (the forced one,
-  else the first) with arguments valid against its schema, unless the conversation
-  ends with a tool result, which it answers with text (`required` always calls);
-- response_format: JSON valid against the schema (`json_object`: an object holding
-  the simulated text), strings inside labelled "(simulated)";
+- tools, as a cooperative model calls them, so agent frameworks finish: with arguments
+  valid against each schema, it calls the forced tool, else the tools the user's last
+  message names (words of a tool's name, `get_weather` for "weather"), all in one turn
+  unless parallel_tool_calls is false, else the first tool; once this turn's calls have
+  results it answers in text, or, when a tool is required, calls one not called yet,
+  an output tool first (`final_result`, `submit_answer`...), as agent frameworks hand
+  in their answers;
+- response_format: JSON valid against the schema (`json_object`: an object with the
+  keys the prompt names, quoted or after "keys"/"fields", else one holding the
+  simulated text), strings inside labelled "(simulated)";
 - n: distinct deterministic choices; logprobs: deterministic made-up values;
 - thinking: a few words of labelled reasoning before the reply, signed with a
   signature of its own (GATEWAY_SIGNATURE), never one an Anthropic upstream would
@@ -31,6 +36,7 @@ import hashlib
 import json
 import math
 import random
+import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
@@ -46,6 +52,7 @@ from server.base.generation import (
     Event,
     Finished,
     GenerationRequest,
+    Message,
     ReasoningDelta,
     TextDelta,
     TokenCounts,
@@ -68,13 +75,19 @@ ARGUMENT_FRAGMENT = 12
 
 @dataclass(frozen=True)
 class Planned:
-    """One choice's reply: text pieces, or a tool call streamed as argument pieces."""
+    """One choice's reply: text pieces, or tool calls, each streamed as argument pieces."""
 
     pieces: list[str]
     finish: str
-    tool: str | None = None
-    call_id: str = ""
+    calls: tuple[PlannedCall, ...] = ()
     stop_sequence: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedCall:
+    tool: str
+    call_id: str
+    pieces: list[str]
 
 
 class SimulatedParams(BaseModel):
@@ -127,29 +140,42 @@ class SimulatedProvider:
 
     def plan(self, request: GenerationRequest, choice: int = 0) -> Planned:
         """What choice number `choice` answers."""
-        tool = _tool_to_call(request)
-        if tool is not None:
-            spec = next(t for t in request.tools if t.name == tool)
-            seed = int.from_bytes(_seed(request, choice), "big")
-            arguments = json.dumps(instance(spec.parameters, seed, WORDS))
-            call_id = "call_" + hashlib.blake2b(_seed(request, choice), digest_size=12).hexdigest()
-            pieces = [
-                arguments[i : i + ARGUMENT_FRAGMENT]
-                for i in range(0, len(arguments), ARGUMENT_FRAGMENT)
-            ]
-            if request.max_tokens is not None and request.max_tokens < len(pieces):
-                # Cut short, as a real model's arguments would be: not valid JSON.
-                return Planned(pieces[: request.max_tokens], "length", tool, call_id)
-            return Planned(pieces, "tool_calls", tool, call_id)
+        tools = _tools_to_call(request)
+        if tools:
+            calls, cut = [], False
+            for k, tool in enumerate(tools):
+                spec = next(t for t in request.tools if t.name == tool)
+                # The first call keeps the choice's own seed: its id and arguments are
+                # what they were before a reply could make several calls.
+                salt = _seed(request, choice) + (bytes([k]) if k else b"")
+                arguments = json.dumps(
+                    instance(spec.parameters, int.from_bytes(salt, "big"), WORDS)
+                )
+                call_id = "call_" + hashlib.blake2b(salt, digest_size=12).hexdigest()
+                pieces = [
+                    arguments[i : i + ARGUMENT_FRAGMENT]
+                    for i in range(0, len(arguments), ARGUMENT_FRAGMENT)
+                ]
+                if request.max_tokens is not None and request.max_tokens < len(pieces):
+                    # Cut short, as a real model's arguments would be: not valid JSON.
+                    calls.append(PlannedCall(tool, call_id, pieces[: request.max_tokens]))
+                    cut = True
+                    break
+                calls.append(PlannedCall(tool, call_id, pieces))
+            return Planned([], "length" if cut else "tool_calls", tuple(calls))
         fmt = request.response_format
         if fmt is not None:
             seed = int.from_bytes(_seed(request, choice), "big")
             words, _ = self.reply_tokens(request, choice)
-            value = (
-                instance(fmt.schema, seed, WORDS)
-                if fmt.type == "json_schema"
-                else {"text": "".join(words)}
-            )
+            keys = _keys_asked_for(request)
+            if fmt.type == "json_schema":
+                value = instance(fmt.schema, seed, WORDS)
+            elif keys:
+                value = {
+                    key: f"{LABEL} {WORDS[(seed + i) % len(WORDS)]}" for i, key in enumerate(keys)
+                }
+            else:
+                value = {"text": "".join(words)}
             text = json.dumps(value)
             pieces = [text[i : i + 4] for i in range(0, len(text), 4)]
             if request.max_tokens is not None and request.max_tokens < len(pieces):
@@ -160,7 +186,7 @@ class SimulatedProvider:
 
     async def generate(self, request: GenerationRequest) -> AsyncIterator[Event]:
         p = self.params
-        plans = [self.plan(request, c) for c in range(max(1, request.n))]
+        plans = [self.plan(request, c) for c in range(request.choice_count)]
         if p.error_rate and self._random.random() < p.error_rate:
             raise UpstreamError(
                 f"{self.id}: simulated failure before the first token",
@@ -180,21 +206,26 @@ class SimulatedProvider:
                 yield ReasoningDelta(signature=f"{GATEWAY_SIGNATURE}simulated:{digest}")
             thought = sent
             for choice, plan in enumerate(plans):
-                if plan.tool is not None:
-                    yield ToolCallDelta(0, plan.call_id, plan.tool, "", choice)
-                for piece in plan.pieces:
-                    if p.fail_after_tokens is not None and sent >= p.fail_after_tokens:
-                        raise UpstreamError(
-                            f"{self.id}: simulated stream cut after {sent} tokens",
-                            {"provider": self.id},
-                            upstream_answered=True,
-                        )
-                    if sent and interval:
-                        await asyncio.sleep(interval)
-                    sent += 1
-                    if plan.tool is not None:
-                        yield ToolCallDelta(0, arguments=piece, choice=choice)
-                    else:
+                streams: list[tuple[int | None, list[str]]] = [
+                    (k, c.pieces) for k, c in enumerate(plan.calls)
+                ] or [(None, plan.pieces)]
+                for index, pieces in streams:
+                    if index is not None:
+                        call = plan.calls[index]
+                        yield ToolCallDelta(index, call.call_id, call.tool, "", choice)
+                    for piece in pieces:
+                        if p.fail_after_tokens is not None and sent >= p.fail_after_tokens:
+                            raise UpstreamError(
+                                f"{self.id}: simulated stream cut after {sent} tokens",
+                                {"provider": self.id},
+                                upstream_answered=True,
+                            )
+                        if sent and interval:
+                            await asyncio.sleep(interval)
+                        sent += 1
+                        if index is not None:
+                            yield ToolCallDelta(index, arguments=piece, choice=choice)
+                            continue
                         yield TextDelta(
                             piece,
                             choice,
@@ -242,28 +273,87 @@ def unit_vector(value: Input, full: int, size: int) -> tuple[float, ...]:
     return tuple(x / norm for x in raw)
 
 
-def _prompt_text(request: GenerationRequest) -> str:
+def _prompt_text(request: GenerationRequest, choice: int = 0) -> str:
     if request.prompt is not None:
-        return request.prompt
+        prompt = request.prompt_of(choice)
+        return prompt if isinstance(prompt, str) else " ".join(map(str, prompt))
     return "\n".join(f"{m.role}: {m.content}" for m in request.messages)
 
 
 def _seed(request: GenerationRequest, choice: int) -> bytes:
-    """Choice 0 hashes the prompt alone; later choices add their number."""
-    text = _prompt_text(request) + (f"\n#{choice}" if choice else "")
+    """The first choice of a prompt hashes the prompt alone; later ones add their number."""
+    n = max(1, request.n)
+    text = _prompt_text(request, choice) + (f"\n#{choice % n}" if choice % n else "")
     return hashlib.blake2b(text.encode(), digest_size=8).digest()
 
 
-def _tool_to_call(request: GenerationRequest) -> str | None:
-    """The tool this request's reply calls, if any (see the module docstring)."""
+# Words of a tool's name that say what it does, not what it is about.
+GENERIC_WORDS = frozenset({
+    "get", "set", "fetch", "find", "search", "lookup", "look", "up", "list", "call", "run",
+    "tool", "do", "make", "use", "the", "a", "of", "for",
+})  # fmt: skip
+# Names of the tools agent frameworks give the model to hand in its final answer.
+OUTPUT_TOOL = re.compile(r"^(final|output|submit|respond|answer)|_(result|output|answer)$")
+
+
+def _tools_to_call(request: GenerationRequest) -> tuple[str, ...]:
+    """The tools this request's reply calls, as a cooperative model would (see the
+    module docstring): none once the tools it called have answered, unless a tool is
+    required; then a tool not called yet, an output tool first."""
     if not request.tools or request.tool_choice == "none":
-        return None
-    answered = bool(request.messages) and request.messages[-1].role == "tool"
+        return ()
     if request.forced_tool is not None:
-        return request.forced_tool
-    if request.tool_choice == "required" or not answered:
-        return request.tools[0].name
-    return None
+        return (request.forced_tool,)
+    turn = _this_turn(request.messages)
+    called = {c.name for m in turn for c in m.tool_calls}
+    answered = bool(turn) and turn[-1].role == "tool"
+    if answered and request.tool_choice != "required":
+        return ()
+    names = [t.name for t in request.tools]
+    outputs = [n for n in names if OUTPUT_TOOL.search(n)]
+    fresh = [n for n in names if n not in called]
+    work = [n for n in fresh if n not in outputs]
+    if answered or not work:
+        # Required after results (or nothing else to do): hand in the answer.
+        pick = [n for n in fresh if n in outputs] or outputs or fresh or names
+        return (pick[0],)
+    asked = _asked(request)
+    relevant = [n for n in work if _words(n) - GENERIC_WORDS & asked] or work[:1]
+    return tuple(relevant[:1] if request.parallel_tool_calls is False else relevant)
+
+
+def _this_turn(messages: tuple[Message, ...]) -> tuple[Message, ...]:
+    """The messages after the last user message: this turn's calls and results."""
+    last_user = max((i for i, m in enumerate(messages) if m.role == "user"), default=-1)
+    return messages[last_user + 1 :]
+
+
+def _words(text: str) -> set[str]:
+    """Lower-case words of a name or a text (`getWeather`, `get_weather`: get, weather)."""
+    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", text)
+    return {w for w in re.split(r"[^a-z0-9]+", spaced.lower()) if w}
+
+
+def _asked(request: GenerationRequest) -> set[str]:
+    """The words of the last user message, singular and plural alike."""
+    user = next((m.content for m in reversed(request.messages) if m.role == "user"), "")
+    words = _words(user or request.prompt or "")
+    return words | {w[:-1] for w in words if w.endswith("s")} | {w + "s" for w in words}
+
+
+def _keys_asked_for(request: GenerationRequest) -> list[str]:
+    """The keys a prompt names for a JSON object: quoted names (`"name"`, 'age',
+    `city`), else the names after "keys" or "fields" ("with keys name and age")."""
+    text = "\n".join(m.content for m in request.messages if m.role in ("system", "user"))
+    text = text or request.prompt or ""
+    quoted = re.findall(r"[\"'`]([A-Za-z_][A-Za-z0-9_]{0,40})[\"'`]", text)
+    if quoted:
+        return list(dict.fromkeys(quoted))
+    listed = re.search(r"\b(?:keys|fields|properties)\b[:\s]+([A-Za-z0-9_ ,]+)", text)
+    if listed is None:
+        return []
+    names = re.split(r"\s*,\s*|\s+and\s+|\s+", listed.group(1).strip())
+    return list(dict.fromkeys(n for n in names if n and n not in ("and", "or")))
 
 
 def _logprobs(piece: str, top: int | None) -> tuple[TokenLogprob, ...]:

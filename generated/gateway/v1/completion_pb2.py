@@ -22,18 +22,21 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
+from gateway.v1 import json_mapping_pb2 as gateway_dot_v1_dot_json__mapping__pb2
 from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1bgateway/v1/completion.proto\x12\ngateway.v1\x1a\x1cgoogle/protobuf/struct.proto\"\x8f\x01\n\x10\x43ompletionChoice\x12\r\n\x05index\x18\x01 \x01(\x05\x12\x0c\n\x04text\x18\x02 \x01(\t\x12\x1a\n\rfinish_reason\x18\x03 \x01(\tH\x00\x88\x01\x01\x12\x30\n\x08logprobs\x18\x04 \x01(\x0b\x32\x1e.gateway.v1.CompletionLogprobsB\x10\n\x0e_finish_reason\"\x80\x01\n\x12\x43ompletionLogprobs\x12\x0e\n\x06tokens\x18\x01 \x03(\t\x12\x16\n\x0etoken_logprobs\x18\x02 \x03(\x01\x12-\n\x0ctop_logprobs\x18\x03 \x03(\x0b\x32\x17.google.protobuf.Struct\x12\x13\n\x0btext_offset\x18\x04 \x03(\x05\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1bgateway/v1/completion.proto\x12\ngateway.v1\x1a\x1dgateway/v1/json_mapping.proto\x1a\x1cgoogle/protobuf/struct.proto\"\x95\x01\n\x10\x43ompletionChoice\x12\r\n\x05index\x18\x01 \x01(\x05\x12\x0c\n\x04text\x18\x02 \x01(\t\x12\x1a\n\rfinish_reason\x18\x03 \x01(\tH\x00\x88\x01\x01\x12\x36\n\x08logprobs\x18\x04 \x01(\x0b\x32\x1e.gateway.v1.CompletionLogprobsB\x04\xd0\xb5\x18\x01\x42\x10\n\x0e_finish_reason\"\x80\x01\n\x12\x43ompletionLogprobs\x12\x0e\n\x06tokens\x18\x01 \x03(\t\x12\x16\n\x0etoken_logprobs\x18\x02 \x03(\x01\x12-\n\x0ctop_logprobs\x18\x03 \x03(\x0b\x32\x17.google.protobuf.Struct\x12\x13\n\x0btext_offset\x18\x04 \x03(\x05\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'gateway.v1.completion_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_COMPLETIONCHOICE']._serialized_start=74
-  _globals['_COMPLETIONCHOICE']._serialized_end=217
-  _globals['_COMPLETIONLOGPROBS']._serialized_start=220
-  _globals['_COMPLETIONLOGPROBS']._serialized_end=348
+  _globals['_COMPLETIONCHOICE'].fields_by_name['logprobs']._loaded_options = None
+  _globals['_COMPLETIONCHOICE'].fields_by_name['logprobs']._serialized_options = b'\320\265\030\001'
+  _globals['_COMPLETIONCHOICE']._serialized_start=105
+  _globals['_COMPLETIONCHOICE']._serialized_end=254
+  _globals['_COMPLETIONLOGPROBS']._serialized_start=257
+  _globals['_COMPLETIONLOGPROBS']._serialized_end=385
 # @@protoc_insertion_point(module_scope)

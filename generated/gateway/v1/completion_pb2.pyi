@@ -1,3 +1,4 @@
+from gateway.v1 import json_mapping_pb2 as _json_mapping_pb2
 from google.protobuf import struct_pb2 as _struct_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor

@@ -32,13 +32,21 @@ class Usage(_message.Message):
     def __init__(self, prompt_tokens: _Optional[int] = ..., completion_tokens: _Optional[int] = ..., total_tokens: _Optional[int] = ..., input_cost_usd: _Optional[float] = ..., output_cost_usd: _Optional[float] = ..., cache_input_cost_usd: _Optional[float] = ..., total_cost_usd: _Optional[float] = ..., latency_ms: _Optional[float] = ..., ttft_ms: _Optional[float] = ..., prompt_tokens_details: _Optional[_Union[PromptTokensDetails, _Mapping]] = ..., completion_tokens_details: _Optional[_Union[CompletionTokensDetails, _Mapping]] = ...) -> None: ...
 
 class PromptTokensDetails(_message.Message):
-    __slots__ = ("cached_tokens",)
+    __slots__ = ("cached_tokens", "audio_tokens")
     CACHED_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    AUDIO_TOKENS_FIELD_NUMBER: _ClassVar[int]
     cached_tokens: int
-    def __init__(self, cached_tokens: _Optional[int] = ...) -> None: ...
+    audio_tokens: int
+    def __init__(self, cached_tokens: _Optional[int] = ..., audio_tokens: _Optional[int] = ...) -> None: ...
 
 class CompletionTokensDetails(_message.Message):
-    __slots__ = ("reasoning_tokens",)
+    __slots__ = ("reasoning_tokens", "audio_tokens", "accepted_prediction_tokens", "rejected_prediction_tokens")
     REASONING_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    AUDIO_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    ACCEPTED_PREDICTION_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    REJECTED_PREDICTION_TOKENS_FIELD_NUMBER: _ClassVar[int]
     reasoning_tokens: int
-    def __init__(self, reasoning_tokens: _Optional[int] = ...) -> None: ...
+    audio_tokens: int
+    accepted_prediction_tokens: int
+    rejected_prediction_tokens: int
+    def __init__(self, reasoning_tokens: _Optional[int] = ..., audio_tokens: _Optional[int] = ..., accepted_prediction_tokens: _Optional[int] = ..., rejected_prediction_tokens: _Optional[int] = ...) -> None: ...

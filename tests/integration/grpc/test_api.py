@@ -59,13 +59,14 @@ async def test_stream_sends_role_content_then_finish(stubs):
     chunks = [c async for c in stubs.chat.StreamChatCompletion(request, metadata=API)]
     assert len({c.id for c in chunks}) == 1
     assert all(c.object == "chat.completion.chunk" for c in chunks)
-    first, *middle, last = chunks
+    first, *middle, last, usage = chunks
     assert first.choices[0].delta.role == "assistant"
     assert not first.choices[0].delta.HasField("content")
     assert len(middle) == 5 and all(c.choices[0].delta.HasField("content") for c in middle)
     assert not last.choices[0].delta.HasField("content")
     assert last.choices[0].finish_reason == "length"
-    assert last.usage.completion_tokens == 5
+    # Usage comes on a message of its own, with no choices, after the finish.
+    assert not usage.choices and usage.usage.completion_tokens == 5
     assert all(not c.HasField("usage") for c in chunks[:-1])
 
 

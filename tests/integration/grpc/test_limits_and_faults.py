@@ -37,6 +37,7 @@ async def stubs_for(config: dict) -> AsyncIterator[Stubs]:
 
 async def test_rate_limit_exhausted_carries_retry_info(config_dict):
     config_dict["keys"][0]["requests_per_minute"] = 2
+    config_dict["limits"] = {**config_dict.get("limits", {}), "count_listings": True}
     async with stubs_for(config_dict) as stubs:
         started = time.monotonic()
         call = stubs.models.ListModels(models.ListModelsRequest(), metadata=API)
@@ -52,13 +53,14 @@ async def test_rate_limit_exhausted_carries_retry_info(config_dict):
         answered = time.monotonic()
         error = caught.value
         assert error.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
-        retry = details(error)["RetryInfo"].retry_delay.seconds
-        # The first request leaves the minute's window 60 s after it was admitted,
-        # less the time since: whole seconds, rounded up (two values only when a
-        # second's boundary falls between what these clocks can tell apart).
-        assert retry in {math.ceil(60 - (answered - started)), math.ceil(60 - (asked - first_done))}
+        retry_ms = details(error)["RetryInfo"].retry_delay.ToMilliseconds()
+        # Two a minute: the bucket has a slot again 30 s after the first request, less
+        # the time since, to the millisecond (rounded up).
+        assert 30_000 - (answered - started) * 1000 - 1 <= retry_ms
+        assert retry_ms <= 30_000 - (asked - first_done) * 1000 + 1
         trailers = dict(error.trailing_metadata())
-        assert trailers["retry-after"] == str(retry)
+        assert trailers["retry-after-ms"] == str(retry_ms)
+        assert trailers["retry-after"] == str(math.ceil(retry_ms / 1000))
         assert trailers["x-ratelimit-remaining-requests"] == "0"
 
 

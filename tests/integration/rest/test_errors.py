@@ -183,17 +183,19 @@ async def test_providers(c: httpx.AsyncClient) -> None:
     assert providers[0]["params"]["ttft_ms"] == 0
 
 
-def window_left(started: float, first_done: float, asked: float, answered: float) -> set[int]:
-    """The Retry-After of a request refused by a 60 s window that admitted its first
-    request between `started` and `first_done`, refused between `asked` and `answered`:
-    60 s less the time between the two, rounded up (one value unless a second's
-    boundary falls inside what the clocks here cannot tell apart)."""
-    return {math.ceil(60 - (answered - started)), math.ceil(60 - (asked - first_done))}
+def slot_left(started: float, first_done: float, asked: float, answered: float) -> set[int]:
+    """The Retry-After of a request refused by a 2-a-minute bucket (a slot every 30 s)
+    whose first request was admitted between `started` and `first_done` and second at
+    once after, refused between `asked` and `answered`: 30 s less the time since the
+    first, rounded up (one value unless a second's boundary falls inside what the
+    clocks here cannot tell apart)."""
+    return {math.ceil(30 - (answered - started)), math.ceil(30 - (asked - first_done))}
 
 
 @both_modes
 async def test_rate_limit_429(mode: str) -> None:
     data = default_config_dict()
+    data["limits"] = {**data.get("limits", {}), "count_listings": True}
     for key in data["keys"]:
         if key["kind"] == "api":
             key["requests_per_minute"] = 2
@@ -212,9 +214,13 @@ async def test_rate_limit_429(mode: str) -> None:
         assert error["type"] == "rate_limit_error"
         assert error["code"] == "rate_limited"
         retry_after = limited.headers["retry-after"]
-        # The first request leaves the minute's window 60 s after it was admitted, less
-        # the time since, in whole seconds rounded up.
-        assert int(retry_after) in window_left(started, first_done, asked, time.monotonic())
+        # The bucket refills a slot 30 s after the first request, less the time since:
+        # whole seconds rounded up, and exactly in retry-after-ms.
+        answered = time.monotonic()
+        assert int(retry_after) in slot_left(started, first_done, asked, answered)
+        wait_ms = int(limited.headers["retry-after-ms"])
+        assert 30_000 - (answered - started) * 1000 - 1 <= wait_ms
+        assert wait_ms <= 30_000 - (asked - first_done) * 1000 + 1
         assert limited.headers["retry_after"] == retry_after
         assert limited.headers["x-ratelimit-limit-requests"] == "2"
         assert limited.headers["x-ratelimit-remaining-requests"] == "0"
@@ -223,7 +229,7 @@ async def test_rate_limit_429(mode: str) -> None:
         asked = time.monotonic()
         limited = await http.post("/v1/chat/completions", json={**CHAT, "stream": True}, headers=A)
         error_of(limited, 429)
-        left = window_left(started, first_done, asked, time.monotonic())
+        left = slot_left(started, first_done, asked, time.monotonic())
         assert int(limited.headers["retry_after"]) in left
 
 
@@ -233,7 +239,7 @@ async def test_unexpected_exception_is_a_generic_500(
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("secret internal detail")
 
-    monkeypatch.setattr(Accounts, "admit", broken)
+    monkeypatch.setattr(Accounts, "identify", broken)
     response = await c.get("/v1/models", headers={**A, "x-request-id": "req-500"})
     error = error_of(response, 500)
     assert "secret internal detail" not in response.text
@@ -260,13 +266,13 @@ async def test_only_allow_listed_headers_reach_the_rpc(
     c: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     seen: list[dict[str, str]] = []
-    original = Accounts.admit
+    original = Accounts.identify
 
     async def spy(self, call, *args, **kwargs):  # type: ignore[no-untyped-def]
         seen.append(dict(call.metadata))
         return await original(self, call, *args, **kwargs)
 
-    monkeypatch.setattr(Accounts, "admit", spy)
+    monkeypatch.setattr(Accounts, "identify", spy)
     headers = {**A, "x-request-id": "req-allow", "cookie": "a=b", "x-other": "1"}
     response = await c.get("/v1/models", headers=headers)
     assert response.status_code == 200

@@ -109,7 +109,8 @@ async def test_chat_golden_shape(mode: str, path: str) -> None:
     assert len(chunks) == len(events) - 1 >= 3
     assert openai_stream_problems(chunks) == []
     assert chunks[0]["id"].startswith("chatcmpl-")
-    assert all("usage" not in chunk for chunk in chunks)
+    # As OpenAI: every chunk has system_fingerprint, and usage null unless asked for.
+    assert all(c["usage"] is None and c["system_fingerprint"].startswith("fp_") for c in chunks)
     first, middle, last = chunks[0], chunks[1:-1], chunks[-1]
     assert first["choices"][0]["delta"] == {"role": "assistant"}
     assert middle and all(list(c["choices"][0]["delta"]) == ["content"] for c in middle)
@@ -123,12 +124,17 @@ async def test_chat_stream_usage_on_last_chunk(mode: str) -> None:
     async with client(mode) as c:
         _, _, events = await stream(c, "/v1/chat/completions", body, A)
     chunks = data_events(events)
-    assert [c for c in chunks if "usage" in c] == [chunks[-1]]
+    assert openai_stream_problems(chunks) == []
+    # OpenAI's framing: usage on an extra last chunk of no choices, null on the others,
+    # so code written to OpenAI's docs (`if not chunk.choices: usage = chunk.usage`) works.
+    assert [c for c in chunks if c["usage"] is not None] == [chunks[-1]]
+    assert chunks[-1]["choices"] == []
     usage = chunks[-1]["usage"]
     assert usage["completion_tokens"] == 4
     assert usage["total_tokens"] == usage["prompt_tokens"] + 4
     assert usage["total_cost_usd"] > 0 and "ttft_ms" in usage
-    assert chunks[-1]["choices"][0]["finish_reason"] == "length"
+    assert usage["prompt_tokens_details"] == {"cached_tokens": 0, "audio_tokens": 0}
+    assert chunks[-2]["choices"][0]["finish_reason"] == "length"
 
 
 @both_modes

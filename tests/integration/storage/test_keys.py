@@ -157,7 +157,7 @@ async def test_keys_cli_shows_the_secret_once_and_the_gateway_accepts_it(tmp_pat
     assert key["id"] in listing.stdout and key["prefix"] in shown.stdout
     assert secret not in listing.stdout + shown.stdout
     async with (
-        running_gateway(config_with(sqlite_path=db)) as gw,
+        running_gateway(config_with(sqlite_path=db, limits={"count_listings": True})) as gw,
         grpc.aio.insecure_channel(f"127.0.0.1:{gw.grpc_port}") as channel,
     ):
         stubs = Stubs(channel)

@@ -13,12 +13,13 @@ import grpc
 import pytest
 from gateway.v1 import chat_service_pb2 as chat
 from gateway.v1 import model_service_pb2 as models
+from gateway.v1 import router_service_pb2 as router
 
 from server.base.tokens import estimate
 from tests.support.facade import set_params
 from tests.support.faults import tcp_proxy
 from tests.support.gateways import running_gateway, start_process, stop_process, write_config
-from tests.support.grpc_stubs import API, Stubs
+from tests.support.grpc_stubs import API, ROUTER, Stubs
 from tests.support.shared_state import AdminClient, config_with
 
 HELLO = [chat.ChatMessage(role="user", content="hello")]
@@ -29,7 +30,8 @@ def _chat(model: str = "sim-mini", **extra) -> chat.CreateChatCompletionRequest:
 
 
 async def test_every_request_is_recorded_success_or_failure(tmp_path):
-    async with running_gateway(config_with(sqlite_path=str(tmp_path / "gw.db"))) as gw:
+    config = config_with(sqlite_path=str(tmp_path / "gw.db"), limits={"count_listings": True})
+    async with running_gateway(config) as gw:
         async with grpc.aio.insecure_channel(f"127.0.0.1:{gw.grpc_port}") as channel:
             _, secret = await AdminClient(channel).create("rec", requests_per_minute=2)
             stubs, mine = Stubs(channel), (("x-api-key", secret),)
@@ -66,6 +68,41 @@ async def test_every_request_is_recorded_success_or_failure(tmp_path):
     assert first["latency_ms"] > 0 and first["ttft_ms"] is not None
     assert rows[1]["model"] == "sim-pro" and rows[1]["total_tokens"] > 0
     assert rows[3]["model"] == "no-such" and rows[3]["total_cost_usd"] is None
+    assert rows[3]["prompt_tokens"] == rows[3]["completion_tokens"] == 0
+
+
+async def test_a_row_carries_every_cost_and_the_route_that_chose_its_model(tmp_path):
+    config = config_with(sqlite_path=str(tmp_path / "gw.db"))
+    config["routing"]["record_prompts"] = True
+    standard = next(m for m in config["models"] if m["id"] == "sim-standard")
+    standard["providers"][0]["params"]["cached_ratio"] = 0.5
+    standard["aliases"] = ["house-standard"]
+    async with running_gateway(config) as gw:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{gw.grpc_port}") as channel:
+            stubs = Stubs(channel)
+            cached = await stubs.chat.CreateChatCompletion(
+                chat.CreateChatCompletionRequest(
+                    model="sim-standard",
+                    messages=[chat.ChatMessage(role="user", content="w " * 200)],
+                ),
+                metadata=API,
+            )
+            routed = await stubs.router.Infer(
+                router.InferRequest(prompt="Prove that there are infinitely many primes."),
+                metadata=ROUTER,
+            )
+        await gw.gateway.accounts.ledger.flush()
+        rows = await gw.gateway.store.db.fetch("SELECT * FROM usage_records ORDER BY id")
+    first, second = rows
+    assert cached.usage.prompt_tokens_details.cached_tokens > 0
+    assert first["model"] == "sim-standard"  # the model that answered, not the alias
+    for field in ("input_cost_usd", "output_cost_usd", "cache_input_cost_usd", "total_cost_usd"):
+        assert first[field] == pytest.approx(getattr(cached.usage, field)), field
+    assert (first["route_profile"], first["difficulty"], first["prompt"]) == ("", None, None)
+    assert second["model"] == routed.model and second["route_profile"] == "balanced"
+    # The answer shows the difficulty to four places; the row keeps it whole.
+    assert second["difficulty"] == pytest.approx(routed.route.difficulty, abs=5e-5)
+    assert "infinitely many primes" in second["prompt"]
 
 
 async def test_failed_calls_are_recorded_as_their_failure_never_ok(tmp_path):

@@ -130,7 +130,7 @@ async def test_impossible_usage_after_the_text_is_counted_by_the_gateway(bad, fi
         )
         assert 0 <= usage.completion_tokens < 100
         assert usage.total_cost_usd >= 0
-    assert chunks[-1].choices[0].finish_reason == "stop"
+    assert chunks[-2].choices[0].finish_reason == "stop" and not chunks[-1].choices
     assert len(rows) == 2 and all(r["status"] == "OK" for r in rows)
     assert all(0 <= r["total_cost_usd"] < 0.01 for r in rows)
     assert not [r for r in caplog.records if r.exc_info]

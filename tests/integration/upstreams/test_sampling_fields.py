@@ -199,3 +199,25 @@ async def test_user_has_no_tgi_name_and_is_not_sent(env: Env):
                                          {"messages": MESSAGES, "user": "u"})  # fmt: skip
     assert status == 200, answer
     assert "user" not in seen and "user" not in seen["parameters"]
+
+
+async def test_openai_completions_get_prompt_arrays_as_sent(env: Env):
+    for prompt in (["Once", "Twice"], [1, 2, 3], [[1, 2], [3]]):
+        status, answer, seen = await env.ask(
+            "openai", "/v1/completions", {"prompt": prompt, "max_tokens": 2}
+        )
+        assert status == 200, answer
+        assert seen["prompt"] == prompt
+
+
+@pytest.mark.parametrize("fmt", ["anthropic", "tgi"])
+async def test_prompt_arrays_need_an_upstream_that_takes_them(env: Env, fmt: str):
+    for prompt in (["a", "b"], [1, 2, 3]):
+        status, answer, seen = await env.ask(fmt, "/v1/completions", {"prompt": prompt})
+        assert status == 400 and seen is None, answer
+        assert (
+            answer["error"]["param"] == "prompt" and "prompt_arrays" in answer["error"]["message"]
+        )
+    # One string in an array is a plain prompt, which every adapter takes.
+    status, answer, seen = await env.ask(fmt, "/v1/completions", {"prompt": ["a"], "max_tokens": 2})
+    assert status == 200, answer

@@ -110,6 +110,7 @@ class Seen:
     path: str
     headers: dict[str, str]
     body: dict[str, Any]
+    query: str = ""
 
 
 def sse(data: Any, event: str | None = None) -> bytes:
@@ -159,12 +160,15 @@ class FakeUpstream:
                 break
         headers = {k.decode(): v.decode() for k, v in scope["headers"]}
         body = json.loads(raw) if raw else {}
-        self.seen.append(Seen(scope["path"], headers, body))
+        query = scope.get("query_string", b"").decode()
+        self.seen.append(Seen(scope["path"], headers, body, query))
         fault = self.next_fault()
         self.in_flight += 1
         self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
         try:
-            serve = asyncio.ensure_future(self._answer(scope["path"], headers, body, fault, send))
+            # The wires see the query too (Azure's api-version); none other gets one.
+            path = scope["path"] + (f"?{query}" if query else "")
+            serve = asyncio.ensure_future(self._answer(path, headers, body, fault, send))
             watch = asyncio.ensure_future(receive())
             await asyncio.wait({serve, watch}, return_when=asyncio.FIRST_COMPLETED)
             if not serve.done():

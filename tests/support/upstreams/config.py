@@ -8,10 +8,12 @@ from tests.support.gateways import default_config_dict
 from tests.support.upstreams.checks import KEY_ENV
 
 PRICE = {"input": 1.0, "output": 4.0, "cached_input": 0.5, "cache_write": 1.25, "reasoning": 8.0}
-# Short timeouts keep fault tests fast.
-FAST = {"connect_timeout_s": 0.5, "read_timeout_s": 0.5}
-UPSTREAM_MODEL = {"openai": "gpt-fake", "anthropic": "claude-fake", "tgi": "tgi-fake"}
-BASE_PATH = {"openai": "/v1", "anthropic": "", "tgi": ""}
+# A short read timeout keeps fault tests fast; connecting on loopback is quick unless a
+# loaded machine stalls the loop, so its bound is generous (no test waits on it).
+FAST = {"connect_timeout_s": 3.0, "read_timeout_s": 0.5}
+UPSTREAM_MODEL = {"openai": "gpt-fake", "anthropic": "claude-fake", "tgi": "tgi-fake",
+                  "azure_openai": "gpt-fake"}  # fmt: skip
+BASE_PATH = {"openai": "/v1", "anthropic": "", "tgi": "", "azure_openai": ""}
 
 
 def provider(

@@ -5,6 +5,7 @@ refusal says."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -15,7 +16,7 @@ from redis.asyncio import Redis
 
 from server.accounting import budget
 from server.accounting.budget import MemoryBudgets, RedisBudgets, exhausted, period_bounds
-from server.accounting.ratelimit import Decision, RedisLimiter, SlidingWindowLimiter
+from server.accounting.ratelimit import BucketLimiter, Decision, RedisLimiter
 from server.base.caller import BudgetSpec
 from server.base.errors import BudgetExhausted
 from tests.support.shared_state import REDIS_URL
@@ -210,46 +211,47 @@ class Clock:
 @pytest.fixture(params=["memory", "redis"])
 def limiter(request: pytest.FixtureRequest, redis, redis_prefix) -> Any:  # type: ignore[no-untyped-def]
     if request.param == "memory":
-        return SlidingWindowLimiter(window_s=2)
+        return BucketLimiter(window_s=2)
     return RedisLimiter(redis, f"{redis_prefix}ul{uuid.uuid4().hex[:6]}:", window_s=2)
 
 
-async def test_tokens_reserved_then_settled(limiter):
+async def test_tokens_taken_then_settled(limiter):
+    # A two-second window: 100 tokens refill at 50 a second.
     key = uuid.uuid4().hex
     first = await limiter.acquire(key, None, 100, 60, "a")
     assert first.allowed and (first.tokens_limit, first.tokens_remaining) == (100, 40)
     assert first.requests_limit is None and first.retry_after_s == 0
     refused = await limiter.acquire(key, None, 100, 50, "b")
-    assert not refused.allowed and refused.tokens_remaining == 40
-    assert 1.5 < refused.retry_after_s <= 2
-    await limiter.settle(key, "a", 10)
+    assert not refused.allowed and refused.tokens_remaining in (40, 41)
+    # 10 more tokens are needed: a fifth of a second of refill, not the window.
+    assert 0.15 < refused.retry_after_s <= 0.2
+    await limiter.settle(key, "a", 10)  # it used 10 of the 60 it took: 50 come back
     second = await limiter.acquire(key, None, 100, 50, "b")
-    assert second.allowed and second.tokens_remaining == 40
-    # A request wanting more than the whole limit is counted as the whole limit.
+    assert second.allowed and 40 <= second.tokens_remaining <= 42
+    # A request wanting more than the whole limit takes the whole limit.
     big = await limiter.acquire(uuid.uuid4().hex, None, 100, 500, "c")
     assert big.allowed and big.tokens_remaining == 0
-    # Settling an unknown ticket, or a key never seen, changes nothing.
+    # Settling an unknown ticket, a ticket twice, or a key never seen, changes nothing.
     await limiter.settle(key, "nobody", 99)
+    await limiter.settle(key, "a", 0)
     await limiter.settle(uuid.uuid4().hex, "nobody", 99)
-    assert (await limiter.acquire(key, None, 100, 20, "d")).tokens_remaining == 20
+    assert 20 <= (await limiter.acquire(key, None, 100, 20, "d")).tokens_remaining <= 23
 
 
-async def test_requests_counted_and_reset(limiter):
+async def test_requests_counted_and_the_next_slot_named(limiter):
     key = uuid.uuid4().hex
     decisions = [await limiter.acquire(key, 3, None, 0, f"t{i}") for i in range(4)]
     assert [d.allowed for d in decisions] == [True, True, True, False]
     assert [d.requests_remaining for d in decisions] == [2, 1, 0, 0]
     assert decisions[-1].requests_limit == 3 and decisions[-1].tokens_limit is None
-    assert 1.5 < decisions[-1].retry_after_s <= 2 and 1.5 < decisions[-1].reset_s <= 2
+    # Three a window of two seconds: one slot every 2/3 s; the bucket full after 2 s.
+    assert 0.6 < decisions[-1].retry_after_s <= 2 / 3
+    assert 1.9 < decisions[-1].reset_requests_s <= 2 and decisions[-1].reset_tokens_s == 0
     # Without a token limit, tokens are never refused, however many.
     tokens_free = uuid.uuid4().hex
     for i in range(3):
         unlimited = await limiter.acquire(tokens_free, 5, None, 10_000, f"u{i}")
-        assert unlimited.allowed and unlimited.reset_s > 0
-    if isinstance(limiter, RedisLimiter):
-        # Redis's clock counts whole milliseconds: seconds are those, divided by 1000.
-        for seconds in (decisions[-1].retry_after_s, decisions[-1].reset_s):
-            assert abs(seconds * 1000 - round(seconds * 1000)) < 1e-6
+        assert unlimited.allowed and unlimited.reset_requests_s > 0
 
 
 async def test_both_limits_at_once(limiter):
@@ -262,45 +264,47 @@ async def test_both_limits_at_once(limiter):
     assert not by_requests.allowed and by_requests.requests_remaining == 0
 
 
-def test_the_window_slides():
+def test_the_buckets_refill_continuously():
     clock = Clock()
-    limiter = SlidingWindowLimiter(clock, window_s=60)
-    limiter.hit("k", None, 100, 60, "a")
-    clock.now += 20
-    limiter.hit("k", None, 100, 30, "b")
-    clock.now += 20
-    refused = limiter.hit("k", None, 100, 50, "c")
-    # 90 used; 40 more must leave: the first entry (60) leaves the window at t=560.
-    assert not refused.allowed and refused.retry_after_s == pytest.approx(20)
-    assert refused.reset_s == pytest.approx(40)
-    clock.now += 20  # the first entry is exactly a window old: gone
-    allowed = limiter.hit("k", None, 100, 50, "c")
-    assert allowed.allowed and allowed.tokens_remaining == 20
-    # A ticket settled after its entry left the window changes nothing.
+    limiter = BucketLimiter(clock, window_s=60)
+    limiter.hit("k", 60, 600, 300, "a")
+    limiter.hit("k", 60, 600, 200, "b")
+    refused = limiter.hit("k", 60, 600, 200, "c")
+    # 100 left of 600, refilling at 10 a second: 100 more in 10 s.
+    assert not refused.allowed and refused.retry_after_s == pytest.approx(10)
+    assert refused.reset_tokens_s == pytest.approx(50) and refused.reset_requests_s == 2
+    clock.now += 10
+    allowed = limiter.hit("k", 60, 600, 200, "c")
+    assert allowed.allowed and allowed.tokens_remaining == 0
+    # A spent request bucket: the next slot is a sixtieth of a minute away.
+    burst = [limiter.hit("r", 60, None) for _ in range(61)]
+    assert [d.allowed for d in burst].count(True) == 60
+    assert burst[-1].retry_after_s == pytest.approx(1)
+    clock.now += 1
+    assert limiter.hit("r", 60, None).allowed
+    # A ticket older than the window is forgotten: settling it changes nothing.
     clock.now += 61
-    import asyncio
-
     asyncio.run(limiter.settle("k", "b", 1000))
-    assert limiter.hit("k", None, 100, 100, "d").allowed
+    assert limiter.hit("k", None, 600, 600, "d").allowed
 
 
 def test_decision_headers():
-    both = Decision(True, 10, 3, 1000, 250, 0.0, 12.2)
+    both = Decision(True, 10, 3, 1000, 250, 0.0, 12.2, 0.0104)
     assert both.headers() == {
         "x-ratelimit-limit-requests": "10",
         "x-ratelimit-remaining-requests": "3",
-        "x-ratelimit-reset-requests": "13s",
+        "x-ratelimit-reset-requests": "12.2s",
         "x-ratelimit-limit-tokens": "1000",
         "x-ratelimit-remaining-tokens": "250",
-        "x-ratelimit-reset-tokens": "13s",
+        "x-ratelimit-reset-tokens": "11ms",
     }
-    over = Decision(False, 10, -1, None, 0, 5.0, 5.0)
+    over = Decision(False, 10, -1, None, 0, 5.0, 360.0, 0.0)
     assert over.headers() == {
         "x-ratelimit-limit-requests": "10",
         "x-ratelimit-remaining-requests": "0",
-        "x-ratelimit-reset-requests": "5s",
+        "x-ratelimit-reset-requests": "6m0s",
     }
-    assert Decision(True, None, 0, None, 0, 0, 0).headers() == {}
+    assert Decision(True, None, 0, None, 0, 0, 0, 0).headers() == {}
     assert over.remaining == -1
 
 
@@ -311,4 +315,23 @@ async def test_redis_limiters_of_two_prefixes_count_apart(redis, redis_prefix):
     assert (await one.acquire("k", 1, None, 0, "a")).allowed
     assert (await two.acquire("k", 1, None, 0, "b")).allowed
     assert not (await one.acquire("k", 1, None, 0, "c")).allowed
-    assert await redis.exists(f"{redis_prefix}one{run}:rl:{{k}}:log") == 1
+    assert await redis.exists(f"{redis_prefix}one{run}:rl:{{k}}:b") == 1
+
+
+def test_a_ticket_exactly_a_window_old_is_forgotten():
+    clock = Clock()
+    limiter = BucketLimiter(clock, window_s=60)
+    assert limiter.hit("k", None, 600, 600, "a").allowed
+    clock.now += 60
+    # Settled a window later, even for more than it took, it takes nothing more.
+    asyncio.run(limiter.settle("k", "a", 1200))
+    assert limiter.hit("k", None, 600, 600, "b").allowed
+
+
+async def test_redis_waits_follow_the_window(redis, redis_prefix):
+    # A 1000-second window of one request: the next slot is a whole window away.
+    limiter = RedisLimiter(redis, f"{redis_prefix}long{uuid.uuid4().hex[:6]}:", window_s=1000)
+    key = uuid.uuid4().hex
+    assert (await limiter.acquire(key, 1, None, 0, "a")).allowed
+    refused = await limiter.acquire(key, 1, None, 0, "b")
+    assert not refused.allowed and 999.9 < refused.retry_after_s <= 1000

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from server.accounting.ratelimit import SlidingWindowLimiter
+from server.accounting.ratelimit import BucketLimiter
 from server.base import costs, tokens
 from server.base.config import Price
 from server.base.generation import GenerationRequest, Message, TokenCounts
@@ -19,18 +19,19 @@ class Clock:
         return self.now
 
 
-def test_sliding_window_admits_exactly_the_limit_and_tells_when_to_retry():
+def test_the_bucket_admits_a_burst_then_one_per_slot_and_tells_when():
     clock = Clock()
-    limiter = SlidingWindowLimiter(clock)
+    limiter = BucketLimiter(clock)
+    # 3 a minute: a full bucket of 3, then one every 20 seconds.
     for remaining in (2, 1, 0):
         decision = limiter.hit("k", 3)
         assert decision.allowed and decision.remaining == remaining
-        clock.now += 10
+    clock.now += 10
     refused = limiter.hit("k", 3)
     assert not refused.allowed
-    # The oldest hit (t=1000) leaves the window at t=1060; now is 1030.
-    assert refused.retry_after_s == pytest.approx(30)
-    clock.now += 30
+    # Half a slot has refilled in 10 s: the next is 10 s away, not the minute.
+    assert refused.retry_after_s == pytest.approx(10)
+    clock.now += 10
     assert limiter.hit("k", 3).allowed
     assert not limiter.hit("k", 3).allowed
     assert limiter.hit("other", 3).allowed

@@ -33,7 +33,8 @@ def test_int64_is_a_json_number_and_plain_scalars_always_appear() -> None:
     out = to_dict(chunk)
     assert json.dumps(out).count('"created": 1767225600') == 1
     assert out["choices"] == [{"index": 0, "delta": {"role": "assistant"}}]
-    assert "usage" not in out
+    assert out["usage"] is None  # null_when_unset
+    assert out["system_fingerprint"] == ""  # a plain scalar appears even when empty
 
 
 def test_set_empty_message_is_an_empty_object() -> None:
@@ -139,7 +140,13 @@ def test_content_is_a_string_or_an_array_of_parts() -> None:
         "type": "image_url",
         "image_url": {"url": "https://x"},
     }
-    assert out["messages"][1] == {"role": "assistant", "content": "b"}
+    # A message is written as a reply's is: refusal null and annotations [] included.
+    assert out["messages"][1] == {
+        "role": "assistant",
+        "content": "b",
+        "refusal": None,
+        "annotations": [],
+    }
     assert "content_parts" not in json.dumps(out) and "tools" not in out
 
 

@@ -1,0 +1,192 @@
+"""The handlers' accounting steps (identify, admit, check, reserve, budget_left) and the
+settlements `close` starts, over the real limiter and budgets: what each step charges to
+the key, and that a settlement which is slow or fails neither loses the ledger nor is
+lost at shutdown."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from collections.abc import AsyncIterator
+
+import pytest
+from redis.asyncio import Redis
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
+
+from server.accounting.accounts import Accounts
+from server.accounting.admission import Admission, KeyDirectory, KeyRing
+from server.accounting.budget import MemoryBudgets, RedisBudgets
+from server.accounting.ledger import Ledger
+from server.accounting.ratelimit import BucketLimiter
+from server.base.call import Call
+from server.base.config import KeyConfig
+from server.base.errors import RateLimited, UpstreamError
+from tests.support.faults import tcp_proxy
+
+SECRET = "sk-accounts-test-0123456789"
+RING = KeyRing(
+    [
+        KeyConfig(
+            name="team-a", kind="api", secret=SECRET, requests_per_minute=2,
+            tokens_per_minute=1000, budget_usd=1.0,
+        ),
+        KeyConfig(name="admin", kind="admin", secret="sk-admin-accounts-0123456789"),
+    ]
+)  # fmt: skip
+
+
+async def nothing_spent(key_id: str, since: float) -> float:
+    return 0.0
+
+
+def accounts_over(budgets: MemoryBudgets | RedisBudgets) -> tuple[Accounts, BucketLimiter]:
+    limiter = BucketLimiter()
+    return Accounts(Admission(KeyDirectory(), limiter), Ledger(None), budgets), limiter
+
+
+def call() -> Call:
+    return Call({"authorization": f"Bearer {SECRET}"})
+
+
+async def test_admit_and_check_count_a_request_and_no_tokens() -> None:
+    accounts, limiter = accounts_over(MemoryBudgets(nothing_spent))
+    first, second = call(), call()
+    await accounts.admit(first, "api", RING)
+    await accounts.check(second, "api", RING)
+    # Both reported the key's limits to their caller: one request left after the first,
+    # none after the second, and every token still there.
+    assert first.response_metadata["x-ratelimit-remaining-requests"] == "1"
+    assert second.response_metadata["x-ratelimit-remaining-requests"] == "0"
+    assert second.response_metadata["x-ratelimit-remaining-tokens"] == "1000"
+    # check() bills nothing: the call's record names nobody.
+    assert first.record.principal is not None and second.record.principal is None
+    with pytest.raises(RateLimited):
+        await accounts.check(call(), "api", RING)
+
+
+async def test_reserve_before_identify_is_a_programming_error() -> None:
+    accounts, _ = accounts_over(MemoryBudgets(nothing_spent))
+    with pytest.raises(RuntimeError, match=r"^reserve\(\) before the caller was identified$"):
+        await accounts.reserve(call(), 10, lambda: 0.1)
+
+
+async def test_budget_left_is_the_limit_less_spent_and_reserved() -> None:
+    async def spent(key_id: str, since: float) -> float:
+        return 0.25
+
+    accounts, _ = accounts_over(MemoryBudgets(spent))
+    open_call = call()
+    principal = await accounts.identify(open_call, "api", RING)
+    assert await accounts.budget_left(principal) == pytest.approx(0.75)
+    await accounts.reserve(open_call, 10, lambda: 0.125)
+    assert await accounts.budget_left(principal) == pytest.approx(0.625)
+    unbudgeted = await accounts.identify(
+        Call({"authorization": "Bearer sk-admin-accounts-0123456789"}), "admin", RING
+    )
+    assert await accounts.budget_left(unbudgeted) is None
+
+
+async def test_close_settles_tokens_and_budget_in_the_background() -> None:
+    accounts, limiter = accounts_over(MemoryBudgets(nothing_spent))
+    open_call = call()
+    principal = await accounts.identify(open_call, "api", RING)
+    await accounts.reserve(open_call, 600, lambda: 0.5)
+    assert await accounts.budget_left(principal) == pytest.approx(0.5)
+    accounts.close(open_call, None)
+    await accounts.aclose(1.0)
+    # Nothing answered: the reservation settles to nothing, the 600 tokens come back.
+    assert await accounts.budget_left(principal) == pytest.approx(1.0)
+    assert limiter.hit(principal.key_id, None, 1000, 0).tokens_remaining == 1000
+    assert not accounts._tasks  # settled tasks are not kept
+
+
+@pytest.fixture
+async def redis_budgets(redis_prefix: str) -> AsyncIterator[tuple[RedisBudgets, object]]:
+    """Budgets in the real Redis, reached through a proxy the test can stall or cut."""
+    async with tcp_proxy("127.0.0.1", 6379) as proxy:
+        # No retries: a cut connection fails the settlement at once.
+        client = Redis(
+            host="127.0.0.1", port=proxy.port, socket_timeout=2, retry=Retry(NoBackoff(), 0)
+        )
+        yield (
+            RedisBudgets(client, f"{redis_prefix}acc{uuid.uuid4().hex[:6]}:", nothing_spent),
+            proxy,
+        )
+        await client.aclose()
+
+
+async def test_shutdown_waits_for_a_slow_settlement(redis_budgets) -> None:  # type: ignore[no-untyped-def]
+    budgets, proxy = redis_budgets
+    accounts, _ = accounts_over(budgets)
+    open_call = call()
+    principal = await accounts.identify(open_call, "api", RING)
+    await accounts.reserve(open_call, 10, lambda: 0.5)
+    proxy.stall()
+    accounts.close(open_call, None)
+    asyncio.get_running_loop().call_later(0.3, proxy.resume)
+    await accounts.aclose(1.0)
+    assert await accounts.budget_left(principal) == pytest.approx(1.0)
+
+
+async def test_a_failed_settlement_is_logged_and_does_not_stop_shutdown(
+    redis_budgets, caplog: pytest.LogCaptureFixture
+) -> None:  # type: ignore[no-untyped-def]
+    budgets, proxy = redis_budgets
+    accounts, _ = accounts_over(budgets)
+    ok_call, failing_call = call(), call()
+    await accounts.identify(ok_call, "api", RING)
+    await accounts.reserve(ok_call, 10, lambda: 0.1)
+    with caplog.at_level(logging.WARNING, logger="server.accounting.accounts"):
+        accounts.close(ok_call, None)
+        await accounts.aclose(1.0)
+        assert not [r for r in caplog.records if "settlement failed" in r.getMessage()]
+        await accounts.identify(failing_call, "api", RING)
+        await accounts.reserve(failing_call, 10, lambda: 0.1)
+        proxy.down()
+        accounts.close(failing_call, None)
+        await accounts.aclose(1.0)  # does not raise the settlement's error
+    failures = [r.getMessage() for r in caplog.records if "settlement failed" in r.getMessage()]
+    assert len(failures) == 1 and failures[0].startswith("settlement failed: ")
+    assert "ConnectionError" in failures[0]
+    assert not accounts._tasks
+
+
+async def test_close_writes_one_row_however_often_it_is_called(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    accounts, _ = accounts_over(MemoryBudgets(nothing_spent))
+    open_call = call()
+    await accounts.identify(open_call, "api", RING)
+    await accounts.reserve(open_call, 10, lambda: 0.1)
+    # A dialect that reports its failure in its own answer (a failed event) leaves it
+    # on the record instead of raising it.
+    open_call.record.failure = UpstreamError("the upstream went away", {})
+    with caplog.at_level(logging.WARNING, logger="server.accounting.accounts"):
+        accounts.close(open_call, None)
+        row = open_call.record.usage
+        accounts.close(open_call, None)
+        await accounts.aclose(1.0)
+    assert open_call.record.usage is row and row is not None
+    assert (row.status, row.error_reason) == ("UNAVAILABLE", "UPSTREAM_ERROR")
+    # Settled once: a second settlement of the same reservation would have failed.
+    assert not caplog.records
+
+
+async def test_a_rows_latency_is_the_calls_in_milliseconds_to_the_microsecond() -> None:
+    accounts, _ = accounts_over(MemoryBudgets(nothing_spent))
+    quick, slow = call(), call()
+    for each in (quick, slow):
+        each.record.open("CreateChatCompletion")
+        await accounts.identify(each, "api", RING)
+    slow.record.started = time.time() - 1.5
+    accounts.close(slow, None)
+    accounts.close(quick, None)
+    assert slow.record.usage is not None and quick.record.usage is not None
+    assert 1500 <= slow.record.usage.latency_ms < 1501
+    # Sub-millisecond calls keep their microseconds.
+    assert 0 < quick.record.usage.latency_ms < 50
+    latency = quick.record.usage.latency_ms
+    assert latency == round(latency, 3)
