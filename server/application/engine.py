@@ -43,7 +43,7 @@ class Choice:
 
     text: list[str] = field(default_factory=list)
     logprobs: list[TokenLogprob] = field(default_factory=list)
-    # Tool calls by index: [id, name, arguments].
+    # Tool calls by index: [id, name, arguments, sealed signature].
     calls: dict[int, list[str]] = field(default_factory=dict)
     finish_reason: str | None = None
     # Shown reasoning (thinking), counted when the upstream reports no usage.
@@ -54,14 +54,18 @@ class Choice:
             self.text.append(event.text)
             self.logprobs.extend(event.logprobs)
             return
-        call = self.calls.setdefault(event.index, ["", "", ""])
+        call = self.calls.setdefault(event.index, ["", "", "", ""])
         call[0] = event.id or call[0]
         call[1] = event.name or call[1]
         call[2] += event.arguments
+        call[3] = event.signature or call[3]
 
     @property
     def tool_calls(self) -> list[ToolCall]:
-        return [ToolCall(*self.calls[i]) for i in sorted(self.calls)]
+        return [
+            ToolCall(call[0], call[1], call[2], call[3] or None)
+            for call in (self.calls[i] for i in sorted(self.calls))
+        ]
 
 
 def capable(

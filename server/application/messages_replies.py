@@ -24,6 +24,7 @@ from gateway.v1 import messages_service_pb2 as service
 from server.application.engine import Fragment, Run
 from server.base import tokens
 from server.base.generation import (
+    TOOL_SIGNATURE,
     NativeItem,
     NativeMessagesEvent,
     ReasoningDelta,
@@ -105,7 +106,10 @@ class Reply:
             block.input.SetInParent()
             return block
 
-        out = self._start(("tool", fragment.index), start)
+        out = []
+        if fragment.signature is not None:
+            out = self.feed(ReasoningDelta(signature=TOOL_SIGNATURE + fragment.signature))
+        out += self._start(("tool", fragment.index), start)
         if fragment.arguments:
             delta = pb.ContentBlockDelta(type="input_json_delta", partial_json=fragment.arguments)
             out += self._delta(delta)

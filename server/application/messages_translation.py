@@ -25,6 +25,7 @@ came (with `anthropic-beta`), so nothing is lost on an Anthropic upstream.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -38,6 +39,7 @@ from server.application import schemas
 from server.application.validation import MAX_TOKENS_CEILING
 from server.base.errors import InvalidArgument
 from server.base.generation import (
+    TOOL_SIGNATURE,
     DocumentPart,
     GenerationRequest,
     ImagePart,
@@ -121,14 +123,19 @@ class Reader:
     def assistant(self, blocks: Sequence[pb.ContentBlock], where: str) -> Message:
         texts: list[str] = []
         calls: list[ToolCall] = []
+        signature: str | None = None  # of the next tool call (TOOL_SIGNATURE)
         for j, block in enumerate(blocks):
             at = f"{where}.content[{j}]"
             if block.type == "text":
                 texts.append(self.text(block, at))
             elif block.type == "tool_use":
-                calls.append(self.tool_use(block, at))
+                call = self.tool_use(block, at)
+                calls.append(dataclasses.replace(call, signature=signature))
+                signature = None
             elif block.type in ("thinking", "redacted_thinking"):
                 self.thinking_block(block, at)
+                if block.signature.startswith(TOOL_SIGNATURE):
+                    signature = block.signature.removeprefix(TOOL_SIGNATURE)
             elif block.type in ("image", "document", "tool_result"):
                 raise InvalidArgument.for_field(f"{at}.type", f"{block.type} is not allowed here")
             else:

@@ -196,7 +196,8 @@ def message(m: chat_pb.ChatMessage, i: int) -> Message:
             raise InvalidArgument.for_field(f"{at}.type", "must be function")
         _required(call.id, f"{at}.id")
         _required(call.function.name, f"{at}.function.name")
-        calls.append(ToolCall(call.id, call.function.name, call.function.arguments))
+        signature = call.extra_content.google.thought_signature or None
+        calls.append(ToolCall(call.id, call.function.name, call.function.arguments, signature))
     call_id = m.tool_call_id if _present(m, "tool_call_id") else None
     if m.role == "tool" and not call_id:
         raise InvalidArgument.for_field(f"{where}.tool_call_id", "is required on tool messages")

@@ -17,11 +17,14 @@ from server.base.generation import TextDelta, TokenLogprob, ToolCall, ToolCallDe
 
 
 def tool_call(call: ToolCall) -> chat_pb2.ToolCall:
-    return chat_pb2.ToolCall(
+    reply = chat_pb2.ToolCall(
         id=call.id,
         type="function",
         function=chat_pb2.FunctionCall(name=call.name, arguments=call.arguments),
     )
+    if call.signature is not None:
+        reply.extra_content.google.thought_signature = call.signature
+    return reply
 
 
 def chat_chunk_choice(event: TextDelta | ToolCallDelta, logprobs: bool) -> chat.ChatChunkChoice:
@@ -39,6 +42,8 @@ def chat_chunk_choice(event: TextDelta | ToolCallDelta, logprobs: bool) -> chat.
         fragment.type = "function"
     if event.name is not None:
         fragment.function.name = event.name
+    if event.signature is not None:
+        fragment.extra_content.google.thought_signature = event.signature
     fragment.function.arguments = event.arguments
     return chat.ChatChunkChoice(index=event.choice, delta=chat.ChatDelta(tool_calls=[fragment]))
 

@@ -120,7 +120,7 @@ class Builder:
             self._text("".join(choice.text), tuple(choice.logprobs))
         calls = choice.tool_calls
         for index, call in enumerate(calls):
-            self._call(ToolCallDelta(index, call.id, call.name, call.arguments))
+            self._call(ToolCallDelta(index, call.id, call.name, call.arguments, 0, call.signature))
 
     def text_delta(self, text: str) -> Event | None:
         """The event of one more fragment of the message being written (a stream's
@@ -162,7 +162,12 @@ class Builder:
         out: list[Event] = []
         current = self._calls.get(fragment.index)
         if current is None:
-            out = self._close()
+            if fragment.signature is not None:
+                # The call's reasoning state (sealed) goes where Responses keeps reasoning
+                # state: a reasoning item's encrypted content, given back before the call.
+                reasoning = {"type": "reasoning", "encrypted_content": fragment.signature}
+                out = self._native(NativeItem(reasoning))
+            out += self._close()
             current = self._begin("function_call", new_id("fc"))
             current.call_id = fragment.id or new_id("call")
             current.name = fragment.name or ""

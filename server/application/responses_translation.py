@@ -40,6 +40,7 @@ from server.base.generation import (
     TextPart,
     ToolCall,
     ToolSpec,
+    unseal,
 )
 
 ResponsesRequest = rs.CreateResponseRequest | rs.StreamResponseRequest
@@ -399,11 +400,16 @@ def _part(part: rpb.InputContent, where: str, role: str, native_only: list[str])
 def _messages(items: Sequence[Item], offset: int) -> list[Message]:
     """Chat messages of a conversation's items: consecutive function calls join one
     assistant message (with the text before them); reasoning and native items of
-    built-in tools stay out."""
+    built-in tools stay out, except a reasoning item's encrypted content, which is the
+    signature of the function call after it (see ToolCall)."""
     out: list[Message] = []
+    signature: str | None = None
     for item in items:
         kind = item.get("type", "message")
-        if kind == "message":
+        if kind == "reasoning":
+            sealed = item.get("encrypted_content")
+            signature = sealed if isinstance(sealed, str) and unseal(sealed) else None
+        elif kind == "message":
             role = str(item["role"])
             parts = tuple(_chat_part(p) for p in item["content"])
             kept = tuple(p for p in parts if p is not None)
@@ -411,7 +417,10 @@ def _messages(items: Sequence[Item], offset: int) -> list[Message]:
             images = any(isinstance(p, ImagePart) for p in kept)
             out.append(Message(role, text, kept if images else ()))
         elif kind == "function_call":
-            call = ToolCall(str(item["call_id"]), str(item["name"]), str(item["arguments"]))
+            call = ToolCall(
+                str(item["call_id"]), str(item["name"]), str(item["arguments"]), signature
+            )
+            signature = None
             last = out[-1] if out else None
             if last is not None and last.role == "assistant" and not last.parts:
                 out[-1] = Message("assistant", last.content, (), None, (*last.tool_calls, call))

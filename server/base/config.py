@@ -18,7 +18,7 @@ from server.base.generation import Capability
 # The routing profiles: named here and nowhere else.
 ProfileName = Literal["economy", "balanced", "quality"]
 PROFILES: tuple[ProfileName, ...] = get_args(ProfileName)
-AdapterKind = Literal["simulated", "openai", "anthropic", "tgi", "azure_openai"]
+AdapterKind = Literal["simulated", "openai", "anthropic", "tgi", "azure_openai", "gemini"]
 KeyKind = Literal["api", "router", "admin"]
 # How often a key's budget starts again from zero (UTC calendar days and months).
 BudgetPeriod = Literal["none", "daily", "monthly"]
@@ -62,8 +62,8 @@ class ProviderConfig(Strict):
     enabled: bool = True
     params: dict[str, Any] = Field(default_factory=dict)
     breaker: BreakerConfig = Field(default_factory=BreakerConfig)
-    # What this provider can do beyond plain text (tools, images, structured_output, n,
-    # logprobs, sampling_controls, suffix, reasoning_effort, metadata). Absent: its
+    # What this provider can do beyond plain text (generation.Capability: tools, images,
+    # structured_output, n, logprobs, sampling_controls, logit_bias ...). Absent: its
     # adapter's default; an OpenAI-compatible server without tools lists the rest.
     capabilities: list[Capability] | None = None
 

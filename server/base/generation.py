@@ -29,8 +29,10 @@ class Capability(StrEnum):
     # More than one choice per request (n > 1, best_of > 1).
     N = "n"
     LOGPROBS = "logprobs"
-    # seed, presence_penalty, frequency_penalty and logit_bias.
+    # seed, presence_penalty and frequency_penalty.
     SAMPLING_CONTROLS = "sampling_controls"
+    # Biasing given token ids (logit_bias): token ids of the upstream's own tokenizer.
+    LOGIT_BIAS = "logit_bias"
     # A text completion's suffix (fill in the middle).
     SUFFIX = "suffix"
     REASONING_EFFORT = "reasoning_effort"
@@ -91,11 +93,14 @@ Prompt = str | tuple[int, ...]
 
 @dataclass(frozen=True, slots=True)
 class ToolCall:
-    """A call the model made; `arguments` is JSON text."""
+    """A call the model made; `arguments` is JSON text. `signature` is the reasoning
+    state the upstream that made the call wants back with it (Gemini's thought
+    signature), sealed with that provider's id (`seal`): only it is ever given it."""
 
     id: str
     name: str
     arguments: str
+    signature: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -304,7 +309,7 @@ class GenerationRequest:
             if getattr(self, name) is not None:
                 out[Capability.SAMPLING_CONTROLS] = name
         if self.logit_bias:
-            out[Capability.SAMPLING_CONTROLS] = "logit_bias"
+            out[Capability.LOGIT_BIAS] = "logit_bias"
         if self.suffix is not None:
             out[Capability.SUFFIX] = "suffix"
         if self.prompts:
@@ -374,13 +379,15 @@ class TextDelta:
 @dataclass(frozen=True, slots=True)
 class ToolCallDelta:
     """A fragment of tool call number `index` of choice `choice`: the first fragment of
-    a call carries its id and name, the next ones pieces of its JSON arguments."""
+    a call carries its id and name (and its sealed `signature`, see ToolCall), the next
+    ones pieces of its JSON arguments."""
 
     index: int
     id: str | None = None
     name: str | None = None
     arguments: str = ""
     choice: int = 0
+    signature: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -431,6 +438,10 @@ Event = TextDelta | ToolCallDelta | ReasoningDelta | NativeItem | NativeMessages
 # Signatures of thinking blocks the gateway's own providers make start with this; any
 # other signature is an Anthropic upstream's.
 GATEWAY_SIGNATURE = "gateway-signature:"
+# A Messages thinking block whose signature starts with this carries the sealed
+# signature of the tool call after it (ToolCall.signature): Messages has no field for
+# it on the tool_use block, and clients give thinking blocks back unchanged.
+TOOL_SIGNATURE = f"{GATEWAY_SIGNATURE}tool:"
 
 
 @dataclass(frozen=True)

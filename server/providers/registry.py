@@ -8,6 +8,7 @@ from server.base.config import ConfigError, ProviderConfig
 from server.base.generation import Provider
 from server.providers.anthropic import AnthropicParams, AnthropicProvider
 from server.providers.azure_openai import AzureOpenAIParams, AzureOpenAIProvider
+from server.providers.gemini import GeminiParams, GeminiProvider
 from server.providers.openai import OpenAIParams, OpenAIProvider
 from server.providers.simulated import SimulatedParams, SimulatedProvider
 from server.providers.tgi import TgiParams, TgiProvider
@@ -29,6 +30,8 @@ def build(config: ProviderConfig, where: str) -> Provider:
         if config.adapter == "azure_openai":
             params = AzureOpenAIParams.model_validate(config.params)
             return AzureOpenAIProvider(config.id, params, where)
+        if config.adapter == "gemini":
+            return GeminiProvider(config.id, GeminiParams.model_validate(config.params), where)
     except ValidationError as exc:
         err = exc.errors()[0]
         path = ".".join(str(p) for p in err["loc"])

@@ -60,14 +60,28 @@ class FunctionName(_message.Message):
     def __init__(self, name: _Optional[str] = ...) -> None: ...
 
 class ToolCall(_message.Message):
-    __slots__ = ("id", "type", "function")
+    __slots__ = ("id", "type", "function", "extra_content")
     ID_FIELD_NUMBER: _ClassVar[int]
     TYPE_FIELD_NUMBER: _ClassVar[int]
     FUNCTION_FIELD_NUMBER: _ClassVar[int]
+    EXTRA_CONTENT_FIELD_NUMBER: _ClassVar[int]
     id: str
     type: str
     function: FunctionCall
-    def __init__(self, id: _Optional[str] = ..., type: _Optional[str] = ..., function: _Optional[_Union[FunctionCall, _Mapping]] = ...) -> None: ...
+    extra_content: ExtraContent
+    def __init__(self, id: _Optional[str] = ..., type: _Optional[str] = ..., function: _Optional[_Union[FunctionCall, _Mapping]] = ..., extra_content: _Optional[_Union[ExtraContent, _Mapping]] = ...) -> None: ...
+
+class ExtraContent(_message.Message):
+    __slots__ = ("google",)
+    GOOGLE_FIELD_NUMBER: _ClassVar[int]
+    google: GoogleExtraContent
+    def __init__(self, google: _Optional[_Union[GoogleExtraContent, _Mapping]] = ...) -> None: ...
+
+class GoogleExtraContent(_message.Message):
+    __slots__ = ("thought_signature",)
+    THOUGHT_SIGNATURE_FIELD_NUMBER: _ClassVar[int]
+    thought_signature: str
+    def __init__(self, thought_signature: _Optional[str] = ...) -> None: ...
 
 class FunctionCall(_message.Message):
     __slots__ = ("name", "arguments")
@@ -78,16 +92,18 @@ class FunctionCall(_message.Message):
     def __init__(self, name: _Optional[str] = ..., arguments: _Optional[str] = ...) -> None: ...
 
 class ToolCallDelta(_message.Message):
-    __slots__ = ("index", "id", "type", "function")
+    __slots__ = ("index", "id", "type", "function", "extra_content")
     INDEX_FIELD_NUMBER: _ClassVar[int]
     ID_FIELD_NUMBER: _ClassVar[int]
     TYPE_FIELD_NUMBER: _ClassVar[int]
     FUNCTION_FIELD_NUMBER: _ClassVar[int]
+    EXTRA_CONTENT_FIELD_NUMBER: _ClassVar[int]
     index: int
     id: str
     type: str
     function: FunctionCallDelta
-    def __init__(self, index: _Optional[int] = ..., id: _Optional[str] = ..., type: _Optional[str] = ..., function: _Optional[_Union[FunctionCallDelta, _Mapping]] = ...) -> None: ...
+    extra_content: ExtraContent
+    def __init__(self, index: _Optional[int] = ..., id: _Optional[str] = ..., type: _Optional[str] = ..., function: _Optional[_Union[FunctionCallDelta, _Mapping]] = ..., extra_content: _Optional[_Union[ExtraContent, _Mapping]] = ...) -> None: ...
 
 class FunctionCallDelta(_message.Message):
     __slots__ = ("name", "arguments")

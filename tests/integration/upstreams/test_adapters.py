@@ -33,10 +33,11 @@ from tests.support.upstreams.base import (
 )
 from tests.support.upstreams.checks import KEY
 from tests.support.upstreams.config import provider
+from tests.support.upstreams.gemini import GeminiWire
 from tests.support.upstreams.openai import OpenAIWire
 from tests.support.upstreams.tgi import TgiWire
 
-WIRES = {"openai": OpenAIWire, "anthropic": AnthropicWire, "tgi": TgiWire}
+WIRES = {"openai": OpenAIWire, "anthropic": AnthropicWire, "tgi": TgiWire, "gemini": GeminiWire}
 CHAT = GenerationRequest(
     messages=(Message("system", "Be brief."), Message("user", "Say hello.")), max_tokens=64
 )
@@ -61,7 +62,7 @@ async def collect(events: AsyncIterator[Any]) -> Collected:
     return out
 
 
-@pytest.fixture(params=["openai", "anthropic", "tgi"])
+@pytest.fixture(params=["openai", "anthropic", "tgi", "gemini"])
 def adapter(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
@@ -78,8 +79,9 @@ async def servers() -> AsyncIterator[dict[str, FakeUpstream]]:
         serving(OpenAIWire()) as openai,
         serving(AnthropicWire()) as anthropic,
         serving(TgiWire()) as tgi,
+        serving(GeminiWire()) as gemini,
     ):
-        yield {"openai": openai, "anthropic": anthropic, "tgi": tgi}
+        yield {"openai": openai, "anthropic": anthropic, "tgi": tgi, "gemini": gemini}
 
 
 @pytest.fixture
