@@ -18,7 +18,9 @@ from server.base.generation import Capability
 # The routing profiles: named here and nowhere else.
 ProfileName = Literal["economy", "balanced", "quality"]
 PROFILES: tuple[ProfileName, ...] = get_args(ProfileName)
-AdapterKind = Literal["simulated", "openai", "anthropic", "tgi", "azure_openai", "gemini"]
+AdapterKind = Literal[
+    "simulated", "openai", "anthropic", "tgi", "azure_openai", "gemini", "vertex", "bedrock"
+]
 KeyKind = Literal["api", "router", "admin"]
 # How often a key's budget starts again from zero (UTC calendar days and months).
 BudgetPeriod = Literal["none", "daily", "monthly"]

@@ -114,6 +114,20 @@ class AnthropicProvider:
         headers = {"anthropic-version": params.version, **({"x-api-key": key} if key else {})}
         self._client = make_client(params, headers)
 
+    def messages_path(self) -> str:
+        return "/v1/messages"
+
+    def count_path(self) -> str:
+        return "/v1/messages/count_tokens"
+
+    def wire(self, body: dict[str, Any]) -> dict[str, Any]:
+        """A Messages body as this upstream takes it (Vertex moves the model out)."""
+        return body
+
+    async def request_headers(self) -> tuple[tuple[str, str], ...]:
+        """Headers of one request besides the client's own (a fresh token)."""
+        return ()
+
     def body(self, request: GenerationRequest) -> dict[str, Any]:
         p = self.params
         if request.is_chat:
@@ -150,7 +164,10 @@ class AnthropicProvider:
                 yield native_event
             return
         with upstream_errors(self.id):
-            async with self._client.stream("POST", "/v1/messages", json=self.body(request)) as r:
+            async with self._client.stream(
+                "POST", self.messages_path(), json=self.wire(self.body(request)),
+                extra_headers=await self.request_headers(),
+            ) as r:  # fmt: skip
                 await check_status(r, self.id)
                 formatted = request.response_format is not None
                 if not self.params.stream:
@@ -226,8 +243,9 @@ class AnthropicProvider:
         stop: dict[str, Any] = {}
         with upstream_errors(self.id):
             async with self._client.stream(
-                "POST", "/v1/messages", json=body, extra_headers=native.headers
-            ) as r:
+                "POST", self.messages_path(), json=self.wire(body),
+                extra_headers=(*native.headers, *await self.request_headers()),
+            ) as r:  # fmt: skip
                 await check_status(r, self.id)
                 if self.params.stream:
                     events = self._stream_events(r)
@@ -278,8 +296,9 @@ class AnthropicProvider:
         body = {k: v for k, v in whole.items() if k in COUNT_KEYS}
         with upstream_errors(self.id):
             async with self._client.stream(
-                "POST", "/v1/messages/count_tokens", json=body, extra_headers=native.headers
-            ) as r:
+                "POST", self.count_path(), json=body,
+                extra_headers=(*native.headers, *await self.request_headers()),
+            ) as r:  # fmt: skip
                 await check_status(r, self.id)
                 answer = await read_json(r)
             return count(answer.get("input_tokens"), "input_tokens")

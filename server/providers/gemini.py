@@ -154,7 +154,7 @@ class GeminiProvider:
         """The path of a model's methods, below base_url."""
         return f"/models/{quote(model.removeprefix('models/'), safe='')}"
 
-    def request_headers(self) -> tuple[tuple[str, str], ...]:
+    async def request_headers(self) -> tuple[tuple[str, str], ...]:
         """Headers of one request besides the client's own (a fresh token)."""
         return ()
 
@@ -237,7 +237,7 @@ class GeminiProvider:
         reading = _Reading(self.id, request)
         with upstream_errors(self.id):
             async with self._client.stream(
-                "POST", path, json=self.body(request), extra_headers=self.request_headers()
+                "POST", path, json=self.body(request), extra_headers=await self.request_headers()
             ) as r:
                 await check(r, self.id)
                 if not self.params.stream:
@@ -256,16 +256,21 @@ class GeminiProvider:
     async def count_tokens(self, request: GenerationRequest) -> int:
         """The upstream's own count of the request's input (countTokens)."""
         model = self.model_path(self.params.model)
-        whole = {"model": model.lstrip("/"), **self.body(request)}
+        whole = self.body(request)
         whole.pop("generationConfig", None)
         with upstream_errors(self.id):
             async with self._client.stream(
-                "POST", f"{model}:countTokens", json={"generateContentRequest": whole},
-                extra_headers=self.request_headers(),
+                "POST", f"{model}:countTokens", json=self.count_body(whole),
+                extra_headers=await self.request_headers(),
             ) as r:  # fmt: skip
                 await check(r, self.id)
                 answer = await read_json(r)
             return count(answer.get("totalTokens"), "totalTokens")
+
+    def count_body(self, body: dict[str, Any]) -> dict[str, Any]:
+        """countTokens' body for a request's (the Gemini API wants it whole)."""
+        model = self.params.model.removeprefix("models/")
+        return {"generateContentRequest": {"model": f"models/{model}", **body}}
 
     async def embed(self, request: EmbeddingRequest) -> Embeddings:
         """embedContent for one input, batchEmbedContents for several; Gemini embeds
@@ -283,7 +288,7 @@ class GeminiProvider:
                 asks = [_embed_request(model, str(text), request.dimensions) for text in batch]
                 async with self._client.stream(
                     "POST", f"{model}:batchEmbedContents", json={"requests": asks},
-                    extra_headers=self.request_headers(),
+                    extra_headers=await self.request_headers(),
                 ) as r:  # fmt: skip
                     await check(r, self.id)
                     answer = await read_json(r)

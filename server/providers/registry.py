@@ -12,6 +12,13 @@ from server.providers.gemini import GeminiParams, GeminiProvider
 from server.providers.openai import OpenAIParams, OpenAIProvider
 from server.providers.simulated import SimulatedParams, SimulatedProvider
 from server.providers.tgi import TgiParams, TgiProvider
+from server.providers.vertex import (
+    VertexAnthropicParams,
+    VertexAnthropicProvider,
+    VertexGeminiParams,
+    VertexGeminiProvider,
+    publisher,
+)
 
 
 def build(config: ProviderConfig, where: str) -> Provider:
@@ -32,6 +39,12 @@ def build(config: ProviderConfig, where: str) -> Provider:
             return AzureOpenAIProvider(config.id, params, where)
         if config.adapter == "gemini":
             return GeminiProvider(config.id, GeminiParams.model_validate(config.params), where)
+        if config.adapter == "vertex" and publisher(config.params) == "anthropic":
+            anthropic = VertexAnthropicParams.model_validate(config.params)
+            return VertexAnthropicProvider(config.id, anthropic, where)
+        if config.adapter == "vertex":
+            google = VertexGeminiParams.model_validate(config.params)
+            return VertexGeminiProvider(config.id, google, where)
     except ValidationError as exc:
         err = exc.errors()[0]
         path = ".".join(str(p) for p in err["loc"])

@@ -12,8 +12,9 @@ PRICE = {"input": 1.0, "output": 4.0, "cached_input": 0.5, "cache_write": 1.25, 
 # loaded machine stalls the loop, so its bound is generous (no test waits on it).
 FAST = {"connect_timeout_s": 3.0, "read_timeout_s": 0.5}
 UPSTREAM_MODEL = {"openai": "gpt-fake", "anthropic": "claude-fake", "tgi": "tgi-fake",
-                  "azure_openai": "gpt-fake", "gemini": "gemini-fake"}  # fmt: skip
-BASE_PATH = {"openai": "/v1", "anthropic": "", "tgi": "", "azure_openai": "", "gemini": "/v1beta"}
+                  "azure_openai": "gpt-fake", "gemini": "gemini-fake", "vertex": "gemini-fake"}  # fmt: skip
+BASE_PATH = {"openai": "/v1", "anthropic": "", "tgi": "", "azure_openai": "", "gemini": "/v1beta",
+             "vertex": "/v1"}  # fmt: skip
 
 
 def provider(

@@ -1,0 +1,183 @@
+"""The vertex adapter against a strict fake of Vertex AI (tests/support/upstreams/
+vertex.py): Gemini and Anthropic models at a project's endpoints, through the `openai`
+and `anthropic` SDKs, signed in with a service account whose tokens come from a fake
+Google token endpoint (and are refreshed before they expire), or with a given token."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import anthropic
+import openai
+import pytest
+
+from server.base.config import ConfigError, ProviderConfig
+from server.providers import registry
+from tests.support.gateways import API_KEY, running_gateway
+from tests.support.upstreams.base import TEXT, serving
+from tests.support.upstreams.config import model, provider, with_models
+from tests.support.upstreams.vertex import (
+    LOCATION,
+    PREFIX,
+    PROJECT,
+    Tokens,
+    VertexAnthropicWire,
+    VertexGeminiWire,
+    service_account,
+    token_server,
+)
+
+HELLO = [{"role": "user", "content": "Say hello."}]
+PLACE = {"project": PROJECT, "location": LOCATION, "api_key_env": None}
+
+
+def vertex(url: str, **params: Any) -> dict[str, Any]:
+    return provider("vertex", "vertex", url, **{**PLACE, **params})
+
+
+async def clients(data: dict[str, Any]) -> AsyncIterator[tuple[openai.AsyncOpenAI, str]]:
+    async with running_gateway(data) as gw:
+        base = f"http://127.0.0.1:{gw.http_port}"
+        sdk = openai.AsyncOpenAI(base_url=f"{base}/v1", api_key=API_KEY, max_retries=0)
+        async with sdk:
+            yield sdk, base
+
+
+def key_file(tmp_path: Path, info: dict[str, Any]) -> str:
+    path = tmp_path / "service-account.json"
+    path.write_text(json.dumps(info))
+    return str(path)
+
+
+async def test_gemini_on_vertex_with_a_service_account(tmp_path: Path):
+    tokens = Tokens()
+    async with (
+        token_server(tokens) as (endpoint, info),
+        serving(VertexGeminiWire(tokens=tokens)) as fake,
+    ):
+        entry = vertex(fake.url, credentials_file=key_file(tmp_path, info))
+        async for sdk, _ in clients(with_models(model("m", entry))):
+            reply = await sdk.chat.completions.create(model="m", messages=HELLO, temperature=0.2)
+            stream = await sdk.chat.completions.create(model="m", messages=HELLO, stream=True)
+            streamed = "".join(
+                [c.choices[0].delta.content or "" async for c in stream if c.choices]
+            )
+    assert reply.choices[0].message.content == streamed == "".join(TEXT)
+    assert fake.problems == [] and endpoint.problems == []
+    assert tokens.issued == ["ya29.fake-1"], "one token, kept while it is fresh"
+    assert fake.seen[0].path == f"{PREFIX}/google/models/gemini-fake:streamGenerateContent"
+    assert fake.seen[0].headers["authorization"] == "Bearer ya29.fake-1"
+    assert fake.seen[0].body["generationConfig"] == {"temperature": 0.2}
+
+
+async def test_a_token_about_to_expire_is_refreshed_before_the_request(tmp_path: Path):
+    """Tokens that live a minute are within google-auth's refresh margin at once: each
+    request gets a new one, and the fake takes only tokens it issued."""
+    tokens = Tokens()
+    async with token_server(tokens, lifetime_s=60) as (endpoint, info), serving(
+        VertexGeminiWire(tokens=tokens)
+    ) as fake:  # fmt: skip
+        entry = vertex(fake.url, credentials_file=key_file(tmp_path, info))
+        async for sdk, _ in clients(with_models(model("m", entry))):
+            for _ in range(2):
+                await sdk.chat.completions.create(model="m", messages=HELLO)
+    assert tokens.issued == ["ya29.fake-1", "ya29.fake-2"]
+    assert [s.headers["authorization"] for s in fake.seen] == [
+        "Bearer ya29.fake-1", "Bearer ya29.fake-2"
+    ]  # fmt: skip
+    assert fake.problems == [] and endpoint.problems == []
+
+
+async def test_claude_on_vertex_over_messages_and_chat(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("VERTEX_TEST_TOKEN", "ya29.given-token")
+    tokens = Tokens(valid={"ya29.given-token"})
+    wire = VertexAnthropicWire(tokens=tokens)
+    async with serving(wire) as fake:
+        entry = vertex(fake.url, model=wire.model, token_env="VERTEX_TEST_TOKEN")
+        async for sdk, base in clients(with_models(model("c", entry))):
+            claude = anthropic.AsyncAnthropic(base_url=base, api_key=API_KEY, max_retries=0)
+            async with claude:
+                said = await claude.messages.create(model="c", max_tokens=32, messages=HELLO)  # type: ignore[arg-type]
+                counted = await claude.messages.count_tokens(model="c", messages=HELLO)  # type: ignore[arg-type]
+            chat = await sdk.chat.completions.create(model="c", messages=HELLO, max_tokens=16)
+    assert said.content[0].text == "".join(TEXT)  # type: ignore[union-attr]
+    assert chat.choices[0].message.content == "".join(TEXT)
+    assert counted.input_tokens == 42
+    assert fake.problems == []
+    first = fake.seen[0]
+    assert first.path == f"{PREFIX}/anthropic/models/{wire.model}:streamRawPredict"
+    assert first.body["anthropic_version"] == "vertex-2023-10-16" and "model" not in first.body
+    assert first.headers["authorization"] == "Bearer ya29.given-token"
+    assert fake.seen[1].path == f"{PREFIX}/anthropic/models/count-tokens:rawPredict"
+
+
+async def test_embeddings_by_predict(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("VERTEX_TEST_TOKEN", "ya29.given-token")
+    async with serving(VertexGeminiWire(tokens=Tokens(valid={"ya29.given-token"}))) as fake:
+        entry = vertex(
+            fake.url, token_env="VERTEX_TEST_TOKEN", embedding_model="text-embedding-fake"
+        )
+        async for sdk, _ in clients(with_models(model("e", entry))):
+            made = await sdk.embeddings.create(model="e", input=["one two", "three"], dimensions=3)
+    assert [len(d.embedding) for d in made.data] == [3, 3]
+    assert made.usage.prompt_tokens == 3, "Vertex's own token counts"
+    assert fake.seen[0].path == f"{PREFIX}/google/models/text-embedding-fake:predict"
+    assert fake.seen[0].body == {"instances": [{"content": "one two"}, {"content": "three"}],
+                                 "parameters": {"outputDimensionality": 3}}  # fmt: skip
+
+
+async def test_a_token_vertex_refuses_is_a_misconfigured_provider(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("VERTEX_TEST_TOKEN", "ya29.stale-token")
+    async with serving(VertexGeminiWire()) as fake:
+        entry = vertex(fake.url, token_env="VERTEX_TEST_TOKEN")
+        async for sdk, _ in clients(with_models(model("m", entry))):
+            with pytest.raises(openai.APIStatusError) as failed:
+                await sdk.chat.completions.create(model="m", messages=HELLO)
+    assert failed.value.status_code == 502
+    assert "ya29.stale-token" not in failed.value.message
+    assert fake.problems == ["bad token"]
+
+
+def test_sign_in_is_named_and_checked(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    monkeypatch.delenv("GOOGLE_APPLICATION_CREDENTIALS", raising=False)
+
+    def build(**params: Any) -> None:
+        entry = vertex("http://127.0.0.1:9", **params)
+        registry.build(ProviderConfig.model_validate(entry), "models[0].providers[0]")
+
+    with pytest.raises(ConfigError, match=r"params\.credentials_file: give a service-account"):
+        build()
+    with pytest.raises(ConfigError, match="give one of credentials_file, token_env and token_file"):
+        build(token_env="A", token_file="b")
+    (tmp_path / "junk.json").write_text("{}")
+    with pytest.raises(ConfigError, match=r"params\.credentials_file: not a service-account"):
+        build(credentials_file=str(tmp_path / "junk.json"))
+    entry = ProviderConfig.model_validate(
+        vertex("http://x", token_file=str(tmp_path / "junk.json"))
+    )
+    entry.params.pop("base_url")
+    provider_ = registry.build(entry, "p")
+    assert provider_.params.base_url == f"https://{LOCATION}-aiplatform.googleapis.com/v1"  # type: ignore[attr-defined]
+
+
+async def test_the_token_endpoint_refuses_a_key_it_does_not_know(tmp_path: Path):
+    """The fake token endpoint's signature check can fail: a key file holding another
+    private key gets no token, and the caller hears why without any secret."""
+    tokens = Tokens()
+    async with (
+        token_server(tokens) as (endpoint, info),
+        serving(VertexGeminiWire(tokens=tokens)) as fake,
+    ):
+        forged, _ = service_account(endpoint.url)
+        entry = vertex(
+            fake.url,
+            credentials_file=key_file(tmp_path, {**forged, "client_email": info["client_email"]}),
+        )
+        async for sdk, _ in clients(with_models(model("m", entry))):
+            with pytest.raises(openai.APIStatusError) as failed:
+                await sdk.chat.completions.create(model="m", messages=HELLO)
+    assert endpoint.problems == ["bad signature"] and tokens.issued == [] and fake.seen == []
+    assert "cannot get an access token (RefreshError)" in failed.value.message
