@@ -242,11 +242,13 @@ class Client:
         path: str,
         json: Any = None,
         extra_headers: Iterable[tuple[str, str]] = (),
+        content: bytes | None = None,
     ) -> AsyncIterator[Response]:
-        """Sends one request (a JSON body, and headers besides the client's own) and
-        yields the answer, its body unread; the connection goes back to the pool (or is
-        closed, when the body was not read to its end) on the way out."""
-        body = None if json is None else orjson.dumps(json)
+        """Sends one request (a JSON body, or `content` already serialised, as a signed
+        body must be; headers besides the client's own) and yields the answer, its body
+        unread; the connection goes back to the pool (or is closed, when the body was
+        not read to its end) on the way out. A path holding %-escapes is sent as it is."""
+        body = content if json is None else orjson.dumps(json)
         headers: dict[str, str] | None = dict(extra_headers) or None
         if spans.enabled():
             # Carries the caller's trace (W3C traceparent) to the upstream.
@@ -254,7 +256,8 @@ class Client:
             spans.inject(headers)
         url = self._urls.get(path)
         if url is None:
-            url = self._urls[path] = URL(self._base + path)  # parsed once per path
+            # Parsed once per path; escapes kept as the adapter wrote (and signed) them.
+            url = self._urls[path] = URL(self._base + path, encoded="%" in path)
         raw = await self._open().request(
             method, url, data=body, headers=headers, allow_redirects=False
         )

@@ -8,6 +8,7 @@ from server.base.config import ConfigError, ProviderConfig
 from server.base.generation import Provider
 from server.providers.anthropic import AnthropicParams, AnthropicProvider
 from server.providers.azure_openai import AzureOpenAIParams, AzureOpenAIProvider
+from server.providers.bedrock import BedrockParams, BedrockProvider
 from server.providers.gemini import GeminiParams, GeminiProvider
 from server.providers.openai import OpenAIParams, OpenAIProvider
 from server.providers.simulated import SimulatedParams, SimulatedProvider
@@ -39,6 +40,8 @@ def build(config: ProviderConfig, where: str) -> Provider:
             return AzureOpenAIProvider(config.id, params, where)
         if config.adapter == "gemini":
             return GeminiProvider(config.id, GeminiParams.model_validate(config.params), where)
+        if config.adapter == "bedrock":
+            return BedrockProvider(config.id, BedrockParams.model_validate(config.params), where)
         if config.adapter == "vertex" and publisher(config.params) == "anthropic":
             anthropic = VertexAnthropicParams.model_validate(config.params)
             return VertexAnthropicProvider(config.id, anthropic, where)

@@ -31,13 +31,15 @@ from tests.support.upstreams.base import (
     refused_url,
     serving,
 )
+from tests.support.upstreams.bedrock import BedrockWire
 from tests.support.upstreams.checks import KEY
 from tests.support.upstreams.config import provider
 from tests.support.upstreams.gemini import GeminiWire
 from tests.support.upstreams.openai import OpenAIWire
 from tests.support.upstreams.tgi import TgiWire
 
-WIRES = {"openai": OpenAIWire, "anthropic": AnthropicWire, "tgi": TgiWire, "gemini": GeminiWire}
+WIRES = {"openai": OpenAIWire, "anthropic": AnthropicWire, "tgi": TgiWire, "gemini": GeminiWire,
+         "bedrock": BedrockWire}  # fmt: skip
 CHAT = GenerationRequest(
     messages=(Message("system", "Be brief."), Message("user", "Say hello.")), max_tokens=64
 )
@@ -62,7 +64,7 @@ async def collect(events: AsyncIterator[Any]) -> Collected:
     return out
 
 
-@pytest.fixture(params=["openai", "anthropic", "tgi", "gemini"])
+@pytest.fixture(params=["openai", "anthropic", "tgi", "gemini", "bedrock"])
 def adapter(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
@@ -80,8 +82,10 @@ async def servers() -> AsyncIterator[dict[str, FakeUpstream]]:
         serving(AnthropicWire()) as anthropic,
         serving(TgiWire()) as tgi,
         serving(GeminiWire()) as gemini,
+        serving(BedrockWire()) as bedrock,
     ):
-        yield {"openai": openai, "anthropic": anthropic, "tgi": tgi, "gemini": gemini}
+        yield {"openai": openai, "anthropic": anthropic, "tgi": tgi, "gemini": gemini,
+               "bedrock": bedrock}  # fmt: skip
 
 
 @pytest.fixture

@@ -9,6 +9,7 @@ an answer is still in progress (to measure cancellation).
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import logging
 import socket
@@ -159,6 +160,9 @@ class FakeUpstream:
             if not message.get("more_body"):
                 break
         headers = {k.decode(): v.decode() for k, v in scope["headers"]}
+        # For wires that check a signature over the exact bytes (Bedrock's SigV4): a
+        # key no HTTP header can have.
+        headers[":body-sha256"] = hashlib.sha256(raw).hexdigest()
         body = json.loads(raw) if raw else {}
         query = scope.get("query_string", b"").decode()
         self.seen.append(Seen(scope["path"], headers, body, query))
@@ -166,8 +170,10 @@ class FakeUpstream:
         self.in_flight += 1
         self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
         try:
-            # The wires see the query too (Azure's api-version); none other gets one.
-            path = scope["path"] + (f"?{query}" if query else "")
+            # The wires see the path as sent (escapes kept, for signatures) and the query
+            # (Azure's api-version).
+            sent = scope.get("raw_path", b"").decode() or scope["path"]
+            path = sent + (f"?{query}" if query else "")
             serve = asyncio.ensure_future(self._answer(path, headers, body, fault, send))
             watch = asyncio.ensure_future(receive())
             await asyncio.wait({serve, watch}, return_when=asyncio.FIRST_COMPLETED)
@@ -245,7 +251,8 @@ class FakeUpstream:
         self, path: str, body: dict[str, Any], reply: Reply, fault: Fault, send: Any
     ) -> None:
         before, per_token, after = self.wire.stream(path, body, reply)
-        await _start(send, 200, "text/event-stream", {"cache-control": "no-cache"})
+        kind = getattr(self.wire, "stream_content_type", "text/event-stream")
+        await _start(send, 200, kind, {"cache-control": "no-cache"})
 
         async def emit(frame: bytes) -> None:
             await send({"type": "http.response.body", "body": frame, "more_body": True})

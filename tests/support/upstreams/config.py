@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from tests.support.gateways import default_config_dict
+from tests.support.upstreams import bedrock
 from tests.support.upstreams.checks import KEY_ENV
 
 PRICE = {"input": 1.0, "output": 4.0, "cached_input": 0.5, "cache_write": 1.25, "reasoning": 8.0}
@@ -12,9 +13,16 @@ PRICE = {"input": 1.0, "output": 4.0, "cached_input": 0.5, "cache_write": 1.25, 
 # loaded machine stalls the loop, so its bound is generous (no test waits on it).
 FAST = {"connect_timeout_s": 3.0, "read_timeout_s": 0.5}
 UPSTREAM_MODEL = {"openai": "gpt-fake", "anthropic": "claude-fake", "tgi": "tgi-fake",
-                  "azure_openai": "gpt-fake", "gemini": "gemini-fake", "vertex": "gemini-fake"}  # fmt: skip
+                  "azure_openai": "gpt-fake", "gemini": "gemini-fake", "vertex": "gemini-fake",
+                  "bedrock": bedrock.MODEL}  # fmt: skip
 BASE_PATH = {"openai": "/v1", "anthropic": "", "tgi": "", "azure_openai": "", "gemini": "/v1beta",
-             "vertex": "/v1"}  # fmt: skip
+             "vertex": "/v1", "bedrock": ""}  # fmt: skip
+# Params an adapter's entries need against its fake: Bedrock signs with the fake's AWS
+# credentials (SigV4) rather than a key.
+ADAPTER_PARAMS: dict[str, dict[str, Any]] = {"bedrock": {
+    "region": bedrock.REGION, "api_key_env": None,
+    "access_key_id_env": bedrock.ACCESS_KEY_ENV, "secret_access_key_env": bedrock.SECRET_ENV,
+}}  # fmt: skip
 
 
 def provider(
@@ -24,6 +32,7 @@ def provider(
     `enabled` keywords go to the entry itself, every other one to its params. The key
     is the one the fakes expect (`api_key_env=None`: no key)."""
     entry: dict[str, Any] = {k: params.pop(k) for k in ("breaker", "enabled") if k in params}
+    params = {**ADAPTER_PARAMS.get(adapter, {}), **params}
     params.setdefault("api_key_env", KEY_ENV)
     if params["api_key_env"] is None:
         del params["api_key_env"]

@@ -1,0 +1,215 @@
+"""The bedrock adapter against a strict fake of Bedrock's runtime (tests/support/
+upstreams/bedrock.py) that verifies every SigV4 signature with its own implementation,
+through the gateway and the `openai` SDK: Converse and ConverseStream (event-stream
+framing), tools, guardrails, cache token usage, Bedrock's errors, Titan embeddings."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import openai
+import pytest
+
+from tests.support.gateways import API_KEY, running_gateway
+from tests.support.upstreams.base import TEXT, FakeUpstream, Usage, serving
+from tests.support.upstreams.bedrock import (
+    EMBEDDER,
+    GUARDED,
+    BedrockWire,
+    error,
+    invalid,
+)
+from tests.support.upstreams.checks import KEY
+from tests.support.upstreams.config import model, provider, with_models
+from tests.support.upstreams.openai import OpenAIWire
+
+HELLO = [{"role": "user", "content": "Say hello."}]
+WEATHER = {"type": "function", "function": {
+    "name": "get_weather", "description": "Gets the weather.",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}  # fmt: skip
+PATH = "/model/anthropic.claude-fake-v1:0"  # as the fake decodes it; sent escaped
+
+
+def bedrock(url: str, provider_id: str = "bedrock", **params: Any) -> dict[str, Any]:
+    return provider(provider_id, "bedrock", url, **params)
+
+
+async def sdk_for(data: dict[str, Any]) -> AsyncIterator[openai.AsyncOpenAI]:
+    async with running_gateway(data) as gw:
+        sdk = openai.AsyncOpenAI(
+            base_url=f"http://127.0.0.1:{gw.http_port}/v1", api_key=API_KEY, max_retries=0
+        )
+        async with sdk:
+            yield sdk
+
+
+@pytest.fixture
+def wire() -> BedrockWire:
+    return BedrockWire()
+
+
+@pytest.fixture
+async def fake(wire: BedrockWire) -> AsyncIterator[FakeUpstream]:
+    async with serving(wire) as upstream:
+        yield upstream
+
+
+async def test_converse_and_converse_stream_signed_and_named_as_bedrock_names_them(
+    fake: FakeUpstream, wire: BedrockWire
+):
+    fake.usage = Usage(prompt_tokens=50, cached_tokens=30, cache_write_tokens=10)
+    entry = bedrock(
+        fake.url, guardrail_config={"guardrailIdentifier": "g-1", "guardrailVersion": "1"}
+    )
+    async for sdk in sdk_for(with_models(model("m", entry))):
+        reply = await sdk.chat.completions.create(
+            model="m", messages=[{"role": "system", "content": "Be brief."}, *HELLO],
+            temperature=0.3, top_p=0.9, max_tokens=64, stop=["END"],
+        )  # fmt: skip
+        stream = await sdk.chat.completions.create(model="m", messages=HELLO, stream=True)
+        streamed = "".join([c.choices[0].delta.content or "" async for c in stream if c.choices])
+    assert reply.choices[0].message.content == streamed == "".join(TEXT)
+    assert fake.problems == [] and len(wire.verified) == 2
+    assert reply.usage is not None and reply.usage.prompt_tokens == 50
+    assert reply.usage.prompt_tokens_details.cached_tokens == 30  # type: ignore[union-attr]
+    first = fake.seen[0]
+    assert first.path == f"{PATH}/converse-stream"
+    assert first.body["system"] == [{"text": "Be brief."}]
+    assert first.body["messages"] == [{"role": "user", "content": [{"text": "Say hello."}]}]
+    assert first.body["inferenceConfig"] == {
+        "maxTokens": 64, "temperature": 0.3, "topP": 0.9, "stopSequences": ["END"]
+    }  # fmt: skip
+    assert first.body["guardrailConfig"] == {"guardrailIdentifier": "g-1", "guardrailVersion": "1"}
+    assert first.headers["authorization"].startswith("AWS4-HMAC-SHA256 Credential=AKIA")
+
+
+@pytest.mark.parametrize("stream", [True, False], ids=["stream", "unary"])
+async def test_a_tool_round_trip(stream: bool, fake: FakeUpstream):
+    async for sdk in sdk_for(with_models(model("m", bedrock(fake.url, stream=stream)))):
+        first = await sdk.chat.completions.create(model="m", messages=HELLO, tools=[WEATHER])
+        said = first.choices[0].message.model_dump(exclude_none=True)
+        call = said["tool_calls"][0]
+        answer = {"role": "tool", "tool_call_id": call["id"], "content": "sunny"}
+        second = await sdk.chat.completions.create(
+            model="m", messages=[*HELLO, said, answer], tools=[WEATHER]
+        )
+    assert first.choices[0].finish_reason == "tool_calls"
+    assert call["function"] == {"name": "get_weather", "arguments": '{"city": "Paris"}'}
+    assert second.choices[0].message.content == "".join(TEXT)
+    assert fake.problems == []
+    turns = fake.seen[-1].body["messages"]
+    assert [t["role"] for t in turns] == ["user", "assistant", "user"]
+    uses = [b["toolUse"] for b in turns[1]["content"] if "toolUse" in b]
+    assert uses == [{"toolUseId": call["id"], "name": "get_weather", "input": {"city": "Paris"}}]
+    assert turns[2]["content"] == [
+        {"toolResult": {"toolUseId": call["id"], "content": [{"text": "sunny"}]}}
+    ]
+    assert fake.seen[0].body["toolConfig"]["tools"][0]["toolSpec"]["inputSchema"] == {
+        "json": WEATHER["function"]["parameters"]  # type: ignore[index]
+    }
+
+
+async def test_a_session_token_is_signed_and_a_wrong_secret_refused(
+    monkeypatch: pytest.MonkeyPatch,
+):
+    monkeypatch.setenv("TEST_AWS_SESSION_TOKEN", "session-token-fake")
+    async with serving(BedrockWire(session_token="session-token-fake")) as fake:
+        entry = bedrock(fake.url, session_token_env="TEST_AWS_SESSION_TOKEN")
+        async for sdk in sdk_for(with_models(model("m", entry))):
+            reply = await sdk.chat.completions.create(model="m", messages=HELLO)
+    assert reply.choices[0].message.content == "".join(TEXT)
+    assert fake.seen[0].headers["x-amz-security-token"] == "session-token-fake"
+    async with serving(BedrockWire(secret="another-secret")) as fake:
+        async for sdk in sdk_for(with_models(model("m", bedrock(fake.url)))):
+            with pytest.raises(openai.APIStatusError) as failed:
+                await sdk.chat.completions.create(model="m", messages=HELLO)
+    assert failed.value.status_code == 502 and "InvalidSignatureException" in failed.value.message
+    assert fake.problems == ["InvalidSignatureException"]
+
+
+async def test_a_bedrock_api_key_goes_as_bearer():
+    async with serving(BedrockWire(api_key=KEY)) as fake:
+        entry = bedrock(fake.url, api_key_env="GATEWAY_TEST_UPSTREAM_KEY")
+        async for sdk in sdk_for(with_models(model("m", entry))):
+            reply = await sdk.chat.completions.create(model="m", messages=HELLO)
+    assert reply.choices[0].message.content == "".join(TEXT)
+    assert fake.seen[0].headers["authorization"] == f"Bearer {KEY}"
+
+
+async def test_a_guardrail_stop_is_a_content_filter_finish(fake: FakeUpstream):
+    async for sdk in sdk_for(with_models(model("m", bedrock(fake.url)))):
+        reply = await sdk.chat.completions.create(
+            model="m", messages=[{"role": "user", "content": f"Tell me of {GUARDED}"}]
+        )
+    assert reply.choices[0].finish_reason == "content_filter"
+
+
+@pytest.mark.parametrize(
+    ("refusal", "status", "said"),
+    [
+        (invalid("messages.0.content: text too long"), 400, "text too long"),
+        (error("AccessDeniedException", "You don't have access to the model.", 403), 502,
+         "AccessDeniedException"),
+        (error("ThrottlingException", "Too many requests, please wait.", 429), 503,
+         "ThrottlingException"),
+        (error("ModelNotReadyException", "Model is not ready.", 429), 503, "ModelNotReady"),
+    ],
+)  # fmt: skip
+async def test_bedrocks_errors_are_mapped(refusal: Any, status: int, said: str):
+    async with serving(BedrockWire(fail_with=refusal)) as fake:
+        async for sdk in sdk_for(with_models(model("m", bedrock(fake.url)))):
+            with pytest.raises(openai.APIStatusError) as failed:
+                await sdk.chat.completions.create(model="m", messages=HELLO)
+    assert failed.value.status_code == status, failed.value.message
+    assert said in failed.value.message
+    assert fake.problems == [refusal.why]
+
+
+async def test_an_exception_event_mid_stream_fails_the_stream():
+    async with serving(BedrockWire(mid_stream="modelStreamErrorException")) as fake:
+        async for sdk in sdk_for(with_models(model("m", bedrock(fake.url)))):
+            stream = await sdk.chat.completions.create(model="m", messages=HELLO, stream=True)
+            got: list[str] = []
+            with pytest.raises(openai.APIError, match="modelStreamErrorException"):
+                async for chunk in stream:
+                    got.extend(c.delta.content or "" for c in chunk.choices)
+    assert "".join(got) == "".join(TEXT[:2])
+
+
+async def test_failover_from_bedrock_to_another_kind_of_upstream(wire: BedrockWire):
+    wire.fail_with = error("ServiceUnavailableException", "Service unavailable.", 503)
+    async with serving(wire) as fake, serving(OpenAIWire(), text=("From", " OpenAI")) as backup:
+        data = with_models(model("m", bedrock(fake.url),
+                                 provider("openai", "openai", backup.url, kind="backup")))  # fmt: skip
+        async for sdk in sdk_for(data):
+            reply = await sdk.chat.completions.create(model="m", messages=HELLO)
+    assert reply.choices[0].message.content == "From OpenAI"
+    assert fake.problems == ["ServiceUnavailableException"]
+
+
+async def test_titan_embeddings_by_invoke_model(fake: FakeUpstream):
+    entry = bedrock(fake.url, embedding_model=EMBEDDER)
+    async for sdk in sdk_for(with_models(model("e", entry))):
+        made = await sdk.embeddings.create(model="e", input=["one two", "three"], dimensions=4)
+    assert [len(d.embedding) for d in made.data] == [4, 4]
+    assert made.usage.prompt_tokens == 3
+    assert fake.seen[0].path == "/model/amazon.titan-embed-text-v2:0/invoke"
+    assert fake.seen[0].body == {"inputText": "one two", "dimensions": 4}
+    assert fake.problems == []
+
+
+@pytest.mark.parametrize(
+    ("body", "why"),
+    [
+        ({"messages": [{"role": "user", "content": [{"text": "x"}]}], "temperature": 1},
+         "extraneous key [temperature]"),
+        ({"messages": [{"role": "assistant", "content": [{"text": "x"}]}]}, "start with a user"),
+        ({"messages": [{"role": "user", "content": [{"text": "x", "image": {}}]}]}, "exactly one"),
+        ({"messages": [{"role": "user", "content": [{"text": "x"}]}],
+          "inferenceConfig": {"max_tokens": 5}}, "extraneous key [max_tokens]"),
+    ],
+)  # fmt: skip
+def test_the_fakes_field_checks_can_fail(body: dict[str, Any], why: str):
+    refused = BedrockWire()._converse(body)
+    assert refused is not None and refused.status == 400 and why in refused.body["message"]
