@@ -33,6 +33,9 @@ CASES = [
      TokenCounts(25, 15)),
     ("tgi", "tgi_generate_stream.sse", "/generate_stream", "Hello!", "stop",
      TokenCounts(6, 3)),
+    ("gemini", "gemini_stream_generate_content.sse",
+     "/v1beta/models/gemini-fake:streamGenerateContent?alt=sse", "Hello!", "stop",
+     TokenCounts(4, 26, reasoning_tokens=24)),
 ]  # fmt: skip
 
 
