@@ -213,3 +213,29 @@ async def test_titan_embeddings_by_invoke_model(fake: FakeUpstream):
 def test_the_fakes_field_checks_can_fail(body: dict[str, Any], why: str):
     refused = BedrockWire()._converse(body)
     assert refused is not None and refused.status == 400 and why in refused.body["message"]
+
+
+async def test_the_messages_and_responses_dialects_reach_bedrock(fake: FakeUpstream):
+    import anthropic
+
+    async with running_gateway(with_models(model("m", bedrock(fake.url)))) as gw:
+        base = f"http://127.0.0.1:{gw.http_port}"
+        messages = anthropic.AsyncAnthropic(base_url=base, api_key=API_KEY, max_retries=0)
+        responses = openai.AsyncOpenAI(base_url=f"{base}/v1", api_key=API_KEY, max_retries=0)
+        async with messages, responses:
+            said = await messages.messages.create(
+                model="m",
+                max_tokens=64,
+                system="Be brief.",
+                messages=HELLO,  # type: ignore[arg-type]
+            )
+            answered = await responses.responses.create(
+                model="m", input="Say hello.", instructions="Be brief.", max_output_tokens=32
+            )
+    assert said.content[0].text == "".join(TEXT)  # type: ignore[union-attr]
+    assert answered.output_text == "".join(TEXT)
+    assert fake.problems == []
+    for seen in fake.seen:
+        assert seen.body["system"] == [{"text": "Be brief."}]
+    assert fake.seen[0].body["inferenceConfig"]["maxTokens"] == 64
+    assert fake.seen[1].body["inferenceConfig"]["maxTokens"] == 32
