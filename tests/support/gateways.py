@@ -57,6 +57,18 @@ async def running_gateway(
         await running.stop()
 
 
+@asynccontextmanager
+async def openai_gateway(data: dict[str, Any]) -> AsyncIterator[tuple[Any, str]]:
+    """A gateway on `data`, an `openai` SDK client of it (no retries) and its base URL."""
+    import openai
+
+    async with running_gateway(data) as gw:
+        base = f"http://127.0.0.1:{gw.http_port}"
+        sdk = openai.AsyncOpenAI(base_url=f"{base}/v1", api_key=API_KEY, max_retries=0)
+        async with sdk:
+            yield sdk, base
+
+
 @dataclass
 class GatewayProcess:
     process: subprocess.Popen[str]

@@ -15,7 +15,7 @@ import pytest
 
 from server.base.config import ConfigError, ProviderConfig
 from server.providers import registry
-from tests.support.gateways import API_KEY, running_gateway
+from tests.support.gateways import API_KEY, openai_gateway, running_gateway
 from tests.support.upstreams.azure import BLOCKED_WORD, FILTERED_WORD, AzureWire
 from tests.support.upstreams.base import TEXT, FakeUpstream, Fault, serving
 from tests.support.upstreams.checks import KEY
@@ -30,15 +30,6 @@ def azure(url: str, **params: Any) -> dict[str, Any]:
     return provider("azure", "azure_openai", url, **params)
 
 
-async def sdk_for(data: dict[str, Any]) -> AsyncIterator[openai.AsyncOpenAI]:
-    async with running_gateway(data) as gw:
-        client = openai.AsyncOpenAI(
-            base_url=f"http://127.0.0.1:{gw.http_port}/v1", api_key=API_KEY, max_retries=0
-        )
-        async with client:
-            yield client
-
-
 @pytest.fixture
 async def fake() -> AsyncIterator[FakeUpstream]:
     async with serving(AzureWire()) as upstream:
@@ -47,7 +38,7 @@ async def fake() -> AsyncIterator[FakeUpstream]:
 
 async def test_a_deployment_url_with_api_version_and_the_api_key_header(fake: FakeUpstream):
     data = with_models(model("m", azure(fake.url, deployment=DEPLOYMENT)))
-    async for sdk in sdk_for(data):
+    async with openai_gateway(data) as (sdk, _):
         reply = await sdk.chat.completions.create(
             model="m",
             messages=HELLO,
@@ -72,7 +63,7 @@ async def test_a_deployment_url_with_api_version_and_the_api_key_header(fake: Fa
 
 async def test_the_v1_path_names_the_model_and_takes_no_api_version(fake: FakeUpstream):
     data = with_models(model("m", azure(fake.url)))
-    async for sdk in sdk_for(data):
+    async with openai_gateway(data) as (sdk, _):
         reply = await sdk.chat.completions.create(model="m", messages=HELLO)  # type: ignore[arg-type]
     assert reply.choices[0].message.content == "".join(TEXT)
     seen = fake.seen[0]
@@ -89,7 +80,7 @@ async def test_an_entra_token_from_a_file_is_read_again_for_each_request(tmp_pat
     wire = AzureWire(token="entra-token-one")
     async with serving(wire) as fake:
         entry = azure(fake.url, deployment=DEPLOYMENT, api_key_env=None, token_file=str(token_file))
-        async for sdk in sdk_for(with_models(model("m", entry))):
+        async with openai_gateway(with_models(model("m", entry))) as (sdk, _):
             await sdk.chat.completions.create(model="m", messages=HELLO)  # type: ignore[arg-type]
             # The token is refreshed outside the gateway: the next request carries it.
             token_file.write_text("entra-token-two\n")
@@ -103,7 +94,7 @@ async def test_an_entra_token_from_a_file_is_read_again_for_each_request(tmp_pat
 
 async def test_the_content_filter_is_a_named_error_or_a_finish_reason(fake: FakeUpstream):
     data = with_models(model("m", azure(fake.url, deployment=DEPLOYMENT)))
-    async for sdk in sdk_for(data):
+    async with openai_gateway(data) as (sdk, _):
         with pytest.raises(openai.BadRequestError) as refused:
             await sdk.chat.completions.create(
                 model="m", messages=[{"role": "user", "content": f"Tell me of {BLOCKED_WORD}"}]
@@ -126,7 +117,7 @@ async def test_the_content_filter_is_a_named_error_or_a_finish_reason(fake: Fake
 async def test_embeddings_through_a_deployment(fake: FakeUpstream):
     entry = azure(fake.url, deployment=DEPLOYMENT)
     data = with_models(model("e", entry))
-    async for sdk in sdk_for(data):
+    async with openai_gateway(data) as (sdk, _):
         vectors = await sdk.embeddings.create(model="e", input=["one", "two"])
     assert len(vectors.data) == 2
     assert fake.seen[-1].path == f"/openai/deployments/{DEPLOYMENT}/embeddings"
@@ -138,7 +129,7 @@ async def test_failover_from_azure_to_another_kind_of_upstream(fake: FakeUpstrea
     async with serving(OpenAIWire(), text=("From", " OpenAI")) as backup:
         data = with_models(model("m", azure(fake.url, deployment=DEPLOYMENT),
                                  provider("openai", "openai", backup.url, kind="backup")))  # fmt: skip
-        async for sdk in sdk_for(data):
+        async with openai_gateway(data) as (sdk, _):
             reply = await sdk.chat.completions.create(model="m", messages=HELLO)  # type: ignore[arg-type]
     assert reply.choices[0].message.content == "From OpenAI"
     assert len(fake.seen) >= 1
@@ -153,10 +144,12 @@ async def test_failover_from_azure_to_another_kind_of_upstream(fake: FakeUpstrea
     ],
 )
 async def test_the_fakes_checks_can_fail(wire: AzureWire, params: dict[str, Any], why: str):
-    async with serving(wire) as fake:
-        async for sdk in sdk_for(with_models(model("m", azure(fake.url, **params)))):
-            with pytest.raises(openai.APIStatusError):
-                await sdk.chat.completions.create(model="m", messages=HELLO)  # type: ignore[arg-type]
+    async with (
+        serving(wire) as fake,
+        openai_gateway(with_models(model("m", azure(fake.url, **params)))) as (sdk, _),
+    ):
+        with pytest.raises(openai.APIStatusError):
+            await sdk.chat.completions.create(model="m", messages=HELLO)  # type: ignore[arg-type]
     assert fake.problems == [why]
 
 

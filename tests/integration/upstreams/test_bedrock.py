@@ -11,7 +11,7 @@ from typing import Any
 import openai
 import pytest
 
-from tests.support.gateways import API_KEY, running_gateway
+from tests.support.gateways import API_KEY, openai_gateway, running_gateway
 from tests.support.upstreams.base import TEXT, FakeUpstream, Usage, serving
 from tests.support.upstreams.bedrock import (
     EMBEDDER,
@@ -35,15 +35,6 @@ def bedrock(url: str, provider_id: str = "bedrock", **params: Any) -> dict[str, 
     return provider(provider_id, "bedrock", url, **params)
 
 
-async def sdk_for(data: dict[str, Any]) -> AsyncIterator[openai.AsyncOpenAI]:
-    async with running_gateway(data) as gw:
-        sdk = openai.AsyncOpenAI(
-            base_url=f"http://127.0.0.1:{gw.http_port}/v1", api_key=API_KEY, max_retries=0
-        )
-        async with sdk:
-            yield sdk
-
-
 @pytest.fixture
 def wire() -> BedrockWire:
     return BedrockWire()
@@ -62,7 +53,7 @@ async def test_converse_and_converse_stream_signed_and_named_as_bedrock_names_th
     entry = bedrock(
         fake.url, guardrail_config={"guardrailIdentifier": "g-1", "guardrailVersion": "1"}
     )
-    async for sdk in sdk_for(with_models(model("m", entry))):
+    async with openai_gateway(with_models(model("m", entry))) as (sdk, _):
         reply = await sdk.chat.completions.create(
             model="m", messages=[{"role": "system", "content": "Be brief."}, *HELLO],
             temperature=0.3, top_p=0.9, max_tokens=64, stop=["END"],
@@ -86,7 +77,10 @@ async def test_converse_and_converse_stream_signed_and_named_as_bedrock_names_th
 
 @pytest.mark.parametrize("stream", [True, False], ids=["stream", "unary"])
 async def test_a_tool_round_trip(stream: bool, fake: FakeUpstream):
-    async for sdk in sdk_for(with_models(model("m", bedrock(fake.url, stream=stream)))):
+    async with openai_gateway(with_models(model("m", bedrock(fake.url, stream=stream)))) as (
+        sdk,
+        _,
+    ):
         first = await sdk.chat.completions.create(model="m", messages=HELLO, tools=[WEATHER])
         said = first.choices[0].message.model_dump(exclude_none=True)
         call = said["tool_calls"][0]
@@ -116,14 +110,16 @@ async def test_a_session_token_is_signed_and_a_wrong_secret_refused(
     monkeypatch.setenv("TEST_AWS_SESSION_TOKEN", "session-token-fake")
     async with serving(BedrockWire(session_token="session-token-fake")) as fake:
         entry = bedrock(fake.url, session_token_env="TEST_AWS_SESSION_TOKEN")
-        async for sdk in sdk_for(with_models(model("m", entry))):
+        async with openai_gateway(with_models(model("m", entry))) as (sdk, _):
             reply = await sdk.chat.completions.create(model="m", messages=HELLO)
     assert reply.choices[0].message.content == "".join(TEXT)
     assert fake.seen[0].headers["x-amz-security-token"] == "session-token-fake"
-    async with serving(BedrockWire(secret="another-secret")) as fake:
-        async for sdk in sdk_for(with_models(model("m", bedrock(fake.url)))):
-            with pytest.raises(openai.APIStatusError) as failed:
-                await sdk.chat.completions.create(model="m", messages=HELLO)
+    async with (
+        serving(BedrockWire(secret="another-secret")) as fake,
+        openai_gateway(with_models(model("m", bedrock(fake.url)))) as (sdk, _),
+    ):
+        with pytest.raises(openai.APIStatusError) as failed:
+            await sdk.chat.completions.create(model="m", messages=HELLO)
     assert failed.value.status_code == 502 and "InvalidSignatureException" in failed.value.message
     assert fake.problems == ["InvalidSignatureException"]
 
@@ -131,14 +127,14 @@ async def test_a_session_token_is_signed_and_a_wrong_secret_refused(
 async def test_a_bedrock_api_key_goes_as_bearer():
     async with serving(BedrockWire(api_key=KEY)) as fake:
         entry = bedrock(fake.url, api_key_env="GATEWAY_TEST_UPSTREAM_KEY")
-        async for sdk in sdk_for(with_models(model("m", entry))):
+        async with openai_gateway(with_models(model("m", entry))) as (sdk, _):
             reply = await sdk.chat.completions.create(model="m", messages=HELLO)
     assert reply.choices[0].message.content == "".join(TEXT)
     assert fake.seen[0].headers["authorization"] == f"Bearer {KEY}"
 
 
 async def test_a_guardrail_stop_is_a_content_filter_finish(fake: FakeUpstream):
-    async for sdk in sdk_for(with_models(model("m", bedrock(fake.url)))):
+    async with openai_gateway(with_models(model("m", bedrock(fake.url)))) as (sdk, _):
         reply = await sdk.chat.completions.create(
             model="m", messages=[{"role": "user", "content": f"Tell me of {GUARDED}"}]
         )
@@ -157,23 +153,27 @@ async def test_a_guardrail_stop_is_a_content_filter_finish(fake: FakeUpstream):
     ],
 )  # fmt: skip
 async def test_bedrocks_errors_are_mapped(refusal: Any, status: int, said: str):
-    async with serving(BedrockWire(fail_with=refusal)) as fake:
-        async for sdk in sdk_for(with_models(model("m", bedrock(fake.url)))):
-            with pytest.raises(openai.APIStatusError) as failed:
-                await sdk.chat.completions.create(model="m", messages=HELLO)
+    async with (
+        serving(BedrockWire(fail_with=refusal)) as fake,
+        openai_gateway(with_models(model("m", bedrock(fake.url)))) as (sdk, _),
+    ):
+        with pytest.raises(openai.APIStatusError) as failed:
+            await sdk.chat.completions.create(model="m", messages=HELLO)
     assert failed.value.status_code == status, failed.value.message
     assert said in failed.value.message
     assert fake.problems == [refusal.why]
 
 
 async def test_an_exception_event_mid_stream_fails_the_stream():
-    async with serving(BedrockWire(mid_stream="modelStreamErrorException")) as fake:
-        async for sdk in sdk_for(with_models(model("m", bedrock(fake.url)))):
-            stream = await sdk.chat.completions.create(model="m", messages=HELLO, stream=True)
-            got: list[str] = []
-            with pytest.raises(openai.APIError, match="modelStreamErrorException"):
-                async for chunk in stream:
-                    got.extend(c.delta.content or "" for c in chunk.choices)
+    async with (
+        serving(BedrockWire(mid_stream="modelStreamErrorException")) as fake,
+        openai_gateway(with_models(model("m", bedrock(fake.url)))) as (sdk, _),
+    ):
+        stream = await sdk.chat.completions.create(model="m", messages=HELLO, stream=True)
+        got: list[str] = []
+        with pytest.raises(openai.APIError, match="modelStreamErrorException"):
+            async for chunk in stream:
+                got.extend(c.delta.content or "" for c in chunk.choices)
     assert "".join(got) == "".join(TEXT[:2])
 
 
@@ -182,7 +182,7 @@ async def test_failover_from_bedrock_to_another_kind_of_upstream(wire: BedrockWi
     async with serving(wire) as fake, serving(OpenAIWire(), text=("From", " OpenAI")) as backup:
         data = with_models(model("m", bedrock(fake.url),
                                  provider("openai", "openai", backup.url, kind="backup")))  # fmt: skip
-        async for sdk in sdk_for(data):
+        async with openai_gateway(data) as (sdk, _):
             reply = await sdk.chat.completions.create(model="m", messages=HELLO)
     assert reply.choices[0].message.content == "From OpenAI"
     assert fake.problems == ["ServiceUnavailableException"]
@@ -190,7 +190,7 @@ async def test_failover_from_bedrock_to_another_kind_of_upstream(wire: BedrockWi
 
 async def test_titan_embeddings_by_invoke_model(fake: FakeUpstream):
     entry = bedrock(fake.url, embedding_model=EMBEDDER)
-    async for sdk in sdk_for(with_models(model("e", entry))):
+    async with openai_gateway(with_models(model("e", entry))) as (sdk, _):
         made = await sdk.embeddings.create(model="e", input=["one two", "three"], dimensions=4)
     assert [len(d.embedding) for d in made.data] == [4, 4]
     assert made.usage.prompt_tokens == 3

@@ -16,7 +16,7 @@ import httpx
 import openai
 import pytest
 
-from tests.support.gateways import API_KEY, running_gateway
+from tests.support.gateways import API_KEY, openai_gateway
 from tests.support.upstreams.base import TEXT, FakeUpstream, Fault, Usage, serving
 from tests.support.upstreams.checks import KEY
 from tests.support.upstreams.config import model, provider, with_models
@@ -54,17 +54,9 @@ async def fake() -> AsyncIterator[FakeUpstream]:
         yield upstream
 
 
-async def clients(data: dict[str, Any]) -> AsyncIterator[tuple[openai.AsyncOpenAI, str]]:
-    async with running_gateway(data) as gw:
-        base = f"http://127.0.0.1:{gw.http_port}"
-        sdk = openai.AsyncOpenAI(base_url=f"{base}/v1", api_key=API_KEY, max_retries=0)
-        async with sdk:
-            yield sdk, base
-
-
 async def test_a_chat_reaches_gemini_under_its_own_names(fake: FakeUpstream):
     fake.usage = Usage(prompt_tokens=40, cached_tokens=16, reasoning_tokens=5)
-    async for sdk, _ in clients(with_models(model("m", gemini(fake.url)))):
+    async with openai_gateway(with_models(model("m", gemini(fake.url)))) as (sdk, _):
         reply = await sdk.chat.completions.create(
             model="m",
             messages=[{"role": "system", "content": "Be brief."}, *HELLO],
@@ -100,7 +92,7 @@ async def test_a_chat_reaches_gemini_under_its_own_names(fake: FakeUpstream):
 
 async def test_structured_output_and_thinking_take_gemini_forms(fake: FakeUpstream):
     schema = {"type": "object", "properties": {"answer": {"type": "string"}}}
-    async for sdk, _ in clients(with_models(model("m", gemini(fake.url, stream=False)))):
+    async with openai_gateway(with_models(model("m", gemini(fake.url, stream=False)))) as (sdk, _):
         await sdk.chat.completions.create(
             model="m", messages=HELLO, reasoning_effort="low",
             response_format={"type": "json_schema",
@@ -116,18 +108,20 @@ async def test_structured_output_and_thinking_take_gemini_forms(fake: FakeUpstre
 @pytest.mark.parametrize("stream", [True, False], ids=["stream", "unary"])
 async def test_thought_signatures_survive_a_tool_conversation_over_chat(stream: bool):
     wire = GeminiWire()
-    async with serving(wire) as fake:
-        async for sdk, _ in clients(with_models(model("m", gemini(fake.url, stream=stream)))):
-            first = await sdk.chat.completions.create(model="m", messages=ASK, tools=[WEATHER])
-            call = first.choices[0].message.tool_calls[0]  # type: ignore[index]
-            # The signature rides in Gemini's documented field; the client sends the
-            # assistant message back as it came (the SDK keeps unknown fields).
-            said = first.choices[0].message.model_dump(exclude_none=True)
-            sealed = said["tool_calls"][0]["extra_content"]["google"]["thought_signature"]
-            answer = {"role": "tool", "tool_call_id": call.id, "content": '{"sky": "clear"}'}
-            second = await sdk.chat.completions.create(
-                model="m", messages=[*ASK, said, answer], tools=[WEATHER]
-            )
+    async with (
+        serving(wire) as fake,
+        openai_gateway(with_models(model("m", gemini(fake.url, stream=stream)))) as (sdk, _),
+    ):
+        first = await sdk.chat.completions.create(model="m", messages=ASK, tools=[WEATHER])
+        call = first.choices[0].message.tool_calls[0]  # type: ignore[index]
+        # The signature rides in Gemini's documented field; the client sends the
+        # assistant message back as it came (the SDK keeps unknown fields).
+        said = first.choices[0].message.model_dump(exclude_none=True)
+        sealed = said["tool_calls"][0]["extra_content"]["google"]["thought_signature"]
+        answer = {"role": "tool", "tool_call_id": call.id, "content": '{"sky": "clear"}'}
+        second = await sdk.chat.completions.create(
+            model="m", messages=[*ASK, said, answer], tools=[WEATHER]
+        )
     assert first.choices[0].finish_reason == "tool_calls"
     assert call.function.name == "get_weather" and json.loads(call.function.arguments)
     assert wire.issued[0] in sealed
@@ -153,7 +147,7 @@ async def test_a_call_without_its_signature_gets_geminis_documented_bypass(fake:
              "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}]},
         {"role": "tool", "tool_call_id": "call_1", "content": "sunny"},
     ]  # fmt: skip
-    async for sdk, _ in clients(with_models(model("m", gemini(fake.url)))):
+    async with openai_gateway(with_models(model("m", gemini(fake.url)))) as (sdk, _):
         reply = await sdk.chat.completions.create(model="m", messages=history, tools=[WEATHER])
     assert reply.choices[0].message.content == "".join(TEXT)
     part = fake.seen[0].body["contents"][1]["parts"][0]
@@ -178,7 +172,7 @@ async def test_signatures_are_never_given_to_another_provider():
             model("m", gemini(first.url, "g1"), gemini(other.url, "g2", kind="backup")),
             model("o", gemini(first.url, "g3"), provider("openai", "openai", backup.url, "backup")),
         )
-        async for sdk, _ in clients(data):
+        async with openai_gateway(data) as (sdk, _):
             made = await sdk.chat.completions.create(model="g", messages=ASK, tools=[WEATHER])
             said = made.choices[0].message.model_dump(exclude_none=True)
             call_id = said["tool_calls"][0]["id"]
@@ -197,45 +191,47 @@ async def test_signatures_are_never_given_to_another_provider():
 
 async def test_thought_signatures_survive_over_messages_and_responses():
     wire = GeminiWire()
-    async with serving(wire) as fake:
-        async for sdk, base in clients(with_models(model("m", gemini(fake.url)))):
-            claude = anthropic.AsyncAnthropic(base_url=base, api_key=API_KEY, max_retries=0)
-            tool = {"name": "get_weather", "description": "Weather.",
-                    "input_schema": WEATHER["function"]["parameters"]}  # type: ignore[index]  # fmt: skip
-            async with claude:
-                ask = [{"role": "user", "content": "Weather in Paris?"}]
-                said = await claude.messages.create(
-                    model="m",
-                    max_tokens=64,
-                    messages=ask,
-                    tools=[tool],  # type: ignore[list-item]
-                )
-                use = next(b for b in said.content if b.type == "tool_use")
-                result = {"role": "user", "content": [
-                    {"type": "tool_result", "tool_use_id": use.id, "content": "sunny"}]}  # fmt: skip
-                history = [*ask, {"role": "assistant", "content": said.content}, result]
-                after = await claude.messages.create(
-                    model="m",
-                    max_tokens=64,
-                    messages=history,
-                    tools=[tool],  # type: ignore[arg-type]
-                )
-            function = {"type": "function", "name": "get_weather", "description": "Weather.",
-                        "parameters": WEATHER["function"]["parameters"]}  # type: ignore[index]  # fmt: skip
-            made = await sdk.responses.create(
-                model="m", input="Weather in Paris?", tools=[function], store=False,  # type: ignore[list-item]
-                include=["reasoning.encrypted_content"],
-            )  # fmt: skip
-            call = next(i for i in made.output if i.type == "function_call")
-            items = [{"role": "user", "content": "Weather in Paris?"},
-                     *[i.model_dump(exclude_none=True) for i in made.output],
-                     {"type": "function_call_output", "call_id": call.call_id, "output": "sunny"}]  # type: ignore[union-attr]  # fmt: skip
-            finished = await sdk.responses.create(
+    async with (
+        serving(wire) as fake,
+        openai_gateway(with_models(model("m", gemini(fake.url)))) as (sdk, base),
+    ):
+        claude = anthropic.AsyncAnthropic(base_url=base, api_key=API_KEY, max_retries=0)
+        tool = {"name": "get_weather", "description": "Weather.",
+                "input_schema": WEATHER["function"]["parameters"]}  # type: ignore[index]  # fmt: skip
+        async with claude:
+            ask = [{"role": "user", "content": "Weather in Paris?"}]
+            said = await claude.messages.create(
                 model="m",
-                input=items,
-                tools=[function],
-                store=False,  # type: ignore[arg-type,list-item]
+                max_tokens=64,
+                messages=ask,
+                tools=[tool],  # type: ignore[list-item]
             )
+            use = next(b for b in said.content if b.type == "tool_use")
+            result = {"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": use.id, "content": "sunny"}]}  # fmt: skip
+            history = [*ask, {"role": "assistant", "content": said.content}, result]
+            after = await claude.messages.create(
+                model="m",
+                max_tokens=64,
+                messages=history,
+                tools=[tool],  # type: ignore[arg-type]
+            )
+        function = {"type": "function", "name": "get_weather", "description": "Weather.",
+                    "parameters": WEATHER["function"]["parameters"]}  # type: ignore[index]  # fmt: skip
+        made = await sdk.responses.create(
+            model="m", input="Weather in Paris?", tools=[function], store=False,  # type: ignore[list-item]
+            include=["reasoning.encrypted_content"],
+        )  # fmt: skip
+        call = next(i for i in made.output if i.type == "function_call")
+        items = [{"role": "user", "content": "Weather in Paris?"},
+                 *[i.model_dump(exclude_none=True) for i in made.output],
+                 {"type": "function_call_output", "call_id": call.call_id, "output": "sunny"}]  # type: ignore[union-attr]  # fmt: skip
+        finished = await sdk.responses.create(
+            model="m",
+            input=items,
+            tools=[function],
+            store=False,  # type: ignore[arg-type,list-item]
+        )
     assert [b.type for b in said.content][-2:] == ["thinking", "tool_use"]
     assert after.content[-1].text == "".join(TEXT)  # type: ignore[union-attr]
     assert [i.type for i in made.output][-2:] == ["reasoning", "function_call"]
@@ -245,7 +241,7 @@ async def test_thought_signatures_survive_over_messages_and_responses():
 
 
 async def test_blocked_prompts_and_replies_are_400s_naming_the_reason(fake: FakeUpstream):
-    async for sdk, _ in clients(with_models(model("m", gemini(fake.url)))):
+    async with openai_gateway(with_models(model("m", gemini(fake.url)))) as (sdk, _):
         for word in (BLOCKED_PROMPT, BLOCKED_REPLY):
             for stream in (False, True):
                 with pytest.raises(openai.BadRequestError) as refused:
@@ -261,21 +257,25 @@ async def test_blocked_prompts_and_replies_are_400s_naming_the_reason(fake: Fake
 
 async def test_geminis_retry_delay_is_the_429s_wait(fake: FakeUpstream):
     fake.default = Fault("status", status=429)
-    async for _sdk, base in clients(with_models(model("m", gemini(fake.url)))):
-        async with httpx.AsyncClient(base_url=base) as http:
-            answer = await http.post(
-                "/v1/chat/completions", json={"model": "m", "messages": HELLO},
-                headers={"authorization": f"Bearer {API_KEY}"},
-            )  # fmt: skip
+    async with (
+        openai_gateway(with_models(model("m", gemini(fake.url)))) as (_sdk, base),
+        httpx.AsyncClient(base_url=base) as http,
+    ):
+        answer = await http.post(
+            "/v1/chat/completions", json={"model": "m", "messages": HELLO},
+            headers={"authorization": f"Bearer {API_KEY}"},
+        )  # fmt: skip
     assert answer.status_code in (429, 503), answer.text
     assert answer.headers["retry-after"] == "2"
 
 
 async def test_a_wrong_key_is_a_misconfigured_provider_not_a_bad_request():
-    async with serving(GeminiWire(key="another-key-0123456789")) as fake:
-        async for sdk, _ in clients(with_models(model("m", gemini(fake.url)))):
-            with pytest.raises(openai.APIStatusError) as failed:
-                await sdk.chat.completions.create(model="m", messages=HELLO)
+    async with (
+        serving(GeminiWire(key="another-key-0123456789")) as fake,
+        openai_gateway(with_models(model("m", gemini(fake.url)))) as (sdk, _),
+    ):
+        with pytest.raises(openai.APIStatusError) as failed:
+            await sdk.chat.completions.create(model="m", messages=HELLO)
     assert failed.value.status_code == 502
     assert "API_KEY_INVALID" in failed.value.message and KEY not in failed.value.message
     assert fake.problems == ["bad key"]
@@ -283,7 +283,7 @@ async def test_a_wrong_key_is_a_misconfigured_provider_not_a_bad_request():
 
 async def test_embeddings_and_token_counts(fake: FakeUpstream):
     entry = gemini(fake.url, embedding_model=EMBEDDER)
-    async for sdk, base in clients(with_models(model("m", entry))):
+    async with openai_gateway(with_models(model("m", entry))) as (sdk, base):
         vectors = await sdk.embeddings.create(model="m", input=["one", "three"], dimensions=4)
         claude = anthropic.AsyncAnthropic(base_url=base, api_key=API_KEY, max_retries=0)
         async with claude:

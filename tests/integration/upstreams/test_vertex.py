@@ -6,7 +6,6 @@ Google token endpoint (and are refreshed before they expire), or with a given to
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +15,7 @@ import pytest
 
 from server.base.config import ConfigError, ProviderConfig
 from server.providers import registry
-from tests.support.gateways import API_KEY, running_gateway
+from tests.support.gateways import API_KEY, openai_gateway
 from tests.support.upstreams.base import TEXT, serving
 from tests.support.upstreams.config import model, provider, with_models
 from tests.support.upstreams.vertex import (
@@ -38,14 +37,6 @@ def vertex(url: str, **params: Any) -> dict[str, Any]:
     return provider("vertex", "vertex", url, **{**PLACE, **params})
 
 
-async def clients(data: dict[str, Any]) -> AsyncIterator[tuple[openai.AsyncOpenAI, str]]:
-    async with running_gateway(data) as gw:
-        base = f"http://127.0.0.1:{gw.http_port}"
-        sdk = openai.AsyncOpenAI(base_url=f"{base}/v1", api_key=API_KEY, max_retries=0)
-        async with sdk:
-            yield sdk, base
-
-
 def key_file(tmp_path: Path, info: dict[str, Any]) -> str:
     path = tmp_path / "service-account.json"
     path.write_text(json.dumps(info))
@@ -59,7 +50,7 @@ async def test_gemini_on_vertex_with_a_service_account(tmp_path: Path):
         serving(VertexGeminiWire(tokens=tokens)) as fake,
     ):
         entry = vertex(fake.url, credentials_file=key_file(tmp_path, info))
-        async for sdk, _ in clients(with_models(model("m", entry))):
+        async with openai_gateway(with_models(model("m", entry))) as (sdk, _):
             reply = await sdk.chat.completions.create(model="m", messages=HELLO, temperature=0.2)
             stream = await sdk.chat.completions.create(model="m", messages=HELLO, stream=True)
             streamed = "".join(
@@ -81,7 +72,7 @@ async def test_a_token_about_to_expire_is_refreshed_before_the_request(tmp_path:
         VertexGeminiWire(tokens=tokens)
     ) as fake:  # fmt: skip
         entry = vertex(fake.url, credentials_file=key_file(tmp_path, info))
-        async for sdk, _ in clients(with_models(model("m", entry))):
+        async with openai_gateway(with_models(model("m", entry))) as (sdk, _):
             for _ in range(2):
                 await sdk.chat.completions.create(model="m", messages=HELLO)
     assert tokens.issued == ["ya29.fake-1", "ya29.fake-2"]
@@ -97,7 +88,7 @@ async def test_claude_on_vertex_over_messages_and_chat(monkeypatch: pytest.Monke
     wire = VertexAnthropicWire(tokens=tokens)
     async with serving(wire) as fake:
         entry = vertex(fake.url, model=wire.model, token_env="VERTEX_TEST_TOKEN")
-        async for sdk, base in clients(with_models(model("c", entry))):
+        async with openai_gateway(with_models(model("c", entry))) as (sdk, base):
             claude = anthropic.AsyncAnthropic(base_url=base, api_key=API_KEY, max_retries=0)
             async with claude:
                 said = await claude.messages.create(model="c", max_tokens=32, messages=HELLO)  # type: ignore[arg-type]
@@ -120,7 +111,7 @@ async def test_embeddings_by_predict(monkeypatch: pytest.MonkeyPatch):
         entry = vertex(
             fake.url, token_env="VERTEX_TEST_TOKEN", embedding_model="text-embedding-fake"
         )
-        async for sdk, _ in clients(with_models(model("e", entry))):
+        async with openai_gateway(with_models(model("e", entry))) as (sdk, _):
             made = await sdk.embeddings.create(model="e", input=["one two", "three"], dimensions=3)
     assert [len(d.embedding) for d in made.data] == [3, 3]
     assert made.usage.prompt_tokens == 3, "Vertex's own token counts"
@@ -133,7 +124,7 @@ async def test_a_token_vertex_refuses_is_a_misconfigured_provider(monkeypatch: p
     monkeypatch.setenv("VERTEX_TEST_TOKEN", "ya29.stale-token")
     async with serving(VertexGeminiWire()) as fake:
         entry = vertex(fake.url, token_env="VERTEX_TEST_TOKEN")
-        async for sdk, _ in clients(with_models(model("m", entry))):
+        async with openai_gateway(with_models(model("m", entry))) as (sdk, _):
             with pytest.raises(openai.APIStatusError) as failed:
                 await sdk.chat.completions.create(model="m", messages=HELLO)
     assert failed.value.status_code == 502
@@ -176,7 +167,7 @@ async def test_the_token_endpoint_refuses_a_key_it_does_not_know(tmp_path: Path)
             fake.url,
             credentials_file=key_file(tmp_path, {**forged, "client_email": info["client_email"]}),
         )
-        async for sdk, _ in clients(with_models(model("m", entry))):
+        async with openai_gateway(with_models(model("m", entry))) as (sdk, _):
             with pytest.raises(openai.APIStatusError) as failed:
                 await sdk.chat.completions.create(model="m", messages=HELLO)
     assert endpoint.problems == ["bad signature"] and tokens.issued == [] and fake.seen == []
