@@ -16,12 +16,14 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from http_facade.errors import error_response, internal
 from server.accounting.admission import KEY_HEADERS
 from server.base.call import request_id_or_new
+from server.base.config import SESSION_HEADERS
 
 REQUEST_ID = "x-request-id"
 # Headers forwarded to the RPC as metadata: the key headers the core reads (the
-# `authorization` Bearer form included), the W3C trace context, plus the request id;
-# nothing else crosses (grpc-gateway's header matcher).
-FORWARDED = tuple(sorted({*KEY_HEADERS, "traceparent", "tracestate"}))
+# `authorization` Bearer form included), the W3C trace context, the session headers
+# cache affinity reads (its defaults), plus the request id; nothing else crosses
+# (grpc-gateway's header matcher).
+FORWARDED = tuple(sorted({*KEY_HEADERS, "traceparent", "tracestate", *SESSION_HEADERS}))
 
 
 @dataclass

@@ -119,6 +119,8 @@ class Run:
         # Seconds spent waiting on upstreams (attempts, pauses, every event): the rest
         # of a call's time is the gateway's own overhead.
         self.upstream_s = 0.0
+        # Cache affinity's outcome (hit, moved, miss), when it applied (affinity.py).
+        self.affinity: str | None = None
 
     @property
     def model(self) -> ModelConfig:

@@ -14,7 +14,8 @@ from typing import Protocol, TypeVar
 from gateway.v1 import router_service_pb2 as router_pb
 
 from server.accounting.accounts import Accounts
-from server.application import validation
+from server.application import affinity, validation
+from server.application.affinity import Affinity
 from server.application.catalog import Upstream
 from server.application.engine import Run
 from server.application.state import Live, Snapshot
@@ -40,9 +41,10 @@ ROUTE_HEADER = "x-gateway-route"
 
 
 class Generations:
-    def __init__(self, live: Live, accounts: Accounts) -> None:
+    def __init__(self, live: Live, accounts: Accounts, affinity: Affinity) -> None:
         self.live = live
         self.accounts = accounts
+        self.affinity = affinity
 
     async def for_model(
         self, request: Asked, validate: Callable[[Asked], GenerationRequest], call: Call
@@ -134,9 +136,15 @@ class Generations:
     async def _open(
         self, call: Call, upstreams: list[Upstream], generation: GenerationRequest, subject: str
     ) -> Run:
+        config = self.live.current.config.affinity
+        key = self.affinity.key(config, generation, call.metadata, subject)
+        upstreams, remembered = await self.affinity.ordered(key, upstreams)
         run = Run(upstreams, generation, call.deadline)
         call.record.ran(run)
         await run.open(subject)
+        if key is not None:
+            run.affinity = affinity.outcome(remembered, run.provider_id)
+            await self.affinity.remember(key, run.provider_id, config.ttl_s)
         return run
 
 

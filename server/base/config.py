@@ -266,6 +266,31 @@ class ResponsesConfig(Strict):
     cleanup_interval_s: float = Field(default=3600, gt=0)
 
 
+# Headers that name a session: a generic one, Claude Code's and Codex's.
+SESSION_HEADERS = ("x-session-id", "x-claude-code-session-id", "session_id")
+
+
+class AffinityConfig(Strict):
+    """Cache affinity (server/application/affinity.py): requests sharing a prompt prefix
+    go back to the provider that served it while its prompt cache lives."""
+
+    enabled: bool = False
+    # Seconds a provider stays remembered after the prefix's last use: about as long as
+    # the providers' prompt caches live (Anthropic's 5 minutes, OpenAI's 5 to 10).
+    ttl_s: float = Field(default=300, gt=0)
+    # Request headers naming a session, tried in order when the request has no
+    # prompt_cache_key (Claude Code's and Codex's, and a generic one).
+    # Over REST only these defaults cross the façade; gRPC callers may send any.
+    session_headers: list[str] = Field(default_factory=lambda: list(SESSION_HEADERS))
+    # Prefixes remembered per process without Redis; the least recently used go first.
+    max_entries: int = Field(default=100_000, ge=1)
+
+    @field_validator("session_headers")
+    @classmethod
+    def _lower(cls, value: list[str]) -> list[str]:
+        return [h.lower() for h in value]
+
+
 class OperationsConfig(Strict):
     """Request logs, metrics and shutdown: how operators watch and stop the gateway."""
 
@@ -291,6 +316,7 @@ class Config(Strict):
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
     ledger: LedgerConfig = Field(default_factory=LedgerConfig)
     responses: ResponsesConfig = Field(default_factory=ResponsesConfig)
+    affinity: AffinityConfig = Field(default_factory=AffinityConfig)
     models: list[ModelConfig] = Field(min_length=1)
     deployments: list[DeploymentConfig] = Field(default_factory=list)
     routing: RoutingConfig

@@ -26,7 +26,7 @@ from server.accounting.ledger import Ledger
 from server.accounting.ratelimit import BucketLimiter, Limiter, RedisLimiter
 from server.accounting.shared import SharedBudgets, SharedLimiter, StateClient
 from server.accounting.spool import Spool
-from server.application import rpcs
+from server.application import affinity, rpcs
 from server.application.admin import AdminService
 from server.application.chat import ChatService
 from server.application.completion import CompletionService
@@ -83,6 +83,7 @@ class State:
     limiter: Limiter
     budgets: Budgets
     ledger: Ledger
+    affinity: affinity.Store
     closers: tuple[Closer, ...] = ()
 
 
@@ -148,7 +149,7 @@ def assemble(
         live, registry.build, build_router, source,
         on_reload=lambda result: metrics.reloads.labels(result).inc(),
     )  # fmt: skip
-    generations = Generations(live, accounts)
+    generations = Generations(live, accounts, affinity.Affinity(state.affinity))
     services = Services(
         chat=ChatService(generations),
         completion=CompletionService(generations),
@@ -192,6 +193,7 @@ def in_memory(config: Config) -> State:
     return State(
         None, BucketLimiter(window_s=config.limits.window_s),
         MemoryBudgets(_nothing_spent), Ledger(None),
+        affinity.MemoryStore(config.affinity.max_entries),
     )  # fmt: skip
 
 
@@ -244,6 +246,7 @@ async def open_state(config: Config, shared_state: str | None, spool: Spool | No
     closers: list[Closer] = [store.aclose]
     limiter: Limiter
     budgets: Budgets
+    remembered: affinity.Store = affinity.MemoryStore(config.affinity.max_entries)
     ledger = Ledger(
         store.usage, config.ledger.batch_size, config.ledger.flush_interval_s,
         config.ledger.max_buffered, spool,
@@ -263,6 +266,7 @@ async def open_state(config: Config, shared_state: str | None, spool: Spool | No
         closers.insert(0, client.aclose)
         limiter = RedisLimiter(client, storage.redis_prefix, config.limits.window_s)
         budgets = RedisBudgets(client, storage.redis_prefix, spent)
+        remembered = affinity.RedisStore(client, storage.redis_prefix, timeout_s)
         limiter = GuardedLimiter(limiter, timeout_s, config.limits.fail_open)
         budgets = GuardedBudgets(budgets, timeout_s)
     elif shared_state:
@@ -273,7 +277,7 @@ async def open_state(config: Config, shared_state: str | None, spool: Spool | No
     else:
         limiter = BucketLimiter(window_s=config.limits.window_s)
         budgets = GuardedBudgets(MemoryBudgets(spent), timeout_s)
-    return State(store, limiter, budgets, ledger, tuple(closers))
+    return State(store, limiter, budgets, ledger, remembered, tuple(closers))
 
 
 async def _nothing_spent(key_id: str, since: float) -> float:

@@ -128,6 +128,18 @@ class Metrics:
             "Requests for a path (or method) the gateway does not serve, by method.",
             ["method"], registry=registry,
         )  # fmt: skip
+        self.prompt_cache = Counter(
+            "gateway_prompt_cache_tokens",
+            "Prompt tokens by how the upstream's prompt cache served them (read, write, "
+            "uncached): read / all is the cache hit rate, per model and provider.",
+            ["model", "provider", "kind"], registry=registry,
+        )  # fmt: skip
+        self.affinity = Counter(
+            "gateway_cache_affinity",
+            "Cache affinity per call: hit (the remembered provider answered), moved "
+            "(another did), miss (no provider remembered for the prefix).",
+            ["model", "result"], registry=registry,
+        )  # fmt: skip
         self.routes = Counter(
             "gateway_routing_decisions", "Models chosen by the router, by profile.",
             ["profile", "model"], registry=registry,
@@ -200,6 +212,13 @@ class Metrics:
             return
         if o.cost_usd:
             of(self.cost, o.model, o.provider, o.key_id).inc(o.cost_usd)
+        if o.affinity is not None:
+            of(self.affinity, o.model, o.affinity).inc()
+        uncached = o.prompt_tokens - o.cached_tokens - o.cache_write_tokens
+        for kind, count in (("read", o.cached_tokens), ("write", o.cache_write_tokens),
+                            ("uncached", uncached)):  # fmt: skip
+            if count > 0:
+                of(self.prompt_cache, o.model, o.provider, kind).inc(count)
         operation = OPERATION.get(o.rpc) or operation_of(o.rpc)
         of(self.tokens, operation, o.provider, o.model, "input").observe(o.prompt_tokens)
         of(self.tokens, operation, o.provider, o.model, "output").observe(o.completion_tokens)

@@ -50,6 +50,11 @@ class Outcome:
     failovers: list[tuple[str, str]] = field(default_factory=list)
     # (profile, model) when the router chose the model (Infer, StreamInfer).
     route: tuple[str, str] | None = None
+    # Prompt tokens read from and written to the upstream's prompt cache.
+    cached_tokens: int = 0
+    cache_write_tokens: int = 0
+    # Cache affinity's outcome (hit, moved, miss), when it applied.
+    affinity: str | None = None
     # Prompt and completion, only when the operator asked for them in the log.
     prompt: Any = None
     completion: str | None = None
@@ -175,6 +180,12 @@ class Observer(Middleware):
             failovers=[(p, cause(e)) for p, e in run.causes] if isinstance(run, Run) else [],
             route=(route.profile, route.model) if route is not None else None,
         )
+        if isinstance(run, Run):
+            outcome.affinity = run.affinity
+            if started:
+                counts = run.counts()
+                outcome.cached_tokens = counts.cached_tokens
+                outcome.cache_write_tokens = counts.cache_write_tokens
         if isinstance(run, Run) and self.with_text():
             request = run.request
             outcome.prompt = (
