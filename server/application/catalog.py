@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+import random
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from server.application.breaker import Breaker, State
@@ -80,6 +81,26 @@ class Upstream:
     def health(self) -> str:
         """`healthy`, `open`, `half_open` (the circuit breaker's state) or `disabled`."""
         return self.breaker.state.value if self.config.enabled else "disabled"
+
+
+def spread(upstreams: Sequence[Upstream], rng: random.Random | None = None) -> list[Upstream]:
+    """The upstreams of each model (the models kept in their order) with its weighted
+    providers first, in a random order where each comes first in proportion to its
+    weight (sort keys u**(1/w): Efraimidis and Spirakis' weighted sampling)."""
+    if all(u.config.weight is None for u in upstreams):
+        return list(upstreams)
+    draw = (rng or random).random
+    ordered: list[Upstream] = []
+    start = 0
+    for end in range(1, len(upstreams) + 1):
+        if end < len(upstreams) and upstreams[end].model.id == upstreams[start].model.id:
+            continue
+        group = upstreams[start:end]
+        weighted = {u.id: draw() ** (1 / u.config.weight) for u in group if u.config.weight}
+        ordered += sorted((u for u in group if u.id in weighted), key=lambda u: -weighted[u.id])
+        ordered += [u for u in group if u.id not in weighted]
+        start = end
+    return ordered
 
 
 class Catalog:

@@ -16,7 +16,7 @@ from gateway.v1 import router_service_pb2 as router_pb
 from server.accounting.accounts import Accounts
 from server.application import affinity, validation
 from server.application.affinity import Affinity
-from server.application.catalog import Upstream
+from server.application.catalog import Upstream, spread
 from server.application.engine import Run
 from server.application.state import Live, Snapshot
 from server.application.validation import InferRequest, InvokeRequest
@@ -138,7 +138,7 @@ class Generations:
     ) -> Run:
         config = self.live.current.config.affinity
         key = self.affinity.key(config, generation, call.metadata, subject)
-        upstreams, remembered = await self.affinity.ordered(key, upstreams)
+        upstreams, remembered = await self.affinity.ordered(key, spread(upstreams))
         run = Run(upstreams, generation, call.deadline)
         call.record.ran(run)
         await run.open(subject)

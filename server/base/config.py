@@ -68,6 +68,10 @@ class ProviderConfig(Strict):
     # structured_output, n, logprobs, sampling_controls, logit_bias ...). Absent: its
     # adapter's default; an OpenAI-compatible server without tools lists the rest.
     capabilities: list[Capability] | None = None
+    # The model's providers that have a weight share its traffic in proportion (each
+    # request tries them in a weighted random order, ahead of the others); absent on
+    # all: the primary first, then the backups in order.
+    weight: float | None = Field(default=None, gt=0)
 
 
 class ModelConfig(Strict):

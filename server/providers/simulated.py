@@ -37,7 +37,8 @@ import json
 import math
 import random
 import re
-from collections.abc import AsyncIterator
+import time
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -106,8 +107,41 @@ class SimulatedParams(BaseModel):
     fail_after_tokens: int | None = Field(default=None, ge=0)
     # Share of prompt tokens reported as read from a prompt cache, 0 to 1.
     cached_ratio: float = Field(default=0, ge=0, le=1)
+    # A prompt cache of this provider's own, as providers keep one: the longest prefix
+    # of a chat (at a message boundary) it served within this many seconds is read from
+    # the cache (and each use keeps it another ttl). Absent: only cached_ratio.
+    prompt_cache_ttl_s: float | None = Field(default=None, gt=0)
     # Values in each embedding vector (a request's `dimensions` may ask for fewer).
     embedding_dimensions: int = Field(default=256, ge=1, le=8192)
+
+
+class PrefixCache:
+    """Chat prefixes at message boundaries, each kept `ttl_s` after its last use; a
+    request reads the tokens of its longest kept prefix. Bounded: the expired go first,
+    then the oldest."""
+
+    MAX_ENTRIES = 100_000
+
+    def __init__(self, ttl_s: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self.ttl_s = ttl_s
+        self._clock = clock
+        self._expiry: dict[bytes, float] = {}
+
+    def read(self, request: GenerationRequest) -> int:
+        now = self._clock()
+        digest = hashlib.blake2b(digest_size=16)
+        hit = size = 0
+        for message in request.messages:
+            digest.update(f"{message.role}\0{message.content}\0".encode())
+            size += tokens.estimate(message.content) + 4
+            key = digest.digest()
+            if self._expiry.get(key, 0) > now:
+                hit = size
+            self._expiry[key] = now + self.ttl_s
+        if len(self._expiry) > self.MAX_ENTRIES:
+            live = {k: t for k, t in self._expiry.items() if t > now}
+            self._expiry = dict(list(live.items())[-self.MAX_ENTRIES // 2 :])
+        return hit
 
 
 class SimulatedProvider:
@@ -120,6 +154,7 @@ class SimulatedProvider:
         self._random = random.Random()
         # Generations running now; a cancelled caller must bring this back down.
         self.in_flight = 0
+        self._cache = PrefixCache(params.prompt_cache_ttl_s) if params.prompt_cache_ttl_s else None
 
     def reply_tokens(self, request: GenerationRequest, choice: int = 0) -> tuple[list[str], str]:
         """Returns the reply's tokens and finish reason, limits and stops applied."""
@@ -235,6 +270,8 @@ class SimulatedProvider:
             self.in_flight -= 1
         prompt_tokens = tokens.estimate_prompt(request)
         cached = int(prompt_tokens * p.cached_ratio)
+        if self._cache is not None:
+            cached = max(cached, min(prompt_tokens, self._cache.read(request)))
         reasons = tuple(plan.finish for plan in plans)
         yield Finished(
             reasons[0],

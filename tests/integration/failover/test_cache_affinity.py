@@ -1,6 +1,6 @@
 """Cache affinity through the gateway: a conversation sticks to the provider that
 served its prefix (through a failover and back), other conversations keep the
-configured order, the router's choice of model holds, two instances sharing Redis
+configured order (or their weighted share), the router's choice of model holds, two instances sharing Redis
 agree, and the metrics show affinity outcomes and prompt-cache hit rates."""
 
 from __future__ import annotations
@@ -99,6 +99,19 @@ async def test_affinity_is_off_unless_configured(pair):
         a.faults = [Fault("status", status=503)]
         replies = [await answer(sdk, turn("one", n)) for n in range(3)]
     assert replies == ["B", "A", "A"]
+
+
+async def test_weighted_providers_share_the_traffic_and_each_conversation_stays(pair):
+    a, b = pair
+    data = config(a, b)
+    for entry, weight in zip(data["models"][-1]["providers"], (3, 1), strict=True):
+        entry["weight"] = weight
+    async with openai_gateway(data) as (sdk, _):
+        first = [await answer(sdk, turn(f"c{i}", 0)) for i in range(200)]
+        later = [await answer(sdk, turn(f"c{i}", 1)) for i in range(200)]
+    # Three to one, within what chance gives 200 draws (about 5 standard deviations).
+    assert 120 <= first.count("A") <= 180, first.count("A")
+    assert later == first
 
 
 async def test_a_remembered_provider_that_expired_or_was_disabled_is_passed_over(pair):

@@ -28,10 +28,12 @@ ADAPTER_PARAMS: dict[str, dict[str, Any]] = {"bedrock": {
 def provider(
     provider_id: str, adapter: str, url: str, kind: str = "primary", **params: Any
 ) -> dict[str, Any]:
-    """A provider entry for `adapter` at the fake upstream `url`; the `breaker` and
-    `enabled` keywords go to the entry itself, every other one to its params. The key
-    is the one the fakes expect (`api_key_env=None`: no key)."""
-    entry: dict[str, Any] = {k: params.pop(k) for k in ("breaker", "enabled") if k in params}
+    """A provider entry for `adapter` at the fake upstream `url`; the `breaker`,
+    `enabled` and `weight` keywords go to the entry itself, every other one to its
+    params. The key is the one the fakes expect (`api_key_env=None`: no key)."""
+    entry: dict[str, Any] = {
+        k: params.pop(k) for k in ("breaker", "enabled", "weight") if k in params
+    }
     params = {**ADAPTER_PARAMS.get(adapter, {}), **params}
     params.setdefault("api_key_env", KEY_ENV)
     if params["api_key_env"] is None:
