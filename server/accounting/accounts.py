@@ -126,6 +126,11 @@ class Accounts:
             route_profile=record.route_profile,
             difficulty=record.difficulty,
             prompt=record.prompt,
+            cached_tokens=counts.cached_tokens if counts is not None else 0,
+            cache_write_tokens=counts.cache_write_tokens if counts is not None else 0,
+            cache_write_1h_tokens=counts.cache_write_1h_tokens if counts is not None else 0,
+            reasoning_tokens=counts.reasoning_tokens if counts is not None else 0,
+            cache_write_cost_usd=cost.cache_write_usd if cost is not None else None,
         )
         self.ledger.record(record.usage)
 

@@ -217,10 +217,16 @@ class Reply:
         """The usage `message_start` reports: the upstream's own when it gave one,
         else the gateway's estimate of the input."""
         if self.native_usage:
-            out = pb.MessageUsage(
-                **{k: v for k, v in self.native_usage.items() if k in _USAGE and isinstance(v, int)}
-            )
-            _extra(out.other, self.native_usage, _USAGE)
+            given = self.native_usage
+            out = pb.MessageUsage()
+            for name in _COUNTS:
+                if isinstance(given.get(name), int):
+                    setattr(out, name, given[name])
+            tiers = given.get("cache_creation")
+            for name in ("ephemeral_5m_input_tokens", "ephemeral_1h_input_tokens"):
+                if isinstance(tiers, dict) and isinstance(tiers.get(name), int):
+                    setattr(out.cache_creation, name, tiers[name])
+            _extra(out.other, given, _USAGE)
             return out
         return pb.MessageUsage(input_tokens=tokens.estimate_prompt(run.request))
 
@@ -236,9 +242,10 @@ class Reply:
         return {**self.start_extra, **self.delta_extra}
 
 
-_USAGE = frozenset(
+_COUNTS = frozenset(
     {"input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens"}
 )
+_USAGE = _COUNTS | {"cache_creation"}
 # The keys of a message (and of its final delta) that the contract has fields for.
 _MESSAGE_KEYS = frozenset(
     {"id", "type", "role", "content", "model", "stop_reason", "stop_sequence", "usage"}
@@ -261,9 +268,13 @@ def usage(run: Run) -> pb.MessageUsage:
         cache_read_input_tokens=counts.cached_tokens,
         output_tokens=counts.completion_tokens,
         latency_ms=measured.latency_ms,
+        cache_creation=pb.CacheCreation(
+            ephemeral_5m_input_tokens=counts.cache_write_tokens - counts.cache_write_1h_tokens,
+            ephemeral_1h_input_tokens=counts.cache_write_1h_tokens,
+        ),
     )
-    for name in ("input_cost_usd", "output_cost_usd", "cache_input_cost_usd", "total_cost_usd",
-                 "ttft_ms"):  # fmt: skip
+    for name in ("input_cost_usd", "output_cost_usd", "cache_input_cost_usd",
+                 "cache_write_cost_usd", "total_cost_usd", "ttft_ms"):  # fmt: skip
         if measured.HasField(name):
             setattr(out, name, getattr(measured, name))
     return out

@@ -415,6 +415,8 @@ def fill_usage(out: rpb.ResponseUsage, usage: usage_pb2.Usage) -> None:
     out.total_tokens = usage.total_tokens
     out.latency_ms = usage.latency_ms
     out.input_tokens_details.cached_tokens = usage.prompt_tokens_details.cached_tokens
+    if usage.prompt_tokens_details.HasField("cache_write_tokens"):
+        out.input_tokens_details.cache_write_tokens = usage.prompt_tokens_details.cache_write_tokens
     out.output_tokens_details.reasoning_tokens = usage.completion_tokens_details.reasoning_tokens
     for field, value in usage.ListFields():
         if field.name in _USAGE_EXTRAS:
@@ -422,8 +424,9 @@ def fill_usage(out: rpb.ResponseUsage, usage: usage_pb2.Usage) -> None:
 
 
 _USAGE_EXTRAS = frozenset(
-    {"input_cost_usd", "output_cost_usd", "cache_input_cost_usd", "total_cost_usd", "ttft_ms"}
-)
+    {"input_cost_usd", "output_cost_usd", "cache_input_cost_usd", "cache_write_cost_usd",
+     "total_cost_usd", "ttft_ms"}
+)  # fmt: skip
 
 
 def _logprob(entry: TokenLogprob) -> rpb.TextLogprob:

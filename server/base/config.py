@@ -34,6 +34,19 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+class PriceTier(Strict):
+    """Prices for prompts longer than `above_input_tokens` (Gemini's above 200k, say);
+    what it leaves out is the base price's."""
+
+    above_input_tokens: int = Field(ge=1)
+    input: float | None = Field(default=None, ge=0)
+    output: float | None = Field(default=None, ge=0)
+    cached_input: float | None = Field(default=None, ge=0)
+    reasoning: float | None = Field(default=None, ge=0)
+    cache_write: float | None = Field(default=None, ge=0)
+    cache_write_1h: float | None = Field(default=None, ge=0)
+
+
 class Price(Strict):
     """USD per million tokens."""
 
@@ -43,9 +56,22 @@ class Price(Strict):
     cached_input: float | None = Field(default=None, ge=0)
     # Defaults to the output price; reasoning tokens are output tokens.
     reasoning: float | None = Field(default=None, ge=0)
-    # Input tokens written to a prompt cache (Anthropic's cache_creation_input_tokens);
-    # defaults to the input price.
+    # Input tokens written to a prompt cache (Anthropic's cache_creation_input_tokens)
+    # for its default 5 minutes; defaults to the input price.
     cache_write: float | None = Field(default=None, ge=0)
+    # Input tokens written to a prompt cache for an hour; defaults to cache_write.
+    cache_write_1h: float | None = Field(default=None, ge=0)
+    # Other prices for long prompts, by prompt size.
+    tiers: list[PriceTier] = Field(default_factory=list)
+
+    def for_prompt(self, prompt_tokens: int) -> Price:
+        """The prices a prompt of this many tokens pays: the highest tier it passes."""
+        passed = [t for t in self.tiers if prompt_tokens > t.above_input_tokens]
+        if not passed:
+            return self
+        tier = max(passed, key=lambda t: t.above_input_tokens)
+        given = tier.model_dump(exclude={"above_input_tokens"}, exclude_none=True)
+        return self.model_copy(update={**given, "tiers": []})
 
 
 class BreakerConfig(Strict):

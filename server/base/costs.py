@@ -19,26 +19,34 @@ COST_DIGITS = 11
 
 @dataclass(frozen=True, slots=True)
 class Cost:
-    """What one generation cost, in USD. `cache_input_usd` is None without cached input."""
+    """What one generation cost, in USD: input neither read from nor written to a
+    prompt cache, output, cache reads (None without any) and cache writes (None
+    without any); the total is their sum."""
 
     input_usd: float
     output_usd: float
     cache_input_usd: float | None
     total_usd: float
+    cache_write_usd: float | None = None
 
 
 def cost(counts: TokenCounts, price: Price | None) -> Cost | None:
-    """Cost = uncached input + cached input at its own price + output, with reasoning
-    tokens at the reasoning price and cache writes at the cache-write price (inside
-    input). None without a price: an unpriced model has no cost, not a zero one."""
+    """Each kind of token at its own price: plain input, cache reads, cache writes
+    (5-minute and 1-hour apart), visible output and reasoning; a long prompt at its
+    tier's prices. None without a price: an unpriced model has no cost, not a zero one."""
     if price is None:
         return None
+    price = price.for_prompt(counts.prompt_tokens)
     uncached = counts.prompt_tokens - counts.cached_tokens - counts.cache_write_tokens
     visible_output = counts.completion_tokens - counts.reasoning_tokens
-    input_cost = (
-        uncached * price.input + counts.cache_write_tokens * _or(price.cache_write, price.input)
-    ) / PER_MILLION
+    write_5m = _or(price.cache_write, price.input)
+    write_1h = _or(price.cache_write_1h, write_5m)
+    input_cost = uncached * price.input / PER_MILLION
     cached_cost = counts.cached_tokens * _or(price.cached_input, price.input) / PER_MILLION
+    write_cost = (
+        (counts.cache_write_tokens - counts.cache_write_1h_tokens) * write_5m
+        + counts.cache_write_1h_tokens * write_1h
+    ) / PER_MILLION
     output_cost = (
         visible_output * price.output + counts.reasoning_tokens * _or(price.reasoning, price.output)
     ) / PER_MILLION
@@ -46,7 +54,8 @@ def cost(counts: TokenCounts, price: Price | None) -> Cost | None:
         input_usd=round(input_cost, COST_DIGITS),
         output_usd=round(output_cost, COST_DIGITS),
         cache_input_usd=round(cached_cost, COST_DIGITS) if counts.cached_tokens else None,
-        total_usd=round(input_cost + cached_cost + output_cost, COST_DIGITS),
+        total_usd=round(input_cost + cached_cost + write_cost + output_cost, COST_DIGITS),
+        cache_write_usd=round(write_cost, COST_DIGITS) if counts.cache_write_tokens else None,
     )
 
 
@@ -63,16 +72,22 @@ def max_cost(prices: Iterable[Price | None], request: GenerationRequest, default
     for price in prices:
         if price is None:
             continue
-        # Every prompt token may be a cache write, priced above plain input.
-        input_price = max(price.input, price.cache_write or 0)
-        output = max(price.output, price.reasoning or 0)
-        worst = max(worst, (prompt * input_price + completion * output) / PER_MILLION)
+        # The prompt's tier (it may grow past one with the estimate's error: take the
+        # dearer), and every prompt token may be a cache write of either lifetime.
+        for tier in (price.for_prompt(prompt), price.for_prompt(prompt * 2)):
+            input_price = max(tier.input, tier.cache_write or 0, tier.cache_write_1h or 0)
+            output = max(tier.output, tier.reasoning or 0)
+            worst = max(worst, (prompt * input_price + completion * output) / PER_MILLION)
     return worst
 
 
 def input_cost(price: Price | None, prompt_tokens: int) -> float:
     """What `prompt_tokens` input tokens cost, in USD (an embedding's whole cost)."""
-    return 0.0 if price is None else prompt_tokens * price.input / PER_MILLION
+    return (
+        0.0
+        if price is None
+        else prompt_tokens * price.for_prompt(prompt_tokens).input / PER_MILLION
+    )
 
 
 def usage(
@@ -92,6 +107,10 @@ def usage(
         result.ttft_ms = round(ttft_ms, 3)
     # Both breakdowns are always there, zeros included, as OpenAI sends them.
     result.prompt_tokens_details.cached_tokens = counts.cached_tokens
+    if counts.cache_write_tokens:
+        result.prompt_tokens_details.cache_write_tokens = counts.cache_write_tokens
+    if counts.cache_write_1h_tokens:
+        result.prompt_tokens_details.cache_write_1h_tokens = counts.cache_write_1h_tokens
     result.completion_tokens_details.reasoning_tokens = counts.reasoning_tokens
     result.prompt_tokens_details.SetInParent()
     result.completion_tokens_details.SetInParent()
@@ -102,6 +121,8 @@ def usage(
     result.output_cost_usd = spent.output_usd
     if spent.cache_input_usd is not None:
         result.cache_input_cost_usd = spent.cache_input_usd
+    if spent.cache_write_usd is not None:
+        result.cache_write_cost_usd = spent.cache_write_usd
     result.total_cost_usd = spent.total_usd
     return result
 

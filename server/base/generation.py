@@ -345,6 +345,9 @@ class TokenCounts:
     reasoning_tokens: int = 0
     # Input tokens written to a prompt cache (priced at Price.cache_write).
     cache_write_tokens: int = 0
+    # Of those, the ones written for an hour (Anthropic's 1h TTL, priced at
+    # Price.cache_write_1h); the rest live the default 5 minutes.
+    cache_write_1h_tokens: int = 0
 
     @property
     def total_tokens(self) -> int:

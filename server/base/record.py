@@ -50,6 +50,14 @@ class UsageRecord:
     route_profile: str = ""
     difficulty: float | None = None
     prompt: str | None = None
+    # The prompt tokens read from and written to the upstream's prompt cache (the
+    # hour-long writes among them), the reasoning tokens among the completion tokens,
+    # and what the writes cost.
+    cached_tokens: int = 0
+    cache_write_tokens: int = 0
+    cache_write_1h_tokens: int = 0
+    reasoning_tokens: int = 0
+    cache_write_cost_usd: float | None = None
 
 
 class Metered(Protocol):

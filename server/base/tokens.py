@@ -73,7 +73,7 @@ def implausible(counts: TokenCounts, request: GenerationRequest) -> str | None:
     than max_tokens allowed (plus slack)."""
     parts = (
         counts.prompt_tokens, counts.completion_tokens, counts.cached_tokens,
-        counts.reasoning_tokens, counts.cache_write_tokens,
+        counts.reasoning_tokens, counts.cache_write_tokens, counts.cache_write_1h_tokens,
     )  # fmt: skip
     if any(not isinstance(n, int) or n < 0 or n > MAX_COUNT for n in parts):
         return "a count is negative or too large"
@@ -81,6 +81,8 @@ def implausible(counts: TokenCounts, request: GenerationRequest) -> str | None:
         return "the total is too large"
     if counts.cached_tokens + counts.cache_write_tokens > counts.prompt_tokens:
         return "more cached prompt tokens than prompt tokens"
+    if counts.cache_write_1h_tokens > counts.cache_write_tokens:
+        return "more hour-long cache writes than cache writes"
     if counts.reasoning_tokens > counts.completion_tokens:
         return "more reasoning tokens than completion tokens"
     prompt_bytes = estimate_prompt(request) * BYTES_PER_TOKEN

@@ -387,11 +387,14 @@ def counts(usage: Any) -> TokenCounts | None:
     cache_write = count(
         usage.get("cache_creation_input_tokens") or 0, "cache_creation_input_tokens"
     )
+    tiers = usage.get("cache_creation")
+    hour = tiers.get("ephemeral_1h_input_tokens") if isinstance(tiers, dict) else None
     return TokenCounts(
         prompt_tokens=count(usage["input_tokens"], "usage.input_tokens") + cache_read + cache_write,
         completion_tokens=count(usage.get("output_tokens") or 0, "usage.output_tokens"),
         cached_tokens=cache_read,
         cache_write_tokens=cache_write,
+        cache_write_1h_tokens=min(cache_write, count(hour or 0, "cache_creation.ephemeral_1h")),
     )
 
 

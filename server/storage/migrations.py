@@ -131,6 +131,17 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
             "CREATE INDEX stored_responses_expires ON stored_responses (expires_at)",
         ],
     ),
+    (
+        6,
+        "prompt-cache tokens",
+        [
+            "ALTER TABLE usage_records ADD COLUMN cached_tokens INTEGER NOT NULL DEFAULT 0",
+            "ALTER TABLE usage_records ADD COLUMN cache_write_tokens INTEGER NOT NULL DEFAULT 0",
+            "ALTER TABLE usage_records ADD COLUMN cache_write_1h_tokens INTEGER NOT NULL DEFAULT 0",
+            "ALTER TABLE usage_records ADD COLUMN reasoning_tokens INTEGER NOT NULL DEFAULT 0",
+            "ALTER TABLE usage_records ADD COLUMN cache_write_cost_usd {float}",
+        ],
+    ),
 ]
 
 

@@ -122,7 +122,7 @@ class TextFormat(_message.Message):
     def __init__(self, type: _Optional[str] = ..., name: _Optional[str] = ..., schema: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., description: _Optional[str] = ..., strict: _Optional[bool] = ...) -> None: ...
 
 class ResponseUsage(_message.Message):
-    __slots__ = ("input_tokens", "input_tokens_details", "output_tokens", "output_tokens_details", "total_tokens", "input_cost_usd", "output_cost_usd", "cache_input_cost_usd", "total_cost_usd", "latency_ms", "ttft_ms")
+    __slots__ = ("input_tokens", "input_tokens_details", "output_tokens", "output_tokens_details", "total_tokens", "input_cost_usd", "output_cost_usd", "cache_input_cost_usd", "total_cost_usd", "latency_ms", "ttft_ms", "cache_write_cost_usd")
     INPUT_TOKENS_FIELD_NUMBER: _ClassVar[int]
     INPUT_TOKENS_DETAILS_FIELD_NUMBER: _ClassVar[int]
     OUTPUT_TOKENS_FIELD_NUMBER: _ClassVar[int]
@@ -134,6 +134,7 @@ class ResponseUsage(_message.Message):
     TOTAL_COST_USD_FIELD_NUMBER: _ClassVar[int]
     LATENCY_MS_FIELD_NUMBER: _ClassVar[int]
     TTFT_MS_FIELD_NUMBER: _ClassVar[int]
+    CACHE_WRITE_COST_USD_FIELD_NUMBER: _ClassVar[int]
     input_tokens: int
     input_tokens_details: InputTokensDetails
     output_tokens: int
@@ -145,13 +146,16 @@ class ResponseUsage(_message.Message):
     total_cost_usd: float
     latency_ms: float
     ttft_ms: float
-    def __init__(self, input_tokens: _Optional[int] = ..., input_tokens_details: _Optional[_Union[InputTokensDetails, _Mapping]] = ..., output_tokens: _Optional[int] = ..., output_tokens_details: _Optional[_Union[OutputTokensDetails, _Mapping]] = ..., total_tokens: _Optional[int] = ..., input_cost_usd: _Optional[float] = ..., output_cost_usd: _Optional[float] = ..., cache_input_cost_usd: _Optional[float] = ..., total_cost_usd: _Optional[float] = ..., latency_ms: _Optional[float] = ..., ttft_ms: _Optional[float] = ...) -> None: ...
+    cache_write_cost_usd: float
+    def __init__(self, input_tokens: _Optional[int] = ..., input_tokens_details: _Optional[_Union[InputTokensDetails, _Mapping]] = ..., output_tokens: _Optional[int] = ..., output_tokens_details: _Optional[_Union[OutputTokensDetails, _Mapping]] = ..., total_tokens: _Optional[int] = ..., input_cost_usd: _Optional[float] = ..., output_cost_usd: _Optional[float] = ..., cache_input_cost_usd: _Optional[float] = ..., total_cost_usd: _Optional[float] = ..., latency_ms: _Optional[float] = ..., ttft_ms: _Optional[float] = ..., cache_write_cost_usd: _Optional[float] = ...) -> None: ...
 
 class InputTokensDetails(_message.Message):
-    __slots__ = ("cached_tokens",)
+    __slots__ = ("cached_tokens", "cache_write_tokens")
     CACHED_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    CACHE_WRITE_TOKENS_FIELD_NUMBER: _ClassVar[int]
     cached_tokens: int
-    def __init__(self, cached_tokens: _Optional[int] = ...) -> None: ...
+    cache_write_tokens: int
+    def __init__(self, cached_tokens: _Optional[int] = ..., cache_write_tokens: _Optional[int] = ...) -> None: ...
 
 class OutputTokensDetails(_message.Message):
     __slots__ = ("reasoning_tokens",)

@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16gateway/v1/usage.proto\x12\ngateway.v1\"\xdb\x03\n\x05Usage\x12\x15\n\rprompt_tokens\x18\x01 \x01(\x05\x12\x19\n\x11\x63ompletion_tokens\x18\x02 \x01(\x05\x12\x14\n\x0ctotal_tokens\x18\x03 \x01(\x05\x12\x1b\n\x0einput_cost_usd\x18\x04 \x01(\x01H\x00\x88\x01\x01\x12\x1c\n\x0foutput_cost_usd\x18\x05 \x01(\x01H\x01\x88\x01\x01\x12!\n\x14\x63\x61\x63he_input_cost_usd\x18\x06 \x01(\x01H\x02\x88\x01\x01\x12\x1b\n\x0etotal_cost_usd\x18\x07 \x01(\x01H\x03\x88\x01\x01\x12\x12\n\nlatency_ms\x18\x08 \x01(\x01\x12\x14\n\x07ttft_ms\x18\t \x01(\x01H\x04\x88\x01\x01\x12>\n\x15prompt_tokens_details\x18\n \x01(\x0b\x32\x1f.gateway.v1.PromptTokensDetails\x12\x46\n\x19\x63ompletion_tokens_details\x18\x0b \x01(\x0b\x32#.gateway.v1.CompletionTokensDetailsB\x11\n\x0f_input_cost_usdB\x12\n\x10_output_cost_usdB\x17\n\x15_cache_input_cost_usdB\x11\n\x0f_total_cost_usdB\n\n\x08_ttft_ms\"B\n\x13PromptTokensDetails\x12\x15\n\rcached_tokens\x18\x01 \x01(\x05\x12\x14\n\x0c\x61udio_tokens\x18\x02 \x01(\x05\"\x91\x01\n\x17\x43ompletionTokensDetails\x12\x18\n\x10reasoning_tokens\x18\x01 \x01(\x05\x12\x14\n\x0c\x61udio_tokens\x18\x02 \x01(\x05\x12\"\n\x1a\x61\x63\x63\x65pted_prediction_tokens\x18\x03 \x01(\x05\x12\"\n\x1arejected_prediction_tokens\x18\x04 \x01(\x05\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16gateway/v1/usage.proto\x12\ngateway.v1\"\x97\x04\n\x05Usage\x12\x15\n\rprompt_tokens\x18\x01 \x01(\x05\x12\x19\n\x11\x63ompletion_tokens\x18\x02 \x01(\x05\x12\x14\n\x0ctotal_tokens\x18\x03 \x01(\x05\x12\x1b\n\x0einput_cost_usd\x18\x04 \x01(\x01H\x00\x88\x01\x01\x12\x1c\n\x0foutput_cost_usd\x18\x05 \x01(\x01H\x01\x88\x01\x01\x12!\n\x14\x63\x61\x63he_input_cost_usd\x18\x06 \x01(\x01H\x02\x88\x01\x01\x12\x1b\n\x0etotal_cost_usd\x18\x07 \x01(\x01H\x03\x88\x01\x01\x12\x12\n\nlatency_ms\x18\x08 \x01(\x01\x12\x14\n\x07ttft_ms\x18\t \x01(\x01H\x04\x88\x01\x01\x12>\n\x15prompt_tokens_details\x18\n \x01(\x0b\x32\x1f.gateway.v1.PromptTokensDetails\x12\x46\n\x19\x63ompletion_tokens_details\x18\x0b \x01(\x0b\x32#.gateway.v1.CompletionTokensDetails\x12!\n\x14\x63\x61\x63he_write_cost_usd\x18\x0c \x01(\x01H\x05\x88\x01\x01\x42\x11\n\x0f_input_cost_usdB\x12\n\x10_output_cost_usdB\x17\n\x15_cache_input_cost_usdB\x11\n\x0f_total_cost_usdB\n\n\x08_ttft_msB\x17\n\x15_cache_write_cost_usd\"\xb8\x01\n\x13PromptTokensDetails\x12\x15\n\rcached_tokens\x18\x01 \x01(\x05\x12\x14\n\x0c\x61udio_tokens\x18\x02 \x01(\x05\x12\x1f\n\x12\x63\x61\x63he_write_tokens\x18\x03 \x01(\x05H\x00\x88\x01\x01\x12\"\n\x15\x63\x61\x63he_write_1h_tokens\x18\x04 \x01(\x05H\x01\x88\x01\x01\x42\x15\n\x13_cache_write_tokensB\x18\n\x16_cache_write_1h_tokens\"\x91\x01\n\x17\x43ompletionTokensDetails\x12\x18\n\x10reasoning_tokens\x18\x01 \x01(\x05\x12\x14\n\x0c\x61udio_tokens\x18\x02 \x01(\x05\x12\"\n\x1a\x61\x63\x63\x65pted_prediction_tokens\x18\x03 \x01(\x05\x12\"\n\x1arejected_prediction_tokens\x18\x04 \x01(\x05\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -32,9 +32,9 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'gateway.v1.usage_pb2', _glo
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_USAGE']._serialized_start=39
-  _globals['_USAGE']._serialized_end=514
-  _globals['_PROMPTTOKENSDETAILS']._serialized_start=516
-  _globals['_PROMPTTOKENSDETAILS']._serialized_end=582
-  _globals['_COMPLETIONTOKENSDETAILS']._serialized_start=585
-  _globals['_COMPLETIONTOKENSDETAILS']._serialized_end=730
+  _globals['_USAGE']._serialized_end=574
+  _globals['_PROMPTTOKENSDETAILS']._serialized_start=577
+  _globals['_PROMPTTOKENSDETAILS']._serialized_end=761
+  _globals['_COMPLETIONTOKENSDETAILS']._serialized_start=764
+  _globals['_COMPLETIONTOKENSDETAILS']._serialized_end=909
 # @@protoc_insertion_point(module_scope)

@@ -98,6 +98,9 @@ async def test_a_row_carries_every_cost_and_the_route_that_chose_its_model(tmp_p
     assert first["model"] == "sim-standard"  # the model that answered, not the alias
     for field in ("input_cost_usd", "output_cost_usd", "cache_input_cost_usd", "total_cost_usd"):
         assert first[field] == pytest.approx(getattr(cached.usage, field)), field
+    assert first["cached_tokens"] == cached.usage.prompt_tokens_details.cached_tokens
+    assert first["cache_write_tokens"] == 0 and first["cache_write_cost_usd"] is None
+    assert first["reasoning_tokens"] == cached.usage.completion_tokens_details.reasoning_tokens
     assert (first["route_profile"], first["difficulty"], first["prompt"]) == ("", None, None)
     assert second["model"] == routed.model and second["route_profile"] == "balanced"
     # The answer shows the difficulty to four places; the row keeps it whole.

@@ -98,15 +98,24 @@ async def test_openai_cached_and_reasoning_tokens_priced_apart(env: Env, stream:
 
 @pytest.mark.parametrize("stream", [False, True], ids=["unary", "stream"])
 async def test_anthropic_cache_tokens_counted_once(env: Env, stream: bool):
-    """Anthropic sends input_tokens=15 (cache excluded), cache reads 60, cache writes 25:
-    the gateway reports 100 prompt tokens, bills reads at the cached price, writes at
-    the cache-write price and the other 15 at the input price; nothing twice."""
-    env.fakes["anthropic"].usage = Usage(prompt_tokens=100, cached_tokens=60, cache_write_tokens=25)
+    """Anthropic sends input_tokens=15 (cache excluded), cache reads 60, cache writes 25
+    (10 of them for an hour): the gateway reports 100 prompt tokens, bills reads at the
+    cached price, 5-minute writes at the cache-write price, hour-long ones at theirs and
+    the other 15 at the input price; nothing twice."""
+    env.fakes["anthropic"].usage = Usage(
+        prompt_tokens=100, cached_tokens=60, cache_write_tokens=25, cache_write_1h_tokens=10
+    )
     u = await env.usage("an", stream)
     assert u.prompt_tokens == 100 and u.prompt_tokens_details.cached_tokens == 60
-    assert u.input_cost_usd == pytest.approx((15 * 1 + 25 * 1.25) / M)
+    assert u.prompt_tokens_details.cache_write_tokens == 25
+    assert u.prompt_tokens_details.cache_write_1h_tokens == 10
+    assert u.input_cost_usd == pytest.approx(15 * 1 / M)
     assert u.cache_input_cost_usd == pytest.approx(60 * 0.5 / M)
+    assert u.cache_write_cost_usd == pytest.approx((15 * 1.25 + 10 * 2.0) / M)
     assert u.output_cost_usd == pytest.approx(len(TEXT) * 4 / M)
+    assert u.total_cost_usd == pytest.approx(
+        u.input_cost_usd + u.cache_input_cost_usd + u.cache_write_cost_usd + u.output_cost_usd
+    )
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["unary", "stream"])

@@ -132,6 +132,11 @@ class AnthropicWire:
             "input_tokens": u.prompt_tokens - u.cached_tokens - u.cache_write_tokens,
             "cache_creation_input_tokens": u.cache_write_tokens,
             "cache_read_input_tokens": u.cached_tokens,
+            # The writes by lifetime, as the API has reported them since 1-hour caching.
+            "cache_creation": {
+                "ephemeral_5m_input_tokens": u.cache_write_tokens - u.cache_write_1h_tokens,
+                "ephemeral_1h_input_tokens": u.cache_write_1h_tokens,
+            },
             "output_tokens": output_tokens,
         }
 

@@ -70,6 +70,8 @@ class Usage:
     prompt_tokens: int = 20
     cached_tokens: int = 0
     cache_write_tokens: int = 0
+    # Of the writes, those made to live an hour (formats with cache lifetimes).
+    cache_write_1h_tokens: int = 0
     reasoning_tokens: int = 0
 
 

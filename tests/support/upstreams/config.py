@@ -8,7 +8,8 @@ from tests.support.gateways import default_config_dict
 from tests.support.upstreams import bedrock
 from tests.support.upstreams.checks import KEY_ENV
 
-PRICE = {"input": 1.0, "output": 4.0, "cached_input": 0.5, "cache_write": 1.25, "reasoning": 8.0}
+PRICE = {"input": 1.0, "output": 4.0, "cached_input": 0.5, "cache_write": 1.25,
+         "cache_write_1h": 2.0, "reasoning": 8.0}  # fmt: skip
 # A short read timeout keeps fault tests fast; connecting on loopback is quick unless a
 # loaded machine stalls the loop, so its bound is generous (no test waits on it).
 FAST = {"connect_timeout_s": 3.0, "read_timeout_s": 0.5}

@@ -50,6 +50,52 @@ def test_cost_splits_cached_input_and_reasoning():
     assert usage.completion_tokens_details.reasoning_tokens == 100
 
 
+def test_cache_writes_are_billed_apart_by_lifetime():
+    price = Price(input=3.0, output=15.0, cached_input=0.3, cache_write=3.75, cache_write_1h=6.0)
+    counts = TokenCounts(prompt_tokens=1000, completion_tokens=10, cached_tokens=500,
+                         cache_write_tokens=300, cache_write_1h_tokens=100)  # fmt: skip
+    usage = costs.usage(counts, price, latency_ms=1.0, ttft_ms=None)
+    assert usage.input_cost_usd == pytest.approx(200 * 3e-6)
+    assert usage.cache_input_cost_usd == pytest.approx(500 * 0.3e-6)
+    assert usage.cache_write_cost_usd == pytest.approx(200 * 3.75e-6 + 100 * 6e-6)
+    assert usage.total_cost_usd == pytest.approx(
+        200 * 3e-6 + 500 * 0.3e-6 + 200 * 3.75e-6 + 100 * 6e-6 + 10 * 15e-6
+    )
+    assert usage.prompt_tokens_details.cache_write_tokens == 300
+    assert usage.prompt_tokens_details.cache_write_1h_tokens == 100
+    # Without writes the fields are absent, as in OpenAI's own usage.
+    plain = costs.usage(TokenCounts(10, 1), price, latency_ms=1.0, ttft_ms=None)
+    assert not plain.HasField("cache_write_cost_usd")
+    assert not plain.prompt_tokens_details.HasField("cache_write_tokens")
+
+
+def test_a_long_prompt_pays_its_tier_and_the_reservation_covers_it():
+    price = Price.model_validate({"input": 1.0, "output": 10.0, "tiers": [
+        {"above_input_tokens": 1000, "input": 2.0, "output": 15.0},
+        {"above_input_tokens": 5000, "input": 4.0},
+    ]})  # fmt: skip
+    assert costs.cost(TokenCounts(1000, 100), price).total_usd == pytest.approx(
+        (1000 * 1.0 + 100 * 10.0) / 1e6
+    )
+    assert costs.cost(TokenCounts(1001, 100), price).total_usd == pytest.approx(
+        (1001 * 2.0 + 100 * 15.0) / 1e6
+    )
+    # The highest tier passed wins; what it leaves out is the base price's.
+    assert costs.cost(TokenCounts(6000, 100), price).total_usd == pytest.approx(
+        (6000 * 4.0 + 100 * 10.0) / 1e6
+    )
+    request = GenerationRequest(messages=(Message("user", "x" * 3800),), max_tokens=100)
+    # About 950 tokens: the estimate may be short, so the next tier's prices are held.
+    assert costs.max_cost([price], request, 100) >= (950 * 2.0 + 100 * 15.0) / 1e6
+
+
+def test_the_reservation_holds_the_dearest_input_price():
+    price = Price(input=1.0, output=1.0, cache_write=1.25, cache_write_1h=2.0)
+    request = GenerationRequest(messages=(Message("user", "x" * 4000),), max_tokens=10)
+    prompt = tokens.estimate_prompt(request)
+    assert costs.max_cost([price], request, 10) == pytest.approx((prompt * 2.0 + 10) / 1e6)
+
+
 def test_unpriced_model_reports_costs_absent_not_zero():
     usage = costs.usage(TokenCounts(10, 5), None, latency_ms=1.0, ttft_ms=None)
     for field in ("input_cost_usd", "output_cost_usd", "total_cost_usd", "ttft_ms"):
