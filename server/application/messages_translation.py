@@ -35,7 +35,7 @@ from gateway.v1 import messages_pb2 as pb
 from gateway.v1 import messages_service_pb2 as service
 from google.protobuf import json_format, struct_pb2
 
-from server.application import schemas
+from server.application import cache_marks, schemas
 from server.application.validation import MAX_TOKENS_CEILING
 from server.base.errors import InvalidArgument
 from server.base.generation import (
@@ -88,12 +88,14 @@ class Reader:
         if not request.messages:
             raise InvalidArgument.for_field("messages", "at least one message is required")
         for i, turn in enumerate(request.messages):
-            out.extend(self.turn(turn, f"messages[{i}]"))
+            where = f"messages[{i}]"
+            out.extend(_marked(self.turn(turn, where), turn.content_blocks, f"{where}.content"))
         return tuple(out)
 
     def system(self, request: AnyRequest) -> tuple[Message, ...]:
         if request.system_blocks:
-            return (self.instructions(request.system_blocks, "system"),)
+            system = [self.instructions(request.system_blocks, "system")]
+            return tuple(_marked(system, request.system_blocks, "system"))
         if request.system:
             return (Message(role="system", content=request.system),)
         return ()
@@ -297,9 +299,26 @@ class Reader:
                     tool.description if tool.HasField("description") else None,
                     schema,
                     tool.strict if tool.HasField("strict") else None,
+                    cache_marks.lifetime(tool.cache_control, f"{at}.cache_control")
+                    if tool.HasField("cache_control")
+                    else None,
                 )
             )
         return tuple(specs)
+
+
+def _marked(
+    messages: list[Message], blocks: Sequence[pb.ContentBlock], where: str
+) -> list[Message]:
+    """The messages of a turn, the last carrying the blocks' cache_control marks."""
+    cache = cache_marks.longest(
+        cache_marks.lifetime(b.cache_control, f"{where}[{j}].cache_control")
+        for j, b in enumerate(blocks)
+        if b.HasField("cache_control")
+    )
+    if cache is None or not messages:
+        return messages
+    return [*messages[:-1], dataclasses.replace(messages[-1], cache=cache)]
 
 
 def _plain(block: pb.ContentBlock, at: str) -> None:
@@ -444,27 +463,6 @@ def _sampling(request: GenerateRequest) -> dict[str, Any]:
     return out
 
 
-def _cache_controls(request: AnyRequest) -> None:
-    """Checks every cache_control of the request (blocks, system, tools)."""
-
-    def check(control: pb.CacheControl, at: str) -> None:
-        if control.type != "ephemeral":
-            raise InvalidArgument.for_field(f"{at}.cache_control.type", "must be `ephemeral`")
-        if control.HasField("ttl") and control.ttl not in ("5m", "1h"):
-            raise InvalidArgument.for_field(f"{at}.cache_control.ttl", "must be 5m or 1h")
-
-    for j, block in enumerate(request.system_blocks):
-        if block.HasField("cache_control"):
-            check(block.cache_control, f"system[{j}]")
-    for i, tool in enumerate(request.tools):
-        if tool.HasField("cache_control"):
-            check(tool.cache_control, f"tools[{i}]")
-    for i, turn in enumerate(request.messages):
-        for j, block in enumerate(turn.content_blocks):
-            if block.HasField("cache_control"):
-                check(block.cache_control, f"messages[{i}].content[{j}]")
-
-
 def generation(request: AnyRequest, headers: tuple[tuple[str, str], ...] = ()) -> GenerationRequest:
     """Validates a Messages request and translates it; every failure names its field."""
     if not request.model:
@@ -473,7 +471,6 @@ def generation(request: AnyRequest, headers: tuple[tuple[str, str], ...] = ()) -
     messages = reader.messages(request)
     tools = reader.tools(request)
     names = {t.name for t in request.tools}
-    _cache_controls(request)
     fields = request.DESCRIPTOR.fields_by_name
     if request.mcp_servers:
         reader.native("mcp_servers")

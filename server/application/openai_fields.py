@@ -14,7 +14,7 @@ from gateway.v1 import completion_service_pb2 as completion_pb
 from google.protobuf import json_format, struct_pb2
 from google.protobuf.message import Message as Message_
 
-from server.application import schemas
+from server.application import cache_marks, schemas
 from server.base.errors import InvalidArgument
 from server.base.generation import (
     ImagePart,
@@ -151,10 +151,11 @@ CHAT_EXTRAS = frozenset(
         "frequency_penalty", "logit_bias", "logprobs", "top_logprobs", "tools",
         "tool_choice", "tool_choice_function", "parallel_tool_calls", "response_format",
         "reasoning_effort", "metadata", "store", "service_tier", "prompt_cache_key",
-        "safety_identifier",
+        "safety_identifier", "prompt_cache_retention",
     }
 )  # fmt: skip
 SERVICE_TIERS = ("auto", "default", "flex", "priority", "scale")
+CACHE_RETENTIONS = ("in_memory", "24h")
 
 
 def upstream_hints(request: ChatRequest) -> dict[str, Any]:
@@ -163,6 +164,7 @@ def upstream_hints(request: ChatRequest) -> dict[str, Any]:
     if _present(request, "store"):
         out["store"] = request.store
     out["service_tier"] = one_of(request, "service_tier", SERVICE_TIERS)
+    out["prompt_cache_retention"] = one_of(request, "prompt_cache_retention", CACHE_RETENTIONS)
     for name in ("prompt_cache_key", "safety_identifier"):
         if _present(request, name):
             value = getattr(request, name)
@@ -204,7 +206,12 @@ def message(m: chat_pb.ChatMessage, i: int) -> Message:
     if m.role != "tool" and call_id is not None:
         raise InvalidArgument.for_field(f"{where}.tool_call_id", "goes only on tool messages")
     name = m.name if _present(m, "name") else None
-    return Message(m.role, text, parts, name, tuple(calls), call_id)
+    cache = cache_marks.longest(
+        cache_marks.lifetime(p.cache_control, f"{where}.content[{j}].cache_control")
+        for j, p in enumerate(m.content_parts)
+        if p.HasField("cache_control")
+    )
+    return Message(m.role, text, parts, name, tuple(calls), call_id, cache)
 
 
 def tools(request: ChatRequest) -> dict[str, Any]:
@@ -233,6 +240,9 @@ def tools(request: ChatRequest) -> dict[str, Any]:
                 f.description if f.HasField("description") else None,
                 parameters,
                 f.strict if f.HasField("strict") else None,
+                cache_marks.lifetime(tool.cache_control, f"tools[{i}].cache_control")
+                if tool.HasField("cache_control")
+                else None,
             )
         )
     choice = one_of(request, "tool_choice", TOOL_CHOICES)

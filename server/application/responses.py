@@ -64,7 +64,8 @@ HEAD = rpb.Response(
 # Request fields the response echoes as they are.
 ECHOED = frozenset(
     {"instructions", "max_output_tokens", "previous_response_id", "temperature", "top_p",
-     "user", "safety_identifier", "prompt_cache_key", "parallel_tool_calls", "store",
+     "user", "safety_identifier", "prompt_cache_key", "prompt_cache_retention",
+     "parallel_tool_calls", "store",
      "truncation", "service_tier", "tool_choice"}
 )  # fmt: skip
 MAX_PAGE = 100

@@ -179,6 +179,9 @@ def translate(request: ResponsesRequest, previous: Previous | None) -> Translate
         reasoning_effort=effort,
         metadata=fields.metadata(request),
         prompt_cache_key=request.prompt_cache_key if request.HasField("prompt_cache_key") else None,
+        prompt_cache_retention=fields.one_of(
+            request, "prompt_cache_retention", fields.CACHE_RETENTIONS
+        ),
         native=native,
     )
     return Translated(generation, tuple(items), ENCRYPTED_REASONING in include, LOGPROBS in include)

@@ -113,6 +113,9 @@ class Message:
     name: str | None = None
     tool_calls: tuple[ToolCall, ...] = ()
     tool_call_id: str | None = None
+    # A prompt-cache breakpoint after this message, with its lifetime (`5m` or `1h`):
+    # the caller's cache_control, for providers that cache on request.
+    cache: str | None = None
 
     @property
     def images(self) -> tuple[ImagePart, ...]:
@@ -131,6 +134,8 @@ class ToolSpec:
     description: str | None = None
     parameters: dict[str, Any] | None = None
     strict: bool | None = None
+    # A prompt-cache breakpoint after this tool, with its lifetime (see Message.cache).
+    cache: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -256,6 +261,8 @@ class GenerationRequest:
     # Groups requests sharing a prompt prefix for the upstream's prompt cache: a hint,
     # forwarded where the upstream has such a cache and meaningless elsewhere.
     prompt_cache_key: str | None = None
+    # How long the upstream keeps cached prefixes (OpenAI's `in_memory` or `24h`).
+    prompt_cache_retention: str | None = None
     # Hints for upstreams that take them (OpenAI's), changing nothing in the answer:
     # keep the completion upstream, the processing tier, the end user's hashed id.
     store: bool | None = None

@@ -130,10 +130,9 @@ class AnthropicProvider:
 
     def body(self, request: GenerationRequest) -> dict[str, Any]:
         p = self.params
+        system: str | list[dict[str, Any]]
         if request.is_chat:
-            system = "\n\n".join(
-                m.content for m in request.messages if m.role in ("system", "developer")
-            )
+            system = _system([m for m in request.messages if m.role in ("system", "developer")])
             messages = _turns(request.messages)
         else:
             system, messages = "", [{"role": "user", "content": request.prompt or ""}]
@@ -413,7 +412,7 @@ def _turns(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
         if m.role in ("system", "developer"):
             continue
         role = "assistant" if m.role == "assistant" else "user"
-        plain = m.role in ("user", "assistant") and not m.parts and not m.tool_calls
+        plain = m.role in ("user", "assistant") and not (m.parts or m.tool_calls or m.cache)
         if turns and turns[-1]["role"] == role:
             previous = turns[-1]["content"]
             if isinstance(previous, str):
@@ -426,6 +425,13 @@ def _turns(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
 
 
 def _blocks(m: Message) -> list[dict[str, Any]]:
+    blocks = _content(m)
+    if m.cache and blocks:
+        blocks[-1] = {**blocks[-1], "cache_control": _cache_control(m.cache)}
+    return blocks
+
+
+def _content(m: Message) -> list[dict[str, Any]]:
     if m.role == "tool":
         return [{"type": "tool_result", "tool_use_id": m.tool_call_id, "content": m.content}]
     blocks: list[dict[str, Any]] = []
@@ -449,6 +455,24 @@ def _blocks(m: Message) -> list[dict[str, Any]]:
     return blocks
 
 
+def _system(messages: list[Message]) -> str | list[dict[str, Any]]:
+    """System and developer messages as `system`: one text, or text blocks when one of
+    them marks a cache breakpoint."""
+    if not any(m.cache for m in messages):
+        return "\n\n".join(m.content for m in messages)
+    return [
+        {"type": "text", "text": m.content,
+         **({"cache_control": _cache_control(m.cache)} if m.cache else {})}
+        for m in messages
+        if m.content
+    ]  # fmt: skip
+
+
+def _cache_control(lifetime: str) -> dict[str, str]:
+    """5 minutes is the default lifetime, written as Anthropic's API has always taken it."""
+    return {"type": "ephemeral", **({"ttl": "1h"} if lifetime == "1h" else {})}
+
+
 def _image_source(url: str) -> dict[str, Any]:
     match = DATA_URL.match(url)
     if match is None:
@@ -463,6 +487,7 @@ def _tools(request: GenerationRequest, body: dict[str, Any]) -> None:
             "name": t.name,
             **({"description": t.description} if t.description else {}),
             "input_schema": t.parameters or {"type": "object", "properties": {}},
+            **({"cache_control": _cache_control(t.cache)} if t.cache else {}),
         }
         for t in request.tools
     ]

@@ -18,7 +18,9 @@ whose input is the reply's text, as on Anthropic's API. `inferenceConfig` takes
 maxTokens, temperature, topP and stopSequences; top_k and extended thinking go in
 `additionalModelRequestFields` (Anthropic models' names), merged with the params' own;
 `guardrailConfig`, `performanceConfig` and `requestMetadata` (the caller's metadata)
-pass through; `cache_points` puts a cachePoint after the system prompt and the tools.
+pass through. Prompt caching: a cachePoint (with `ttl: 1h` for an hour-long one) after
+each message, system text or tool the caller marked with cache_control, and with the
+`cache_points` param after the system prompt and the tools of every request.
 
 Replies: text, `toolUse` (streamed as contentBlockStart + input deltas) and
 `reasoningContent` (reasoning, shown when thinking was asked; its signature is sealed
@@ -27,7 +29,8 @@ and stop_sequence -> stop, max_tokens and model_context_window_exceeded -> lengt
 tool_use -> tool_calls, guardrail_intervened and content_filtered -> content_filter.
 Usage: Bedrock's inputTokens exclude cache reads and writes (as Anthropic's do), so
 prompt_tokens = inputTokens + cacheReadInputTokens + cacheWriteInputTokens, with
-cached_tokens and cache_write_tokens the two. A stream ends with its metadata event;
+cached_tokens and cache_write_tokens the two (the hour-long writes from
+`cacheDetails`). A stream ends with its metadata event;
 one without messageStop is a failure.
 
 Errors, at the one boundary (the type from `x-amzn-ErrorType` or the body's
@@ -177,16 +180,16 @@ class BedrockProvider:
         body: dict[str, Any] = {}
         if request.is_chat:
             body["messages"] = _turns(request.messages)
-            system = [
-                {"text": m.content}
-                for m in request.messages
-                if m.role in ("system", "developer") and m.content
-            ]
+            system = []
+            for m in request.messages:
+                if m.role in ("system", "developer") and m.content:
+                    system += [{"text": m.content}, *_cache_point(m.cache)]
         else:
             body["messages"] = [{"role": "user", "content": [{"text": request.prompt or ""}]}]
             system = []
         if system:
-            body["system"] = [*system, *_cache_point(p.cache_points)]
+            automatic = p.cache_points and "cachePoint" not in system[-1]
+            body["system"] = [*system, *_cache_point("5m" if automatic else None)]
         inference: dict[str, Any] = {}
         max_tokens = request.max_tokens or p.default_max_tokens
         if max_tokens is not None:
@@ -357,11 +360,19 @@ class _Reading:
             return None
         read = count(usage.get("cacheReadInputTokens") or 0, "cacheReadInputTokens")
         write = count(usage.get("cacheWriteInputTokens") or 0, "cacheWriteInputTokens")
+        # The writes by lifetime: cacheDetails, [{ttl, inputTokens}], 1h before 5m.
+        details = usage.get("cacheDetails")
+        hour = sum(
+            count(d.get("inputTokens") or 0, "cacheDetails.inputTokens")
+            for d in (details if isinstance(details, list) else ())
+            if isinstance(d, dict) and d.get("ttl") == "1h"
+        )
         return TokenCounts(
             prompt_tokens=count(usage["inputTokens"], "inputTokens") + read + write,
             completion_tokens=count(usage.get("outputTokens") or 0, "outputTokens"),
             cached_tokens=read,
             cache_write_tokens=write,
+            cache_write_1h_tokens=min(hour, write),
         )
 
     def finished(self, counts: TokenCounts | None) -> Finished:
@@ -415,8 +426,11 @@ def _said(payload: Any) -> str:
     return redact(str(message)[:MESSAGE_CHARS])
 
 
-def _cache_point(on: bool) -> list[dict[str, Any]]:
-    return [{"cachePoint": {"type": "default"}}] if on else []
+def _cache_point(lifetime: str | None) -> list[dict[str, Any]]:
+    """A cache point with this lifetime, or none (None); 5 minutes is the default."""
+    if lifetime is None:
+        return []
+    return [{"cachePoint": {"type": "default", **({"ttl": "1h"} if lifetime == "1h" else {})}}]
 
 
 def _turns(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
@@ -436,6 +450,11 @@ def _turns(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
 
 
 def _blocks(m: Message) -> list[dict[str, Any]]:
+    blocks = _content(m)
+    return [*blocks, *_cache_point(m.cache)] if blocks else blocks
+
+
+def _content(m: Message) -> list[dict[str, Any]]:
     if m.role == "tool":
         result = {"toolUseId": m.tool_call_id, "content": [{"text": m.content or " "}]}
         return [{"toolResult": result}]
@@ -469,13 +488,13 @@ def _blocks(m: Message) -> list[dict[str, Any]]:
 
 def _tools(request: GenerationRequest, body: dict[str, Any], cache_points: bool) -> None:
     used = any(m.tool_calls or m.role == "tool" for m in request.messages)
-    tools = [
-        {"toolSpec": {
+    tools = []
+    for t in request.tools:
+        tools.append({"toolSpec": {
             "name": t.name, **({"description": t.description} if t.description else {}),
             "inputSchema": {"json": t.parameters or {"type": "object", "properties": {}}},
-        }}
-        for t in request.tools
-    ]  # fmt: skip
+        }})  # fmt: skip
+        tools += _cache_point(t.cache)
     choice: dict[str, Any] | None = None
     if request.forced_tool is not None:
         choice = {"tool": {"name": request.forced_tool}}
@@ -496,7 +515,8 @@ def _tools(request: GenerationRequest, body: dict[str, Any], cache_points: bool)
         choice = {"tool": {"name": name}}
     if not tools:
         return
-    config: dict[str, Any] = {"tools": [*tools, *_cache_point(cache_points)]}
+    automatic = _cache_point("5m" if cache_points and "cachePoint" not in tools[-1] else None)
+    config: dict[str, Any] = {"tools": [*tools, *automatic]}
     if choice is not None:
         config["toolChoice"] = choice
     body["toolConfig"] = config

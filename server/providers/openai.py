@@ -336,7 +336,8 @@ def _chat_fields(request: GenerationRequest, body: dict[str, Any]) -> None:
         body["reasoning_effort"] = reasoning_effort(request.thinking)
     if request.metadata:
         body["metadata"] = dict(request.metadata)
-    for key in ("prompt_cache_key", "store", "service_tier", "safety_identifier"):
+    for key in ("prompt_cache_key", "prompt_cache_retention", "store", "service_tier",
+                "safety_identifier"):  # fmt: skip
         if (value := getattr(request, key)) is not None:
             body[key] = value
 

@@ -22,48 +22,49 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
+from gateway.v1 import cache_pb2 as gateway_dot_v1_dot_cache__pb2
 from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15gateway/v1/chat.proto\x12\ngateway.v1\x1a\x1cgoogle/protobuf/struct.proto\"`\n\x0b\x43ontentPart\x12\x0c\n\x04type\x18\x01 \x01(\t\x12\x11\n\x04text\x18\x02 \x01(\tH\x00\x88\x01\x01\x12\'\n\timage_url\x18\x03 \x01(\x0b\x32\x14.gateway.v1.ImageUrlB\x07\n\x05_text\"7\n\x08ImageUrl\x12\x0b\n\x03url\x18\x01 \x01(\t\x12\x13\n\x06\x64\x65tail\x18\x02 \x01(\tH\x00\x88\x01\x01\x42\t\n\x07_detail\"F\n\x04Tool\x12\x0c\n\x04type\x18\x01 \x01(\t\x12\x30\n\x08\x66unction\x18\x02 \x01(\x0b\x32\x1e.gateway.v1.FunctionDefinition\"\x99\x01\n\x12\x46unctionDefinition\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x18\n\x0b\x64\x65scription\x18\x02 \x01(\tH\x00\x88\x01\x01\x12+\n\nparameters\x18\x03 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x13\n\x06strict\x18\x04 \x01(\x08H\x01\x88\x01\x01\x42\x0e\n\x0c_descriptionB\t\n\x07_strict\"K\n\x0fNamedToolChoice\x12\x0c\n\x04type\x18\x01 \x01(\t\x12*\n\x08\x66unction\x18\x02 \x01(\x0b\x32\x18.gateway.v1.FunctionName\"\x1c\n\x0c\x46unctionName\x12\x0c\n\x04name\x18\x01 \x01(\t\"\x81\x01\n\x08ToolCall\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04type\x18\x02 \x01(\t\x12*\n\x08\x66unction\x18\x03 \x01(\x0b\x32\x18.gateway.v1.FunctionCall\x12/\n\rextra_content\x18\x04 \x01(\x0b\x32\x18.gateway.v1.ExtraContent\">\n\x0c\x45xtraContent\x12.\n\x06google\x18\x01 \x01(\x0b\x32\x1e.gateway.v1.GoogleExtraContent\"/\n\x12GoogleExtraContent\x12\x19\n\x11thought_signature\x18\x01 \x01(\t\"/\n\x0c\x46unctionCall\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\targuments\x18\x02 \x01(\t\"\xb4\x01\n\rToolCallDelta\x12\r\n\x05index\x18\x01 \x01(\x05\x12\x0f\n\x02id\x18\x02 \x01(\tH\x00\x88\x01\x01\x12\x11\n\x04type\x18\x03 \x01(\tH\x01\x88\x01\x01\x12/\n\x08\x66unction\x18\x04 \x01(\x0b\x32\x1d.gateway.v1.FunctionCallDelta\x12/\n\rextra_content\x18\x05 \x01(\x0b\x32\x18.gateway.v1.ExtraContentB\x05\n\x03_idB\x07\n\x05_type\"U\n\x11\x46unctionCallDelta\x12\x11\n\x04name\x18\x01 \x01(\tH\x00\x88\x01\x01\x12\x16\n\targuments\x18\x02 \x01(\tH\x01\x88\x01\x01\x42\x07\n\x05_nameB\x0c\n\n_arguments\"Q\n\x0eResponseFormat\x12\x0c\n\x04type\x18\x01 \x01(\t\x12\x31\n\x0bjson_schema\x18\x02 \x01(\x0b\x32\x1c.gateway.v1.JsonSchemaFormat\"\x93\x01\n\x10JsonSchemaFormat\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x18\n\x0b\x64\x65scription\x18\x02 \x01(\tH\x00\x88\x01\x01\x12\'\n\x06schema\x18\x03 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x13\n\x06strict\x18\x04 \x01(\x08H\x01\x88\x01\x01\x42\x0e\n\x0c_descriptionB\t\n\x07_strict\"9\n\x0c\x43hatLogprobs\x12)\n\x07\x63ontent\x18\x01 \x03(\x0b\x32\x18.gateway.v1.TokenLogprob\"k\n\x0cTokenLogprob\x12\r\n\x05token\x18\x01 \x01(\t\x12\x0f\n\x07logprob\x18\x02 \x01(\x01\x12\r\n\x05\x62ytes\x18\x03 \x03(\x05\x12,\n\x0ctop_logprobs\x18\x04 \x03(\x0b\x32\x16.gateway.v1.TopLogprob\";\n\nTopLogprob\x12\r\n\x05token\x18\x01 \x01(\t\x12\x0f\n\x07logprob\x18\x02 \x01(\x01\x12\r\n\x05\x62ytes\x18\x03 \x03(\x05\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15gateway/v1/chat.proto\x12\ngateway.v1\x1a\x16gateway/v1/cache.proto\x1a\x1cgoogle/protobuf/struct.proto\"\x91\x01\n\x0b\x43ontentPart\x12\x0c\n\x04type\x18\x01 \x01(\t\x12\x11\n\x04text\x18\x02 \x01(\tH\x00\x88\x01\x01\x12\'\n\timage_url\x18\x03 \x01(\x0b\x32\x14.gateway.v1.ImageUrl\x12/\n\rcache_control\x18\x04 \x01(\x0b\x32\x18.gateway.v1.CacheControlB\x07\n\x05_text\"7\n\x08ImageUrl\x12\x0b\n\x03url\x18\x01 \x01(\t\x12\x13\n\x06\x64\x65tail\x18\x02 \x01(\tH\x00\x88\x01\x01\x42\t\n\x07_detail\"w\n\x04Tool\x12\x0c\n\x04type\x18\x01 \x01(\t\x12\x30\n\x08\x66unction\x18\x02 \x01(\x0b\x32\x1e.gateway.v1.FunctionDefinition\x12/\n\rcache_control\x18\x03 \x01(\x0b\x32\x18.gateway.v1.CacheControl\"\x99\x01\n\x12\x46unctionDefinition\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x18\n\x0b\x64\x65scription\x18\x02 \x01(\tH\x00\x88\x01\x01\x12+\n\nparameters\x18\x03 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x13\n\x06strict\x18\x04 \x01(\x08H\x01\x88\x01\x01\x42\x0e\n\x0c_descriptionB\t\n\x07_strict\"K\n\x0fNamedToolChoice\x12\x0c\n\x04type\x18\x01 \x01(\t\x12*\n\x08\x66unction\x18\x02 \x01(\x0b\x32\x18.gateway.v1.FunctionName\"\x1c\n\x0c\x46unctionName\x12\x0c\n\x04name\x18\x01 \x01(\t\"\x81\x01\n\x08ToolCall\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04type\x18\x02 \x01(\t\x12*\n\x08\x66unction\x18\x03 \x01(\x0b\x32\x18.gateway.v1.FunctionCall\x12/\n\rextra_content\x18\x04 \x01(\x0b\x32\x18.gateway.v1.ExtraContent\">\n\x0c\x45xtraContent\x12.\n\x06google\x18\x01 \x01(\x0b\x32\x1e.gateway.v1.GoogleExtraContent\"/\n\x12GoogleExtraContent\x12\x19\n\x11thought_signature\x18\x01 \x01(\t\"/\n\x0c\x46unctionCall\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\targuments\x18\x02 \x01(\t\"\xb4\x01\n\rToolCallDelta\x12\r\n\x05index\x18\x01 \x01(\x05\x12\x0f\n\x02id\x18\x02 \x01(\tH\x00\x88\x01\x01\x12\x11\n\x04type\x18\x03 \x01(\tH\x01\x88\x01\x01\x12/\n\x08\x66unction\x18\x04 \x01(\x0b\x32\x1d.gateway.v1.FunctionCallDelta\x12/\n\rextra_content\x18\x05 \x01(\x0b\x32\x18.gateway.v1.ExtraContentB\x05\n\x03_idB\x07\n\x05_type\"U\n\x11\x46unctionCallDelta\x12\x11\n\x04name\x18\x01 \x01(\tH\x00\x88\x01\x01\x12\x16\n\targuments\x18\x02 \x01(\tH\x01\x88\x01\x01\x42\x07\n\x05_nameB\x0c\n\n_arguments\"Q\n\x0eResponseFormat\x12\x0c\n\x04type\x18\x01 \x01(\t\x12\x31\n\x0bjson_schema\x18\x02 \x01(\x0b\x32\x1c.gateway.v1.JsonSchemaFormat\"\x93\x01\n\x10JsonSchemaFormat\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x18\n\x0b\x64\x65scription\x18\x02 \x01(\tH\x00\x88\x01\x01\x12\'\n\x06schema\x18\x03 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x13\n\x06strict\x18\x04 \x01(\x08H\x01\x88\x01\x01\x42\x0e\n\x0c_descriptionB\t\n\x07_strict\"9\n\x0c\x43hatLogprobs\x12)\n\x07\x63ontent\x18\x01 \x03(\x0b\x32\x18.gateway.v1.TokenLogprob\"k\n\x0cTokenLogprob\x12\r\n\x05token\x18\x01 \x01(\t\x12\x0f\n\x07logprob\x18\x02 \x01(\x01\x12\r\n\x05\x62ytes\x18\x03 \x03(\x05\x12,\n\x0ctop_logprobs\x18\x04 \x03(\x0b\x32\x16.gateway.v1.TopLogprob\";\n\nTopLogprob\x12\r\n\x05token\x18\x01 \x01(\t\x12\x0f\n\x07logprob\x18\x02 \x01(\x01\x12\r\n\x05\x62ytes\x18\x03 \x03(\x05\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'gateway.v1.chat_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_CONTENTPART']._serialized_start=67
-  _globals['_CONTENTPART']._serialized_end=163
-  _globals['_IMAGEURL']._serialized_start=165
-  _globals['_IMAGEURL']._serialized_end=220
-  _globals['_TOOL']._serialized_start=222
-  _globals['_TOOL']._serialized_end=292
-  _globals['_FUNCTIONDEFINITION']._serialized_start=295
-  _globals['_FUNCTIONDEFINITION']._serialized_end=448
-  _globals['_NAMEDTOOLCHOICE']._serialized_start=450
-  _globals['_NAMEDTOOLCHOICE']._serialized_end=525
-  _globals['_FUNCTIONNAME']._serialized_start=527
-  _globals['_FUNCTIONNAME']._serialized_end=555
-  _globals['_TOOLCALL']._serialized_start=558
-  _globals['_TOOLCALL']._serialized_end=687
-  _globals['_EXTRACONTENT']._serialized_start=689
-  _globals['_EXTRACONTENT']._serialized_end=751
-  _globals['_GOOGLEEXTRACONTENT']._serialized_start=753
-  _globals['_GOOGLEEXTRACONTENT']._serialized_end=800
-  _globals['_FUNCTIONCALL']._serialized_start=802
-  _globals['_FUNCTIONCALL']._serialized_end=849
-  _globals['_TOOLCALLDELTA']._serialized_start=852
-  _globals['_TOOLCALLDELTA']._serialized_end=1032
-  _globals['_FUNCTIONCALLDELTA']._serialized_start=1034
-  _globals['_FUNCTIONCALLDELTA']._serialized_end=1119
-  _globals['_RESPONSEFORMAT']._serialized_start=1121
-  _globals['_RESPONSEFORMAT']._serialized_end=1202
-  _globals['_JSONSCHEMAFORMAT']._serialized_start=1205
-  _globals['_JSONSCHEMAFORMAT']._serialized_end=1352
-  _globals['_CHATLOGPROBS']._serialized_start=1354
-  _globals['_CHATLOGPROBS']._serialized_end=1411
-  _globals['_TOKENLOGPROB']._serialized_start=1413
-  _globals['_TOKENLOGPROB']._serialized_end=1520
-  _globals['_TOPLOGPROB']._serialized_start=1522
-  _globals['_TOPLOGPROB']._serialized_end=1581
+  _globals['_CONTENTPART']._serialized_start=92
+  _globals['_CONTENTPART']._serialized_end=237
+  _globals['_IMAGEURL']._serialized_start=239
+  _globals['_IMAGEURL']._serialized_end=294
+  _globals['_TOOL']._serialized_start=296
+  _globals['_TOOL']._serialized_end=415
+  _globals['_FUNCTIONDEFINITION']._serialized_start=418
+  _globals['_FUNCTIONDEFINITION']._serialized_end=571
+  _globals['_NAMEDTOOLCHOICE']._serialized_start=573
+  _globals['_NAMEDTOOLCHOICE']._serialized_end=648
+  _globals['_FUNCTIONNAME']._serialized_start=650
+  _globals['_FUNCTIONNAME']._serialized_end=678
+  _globals['_TOOLCALL']._serialized_start=681
+  _globals['_TOOLCALL']._serialized_end=810
+  _globals['_EXTRACONTENT']._serialized_start=812
+  _globals['_EXTRACONTENT']._serialized_end=874
+  _globals['_GOOGLEEXTRACONTENT']._serialized_start=876
+  _globals['_GOOGLEEXTRACONTENT']._serialized_end=923
+  _globals['_FUNCTIONCALL']._serialized_start=925
+  _globals['_FUNCTIONCALL']._serialized_end=972
+  _globals['_TOOLCALLDELTA']._serialized_start=975
+  _globals['_TOOLCALLDELTA']._serialized_end=1155
+  _globals['_FUNCTIONCALLDELTA']._serialized_start=1157
+  _globals['_FUNCTIONCALLDELTA']._serialized_end=1242
+  _globals['_RESPONSEFORMAT']._serialized_start=1244
+  _globals['_RESPONSEFORMAT']._serialized_end=1325
+  _globals['_JSONSCHEMAFORMAT']._serialized_start=1328
+  _globals['_JSONSCHEMAFORMAT']._serialized_end=1475
+  _globals['_CHATLOGPROBS']._serialized_start=1477
+  _globals['_CHATLOGPROBS']._serialized_end=1534
+  _globals['_TOKENLOGPROB']._serialized_start=1536
+  _globals['_TOKENLOGPROB']._serialized_end=1643
+  _globals['_TOPLOGPROB']._serialized_start=1645
+  _globals['_TOPLOGPROB']._serialized_end=1704
 # @@protoc_insertion_point(module_scope)

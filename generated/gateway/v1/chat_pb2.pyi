@@ -1,3 +1,4 @@
+from gateway.v1 import cache_pb2 as _cache_pb2
 from google.protobuf import struct_pb2 as _struct_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor
@@ -8,14 +9,16 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class ContentPart(_message.Message):
-    __slots__ = ("type", "text", "image_url")
+    __slots__ = ("type", "text", "image_url", "cache_control")
     TYPE_FIELD_NUMBER: _ClassVar[int]
     TEXT_FIELD_NUMBER: _ClassVar[int]
     IMAGE_URL_FIELD_NUMBER: _ClassVar[int]
+    CACHE_CONTROL_FIELD_NUMBER: _ClassVar[int]
     type: str
     text: str
     image_url: ImageUrl
-    def __init__(self, type: _Optional[str] = ..., text: _Optional[str] = ..., image_url: _Optional[_Union[ImageUrl, _Mapping]] = ...) -> None: ...
+    cache_control: _cache_pb2.CacheControl
+    def __init__(self, type: _Optional[str] = ..., text: _Optional[str] = ..., image_url: _Optional[_Union[ImageUrl, _Mapping]] = ..., cache_control: _Optional[_Union[_cache_pb2.CacheControl, _Mapping]] = ...) -> None: ...
 
 class ImageUrl(_message.Message):
     __slots__ = ("url", "detail")
@@ -26,12 +29,14 @@ class ImageUrl(_message.Message):
     def __init__(self, url: _Optional[str] = ..., detail: _Optional[str] = ...) -> None: ...
 
 class Tool(_message.Message):
-    __slots__ = ("type", "function")
+    __slots__ = ("type", "function", "cache_control")
     TYPE_FIELD_NUMBER: _ClassVar[int]
     FUNCTION_FIELD_NUMBER: _ClassVar[int]
+    CACHE_CONTROL_FIELD_NUMBER: _ClassVar[int]
     type: str
     function: FunctionDefinition
-    def __init__(self, type: _Optional[str] = ..., function: _Optional[_Union[FunctionDefinition, _Mapping]] = ...) -> None: ...
+    cache_control: _cache_pb2.CacheControl
+    def __init__(self, type: _Optional[str] = ..., function: _Optional[_Union[FunctionDefinition, _Mapping]] = ..., cache_control: _Optional[_Union[_cache_pb2.CacheControl, _Mapping]] = ...) -> None: ...
 
 class FunctionDefinition(_message.Message):
     __slots__ = ("name", "description", "parameters", "strict")

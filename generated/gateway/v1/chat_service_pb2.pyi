@@ -87,7 +87,7 @@ class ChatChunkChoice(_message.Message):
     def __init__(self, index: _Optional[int] = ..., delta: _Optional[_Union[ChatDelta, _Mapping]] = ..., finish_reason: _Optional[str] = ..., logprobs: _Optional[_Union[_chat_pb2.ChatLogprobs, _Mapping]] = ...) -> None: ...
 
 class CreateChatCompletionRequest(_message.Message):
-    __slots__ = ("model", "messages", "max_tokens", "temperature", "top_p", "stream", "stop", "stream_options", "max_completion_tokens", "n", "seed", "user", "presence_penalty", "frequency_penalty", "logit_bias", "logprobs", "top_logprobs", "tools", "tool_choice", "tool_choice_function", "parallel_tool_calls", "response_format", "reasoning_effort", "metadata", "store", "service_tier", "prompt_cache_key", "safety_identifier")
+    __slots__ = ("model", "messages", "max_tokens", "temperature", "top_p", "stream", "stop", "stream_options", "max_completion_tokens", "n", "seed", "user", "presence_penalty", "frequency_penalty", "logit_bias", "logprobs", "top_logprobs", "tools", "tool_choice", "tool_choice_function", "parallel_tool_calls", "response_format", "reasoning_effort", "metadata", "store", "service_tier", "prompt_cache_key", "safety_identifier", "prompt_cache_retention")
     class LogitBiasEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -130,6 +130,7 @@ class CreateChatCompletionRequest(_message.Message):
     SERVICE_TIER_FIELD_NUMBER: _ClassVar[int]
     PROMPT_CACHE_KEY_FIELD_NUMBER: _ClassVar[int]
     SAFETY_IDENTIFIER_FIELD_NUMBER: _ClassVar[int]
+    PROMPT_CACHE_RETENTION_FIELD_NUMBER: _ClassVar[int]
     model: str
     messages: _containers.RepeatedCompositeFieldContainer[ChatMessage]
     max_tokens: int
@@ -158,7 +159,8 @@ class CreateChatCompletionRequest(_message.Message):
     service_tier: str
     prompt_cache_key: str
     safety_identifier: str
-    def __init__(self, model: _Optional[str] = ..., messages: _Optional[_Iterable[_Union[ChatMessage, _Mapping]]] = ..., max_tokens: _Optional[int] = ..., temperature: _Optional[float] = ..., top_p: _Optional[float] = ..., stream: _Optional[bool] = ..., stop: _Optional[_Iterable[str]] = ..., stream_options: _Optional[_Union[_streaming_pb2.StreamOptions, _Mapping]] = ..., max_completion_tokens: _Optional[int] = ..., n: _Optional[int] = ..., seed: _Optional[int] = ..., user: _Optional[str] = ..., presence_penalty: _Optional[float] = ..., frequency_penalty: _Optional[float] = ..., logit_bias: _Optional[_Mapping[str, int]] = ..., logprobs: _Optional[bool] = ..., top_logprobs: _Optional[int] = ..., tools: _Optional[_Iterable[_Union[_chat_pb2.Tool, _Mapping]]] = ..., tool_choice: _Optional[str] = ..., tool_choice_function: _Optional[_Union[_chat_pb2.NamedToolChoice, _Mapping]] = ..., parallel_tool_calls: _Optional[bool] = ..., response_format: _Optional[_Union[_chat_pb2.ResponseFormat, _Mapping]] = ..., reasoning_effort: _Optional[str] = ..., metadata: _Optional[_Mapping[str, str]] = ..., store: _Optional[bool] = ..., service_tier: _Optional[str] = ..., prompt_cache_key: _Optional[str] = ..., safety_identifier: _Optional[str] = ...) -> None: ...
+    prompt_cache_retention: str
+    def __init__(self, model: _Optional[str] = ..., messages: _Optional[_Iterable[_Union[ChatMessage, _Mapping]]] = ..., max_tokens: _Optional[int] = ..., temperature: _Optional[float] = ..., top_p: _Optional[float] = ..., stream: _Optional[bool] = ..., stop: _Optional[_Iterable[str]] = ..., stream_options: _Optional[_Union[_streaming_pb2.StreamOptions, _Mapping]] = ..., max_completion_tokens: _Optional[int] = ..., n: _Optional[int] = ..., seed: _Optional[int] = ..., user: _Optional[str] = ..., presence_penalty: _Optional[float] = ..., frequency_penalty: _Optional[float] = ..., logit_bias: _Optional[_Mapping[str, int]] = ..., logprobs: _Optional[bool] = ..., top_logprobs: _Optional[int] = ..., tools: _Optional[_Iterable[_Union[_chat_pb2.Tool, _Mapping]]] = ..., tool_choice: _Optional[str] = ..., tool_choice_function: _Optional[_Union[_chat_pb2.NamedToolChoice, _Mapping]] = ..., parallel_tool_calls: _Optional[bool] = ..., response_format: _Optional[_Union[_chat_pb2.ResponseFormat, _Mapping]] = ..., reasoning_effort: _Optional[str] = ..., metadata: _Optional[_Mapping[str, str]] = ..., store: _Optional[bool] = ..., service_tier: _Optional[str] = ..., prompt_cache_key: _Optional[str] = ..., safety_identifier: _Optional[str] = ..., prompt_cache_retention: _Optional[str] = ...) -> None: ...
 
 class CreateChatCompletionResponse(_message.Message):
     __slots__ = ("id", "object", "created", "model", "choices", "usage", "system_fingerprint", "service_tier")
@@ -181,7 +183,7 @@ class CreateChatCompletionResponse(_message.Message):
     def __init__(self, id: _Optional[str] = ..., object: _Optional[str] = ..., created: _Optional[int] = ..., model: _Optional[str] = ..., choices: _Optional[_Iterable[_Union[ChatChoice, _Mapping]]] = ..., usage: _Optional[_Union[_usage_pb2.Usage, _Mapping]] = ..., system_fingerprint: _Optional[str] = ..., service_tier: _Optional[str] = ...) -> None: ...
 
 class StreamChatCompletionRequest(_message.Message):
-    __slots__ = ("model", "messages", "max_tokens", "temperature", "top_p", "stream", "stop", "stream_options", "max_completion_tokens", "n", "seed", "user", "presence_penalty", "frequency_penalty", "logit_bias", "logprobs", "top_logprobs", "tools", "tool_choice", "tool_choice_function", "parallel_tool_calls", "response_format", "reasoning_effort", "metadata", "store", "service_tier", "prompt_cache_key", "safety_identifier")
+    __slots__ = ("model", "messages", "max_tokens", "temperature", "top_p", "stream", "stop", "stream_options", "max_completion_tokens", "n", "seed", "user", "presence_penalty", "frequency_penalty", "logit_bias", "logprobs", "top_logprobs", "tools", "tool_choice", "tool_choice_function", "parallel_tool_calls", "response_format", "reasoning_effort", "metadata", "store", "service_tier", "prompt_cache_key", "safety_identifier", "prompt_cache_retention")
     class LogitBiasEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -224,6 +226,7 @@ class StreamChatCompletionRequest(_message.Message):
     SERVICE_TIER_FIELD_NUMBER: _ClassVar[int]
     PROMPT_CACHE_KEY_FIELD_NUMBER: _ClassVar[int]
     SAFETY_IDENTIFIER_FIELD_NUMBER: _ClassVar[int]
+    PROMPT_CACHE_RETENTION_FIELD_NUMBER: _ClassVar[int]
     model: str
     messages: _containers.RepeatedCompositeFieldContainer[ChatMessage]
     max_tokens: int
@@ -252,7 +255,8 @@ class StreamChatCompletionRequest(_message.Message):
     service_tier: str
     prompt_cache_key: str
     safety_identifier: str
-    def __init__(self, model: _Optional[str] = ..., messages: _Optional[_Iterable[_Union[ChatMessage, _Mapping]]] = ..., max_tokens: _Optional[int] = ..., temperature: _Optional[float] = ..., top_p: _Optional[float] = ..., stream: _Optional[bool] = ..., stop: _Optional[_Iterable[str]] = ..., stream_options: _Optional[_Union[_streaming_pb2.StreamOptions, _Mapping]] = ..., max_completion_tokens: _Optional[int] = ..., n: _Optional[int] = ..., seed: _Optional[int] = ..., user: _Optional[str] = ..., presence_penalty: _Optional[float] = ..., frequency_penalty: _Optional[float] = ..., logit_bias: _Optional[_Mapping[str, int]] = ..., logprobs: _Optional[bool] = ..., top_logprobs: _Optional[int] = ..., tools: _Optional[_Iterable[_Union[_chat_pb2.Tool, _Mapping]]] = ..., tool_choice: _Optional[str] = ..., tool_choice_function: _Optional[_Union[_chat_pb2.NamedToolChoice, _Mapping]] = ..., parallel_tool_calls: _Optional[bool] = ..., response_format: _Optional[_Union[_chat_pb2.ResponseFormat, _Mapping]] = ..., reasoning_effort: _Optional[str] = ..., metadata: _Optional[_Mapping[str, str]] = ..., store: _Optional[bool] = ..., service_tier: _Optional[str] = ..., prompt_cache_key: _Optional[str] = ..., safety_identifier: _Optional[str] = ...) -> None: ...
+    prompt_cache_retention: str
+    def __init__(self, model: _Optional[str] = ..., messages: _Optional[_Iterable[_Union[ChatMessage, _Mapping]]] = ..., max_tokens: _Optional[int] = ..., temperature: _Optional[float] = ..., top_p: _Optional[float] = ..., stream: _Optional[bool] = ..., stop: _Optional[_Iterable[str]] = ..., stream_options: _Optional[_Union[_streaming_pb2.StreamOptions, _Mapping]] = ..., max_completion_tokens: _Optional[int] = ..., n: _Optional[int] = ..., seed: _Optional[int] = ..., user: _Optional[str] = ..., presence_penalty: _Optional[float] = ..., frequency_penalty: _Optional[float] = ..., logit_bias: _Optional[_Mapping[str, int]] = ..., logprobs: _Optional[bool] = ..., top_logprobs: _Optional[int] = ..., tools: _Optional[_Iterable[_Union[_chat_pb2.Tool, _Mapping]]] = ..., tool_choice: _Optional[str] = ..., tool_choice_function: _Optional[_Union[_chat_pb2.NamedToolChoice, _Mapping]] = ..., parallel_tool_calls: _Optional[bool] = ..., response_format: _Optional[_Union[_chat_pb2.ResponseFormat, _Mapping]] = ..., reasoning_effort: _Optional[str] = ..., metadata: _Optional[_Mapping[str, str]] = ..., store: _Optional[bool] = ..., service_tier: _Optional[str] = ..., prompt_cache_key: _Optional[str] = ..., safety_identifier: _Optional[str] = ..., prompt_cache_retention: _Optional[str] = ...) -> None: ...
 
 class StreamChatCompletionResponse(_message.Message):
     __slots__ = ("id", "object", "created", "model", "choices", "usage", "system_fingerprint", "service_tier")

@@ -1,3 +1,4 @@
+from gateway.v1 import cache_pb2 as _cache_pb2
 from gateway.v1 import json_mapping_pb2 as _json_mapping_pb2
 from google.protobuf import struct_pb2 as _struct_pb2
 from google.protobuf.internal import containers as _containers
@@ -54,13 +55,13 @@ class ContentBlock(_message.Message):
     thinking: str
     signature: str
     data: str
-    cache_control: CacheControl
+    cache_control: _cache_pb2.CacheControl
     title: str
     context: str
     citations: _containers.RepeatedCompositeFieldContainer[_struct_pb2.Struct]
     citations_config: CitationsConfig
     other: _struct_pb2.Struct
-    def __init__(self, type: _Optional[str] = ..., text: _Optional[str] = ..., source: _Optional[_Union[ContentSource, _Mapping]] = ..., id: _Optional[str] = ..., name: _Optional[str] = ..., input: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., tool_use_id: _Optional[str] = ..., content: _Optional[str] = ..., content_blocks: _Optional[_Iterable[_Union[ContentBlock, _Mapping]]] = ..., content_object: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., is_error: _Optional[bool] = ..., thinking: _Optional[str] = ..., signature: _Optional[str] = ..., data: _Optional[str] = ..., cache_control: _Optional[_Union[CacheControl, _Mapping]] = ..., title: _Optional[str] = ..., context: _Optional[str] = ..., citations: _Optional[_Iterable[_Union[_struct_pb2.Struct, _Mapping]]] = ..., citations_config: _Optional[_Union[CitationsConfig, _Mapping]] = ..., other: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
+    def __init__(self, type: _Optional[str] = ..., text: _Optional[str] = ..., source: _Optional[_Union[ContentSource, _Mapping]] = ..., id: _Optional[str] = ..., name: _Optional[str] = ..., input: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., tool_use_id: _Optional[str] = ..., content: _Optional[str] = ..., content_blocks: _Optional[_Iterable[_Union[ContentBlock, _Mapping]]] = ..., content_object: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., is_error: _Optional[bool] = ..., thinking: _Optional[str] = ..., signature: _Optional[str] = ..., data: _Optional[str] = ..., cache_control: _Optional[_Union[_cache_pb2.CacheControl, _Mapping]] = ..., title: _Optional[str] = ..., context: _Optional[str] = ..., citations: _Optional[_Iterable[_Union[_struct_pb2.Struct, _Mapping]]] = ..., citations_config: _Optional[_Union[CitationsConfig, _Mapping]] = ..., other: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
 
 class ContentSource(_message.Message):
     __slots__ = ("type", "media_type", "data", "url", "file_id", "content_blocks", "content")
@@ -79,14 +80,6 @@ class ContentSource(_message.Message):
     content_blocks: _containers.RepeatedCompositeFieldContainer[ContentBlock]
     content: str
     def __init__(self, type: _Optional[str] = ..., media_type: _Optional[str] = ..., data: _Optional[str] = ..., url: _Optional[str] = ..., file_id: _Optional[str] = ..., content_blocks: _Optional[_Iterable[_Union[ContentBlock, _Mapping]]] = ..., content: _Optional[str] = ...) -> None: ...
-
-class CacheControl(_message.Message):
-    __slots__ = ("type", "ttl")
-    TYPE_FIELD_NUMBER: _ClassVar[int]
-    TTL_FIELD_NUMBER: _ClassVar[int]
-    type: str
-    ttl: str
-    def __init__(self, type: _Optional[str] = ..., ttl: _Optional[str] = ...) -> None: ...
 
 class CitationsConfig(_message.Message):
     __slots__ = ("enabled",)
@@ -107,10 +100,10 @@ class MessageTool(_message.Message):
     name: str
     description: str
     input_schema: _struct_pb2.Struct
-    cache_control: CacheControl
+    cache_control: _cache_pb2.CacheControl
     strict: bool
     other: _struct_pb2.Struct
-    def __init__(self, type: _Optional[str] = ..., name: _Optional[str] = ..., description: _Optional[str] = ..., input_schema: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., cache_control: _Optional[_Union[CacheControl, _Mapping]] = ..., strict: _Optional[bool] = ..., other: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
+    def __init__(self, type: _Optional[str] = ..., name: _Optional[str] = ..., description: _Optional[str] = ..., input_schema: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., cache_control: _Optional[_Union[_cache_pb2.CacheControl, _Mapping]] = ..., strict: _Optional[bool] = ..., other: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
 
 class MessageToolChoice(_message.Message):
     __slots__ = ("type", "name", "disable_parallel_tool_use")

@@ -1,3 +1,4 @@
+from gateway.v1 import cache_pb2 as _cache_pb2
 from gateway.v1 import json_mapping_pb2 as _json_mapping_pb2
 from gateway.v1 import messages_pb2 as _messages_pb2
 from gateway.v1 import rest_pb2 as _rest_pb2
@@ -49,12 +50,12 @@ class CreateMessageRequest(_message.Message):
     thinking: _messages_pb2.ThinkingConfig
     stream: bool
     service_tier: str
-    cache_control: _messages_pb2.CacheControl
+    cache_control: _cache_pb2.CacheControl
     container: str
     mcp_servers: _containers.RepeatedCompositeFieldContainer[_struct_pb2.Struct]
     context_management: _struct_pb2.Struct
     output_config: _struct_pb2.Struct
-    def __init__(self, model: _Optional[str] = ..., max_tokens: _Optional[int] = ..., messages: _Optional[_Iterable[_Union[_messages_pb2.MessageParam, _Mapping]]] = ..., system: _Optional[str] = ..., system_blocks: _Optional[_Iterable[_Union[_messages_pb2.ContentBlock, _Mapping]]] = ..., stop_sequences: _Optional[_Iterable[str]] = ..., temperature: _Optional[float] = ..., top_p: _Optional[float] = ..., top_k: _Optional[int] = ..., metadata: _Optional[_Union[_messages_pb2.MessageMetadata, _Mapping]] = ..., tools: _Optional[_Iterable[_Union[_messages_pb2.MessageTool, _Mapping]]] = ..., tool_choice: _Optional[_Union[_messages_pb2.MessageToolChoice, _Mapping]] = ..., thinking: _Optional[_Union[_messages_pb2.ThinkingConfig, _Mapping]] = ..., stream: _Optional[bool] = ..., service_tier: _Optional[str] = ..., cache_control: _Optional[_Union[_messages_pb2.CacheControl, _Mapping]] = ..., container: _Optional[str] = ..., mcp_servers: _Optional[_Iterable[_Union[_struct_pb2.Struct, _Mapping]]] = ..., context_management: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., output_config: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
+    def __init__(self, model: _Optional[str] = ..., max_tokens: _Optional[int] = ..., messages: _Optional[_Iterable[_Union[_messages_pb2.MessageParam, _Mapping]]] = ..., system: _Optional[str] = ..., system_blocks: _Optional[_Iterable[_Union[_messages_pb2.ContentBlock, _Mapping]]] = ..., stop_sequences: _Optional[_Iterable[str]] = ..., temperature: _Optional[float] = ..., top_p: _Optional[float] = ..., top_k: _Optional[int] = ..., metadata: _Optional[_Union[_messages_pb2.MessageMetadata, _Mapping]] = ..., tools: _Optional[_Iterable[_Union[_messages_pb2.MessageTool, _Mapping]]] = ..., tool_choice: _Optional[_Union[_messages_pb2.MessageToolChoice, _Mapping]] = ..., thinking: _Optional[_Union[_messages_pb2.ThinkingConfig, _Mapping]] = ..., stream: _Optional[bool] = ..., service_tier: _Optional[str] = ..., cache_control: _Optional[_Union[_cache_pb2.CacheControl, _Mapping]] = ..., container: _Optional[str] = ..., mcp_servers: _Optional[_Iterable[_Union[_struct_pb2.Struct, _Mapping]]] = ..., context_management: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., output_config: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
 
 class CreateMessageResponse(_message.Message):
     __slots__ = ("id", "type", "role", "content", "model", "stop_reason", "stop_sequence", "usage", "other")
@@ -115,12 +116,12 @@ class StreamMessageRequest(_message.Message):
     thinking: _messages_pb2.ThinkingConfig
     stream: bool
     service_tier: str
-    cache_control: _messages_pb2.CacheControl
+    cache_control: _cache_pb2.CacheControl
     container: str
     mcp_servers: _containers.RepeatedCompositeFieldContainer[_struct_pb2.Struct]
     context_management: _struct_pb2.Struct
     output_config: _struct_pb2.Struct
-    def __init__(self, model: _Optional[str] = ..., max_tokens: _Optional[int] = ..., messages: _Optional[_Iterable[_Union[_messages_pb2.MessageParam, _Mapping]]] = ..., system: _Optional[str] = ..., system_blocks: _Optional[_Iterable[_Union[_messages_pb2.ContentBlock, _Mapping]]] = ..., stop_sequences: _Optional[_Iterable[str]] = ..., temperature: _Optional[float] = ..., top_p: _Optional[float] = ..., top_k: _Optional[int] = ..., metadata: _Optional[_Union[_messages_pb2.MessageMetadata, _Mapping]] = ..., tools: _Optional[_Iterable[_Union[_messages_pb2.MessageTool, _Mapping]]] = ..., tool_choice: _Optional[_Union[_messages_pb2.MessageToolChoice, _Mapping]] = ..., thinking: _Optional[_Union[_messages_pb2.ThinkingConfig, _Mapping]] = ..., stream: _Optional[bool] = ..., service_tier: _Optional[str] = ..., cache_control: _Optional[_Union[_messages_pb2.CacheControl, _Mapping]] = ..., container: _Optional[str] = ..., mcp_servers: _Optional[_Iterable[_Union[_struct_pb2.Struct, _Mapping]]] = ..., context_management: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., output_config: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
+    def __init__(self, model: _Optional[str] = ..., max_tokens: _Optional[int] = ..., messages: _Optional[_Iterable[_Union[_messages_pb2.MessageParam, _Mapping]]] = ..., system: _Optional[str] = ..., system_blocks: _Optional[_Iterable[_Union[_messages_pb2.ContentBlock, _Mapping]]] = ..., stop_sequences: _Optional[_Iterable[str]] = ..., temperature: _Optional[float] = ..., top_p: _Optional[float] = ..., top_k: _Optional[int] = ..., metadata: _Optional[_Union[_messages_pb2.MessageMetadata, _Mapping]] = ..., tools: _Optional[_Iterable[_Union[_messages_pb2.MessageTool, _Mapping]]] = ..., tool_choice: _Optional[_Union[_messages_pb2.MessageToolChoice, _Mapping]] = ..., thinking: _Optional[_Union[_messages_pb2.ThinkingConfig, _Mapping]] = ..., stream: _Optional[bool] = ..., service_tier: _Optional[str] = ..., cache_control: _Optional[_Union[_cache_pb2.CacheControl, _Mapping]] = ..., container: _Optional[str] = ..., mcp_servers: _Optional[_Iterable[_Union[_struct_pb2.Struct, _Mapping]]] = ..., context_management: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., output_config: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
 
 class StreamMessageResponse(_message.Message):
     __slots__ = ("type", "message", "index", "content_block", "delta", "message_delta", "usage")

@@ -9,7 +9,7 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class Response(_message.Message):
-    __slots__ = ("id", "object", "created_at", "status", "error", "incomplete_details", "instructions", "max_output_tokens", "model", "output", "parallel_tool_calls", "previous_response_id", "reasoning", "store", "temperature", "text", "tool_choice", "tool_choice_object", "tools", "top_p", "truncation", "usage", "user", "metadata", "safety_identifier", "prompt_cache_key", "service_tier", "background", "completed_at")
+    __slots__ = ("id", "object", "created_at", "status", "error", "incomplete_details", "instructions", "max_output_tokens", "model", "output", "parallel_tool_calls", "previous_response_id", "reasoning", "store", "temperature", "text", "tool_choice", "tool_choice_object", "tools", "top_p", "truncation", "usage", "user", "metadata", "safety_identifier", "prompt_cache_key", "service_tier", "background", "completed_at", "prompt_cache_retention")
     class MetadataEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -46,6 +46,7 @@ class Response(_message.Message):
     SERVICE_TIER_FIELD_NUMBER: _ClassVar[int]
     BACKGROUND_FIELD_NUMBER: _ClassVar[int]
     COMPLETED_AT_FIELD_NUMBER: _ClassVar[int]
+    PROMPT_CACHE_RETENTION_FIELD_NUMBER: _ClassVar[int]
     id: str
     object: str
     created_at: int
@@ -75,7 +76,8 @@ class Response(_message.Message):
     service_tier: str
     background: bool
     completed_at: int
-    def __init__(self, id: _Optional[str] = ..., object: _Optional[str] = ..., created_at: _Optional[int] = ..., status: _Optional[str] = ..., error: _Optional[_Union[ResponseError, _Mapping]] = ..., incomplete_details: _Optional[_Union[IncompleteDetails, _Mapping]] = ..., instructions: _Optional[str] = ..., max_output_tokens: _Optional[int] = ..., model: _Optional[str] = ..., output: _Optional[_Iterable[_Union[OutputItem, _Mapping]]] = ..., parallel_tool_calls: _Optional[bool] = ..., previous_response_id: _Optional[str] = ..., reasoning: _Optional[_Union[ReasoningConfig, _Mapping]] = ..., store: _Optional[bool] = ..., temperature: _Optional[float] = ..., text: _Optional[_Union[TextConfig, _Mapping]] = ..., tool_choice: _Optional[str] = ..., tool_choice_object: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., tools: _Optional[_Iterable[_Union[_struct_pb2.Struct, _Mapping]]] = ..., top_p: _Optional[float] = ..., truncation: _Optional[str] = ..., usage: _Optional[_Union[ResponseUsage, _Mapping]] = ..., user: _Optional[str] = ..., metadata: _Optional[_Mapping[str, str]] = ..., safety_identifier: _Optional[str] = ..., prompt_cache_key: _Optional[str] = ..., service_tier: _Optional[str] = ..., background: _Optional[bool] = ..., completed_at: _Optional[int] = ...) -> None: ...
+    prompt_cache_retention: str
+    def __init__(self, id: _Optional[str] = ..., object: _Optional[str] = ..., created_at: _Optional[int] = ..., status: _Optional[str] = ..., error: _Optional[_Union[ResponseError, _Mapping]] = ..., incomplete_details: _Optional[_Union[IncompleteDetails, _Mapping]] = ..., instructions: _Optional[str] = ..., max_output_tokens: _Optional[int] = ..., model: _Optional[str] = ..., output: _Optional[_Iterable[_Union[OutputItem, _Mapping]]] = ..., parallel_tool_calls: _Optional[bool] = ..., previous_response_id: _Optional[str] = ..., reasoning: _Optional[_Union[ReasoningConfig, _Mapping]] = ..., store: _Optional[bool] = ..., temperature: _Optional[float] = ..., text: _Optional[_Union[TextConfig, _Mapping]] = ..., tool_choice: _Optional[str] = ..., tool_choice_object: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., tools: _Optional[_Iterable[_Union[_struct_pb2.Struct, _Mapping]]] = ..., top_p: _Optional[float] = ..., truncation: _Optional[str] = ..., usage: _Optional[_Union[ResponseUsage, _Mapping]] = ..., user: _Optional[str] = ..., metadata: _Optional[_Mapping[str, str]] = ..., safety_identifier: _Optional[str] = ..., prompt_cache_key: _Optional[str] = ..., service_tier: _Optional[str] = ..., background: _Optional[bool] = ..., completed_at: _Optional[int] = ..., prompt_cache_retention: _Optional[str] = ...) -> None: ...
 
 class ResponseError(_message.Message):
     __slots__ = ("code", "message")

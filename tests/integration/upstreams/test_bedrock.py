@@ -208,6 +208,10 @@ async def test_titan_embeddings_by_invoke_model(fake: FakeUpstream):
         ({"messages": [{"role": "user", "content": [{"text": "x", "image": {}}]}]}, "exactly one"),
         ({"messages": [{"role": "user", "content": [{"text": "x"}]}],
           "inferenceConfig": {"max_tokens": 5}}, "extraneous key [max_tokens]"),
+        ({"messages": [{"role": "user", "content": [
+            {"text": "x"}, {"cachePoint": {"type": "default", "ttl": "2h"}}]}]}, "ttl"),
+        ({"messages": [{"role": "user", "content": [
+            {"text": "x"}, *[{"cachePoint": {"type": "default"}}] * 5]}]}, "maximum of 4"),
     ],
 )  # fmt: skip
 def test_the_fakes_field_checks_can_fail(body: dict[str, Any], why: str):

@@ -1,5 +1,5 @@
 """Fields that change nothing in the answer are accepted, not refused: `store`,
-`service_tier`, `prompt_cache_key` and `safety_identifier` reach an OpenAI-compatible
+`service_tier`, `prompt_cache_key`, `prompt_cache_retention` and `safety_identifier` reach an OpenAI-compatible
 upstream under their own names, and any other upstream (the simulated one here) answers
 as if they were not there. A value outside OpenAI's own set is still a 400 naming it."""
 
@@ -20,6 +20,7 @@ HINTS: dict[str, Any] = {
     "store": False,
     "service_tier": "auto",
     "prompt_cache_key": "session-42",
+    "prompt_cache_retention": "24h",
     "safety_identifier": "user-hash-1",
 }
 HELLO = [{"role": "user", "content": "hello"}]
@@ -56,7 +57,12 @@ async def test_other_upstreams_answer_as_without_them() -> None:
 
 @pytest.mark.parametrize(
     ("field", "value"),
-    [("service_tier", "ultra"), ("store", "yes"), ("prompt_cache_key", "k" * 513)],
+    [
+        ("service_tier", "ultra"),
+        ("store", "yes"),
+        ("prompt_cache_key", "k" * 513),
+        ("prompt_cache_retention", "forever"),
+    ],  # fmt: skip
 )
 async def test_a_value_outside_the_set_is_still_a_400(field: str, value: Any) -> None:
     async with (

@@ -30,7 +30,7 @@ CODEX = {
     "tool_choice": "auto", "parallel_tool_calls": False,
     "reasoning": {"effort": "medium", "summary": "auto"},
     "store": False, "stream": True, "include": ["reasoning.encrypted_content"],
-    "prompt_cache_key": "session-1",
+    "prompt_cache_key": "session-1", "prompt_cache_retention": "24h",
 }  # fmt: skip
 
 
@@ -80,7 +80,8 @@ async def test_codex_shaped_stream_and_encrypted_reasoning(setup: Any) -> None:
     assert sent["model"] == "gpt-fake" and sent["store"] is False and sent["stream"] is True
     assert sent["instructions"] == CODEX["instructions"]
     assert sent["include"] == ["reasoning.encrypted_content"]
-    assert sent["prompt_cache_key"] == "session-1"
+    assert sent["prompt_cache_key"] == "session-1" and sent["prompt_cache_retention"] == "24h"
+    assert final["prompt_cache_retention"] == "24h"
     assert sent["tools"] == CODEX["tools"]
     assert "previous_response_id" not in sent
 

@@ -182,6 +182,12 @@ ANTHROPIC_REFUSED = [
     ("a system role message", ANTHROPIC,
      {**MESSAGES, "messages": [{"role": "system", "content": "x"}]}, 400,
      ("invalid_request_error", "messages[0].role 'system'")),
+    ("a cache lifetime of 2h", ANTHROPIC, {**MESSAGES, "messages": [{"role": "user", "content": [
+        {"type": "text", "text": "x", "cache_control": {"type": "ephemeral", "ttl": "2h"}}]}]},
+     400, ("invalid_request_error", "cache_control.ttl")),
+    ("five breakpoints", ANTHROPIC, {**MESSAGES, "messages": [{"role": "user", "content": [
+        {"type": "text", "text": "x", "cache_control": {"type": "ephemeral"}}] * 5}]},
+     400, ("invalid_request_error", "A maximum of 4 blocks with cache_control")),
     ("a tool in OpenAI's shape", ANTHROPIC,
      {**MESSAGES, "tools": [{"type": "function", "function": {"name": "f"}}]}, 400,
      ("invalid_request_error", "tools[0]")),

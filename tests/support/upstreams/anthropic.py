@@ -117,7 +117,7 @@ class AnthropicWire:
             return invalid("metadata.user_id: Input should be a valid string")
         if problems := shapes.anthropic_messages(body, counting=counting):
             return invalid("; ".join(problems))
-        return None
+        return _cache_controls(body)
 
     def is_stream(self, path: str, body: dict[str, Any]) -> bool:
         return bool(body.get("stream"))
@@ -281,3 +281,24 @@ def _leading_frames(body: dict[str, Any]) -> list[bytes]:
                                "content_block": block}, "content_block_start"))  # fmt: skip
         frames.append(sse({"type": "content_block_stop", "index": index}, "content_block_stop"))
     return frames
+
+
+def _cache_controls(body: dict[str, Any]) -> Refusal | None:
+    """Breakpoints as the API takes them: ephemeral, 5m or 1h, at most four."""
+    system = body.get("system")
+    blocks = [
+        *(system if isinstance(system, list) else ()),
+        *(body.get("tools") or ()),
+        *(b for m in body["messages"] if isinstance(m.get("content"), list) for b in m["content"]),
+    ]
+    marks = [b["cache_control"] for b in blocks if isinstance(b, dict) and "cache_control" in b]
+    for mark in marks:
+        if not isinstance(mark, dict) or mark.get("type") != "ephemeral":
+            return invalid("cache_control.type: Input should be 'ephemeral'")
+        if mark.get("ttl", "5m") not in ("5m", "1h"):
+            return invalid("cache_control.ttl: Input should be '5m' or '1h'")
+    if len(marks) > 4:
+        return invalid(
+            f"A maximum of 4 blocks with cache_control may be provided. Found {len(marks)}."
+        )
+    return None

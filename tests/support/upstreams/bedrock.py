@@ -198,6 +198,20 @@ class BedrockWire:
         for block in body.get("system") or ():
             if len(block) != 1 or next(iter(block)) not in ("text", "guardContent", "cachePoint"):
                 return invalid("system: a block is text, guardContent or cachePoint")
+        points = [
+            b["cachePoint"]
+            for blocks in (body.get("system") or (), (body.get("toolConfig") or {}).get("tools") or (),
+                           *((m.get("content") or ()) for m in body["messages"]))
+            for b in blocks
+            if "cachePoint" in b
+        ]  # fmt: skip
+        for point in points:
+            if point.get("type") != "default" or set(point) - {"type", "ttl"}:
+                return invalid("cachePoint: type must be default")
+            if point.get("ttl", "5m") not in ("5m", "1h"):
+                return invalid("cachePoint.ttl: must be 5m or 1h")
+        if len(points) > 4:
+            return invalid("A maximum of 4 blocks with cache_control may be provided.")
         tools = body.get("toolConfig")
         if tools is not None:
             names = {t["toolSpec"]["name"] for t in tools.get("tools") or () if "toolSpec" in t}
@@ -220,7 +234,14 @@ class BedrockWire:
         return {"inputTokens": fresh, "outputTokens": output,
                 "totalTokens": u.prompt_tokens + output,
                 "cacheReadInputTokens": u.cached_tokens,
-                "cacheWriteInputTokens": u.cache_write_tokens}  # fmt: skip
+                "cacheWriteInputTokens": u.cache_write_tokens,
+                # Writes by lifetime, 1h before 5m; empty without writes.
+                "cacheDetails": [
+                    {"ttl": ttl, "inputTokens": n}
+                    for ttl, n in (("1h", u.cache_write_1h_tokens),
+                                   ("5m", u.cache_write_tokens - u.cache_write_1h_tokens))
+                    if n
+                ]}  # fmt: skip
 
     def _tool(self, body: dict[str, Any]) -> str | None:
         tools = (body.get("toolConfig") or {}).get("tools") or []
