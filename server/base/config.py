@@ -13,6 +13,7 @@ from typing import Any, Literal, get_args
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from server.base import prices
 from server.base.generation import Capability
 
 # The routing profiles: named here and nowhere else.
@@ -100,12 +101,24 @@ class ProviderConfig(Strict):
     weight: float | None = Field(default=None, gt=0)
 
 
+class PriceSource(Strict):
+    """A model's entry in the prices dataset (server/base/prices.py)."""
+
+    # The dataset's provider id: anthropic, openai, google, aws, azure, mistral ...
+    provider: str = Field(min_length=1)
+    # The model's name there (its matching takes the provider's own names and dated ones).
+    model: str = Field(min_length=1)
+
+
 class ModelConfig(Strict):
     id: str = Field(min_length=1)
     owned_by: str = Field(min_length=1)
     created: int = Field(ge=0)
-    # Absent: costs are reported absent (never $0) and a warning is logged at start-up.
+    # Absent: the dataset's price when price_from names one; else costs are reported
+    # absent (never $0) and a warning is logged at start-up.
     price: Price | None = None
+    # Where to take the price from when `price` is absent (`gateway prices` shows it).
+    price_from: PriceSource | None = None
     # The share of prompts this model answers well enough, 0 to 1: routing's quality
     # ladder. Absent: the model's place among the others by output price.
     quality: float | None = Field(default=None, ge=0, le=1)
@@ -404,10 +417,11 @@ def _field_path(loc: tuple[int | str, ...]) -> str:
     return path
 
 
-def parse(data: Any, source: str) -> Config:
-    """Validates parsed YAML; raises ConfigError naming the source and the field."""
+def parse(data: Any, source: str, dataset: bool = True) -> Config:
+    """Validates parsed YAML; raises ConfigError naming the source and the field. With
+    `dataset`, models without a price of their own take the dataset's (`price_from`)."""
     try:
-        return Config.model_validate(data)
+        config = Config.model_validate(data)
     except ValidationError as exc:
         problems = []
         for err in exc.errors():
@@ -415,9 +429,23 @@ def parse(data: Any, source: str) -> Config:
             message = err["msg"].removeprefix("Value error, ")
             problems.append(f"{path}: {message}" if path else message)
         raise ConfigError(f"{source}: " + "; ".join(problems)) from None
+    return with_dataset_prices(config) if dataset else config
 
 
-def load(path: str | Path | None = None) -> tuple[Config, str]:
+def with_dataset_prices(config: Config) -> Config:
+    """The config with each model that names a dataset entry and has no price of its own
+    priced from the dataset (a model the dataset cannot price stays unpriced)."""
+    if not any(m.price is None and m.price_from for m in config.models):
+        return config
+    models = []
+    for m in config.models:
+        found = prices.lookup(m.price_from.provider, m.price_from.model) if m.price_from else None
+        priced = m.price is None and found is not None
+        models.append(m.model_copy(update={"price": Price.model_validate(found)}) if priced else m)
+    return config.model_copy(update={"models": models})
+
+
+def load(path: str | Path | None = None, dataset: bool = True) -> tuple[Config, str]:
     """Loads the config at `path`, or the embedded default; returns it and its source."""
     if path is None:
         source = "embedded default config"
@@ -432,4 +460,4 @@ def load(path: str | Path | None = None) -> tuple[Config, str]:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise ConfigError(f"{source}: not valid YAML: {exc}") from None
-    return parse(data, source), source
+    return parse(data, source, dataset), source

@@ -27,12 +27,12 @@ from server.accounting.spool import Spool
 from server.application.control import Control
 from server.base import config
 from server.base.errors import GatewayError
-from server.cli import keys, migrate, router, workers
+from server.cli import keys, migrate, prices, router, workers
 from server.cli import serve as app
 from server.cli.options import describe_storage, storage_options, with_overrides
 from server.ops import metrics, requestlog, tracing
 
-COMMANDS = ("serve", "keys", "migrate", "router")
+COMMANDS = ("serve", "keys", "migrate", "router", "prices")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -41,7 +41,7 @@ def parser() -> argparse.ArgumentParser:
         description="The model gateway: gRPC plus its REST/SSE facade. "
         "Without a command, `serve` runs.",
     )
-    commands = top.add_subparsers(dest="cmd", metavar="{serve,keys,migrate,router}")
+    commands = top.add_subparsers(dest="cmd", metavar="{serve,keys,migrate,router,prices}")
     serving = commands.add_parser(
         "serve", help="serve gRPC and REST (the default)",
         description="Serve the model gateway: gRPC plus its REST/SSE facade.",
@@ -72,6 +72,7 @@ def parser() -> argparse.ArgumentParser:
     keys.add_parser(commands)
     migrate.add_parser(commands)
     router.add_parser(commands)
+    prices.add_parser(commands)
     return top
 
 
