@@ -21,9 +21,11 @@ from server.base.config import SESSION_HEADERS
 REQUEST_ID = "x-request-id"
 # Headers forwarded to the RPC as metadata: the key headers the core reads (the
 # `authorization` Bearer form included), the W3C trace context, the session headers
-# cache affinity reads (its defaults), plus the request id; nothing else crosses
-# (grpc-gateway's header matcher).
-FORWARDED = tuple(sorted({*KEY_HEADERS, "traceparent", "tracestate", *SESSION_HEADERS}))
+# cache affinity reads (its defaults), the response cache's Cache-Control, plus the
+# request id; nothing else crosses (grpc-gateway's header matcher).
+FORWARDED = tuple(
+    sorted({*KEY_HEADERS, "traceparent", "tracestate", "cache-control", *SESSION_HEADERS})
+)
 
 
 @dataclass

@@ -131,6 +131,7 @@ class Accounts:
             cache_write_1h_tokens=counts.cache_write_1h_tokens if counts is not None else 0,
             reasoning_tokens=counts.reasoning_tokens if counts is not None else 0,
             cache_write_cost_usd=cost.cache_write_usd if cost is not None else None,
+            response_cached=run is not None and run.response_cached,
         )
         self.ledger.record(record.usage)
 

@@ -39,6 +39,9 @@ def embedders(model: ModelConfig, upstreams: Sequence[Upstream]) -> list[Upstrea
 
 
 class EmbeddingRun:
+    # Embeddings are not kept in the response cache.
+    response_cached = False
+
     def __init__(
         self, upstreams: Sequence[Upstream], request: EmbeddingRequest, deadline: float | None
     ) -> None:

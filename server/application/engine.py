@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import cast
 
@@ -14,7 +14,7 @@ from gateway.v1 import usage_pb2
 from server.application import dispatch
 from server.application.catalog import Upstream
 from server.base import costs, tokens
-from server.base.config import ModelConfig
+from server.base.config import ModelConfig, Price
 from server.base.errors import Internal, Unsupported
 from server.base.generation import (
     Capability,
@@ -35,6 +35,7 @@ from server.base.throttle import warn_throttled
 # What a run passes on: text, tool-call and reasoning fragments, native items and events.
 Fragment = TextDelta | ToolCallDelta | ReasoningDelta | NativeItem | NativeMessagesEvent
 _WHOLE = frozenset({ReasoningDelta, NativeItem, NativeMessagesEvent})
+FREE = Price(input=0, output=0)
 
 
 @dataclass
@@ -121,6 +122,17 @@ class Run:
         self.upstream_s = 0.0
         # Cache affinity's outcome (hit, moved, miss), when it applied (affinity.py).
         self.affinity: str | None = None
+        # The response cache's part (response_cache.py): `hit` (a stored answer is
+        # replayed) or `miss`; `free` when a hit costs nothing. `recorder`, when set,
+        # is given every event of an answer that finishes.
+        self.response_cache: str | None = None
+        self.free = False
+        self.recorder: Callable[[list[Event]], None] | None = None
+        self._recorded: list[Event] = []
+
+    @property
+    def response_cached(self) -> bool:
+        return self.response_cache == "hit"
 
     @property
     def model(self) -> ModelConfig:
@@ -172,10 +184,14 @@ class Run:
         """Records an event; returns it when it is a fragment to pass on."""
         if isinstance(event, Finished):
             self._finished = event = self._checked(event)
+            if self.recorder is not None:
+                self.recorder([*self._recorded, event])
             reasons = event.finish_reasons or (event.finish_reason,)
             for choice, reason in zip(self.choices, reasons, strict=False):
                 choice.finish_reason = reason
             return None
+        if self.recorder is not None:
+            self._recorded.append(event)
         if isinstance(event, ReasoningDelta):
             self.choices[0].reasoning.append(event.text)  # counted when usage is missing
             return event
@@ -261,16 +277,26 @@ class Run:
         """Whether an upstream answered (so there are counts and a cost to account)."""
         return self.upstream is not None
 
+    @property
+    def price(self) -> Price | None:
+        """What the run is billed at: the model's price, or nothing for a free hit of
+        the response cache (an unpriced model stays unpriced)."""
+        price = self.model.price
+        return FREE if self.free and price is not None else price
+
     def cost(self) -> costs.Cost | None:
-        return costs.cost(self.counts(), self.model.price)
+        return costs.cost(self.counts(), self.price)
 
     def ttft_ms(self) -> float | None:
         return self._clock.ttft_ms()
 
     def usage(self, with_ttft: bool = True) -> usage_pb2.Usage:
-        return costs.usage(
+        usage = costs.usage(
             self.counts(),
-            self.model.price,
+            self.price,
             self._clock.elapsed_ms(),
             self._clock.ttft_ms() if with_ttft else None,
         )
+        if self.response_cached:
+            usage.response_cached = True
+        return usage

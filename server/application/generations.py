@@ -14,10 +14,11 @@ from typing import Protocol, TypeVar
 from gateway.v1 import router_service_pb2 as router_pb
 
 from server.accounting.accounts import Accounts
-from server.application import affinity, validation
+from server.application import affinity, response_cache, validation
 from server.application.affinity import Affinity
 from server.application.catalog import Upstream, spread
 from server.application.engine import Run
+from server.application.response_cache import ResponseCache
 from server.application.state import Live, Snapshot
 from server.application.validation import InferRequest, InvokeRequest
 from server.base import tokens
@@ -41,10 +42,13 @@ ROUTE_HEADER = "x-gateway-route"
 
 
 class Generations:
-    def __init__(self, live: Live, accounts: Accounts, affinity: Affinity) -> None:
+    def __init__(
+        self, live: Live, accounts: Accounts, affinity: Affinity, responses: ResponseCache
+    ) -> None:
         self.live = live
         self.accounts = accounts
         self.affinity = affinity
+        self.responses = responses
 
     async def for_model(
         self, request: Asked, validate: Callable[[Asked], GenerationRequest], call: Call
@@ -134,6 +138,40 @@ class Generations:
         return generation
 
     async def _open(
+        self, call: Call, upstreams: list[Upstream], generation: GenerationRequest, subject: str
+    ) -> Run:
+        state = self.live.current
+        principal = call.record.principal
+        cache = (
+            response_cache.plan(
+                state.config.response_cache,
+                principal.name,
+                principal.key_id,
+                upstreams,
+                generation,
+                call.metadata,
+                subject,
+            )  # fmt: skip
+            if principal is not None
+            else None
+        )
+        if cache is not None:
+            stored = await self.responses.stored(cache, state.catalog)
+            call.response_metadata[response_cache.HEADER] = "hit" if stored else "miss"
+            if stored is not None:
+                run = Run([stored], generation, call.deadline)
+                run.response_cache = "hit"
+                run.free = state.config.response_cache.billing == "free"
+                call.record.ran(run)
+                await run.open(subject)
+                return run
+        run = await self._run(call, upstreams, generation, subject)
+        if cache is not None:
+            run.response_cache = "miss"
+            run.recorder = lambda events: self.responses.keep(cache, run.model.id, events)
+        return run
+
+    async def _run(
         self, call: Call, upstreams: list[Upstream], generation: GenerationRequest, subject: str
     ) -> Run:
         config = self.live.current.config.affinity

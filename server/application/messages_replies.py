@@ -274,7 +274,7 @@ def usage(run: Run) -> pb.MessageUsage:
         ),
     )
     for name in ("input_cost_usd", "output_cost_usd", "cache_input_cost_usd",
-                 "cache_write_cost_usd", "total_cost_usd", "ttft_ms"):  # fmt: skip
+                 "cache_write_cost_usd", "total_cost_usd", "ttft_ms", "response_cached"):  # fmt: skip
         if measured.HasField(name):
             setattr(out, name, getattr(measured, name))
     return out

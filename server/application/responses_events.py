@@ -425,7 +425,7 @@ def fill_usage(out: rpb.ResponseUsage, usage: usage_pb2.Usage) -> None:
 
 _USAGE_EXTRAS = frozenset(
     {"input_cost_usd", "output_cost_usd", "cache_input_cost_usd", "cache_write_cost_usd",
-     "total_cost_usd", "ttft_ms"}
+     "total_cost_usd", "ttft_ms", "response_cached"}
 )  # fmt: skip
 
 

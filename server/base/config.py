@@ -334,6 +334,31 @@ class AffinityConfig(Strict):
         return [h.lower() for h in value]
 
 
+class ResponseCacheConfig(Strict):
+    """The gateway's response cache (server/application/response_cache.py): a repeated
+    request answered from a stored answer instead of an upstream. Off while neither
+    `keys` nor `models` names anything."""
+
+    # Key names whose requests may be cached, or ["*"] for every key.
+    keys: list[str] = Field(default_factory=list)
+    # Model ids (a request's first model) whose requests may be cached, or ["*"].
+    models: list[str] = Field(default_factory=list)
+    # Seconds an answer is kept; a request's `Cache-Control: max-age` may ask for less.
+    ttl_s: float = Field(default=3600, gt=0)
+    # Answers kept per process without Redis; the least recently used go first.
+    max_entries: int = Field(default=10_000, ge=1)
+    # An answer larger than this (encoded) is not kept.
+    max_entry_bytes: int = Field(default=256 * 1024, ge=1024)
+    # Whether one key's stored answers may serve another key's requests.
+    shared_across_keys: bool = False
+    # What a cached answer costs its caller: `free` (nothing was asked upstream) or
+    # `full` (its tokens at the model's prices, without prompt-cache discounts).
+    billing: Literal["free", "full"] = "free"
+
+    def applies(self, key_name: str, model: str) -> bool:
+        return bool({"*", key_name} & set(self.keys) or {"*", model} & set(self.models))
+
+
 class OperationsConfig(Strict):
     """Request logs, metrics and shutdown: how operators watch and stop the gateway."""
 
@@ -360,6 +385,7 @@ class Config(Strict):
     ledger: LedgerConfig = Field(default_factory=LedgerConfig)
     responses: ResponsesConfig = Field(default_factory=ResponsesConfig)
     affinity: AffinityConfig = Field(default_factory=AffinityConfig)
+    response_cache: ResponseCacheConfig = Field(default_factory=ResponseCacheConfig)
     models: list[ModelConfig] = Field(min_length=1)
     deployments: list[DeploymentConfig] = Field(default_factory=list)
     routing: RoutingConfig

@@ -58,6 +58,8 @@ class UsageRecord:
     cache_write_1h_tokens: int = 0
     reasoning_tokens: int = 0
     cache_write_cost_usd: float | None = None
+    # Whether the answer came from the gateway's response cache.
+    response_cached: bool = False
 
 
 class Metered(Protocol):
@@ -76,6 +78,11 @@ class Metered(Protocol):
 
     @property
     def provider_id(self) -> str: ...
+
+    @property
+    def response_cached(self) -> bool:
+        """Whether the answer came from the gateway's response cache."""
+        ...
 
     def counts(self) -> TokenCounts: ...
 

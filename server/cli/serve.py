@@ -26,7 +26,7 @@ from server.accounting.ledger import Ledger
 from server.accounting.ratelimit import BucketLimiter, Limiter, RedisLimiter
 from server.accounting.shared import SharedBudgets, SharedLimiter, StateClient
 from server.accounting.spool import Spool
-from server.application import affinity, rpcs
+from server.application import affinity, response_cache, rpcs
 from server.application.admin import AdminService
 from server.application.chat import ChatService
 from server.application.completion import CompletionService
@@ -84,6 +84,7 @@ class State:
     budgets: Budgets
     ledger: Ledger
     affinity: affinity.Store
+    responses: response_cache.Store
     closers: tuple[Closer, ...] = ()
 
 
@@ -149,7 +150,10 @@ def assemble(
         live, registry.build, build_router, source,
         on_reload=lambda result: metrics.reloads.labels(result).inc(),
     )  # fmt: skip
-    generations = Generations(live, accounts, affinity.Affinity(state.affinity))
+    responses = response_cache.ResponseCache(
+        state.responses, lambda: live.current.config.response_cache.max_entry_bytes
+    )
+    generations = Generations(live, accounts, affinity.Affinity(state.affinity), responses)
     services = Services(
         chat=ChatService(generations),
         completion=CompletionService(generations),
@@ -194,6 +198,7 @@ def in_memory(config: Config) -> State:
         None, BucketLimiter(window_s=config.limits.window_s),
         MemoryBudgets(_nothing_spent), Ledger(None),
         affinity.MemoryStore(config.affinity.max_entries),
+        response_cache.MemoryStore(config.response_cache.max_entries),
     )  # fmt: skip
 
 
@@ -247,6 +252,7 @@ async def open_state(config: Config, shared_state: str | None, spool: Spool | No
     limiter: Limiter
     budgets: Budgets
     remembered: affinity.Store = affinity.MemoryStore(config.affinity.max_entries)
+    answers: response_cache.Store = response_cache.MemoryStore(config.response_cache.max_entries)
     ledger = Ledger(
         store.usage, config.ledger.batch_size, config.ledger.flush_interval_s,
         config.ledger.max_buffered, spool,
@@ -267,6 +273,7 @@ async def open_state(config: Config, shared_state: str | None, spool: Spool | No
         limiter = RedisLimiter(client, storage.redis_prefix, config.limits.window_s)
         budgets = RedisBudgets(client, storage.redis_prefix, spent)
         remembered = affinity.RedisStore(client, storage.redis_prefix, timeout_s)
+        answers = response_cache.RedisStore(client, storage.redis_prefix, timeout_s)
         limiter = GuardedLimiter(limiter, timeout_s, config.limits.fail_open)
         budgets = GuardedBudgets(budgets, timeout_s)
     elif shared_state:
@@ -277,7 +284,7 @@ async def open_state(config: Config, shared_state: str | None, spool: Spool | No
     else:
         limiter = BucketLimiter(window_s=config.limits.window_s)
         budgets = GuardedBudgets(MemoryBudgets(spent), timeout_s)
-    return State(store, limiter, budgets, ledger, remembered, tuple(closers))
+    return State(store, limiter, budgets, ledger, remembered, answers, tuple(closers))
 
 
 async def _nothing_spent(key_id: str, since: float) -> float:

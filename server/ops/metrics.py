@@ -140,6 +140,12 @@ class Metrics:
             "(another did), miss (no provider remembered for the prefix).",
             ["model", "result"], registry=registry,
         )  # fmt: skip
+        self.response_cache = Counter(
+            "gateway_response_cache",
+            "Requests the response cache took part in: hit (answered from it) or miss "
+            "(answered upstream, then kept).",
+            ["model", "result"], registry=registry,
+        )  # fmt: skip
         self.routes = Counter(
             "gateway_routing_decisions", "Models chosen by the router, by profile.",
             ["profile", "model"], registry=registry,
@@ -214,6 +220,8 @@ class Metrics:
             of(self.cost, o.model, o.provider, o.key_id).inc(o.cost_usd)
         if o.affinity is not None:
             of(self.affinity, o.model, o.affinity).inc()
+        if o.response_cache is not None:
+            of(self.response_cache, o.model, o.response_cache).inc()
         uncached = o.prompt_tokens - o.cached_tokens - o.cache_write_tokens
         for kind, count in (("read", o.cached_tokens), ("write", o.cache_write_tokens),
                             ("uncached", uncached)):  # fmt: skip

@@ -55,6 +55,8 @@ class Outcome:
     cache_write_tokens: int = 0
     # Cache affinity's outcome (hit, moved, miss), when it applied.
     affinity: str | None = None
+    # The response cache's outcome (hit, miss), when it applied.
+    response_cache: str | None = None
     # Prompt and completion, only when the operator asked for them in the log.
     prompt: Any = None
     completion: str | None = None
@@ -182,7 +184,8 @@ class Observer(Middleware):
         )
         if isinstance(run, Run):
             outcome.affinity = run.affinity
-            if started:
+            outcome.response_cache = run.response_cache
+            if started and not run.response_cached:
                 counts = run.counts()
                 outcome.cached_tokens = counts.cached_tokens
                 outcome.cache_write_tokens = counts.cache_write_tokens

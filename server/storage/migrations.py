@@ -133,13 +133,14 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
     ),
     (
         6,
-        "prompt-cache tokens",
+        "prompt-cache tokens and response-cache hits",
         [
             "ALTER TABLE usage_records ADD COLUMN cached_tokens INTEGER NOT NULL DEFAULT 0",
             "ALTER TABLE usage_records ADD COLUMN cache_write_tokens INTEGER NOT NULL DEFAULT 0",
             "ALTER TABLE usage_records ADD COLUMN cache_write_1h_tokens INTEGER NOT NULL DEFAULT 0",
             "ALTER TABLE usage_records ADD COLUMN reasoning_tokens INTEGER NOT NULL DEFAULT 0",
             "ALTER TABLE usage_records ADD COLUMN cache_write_cost_usd {float}",
+            "ALTER TABLE usage_records ADD COLUMN response_cached BOOLEAN NOT NULL DEFAULT FALSE",
         ],
     ),
 ]

@@ -154,7 +154,7 @@ class Message(_message.Message):
     def __init__(self, id: _Optional[str] = ..., type: _Optional[str] = ..., role: _Optional[str] = ..., content: _Optional[_Iterable[_Union[ContentBlock, _Mapping]]] = ..., model: _Optional[str] = ..., stop_reason: _Optional[str] = ..., stop_sequence: _Optional[str] = ..., usage: _Optional[_Union[MessageUsage, _Mapping]] = ..., other: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
 
 class MessageUsage(_message.Message):
-    __slots__ = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens", "input_cost_usd", "output_cost_usd", "cache_input_cost_usd", "total_cost_usd", "latency_ms", "ttft_ms", "other", "cache_write_cost_usd", "cache_creation")
+    __slots__ = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens", "input_cost_usd", "output_cost_usd", "cache_input_cost_usd", "total_cost_usd", "latency_ms", "ttft_ms", "other", "cache_write_cost_usd", "cache_creation", "response_cached")
     INPUT_TOKENS_FIELD_NUMBER: _ClassVar[int]
     CACHE_CREATION_INPUT_TOKENS_FIELD_NUMBER: _ClassVar[int]
     CACHE_READ_INPUT_TOKENS_FIELD_NUMBER: _ClassVar[int]
@@ -168,6 +168,7 @@ class MessageUsage(_message.Message):
     OTHER_FIELD_NUMBER: _ClassVar[int]
     CACHE_WRITE_COST_USD_FIELD_NUMBER: _ClassVar[int]
     CACHE_CREATION_FIELD_NUMBER: _ClassVar[int]
+    RESPONSE_CACHED_FIELD_NUMBER: _ClassVar[int]
     input_tokens: int
     cache_creation_input_tokens: int
     cache_read_input_tokens: int
@@ -181,7 +182,8 @@ class MessageUsage(_message.Message):
     other: _struct_pb2.Struct
     cache_write_cost_usd: float
     cache_creation: CacheCreation
-    def __init__(self, input_tokens: _Optional[int] = ..., cache_creation_input_tokens: _Optional[int] = ..., cache_read_input_tokens: _Optional[int] = ..., output_tokens: _Optional[int] = ..., input_cost_usd: _Optional[float] = ..., output_cost_usd: _Optional[float] = ..., cache_input_cost_usd: _Optional[float] = ..., total_cost_usd: _Optional[float] = ..., latency_ms: _Optional[float] = ..., ttft_ms: _Optional[float] = ..., other: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., cache_write_cost_usd: _Optional[float] = ..., cache_creation: _Optional[_Union[CacheCreation, _Mapping]] = ...) -> None: ...
+    response_cached: bool
+    def __init__(self, input_tokens: _Optional[int] = ..., cache_creation_input_tokens: _Optional[int] = ..., cache_read_input_tokens: _Optional[int] = ..., output_tokens: _Optional[int] = ..., input_cost_usd: _Optional[float] = ..., output_cost_usd: _Optional[float] = ..., cache_input_cost_usd: _Optional[float] = ..., total_cost_usd: _Optional[float] = ..., latency_ms: _Optional[float] = ..., ttft_ms: _Optional[float] = ..., other: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., cache_write_cost_usd: _Optional[float] = ..., cache_creation: _Optional[_Union[CacheCreation, _Mapping]] = ..., response_cached: _Optional[bool] = ...) -> None: ...
 
 class CacheCreation(_message.Message):
     __slots__ = ("ephemeral_5m_input_tokens", "ephemeral_1h_input_tokens")

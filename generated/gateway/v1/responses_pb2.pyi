@@ -124,7 +124,7 @@ class TextFormat(_message.Message):
     def __init__(self, type: _Optional[str] = ..., name: _Optional[str] = ..., schema: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., description: _Optional[str] = ..., strict: _Optional[bool] = ...) -> None: ...
 
 class ResponseUsage(_message.Message):
-    __slots__ = ("input_tokens", "input_tokens_details", "output_tokens", "output_tokens_details", "total_tokens", "input_cost_usd", "output_cost_usd", "cache_input_cost_usd", "total_cost_usd", "latency_ms", "ttft_ms", "cache_write_cost_usd")
+    __slots__ = ("input_tokens", "input_tokens_details", "output_tokens", "output_tokens_details", "total_tokens", "input_cost_usd", "output_cost_usd", "cache_input_cost_usd", "total_cost_usd", "latency_ms", "ttft_ms", "cache_write_cost_usd", "response_cached")
     INPUT_TOKENS_FIELD_NUMBER: _ClassVar[int]
     INPUT_TOKENS_DETAILS_FIELD_NUMBER: _ClassVar[int]
     OUTPUT_TOKENS_FIELD_NUMBER: _ClassVar[int]
@@ -137,6 +137,7 @@ class ResponseUsage(_message.Message):
     LATENCY_MS_FIELD_NUMBER: _ClassVar[int]
     TTFT_MS_FIELD_NUMBER: _ClassVar[int]
     CACHE_WRITE_COST_USD_FIELD_NUMBER: _ClassVar[int]
+    RESPONSE_CACHED_FIELD_NUMBER: _ClassVar[int]
     input_tokens: int
     input_tokens_details: InputTokensDetails
     output_tokens: int
@@ -149,7 +150,8 @@ class ResponseUsage(_message.Message):
     latency_ms: float
     ttft_ms: float
     cache_write_cost_usd: float
-    def __init__(self, input_tokens: _Optional[int] = ..., input_tokens_details: _Optional[_Union[InputTokensDetails, _Mapping]] = ..., output_tokens: _Optional[int] = ..., output_tokens_details: _Optional[_Union[OutputTokensDetails, _Mapping]] = ..., total_tokens: _Optional[int] = ..., input_cost_usd: _Optional[float] = ..., output_cost_usd: _Optional[float] = ..., cache_input_cost_usd: _Optional[float] = ..., total_cost_usd: _Optional[float] = ..., latency_ms: _Optional[float] = ..., ttft_ms: _Optional[float] = ..., cache_write_cost_usd: _Optional[float] = ...) -> None: ...
+    response_cached: bool
+    def __init__(self, input_tokens: _Optional[int] = ..., input_tokens_details: _Optional[_Union[InputTokensDetails, _Mapping]] = ..., output_tokens: _Optional[int] = ..., output_tokens_details: _Optional[_Union[OutputTokensDetails, _Mapping]] = ..., total_tokens: _Optional[int] = ..., input_cost_usd: _Optional[float] = ..., output_cost_usd: _Optional[float] = ..., cache_input_cost_usd: _Optional[float] = ..., total_cost_usd: _Optional[float] = ..., latency_ms: _Optional[float] = ..., ttft_ms: _Optional[float] = ..., cache_write_cost_usd: _Optional[float] = ..., response_cached: _Optional[bool] = ...) -> None: ...
 
 class InputTokensDetails(_message.Message):
     __slots__ = ("cached_tokens", "cache_write_tokens")

@@ -6,7 +6,7 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class Usage(_message.Message):
-    __slots__ = ("prompt_tokens", "completion_tokens", "total_tokens", "input_cost_usd", "output_cost_usd", "cache_input_cost_usd", "total_cost_usd", "latency_ms", "ttft_ms", "prompt_tokens_details", "completion_tokens_details", "cache_write_cost_usd")
+    __slots__ = ("prompt_tokens", "completion_tokens", "total_tokens", "input_cost_usd", "output_cost_usd", "cache_input_cost_usd", "total_cost_usd", "latency_ms", "ttft_ms", "prompt_tokens_details", "completion_tokens_details", "cache_write_cost_usd", "response_cached")
     PROMPT_TOKENS_FIELD_NUMBER: _ClassVar[int]
     COMPLETION_TOKENS_FIELD_NUMBER: _ClassVar[int]
     TOTAL_TOKENS_FIELD_NUMBER: _ClassVar[int]
@@ -19,6 +19,7 @@ class Usage(_message.Message):
     PROMPT_TOKENS_DETAILS_FIELD_NUMBER: _ClassVar[int]
     COMPLETION_TOKENS_DETAILS_FIELD_NUMBER: _ClassVar[int]
     CACHE_WRITE_COST_USD_FIELD_NUMBER: _ClassVar[int]
+    RESPONSE_CACHED_FIELD_NUMBER: _ClassVar[int]
     prompt_tokens: int
     completion_tokens: int
     total_tokens: int
@@ -31,7 +32,8 @@ class Usage(_message.Message):
     prompt_tokens_details: PromptTokensDetails
     completion_tokens_details: CompletionTokensDetails
     cache_write_cost_usd: float
-    def __init__(self, prompt_tokens: _Optional[int] = ..., completion_tokens: _Optional[int] = ..., total_tokens: _Optional[int] = ..., input_cost_usd: _Optional[float] = ..., output_cost_usd: _Optional[float] = ..., cache_input_cost_usd: _Optional[float] = ..., total_cost_usd: _Optional[float] = ..., latency_ms: _Optional[float] = ..., ttft_ms: _Optional[float] = ..., prompt_tokens_details: _Optional[_Union[PromptTokensDetails, _Mapping]] = ..., completion_tokens_details: _Optional[_Union[CompletionTokensDetails, _Mapping]] = ..., cache_write_cost_usd: _Optional[float] = ...) -> None: ...
+    response_cached: bool
+    def __init__(self, prompt_tokens: _Optional[int] = ..., completion_tokens: _Optional[int] = ..., total_tokens: _Optional[int] = ..., input_cost_usd: _Optional[float] = ..., output_cost_usd: _Optional[float] = ..., cache_input_cost_usd: _Optional[float] = ..., total_cost_usd: _Optional[float] = ..., latency_ms: _Optional[float] = ..., ttft_ms: _Optional[float] = ..., prompt_tokens_details: _Optional[_Union[PromptTokensDetails, _Mapping]] = ..., completion_tokens_details: _Optional[_Union[CompletionTokensDetails, _Mapping]] = ..., cache_write_cost_usd: _Optional[float] = ..., response_cached: _Optional[bool] = ...) -> None: ...
 
 class PromptTokensDetails(_message.Message):
     __slots__ = ("cached_tokens", "audio_tokens", "cache_write_tokens", "cache_write_1h_tokens")

@@ -1,0 +1,326 @@
+"""The gateway's response cache: a repeated request answered from a stored answer,
+costing nothing upstream.
+
+Which requests: those of the keys or models `response_cache` names, exactly alike in
+what changes the answer (the model or profile asked for, the messages, tools and every
+sampling field; not `user`, metadata or the upstream hints), and one key's answers
+only serve that key unless `shared_across_keys`. A caller chooses per request with the
+standard `Cache-Control` request directives: `max-age=N` opts in (an answer at most N
+seconds old is served, whatever the sampling), `no-cache` asks for a fresh answer (which
+is then stored), `no-store` keeps the request out of the cache both ways. Without one,
+only requests with temperature 0 are cached: sampling above 0 asks for a new answer
+each time, unless the caller opts in.
+
+What is stored: the generation's events (text, tool calls, reasoning, native events,
+the finish with its usage), so a hit is replayed by the same steps as an upstream's
+answer and comes out in the caller's dialect, streamed or whole. A hit is marked (the
+`x-gateway-cache: hit` header, `response_cached` in usage and the ledger), reports the
+answer's tokens without prompt-cache reads or writes (no upstream cache took part), and
+costs what `billing` says: nothing, or those tokens at the model's prices. Stores: a bounded LRU per process, or Redis when configured
+(`{prefix}response:{key}`, expiring with the entry). An entry larger than
+`max_entry_bytes` is not kept; one that cannot be read, or a store that fails, is a
+miss, never an error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import hashlib
+import logging
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+import orjson
+from google.protobuf.message import Message as ProtoMessage
+
+from server.application.catalog import Catalog, Upstream
+from server.base.config import ProviderConfig, ResponseCacheConfig
+from server.base.errors import NotFound
+from server.base.generation import (
+    Capability,
+    Event,
+    Finished,
+    GenerationRequest,
+    NativeItem,
+    NativeMessagesEvent,
+    ReasoningDelta,
+    RetryPolicy,
+    TextDelta,
+    TokenCounts,
+    TokenLogprob,
+    ToolCallDelta,
+    TopLogprob,
+)
+from server.base.throttle import warn_throttled
+
+if TYPE_CHECKING:
+    from redis.asyncio import Redis
+
+log = logging.getLogger(__name__)
+
+# The response header (and gRPC metadata) that says how the cache served a request.
+HEADER = "x-gateway-cache"
+# The provider a replayed answer is recorded under.
+PROVIDER_ID = "response-cache"
+# What changes nothing in the answer: left out of the key.
+IGNORED = frozenset({
+    "user", "metadata", "prompt_cache_key", "prompt_cache_retention", "store",
+    "service_tier", "safety_identifier",
+})  # fmt: skip
+VERSION = 1
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How the cache takes part in one request."""
+
+    key: str
+    # Whether a stored answer may be served, and the oldest one that may be.
+    read: bool
+    max_age_s: float
+    ttl_s: float
+
+
+def directives(header: str) -> dict[str, float | None]:
+    """Cache-Control's directives, names lowercased; max-age as seconds."""
+    found: dict[str, float | None] = {}
+    for part in header.split(","):
+        name, _, value = part.strip().partition("=")
+        name = name.strip().lower()
+        if not name:
+            continue
+        try:
+            found[name] = float(value.strip().strip('"')) if value else None
+        except ValueError:
+            continue  # a malformed value: the directive is ignored, as RFC 9111 says
+    return found
+
+
+def plan(
+    config: ResponseCacheConfig,
+    key_name: str,
+    key_id: str,
+    upstreams: Sequence[Upstream],
+    request: GenerationRequest,
+    metadata: Mapping[str, str],
+    subject: str,
+) -> Plan | None:
+    """The cache's part in a request; None when it takes none."""
+    if not upstreams or not config.applies(key_name, upstreams[0].model.id):
+        return None
+    given = directives(metadata.get("cache-control", ""))
+    if "no-store" in given:
+        return None
+    if request.native is not None and request.native.previous is not None:
+        return None  # continues a response an upstream stored: its state is there
+    max_age = given.get("max-age")
+    if max_age is None and request.temperature != 0:
+        return None  # sampling asks for a new answer each time, unless opted in
+    max_age = config.ttl_s if max_age is None else max(0.0, min(max_age, config.ttl_s))
+    scope = "shared" if config.shared_across_keys else key_id
+    return Plan(_key(scope, subject, request), "no-cache" not in given, max_age, config.ttl_s)
+
+
+def _key(scope: str, subject: str, request: GenerationRequest) -> str:
+    fields = {
+        f.name: getattr(request, f.name)
+        for f in dataclasses.fields(request)
+        if f.name not in IGNORED
+    }
+    native = request.native
+    if native is not None:
+        fields["native"] = dataclasses.replace(
+            native, body={k: v for k, v in native.body.items() if k not in IGNORED}
+        )
+    text = orjson.dumps(
+        [VERSION, scope, subject, fields], default=_canonical, option=orjson.OPT_SORT_KEYS
+    )
+    return hashlib.sha256(text).hexdigest()
+
+
+def _canonical(value: Any) -> Any:
+    if isinstance(value, ProtoMessage):
+        copy = type(value)()
+        copy.CopyFrom(value)
+        for name in ("metadata", "stream"):  # the Messages API's metadata.user_id
+            if name in copy.DESCRIPTOR.fields_by_name:
+                copy.ClearField(name)
+        return hashlib.sha256(copy.SerializeToString(deterministic=True)).hexdigest()
+    if isinstance(value, Mapping):
+        return dict(value)
+    raise TypeError(type(value).__name__)
+
+
+# -- entries ---------------------------------------------------------------------------
+
+_TYPES: dict[str, type] = {
+    t.__name__: t
+    for t in (TextDelta, ToolCallDelta, ReasoningDelta, NativeItem, NativeMessagesEvent, Finished)
+}
+
+
+def encode(model: str, events: Sequence[Event], now: float) -> bytes:
+    return orjson.dumps(
+        {"v": VERSION, "at": now, "model": model,
+         "events": [[type(e).__name__, dataclasses.asdict(e)] for e in events]}
+    )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Entry:
+    at: float
+    model: str
+    events: tuple[Event, ...]
+
+
+def decode(data: bytes) -> Entry | None:
+    """An entry; None for anything unreadable (another version, a damaged value)."""
+    try:
+        raw = orjson.loads(data)
+        if raw["v"] != VERSION:
+            return None
+        events = tuple(_event(name, fields) for name, fields in raw["events"])
+        if not events or not isinstance(events[-1], Finished):
+            return None
+        return Entry(float(raw["at"]), str(raw["model"]), events)
+    except Exception as exc:  # unreadable: a miss, never an error
+        warn_throttled(log, "response-cache", f"unreadable response cache entry ({exc!r})")
+        return None
+
+
+def _event(name: str, fields: dict[str, Any]) -> Event:
+    kind = _TYPES[name]
+    if kind is TextDelta:
+        fields["logprobs"] = tuple(
+            TokenLogprob(p["token"], p["logprob"], tuple(TopLogprob(**t) for t in p["top"]))
+            for p in fields["logprobs"]
+        )
+    elif kind is Finished:
+        counts = fields["counts"]
+        fields["counts"] = TokenCounts(**counts) if counts is not None else None
+        fields["finish_reasons"] = tuple(fields["finish_reasons"])
+    event: Event = kind(**fields)
+    return event
+
+
+def _uncached(event: Event) -> Event:
+    """A replayed answer's usage: its tokens, without the upstream prompt cache's reads
+    and writes (no upstream cache took part in the replay)."""
+    if not isinstance(event, Finished) or event.counts is None:
+        return event
+    counts = dataclasses.replace(
+        event.counts, cached_tokens=0, cache_write_tokens=0, cache_write_1h_tokens=0
+    )
+    return dataclasses.replace(event, counts=counts)
+
+
+# -- stores ----------------------------------------------------------------------------
+
+
+class Store(Protocol):
+    async def get(self, key: str) -> bytes | None: ...
+
+    async def put(self, key: str, value: bytes, ttl_s: float) -> None: ...
+
+
+class MemoryStore:
+    """At most `max_entries` answers, the least recently used dropped first."""
+
+    def __init__(self, max_entries: int, clock: Callable[[], float] = time.monotonic) -> None:
+        self._entries: OrderedDict[str, tuple[bytes, float]] = OrderedDict()
+        self._max = max_entries
+        self._clock = clock
+
+    async def get(self, key: str) -> bytes | None:
+        entry = self._entries.get(key)
+        if entry is None:
+            return None
+        if entry[1] <= self._clock():
+            del self._entries[key]
+            return None
+        self._entries.move_to_end(key)
+        return entry[0]
+
+    async def put(self, key: str, value: bytes, ttl_s: float) -> None:
+        self._entries[key] = (value, self._clock() + ttl_s)
+        self._entries.move_to_end(key)
+        while len(self._entries) > self._max:
+            self._entries.popitem(last=False)
+
+
+class RedisStore:
+    """One string key per answer, expiring with it; every call bounded by `timeout_s`."""
+
+    def __init__(self, client: Redis, prefix: str, timeout_s: float) -> None:
+        self._client = client
+        self._prefix = f"{prefix}response:"
+        self._timeout_s = timeout_s
+
+    async def get(self, key: str) -> bytes | None:
+        found = await self._bounded(self._client.get(self._prefix + key))
+        return found if isinstance(found, bytes) else None
+
+    async def put(self, key: str, value: bytes, ttl_s: float) -> None:
+        await self._bounded(self._client.set(self._prefix + key, value, px=int(ttl_s * 1000)))
+
+    async def _bounded(self, command: Any) -> Any:
+        try:
+            return await asyncio.wait_for(command, self._timeout_s)
+        except Exception as exc:  # a cache that fails costs an upstream call, not the request
+            warn_throttled(log, "response-cache", f"response cache store unavailable ({exc!r})")
+            return None
+
+
+# -- replay ----------------------------------------------------------------------------
+
+
+class Replay:
+    """A provider that answers with a stored answer's events."""
+
+    retry_policy = RetryPolicy()
+    capabilities = frozenset(Capability)
+
+    def __init__(self, events: Sequence[Event]) -> None:
+        self._events = events
+
+    async def generate(self, request: GenerationRequest) -> Any:
+        for event in self._events:
+            yield event
+
+    async def aclose(self) -> None:
+        return None
+
+
+class ResponseCache:
+    def __init__(self, store: Store, max_entry_bytes: Callable[[], int]) -> None:
+        self._store = store
+        self._max_entry_bytes = max_entry_bytes
+        self._writes: set[asyncio.Task[None]] = set()
+
+    async def stored(self, plan: Plan, catalog: Catalog) -> Upstream | None:
+        """The stored answer as an upstream to run, when there is one young enough."""
+        if not plan.read:
+            return None
+        data = await self._store.get(plan.key)
+        entry = decode(data) if data is not None else None
+        if entry is None or time.time() - entry.at > plan.max_age_s:
+            return None
+        try:
+            model = catalog.model(entry.model)
+        except NotFound:
+            return None  # the model is gone from the config
+        config = ProviderConfig(id=PROVIDER_ID, type="primary", adapter="simulated")
+        return Upstream(config, Replay([_uncached(e) for e in entry.events]), model)
+
+    def keep(self, plan: Plan, model: str, events: Sequence[Event]) -> None:
+        """Stores a finished answer (in the background: the caller has it already)."""
+        data = encode(model, events, time.time())
+        if len(data) > self._max_entry_bytes():
+            return
+        task = asyncio.create_task(self._store.put(plan.key, data, plan.ttl_s))
+        self._writes.add(task)
+        task.add_done_callback(self._writes.discard)
