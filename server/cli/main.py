@@ -197,8 +197,11 @@ def main(argv: list[str] | None = None) -> None:
         )
         requestlog.install()
         tracing.configure_from_env()
-        with asyncio.Runner(loop_factory=event_loop()) as runner:
-            code = runner.run(serve(args))
+        try:
+            with asyncio.Runner(loop_factory=event_loop()) as runner:
+                code = runner.run(serve(args))
+        finally:
+            requestlog.stop()
         if code:
             sys.exit(code)
     except config.ConfigError as exc:

@@ -12,6 +12,8 @@ from __future__ import annotations
 import logging
 import sys
 import time
+from logging.handlers import QueueHandler, QueueListener
+from queue import SimpleQueue
 from typing import Any
 
 import orjson
@@ -70,14 +72,48 @@ def write_unknown_route(method: str, path: str, client: str, status: int) -> Non
                                   (), None))  # fmt: skip
 
 
+class _Lines:
+    """The writer thread's end: one line per record, as the record's message, flushed
+    whenever the queue runs empty (a burst goes out in one write)."""
+
+    def __init__(self, stream: Any, queue: SimpleQueue[logging.LogRecord]) -> None:
+        self._stream = stream
+        self._queue = queue
+
+    def handle(self, record: logging.LogRecord) -> None:
+        self._stream.write(record.getMessage() + "\n")
+        if self._queue.empty():
+            self._stream.flush()
+
+
+_listener: QueueListener | None = None
+
+
 def install(stream: Any = None) -> None:
     """Sends request lines, bare (one JSON object per line), to stderr, apart from the
-    other logs' `time level name: message` format."""
-    if any(getattr(h, "_request_lines", False) for h in log.handlers):
+    other logs' `time level name: message` format. The event loop only queues a record;
+    a thread writes it, so a slow terminal or pipe never stalls requests. `stop()`
+    writes out what is queued."""
+    global _listener
+    if _listener is not None:
         return
-    handler = logging.StreamHandler(stream or sys.stderr)
-    handler.setFormatter(logging.Formatter("%(message)s"))
-    handler._request_lines = True  # type: ignore[attr-defined]
+    queue: SimpleQueue[logging.LogRecord] = SimpleQueue()
+    _listener = QueueListener(queue, _Lines(stream or sys.stderr, queue))  # type: ignore[arg-type]
+    _listener.start()
+    handler = _Enqueue(queue)
     log.addHandler(handler)
     log.setLevel(logging.INFO)
     log.propagate = False
+
+
+class _Enqueue(QueueHandler):
+    def prepare(self, record: logging.LogRecord) -> logging.LogRecord:
+        return record  # the message is final already: no formatting, no copy
+
+
+def stop() -> None:
+    """Writes every queued line, then stops the writer (at shutdown: no line is lost)."""
+    global _listener
+    if _listener is not None:
+        _listener.stop()
+        _listener = None

@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 
+import httpx
 import pytest
 
 from server.base import config
@@ -126,3 +127,25 @@ def test_generated_code_is_fresh():
         capture_output=True, text=True, timeout=60, cwd=ROOT,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
+
+
+async def test_request_lines_never_stall_requests_and_none_is_lost_at_shutdown():
+    """Nobody reads the gateway's output while 400 requests run (its pipe fills after a
+    few hundred lines): the requests are served anyway, since a thread writes the lines;
+    at SIGTERM every line is written out."""
+    gw = start_process("--grpc-port", "0", "--http-port", "0")
+    try:
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{gw.http_port}",
+                                     headers={"x-api-key": API_KEY}, timeout=10) as http:  # fmt: skip
+            body = {"model": "sim-mini", "messages": [{"role": "user", "content": "x" * 300}]}
+            for _ in range(8):
+                replies = await asyncio.gather(
+                    *(http.post("/v1/chat/completions", json=body) for _ in range(50))
+                )
+                assert all(r.status_code == 200 for r in replies)
+    finally:
+        output = stop_process(gw, timeout_s=30)
+    lines = [json.loads(line) for line in output.splitlines() if line.startswith('{"ts"')]
+    served = [line for line in lines if line["rpc"].endswith("CreateChatCompletion")]
+    assert len(served) == 400
+    assert "gateway: stopped" in output
