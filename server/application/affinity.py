@@ -24,78 +24,14 @@ A store that fails or stalls is a miss, never an error.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
-import logging
-import time
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
 
 from server.application.catalog import Upstream
+from server.application.expiring import Store
 from server.base.config import AffinityConfig
 from server.base.generation import GenerationRequest
-from server.base.throttle import warn_throttled
-
-if TYPE_CHECKING:
-    from redis.asyncio import Redis
-
-log = logging.getLogger(__name__)
-
-
-class Store(Protocol):
-    async def get(self, key: str) -> str | None: ...
-
-    async def put(self, key: str, provider: str, ttl_s: float) -> None: ...
-
-
-class MemoryStore:
-    """At most `max_entries` keys, the least recently used dropped first."""
-
-    def __init__(self, max_entries: int, clock: Any = time.monotonic) -> None:
-        self._entries: OrderedDict[str, tuple[str, float]] = OrderedDict()
-        self._max = max_entries
-        self._clock = clock
-
-    async def get(self, key: str) -> str | None:
-        entry = self._entries.get(key)
-        if entry is None:
-            return None
-        if entry[1] <= self._clock():
-            del self._entries[key]
-            return None
-        self._entries.move_to_end(key)
-        return entry[0]
-
-    async def put(self, key: str, provider: str, ttl_s: float) -> None:
-        self._entries[key] = (provider, self._clock() + ttl_s)
-        self._entries.move_to_end(key)
-        while len(self._entries) > self._max:
-            self._entries.popitem(last=False)
-
-
-class RedisStore:
-    """One string key per prefix, expiring with it; every call bounded by `timeout_s`."""
-
-    def __init__(self, client: Redis, prefix: str, timeout_s: float) -> None:
-        self._client = client
-        self._prefix = f"{prefix}affinity:"
-        self._timeout_s = timeout_s
-
-    async def get(self, key: str) -> str | None:
-        found = await self._bounded(self._client.get(self._prefix + key))
-        return found.decode() if isinstance(found, bytes) else found
-
-    async def put(self, key: str, provider: str, ttl_s: float) -> None:
-        await self._bounded(self._client.set(self._prefix + key, provider, px=int(ttl_s * 1000)))
-
-    async def _bounded(self, command: Any) -> Any:
-        try:
-            return await asyncio.wait_for(command, self._timeout_s)
-        except Exception as exc:  # a missed affinity costs money, never the request
-            warn_throttled(log, "affinity", f"cache affinity store unavailable ({exc!r})")
-            return None
 
 
 class Affinity:
@@ -124,7 +60,8 @@ class Affinity:
         """The upstreams with the remembered one first (among its model's), and its id."""
         if key is None or not upstreams:
             return list(upstreams), None
-        remembered = await self._store.get(key)
+        found = await self._store.get(key)
+        remembered = found.decode() if found is not None else None
         first_model = upstreams[0].model.id
         for i, upstream in enumerate(upstreams):
             if upstream.id == remembered and upstream.model.id == first_model:
@@ -133,7 +70,7 @@ class Affinity:
 
     async def remember(self, key: str | None, provider: str, ttl_s: float) -> None:
         if key is not None and provider:
-            await self._store.put(key, provider, ttl_s)
+            await self._store.put(key, provider.encode(), ttl_s)
 
 
 def outcome(remembered: str | None, answered: str) -> str:

@@ -29,15 +29,15 @@ import dataclasses
 import hashlib
 import logging
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import orjson
 from google.protobuf.message import Message as ProtoMessage
 
 from server.application.catalog import Catalog, Upstream
+from server.application.expiring import Store
 from server.base.config import ProviderConfig, ResponseCacheConfig
 from server.base.errors import NotFound
 from server.base.generation import (
@@ -58,7 +58,7 @@ from server.base.generation import (
 from server.base.throttle import warn_throttled
 
 if TYPE_CHECKING:
-    from redis.asyncio import Redis
+    pass
 
 log = logging.getLogger(__name__)
 
@@ -216,63 +216,6 @@ def _uncached(event: Event) -> Event:
         event.counts, cached_tokens=0, cache_write_tokens=0, cache_write_1h_tokens=0
     )
     return dataclasses.replace(event, counts=counts)
-
-
-# -- stores ----------------------------------------------------------------------------
-
-
-class Store(Protocol):
-    async def get(self, key: str) -> bytes | None: ...
-
-    async def put(self, key: str, value: bytes, ttl_s: float) -> None: ...
-
-
-class MemoryStore:
-    """At most `max_entries` answers, the least recently used dropped first."""
-
-    def __init__(self, max_entries: int, clock: Callable[[], float] = time.monotonic) -> None:
-        self._entries: OrderedDict[str, tuple[bytes, float]] = OrderedDict()
-        self._max = max_entries
-        self._clock = clock
-
-    async def get(self, key: str) -> bytes | None:
-        entry = self._entries.get(key)
-        if entry is None:
-            return None
-        if entry[1] <= self._clock():
-            del self._entries[key]
-            return None
-        self._entries.move_to_end(key)
-        return entry[0]
-
-    async def put(self, key: str, value: bytes, ttl_s: float) -> None:
-        self._entries[key] = (value, self._clock() + ttl_s)
-        self._entries.move_to_end(key)
-        while len(self._entries) > self._max:
-            self._entries.popitem(last=False)
-
-
-class RedisStore:
-    """One string key per answer, expiring with it; every call bounded by `timeout_s`."""
-
-    def __init__(self, client: Redis, prefix: str, timeout_s: float) -> None:
-        self._client = client
-        self._prefix = f"{prefix}response:"
-        self._timeout_s = timeout_s
-
-    async def get(self, key: str) -> bytes | None:
-        found = await self._bounded(self._client.get(self._prefix + key))
-        return found if isinstance(found, bytes) else None
-
-    async def put(self, key: str, value: bytes, ttl_s: float) -> None:
-        await self._bounded(self._client.set(self._prefix + key, value, px=int(ttl_s * 1000)))
-
-    async def _bounded(self, command: Any) -> Any:
-        try:
-            return await asyncio.wait_for(command, self._timeout_s)
-        except Exception as exc:  # a cache that fails costs an upstream call, not the request
-            warn_throttled(log, "response-cache", f"response cache store unavailable ({exc!r})")
-            return None
 
 
 # -- replay ----------------------------------------------------------------------------

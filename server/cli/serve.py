@@ -26,7 +26,7 @@ from server.accounting.ledger import Ledger
 from server.accounting.ratelimit import BucketLimiter, Limiter, RedisLimiter
 from server.accounting.shared import SharedBudgets, SharedLimiter, StateClient
 from server.accounting.spool import Spool
-from server.application import affinity, response_cache, rpcs
+from server.application import affinity, expiring, response_cache, rpcs
 from server.application.admin import AdminService
 from server.application.chat import ChatService
 from server.application.completion import CompletionService
@@ -83,8 +83,8 @@ class State:
     limiter: Limiter
     budgets: Budgets
     ledger: Ledger
-    affinity: affinity.Store
-    responses: response_cache.Store
+    affinity: expiring.Store
+    responses: expiring.Store
     closers: tuple[Closer, ...] = ()
 
 
@@ -197,8 +197,8 @@ def in_memory(config: Config) -> State:
     return State(
         None, BucketLimiter(window_s=config.limits.window_s),
         MemoryBudgets(_nothing_spent), Ledger(None),
-        affinity.MemoryStore(config.affinity.max_entries),
-        response_cache.MemoryStore(config.response_cache.max_entries),
+        expiring.MemoryStore(config.affinity.max_entries),
+        expiring.MemoryStore(config.response_cache.max_entries),
     )  # fmt: skip
 
 
@@ -251,8 +251,8 @@ async def open_state(config: Config, shared_state: str | None, spool: Spool | No
     closers: list[Closer] = [store.aclose]
     limiter: Limiter
     budgets: Budgets
-    remembered: affinity.Store = affinity.MemoryStore(config.affinity.max_entries)
-    answers: response_cache.Store = response_cache.MemoryStore(config.response_cache.max_entries)
+    remembered: expiring.Store = expiring.MemoryStore(config.affinity.max_entries)
+    answers: expiring.Store = expiring.MemoryStore(config.response_cache.max_entries)
     ledger = Ledger(
         store.usage, config.ledger.batch_size, config.ledger.flush_interval_s,
         config.ledger.max_buffered, spool,
@@ -272,8 +272,8 @@ async def open_state(config: Config, shared_state: str | None, spool: Spool | No
         closers.insert(0, client.aclose)
         limiter = RedisLimiter(client, storage.redis_prefix, config.limits.window_s)
         budgets = RedisBudgets(client, storage.redis_prefix, spent)
-        remembered = affinity.RedisStore(client, storage.redis_prefix, timeout_s)
-        answers = response_cache.RedisStore(client, storage.redis_prefix, timeout_s)
+        remembered = expiring.RedisStore(client, storage.redis_prefix, "affinity", timeout_s)
+        answers = expiring.RedisStore(client, storage.redis_prefix, "response", timeout_s)
         limiter = GuardedLimiter(limiter, timeout_s, config.limits.fail_open)
         budgets = GuardedBudgets(budgets, timeout_s)
     elif shared_state:

@@ -1,13 +1,15 @@
-"""Cache affinity's parts: the prefix key, the order it gives, its stores (the memory
-store bounded, the Redis store a miss when Redis does not answer)."""
+"""Cache affinity's parts: the prefix key, the order it gives, and the stores it shares
+with the response cache (the memory store bounded, the Redis store a miss when Redis
+does not answer)."""
 
 from __future__ import annotations
 
 import pytest
 from redis.asyncio import Redis
 
-from server.application.affinity import Affinity, MemoryStore, RedisStore, outcome
+from server.application.affinity import Affinity, outcome
 from server.application.catalog import Upstream
+from server.application.expiring import MemoryStore, RedisStore
 from server.base.config import AffinityConfig, ModelConfig, ProviderConfig
 from server.base.generation import GenerationRequest, Message, ToolSpec
 from server.providers.simulated import SimulatedParams, SimulatedProvider
@@ -60,11 +62,11 @@ async def test_only_the_first_models_providers_are_reordered():
 async def test_the_memory_store_expires_and_drops_the_least_recently_used():
     now = [0.0]
     store = MemoryStore(2, clock=lambda: now[0])
-    await store.put("one", "a", 10)
-    await store.put("two", "b", 10)
+    await store.put("one", b"a", 10)
+    await store.put("two", b"b", 10)
     await store.get("one")
-    await store.put("three", "c", 10)
-    assert [await store.get(k) for k in ("one", "two", "three")] == ["a", None, "c"]
+    await store.put("three", b"c", 10)
+    assert [await store.get(k) for k in ("one", "two", "three")] == [b"a", None, b"c"]
     now[0] = 11
     assert await store.get("one") is None
 
@@ -72,9 +74,9 @@ async def test_the_memory_store_expires_and_drops_the_least_recently_used():
 @pytest.mark.redis
 async def test_redis_unreachable_is_a_miss_not_an_error():
     client = Redis.from_url("redis://127.0.0.1:9/0", socket_connect_timeout=0.2)
-    store = RedisStore(client, "gwtest:", timeout_s=0.5)
+    store = RedisStore(client, "gwtest:", "affinity", timeout_s=0.5)
     try:
-        await store.put("k", "a", 60)
+        await store.put("k", b"a", 60)
         assert await store.get("k") is None
     finally:
         await client.aclose()
