@@ -134,12 +134,20 @@ def _key(scope: str, subject: str, request: GenerationRequest) -> str:
     native = request.native
     if native is not None:
         fields["native"] = dataclasses.replace(
-            native, body={k: v for k, v in native.body.items() if k not in IGNORED}
+            native,
+            body={k: v for k, v in native.body.items() if k not in IGNORED},
+            # Item ids are the gateway's names for the caller's items, new each time.
+            input=tuple(_anonymous(i) for i in native.input),
+            history=tuple(_anonymous(i) for i in native.history),
         )
     text = orjson.dumps(
         [VERSION, scope, subject, fields], default=_canonical, option=orjson.OPT_SORT_KEYS
     )
     return hashlib.sha256(text).hexdigest()
+
+
+def _anonymous(item: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in item.items() if k != "id"}
 
 
 def _canonical(value: Any) -> Any:
@@ -208,14 +216,15 @@ def _event(name: str, fields: dict[str, Any]) -> Event:
 
 
 def _uncached(event: Event) -> Event:
-    """A replayed answer's usage: its tokens, without the upstream prompt cache's reads
-    and writes (no upstream cache took part in the replay)."""
-    if not isinstance(event, Finished) or event.counts is None:
+    """A replayed answer's end: its tokens without the upstream prompt cache's reads and
+    writes, and without the upstream's id of a response it stored (no upstream took
+    part in the replay; a continuation goes through the gateway's own storage)."""
+    if not isinstance(event, Finished):
         return event
-    counts = dataclasses.replace(
+    counts = event.counts and dataclasses.replace(
         event.counts, cached_tokens=0, cache_write_tokens=0, cache_write_1h_tokens=0
     )
-    return dataclasses.replace(event, counts=counts)
+    return dataclasses.replace(event, counts=counts, response_id=None)
 
 
 # -- replay ----------------------------------------------------------------------------

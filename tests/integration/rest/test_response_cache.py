@@ -229,3 +229,21 @@ async def test_instances_sharing_redis_share_answers_and_an_unreadable_entry_is_
         reply = await two.post("/v1/chat/completions", json=HELLO)
     assert reply.status_code == 200 and reply.headers["x-gateway-cache"] == "miss"
     assert len(fake.seen) == 2
+
+
+async def test_a_hit_in_the_responses_dialect_can_be_continued(fake):
+    body = {"model": "m", "input": "Say hello.", "temperature": 0}
+    async with gateway(config(fake)) as http:
+        first = await http.post("/v1/responses", json=body)
+        again = await http.post("/v1/responses", json=body)
+        assert again.headers["x-gateway-cache"] == "hit", again.text
+        assert again.json()["id"] != first.json()["id"]
+        assert again.json()["usage"]["response_cached"] is True
+        assert again.json()["output"][0]["content"][0]["text"] == "Hello there!"
+        follow = await http.post("/v1/responses", json={
+            "model": "m", "input": "And again.", "previous_response_id": again.json()["id"]})  # fmt: skip
+    assert follow.status_code == 200, follow.text
+    # The continuation reached the upstream with the replayed turn in its history.
+    sent = fake.seen[-1].body["messages"]
+    assert [m["role"] for m in sent] == ["user", "assistant", "user"]
+    assert sent[1]["content"] == "Hello there!"
