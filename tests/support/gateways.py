@@ -9,6 +9,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -92,6 +93,10 @@ def start_process(
     output: list[str] = []
     grpc_port = http_port = None
     assert process.stdout is not None
+    # A gateway that never gets ready is killed, which ends the read below.
+    late = threading.Event()
+    watchdog = threading.Timer(timeout_s, lambda: (late.set(), process.kill()))
+    watchdog.start()
     for line in process.stdout:
         output.append(line)
         if m := re.search(r"gRPC listening on [\d.]+:(\d+)", line):
@@ -100,6 +105,9 @@ def start_process(
             http_port = int(m.group(1))
         if "gateway: ready" in line or "error" in line:
             break
+    watchdog.cancel()
+    if late.is_set():
+        raise TimeoutError(f"the gateway was not ready in {timeout_s}s:\n{''.join(output)}")
     return GatewayProcess(process, grpc_port, http_port, output)
 
 
