@@ -140,33 +140,25 @@ class Generations:
     async def _open(
         self, call: Call, upstreams: list[Upstream], generation: GenerationRequest, subject: str
     ) -> Run:
+        """A run of the request: a stored answer when the response cache has one, else
+        the first of `upstreams` that answers (kept by the cache when it takes part)."""
         state = self.live.current
+        config = state.config.response_cache
         principal = call.record.principal
-        cache = (
-            response_cache.plan(
-                state.config.response_cache,
-                principal.name,
-                principal.key_id,
-                upstreams,
-                generation,
-                call.metadata,
-                subject,
-            )  # fmt: skip
-            if principal is not None
-            else None
+        cache = principal and response_cache.plan(
+            config, principal, upstreams, generation, call.metadata, subject
         )
-        if cache is not None:
+        if cache:
             stored = await self.responses.stored(cache, state.catalog)
             call.response_metadata[response_cache.HEADER] = "hit" if stored else "miss"
             if stored is not None:
                 run = Run([stored], generation, call.deadline)
-                run.response_cache = "hit"
-                run.free = state.config.response_cache.billing == "free"
+                run.response_cache, run.free = "hit", config.billing == "free"
                 call.record.ran(run)
                 await run.open(subject)
                 return run
         run = await self._run(call, upstreams, generation, subject)
-        if cache is not None:
+        if cache:
             run.response_cache = "miss"
             run.recorder = lambda events: self.responses.keep(cache, run.model.id, events)
         return run

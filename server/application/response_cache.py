@@ -38,6 +38,7 @@ from google.protobuf.message import Message as ProtoMessage
 
 from server.application.catalog import Catalog, Upstream
 from server.application.expiring import Store
+from server.base.caller import Principal
 from server.base.config import ProviderConfig, ResponseCacheConfig
 from server.base.errors import NotFound
 from server.base.generation import (
@@ -102,15 +103,14 @@ def directives(header: str) -> dict[str, float | None]:
 
 def plan(
     config: ResponseCacheConfig,
-    key_name: str,
-    key_id: str,
+    caller: Principal,
     upstreams: Sequence[Upstream],
     request: GenerationRequest,
     metadata: Mapping[str, str],
     subject: str,
 ) -> Plan | None:
     """The cache's part in a request; None when it takes none."""
-    if not upstreams or not config.applies(key_name, upstreams[0].model.id):
+    if not upstreams or not config.applies(caller.name, upstreams[0].model.id):
         return None
     given = directives(metadata.get("cache-control", ""))
     if "no-store" in given:
@@ -121,7 +121,7 @@ def plan(
     if max_age is None and request.temperature != 0:
         return None  # sampling asks for a new answer each time, unless opted in
     max_age = config.ttl_s if max_age is None else max(0.0, min(max_age, config.ttl_s))
-    scope = "shared" if config.shared_across_keys else key_id
+    scope = "shared" if config.shared_across_keys else caller.key_id
     return Plan(_key(scope, subject, request), "no-cache" not in given, max_age, config.ttl_s)
 
 

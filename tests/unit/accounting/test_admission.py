@@ -1,0 +1,79 @@
+"""Admission's key lookups over a real key store: which kind a Bearer key alone is
+(config keys first, then stored keys; nothing when a kind header was sent or the key
+is unknown), a stored key's principal, forgetting a revoked key's cached lookup, and
+the config keys an admin may name by id or name (never an admin's)."""
+
+from __future__ import annotations
+
+import pytest
+
+from server.accounting.admission import KeyDirectory, KeyRing
+from server.base.config import KeyConfig, StorageConfig
+from server.base.errors import Unauthenticated
+from server.storage import open_store
+
+RING = KeyRing([
+    KeyConfig(name="first-api", kind="api", secret="sk-first-api-000000000000"),
+    KeyConfig(name="a-router", kind="router", secret="sk-a-router-0000000000000"),
+    KeyConfig(name="the-admin", kind="admin", secret="sk-the-admin-000000000000"),
+    KeyConfig(name="second-api", kind="api", secret="sk-second-api-00000000000"),
+])  # fmt: skip
+
+
+def bearer(secret: str) -> dict[str, str]:
+    return {"authorization": f"Bearer {secret}"}
+
+
+async def test_the_kind_of_a_bearer_key_alone(tmp_path):
+    store = await open_store(StorageConfig(sqlite_path=str(tmp_path / "keys.db")))
+    try:
+        _, stored = await store.keys.create(kind="router", name="stored-router")
+        keys = KeyDirectory(store.keys)
+        kind = keys.bearer_kind
+        assert await kind(bearer("sk-first-api-000000000000"), RING) == "api"
+        assert await kind(bearer("sk-a-router-0000000000000"), RING) == "router"
+        assert await kind(bearer("sk-the-admin-000000000000"), RING) == "admin"
+        assert await kind(bearer(stored), RING) == "router"  # from the key store
+        assert await kind(bearer("sk-nobody-0000000000000000"), RING) is None
+        assert await kind({}, RING) is None
+        # A kind header wins: the Bearer key says nothing then.
+        for header in ("x-api-key", "x-router-key", "x-admin-key"):
+            sent = {**bearer("sk-a-router-0000000000000"), header: "sk-first-api-000000000000"}
+            assert await kind(sent, RING) is None, header
+        # Without a key store only the config's keys are known.
+        assert await KeyDirectory(None).bearer_kind(bearer(stored), RING) is None
+    finally:
+        await store.aclose()
+
+
+def test_an_admin_names_config_keys_by_id_or_name_but_never_an_admin():
+    second = RING.by_id_or_name("second-api")
+    assert second is not None and second.name == "second-api"
+    assert RING.by_id_or_name(second.key_id) == second
+    router = RING.by_id_or_name("a-router")
+    assert router is not None and router.kind == "router"
+    assert RING.by_id_or_name("the-admin") is None
+    assert RING.by_id_or_name("nobody") is None
+
+
+async def test_a_stored_keys_principal_and_forgetting_it(tmp_path):
+    store = await open_store(StorageConfig(sqlite_path=str(tmp_path / "keys.db")))
+    try:
+        one, secret = await store.keys.create(kind="api", name="one", owner="team-x",
+                                              requests_per_minute=7)  # fmt: skip
+        other, other_secret = await store.keys.create(kind="api", name="other")
+        keys = KeyDirectory(store.keys, ttl_s=3600)
+        principal = await keys.identify(bearer(secret), "api", RING)
+        assert (principal.key_id, principal.name, principal.kind) == (one.id, "one", "api")
+        assert (principal.owner, principal.requests_per_minute) == ("team-x", 7)
+        await keys.identify(bearer(other_secret), "api", RING)
+        assert await keys.bearer_kind(bearer("sk-nobody-0000000000000000"), RING) is None
+        # Revoked here: its cached lookup goes at once, the others' stay cached.
+        await store.keys.revoke(one.id)
+        keys.forget(one.id)
+        with pytest.raises(Unauthenticated, match="revoked"):
+            await keys.identify(bearer(secret), "api", RING)
+        await store.aclose()  # the store is gone: only cached lookups answer now
+        assert (await keys.identify(bearer(other_secret), "api", RING)).name == "other"
+    finally:
+        await store.aclose()
