@@ -5,11 +5,13 @@ the config keys an admin may name by id or name (never an admin's)."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from server.accounting.admission import KeyDirectory, KeyRing
 from server.base.config import KeyConfig, StorageConfig
-from server.base.errors import Unauthenticated
+from server.base.errors import StorageUnavailable, Unauthenticated
 from server.storage import open_store
 
 RING = KeyRing([
@@ -75,5 +77,51 @@ async def test_a_stored_keys_principal_and_forgetting_it(tmp_path):
             await keys.identify(bearer(secret), "api", RING)
         await store.aclose()  # the store is gone: only cached lookups answer now
         assert (await keys.identify(bearer(other_secret), "api", RING)).name == "other"
+    finally:
+        await store.aclose()
+
+
+class CountingKeys:
+    """The real key store, counting its lookups."""
+
+    def __init__(self, keys) -> None:  # type: ignore[no-untyped-def]
+        self.keys, self.lookups = keys, 0
+
+    async def by_digest(self, digest: str):  # type: ignore[no-untyped-def]
+        self.lookups += 1
+        await asyncio.sleep(0.05)  # long enough for the others to arrive
+        return await self.keys.by_digest(digest)
+
+
+async def test_lookups_are_cached_for_the_ttl_shared_while_in_flight_and_stale_only_in_grace(
+    tmp_path,
+):
+    store = await open_store(StorageConfig(sqlite_path=str(tmp_path / "keys.db")))
+    now = [1000.0]
+    try:
+        record, secret = await store.keys.create(kind="api", name="cached")
+        counting = CountingKeys(store.keys)
+        keys = KeyDirectory(counting, ttl_s=10, clock=lambda: now[0])  # type: ignore[arg-type]
+        # Twenty callers at once: one lookup, shared.
+        found = await asyncio.gather(
+            *(keys.identify(bearer(secret), "api", RING) for _ in range(20))
+        )
+        assert {p.name for p in found} == {"cached"} and counting.lookups == 1
+        await store.keys.revoke(record.id)
+        now[0] = 1009.9  # within the TTL: the cached lookup answers (revoked elsewhere)
+        assert (await keys.identify(bearer(secret), "api", RING)).name == "cached"
+        assert counting.lookups == 1
+        now[0] = 1010.0  # the TTL is over: asked again, and the revocation is seen
+        with pytest.raises(Unauthenticated, match="revoked"):
+            await keys.identify(bearer(secret), "api", RING)
+        assert counting.lookups == 2
+        _, other = await store.keys.create(kind="api", name="other")
+        await keys.identify(bearer(other), "api", RING)  # cached at 1010
+        await store.db.close()  # the key store goes down
+        now[0] = 1010.0 + 10 + 59.9  # past the TTL, within the grace: the stale lookup
+        assert (await keys.identify(bearer(other), "api", RING)).name == "other"
+        now[0] = 1010.0 + 10 + 60  # past the grace: the outage shows
+        with pytest.raises(StorageUnavailable, match="^the key store is unavailable"):
+            await keys.identify(bearer(other), "api", RING)
     finally:
         await store.aclose()

@@ -74,3 +74,25 @@ async def test_a_shutdown_says_how_many_records_it_could_not_write(
                         "(the database did not answer)"]  # fmt: skip
     else:
         assert said == ["ledger: 7 records lost at shutdown (the database did not answer)"]
+
+
+async def test_refused_rows_are_dropped_and_told_first_ten_then_every_thousandth(caplog):
+    db = await connect(None, ":memory:")
+    await migrate(db)
+    ledger = Ledger(UsageStore(db), batch_size=5000)
+    try:
+        # 2**70 fits no INTEGER column: the database refuses each such row alone.
+        for i in range(1000):
+            ledger.record(replace(ROW, request_id=f"bad{i}", prompt_tokens=2**70))
+        ledger.record(replace(ROW, request_id="good"))
+        with caplog.at_level(logging.ERROR, logger="server.accounting.ledger"):
+            await ledger.flush()
+    finally:
+        await db.close()
+    assert (ledger.poisoned, ledger.written) == (1000, 1)
+    said = [r.getMessage() for r in caplog.records if r.name == "server.accounting.ledger"]
+    assert len(said) == 11  # the first ten, then the thousandth
+    assert said[0].startswith("ledger: dropped a record the database refuses (request bad0: ")
+    assert said[0].endswith("); 1 dropped so far")
+    assert said[9].endswith("); 10 dropped so far") and said[10].endswith("; 1000 dropped so far")
+    assert "OverflowError" in said[0]
