@@ -6,6 +6,7 @@ the config keys an admin may name by id or name (never an admin's)."""
 from __future__ import annotations
 
 import asyncio
+import logging
 
 import pytest
 
@@ -94,7 +95,7 @@ class CountingKeys:
 
 
 async def test_lookups_are_cached_for_the_ttl_shared_while_in_flight_and_stale_only_in_grace(
-    tmp_path,
+    tmp_path, caplog
 ):
     store = await open_store(StorageConfig(sqlite_path=str(tmp_path / "keys.db")))
     now = [1000.0]
@@ -119,9 +120,30 @@ async def test_lookups_are_cached_for_the_ttl_shared_while_in_flight_and_stale_o
         await keys.identify(bearer(other), "api", RING)  # cached at 1010
         await store.db.close()  # the key store goes down
         now[0] = 1010.0 + 10 + 59.9  # past the TTL, within the grace: the stale lookup
-        assert (await keys.identify(bearer(other), "api", RING)).name == "other"
+        with caplog.at_level(logging.WARNING, logger="server.accounting.admission"):
+            assert (await keys.identify(bearer(other), "api", RING)).name == "other"
+        said = [r.getMessage() for r in caplog.records if r.name.endswith("admission")]
+        assert said == ["key store unavailable; using a cached key lookup"]
         now[0] = 1010.0 + 10 + 60  # past the grace: the outage shows
         with pytest.raises(StorageUnavailable, match="^the key store is unavailable"):
             await keys.identify(bearer(other), "api", RING)
+    finally:
+        await store.aclose()
+
+
+async def test_callers_sharing_a_lookup_that_is_cancelled_are_told(tmp_path):
+    store = await open_store(StorageConfig(sqlite_path=str(tmp_path / "keys.db")))
+    try:
+        _, secret = await store.keys.create(kind="api", name="shared")
+        keys = KeyDirectory(CountingKeys(store.keys))  # type: ignore[arg-type]
+        first = asyncio.create_task(keys.identify(bearer(secret), "api", RING))
+        await asyncio.sleep(0.01)  # its lookup is in flight
+        second = asyncio.create_task(keys.identify(bearer(secret), "api", RING))
+        await asyncio.sleep(0.01)
+        first.cancel()
+        with pytest.raises(StorageUnavailable, match="the key store lookup was interrupted"):
+            await asyncio.wait_for(second, 2)  # told, not left waiting
+        with pytest.raises(asyncio.CancelledError):
+            await first
     finally:
         await store.aclose()
