@@ -31,7 +31,7 @@ import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 from google.protobuf.message import Message as ProtoMessage
@@ -57,9 +57,6 @@ from server.base.generation import (
     TopLogprob,
 )
 from server.base.throttle import warn_throttled
-
-if TYPE_CHECKING:
-    pass
 
 log = logging.getLogger(__name__)
 
