@@ -212,3 +212,22 @@ async def test_the_source_is_closed_even_inside_a_cancelled_scope():
     with anyio.CancelScope() as scope:
         await response({"type": "http", "asgi": {"spec_version": "2.4"}}, receive, send)
     assert closed == [True]
+
+
+@pytest.mark.parametrize("before", [0, 2])
+async def test_a_responses_stream_error_is_numbered_after_the_events_sent(before):
+    """OpenAI's ResponseErrorEvent (the openai package's type is the oracle), named, its
+    sequence_number counting every event before it, `first` included."""
+    from openai.types.responses import ResponseErrorEvent
+
+    from http_facade.errors import OPENAI_RESPONSES
+
+    framing = Framing(done=False, name_field="object", error_format=OPENAI_RESPONSES)
+    source = Source(before, error=RateLimited("slow down", {}), start=2)
+    whole = b"".join(await read_all(events(chunk(1), source.chunks(), 10, "r", framing)))
+    last = whole.strip().split(b"\n\n")[-1]
+    name, data = last.split(b"\n", 1)
+    assert name == b"event: error"
+    error = ResponseErrorEvent.model_validate(json.loads(data.removeprefix(b"data: ")))
+    assert (error.type, error.code, error.message) == ("error", "rate_limited", "slow down")
+    assert error.param is None and error.sequence_number == 1 + before
