@@ -228,6 +228,8 @@ async def test_a_responses_stream_error_is_numbered_after_the_events_sent(before
     last = whole.strip().split(b"\n\n")[-1]
     name, data = last.split(b"\n", 1)
     assert name == b"event: error"
-    error = ResponseErrorEvent.model_validate(json.loads(data.removeprefix(b"data: ")))
+    raw = json.loads(data.removeprefix(b"data: "))
+    assert set(raw) == set(ResponseErrorEvent.model_fields)  # `param` too, even when null
+    error = ResponseErrorEvent.model_validate(raw)
     assert (error.type, error.code, error.message) == ("error", "rate_limited", "slow down")
     assert error.param is None and error.sequence_number == 1 + before
