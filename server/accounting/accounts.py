@@ -24,10 +24,13 @@ from server.base.call import Call
 from server.base.caller import Principal
 from server.base.config import KeyKind
 from server.base.errors import status_of
+from server.base.generation import TokenCounts
 from server.base.pipeline import Middleware, StreamHandler, UnaryHandler
 from server.base.record import UsageRecord
 
 log = logging.getLogger(__name__)
+# The counts of a call no upstream answered.
+NO_TOKENS = TokenCounts(0, 0)
 
 
 class Accounts:
@@ -94,11 +97,10 @@ class Accounts:
         if principal is None:
             return  # never admitted: nothing reserved, nobody to bill
         run = record.answered
-        counts = run.counts() if run is not None else None
+        counts = run.counts() if run is not None else NO_TOKENS
         cost = run.cost() if run is not None else None
-        tokens = counts.total_tokens if counts is not None else 0
         if record.limited_tokens:
-            self._spawn(self.limiter.settle(principal.key_id, record.ticket, tokens))
+            self._spawn(self.limiter.settle(principal.key_id, record.ticket, counts.total_tokens))
         if record.reservation is not None:
             total = cost.total_usd if cost is not None else 0.0
             self._spawn(self.budgets.settle(record.reservation, total))
@@ -112,9 +114,9 @@ class Accounts:
             method=record.method,
             model=run.model.id if run is not None else record.model,
             provider=run.provider_id if run is not None else "",
-            prompt_tokens=counts.prompt_tokens if counts is not None else 0,
-            completion_tokens=counts.completion_tokens if counts is not None else 0,
-            total_tokens=tokens,
+            prompt_tokens=counts.prompt_tokens,
+            completion_tokens=counts.completion_tokens,
+            total_tokens=counts.total_tokens,
             input_cost_usd=cost.input_usd if cost is not None else None,
             output_cost_usd=cost.output_usd if cost is not None else None,
             cache_input_cost_usd=cost.cache_input_usd if cost is not None else None,
@@ -126,10 +128,10 @@ class Accounts:
             route_profile=record.route_profile,
             difficulty=record.difficulty,
             prompt=record.prompt,
-            cached_tokens=counts.cached_tokens if counts is not None else 0,
-            cache_write_tokens=counts.cache_write_tokens if counts is not None else 0,
-            cache_write_1h_tokens=counts.cache_write_1h_tokens if counts is not None else 0,
-            reasoning_tokens=counts.reasoning_tokens if counts is not None else 0,
+            cached_tokens=counts.cached_tokens,
+            cache_write_tokens=counts.cache_write_tokens,
+            cache_write_1h_tokens=counts.cache_write_1h_tokens,
+            reasoning_tokens=counts.reasoning_tokens,
             cache_write_cost_usd=cost.cache_write_usd if cost is not None else None,
             response_cached=run is not None and run.response_cached,
         )

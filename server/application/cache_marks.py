@@ -9,6 +9,7 @@ message's end: the cached prefix is a little longer, and it is the same on every
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Protocol
 
 from gateway.v1 import cache_pb2
 
@@ -32,3 +33,25 @@ def longest(marks: Iterable[str]) -> str | None:
     """The longest lifetime of several marks on one message; None without any."""
     found = set(marks)
     return "1h" if "1h" in found else ("5m" if found else None)
+
+
+class Markable(Protocol):
+    """A contract message that may carry a mark: a content part or block, a tool."""
+
+    cache_control: cache_pb2.CacheControl
+
+    def HasField(self, name: str) -> bool: ...
+
+
+def mark(item: Markable, where: str) -> str | None:
+    """The lifetime of the item's mark, None without one; `where` names the item."""
+    return (
+        lifetime(item.cache_control, f"{where}.cache_control")
+        if item.HasField("cache_control")
+        else None
+    )
+
+
+def marks(items: Iterable[Markable], where: str) -> str | None:
+    """The longest lifetime marked on any of the items (`where[j]`), None without any."""
+    return longest(m for j, item in enumerate(items) if (m := mark(item, f"{where}[{j}]")))

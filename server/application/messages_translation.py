@@ -299,9 +299,7 @@ class Reader:
                     tool.description if tool.HasField("description") else None,
                     schema,
                     tool.strict if tool.HasField("strict") else None,
-                    cache_marks.lifetime(tool.cache_control, f"{at}.cache_control")
-                    if tool.HasField("cache_control")
-                    else None,
+                    cache_marks.mark(tool, at),
                 )
             )
         return tuple(specs)
@@ -311,11 +309,7 @@ def _marked(
     messages: list[Message], blocks: Sequence[pb.ContentBlock], where: str
 ) -> list[Message]:
     """The messages of a turn, the last carrying the blocks' cache_control marks."""
-    cache = cache_marks.longest(
-        cache_marks.lifetime(b.cache_control, f"{where}[{j}].cache_control")
-        for j, b in enumerate(blocks)
-        if b.HasField("cache_control")
-    )
+    cache = cache_marks.marks(blocks, where)
     if cache is None or not messages:
         return messages
     return [*messages[:-1], dataclasses.replace(messages[-1], cache=cache)]

@@ -206,11 +206,7 @@ def message(m: chat_pb.ChatMessage, i: int) -> Message:
     if m.role != "tool" and call_id is not None:
         raise InvalidArgument.for_field(f"{where}.tool_call_id", "goes only on tool messages")
     name = m.name if _present(m, "name") else None
-    cache = cache_marks.longest(
-        cache_marks.lifetime(p.cache_control, f"{where}.content[{j}].cache_control")
-        for j, p in enumerate(m.content_parts)
-        if p.HasField("cache_control")
-    )
+    cache = cache_marks.marks(m.content_parts, f"{where}.content")
     return Message(m.role, text, parts, name, tuple(calls), call_id, cache)
 
 
@@ -240,9 +236,7 @@ def tools(request: ChatRequest) -> dict[str, Any]:
                 f.description if f.HasField("description") else None,
                 parameters,
                 f.strict if f.HasField("strict") else None,
-                cache_marks.lifetime(tool.cache_control, f"tools[{i}].cache_control")
-                if tool.HasField("cache_control")
-                else None,
+                cache_marks.mark(tool, f"tools[{i}]"),
             )
         )
     choice = one_of(request, "tool_choice", TOOL_CHOICES)

@@ -29,7 +29,7 @@ import dataclasses
 import hashlib
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -64,6 +64,7 @@ log = logging.getLogger(__name__)
 HEADER = "x-gateway-cache"
 # The provider a replayed answer is recorded under.
 PROVIDER_ID = "response-cache"
+REPLAYED = ProviderConfig(id=PROVIDER_ID, type="primary", adapter="simulated")
 # What changes nothing in the answer: left out of the key.
 IGNORED = frozenset({
     "user", "metadata", "prompt_cache_key", "prompt_cache_retention", "store",
@@ -80,7 +81,9 @@ class Plan:
     # Whether a stored answer may be served, and the oldest one that may be.
     read: bool
     max_age_s: float
+    # How long a new answer is kept, and the largest one kept.
     ttl_s: float
+    max_entry_bytes: int
 
 
 def directives(header: str) -> dict[str, float | None]:
@@ -119,7 +122,9 @@ def plan(
         return None  # sampling asks for a new answer each time, unless opted in
     max_age = config.ttl_s if max_age is None else max(0.0, min(max_age, config.ttl_s))
     scope = "shared" if config.shared_across_keys else caller.key_id
-    return Plan(_key(scope, subject, request), "no-cache" not in given, max_age, config.ttl_s)
+    read = "no-cache" not in given
+    key = _key(scope, subject, request)
+    return Plan(key, read, max_age, config.ttl_s, config.max_entry_bytes)
 
 
 def _key(scope: str, subject: str, request: GenerationRequest) -> str:
@@ -245,9 +250,8 @@ class Replay:
 
 
 class ResponseCache:
-    def __init__(self, store: Store, max_entry_bytes: Callable[[], int]) -> None:
+    def __init__(self, store: Store) -> None:
         self._store = store
-        self._max_entry_bytes = max_entry_bytes
         self._writes: set[asyncio.Task[None]] = set()
 
     async def stored(self, plan: Plan, catalog: Catalog) -> Upstream | None:
@@ -262,13 +266,12 @@ class ResponseCache:
             model = catalog.model(entry.model)
         except NotFound:
             return None  # the model is gone from the config
-        config = ProviderConfig(id=PROVIDER_ID, type="primary", adapter="simulated")
-        return Upstream(config, Replay([_uncached(e) for e in entry.events]), model)
+        return Upstream(REPLAYED, Replay([_uncached(e) for e in entry.events]), model)
 
     def keep(self, plan: Plan, model: str, events: Sequence[Event]) -> None:
         """Stores a finished answer (in the background: the caller has it already)."""
         data = encode(model, events, time.time())
-        if len(data) > self._max_entry_bytes():
+        if len(data) > plan.max_entry_bytes:
             return
         task = asyncio.create_task(self._store.put(plan.key, data, plan.ttl_s))
         self._writes.add(task)

@@ -67,6 +67,8 @@ class Price(Strict):
 
     def for_prompt(self, prompt_tokens: int) -> Price:
         """The prices a prompt of this many tokens pays: the highest tier it passes."""
+        if not self.tiers:
+            return self  # the common case, on every request
         passed = [t for t in self.tiers if prompt_tokens > t.above_input_tokens]
         if not passed:
             return self

@@ -150,10 +150,10 @@ def assemble(
         live, registry.build, build_router, source,
         on_reload=lambda result: metrics.reloads.labels(result).inc(),
     )  # fmt: skip
-    responses = response_cache.ResponseCache(
-        state.responses, lambda: live.current.config.response_cache.max_entry_bytes
-    )
-    generations = Generations(live, accounts, affinity.Affinity(state.affinity), responses)
+    generations = Generations(
+        live, accounts, affinity.Affinity(state.affinity),
+        response_cache.ResponseCache(state.responses),
+    )  # fmt: skip
     services = Services(
         chat=ChatService(generations),
         completion=CompletionService(generations),
