@@ -25,8 +25,8 @@ from bench import routing_metrics as metrics
 from server.base.config import PROFILES
 from server.base.tokens import estimate
 from server.routing.calibration import Calibration
-from server.routing.drift import DriftGuard
 from server.routing.features import FeatureScorer, sigmoid
+from server.routing.live import LiveCalibration
 from server.routing.outcomes import (
     Outcome,
     examples_from_outcomes,
@@ -197,7 +197,7 @@ def cross_domain(train: Dataset, test: Dataset, options: TrainingOptions) -> dic
     # Traffic arrives in an arbitrary but fixed order; the guard decides before it learns.
     order = list(range(len(test.outcomes)))
     random.Random(1).shuffle(order)
-    guard = DriftGuard(scorer.calibration)
+    guard = LiveCalibration(scorer.calibration)
     decisions: dict[str, list[bool]] = {p: [] for p in PROFILES}
     guarded_scores = []
     for i in order:
@@ -224,13 +224,12 @@ def cross_domain(train: Dataset, test: Dataset, options: TrainingOptions) -> dic
 
 
 def decision_times(prompts: Sequence[str], scorer: LearnedScorer) -> dict[str, float]:
-    """Per-prompt wall time of the learned scorer, and of learned + features + drift guard."""
-    features = FeatureScorer()
-    guard = DriftGuard(scorer.calibration)
+    """Per-prompt wall time of the learned scorer, and of the served path: both
+    difficulties from one encoding under live calibration."""
+    guard = LiveCalibration(scorer.calibration)
 
     def guarded(prompt: str) -> None:
-        learned = scorer.difficulty(prompt, None)
-        feature = features.difficulty(prompt, None)
+        learned, feature = scorer.difficulties(prompt, None)
         guard.wants_strong("balanced", learned, feature)
         guard.observe(learned, feature)
 

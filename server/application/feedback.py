@@ -34,4 +34,5 @@ class FeedbackService:
                 f"no request {request_id!r} of this key in the ledger", {"request_id": request_id}
             )
         await store.feedback.save(request_id, key_id, score, label, request.comment)
+        self.live.current.router.feedback(f"{key_id}/{request_id}", score)
         return feedback.SubmitFeedbackResponse(request_id=request_id, score=score)

@@ -93,7 +93,9 @@ class Generations:
     ) -> tuple[Run, router_pb.RouteDecision]:
         budget_left = await self.accounts.budget_left(principal)
         with span("gateway.routing", **{"gateway.profile": profile}) as current:
-            route = state.router.route(generation, profile, budget_left)
+            # Keyed by key and request id, as feedback names its request.
+            asker = f"{principal.key_id}/{call.request_id}"
+            route = state.router.route(generation, profile, budget_left, asker)
             if current is not None:
                 current.set_attribute("gateway.models", list(route.models))
         recorded = generation.prompt if state.config.routing.record_prompts else None

@@ -163,6 +163,11 @@ class RoutingConfig(Strict):
     # `gateway router train --from-ledger` can learn from feedback. Off by default:
     # prompts are never stored unless the operator turns this on.
     record_prompts: bool = False
+    # Refits the learned scorer on the ledger's feedback on the weakest model's answers
+    # every so many seconds, once at least retrain_min_feedback new rated prompts are in
+    # (needs record_prompts and storage); 0: only `gateway router train` retrains.
+    retrain_every_s: float = Field(default=0, ge=0)
+    retrain_min_feedback: int = Field(default=100, ge=1)
 
     @model_validator(mode="after")
     def _every_profile(self) -> RoutingConfig:

@@ -40,6 +40,7 @@ from server.application.messages import MessagesService
 from server.application.model import ModelService
 from server.application.provider import ProviderService
 from server.application.responses import ResponsesService
+from server.application.retrain import retrain_every
 from server.application.router import RouterService
 from server.application.rpcs import Services
 from server.application.state import Live, Snapshot, snapshot_of
@@ -113,8 +114,9 @@ class Gateway:
             requestlog.write_unknown_route(method, path, client, status)
 
     def sample_metrics(self) -> None:
+        current = self.live.current
         self.metrics.sample(
-            self.live.current.catalog, self.accounts.ledger, self.observer.in_flight
+            current.catalog, self.accounts.ledger, self.observer.in_flight, current.router.shares()
         )
 
     def render_metrics(self) -> bytes:
@@ -229,6 +231,9 @@ async def open_gateway(
     state.ledger.start()
     cleaner = asyncio.create_task(gateway.services.responses.clean_every())
     gateway = dataclasses.replace(gateway, closers=(_cancel(cleaner), *gateway.closers))
+    if state.store is not None:
+        trainer = asyncio.create_task(retrain_every(gateway.live, state.store))
+        gateway = dataclasses.replace(gateway, closers=(_cancel(trainer), *gateway.closers))
     if multiprocess_dir():
         # Workers sample their gauges on a timer: a scrape reaches only one of them.
         sampler = asyncio.create_task(gateway.metrics.sample_every(gateway.sample_metrics))

@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from prometheus_client import (
@@ -172,6 +172,12 @@ class Metrics:
             "gateway_ledger_buffered_rows", "Usage rows waiting to be written.",
             multiprocess_mode="livesum", registry=registry,
         )  # fmt: skip
+        self.router_share = Gauge(
+            "gateway_router_share",
+            "Per routing profile, the share of calls sent past the cheapest model: the "
+            "target (kind=target) and the recent decisions' (kind=recent).",
+            ["profile", "kind"], multiprocess_mode="liveall", registry=registry,
+        )  # fmt: skip
         self.ledger_dropped = Counter(
             "gateway_ledger_dropped_rows",
             "Usage rows dropped because the buffer was full.",
@@ -240,9 +246,19 @@ class Metrics:
 
     # -- sampled state ---------------------------------------------------------------
 
-    def sample(self, catalog: Catalog, ledger: Ledger, in_flight: int) -> None:
-        """Sets the gauges from the gateway's state (breakers, ledger)."""
+    def sample(
+        self,
+        catalog: Catalog,
+        ledger: Ledger,
+        in_flight: int,
+        shares: Mapping[str, tuple[float, float | None]] | None = None,
+    ) -> None:
+        """Sets the gauges from the gateway's state (breakers, ledger, routing shares)."""
         self.in_flight.set(in_flight)
+        for profile, (target, recent) in (shares or {}).items():
+            self._of(self.router_share, profile, "target").set(target)
+            if recent is not None:
+                self._of(self.router_share, profile, "recent").set(recent)
         for upstreams in catalog.upstreams.values():
             for u in upstreams:
                 self._of(self.breaker, u.id, u.model.id).set(BREAKER_STATE[u.breaker.state.value])

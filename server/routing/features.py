@@ -211,8 +211,10 @@ class FeatureScorer:
         self._weights = [chosen.get(name, 0.0) for name in FEATURE_NAMES]
         self._bias = bias
 
+    def logit(self, values: list[float]) -> float:
+        """The log-odds of already extracted feature values."""
+        return self._bias + sum(w * v for w, v in zip(self._weights, values, strict=True))
+
     def difficulty(self, prompt: str, max_tokens: int | None = None) -> float:
         """The estimated probability in [0, 1] that the cheaper model falls short."""
-        values = extract(prompt, max_tokens)
-        z = self._bias + sum(w * v for w, v in zip(self._weights, values, strict=True))
-        return sigmoid(z)
+        return sigmoid(self.logit(extract(prompt, max_tokens)))

@@ -13,9 +13,17 @@ import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 WEAK_MODEL = "mistralai/Mixtral-8x7B-Instruct-v0.1"
 STRONG_MODEL = "gpt-4-1106-preview"
+
+Label = Literal["strong-only", "weak-fails"]
+# What a training target of 1 means, per label; both are reported by bench/routing_eval.
+LABELS: dict[str, str] = {
+    "strong-only": "1 when the cheaper model fell short and the stronger one did not",
+    "weak-fails": "1 when the cheaper model fell short",
+}
 
 # Prompts in the published data run to a few thousand characters; responses are longer.
 csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
@@ -88,19 +96,45 @@ def read_outcomes(
     return outcomes
 
 
-def target(outcome: Outcome) -> float:
-    """How far the stronger model's result exceeds the cheaper one's, clipped to [0, 1].
-
-    With True/False outcomes this is 1 exactly when the cheaper model was wrong and the
-    stronger one right.
+def target(outcome: Outcome, label: Label = "strong-only") -> float:
+    """The training target in [0, 1]. `strong-only`: how far the stronger model's result
+    exceeds the cheaper one's (with True/False outcomes, 1 exactly when the cheaper model
+    was wrong and the stronger one right); `weak-fails`: how far the cheaper one fell short.
     """
+    if label == "weak-fails":
+        return 1.0 - outcome.weak
     return max(0.0, outcome.strong - outcome.weak)
 
 
-def examples_from_outcomes(outcomes: Iterable[Outcome]) -> Iterator[Example]:
+def examples_from_outcomes(
+    outcomes: Iterable[Outcome], label: Label = "strong-only"
+) -> Iterator[Example]:
     """Training examples from per-model outcomes."""
     for outcome in outcomes:
-        yield Example(outcome.prompt, target(outcome))
+        yield Example(outcome.prompt, target(outcome, label))
+
+
+def success_rates(
+    paths: Iterable[Path], *, exclude: set[str] | frozenset[str] = frozenset()
+) -> dict[str, float]:
+    """Every model column's mean score over the CSV files: each model's quality prior.
+    A model's column holds a score in every row (True/False or 0 to 1); other columns
+    (`prompt`, response texts, categories) are left out."""
+    totals: dict[str, list[float]] = {}
+    other: set[str] = {"prompt"}
+    for path in paths:
+        with open(path, encoding="utf-8", newline="") as rows:
+            for row in csv.DictReader(rows):
+                if row["prompt"] in exclude:
+                    continue
+                for column, cell in row.items():
+                    if column in other:
+                        continue
+                    try:
+                        totals.setdefault(column, []).append(score(cell or ""))
+                    except ValueError:
+                        other.add(column)
+    return {m: round(sum(v) / len(v), 4) for m, v in totals.items() if v and m not in other}
 
 
 def examples_from_feedback(rows: Iterable[tuple[str, float]]) -> Iterator[Example]:

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import json
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
 from server.base.config import Config, ConfigError, RoutingConfig
+from server.routing import training
 from server.routing.calibration import Calibration
-from server.routing.drift import DriftGuard
 from server.routing.features import FeatureScorer
+from server.routing.live import LiveCalibration
+from server.routing.outcomes import examples_from_feedback
 from server.routing.router import OrderedProfiles, Router
 from server.routing.scored import ScoredRouter, Scorer
 from server.routing.scorer import DEFAULT_MODEL_PATH, LearnedScorer
@@ -23,46 +26,77 @@ def build_router(config: Config, catalog: CatalogView) -> Router:
     return ScoredRouter(routing, catalog, load_scorer(routing), config.limits.default_max_tokens)
 
 
-class Calibrated:
-    """A difficulty scorer with the per-profile thresholds its training calibrated."""
+class LiveScorer:
+    """A difficulty scorer under live calibration (see `server.routing.live`): each
+    profile's threshold follows recent traffic toward its target share, and feedback on
+    recent requests decides whether the feature scorer is blended in."""
 
-    def __init__(self, name: str, scorer: LearnedScorer | FeatureScorer, calibration: Calibration):
+    def __init__(
+        self,
+        name: str,
+        scorer: LearnedScorer | FeatureScorer,
+        calibration: Calibration,
+        feature_calibration: Calibration | None = None,
+    ) -> None:
         self.name = name
         self._scorer = scorer
-        self._thresholds = calibration.thresholds
-        self.drifting = False
-
-    def difficulty(self, prompt: str, max_tokens: int | None) -> float:
-        return self._scorer.difficulty(prompt, max_tokens)
-
-    def threshold(self, profile: str) -> float:
-        return self._thresholds[profile]
-
-
-class Guarded:
-    """The learned scorer under a drift guard: while recent traffic sends shares of calls
-    to the strong tier far from the calibrated ones, the guard blends in the feature
-    scorer (which transfers across domains) and re-centres the thresholds."""
-
-    name = "learned"
-
-    def __init__(self, learned: LearnedScorer, features: FeatureScorer) -> None:
-        self._learned = learned
-        self._features = features
-        self._guard = DriftGuard(learned.calibration)
+        self._live = LiveCalibration(
+            calibration, feature_calibration.score_quantiles if feature_calibration else ()
+        )
+        self.quality_priors = scorer.quality_priors if isinstance(scorer, LearnedScorer) else {}
+        self.mean_difficulty = calibration.score_mean or 0.5
+        # Request id -> (learned, feature) of recent decisions, for feedback to label.
+        self._recent: OrderedDict[str, tuple[float, float]] = OrderedDict()
 
     @property
     def drifting(self) -> bool:
-        return self._guard.drifting
+        return self._live.drifting
 
-    def difficulty(self, prompt: str, max_tokens: int | None) -> float:
-        learned = self._learned.difficulty(prompt, max_tokens)
-        feature = self._features.difficulty(prompt, max_tokens)
-        self._guard.observe(learned, feature)
-        return self._guard.difficulty(learned, feature)
+    def difficulty(self, prompt: str, max_tokens: int | None, request_id: str = "") -> float:
+        if isinstance(self._scorer, LearnedScorer):
+            learned, feature = self._scorer.difficulties(prompt, max_tokens)
+        else:
+            learned = feature = self._scorer.difficulty(prompt, max_tokens)
+        self._live.observe(learned, feature)
+        if request_id:
+            self._recent[request_id] = (learned, feature)
+            if len(self._recent) > RECENT_REQUESTS:
+                self._recent.popitem(last=False)
+        return self._live.difficulty(learned, feature)
 
     def threshold(self, profile: str) -> float:
-        return self._guard.threshold(profile)
+        return self._live.threshold(profile)
+
+    def decided(self, profile: str, upward: bool) -> None:
+        self._live.decided(profile, upward)
+
+    def shares(self) -> dict[str, tuple[float, float | None]]:
+        return self._live.shares()
+
+    def refitted(self, rated: list[tuple[str, float]]) -> LearnedScorer | None:
+        """The learned model trained further on (prompt, score) feedback on the cheaper
+        model's answers; None for the feature scorer. Pure: safe to run in a thread."""
+        if not isinstance(self._scorer, LearnedScorer):
+            return None
+        return LearnedScorer(training.refit(self._scorer.document, examples_from_feedback(rated)))
+
+    def use(self, scorer: LearnedScorer) -> None:
+        """Serves `scorer` from now on; the live window and its thresholds carry over."""
+        self._scorer = scorer
+        self.quality_priors = scorer.quality_priors
+
+    def feedback(self, request_id: str, score: float) -> bool:
+        """Labels a recent request with feedback on its answer (1: the answer was good
+        enough). False when the request is no longer remembered."""
+        scores = self._recent.get(request_id)
+        if scores is None:
+            return False
+        self._live.label(*scores, target=1.0 - min(1.0, max(0.0, score)))
+        return True
+
+
+# Enough to label feedback that arrives within a few minutes of busy traffic.
+RECENT_REQUESTS = 10_000
 
 
 def load_scorer(routing: RoutingConfig) -> Scorer:
@@ -71,10 +105,11 @@ def load_scorer(routing: RoutingConfig) -> Scorer:
     path = Path(routing.scorer_path) if routing.scorer_path else DEFAULT_MODEL_PATH
     document = _read(path)
     try:
+        features = Calibration.from_json(document["feature_calibration"])
         if routing.scorer == "features":
-            calibration = Calibration.from_json(document["feature_calibration"])
-            return Calibrated("features", FeatureScorer(), calibration)
-        return Guarded(LearnedScorer(document), FeatureScorer())
+            return LiveScorer("features", FeatureScorer(), features)
+        learned = LearnedScorer(document)
+        return LiveScorer("learned", learned, learned.calibration, features)
     except (KeyError, TypeError, ValueError) as exc:
         raise ConfigError(f"routing.scorer_path: {path} is not a scorer model ({exc})") from None
 

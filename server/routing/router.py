@@ -26,6 +26,7 @@ class Candidate:
     estimated_quality: float | None = None
     estimated_cost_usd: float | None = None
     meets_bar: bool = False
+    predicted_success: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +52,10 @@ class Route:
     candidates: tuple[Candidate, ...] = ()
     skipped: tuple[Skipped, ...] = ()
     decision_ms: float = 0.0
+    # The profile's target share of calls past the cheapest model, and the share of its
+    # recent decisions that went past it (live calibration keeps the two close).
+    target_share: float | None = None
+    recent_share: float | None = None
 
     def decision(self, served_model: str, provider: str = "") -> router_pb.RouteDecision:
         """What the caller is told, once `served_model` (on `provider`) has answered."""
@@ -71,6 +76,7 @@ class Route:
                     estimated_quality=c.estimated_quality,
                     estimated_cost_usd=c.estimated_cost_usd,
                     meets_bar=c.meets_bar,
+                    predicted_success=c.predicted_success,
                 )
                 for c in self.candidates
             ],
@@ -83,15 +89,33 @@ class Route:
             out.threshold = round(self.threshold, 4)
         if self.scorer is not None:
             out.scorer = self.scorer
+        if self.target_share is not None:
+            out.target_share = round(self.target_share, 4)
+        if self.recent_share is not None:
+            out.recent_share = round(self.recent_share, 4)
         return out
 
 
 class Router(Protocol):
     def route(
-        self, request: GenerationRequest, profile: str, budget_usd: float | None = None
+        self,
+        request: GenerationRequest,
+        profile: str,
+        budget_usd: float | None = None,
+        request_id: str = "",
     ) -> Route:
         """The models to try for `request` under `profile`; `budget_usd` is what the
-        caller may still spend, when its key has a budget."""
+        caller may still spend, when its key has a budget; `request_id` lets feedback on
+        the answer reach the router."""
+        ...
+
+    def feedback(self, request_id: str, score: float) -> bool:
+        """Feedback on a routed request's answer (1: good enough); False when the router
+        does not learn from it or no longer remembers the request."""
+        ...
+
+    def shares(self) -> dict[str, tuple[float, float | None]]:
+        """Per profile: target and recent share of calls past the cheapest model."""
         ...
 
 
@@ -103,7 +127,11 @@ class OrderedProfiles:
         self._profiles = {name: tuple(models) for name, models in routing.profiles.items()}
 
     def route(
-        self, request: GenerationRequest, profile: str, budget_usd: float | None = None
+        self,
+        request: GenerationRequest,
+        profile: str,
+        budget_usd: float | None = None,
+        request_id: str = "",
     ) -> Route:
         models = self._profiles[profile]  # type: ignore[index]
         return Route(
@@ -112,3 +140,9 @@ class OrderedProfiles:
             reason=f"first choice of the {profile} profile",
             reason_codes=("ORDERED_PROFILE",),
         )
+
+    def feedback(self, request_id: str, score: float) -> bool:
+        return False
+
+    def shares(self) -> dict[str, tuple[float, float | None]]:
+        return {}

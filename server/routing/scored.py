@@ -12,10 +12,15 @@ that is expected to answer it well enough.
     choice            the cheapest candidate meeting the bar; equal costs go to the
                       lower observed time to first token; none meeting it: the strongest
     fallback          the other candidates, in the profile's order
+    predicted success with a quality prior q per model (the config's `quality`, else the
+                      scorer file's prior for that model), each candidate's chance of
+                      answering this prompt well enough: q moved in log-odds by how much
+                      harder than average the prompt is
 
-Each profile is one operating point on the same quality-versus-cost curve: a lower
-threshold sends more prompts up the ladder. Thresholds come from the config or, by
-default, from the scorer's calibration (`gateway router train`).
+Any number of models of any vendors make the ladder. Each profile is one operating point on
+the same quality-versus-cost curve: a lower threshold sends more prompts up the ladder.
+Thresholds come from the config or, by default, from the scorer's live calibration: trained
+thresholds re-centred on recent traffic toward each profile's target share.
 """
 
 from __future__ import annotations
@@ -36,19 +41,35 @@ class Scorer(Protocol):
     """Estimates how likely the cheapest model falls short on a prompt."""
 
     name: str
+    # Model name -> share of prompts it answers well enough, from the scorer's training.
+    quality_priors: dict[str, float]
+    # The mean difficulty of the training prompts: where a prompt counts as average.
+    mean_difficulty: float
 
     @property
     def drifting(self) -> bool:
-        """True while the scorer has moved its thresholds off their calibration because
-        recent traffic drifted from what it was trained on."""
+        """True while recent traffic's scores stray from the training distribution."""
         ...
 
-    def difficulty(self, prompt: str, max_tokens: int | None) -> float:
-        """A probability, 0 to 1; the same for the same input."""
+    def difficulty(self, prompt: str, max_tokens: int | None, request_id: str = "") -> float:
+        """A probability, 0 to 1; `request_id` lets feedback on the answer label it."""
         ...
 
     def threshold(self, profile: str) -> float:
-        """The profile's calibrated bar on difficulty."""
+        """The profile's current bar on difficulty."""
+        ...
+
+    def decided(self, profile: str, upward: bool) -> None:
+        """Records whether a decision went past the cheapest model."""
+        ...
+
+    def shares(self) -> dict[str, tuple[float, float | None]]:
+        """Per profile: the target share of calls past the cheapest model, and the
+        realised share of recent decisions (None before any)."""
+        ...
+
+    def feedback(self, request_id: str, score: float) -> bool:
+        """Feedback on a recent request's answer (1: good enough); False if forgotten."""
         ...
 
 
@@ -70,10 +91,25 @@ class ScoredRouter:
             )
         # The pool is the models profiles route to (not, say, an embedding model).
         routed = {m for models in self._profiles.values() for m in models}
-        self._ladder = _ladder([m for m in catalog.models if m.id in routed])
+        pool = [m for m in catalog.models if m.id in routed]
+        self._priors = _priors(pool, scorer.quality_priors)
+        self._ladder = _ladder(pool, self._priors)
+
+    @property
+    def scorer(self) -> Scorer:
+        return self._scorer
+
+    @property
+    def weakest(self) -> str:
+        """The bottom of the ladder: the model whose failures feedback teaches."""
+        return min(self._ladder, key=lambda m: self._ladder[m])
 
     def route(
-        self, request: GenerationRequest, profile: str, budget_usd: float | None = None
+        self,
+        request: GenerationRequest,
+        profile: str,
+        budget_usd: float | None = None,
+        request_id: str = "",
     ) -> Route:
         started = time.perf_counter()
         models = self._profiles[profile]  # type: ignore[index]
@@ -85,9 +121,11 @@ class ScoredRouter:
                 reason_codes=("NO_CANDIDATE",), skipped=tuple(skipped),
                 decision_ms=_ms_since(started),
             )  # fmt: skip
-        difficulty = self._scorer.difficulty(_prompt_text(request), request.max_tokens)
+        scorer = self._scorer
+        difficulty = scorer.difficulty(_prompt_text(request), request.max_tokens, request_id)
         threshold = self._threshold(profile)
         costs = {m: self._cost(m, request) for m in eligible}
+        shift = _logit(1 - difficulty) - _logit(1 - scorer.mean_difficulty)
         candidates = sorted(
             (
                 Candidate(
@@ -95,6 +133,10 @@ class ScoredRouter:
                     estimated_quality=round(1 - difficulty * (1 - self._ladder[m]), 4),
                     estimated_cost_usd=costs[m],
                     meets_bar=difficulty * (1 - self._ladder[m]) <= threshold,
+                    predicted_success=(
+                        None if m not in self._priors
+                        else round(_sigmoid(_logit(self._priors[m]) + shift), 4)
+                    ),
                 )
                 for m in eligible
             ),
@@ -116,11 +158,22 @@ class ScoredRouter:
             codes = ["STRONGEST_AVAILABLE"]
             reason = f"no model meets the {profile} bar; the strongest available serves"
         order = (chosen, *(m for m in eligible if m != chosen))
+        scorer.decided(profile, chosen != candidates[0].model)
+        target, realised = scorer.shares().get(profile, (None, None))
         return Route(
             profile, order, reason=reason, reason_codes=tuple(codes), difficulty=difficulty,
-            threshold=threshold, scorer=self._scorer.name, candidates=tuple(candidates),
+            threshold=threshold, scorer=scorer.name, candidates=tuple(candidates),
             skipped=tuple(skipped), decision_ms=_ms_since(started),
+            target_share=None if profile in self._overrides else target,
+            recent_share=realised,
         )  # fmt: skip
+
+    def feedback(self, request_id: str, score: float) -> bool:
+        """Feedback on a routed request's answer, for live calibration to learn from."""
+        return self._scorer.feedback(request_id, score)
+
+    def shares(self) -> dict[str, tuple[float, float | None]]:
+        return self._scorer.shares()
 
     def _threshold(self, profile: str) -> float:
         override = self._overrides.get(profile)  # type: ignore[call-overload]
@@ -176,10 +229,20 @@ class ScoredRouter:
         return min(seen, default=math.inf)
 
 
-def _ladder(models: list[ModelConfig]) -> dict[str, float]:
+def _priors(models: list[ModelConfig], learned: dict[str, float]) -> dict[str, float]:
+    """Each model's quality prior: the config's, else the scorer's for that model id."""
+    priors = {}
+    for m in models:
+        quality = m.quality if m.quality is not None else learned.get(m.id)
+        if quality is not None:
+            priors[m.id] = min(0.999, max(0.001, quality))
+    return priors
+
+
+def _ladder(models: list[ModelConfig], priors: dict[str, float]) -> dict[str, float]:
     """Each model's place between the weakest (0) and the strongest (1) of the pool."""
-    if all(m.quality is not None for m in models):
-        raw = {m.id: float(m.quality or 0) for m in models}
+    if all(m.id in priors for m in models):
+        raw = {m.id: priors[m.id] for m in models}
     else:  # one scale for all: output price stands in for quality
         raw = {m.id: m.price.output if m.price else 0.0 for m in models}
     low, high = min(raw.values()), max(raw.values())
@@ -190,6 +253,15 @@ def _prompt_text(request: GenerationRequest) -> str:
     if request.prompt is not None:
         return request.prompt
     return "\n".join(m.content for m in request.messages)
+
+
+def _logit(p: float) -> float:
+    p = min(1 - 1e-6, max(1e-6, p))
+    return math.log(p / (1 - p))
+
+
+def _sigmoid(z: float) -> float:
+    return 1.0 / (1.0 + math.exp(-z))
 
 
 def _or_inf(value: float | None) -> float:

@@ -1,6 +1,11 @@
 """The learned difficulty scorer: logistic regression over hashed word n-grams plus the
 hand-made features, loaded from a JSON model file that `server.routing.training` writes.
 
+A model may be an ensemble (its "ensemble" entry): the fitted log-odds, weighted, added to
+the hand-set feature scorer's log-odds. The hand-set prior carries across domains; the
+fitted part adds what the training data showed (see docs/routing-eval.md for the weights
+chosen on leave-one-benchmark-out transfer).
+
 Serving is pure Python: a few regex passes and a few hundred array lookups per prompt.
 
 The shipped default_scorer.json, next to this module, was trained on all of RouteLLM's
@@ -71,7 +76,17 @@ class LearnedScorer:
             self._feature_weights.append(weight)
             intercept -= weight * float(spec["mean"])
         self._intercept = intercept
+        ensemble = model.get("ensemble") or {"learned_weight": 1.0, "feature_weight": 0.0}
+        self._learned_weight = float(ensemble["learned_weight"])
+        self._feature_weight = float(ensemble["feature_weight"])
+        self._scale = float(ensemble.get("scale", 1.0))
+        self._shift = float(ensemble.get("shift", 0.0))
+        self._prior = features.FeatureScorer()
         self.calibration = Calibration.from_json(document["calibration"])
+        # Each model's share of prompts answered well enough, from outcome files.
+        self.quality_priors: dict[str, float] = {
+            name: float(value) for name, value in document.get("models", {}).items()
+        }
 
     @classmethod
     def load(cls, path: str | Path = DEFAULT_MODEL_PATH) -> LearnedScorer:
@@ -85,6 +100,13 @@ class LearnedScorer:
 
     def logit_of(self, found: list[int], values: list[float]) -> float:
         """The log-odds of an already encoded prompt: its buckets and feature values."""
+        z = self.fitted_logit(found, values) * self._learned_weight
+        if self._feature_weight:
+            z += self._prior.logit(values) * self._feature_weight
+        return z * self._scale + self._shift
+
+    def fitted_logit(self, found: list[int], values: list[float]) -> float:
+        """The fitted model's own log-odds, without the hand-set prior."""
         weights = self.bucket_weights
         z = sum(weights[i] for i in found) / math.sqrt(len(found)) if found else 0.0
         return (
@@ -96,3 +118,9 @@ class LearnedScorer:
     def difficulty(self, prompt: str, max_tokens: int | None = None) -> float:
         """The estimated probability in [0, 1] that the cheaper model falls short."""
         return sigmoid(self.logit(prompt, max_tokens))
+
+    def difficulties(self, prompt: str, max_tokens: int | None = None) -> tuple[float, float]:
+        """This model's difficulty and the hand-set feature scorer's, from one encoding."""
+        values = features.extract(prompt, max_tokens)
+        found = text.buckets(prompt, self.bits)
+        return sigmoid(self.logit_of(found, values)), sigmoid(self._prior.logit(values))

@@ -20,7 +20,7 @@ import random
 import shlex
 import sys
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -28,15 +28,18 @@ from server.routing import features, text
 from server.routing.calibration import DEFAULT_STRONG_SHARES, Calibration
 from server.routing.features import FeatureScorer, sigmoid
 from server.routing.outcomes import (
+    LABELS,
     STRONG_MODEL,
     WEAK_MODEL,
     Example,
+    Label,
     examples_from_feedback,
     examples_from_outcomes,
     read_contaminated,
     read_outcomes,
+    success_rates,
 )
-from server.routing.scorer import MODEL_FORMAT, LearnedScorer, pack_weights
+from server.routing.scorer import MODEL_FORMAT, LearnedScorer, pack_weights, unpack_weights
 
 
 @dataclass(frozen=True)
@@ -52,6 +55,12 @@ class TrainingOptions:
     # wider than the scores it gives to prompts it has never seen.
     calibration_folds: int = 3
     strong_shares: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_STRONG_SHARES))
+    # What a prompt's target means (see `server.routing.outcomes.LABELS`).
+    label: Label = "strong-only"
+    # The served log-odds: learned_weight * fitted + feature_weight * hand-set prior.
+    # Chosen on leave-one-benchmark-out transfer (docs/routing-eval.md).
+    learned_weight: float = 1.0
+    feature_weight: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -81,19 +90,32 @@ def _standardisation(rows: Sequence[Encoded]) -> tuple[list[float], list[float]]
     return means, scales
 
 
-def _fit(rows: Sequence[Encoded], options: TrainingOptions) -> dict[str, Any]:
-    """AdaGrad on the logistic loss; L2 is applied to the weights an example touches."""
-    means, scales = _standardisation(rows)
+def _fit(
+    rows: Sequence[Encoded], options: TrainingOptions, start: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """AdaGrad on the logistic loss; L2 is applied to the weights an example touches.
+    With `start` (a model's "model" entry) the fit continues from its weights and keeps
+    its standardisation: new rows adjust the model instead of replacing it."""
+    if start is None:
+        means, scales = _standardisation(rows)
+        size = 1 << options.hash_bits
+        bucket_w = [0.0] * size
+        feature_w = [0.0] * len(means)
+        prior = min(0.99, max(0.01, sum(r.target for r in rows) / len(rows)))
+        bias = math.log(prior / (1 - prior))
+    else:
+        specs = [start["features"][name] for name in features.FEATURE_NAMES]
+        means = [float(f["mean"]) for f in specs]
+        scales = [float(f["scale"]) for f in specs]
+        feature_w = [float(f["weight"]) for f in specs]
+        bucket_w = list(unpack_weights(start["bucket_weights_f16"]))
+        size = len(bucket_w)
+        bias = float(start["intercept"])
     standardised = [
         [(v - m) / s for v, m, s in zip(r.values, means, scales, strict=True)] for r in rows
     ]
-    size = 1 << options.hash_bits
-    bucket_w = [0.0] * size
     bucket_g = [1e-8] * size
-    feature_w = [0.0] * len(means)
     feature_g = [1e-8] * len(means)
-    prior = min(0.99, max(0.01, sum(r.target for r in rows) / len(rows)))
-    bias = math.log(prior / (1 - prior))
     bias_g = 1e-8
     rate, l2 = options.learning_rate, options.l2
     order = list(range(len(rows)))
@@ -120,13 +142,17 @@ def _fit(rows: Sequence[Encoded], options: TrainingOptions) -> dict[str, Any]:
                 feature_g[j] += g * g
                 feature_w[j] -= rate * g / math.sqrt(feature_g[j])
     return {
-        "hash_bits": options.hash_bits,
+        "hash_bits": size.bit_length() - 1,
         "intercept": round(bias, 6),
         "features": {
             name: {"weight": round(w, 6), "mean": round(m, 6), "scale": round(s, 6)}
             for name, w, m, s in zip(features.FEATURE_NAMES, feature_w, means, scales, strict=True)
         },
         "bucket_weights_f16": pack_weights(bucket_w),
+        "ensemble": {
+            "learned_weight": options.learned_weight,
+            "feature_weight": options.feature_weight,
+        },
     }
 
 
@@ -137,7 +163,7 @@ def _document(
         "format": MODEL_FORMAT,
         "source": "",
         "command": "",
-        "label": "1 when the cheaper model fell short and the stronger one did not",
+        "label": LABELS[options.label],
         "text": {"head_chars": text.HEAD_CHARS, "tail_chars": text.TAIL_CHARS},
         "model": model,
         "calibration": Calibration.fit([0.0], options.strong_shares).to_json(),
@@ -149,6 +175,7 @@ def _document(
             "l2": options.l2,
             "seed": options.seed,
             "calibration_folds": options.calibration_folds,
+            "label": options.label,
         },
     }
 
@@ -157,30 +184,64 @@ def _scores(scorer: LearnedScorer, rows: Sequence[Encoded]) -> list[float]:
     return [sigmoid(scorer.logit_of(r.buckets, r.values)) for r in rows]
 
 
-def _out_of_fold_scores(rows: Sequence[Encoded], options: TrainingOptions) -> list[float]:
+def _out_of_fold_logits(
+    rows: Sequence[Encoded], options: TrainingOptions
+) -> list[tuple[float, float]]:
+    """(log-odds, target) of every row, each scored by a model that never saw it."""
     folds = options.calibration_folds
-    scores: list[float] = []
+    pairs: list[tuple[float, float]] = []
     for fold in range(folds):
         held_out = rows[fold::folds]
         kept = [r for i, r in enumerate(rows) if i % folds != fold]
         scorer = LearnedScorer(_document(_fit(kept, options), kept, options))
-        scores.extend(_scores(scorer, held_out))
-    return scores
+        pairs.extend((scorer.logit_of(r.buckets, r.values), r.target) for r in held_out)
+    return pairs
+
+
+def _platt(pairs: Sequence[tuple[float, float]]) -> tuple[float, float]:
+    """Scale and shift that turn log-odds into calibrated ones (Newton's method on the
+    logistic loss of sigmoid(scale * z + shift) against the targets)."""
+    scale, shift = 1.0, 0.0
+    for _ in range(25):
+        g_a = g_b = h_aa = h_ab = h_bb = 0.0
+        for z, y in pairs:
+            p = sigmoid(scale * z + shift)
+            w = max(p * (1 - p), 1e-9)
+            g_a += (p - y) * z
+            g_b += p - y
+            h_aa += w * z * z
+            h_ab += w * z
+            h_bb += w
+        det = h_aa * h_bb - h_ab * h_ab
+        if abs(det) < 1e-12:
+            break
+        step_a = (h_bb * g_a - h_ab * g_b) / det
+        step_b = (h_aa * g_b - h_ab * g_a) / det
+        scale, shift = scale - step_a, shift - step_b
+        if abs(step_a) + abs(step_b) < 1e-7:
+            break
+    return scale, shift
 
 
 def train_encoded(
     rows: Sequence[Encoded], options: TrainingOptions | None = None
 ) -> dict[str, Any]:
-    """Fits and calibrates a model on encoded rows; returns its JSON document."""
+    """Fits and calibrates a model on encoded rows; returns its JSON document.
+
+    An ensemble's summed log-odds count the base rate twice; a scale and shift fitted on
+    scores of prompts the model never saw turn them back into a probability."""
     options = options or TrainingOptions()
     if not rows:
         raise ValueError("no training examples")
     document = _document(_fit(rows, options), rows, options)
-    scorer = LearnedScorer(document)
     if options.calibration_folds > 1 and len(rows) >= 10 * options.calibration_folds:
-        scores = _out_of_fold_scores(rows, options)
+        pairs = _out_of_fold_logits(rows, options)
     else:
-        scores = _scores(scorer, rows)
+        scorer = LearnedScorer(document)
+        pairs = [(scorer.logit_of(r.buckets, r.values), r.target) for r in rows]
+    scale, shift = _platt(pairs) if options.feature_weight else (1.0, 0.0)
+    document["model"]["ensemble"].update(scale=round(scale, 6), shift=round(shift, 6))
+    scores = [sigmoid(scale * z + shift) for z, _ in pairs]
     document["calibration"] = Calibration.fit(scores, options.strong_shares).to_json()
     return document
 
@@ -207,6 +268,37 @@ def train(
         feature_scores, options.strong_shares
     ).to_json()
     return document
+
+
+# Smaller steps than a fresh fit: a few hundred rated prompts nudge a model trained on
+# thousands instead of overwriting it (bench/routing_transfer's feedback stream).
+REFIT_LEARNING_RATE = 0.01
+
+
+def refit(
+    document: dict[str, Any], examples: Iterable[Example], options: TrainingOptions | None = None
+) -> dict[str, Any]:
+    """A copy of the model `document` trained further on `examples` (feedback, say) and
+    recalibrated on their scores; its priors, ensemble weights and credit are kept."""
+    chosen = list(examples)
+    if not chosen:
+        raise ValueError("no training examples")
+    start = document["model"]
+    ensemble = start.get("ensemble") or {"learned_weight": 1.0, "feature_weight": 0.0}
+    options = replace(
+        options or TrainingOptions(learning_rate=REFIT_LEARNING_RATE),
+        hash_bits=int(start["hash_bits"]),
+        learned_weight=float(ensemble["learned_weight"]),
+        feature_weight=float(ensemble["feature_weight"]),
+    )
+    rows = encode(chosen, options.hash_bits)
+    refitted = dict(document)
+    refitted["model"] = _fit(rows, options, start)
+    scores = _scores(LearnedScorer(refitted), rows)
+    shares = Calibration.from_json(document["calibration"]).strong_shares
+    refitted["calibration"] = Calibration.fit(scores, shares).to_json()
+    refitted["refitted_on"] = int(document.get("refitted_on", 0)) + len(rows)
+    return refitted
 
 
 def _read_feedback(path: Path) -> list[tuple[str, float]]:
@@ -269,6 +361,24 @@ def main(
         metavar="PROFILE=SHARE",
         help="target strong share of a profile, e.g. balanced=0.45",
     )
+    parser.add_argument(
+        "--label",
+        choices=sorted(LABELS),
+        default=TrainingOptions.label,
+        help="strong-only: the cheaper model fell short and the stronger did not (default); "
+        "weak-fails: the cheaper model fell short",
+    )
+    parser.add_argument(
+        "--feature-weight",
+        type=float,
+        default=TrainingOptions.feature_weight,
+        help="weight of the hand-set feature prior in the served log-odds (0: fitted only)",
+    )
+    parser.add_argument(
+        "--priors",
+        action="store_true",
+        help="store every model column's success rate as that model's quality prior",
+    )
     parser.add_argument("--hash-bits", type=int, default=TrainingOptions.hash_bits)
     parser.add_argument("--epochs", type=int, default=TrainingOptions.epochs)
     parser.add_argument("--source", default="", help="credit for the training data")
@@ -285,19 +395,25 @@ def main(
     outcomes = read_outcomes(
         paths, weak=args.weak, strong=args.strong, exclude=read_contaminated(excludes)
     )
-    examples = list(examples_from_outcomes(outcomes))
+    examples = list(examples_from_outcomes(outcomes, args.label))
     for path in args.feedback:
         examples.extend(examples_from_feedback(_read_feedback(path)))
     examples.extend(examples_from_feedback(feedback))
     if not examples:
         parser.error("no training rows: give --data, --csv, --csv-dir or --feedback")
     options = TrainingOptions(
-        hash_bits=args.hash_bits, epochs=args.epochs, strong_shares=_parse_shares(args.share)
+        hash_bits=args.hash_bits,
+        epochs=args.epochs,
+        strong_shares=_parse_shares(args.share),
+        label=args.label,
+        feature_weight=args.feature_weight,
     )
     command = shlex.join(
         ["python", "-m", "server.routing.training", *(sys.argv[1:] if argv is None else argv)]
     )
     document = train(examples, options, source=args.source, command=command)
+    if args.priors:
+        document["models"] = success_rates(paths, exclude=read_contaminated(excludes))
     args.out.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
     print(f"trained on {len(examples)} prompts; wrote {args.out}")
     return 0

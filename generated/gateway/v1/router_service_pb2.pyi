@@ -11,7 +11,7 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class RouteDecision(_message.Message):
-    __slots__ = ("profile", "model", "reason", "provider", "difficulty", "candidates", "skipped", "reason_codes", "decision_ms", "scorer", "threshold")
+    __slots__ = ("profile", "model", "reason", "provider", "difficulty", "candidates", "skipped", "reason_codes", "decision_ms", "scorer", "threshold", "target_share", "recent_share")
     PROFILE_FIELD_NUMBER: _ClassVar[int]
     MODEL_FIELD_NUMBER: _ClassVar[int]
     REASON_FIELD_NUMBER: _ClassVar[int]
@@ -23,6 +23,8 @@ class RouteDecision(_message.Message):
     DECISION_MS_FIELD_NUMBER: _ClassVar[int]
     SCORER_FIELD_NUMBER: _ClassVar[int]
     THRESHOLD_FIELD_NUMBER: _ClassVar[int]
+    TARGET_SHARE_FIELD_NUMBER: _ClassVar[int]
+    RECENT_SHARE_FIELD_NUMBER: _ClassVar[int]
     profile: str
     model: str
     reason: str
@@ -34,19 +36,23 @@ class RouteDecision(_message.Message):
     decision_ms: float
     scorer: str
     threshold: float
-    def __init__(self, profile: _Optional[str] = ..., model: _Optional[str] = ..., reason: _Optional[str] = ..., provider: _Optional[str] = ..., difficulty: _Optional[float] = ..., candidates: _Optional[_Iterable[_Union[RouteCandidate, _Mapping]]] = ..., skipped: _Optional[_Iterable[_Union[SkippedModel, _Mapping]]] = ..., reason_codes: _Optional[_Iterable[str]] = ..., decision_ms: _Optional[float] = ..., scorer: _Optional[str] = ..., threshold: _Optional[float] = ...) -> None: ...
+    target_share: float
+    recent_share: float
+    def __init__(self, profile: _Optional[str] = ..., model: _Optional[str] = ..., reason: _Optional[str] = ..., provider: _Optional[str] = ..., difficulty: _Optional[float] = ..., candidates: _Optional[_Iterable[_Union[RouteCandidate, _Mapping]]] = ..., skipped: _Optional[_Iterable[_Union[SkippedModel, _Mapping]]] = ..., reason_codes: _Optional[_Iterable[str]] = ..., decision_ms: _Optional[float] = ..., scorer: _Optional[str] = ..., threshold: _Optional[float] = ..., target_share: _Optional[float] = ..., recent_share: _Optional[float] = ...) -> None: ...
 
 class RouteCandidate(_message.Message):
-    __slots__ = ("model", "estimated_quality", "estimated_cost_usd", "meets_bar")
+    __slots__ = ("model", "estimated_quality", "estimated_cost_usd", "meets_bar", "predicted_success")
     MODEL_FIELD_NUMBER: _ClassVar[int]
     ESTIMATED_QUALITY_FIELD_NUMBER: _ClassVar[int]
     ESTIMATED_COST_USD_FIELD_NUMBER: _ClassVar[int]
     MEETS_BAR_FIELD_NUMBER: _ClassVar[int]
+    PREDICTED_SUCCESS_FIELD_NUMBER: _ClassVar[int]
     model: str
     estimated_quality: float
     estimated_cost_usd: float
     meets_bar: bool
-    def __init__(self, model: _Optional[str] = ..., estimated_quality: _Optional[float] = ..., estimated_cost_usd: _Optional[float] = ..., meets_bar: _Optional[bool] = ...) -> None: ...
+    predicted_success: float
+    def __init__(self, model: _Optional[str] = ..., estimated_quality: _Optional[float] = ..., estimated_cost_usd: _Optional[float] = ..., meets_bar: _Optional[bool] = ..., predicted_success: _Optional[float] = ...) -> None: ...
 
 class SkippedModel(_message.Message):
     __slots__ = ("model", "reason", "detail")

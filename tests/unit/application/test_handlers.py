@@ -82,7 +82,9 @@ async def test_errors_are_typed(
 
 async def test_infer_asks_the_router_and_reports_its_decision(gateway: Gateway) -> None:
     class Reversed:
-        def route(self, request: Any, profile: str, budget_usd: float | None = None) -> Route:
+        def route(
+            self, request: Any, profile: str, budget_usd: float | None = None, asker: str = ""
+        ) -> Route:
             return Route(profile, ("sim-pro", "sim-mini"), reason="reversed")
 
     live = gateway.live

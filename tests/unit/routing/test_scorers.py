@@ -1,4 +1,4 @@
-"""The prompt-difficulty scorers, their training and calibration, and the drift guard."""
+"""The prompt-difficulty scorers, their training and calibration, and live calibration."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from server.routing.calibration import Calibration
-from server.routing.drift import DriftGuard
 from server.routing.features import FeatureScorer
+from server.routing.live import LiveCalibration
 from server.routing.outcomes import Example, examples_from_feedback
 from server.routing.scorer import DEFAULT_MODEL_PATH, LearnedScorer
 from server.routing.training import TrainingOptions, main, train
@@ -144,46 +144,93 @@ def _calibration() -> Calibration:
     return Calibration.fit([i / 1000 for i in range(1000)])
 
 
-def test_drift_guard_keeps_calibrated_thresholds_on_familiar_traffic():
-    guard = DriftGuard(_calibration(), min_samples=100)
+def test_familiar_traffic_keeps_the_trained_thresholds_and_no_blend():
+    live = LiveCalibration(_calibration())
     rng = random.Random(3)
     for _ in range(1000):
-        guard.observe(rng.random(), rng.random())
-    assert not guard.drifting
-    assert guard.threshold("balanced") == _calibration().thresholds["balanced"]
-    assert guard.difficulty(0.3, 0.9) == 0.3
+        live.observe(rng.random(), rng.random())
+    assert not live.drifting and not live.blending
+    for profile, trained in _calibration().thresholds.items():
+        assert live.threshold(profile) == pytest.approx(trained, abs=0.04)
+    assert live.difficulty(0.3, 0.9) == 0.3
 
 
-def _replay(guard: DriftGuard, history: list[tuple[float, float]]) -> list[bool]:
+def _replay(live: LiveCalibration, history: list[tuple[float, float]]) -> list[bool]:
     decisions = []
     for learned, feature in history:
-        decisions.append(guard.wants_strong("balanced", learned, feature))
-        guard.observe(learned, feature)
+        upward = live.wants_strong("balanced", learned, feature)
+        decisions.append(upward)
+        live.decided("balanced", upward)
+        live.observe(learned, feature)
     return decisions
 
 
-def test_drift_guard_recentres_on_shifted_traffic_deterministically():
+def test_shifted_traffic_is_recentred_deterministically():
     rng = random.Random(5)
-    # Every learned score sits below the balanced threshold (0.55): calibrated, nothing
-    # would reach the strong tier.
+    # Every learned score sits below the balanced threshold (0.55): at the trained
+    # thresholds, nothing would go up the ladder.
     history = [(0.1 + 0.3 * rng.random(), rng.random()) for _ in range(1200)]
-    guard = DriftGuard(_calibration(), window=400, min_samples=100)
-    decisions = _replay(guard, history)
-    assert guard.drifting
-    assert guard.difficulty(0.2, 0.8) == pytest.approx(0.5)
+    live = LiveCalibration(_calibration(), window=400)
+    decisions = _replay(live, history)
+    assert live.drifting and live.blending and live.blend_reason == "drift"
+    assert live.difficulty(0.2, 0.8) == pytest.approx(0.5)
     late = decisions[400:]
     assert abs(sum(late) / len(late) - 0.45) < 0.05
-    assert _replay(DriftGuard(_calibration(), window=400, min_samples=100), history) == decisions
+    assert live.shares()["balanced"][0] == 0.45
+    assert abs(live.shares()["balanced"][1] - 0.45) < 0.05
+    assert _replay(LiveCalibration(_calibration(), window=400), history) == decisions
 
 
-def test_drift_guard_recovers_when_traffic_returns():
+def test_every_profile_meets_its_target_after_a_window_of_a_new_mix():
+    rng = random.Random(11)
+    live = LiveCalibration(_calibration(), window=500)
+    mixes = [
+        lambda: rng.betavariate(2, 8),  # mostly easy
+        lambda: rng.betavariate(8, 2),  # mostly hard
+        lambda: rng.random() ** 3,  # skewed, long tail
+    ]
+    for mix in mixes:
+        for phase in ("settle", "measure"):
+            upward: dict[str, list[bool]] = {p: [] for p in _calibration().thresholds}
+            for _ in range(500):
+                score = mix()
+                for profile in upward:
+                    went = live.wants_strong(profile, score, score)
+                    upward[profile].append(went)
+                live.observe(score, score)
+            if phase == "measure":
+                for profile, went in upward.items():
+                    target = _calibration().strong_shares[profile]
+                    assert abs(sum(went) / len(went) - target) <= 0.05, profile
+
+
+def test_traffic_returning_to_the_training_distribution_ends_the_drift():
     rng = random.Random(9)
-    guard = DriftGuard(_calibration(), window=300, min_samples=100)
+    live = LiveCalibration(_calibration(), window=300)
     for _ in range(400):
-        guard.observe(0.05 * rng.random(), rng.random())
-    assert guard.drifting
+        live.observe(0.05 * rng.random(), rng.random())
+    assert live.drifting
     # Evenly spread scores, as the calibration data was.
     for i in range(600):
-        guard.observe((i * 0.6180339887) % 1.0, rng.random())
-    assert not guard.drifting
-    assert guard.threshold("economy") == _calibration().thresholds["economy"]
+        live.observe((i * 0.6180339887) % 1.0, rng.random())
+    assert not live.drifting and not live.blending
+    assert live.threshold("economy") == pytest.approx(
+        _calibration().thresholds["economy"], abs=0.03
+    )
+
+
+def test_feedback_keeps_the_blend_only_where_it_ranks_better():
+    rng = random.Random(4)
+    informative_features = LiveCalibration(_calibration(), min_labelled=50)
+    informative_learned = LiveCalibration(_calibration(), min_labelled=50)
+    for _ in range(200):
+        hard = rng.random() < 0.4
+        signal = 0.5 + (0.3 if hard else -0.3) + rng.uniform(-0.2, 0.2)
+        noise = rng.random()
+        informative_features.observe(noise, signal)
+        informative_features.label(noise, signal, 1.0 if hard else 0.0)
+        informative_learned.observe(signal, noise)
+        informative_learned.label(signal, noise, 1.0 if hard else 0.0)
+    assert informative_features.blending and informative_features.blend_reason == "feedback"
+    assert not informative_learned.blending
+    assert informative_learned.blend_reason == "feedback"
