@@ -96,7 +96,9 @@ async def test_feedback_retrains_the_served_scorer_on_a_schedule(tmp_path: Path)
             assert rated.status_code == 200, rated.text
         # Every answer fell short: once refitted, the same prompts score harder.
         for _ in range(100):
-            after = {p: (await infer(c, p, profile="economy"))["route"]["difficulty"] for p in prompts}
+            after = {
+                p: (await infer(c, p, profile="economy"))["route"]["difficulty"] for p in prompts
+            }
             if all(after[p] > before[p] for p in prompts):
                 break
             await asyncio.sleep(0.1)
