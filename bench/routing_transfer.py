@@ -299,15 +299,17 @@ def render(report: dict[str, Any], command: str) -> str:
                 f"| {bench} | {profile} | {v['target']:.0%} | {v['first_window']:.1%} "
                 f"| {v['after_window']:.1%} |"
             )
-    lines += ["", "## Feedback stream (APGR on held-out half after N feedback rows)", ""]
+    lines += ["", "## Feedback stream", ""]
     lines += [
-        "| unseen | "
-        + " | ".join(str(n) for n, _ in next(iter(report["feedback_stream"].values())))
-        + " |"
+        "Scorer trained on the other benchmarks, refitted on feedback (whether the cheaper",
+        "model's answer was good enough) from half the unseen benchmark's prompts; APGR on the",
+        "other half after N feedback rows.",
+        "",
+        "| unseen | N: APGR |",
+        "|---|---|",
     ]
-    lines += ["|---" * (1 + len(next(iter(report["feedback_stream"].values())))) + "|"]
     for bench, curve in report["feedback_stream"].items():
-        lines.append(f"| {bench} | " + " | ".join(f"{v:.3f}" for _, v in curve) + " |")
+        lines.append(f"| {bench} | " + ", ".join(f"{n}: {v:.3f}" for n, v in curve) + " |")
     lines += ["", f"Run took {report['seconds']:.0f} s on {report['cpus']} CPUs.", ""]
     return "\n".join(lines)
 
