@@ -294,6 +294,10 @@ def refit(
     rows = encode(chosen, options.hash_bits)
     refitted = dict(document)
     refitted["model"] = _fit(rows, options, start)
+    # The probability rescale fitted with the model holds for the refitted one too.
+    refitted["model"]["ensemble"].update(
+        scale=float(ensemble.get("scale", 1.0)), shift=float(ensemble.get("shift", 0.0))
+    )
     scores = _scores(LearnedScorer(refitted), rows)
     shares = Calibration.from_json(document["calibration"]).strong_shares
     refitted["calibration"] = Calibration.fit(scores, shares).to_json()
