@@ -93,13 +93,17 @@ def read_alpaca(checkout: Path) -> list[tuple[str, Outcome]]:
 
 # -- scorers ------------------------------------------------------------------------------
 
+
+def encoded(rows: Sequence[Row], label: Label = "strong-only") -> list[Encoded]:
+    return [Encoded(r.buckets, r.values, target(r.outcome, label)) for r in rows]
+
+
 Scores = Callable[[Sequence[Row]], list[float]]
 
 
 def fitted(train: Sequence[Row], label: Label, feature_weight: float) -> Scores:
     options = TrainingOptions(label=label, feature_weight=feature_weight, calibration_folds=1)
-    rows = [Encoded(r.buckets, r.values, target(r.outcome, label)) for r in train]
-    scorer = LearnedScorer(train_encoded(rows, options))
+    scorer = LearnedScorer(train_encoded(encoded(train, label), options))
     return lambda test: [scorer.logit_of(r.buckets, r.values) for r in test]
 
 
@@ -199,8 +203,7 @@ def live_shares(rows: Sequence[Row], window: int = 500) -> dict[str, Any]:
         train = [r for r in rows if r.benchmark != held]
         test = [r for r in rows if r.benchmark == held]
         random.Random(1).shuffle(test)
-        encoded = [Encoded(r.buckets, r.values, target(r.outcome, "strong-only")) for r in train]
-        scorer = LearnedScorer(train_encoded(encoded, TrainingOptions()))
+        scorer = LearnedScorer(train_encoded(encoded(train), TrainingOptions()))
         hand = FeatureScorer()
         live = LiveCalibration(scorer.calibration)
         upward: dict[str, list[bool]] = {p: [] for p in PROFILES}
@@ -232,8 +235,7 @@ def feedback_stream(rows: Sequence[Row], chunk: int = 250) -> dict[str, Any]:
         test = [r for r in rows if r.benchmark == held]
         random.Random(2).shuffle(test)
         stream, judged = test[: len(test) // 2], test[len(test) // 2 :]
-        encoded = [Encoded(r.buckets, r.values, target(r.outcome, "strong-only")) for r in train]
-        document = train_encoded(encoded, replace(TrainingOptions(), calibration_folds=1))
+        document = train_encoded(encoded(train), replace(TrainingOptions(), calibration_folds=1))
         curve = [[0, round(_apgr_of(document, judged), 4)]]
         seen = 0
         for start in range(0, min(len(stream), 8 * chunk), chunk):

@@ -57,6 +57,8 @@ class LiveCalibration:
             self._features.append(quantile(feature_q, q))
         self._labelled: deque[tuple[float, float, float]] = deque(maxlen=window)
         self._served: dict[str, deque[bool]] = {p: deque(maxlen=window) for p in self._targets}
+        # Running counts of upward decisions in `_served`: shares are read on every decision.
+        self._upward = dict.fromkeys(self._targets, 0)
         self._observed = 0
         self._drifting = False
         self._blending = False
@@ -89,8 +91,12 @@ class LiveCalibration:
     def decided(self, profile: str, upward: bool) -> None:
         """Records whether a decision of `profile` went past the cheapest model."""
         served = self._served.get(profile)
-        if served is not None:
-            served.append(upward)
+        if served is None:
+            return
+        if len(served) == served.maxlen:
+            self._upward[profile] -= served[0]
+        served.append(upward)
+        self._upward[profile] += upward
 
     def difficulty(self, learned: float, feature: float) -> float:
         """The difficulty to route on: the learned one, or a blend while blending."""
@@ -110,13 +116,14 @@ class LiveCalibration:
         """Per profile: its target share and the share of its recent decisions that went
         past the cheapest model (None before any)."""
         return {
-            p: (target, sum(self._served[p]) / len(self._served[p]) if self._served[p] else None)
+            p: (target, self._upward[p] / len(self._served[p]) if self._served[p] else None)
             for p, target in self._targets.items()
         }
 
-    def calibrated_shares(self) -> dict[str, float]:
-        """Per profile, the share of the window's learned scores above the trained threshold."""
-        ordered = sorted(self._learned)
+    def calibrated_shares(self, ordered: Sequence[float] | None = None) -> dict[str, float]:
+        """Per profile, the share of the window's learned scores (`ordered`: already
+        sorted) above the trained threshold."""
+        ordered = sorted(self._learned) if ordered is None else ordered
         return {
             profile: share_at_or_above(ordered, threshold)
             for profile, threshold in self.calibration.thresholds.items()
@@ -126,7 +133,8 @@ class LiveCalibration:
         return (1.0 - self.feature_weight) * learned + self.feature_weight * feature
 
     def _refresh(self) -> None:
-        shares = self.calibrated_shares()
+        ordered = sorted(self._learned)
+        shares = self.calibrated_shares(ordered)
         worst = max(abs(shares[p] - self._targets[p]) for p in shares)
         if self._drifting and worst <= 0.6 * self.tolerance:
             self._drifting = False
@@ -140,8 +148,8 @@ class LiveCalibration:
         else:
             self._blending = self._drifting
             self.blend_reason = "drift"
-        served = sorted(
-            map(self._blend, self._learned, self._features) if self._blending else self._learned
+        served = (
+            sorted(map(self._blend, self._learned, self._features)) if self._blending else ordered
         )
         self._thresholds = {p: threshold_for_share(served, s) for p, s in self._targets.items()}
 

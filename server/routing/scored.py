@@ -33,6 +33,7 @@ from server.base import tokens
 from server.base.config import PROFILES, ConfigError, ModelConfig, RoutingConfig
 from server.base.costs import max_cost
 from server.base.generation import GenerationRequest
+from server.routing.features import sigmoid
 from server.routing.router import Candidate, Route, Skipped
 from server.routing.view import CatalogView
 
@@ -94,6 +95,8 @@ class ScoredRouter:
         pool = [m for m in catalog.models if m.id in routed]
         self._priors = _priors(pool, scorer.quality_priors)
         self._ladder = _ladder(pool, self._priors)
+        # The log-odds of success of the average training prompt, for predicted success.
+        self._average = _logit(1 - scorer.mean_difficulty)
 
     @property
     def scorer(self) -> Scorer:
@@ -125,7 +128,7 @@ class ScoredRouter:
         difficulty = scorer.difficulty(_prompt_text(request), request.max_tokens, request_id)
         threshold = self._threshold(profile)
         costs = {m: self._cost(m, request) for m in eligible}
-        shift = _logit(1 - difficulty) - _logit(1 - scorer.mean_difficulty)
+        shift = _logit(1 - difficulty) - self._average
         candidates = sorted(
             (
                 Candidate(
@@ -135,7 +138,7 @@ class ScoredRouter:
                     meets_bar=difficulty * (1 - self._ladder[m]) <= threshold,
                     predicted_success=(
                         None if m not in self._priors
-                        else round(_sigmoid(_logit(self._priors[m]) + shift), 4)
+                        else round(sigmoid(_logit(self._priors[m]) + shift), 4)
                     ),
                 )
                 for m in eligible
@@ -258,10 +261,6 @@ def _prompt_text(request: GenerationRequest) -> str:
 def _logit(p: float) -> float:
     p = min(1 - 1e-6, max(1e-6, p))
     return math.log(p / (1 - p))
-
-
-def _sigmoid(z: float) -> float:
-    return 1.0 / (1.0 + math.exp(-z))
 
 
 def _or_inf(value: float | None) -> float:

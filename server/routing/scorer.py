@@ -100,9 +100,11 @@ class LearnedScorer:
 
     def logit_of(self, found: list[int], values: list[float]) -> float:
         """The log-odds of an already encoded prompt: its buckets and feature values."""
-        z = self.fitted_logit(found, values) * self._learned_weight
-        if self._feature_weight:
-            z += self._prior.logit(values) * self._feature_weight
+        prior = self._prior.logit(values) if self._feature_weight else 0.0
+        return self._combined(found, values, prior)
+
+    def _combined(self, found: list[int], values: list[float], prior: float) -> float:
+        z = self.fitted_logit(found, values) * self._learned_weight + prior * self._feature_weight
         return z * self._scale + self._shift
 
     def fitted_logit(self, found: list[int], values: list[float]) -> float:
@@ -122,5 +124,6 @@ class LearnedScorer:
     def difficulties(self, prompt: str, max_tokens: int | None = None) -> tuple[float, float]:
         """This model's difficulty and the hand-set feature scorer's, from one encoding."""
         values = features.extract(prompt, max_tokens)
+        prior = self._prior.logit(values)
         found = text.buckets(prompt, self.bits)
-        return sigmoid(self.logit_of(found, values)), sigmoid(self._prior.logit(values))
+        return sigmoid(self._combined(found, values, prior)), sigmoid(prior)
