@@ -16,7 +16,9 @@ from google.protobuf.message import Message
 from server.base.call import Call, request_id_or_new
 from server.base.errors import Code, GatewayError, Internal, ShuttingDown
 from server.base.pipeline import RpcMethod
+from server.grpc_api.coalesce import merger
 from server.grpc_api.decode import Undecodable, decoder
+from server.grpc_api.relay import Relay
 from server.grpc_api.status import abort_args
 
 log = logging.getLogger(__name__)
@@ -85,56 +87,46 @@ def _unary(method: RpcMethod, timeout_s: float) -> grpc.RpcMethodHandler:
 def _streaming(
     method: RpcMethod, limits: Limits, stopping: asyncio.Future[None] | None
 ) -> grpc.RpcMethodHandler:
+    merge = merger(method.response_type)
+
     async def handle(request: Message, context: grpc.aio.ServicerContext) -> None:
         call = _call(context, limits.request_timeout_s)
-        started = False
         chunks = method.stream(request, call)
         task = asyncio.current_task()
+        assert task is not None
+        relay = Relay(chunks, merge, task, limits.send_timeout_s)
 
         def interrupt(_: object) -> None:
-            if task is not None:
-                task.cancel()
+            task.cancel()
 
         if stopping is not None:
             stopping.add_done_callback(interrupt)
         try:
             if isinstance(request, Undecodable):
                 raise request.error
-            async for chunk in chunks:
-                if not started:
-                    if call.response_metadata:
-                        await context.send_initial_metadata(tuple(call.response_metadata.items()))
-                    started = True
-                # A caller that reads nothing fills the window and the write waits; as
-                # over REST, it gets send_timeout_s, then the stream and its upstream end.
-                try:
-                    async with asyncio.timeout(limits.send_timeout_s):
-                        await context.write(chunk)
-                except (TimeoutError, asyncio.CancelledError):
-                    raise
-                except Exception:
-                    if context.cancelled() or context.done():
-                        return  # the caller went away during the write: nobody to tell
-                    raise
+            await relay.write(context, call)
             return
         except GatewayError as exc:
             error: GatewayError = exc
-        except TimeoutError:
-            error = SendTimeout(
-                f"the caller read nothing for {limits.send_timeout_s:g}s; the stream ended", {}
-            )
+        except grpc.aio.InternalError:
+            raise  # a write failed: gRPC ignores it when the caller went away, else logs it
         except asyncio.CancelledError:
-            if stopping is None or not stopping.done():
+            if relay.timed_out:
+                error = SendTimeout(
+                    f"the caller read nothing for {limits.send_timeout_s:g}s; the stream ended",
+                    {},
+                )
+            elif stopping is None or not stopping.done():
                 return  # the caller cancelled: nothing to report, nobody to report it to
-            # The grace period is running out: say so (UNAVAILABLE), not CANCELLED.
-            error = ShuttingDown("the gateway is shutting down; retry the request")
+            else:  # the grace period is running out: say so (UNAVAILABLE), not CANCELLED
+                error = ShuttingDown("the gateway is shutting down; retry the request")
         except Exception as exc:
             error = _internal(exc, call)
         finally:
             if stopping is not None:
                 stopping.remove_done_callback(interrupt)
             # A cancelled call stops its work now, all the way to the upstream.
-            await chunks.aclose()
+            await relay.close()
         await _abort(context, error, call)
 
     return grpc.unary_stream_rpc_method_handler(

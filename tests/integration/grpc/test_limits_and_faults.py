@@ -105,8 +105,11 @@ async def test_failure_after_first_token_ends_stream_with_error(config_dict):
                 received.append(chunk)
         assert caught.value.code() == grpc.StatusCode.UNAVAILABLE
         assert "cut after 3 tokens" in caught.value.details()
-        # The role chunk and three content chunks, never a finish_reason.
-        assert len(received) == 4
+        # The role chunk and three tokens' text (merged when ready together), never a
+        # finish_reason.
+        assert received[0].choices[0].delta.role == "assistant"
+        text = "".join(c.choices[0].delta.content for c in received[1:])
+        assert text.startswith("(simulated)") and len(text.split()) == 3
         assert not any(c.choices[0].HasField("finish_reason") for c in received)
 
 

@@ -114,7 +114,8 @@ async def test_chat_golden_shape(mode: str, path: str) -> None:
     first, middle, last = chunks[0], chunks[1:-1], chunks[-1]
     assert first["choices"][0]["delta"] == {"role": "assistant"}
     assert middle and all(list(c["choices"][0]["delta"]) == ["content"] for c in middle)
-    assert middle[0]["choices"][0]["delta"]["content"] == "(simulated)"
+    # Fragments ready together may arrive merged (the edge tier relays gRPC chunks).
+    assert middle[0]["choices"][0]["delta"]["content"].startswith("(simulated)")
     assert last["choices"][0]["delta"] == {} and last["choices"][0]["finish_reason"] == "stop"
 
 
@@ -217,8 +218,9 @@ async def test_mid_stream_failure_ends_with_error_event(mode: str) -> None:
         assert b"[DONE]" not in raw
         chunks = data_events(events)
         assert chunks[0]["choices"][0]["delta"] == {"role": "assistant"}
-        assert [c["choices"][0]["delta"]["content"] for c in chunks[1:4]][0] == "(simulated)"
-        assert len(chunks) == 5
+        # Three tokens' text (fragments ready together may arrive merged), then the error.
+        text = "".join(c["choices"][0]["delta"]["content"] for c in chunks[1:-1])
+        assert text.startswith("(simulated)") and len(text.split()) == 3
         error = chunks[-1]["error"]
         assert set(chunks[-1]) == {"error"}
         assert error["type"] == "upstream_error"

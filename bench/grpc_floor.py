@@ -1,0 +1,143 @@
+"""What gRPC itself costs per call, with no gateway behind it, in one run.
+
+A server that answers one fixed message (unary) or twenty (a stream), as the gateway's
+gRPC API would, served four ways: grpc.aio on the gateway's event loop, the same
+sending response headers first (as the gateway sends x-request-id), grpc.aio writing
+the stream as one merged message, and the synchronous thread-pool server.
+h2load loads each on the other core; CPU ms/req is the server process's own time.
+The floor the servicer cannot go below, and what the alternatives would save.
+
+    python -m bench.grpc_floor [--seconds 4] [--rounds 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent import futures
+from pathlib import Path
+
+import grpc
+
+from bench.perf import cpu_s, free_port, pinned, wait_port
+
+MESSAGE = b"\n" + bytes([60]) + b"x" * 60  # a chunk-sized message
+CHUNKS = 20
+
+
+def handlers(kind: str) -> grpc.GenericRpcHandler:
+    async def unary(request: bytes, context: grpc.aio.ServicerContext) -> bytes:
+        if kind == "aio-headers":  # as the gateway sends x-request-id
+            await context.send_initial_metadata((("x-request-id", "0" * 32),))
+        return MESSAGE
+
+    async def stream(request: bytes, context: grpc.aio.ServicerContext) -> None:
+        if kind == "aio-headers":
+            await context.send_initial_metadata((("x-request-id", "0" * 32),))
+        if kind == "aio-merged":
+            await context.write(MESSAGE * CHUNKS)
+            return
+        for _ in range(CHUNKS):
+            await context.write(MESSAGE)
+
+    return grpc.method_handlers_generic_handler(
+        "floor.Floor",
+        {"Unary": grpc.unary_unary_rpc_method_handler(unary),
+         "Stream": grpc.unary_stream_rpc_method_handler(stream)},
+    )  # fmt: skip
+
+
+def sync_handlers() -> grpc.GenericRpcHandler:
+    def unary(request: bytes, context: grpc.ServicerContext) -> bytes:
+        return MESSAGE
+
+    def stream(request: bytes, context: grpc.ServicerContext):  # noqa: ANN202
+        for _ in range(CHUNKS):
+            yield MESSAGE
+
+    return grpc.method_handlers_generic_handler(
+        "floor.Floor",
+        {"Unary": grpc.unary_unary_rpc_method_handler(unary),
+         "Stream": grpc.unary_stream_rpc_method_handler(stream)},
+    )  # fmt: skip
+
+
+def serve(kind: str, port: int) -> None:
+    if kind == "sync":
+        server = grpc.server(futures.ThreadPoolExecutor(max_workers=32))
+        server.add_generic_rpc_handlers([sync_handlers()])
+        server.add_insecure_port(f"127.0.0.1:{port}")
+        server.start()
+        server.wait_for_termination()
+        return
+
+    async def main() -> None:
+        server = grpc.aio.server()
+        server.add_generic_rpc_handlers([handlers(kind)])
+        server.add_insecure_port(f"127.0.0.1:{port}")
+        await server.start()
+        await server.wait_for_termination()
+
+    from server.cli.main import event_loop
+
+    with asyncio.Runner(loop_factory=event_loop()) as runner:
+        runner.run(main())
+
+
+def load(port: int, method: str, connections: int, seconds: float, core: str) -> int:
+    with tempfile.TemporaryDirectory() as tmp:
+        data = Path(tmp, "body")
+        data.write_bytes(b"\0\0\0\0\0")
+        argv = ["h2load", "-t1", f"-c{connections}", "-m1", f"-D{int(seconds)}", "-d", str(data),
+                "-H", "content-type: application/grpc", "-H", "te: trailers",
+                f"http://127.0.0.1:{port}/floor.Floor/{method}"]  # fmt: skip
+        done = subprocess.run(pinned(core, argv), capture_output=True, text=True)
+    return int(done.stdout.split(" succeeded")[0].rsplit(" ", 1)[1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seconds", type=float, default=4)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--pin", default="0:1")
+    parser.add_argument("--serve", nargs=2, metavar=("KIND", "PORT"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.serve:
+        serve(args.serve[0], int(args.serve[1]))
+        return
+    server_core, load_core = args.pin.split(":") if args.pin else ("", "")
+    servers = {}
+    for kind in ("aio", "aio-headers", "aio-merged", "sync"):
+        port = free_port()
+        argv = [sys.executable, "-m", "bench.grpc_floor", "--serve", kind, str(port)]
+        servers[kind] = (subprocess.Popen(pinned(server_core, argv)), port)
+        wait_port(port)
+    time.sleep(0.5)
+    best: dict[tuple, float] = {}
+    try:
+        for _ in range(args.rounds):
+            for method in ("Unary", "Stream"):
+                for c in (1, 32):
+                    for kind, (proc, port) in servers.items():
+                        if kind == "aio-merged" and method == "Unary":
+                            continue
+                        before = cpu_s(proc.pid)
+                        n = load(port, method, c, args.seconds, load_core)
+                        ms = (cpu_s(proc.pid) - before) * 1000 / max(1, n)
+                        row = (method, c, kind)
+                        best[row] = min(best.get(row, ms), ms)
+        print("| call | conns | server | CPU ms/call |\n|---|---|---|---|")
+        for (method, c, kind), ms in best.items():
+            print(f"| {method.lower()} | {c} | {kind} | {ms:.3f} |")
+    finally:
+        for proc, _ in servers.values():
+            proc.terminate()
+            proc.wait(10)
+
+
+if __name__ == "__main__":
+    main()
