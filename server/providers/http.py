@@ -88,7 +88,8 @@ class HttpParams(BaseModel):
     # The longest upstream Retry-After honoured on this provider; longer fails over.
     max_retry_after_s: float = Field(default=5, ge=0)
     # Pooled connections to this upstream.
-    max_connections: int = Field(default=100, ge=1)
+    # Each open stream holds one: a gateway carrying thousands of streams needs as many.
+    max_connections: int = Field(default=1000, ge=1)
     # Headers sent with every request (e.g. OpenAI-Organization). Not for secrets.
     headers: dict[str, str] = Field(default_factory=dict)
     # The longest SSE line accepted from the upstream; a longer one is a broken answer

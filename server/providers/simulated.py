@@ -232,6 +232,10 @@ class SimulatedProvider:
         try:
             await asyncio.sleep(p.ttft_ms / 1000)
             interval = 1 / p.tokens_per_second if p.tokens_per_second else 0
+            # Token n is due at first + n * interval: a busy loop that wakes late catches
+            # up instead of stretching every later interval.
+            loop = asyncio.get_running_loop()
+            first = loop.time()
             sent = 0
             if request.thinking is not None and request.thinking.shown:
                 for piece in _reasoning(request):
@@ -256,7 +260,9 @@ class SimulatedProvider:
                                 upstream_answered=True,
                             )
                         if sent and interval:
-                            await asyncio.sleep(interval)
+                            wait = first + sent * interval - loop.time()
+                            if wait > 0:
+                                await asyncio.sleep(wait)
                         sent += 1
                         if index is not None:
                             yield ToolCallDelta(index, arguments=piece, choice=choice)

@@ -127,6 +127,26 @@ async def test_client_deadline_bounds_a_slow_provider(config_dict):
         assert time.perf_counter() - started < 2
 
 
+async def test_request_timeout_ends_a_stream_that_outlives_it(config_dict):
+    # The first token comes at once, the second 2.5 s later: the deadline passes while
+    # the stream waits on it, and ends the wait then.
+    config_dict["server"]["request_timeout_s"] = 0.8
+    slow = {"ttft_ms": 0, "tokens_per_second": 0.4, "min_reply_tokens": 5, "max_reply_tokens": 5}
+    _set_providers(config_dict, "sim-pro", slow, slow)
+    async with stubs_for(config_dict) as stubs:
+        request = chat.StreamChatCompletionRequest(model="sim-pro", messages=HELLO)
+        received = []
+        started = time.perf_counter()
+        with pytest.raises(grpc.aio.AioRpcError) as caught:
+            async for chunk in stubs.chat.StreamChatCompletion(request, metadata=API):
+                received.append(chunk)
+        elapsed = time.perf_counter() - started
+    assert caught.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+    assert "the request deadline passed while waiting on sim-pro" in caught.value.details()
+    assert len(received) == 2  # the role chunk and the first token
+    assert 0.7 < elapsed < 1.5
+
+
 async def test_configured_request_timeout_bounds_all_attempts(config_dict):
     config_dict["server"]["request_timeout_s"] = 0.3
     _set_providers(config_dict, "sim-pro", {"ttft_ms": 5000}, {"ttft_ms": 5000})
