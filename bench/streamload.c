@@ -91,10 +91,11 @@ static void up_send(int ep, int fd) {
     char out[640], *body = out + 8;  /* room for the chunk's size line */
     int n;
     if (s->sent == 0)
-        n = snprintf(body, 600, CHUNK_HEAD "\"delta\":{\"role\":\"assistant\",\"content\":\" tok\"},"
+        n = snprintf(body, 600, CHUNK_HEAD "\"delta\":{\"role\":\"assistant\",\"content\":\" w0\"},"
                      "\"finish_reason\":null}]}\n\n");
     else if (s->sent < s->tokens)
-        n = snprintf(body, 600, CHUNK_HEAD "\"delta\":{\"content\":\" tok\"},\"finish_reason\":null}]}\n\n");
+        n = snprintf(body, 600, CHUNK_HEAD "\"delta\":{\"content\":\" w%d\"},\"finish_reason\":null}]}\n\n",
+                     s->sent);  /* distinct tokens: a proxy may refuse a model that repeats */
     else
         n = snprintf(body, 600, CHUNK_HEAD "\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n"
                      "data: {\"id\":\"chatcmpl-up\",\"object\":\"chat.completion.chunk\",\"created\":1767225600,"

@@ -88,13 +88,16 @@ class Relay:
         cancels can be seen twice: by a failed write and by gRPC cancelling the call)."""
         if self._watch is not None:
             self._watch.cancel()
+        if self._reader is None or self._reader.done():
+            await self._chunks.aclose()  # nothing runs any more: this cannot be interrupted
+            return
         self._closing = asyncio.ensure_future(self._stop())
         await asyncio.shield(self._closing)
 
     async def _stop(self) -> None:
-        if self._reader is not None and not self._reader.done():
-            self._reader.cancel()
-            await asyncio.gather(self._reader, return_exceptions=True)
+        assert self._reader is not None
+        self._reader.cancel()
+        await asyncio.gather(self._reader, return_exceptions=True)
         await self._chunks.aclose()
 
     async def _read(self) -> None:
