@@ -8,8 +8,9 @@ plan: time to first event and delay between events. Both are one epoll loop in C
 the other core from the gateway; their CPU is reported, to show they are not the limit.
 
 For each N: the upstream straight (the baseline: what the load itself adds), the
-gateway's REST API (one worker, pinned to one core) and, with --litellm, the LiteLLM
-proxy 1.106.2 (one worker) under the same load. Reported: streams done, errors, relayed
+gateway's REST API (one worker, pinned to one core), with --simulated the gateway's
+embedded simulated provider, and with --litellm the LiteLLM proxy 1.106.2 (one worker)
+under the same load. Reported: streams done, errors, relayed
 events/s, the server's CPU per relayed event and its cores used, resident memory per
 open stream, added time to first event (p50, p99) and added delay between events (p99).
 
