@@ -48,17 +48,6 @@ def _chat_text(chunk: Message) -> Message | None:
     return choice.delta
 
 
-def _merge_chat(last: Message, chunk: Message, owned: bool) -> Message | None:
-    delta, more = _chat_text(last), _chat_text(chunk)
-    if delta is None or more is None or not _same_stream(last, chunk):
-        return None
-    if len(delta.content) >= MAX_MERGED_CHARS:
-        return None
-    merged = last if owned else _copy(last)
-    merged.choices[0].delta.content += more.content
-    return merged
-
-
 def _completion_text(chunk: Message) -> Message | None:
     """The choice of a text-completion chunk that only adds text, else None."""
     choice = _one_choice(chunk)
@@ -67,15 +56,25 @@ def _completion_text(chunk: Message) -> Message | None:
     return choice
 
 
-def _merge_completion(last: Message, chunk: Message, owned: bool) -> Message | None:
-    choice, more = _completion_text(last), _completion_text(chunk)
-    if choice is None or more is None or not _same_stream(last, chunk):
-        return None
-    if len(choice.text) >= MAX_MERGED_CHARS:
-        return None
-    merged = last if owned else _copy(last)
-    merged.choices[0].text += more.text
-    return merged
+def _merging(text_part: Callable[[Message], Message | None], field: str) -> Merge:
+    """Merges chunks whose `text_part` is found, by concatenating its `field`."""
+
+    def merge(last: Message, chunk: Message, owned: bool) -> Message | None:
+        mine, more = text_part(last), text_part(chunk)
+        if mine is None or more is None or not _same_stream(last, chunk):
+            return None
+        if len(getattr(mine, field)) >= MAX_MERGED_CHARS:
+            return None
+        merged = last if owned else _copy(last)
+        part = text_part(merged)
+        setattr(part, field, getattr(part, field) + getattr(more, field))
+        return merged
+
+    return merge
+
+
+_MERGE_CHAT = _merging(_chat_text, "content")
+_MERGE_COMPLETION = _merging(_completion_text, "text")
 
 
 def _copy(message: Message) -> Message:
@@ -97,7 +96,7 @@ def merger(response_type: type[Message]) -> Merge | None:
         return None
     choice = fields["choices"].message_type.fields_by_name
     if "delta" in choice:
-        return _merge_chat
+        return _MERGE_CHAT
     if "text" in choice:
-        return _merge_completion
+        return _MERGE_COMPLETION
     return None
