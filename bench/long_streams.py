@@ -82,6 +82,32 @@ def start_gateway(
     return proc, http_port
 
 
+def simulated_alone(streams: int = 500) -> float:
+    """The embedded simulated provider's own CPU per token, in us, with no gateway
+    around it: `streams` at 50 tokens/s in this process (the pacing timers included)."""
+    import asyncio
+
+    from server.base.generation import GenerationRequest
+    from server.cli.main import event_loop
+    from server.providers.simulated import SimulatedParams, SimulatedProvider
+
+    params = SimulatedParams(ttft_ms=0, tokens_per_second=50, min_reply_tokens=150,
+                             max_reply_tokens=150)  # fmt: skip
+    provider = SimulatedProvider("sim", params)
+    request = GenerationRequest(prompt="Once upon a time", max_tokens=150)
+
+    async def run() -> int:
+        async def one() -> int:
+            return sum([1 async for _ in provider.generate(request)])
+
+        return sum(await asyncio.gather(*(one() for _ in range(streams))))
+
+    started = time.process_time()
+    with asyncio.Runner(loop_factory=event_loop()) as runner:
+        events = runner.run(run())
+    return (time.process_time() - started) * 1e6 / events
+
+
 def rss_kb(pid: int) -> int:
     """Resident memory of the process tree now, in KB."""
     total = 0
@@ -203,6 +229,11 @@ def main() -> None:
         upstream.terminate()
         upstream.wait(10)
         shutil.rmtree(tmp, ignore_errors=True)
+    if args.simulated:
+        alone = simulated_alone()
+        results["simulated provider alone"] = {"cpu_us_per_token": alone}
+        print(f"\nThe simulated provider alone (500 streams at 50 tokens/s in one process, "
+              f"no gateway): {alone:.1f} us of CPU per token")  # fmt: skip
     if args.json:
         args.json.write_text(json.dumps(results, indent=1) + "\n")
 
