@@ -53,7 +53,7 @@ async def test_a_call_span_with_its_children_under_the_callers_trace(spans):
         data = with_models(
             model(
                 "traced",
-                provider("t-broken", "openai", broken.url, max_retries=0),
+                provider("t-broken", "openai", broken.url, max_retries=1, backoff_s=0.01),
                 provider("t-good", "openai", good.url, "backup"),
             )
         )
@@ -85,10 +85,12 @@ async def test_a_call_span_with_its_children_under_the_callers_trace(spans):
     assert "gateway.admission.identify" in names and "gateway.admission.limit" in names
     assert "gateway.ledger.write" in names
     attempts = [s for s in children if s.name == "gateway.upstream.attempt"]
-    assert [a.attributes["gen_ai.provider.name"] for a in attempts] == ["t-broken", "t-good"]
-    assert not attempts[0].status.is_ok and attempts[1].status.is_ok
+    # The broken provider tried twice (one retry), then the backup once.
+    assert [(a.attributes["gen_ai.provider.name"], a.attributes["gateway.attempt"])
+            for a in attempts] == [("t-broken", 1), ("t-broken", 2), ("t-good", 1)]  # fmt: skip
+    assert not attempts[1].status.is_ok and attempts[2].status.is_ok
     # Each upstream saw the trace, as a child of its own attempt span.
-    for upstream, span in ((broken, attempts[0]), (good, attempts[1])):
+    for upstream, span in ((broken, attempts[1]), (good, attempts[2])):
         sent = upstream.seen[-1].headers["traceparent"]
         assert sent == f"00-{TRACE_ID}-{hexid(span.context.span_id, 16)}-01"
 
