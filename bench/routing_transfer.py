@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import routing_metrics as metrics
+from bench.routing_eval import DEFAULT_DATA
 from server.base.config import PROFILES
 from server.routing import features, text
 from server.routing.features import FeatureScorer, sigmoid
@@ -41,7 +42,6 @@ from server.routing.scorer import LearnedScorer
 from server.routing.training import Encoded, TrainingOptions, refit, train_encoded
 
 ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_DATA = ROOT.parent / "shared" / "routing-eval"
 ALPACA_MODEL = "Mixtral-8x7B-Instruct-v0.1"
 ALPACA_ANNOTATOR = "alpaca_eval_gpt4_turbo_fn"
 

@@ -3,7 +3,7 @@ hand-made features, loaded from a JSON model file that `server.routing.training`
 
 A model may be an ensemble (its "ensemble" entry): the fitted log-odds, weighted, added to
 the hand-set feature scorer's log-odds. The hand-set prior carries across domains; the
-fitted part adds what the training data showed (see docs/routing-eval.md for the weights
+fitted part adds what the training data showed (see docs/routing-transfer.md for the weights
 chosen on leave-one-benchmark-out transfer).
 
 Serving is pure Python: a few regex passes and a few hundred array lookups per prompt.
@@ -35,6 +35,8 @@ from server.routing.features import sigmoid
 
 MODEL_FORMAT = "gateway-router-scorer/1"
 DEFAULT_MODEL_PATH = Path(__file__).with_name("default_scorer.json")
+# A model without an "ensemble" entry: the fitted log-odds alone.
+NO_ENSEMBLE = {"learned_weight": 1.0, "feature_weight": 0.0}
 
 
 class DifficultyScorer(Protocol):
@@ -76,7 +78,7 @@ class LearnedScorer:
             self._feature_weights.append(weight)
             intercept -= weight * float(spec["mean"])
         self._intercept = intercept
-        ensemble = model.get("ensemble") or {"learned_weight": 1.0, "feature_weight": 0.0}
+        ensemble = model.get("ensemble") or NO_ENSEMBLE
         self._learned_weight = float(ensemble["learned_weight"])
         self._feature_weight = float(ensemble["feature_weight"])
         self._scale = float(ensemble.get("scale", 1.0))

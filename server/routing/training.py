@@ -39,7 +39,13 @@ from server.routing.outcomes import (
     read_outcomes,
     success_rates,
 )
-from server.routing.scorer import MODEL_FORMAT, LearnedScorer, pack_weights, unpack_weights
+from server.routing.scorer import (
+    MODEL_FORMAT,
+    NO_ENSEMBLE,
+    LearnedScorer,
+    pack_weights,
+    unpack_weights,
+)
 
 
 @dataclass(frozen=True)
@@ -58,7 +64,7 @@ class TrainingOptions:
     # What a prompt's target means (see `server.routing.outcomes.LABELS`).
     label: Label = "strong-only"
     # The served log-odds: learned_weight * fitted + feature_weight * hand-set prior.
-    # Chosen on leave-one-benchmark-out transfer (docs/routing-eval.md).
+    # Chosen on leave-one-benchmark-out transfer (docs/routing-transfer.md).
     learned_weight: float = 1.0
     feature_weight: float = 1.0
 
@@ -284,7 +290,7 @@ def refit(
     if not chosen:
         raise ValueError("no training examples")
     start = document["model"]
-    ensemble = start.get("ensemble") or {"learned_weight": 1.0, "feature_weight": 0.0}
+    ensemble = start.get("ensemble") or NO_ENSEMBLE
     options = replace(
         options or TrainingOptions(learning_rate=REFIT_LEARNING_RATE),
         hash_bits=int(start["hash_bits"]),
@@ -396,9 +402,8 @@ def main(
     for folder in args.data:
         paths.extend(sorted(folder.rglob("*.csv")))
         excludes.extend(sorted(folder.rglob("contaminated_prompts.jsonl")))
-    outcomes = read_outcomes(
-        paths, weak=args.weak, strong=args.strong, exclude=read_contaminated(excludes)
-    )
+    contaminated = read_contaminated(excludes)
+    outcomes = read_outcomes(paths, weak=args.weak, strong=args.strong, exclude=contaminated)
     examples = list(examples_from_outcomes(outcomes, args.label))
     for path in args.feedback:
         examples.extend(examples_from_feedback(_read_feedback(path)))
@@ -417,7 +422,7 @@ def main(
     )
     document = train(examples, options, source=args.source, command=command)
     if args.priors:
-        document["models"] = success_rates(paths, exclude=read_contaminated(excludes))
+        document["models"] = success_rates(paths, exclude=contaminated)
     args.out.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
     print(f"trained on {len(examples)} prompts; wrote {args.out}")
     return 0
