@@ -5,21 +5,29 @@ Core-level: the adapters are driven directly, with no gateway transport in betwe
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
-from server.base.config import ConfigError, ProviderConfig
+from server.application.catalog import Upstream
+from server.application.dispatch import open_stream
+from server.base.config import ConfigError, ModelConfig, ProviderConfig
 from server.base.errors import UpstreamError, UpstreamRejected
 from server.base.generation import (
     Collected,
+    DocumentPart,
     Finished,
     GenerationRequest,
     Message,
     Provider,
     TextDelta,
+    TextPart,
     TokenCounts,
+    TokenLogprob,
+    ToolCall,
+    TopLogprob,
 )
 from server.providers import registry
 from tests.support.upstreams.anthropic import AnthropicWire
@@ -62,6 +70,10 @@ async def collect(events: AsyncIterator[Any]) -> Collected:
             assert out.finished is None, "exactly one Finished"
             out.finished = event
     return out
+
+
+async def events(stream: AsyncIterator[Any]) -> list[Any]:
+    return [event async for event in stream]
 
 
 @pytest.fixture(params=["openai", "anthropic", "tgi", "gemini", "bedrock"])
@@ -169,6 +181,87 @@ async def test_anthropic_request_shape_and_cache_usage(stream: bool, servers):
     assert text.body["max_tokens"] == 1024, "max_tokens is required by the Messages API"
 
 
+PDF = "JVBERi0xLjQK"
+PDF_PARTS = {
+    "openai": lambda name: {"type": "file", "file": {
+        "filename": name, "file_data": f"data:application/pdf;base64,{PDF}"}},
+    "anthropic": lambda name: {"type": "document", "source": {
+        "type": "base64", "media_type": "application/pdf", "data": PDF}},
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("fmt", PDF_PARTS)
+async def test_a_pdf_reaches_the_upstream_in_its_own_form(fmt: str, servers):
+    fake = fresh(servers[fmt])
+    p = build(fmt, fake.url)
+    turns = [
+        (DocumentPart("application/pdf", PDF, "report.pdf"), "report.pdf"),
+        (DocumentPart("application/pdf", PDF), "document.pdf"),  # untitled
+    ]
+    try:
+        for document, _ in turns:
+            message = Message("user", "", parts=(TextPart("Sum it up."), document))
+            await collect(p.generate(GenerationRequest(messages=(message,), max_tokens=64)))
+    finally:
+        await p.aclose()
+    assert fake.problems == []
+    for seen, (_, filename) in zip(fake.seen, turns, strict=True):
+        assert seen.body["messages"][0]["content"] == [
+            {"type": "text", "text": "Sum it up."},
+            PDF_PARTS[fmt](filename),
+        ]
+
+
+async def test_tool_calls_without_json_arguments_reach_anthropic_as_empty_input(servers):
+    fake = fresh(servers["anthropic"])
+    p = build("anthropic", fake.url)
+    calls = (ToolCall("toolu_1", "f", ""), ToolCall("toolu_2", "g", "not json"),
+             ToolCall("toolu_3", "h", '{"a": 1}'))  # fmt: skip
+    history = (
+        Message("user", "Go."),
+        Message("assistant", "", tool_calls=calls),
+        *(Message("tool", "done", tool_call_id=c.id) for c in calls),
+    )
+    try:
+        await collect(p.generate(GenerationRequest(messages=history, max_tokens=64)))
+    finally:
+        await p.aclose()
+    assert fake.problems == []
+    sent = fake.seen[0].body["messages"][1]["content"]
+    assert [(b["id"], b["input"]) for b in sent] == [
+        ("toolu_1", {}), ("toolu_2", {}), ("toolu_3", {"a": 1})]  # fmt: skip
+
+
+@pytest.mark.parametrize("top", [None, 2])
+@pytest.mark.parametrize("chat", [True, False], ids=["chat", "completion"])
+async def test_openai_logprobs_come_back_token_by_token(stream: bool, chat: bool, top, servers):
+    fake = fresh(servers["openai"])
+    p = build("openai", fake.url, stream=stream)
+    request = dataclasses.replace(CHAT if chat else PROMPT, logprobs=True, top_logprobs=top)
+    try:
+        got = [e.logprobs for e in await events(p.generate(request)) if isinstance(e, TextDelta)]
+    finally:
+        await p.aclose()
+    assert fake.problems == []
+    sent = fake.seen[0].body
+    if chat:
+        assert (sent["logprobs"], sent.get("top_logprobs")) == (True, top)
+    else:
+        assert sent["logprobs"] == (top or 0), "legacy completions: how many alternatives"
+    tokens = [lp for part in got for lp in part]
+    alternatives = (top or 1) - 1
+    assert tokens == [
+        TokenLogprob(t, -0.25 * (i + 1), (
+            (TopLogprob(t, -0.25 * (i + 1)),
+             *(TopLogprob(f"alt{j}", -0.25 * (i + 1) - 1 - j) for j in range(alternatives)))
+            if top else ()
+        ))
+        for i, t in enumerate(TEXT)
+    ]  # fmt: skip
+    if stream:
+        assert all(len(part) == 1 for part in got), "each streamed token with its own"
+
+
 async def test_tgi_request_shape(stream: bool, servers):
     fake = fresh(servers["tgi"])
     p = build("tgi", fake.url, stream=stream)
@@ -207,10 +300,30 @@ async def test_api_key_from_env_is_sent_and_never_in_errors(monkeypatch, servers
     assert secret not in str(info.value) and "api_key_env" in str(info.value)
 
 
-def test_missing_key_env_is_a_config_error(monkeypatch: pytest.MonkeyPatch):
+def test_missing_key_env_is_a_config_error(adapter: str, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.delenv("FAKE_UPSTREAM_KEY", raising=False)
-    with pytest.raises(ConfigError, match=r"providers\[0\]\.params\.api_key_env: .*not set"):
-        build("anthropic", "http://127.0.0.1:1", api_key_env="FAKE_UPSTREAM_KEY")
+    with pytest.raises(
+        ConfigError, match=r"^models\[0\]\.providers\[0\]\.params\.api_key_env: .*not set"
+    ):
+        build(adapter, "http://127.0.0.1:1", api_key_env="FAKE_UPSTREAM_KEY")
+
+
+async def test_a_retryable_failure_is_retried_on_the_same_provider(
+    adapter: str, stream: bool, upstream: FakeUpstream
+):
+    entry = provider(f"{adapter}-test", adapter, upstream.url, stream=stream, max_retries=1,
+                     backoff_s=0.01)  # fmt: skip
+    config = ProviderConfig.model_validate(entry)
+    p = registry.build(config, "models[0].providers[0]")
+    only = ModelConfig(id="m", owned_by="test", created=0, providers=[config])
+    upstream.faults = [Fault("status", 503)]
+    try:
+        _, events = await open_stream([Upstream(config, p, only)], CHAT, None, "m")
+        got = await collect(events)
+    finally:
+        await p.aclose()
+    assert got.text == WHOLE
+    assert len(upstream.seen) == 2, "the 503, then the retry that answered"
 
 
 def test_bad_params_name_the_field():

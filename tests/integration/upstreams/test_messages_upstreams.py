@@ -174,6 +174,27 @@ async def test_anthropic_upstream_reply_comes_back_untouched(env: Env, name: str
     assert seen.body["thinking"] == {"type": "enabled", "budget_tokens": 1024}
 
 
+async def test_numbers_reach_anthropic_as_the_caller_wrote_them(env: Env) -> None:
+    # A tool's schema is free JSON: whole numbers go on as integers, fractions as they
+    # are, and a number beyond 2**53 (no longer an exact integer) as a float.
+    schema = {"type": "object", "properties": {"n": {
+        "type": "integer", "minimum": 200, "maximum": 2**53 - 1, "multipleOf": 0.5,
+        "default": 2**53, "examples": [-7, 1e6]}}}  # fmt: skip
+    body = {
+        "model": "claude-x", "max_tokens": 64, "messages": [{"role": "user", "content": "Hi"}],
+        "tools": [{"name": "pick", "input_schema": schema}],
+    }  # fmt: skip
+    response = await env.messages(body)
+    assert response.status_code == 200, response.text
+    sent = env.last("anthropic").body["tools"][0]["input_schema"]["properties"]["n"]
+    typed = {k: (type(v).__name__, v) for k, v in sent.items() if k != "examples"}
+    assert typed == {
+        "type": ("str", "integer"), "minimum": ("int", 200), "maximum": ("int", 2**53 - 1),
+        "multipleOf": ("float", 0.5), "default": ("float", float(2**53)),
+    }  # fmt: skip
+    assert [(type(v).__name__, v) for v in sent["examples"]] == [("int", -7), ("int", 1000000)]
+
+
 THOUGHT = {"type": "thinking", "thinking": "Earlier.", "signature": SIGNATURE + "0"}
 GATEWAY_THOUGHT = {"type": "thinking", "thinking": "Mine.",
                    "signature": "gateway-signature:simulated:00"}  # fmt: skip

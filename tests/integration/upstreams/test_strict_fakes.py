@@ -62,6 +62,10 @@ WELL_FORMED = [
         "parallel_tool_calls": False, "response_format": {"type": "json_object"},
         "reasoning_effort": "low",
     }),
+    ("openai", "/v1/chat/completions", BEARER, {**CHAT, "messages": [{"role": "user", "content": [
+        {"type": "text", "text": "Sum it up."},
+        {"type": "file", "file": {"filename": "a.pdf", "file_data": "data:application/pdf;base64,JVBERi0="}},
+    ]}]}),
     ("anthropic", "/v1/messages", ANTHROPIC, MESSAGES),
     ("anthropic", "/v1/messages", ANTHROPIC, {
         **MESSAGES, "temperature": 0.5, "top_p": 0.5, "top_k": 3, "stop_sequences": ["x"],
@@ -128,6 +132,10 @@ OPENAI_REFUSED = [
      ("Invalid value for 'parallel_tool_calls'", "parallel_tool_calls", None)),
     ("a tool in Anthropic's shape", "/v1/chat/completions", BEARER,
      {**CHAT, "tools": [{"name": "f", "input_schema": {}}]}, 400, ("tools[0]", None, None)),
+    ("a file part without its data", "/v1/chat/completions", BEARER,
+     {**CHAT, "messages": [{"role": "user", "content": [
+         {"type": "file", "file": {"filename": "a.pdf", "data": "JVBERi0="}}]}]}, 400,
+     ("messages[0].content[0].file fields", None, None)),
     ("unknown embedding field", "/v1/embeddings", BEARER,
      {"model": "m", "input": "x", "seed": 1}, 400,
      ("Unrecognized request argument supplied: seed", None, None)),

@@ -183,6 +183,48 @@ def _is_token(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
+def token_logprob(i: int) -> float:
+    """The fake's log probability of its i-th token; alternatives are a nat less likely each."""
+    return -0.25 * (i + 1)
+
+
+def chat_logprobs(body: dict[str, Any], tokens: list[str], first: int = 0) -> Any:
+    """A chat choice's `logprobs` as OpenAI writes them (ChoiceLogprobs), or None."""
+    if not body.get("logprobs"):
+        return None
+
+    def entry(token: str, logprob: float) -> dict[str, Any]:
+        return {"token": token, "logprob": logprob, "bytes": list(token.encode())}
+
+    content = []
+    for i, t in enumerate(tokens, first):
+        alternatives = [entry(f"alt{j}", token_logprob(i) - 1 - j)
+                        for j in range((body.get("top_logprobs") or 0) - 1)]  # fmt: skip
+        top = [entry(t, token_logprob(i)), *alternatives] if body.get("top_logprobs") else []
+        content.append({**entry(t, token_logprob(i)), "top_logprobs": top})
+    return {"content": content, "refusal": None}
+
+
+def completion_logprobs(body: dict[str, Any], tokens: list[str], first: int = 0) -> Any:
+    """A text completion choice's legacy `logprobs`, or None: `logprobs` alternatives
+    per token (0: the tokens' own log probabilities only)."""
+    n = body.get("logprobs")
+    if n is None:
+        return None
+    offsets = [sum(len(t) for t in tokens[:k]) for k in range(len(tokens))]
+    return {
+        "tokens": tokens,
+        "token_logprobs": [token_logprob(i) for i, _ in enumerate(tokens, first)],
+        "top_logprobs": [
+            {t: token_logprob(i), **{f"alt{j}": token_logprob(i) - 1 - j for j in range(n - 1)}}
+            if n
+            else {}
+            for i, t in enumerate(tokens, first)
+        ],
+        "text_offset": offsets,
+    }
+
+
 def fake_vector(index: int, size: int) -> list[float]:
     """A recognisable vector: input i's values are i + k/10."""
     return [index + k / 10 for k in range(size)]
@@ -258,12 +300,13 @@ class OpenAIWire:
             choice = {
                 "index": 0,
                 "message": {"role": "assistant", "content": text, "refusal": None},
-                "logprobs": None,
+                "logprobs": chat_logprobs(body, reply.tokens),
                 "finish_reason": reply.finish,
             }
             kind = "chat.completion"
         else:
-            choice = {"index": 0, "text": text, "logprobs": None, "finish_reason": reply.finish}
+            choice = {"index": 0, "text": text, "finish_reason": reply.finish,
+                      "logprobs": completion_logprobs(body, reply.tokens)}  # fmt: skip
             kind = "text_completion"
         answer = {
             "id": "cmpl-fake",
@@ -287,8 +330,8 @@ class OpenAIWire:
         }
         include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
 
-        def chunk(delta_or_text: Any, finish: str | None = None) -> bytes:
-            choice: dict[str, Any] = {"index": 0, "finish_reason": finish, "logprobs": None}
+        def chunk(delta_or_text: Any, finish: str | None = None, logprobs: Any = None) -> bytes:
+            choice: dict[str, Any] = {"index": 0, "finish_reason": finish, "logprobs": logprobs}
             if chat:
                 choice["delta"] = delta_or_text
             else:
@@ -299,7 +342,9 @@ class OpenAIWire:
             return sse(data)
 
         before = [chunk({"role": "assistant", "content": ""})] if chat else []
-        per_token = [chunk({"content": t} if chat else t) for t in reply.tokens]
+        logprobs = chat_logprobs if chat else completion_logprobs
+        per_token = [chunk({"content": t} if chat else t, None, logprobs(body, [t], i))
+                     for i, t in enumerate(reply.tokens)]  # fmt: skip
         after = [chunk({} if chat else "", reply.finish)]
         tool = shapes.tool_to_call(body, anthropic=False) if chat else None
         if tool is not None:

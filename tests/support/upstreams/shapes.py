@@ -30,7 +30,9 @@ def openai_chat(body: dict[str, Any]) -> list[str]:
                     (part.get("image_url") or {}).get("url"), str
                 ):
                     problems.append(f"{at}.content[{j}].image_url.url")
-                elif kind not in ("text", "image_url"):
+                elif kind == "file" and (problem := _openai_file(part.get("file"))):
+                    problems.append(f"{at}.content[{j}].file{problem}")
+                elif kind not in ("text", "image_url", "file"):
                     problems.append(f"{at}.content[{j}].type {kind!r}")
         elif content is None and not (role == "assistant" and m.get("tool_calls")):
             problems.append(f"{at}.content missing")
@@ -63,6 +65,21 @@ def openai_chat(body: dict[str, Any]) -> list[str]:
             if not spec.get("name") or not isinstance(spec.get("schema", {}), dict):
                 problems.append("response_format.json_schema")
     return problems
+
+
+def _openai_file(file: Any) -> str | None:
+    """A file part's problem (the SDK's FileFile: a data URL or an uploaded file's id,
+    and its name), or None."""
+    if not isinstance(file, dict) or set(file) - {"file_data", "file_id", "filename"}:
+        return " fields"
+    data = file.get("file_data")
+    if data is None and not isinstance(file.get("file_id"), str):
+        return " without file_data or file_id"
+    if data is not None and not (isinstance(data, str) and data.startswith("data:")):
+        return ".file_data is not a data URL"
+    if not isinstance(file.get("filename", ""), str):
+        return ".filename"
+    return None
 
 
 def anthropic_messages(body: dict[str, Any], counting: bool = False) -> list[str]:
