@@ -15,18 +15,29 @@ import logging
 from typing import Any
 
 import pytest
+from gateway.v1 import messages_service_pb2 as messages_service
+from gateway.v1 import responses_service_pb2 as responses_service
 
+from http_facade import codec
+from server.application.messages_translation import generation
+from server.application.responses_translation import translate
 from server.base import tokens
 from server.base.errors import UpstreamError
 from server.base.generation import (
+    Finished,
     GenerationRequest,
+    Message,
+    NativeMessagesEvent,
     TextDelta,
+    Thinking,
     TokenCounts,
     TokenLogprob,
     TopLogprob,
 )
 from tests.integration.upstreams.test_adapters import build, collect
 from tests.support.faults import SSE_HEAD, RawRequest, http_response, raw_upstream
+from tests.support.upstreams.base import serving
+from tests.support.upstreams.openai import OpenAIWire
 
 REQUEST = GenerationRequest(prompt="Say hello.", max_tokens=16)
 
@@ -209,11 +220,13 @@ def completion_with_logprobs(logprobs: Any):  # type: ignore[no-untyped-def]
 
 
 async def test_legacy_logprobs_read_null_as_zero_and_skip_absent_alternatives():
+    # One more token than probabilities, and alternatives for the first only: what is
+    # missing is left out, never an error.
     logprobs = {
-        "tokens": ["Hi", " there"],
+        "tokens": ["Hi", " there", "!"],
         "token_logprobs": [None, -0.5],
         "top_logprobs": [None, {" there": -0.5, " here": -1.5}],
-        "text_offset": [0, 2],
+        "text_offset": [0, 2, 8],
     }
     request = GenerationRequest(prompt="Say hi", logprobs=True, top_logprobs=2)
     async with raw_upstream(completion_with_logprobs(logprobs)) as upstream:
@@ -226,3 +239,228 @@ async def test_legacy_logprobs_read_null_as_zero_and_skip_absent_alternatives():
         TokenLogprob("Hi", 0.0),
         TokenLogprob(" there", -0.5, (TopLogprob(" there", -0.5), TopLogprob(" here", -1.5))),
     )]  # fmt: skip
+
+
+# -- Anthropic, a Messages request passed through as the caller wrote it -----------
+
+
+def native(**fields: Any) -> GenerationRequest:
+    body = {"model": "m", "max_tokens": 100, "messages": [{"role": "user", "content": "Hi"}],
+            **fields}  # fmt: skip
+    message = messages_service.CreateMessageRequest()
+    codec.from_dict(body, message, strict=True)
+    return generation(message)
+
+
+def sse_answer(*frames: str):  # type: ignore[no-untyped-def]
+    async def handler(request: RawRequest, writer: asyncio.StreamWriter) -> None:
+        writer.write(SSE_HEAD + "".join(frames).encode())
+
+    return handler
+
+
+def frame(data: Any, event: str | None = None) -> str:
+    name = event or (data.get("type") if isinstance(data, dict) else "x")
+    return f"event: {name}\ndata: {json.dumps(data)}\n\n"
+
+
+START = {"type": "message_start", "message": {
+    "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-fake",
+    "content": [], "stop_reason": None, "stop_sequence": None,
+    "usage": {"input_tokens": 12, "output_tokens": 1}}}  # fmt: skip
+BLOCK = [
+    {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+    {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Hi"}},
+    {"type": "content_block_stop", "index": 0},
+]
+END = {"type": "message_delta", "delta": {"stop_reason": "stop_sequence", "stop_sequence": "##"},
+       "usage": {"output_tokens": 7, "input_tokens": None}}  # fmt: skip
+
+
+async def native_events(handler: Any, stream: bool = True, request: Any = None) -> list[Any]:
+    async with raw_upstream(handler) as upstream:
+        p = build("anthropic", upstream.url, stream=stream, api_key_env=None)
+        try:
+            return [e async for e in p.generate(request or native())]
+        finally:
+            await p.aclose()
+
+
+async def test_a_native_stream_is_passed_on_without_pings_and_ends_with_its_counts():
+    frames = [frame(START), frame({"type": "ping"}), *map(frame, BLOCK), frame(END),
+              frame({"type": "message_stop"})]  # fmt: skip
+    got = await native_events(sse_answer(*frames))
+    *passed, finished = got
+    assert [e.data for e in passed] == [START, *BLOCK, END]
+    assert all(isinstance(e, NativeMessagesEvent) for e in passed)
+    # Cumulative usage: the delta's output_tokens replace the start's; its null is ignored.
+    assert finished == Finished("stop", TokenCounts(12, 7), stop_sequence="##")
+
+
+async def test_a_native_whole_answer_is_passed_on_as_the_events_that_would_stream_it():
+    answer = {**START["message"], "content": [{"type": "text", "text": "Hi"},
+              {"type": "tool_use", "id": "t1", "name": "f", "input": {}}],
+              "stop_reason": "tool_use", "stop_sequence": None,
+              "usage": {"input_tokens": 12, "output_tokens": 7}}  # fmt: skip
+
+    async def handler(request: RawRequest, writer: asyncio.StreamWriter) -> None:
+        writer.write(http_response(json.dumps(answer)))
+
+    *passed, finished = await native_events(handler, stream=False)
+    head = {k: v for k, v in answer.items() if k not in ("content", "stop_reason", "stop_sequence")}
+    assert [e.data for e in passed] == [
+        {"type": "message_start", "message": {**head, "content": [], "stop_reason": None}},
+        {"type": "content_block_start", "index": 0, "content_block": answer["content"][0]},
+        {"type": "content_block_stop", "index": 0},
+        {"type": "content_block_start", "index": 1, "content_block": answer["content"][1]},
+        {"type": "content_block_stop", "index": 1},
+        {"type": "message_delta", "delta": {"stop_reason": "tool_use", "stop_sequence": None},
+         "usage": {"input_tokens": 12, "output_tokens": 7}},
+    ]  # fmt: skip
+    assert finished == Finished("tool_calls", TokenCounts(12, 7), stop_sequence=None)
+
+
+@pytest.mark.parametrize(
+    "frames, stream, problem",
+    [
+        ([frame(START), *map(frame, BLOCK)], True, "stream ended without message_stop"),
+        ([frame(START), frame([1, 2])], True, "an event that is not a JSON object"),
+        (None, False, "an answer without content"),
+    ],
+    ids=["no message_stop", "not an object", "no content"],
+)
+async def test_a_broken_native_answer_names_what_broke(frames, stream, problem):
+    async def whole(request: RawRequest, writer: asyncio.StreamWriter) -> None:
+        writer.write(http_response(json.dumps({"type": "message", "content": None})))
+
+    handler = sse_answer(*frames) if frames else whole
+    with pytest.raises(UpstreamError) as info:
+        await native_events(handler, stream=stream)
+    assert info.value.message == f"anthropic-test: malformed answer ({problem})"
+    assert info.value.retryable and info.value.upstream_answered
+
+
+@pytest.mark.parametrize(
+    "error, event, said",
+    [
+        ({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}},
+         "error", "overloaded_error: Overloaded"),
+        # Named only by the SSE event; no type in the error: "error".
+        ({"error": {"message": "x" * 300}}, "error", "error: " + "x" * 200),
+    ],
+)  # fmt: skip
+async def test_a_native_error_event_fails_the_stream_with_its_words(error, event, said):
+    with pytest.raises(UpstreamError) as info:
+        await native_events(sse_answer(frame(START), frame(error, event)))
+    assert info.value.message == f"anthropic-test: upstream failed mid-stream: {said}"
+    assert info.value.metadata == {"provider": "anthropic-test"}
+    assert info.value.upstream_answered and info.value.retryable
+
+
+async def test_native_refusals_and_counts_name_the_provider():
+    async def overloaded(request: RawRequest, writer: asyncio.StreamWriter) -> None:
+        writer.write(http_response('{"type": "error", "error": {"type": "overloaded_error",'
+                                   ' "message": "Overloaded"}}', status=529))  # fmt: skip
+
+    with pytest.raises(UpstreamError) as info:
+        await native_events(overloaded)
+    assert info.value.message == "anthropic-test: upstream answered HTTP 529: Overloaded"
+
+    async with raw_upstream(overloaded) as upstream:
+        p = build("anthropic", upstream.url, api_key_env=None)
+        try:
+            with pytest.raises(UpstreamError) as counted:
+                await p.count_tokens(native())
+        finally:
+            await p.aclose()
+    assert counted.value.message == "anthropic-test: upstream answered HTTP 529: Overloaded"
+    assert upstream.requests[0].method == "POST"
+    assert upstream.requests[0].path == "/v1/messages/count_tokens"
+
+
+@pytest.mark.parametrize("answer, got", [('{"input_tokens": 42}', 42),
+                                         ('{"input_tokens": "42"}', None)])  # fmt: skip
+async def test_the_upstreams_token_count(answer, got):
+    async def handler(request: RawRequest, writer: asyncio.StreamWriter) -> None:
+        writer.write(http_response(answer))
+
+    async with raw_upstream(handler) as upstream:
+        p = build("anthropic", upstream.url, api_key_env=None)
+        try:
+            if got is not None:
+                assert await p.count_tokens(native()) == got
+                assert json.loads(upstream.requests[0].body) == {
+                    "model": "claude-fake",
+                    "messages": [{"role": "user", "content": "Hi"}],
+                }
+            else:
+                with pytest.raises(UpstreamError) as info:
+                    await p.count_tokens(native())
+                assert info.value.message == (
+                    "anthropic-test: malformed answer (input_tokens is not a token count: 42)"
+                )
+            with pytest.raises(UpstreamError) as generic:
+                await p.count_tokens(REQUEST)
+        finally:
+            await p.aclose()
+    assert generic.value.message == "anthropic-test: counts only Messages requests"
+    assert generic.value.metadata == {"provider": "anthropic-test"}
+
+
+@pytest.mark.parametrize(
+    "thinking, effort",
+    [
+        (Thinking("disabled", effort="xhigh"), "high"),
+        (Thinking("disabled", effort="max"), "high"),
+        (Thinking("disabled", effort="low"), "low"),
+        (Thinking("adaptive"), "medium"),
+        (Thinking("enabled", budget_tokens=1024), "low"),
+        (Thinking("enabled", budget_tokens=4095), "low"),
+        (Thinking("enabled", budget_tokens=4096), "medium"),
+        (Thinking("enabled", budget_tokens=16383), "medium"),
+        (Thinking("enabled", budget_tokens=16384), "high"),
+    ],
+)
+async def test_extended_thinking_reaches_openai_as_a_reasoning_effort(thinking, effort):
+    async with serving(OpenAIWire()) as fake:
+        p = build("openai", fake.url)
+        try:
+            chat = GenerationRequest(messages=(Message("user", "Think."),), thinking=thinking)
+            await collect(p.generate(chat))
+        finally:
+            await p.aclose()
+    assert fake.problems == []
+    assert fake.seen[0].body["reasoning_effort"] == effort
+
+
+LONG_LINE = "data: " + json.dumps({"type": "x", "pad": "x" * 4096}) + "\n\n"
+
+
+@pytest.mark.parametrize(
+    "adapter, params, dialect",
+    [
+        ("openai", {}, "generic"),
+        ("openai", {"responses_api": True}, "responses"),
+        ("anthropic", {}, "generic"),
+        ("anthropic", {}, "messages"),
+        ("tgi", {}, "generic"),
+    ],
+)
+async def test_every_event_stream_reader_keeps_the_configured_line_bound(adapter, params, dialect):
+    request = {"generic": REQUEST, "messages": native(), "responses": responses_request()}
+    async with raw_upstream(sse_answer(LONG_LINE)) as upstream:
+        p = build(adapter, upstream.url, api_key_env=None, max_line_bytes=1024, **params)
+        try:
+            with pytest.raises(UpstreamError) as info:
+                await collect(p.generate(request[dialect]))
+        finally:
+            await p.aclose()
+    assert info.value.message == (
+        f"{adapter}-test: malformed answer (an event-stream line exceeds 1024 bytes)"
+    )
+
+
+def responses_request() -> GenerationRequest:
+    message = responses_service.CreateResponseRequest()
+    codec.from_dict({"model": "m", "input": "Hi", "stream": True}, message, strict=True)
+    return translate(message, None).generation

@@ -14,7 +14,7 @@ import pytest
 
 from tests.support.facade import A
 from tests.support.gateways import running_gateway
-from tests.support.upstreams.base import FakeUpstream, serving
+from tests.support.upstreams.base import FakeUpstream, Usage, serving
 from tests.support.upstreams.config import model, provider, with_models
 from tests.support.upstreams.responses import ResponsesWire
 
@@ -48,7 +48,9 @@ async def setup() -> AsyncIterator[tuple[httpx.AsyncClient, FakeUpstream, FakeUp
         data = with_models(
             model("native", provider("native-primary", "openai", one.url, responses_api=True)),
             model("native2", provider("native2-primary", "openai", two.url, responses_api=True)),
-        )
+            model("native-unary", provider("native-unary-primary", "openai", one.url,
+                                           responses_api=True, stream=False)),
+        )  # fmt: skip
         async with (
             running_gateway(data) as gw,
             httpx.AsyncClient(
@@ -143,3 +145,21 @@ async def test_continuation_by_id_only_where_stored(setup: Any) -> None:
     assert [i.get("role") or i["type"] for i in sent["input"]] == [
         "user", "assistant", "user", "assistant", "user"
     ]  # fmt: skip
+
+
+async def test_a_whole_answer_from_the_upstream_and_its_usage(setup: Any) -> None:
+    client, one, _ = setup
+    one.usage = Usage(prompt_tokens=30, cached_tokens=10)
+    r = await client.post("/v1/responses", json={"model": "native-unary", "input": "Hi",
+                                                 "store": False})  # fmt: skip
+    assert r.status_code == 200, r.text
+    reply = r.json()
+    assert reply["output"][-1]["content"][0]["text"] == "Hello, world! This is a fake reply."
+    # The upstream's own counts, as it reported them (reasoning included).
+    assert reply["usage"]["input_tokens"] == 30
+    assert reply["usage"]["input_tokens_details"]["cached_tokens"] == 10
+    assert reply["usage"]["output_tokens"] == 15
+    assert reply["usage"]["output_tokens_details"]["reasoning_tokens"] == 5
+    seen = one.seen[-1]
+    assert seen.path == "/v1/responses" and not seen.body.get("stream")
+    assert one.problems == []

@@ -136,6 +136,8 @@ OPENAI_REFUSED = [
      {**CHAT, "messages": [{"role": "user", "content": [
          {"type": "file", "file": {"filename": "a.pdf", "data": "JVBERi0="}}]}]}, 400,
      ("messages[0].content[0].file fields", None, None)),
+    ("unknown path", "/v1/chat/completion", BEARER, CHAT, 404,
+     ("Invalid URL (POST /v1/chat/completion)", None, None)),
     ("unknown embedding field", "/v1/embeddings", BEARER,
      {"model": "m", "input": "x", "seed": 1}, 400,
      ("Unrecognized request argument supplied: seed", None, None)),
@@ -258,6 +260,14 @@ async def test_the_tgi_fake_refuses_as_tgi(fakes, name, headers, body, status, e
     else:
         assert response.text.startswith("Failed to deserialize the JSON body")
         assert expected in response.text
+
+
+async def test_anthropic_and_tgi_fakes_serve_only_their_paths(fakes):
+    wrong = await post(fakes["anthropic"], "/v1/message", ANTHROPIC, MESSAGES)
+    assert wrong.status_code == 404
+    assert wrong.json()["error"] == {"type": "not_found_error", "message": "Not Found"}
+    missing = await post(fakes["tgi"], "/v1/generate", BEARER, GENERATE)
+    assert (missing.status_code, missing.content) == (404, b"")
 
 
 async def test_a_fake_without_a_key_takes_requests_without_one():

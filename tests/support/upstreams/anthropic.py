@@ -93,6 +93,8 @@ class AnthropicWire:
             if given != self.key:
                 message = "invalid x-api-key"
                 return Refusal(401, error("authentication_error", message), message)
+        if path not in ("/v1/messages", "/v1/messages/count_tokens"):
+            return Refusal(404, error("not_found_error", "Not Found"), f"unknown path {path}")
         version = headers.get("anthropic-version")
         if version is None:
             return invalid("anthropic-version: header is required")

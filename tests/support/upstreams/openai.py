@@ -16,6 +16,7 @@ import json
 import struct
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 from openai.types import completion_create_params as completion_params
 from openai.types import embedding_create_params
@@ -114,6 +115,17 @@ def credential_refusal(headers: dict[str, str], key: str | None) -> Refusal | No
         message = "Incorrect API key provided. You can find your API key in your account."
         return Refusal(401, error_body(message, code="invalid_api_key"), "wrong key")
     return None
+
+
+OPENAI_PATHS = frozenset({"/v1/chat/completions", "/v1/completions", "/v1/embeddings"})
+
+
+def unknown_path(path: str, served: frozenset[str]) -> Refusal | None:
+    """OpenAI's 404 for a path it does not serve."""
+    if urlsplit(path).path in served:
+        return None
+    message = f"Invalid URL (POST {urlsplit(path).path})"
+    return Refusal(404, error_body(message), message)
 
 
 def generation_refusal(path: str, body: dict[str, Any]) -> Refusal | None:
@@ -239,7 +251,7 @@ class OpenAIWire:
     refused: list[dict[str, Any]] = field(default_factory=list)
 
     def refusal(self, path: str, headers: dict[str, str], body: dict[str, Any]) -> Refusal | None:
-        refused = credential_refusal(headers, self.key)
+        refused = credential_refusal(headers, self.key) or unknown_path(path, OPENAI_PATHS)
         if refused is None:
             if path.endswith("/embeddings"):
                 problem = embedding_problem(body)

@@ -34,9 +34,10 @@ from tests.support.upstreams.checks import (
     str_map,
     strings,
 )
-from tests.support.upstreams.openai import bad_request, credential_refusal
+from tests.support.upstreams.openai import bad_request, credential_refusal, unknown_path
 
 SUMMARY = ("Thinking", " briefly.")
+PATHS = frozenset({"/v1/responses"})
 FIELDS = frozenset(response_create_params.ResponseCreateParamsStreaming.__annotations__)
 CHECKS: dict[str, Check] = {
     "model": STRING,
@@ -70,7 +71,8 @@ class ResponsesWire:
     _ids: Any = field(default_factory=itertools.count)
 
     def refusal(self, path: str, headers: dict[str, str], body: dict[str, Any]) -> Refusal | None:
-        if (refused := credential_refusal(headers, self.key)) is not None:
+        refused = credential_refusal(headers, self.key) or unknown_path(path, PATHS)
+        if refused is not None:
             return refused
         if extra := sorted(set(body) - FIELDS):
             return bad_request(f"Unrecognized request argument supplied: {', '.join(extra)}")

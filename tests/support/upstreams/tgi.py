@@ -99,6 +99,8 @@ class TgiWire:
     key: str | None = KEY
 
     def refusal(self, path: str, headers: dict[str, str], body: dict[str, Any]) -> Refusal | None:
+        if path not in ("/generate", "/generate_stream"):
+            return Refusal(404, "", f"unknown path {path}", text=True)  # axum's empty 404
         if self.key is not None:
             given = headers.get("authorization", "")
             if given.lower() != f"bearer {self.key}".lower():

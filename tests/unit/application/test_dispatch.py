@@ -65,10 +65,12 @@ class Scripted:
     capabilities: frozenset[Any] = frozenset()
     calls: int = 0
     closed: int = 0
+    requests: list[GenerationRequest] = field(default_factory=list)
 
     async def generate(self, request: GenerationRequest) -> AsyncIterator[Event]:
         attempt = self.scripts[min(self.calls, len(self.scripts) - 1)]
         self.calls += 1
+        self.requests.append(request)
         try:
             for event in attempt.events:
                 if attempt.delay_s:
@@ -124,6 +126,13 @@ async def test_the_first_upstream_that_answers_is_used_and_its_health_recorded()
     assert a.breaker._failures == 0, "a success resets the failure count"
     assert a.observed_ttft_ms is not None and a.observed_ttft_ms >= 0
     assert scripted(a).closed == 1
+    assert scripted(a).requests == [REQUEST], "the caller's request, as it came"
+
+
+async def test_time_to_first_token_is_measured_from_the_attempts_start():
+    a = upstream("a", Attempt([TextDelta("x"), DONE], delay_s=0.05))
+    await run([a])
+    assert a.observed_ttft_ms is not None and 50 <= a.observed_ttft_ms < 90
 
 
 async def test_a_retryable_failure_moves_on_and_counts_against_the_provider():
@@ -239,14 +248,16 @@ def test_fits_is_strictly_before_the_deadline():
 
 async def test_the_deadline_passing_before_a_first_event_names_what_was_tried():
     slow = Attempt([DONE], delay_s=5)
-    a, b = upstream("a", fails("a: cannot connect")), upstream("b", slow)
+    a, z = upstream("a", fails("a: cannot connect")), upstream("z", fails("z: HTTP 503"))
+    b = upstream("b", slow)
     with pytest.raises(DeadlineExceeded) as raised:
-        await run([a, b], deadline_in=0.2)
+        await run([a, z, b], deadline_in=0.2)
     error = raised.value
     assert error.message == (
-        "the request deadline passed while waiting on b (tried before: a: a: cannot connect)"
+        "the request deadline passed while waiting on b"
+        " (tried before: a: a: cannot connect; z: z: HTTP 503)"
     )
-    assert error.metadata == {"provider": "b", "tried": "a,b"}
+    assert error.metadata == {"provider": "b", "tried": "a,z,b"}
     # The deadline says nothing about b's health.
     assert b.breaker._failures == 0 and scripted(b).closed == 1
     with pytest.raises(DeadlineExceeded) as alone:
