@@ -268,9 +268,19 @@ async def test_tgi_request_shape(stream: bool, servers):
     try:
         await collect(p.generate(GenerationRequest(prompt="Hi", temperature=0, stop=("\n",))))
         await collect(p.generate(CHAT))
+        # TGI takes top_p strictly between 0 and 1: the ends mean no nucleus sampling.
+        for top_p in (0.0, 1.0, 0.5):
+            await collect(p.generate(GenerationRequest(prompt="Hi", top_p=top_p, temperature=0.7)))
+        tool_turn = (Message("user", "Weather?"), Message("tool", "Sunny.", tool_call_id="c1"))
+        await collect(p.generate(GenerationRequest(messages=tool_turn)))
     finally:
         await p.aclose()
-    text, chat = fake.seen
+    assert fake.problems == []
+    text, chat, *nucleus, tools = fake.seen
+    assert [s.body["parameters"].get("top_p") for s in nucleus] == [None, None, 0.5]
+    assert nucleus[0].body["parameters"]["temperature"] == 0.7
+    assert nucleus[0].body["parameters"]["do_sample"] is True
+    assert tools.body["inputs"] == "User: Weather?\n\ntool: Sunny.\n\nAssistant:"
     assert text.path == ("/generate_stream" if stream else "/generate")
     assert text.body == {
         "inputs": "Hi",

@@ -22,6 +22,7 @@ from http_facade import codec
 from server.application.messages_translation import generation
 from server.application.responses_translation import translate
 from server.base import tokens
+from server.base.embedding import EmbeddingRequest, Embeddings
 from server.base.errors import UpstreamError
 from server.base.generation import (
     Finished,
@@ -154,6 +155,57 @@ async def test_garbled_counts_after_streamed_text_are_estimated(caplog):
 def test_the_native_api_declares_no_capability():
     p = build("tgi", "http://127.0.0.1:1", api_key_env=None)
     assert p.capabilities == frozenset()
+
+
+async def test_the_inference_apis_answer_in_a_list():
+    body = json.dumps([{"generated_text": "Hi", "details": {"finish_reason": "eos_token",
+                                                           "generated_tokens": 1}}])  # fmt: skip
+
+    async def handler(request: RawRequest, writer: asyncio.StreamWriter) -> None:
+        writer.write(http_response(body))
+
+    got = await answer(handler)
+    assert got.text == "Hi" and got.finished.counts == TokenCounts(3, 1)
+
+
+async def test_a_tgi_stream_takes_the_header_count_and_ends_at_details_alone():
+    async def handler(request: RawRequest, writer: asyncio.StreamWriter) -> None:
+        writer.write(SSE_HEAD.replace(b"\r\n\r\n", b"\r\nx-prompt-tokens: 11\r\n\r\n"))
+        token = {"id": 1, "text": "Hi", "logprob": -0.1, "special": False}
+        last = {"token": token, "generated_text": None,
+                "details": {"finish_reason": "length", "generated_tokens": 1}}  # fmt: skip
+        writer.write(f"data: {json.dumps(last)}\n\n".encode())
+
+    got = await answer(handler, stream=True)
+    assert got.text == "Hi"
+    assert got.finished.finish_reason == "length" and got.finished.counts == TokenCounts(11, 1)
+
+
+async def test_a_tgi_stream_without_its_final_event_is_broken():
+    async def handler(request: RawRequest, writer: asyncio.StreamWriter) -> None:
+        writer.write(SSE_HEAD)
+        token = {"id": 1, "text": "Hi", "logprob": -0.1, "special": False}
+        writer.write(f"data: {json.dumps({'token': token})}\n\n".encode())
+
+    with pytest.raises(UpstreamError) as info:
+        await answer(handler, stream=True)
+    assert info.value.message == (
+        "tgi-test: malformed answer (stream ended without its final details)"
+    )
+
+
+async def test_a_tgi_error_event_fails_the_stream_with_its_words():
+    async def handler(request: RawRequest, writer: asyncio.StreamWriter) -> None:
+        writer.write(SSE_HEAD)
+        said = {"error": "CUDA out of memory " + "x" * 300, "error_type": "generation"}
+        writer.write(f"data: {json.dumps(said)}\n\n".encode())
+
+    with pytest.raises(UpstreamError) as info:
+        await answer(handler, stream=True)
+    expected = ("CUDA out of memory " + "x" * 300)[:200]
+    assert info.value.message == f"tgi-test: upstream failed mid-stream: {expected}"
+    assert info.value.metadata == {"provider": "tgi-test"}
+    assert info.value.upstream_answered and info.value.retryable
 
 
 # -- Anthropic --------------------------------------------------------------------
@@ -464,3 +516,74 @@ def responses_request() -> GenerationRequest:
     message = responses_service.CreateResponseRequest()
     codec.from_dict({"model": "m", "input": "Hi", "stream": True}, message, strict=True)
     return translate(message, None).generation
+
+
+def embeddings_answer(data: Any, usage: Any = None, status: int = 200):  # type: ignore[no-untyped-def]
+    body = {"object": "list", "data": data, "model": "m"}
+    if usage is not None:
+        body["usage"] = usage
+
+    async def handler(request: RawRequest, writer: asyncio.StreamWriter) -> None:
+        writer.write(http_response(json.dumps(body), status=status))
+
+    return handler
+
+
+async def embed(handler: Any) -> Any:
+    async with raw_upstream(handler) as upstream:
+        p = build("openai", upstream.url, api_key_env=None)
+        try:
+            return await p.embed(EmbeddingRequest(("a", "b")))
+        finally:
+            await p.aclose()
+
+
+def item(index: int, vector: Any) -> dict[str, Any]:
+    return {"object": "embedding", "index": index, "embedding": vector}
+
+
+async def test_embeddings_come_back_in_input_order_with_their_count():
+    got = await embed(embeddings_answer([item(1, [0.5, 1]), item(0, [2, -1.5])],
+                                        {"prompt_tokens": 4, "total_tokens": 4}))  # fmt: skip
+    assert got == Embeddings(((2.0, -1.5), (0.5, 1.0)), 4)
+    unreported = await embed(embeddings_answer([item(0, [1.0]), item(1, [2.0])]))
+    assert unreported.prompt_tokens is None
+
+
+@pytest.mark.parametrize(
+    "data, usage, problem",
+    [
+        ([item(0, [1.0])], None, "expected 2 embeddings indexed from 0"),
+        ([item(0, [1.0]), item(1, "AAAA")], None, "an embedding is not a list of numbers"),
+        ([item(0, [1.0]), item(1, [True])], None, "an embedding is not a list of numbers"),
+        ([item(0, [1.0]), item(1, [2.0])], {"prompt_tokens": -4},
+         "usage.prompt_tokens is not a token count: -4"),
+    ],
+    ids=["one short", "base64", "booleans", "garbled count"],
+)  # fmt: skip
+async def test_broken_embeddings_name_what_broke(data, usage, problem):
+    with pytest.raises(UpstreamError) as info:
+        await embed(embeddings_answer(data, usage))
+    assert info.value.message == f"openai-test: malformed answer ({problem})"
+
+
+async def test_an_embedding_refusal_names_the_provider():
+    with pytest.raises(UpstreamError) as info:
+        await embed(embeddings_answer({"error": {"message": "overloaded"}}, status=503))
+    assert info.value.message.startswith("openai-test: upstream answered HTTP 503")
+
+
+@pytest.mark.parametrize(
+    "error, said",
+    [({"message": "The server had an error", "type": "server_error"}, "The server had an error"),
+     ("plain words " + "x" * 300, ("plain words " + "x" * 300)[:200])],
+)  # fmt: skip
+async def test_an_openai_error_chunk_fails_the_stream_with_its_words(error, said):
+    chunk = {"choices": [{"index": 0, "delta": {"content": "Hi"}}]}
+    handler = sse_answer(
+        f"data: {json.dumps(chunk)}\n\n", f"data: {json.dumps({'error': error})}\n\n"
+    )
+    with pytest.raises(UpstreamError) as info:
+        await answer(handler, stream=True, adapter="openai")
+    assert info.value.message == f"openai-test: upstream failed mid-stream: {said}"
+    assert info.value.upstream_answered
