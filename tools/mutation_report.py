@@ -9,8 +9,8 @@ as explained, not as a gap.
     python -m tools.mutation_report --seconds 1234 --output build/mutation/report.md
 
 mutmut tests a mutant again only when its function changes, not when the tests do;
-`--forget-survivors` clears the recorded result of every survivor (in mutants/*.meta),
-so that the next run tests them against the tests as they are now.
+`--forget-survivors` clears the recorded result of every survivor and timeout (in
+mutants/*.meta), so that the next run tests them against the tests as they are now.
 """
 
 from __future__ import annotations
@@ -28,6 +28,8 @@ EXPLAINED = ROOT / "tools" / "mutation_explained.txt"
 # mutmut's words for a mutant the tests caught, and for one they did not.
 CAUGHT = {"killed", "timeout", "segfault", "caught by type check"}
 MISSED = {"survived", "no tests", "suspicious"}
+# mutmut's exit codes for a mutant that ran out of time.
+TIMEOUTS = (36, 24, -24, 152, 255)
 
 
 def results() -> dict[str, str]:
@@ -118,8 +120,9 @@ def forget_survivors() -> int:
         data = json.loads(meta.read_text())
         codes = data.get("exit_code_by_key", {})
         # pytest's exit code 0: every test passed, the mutant survived; 5 and 33: no test
-        # reached it.
-        survived = [name for name, code in codes.items() if code in (0, 5, 33)]
+        # reached it. Timeouts too: with many children a slow survivor can run out of
+        # its time limit and pass for caught.
+        survived = [name for name, code in codes.items() if code in (0, 5, 33, *TIMEOUTS)]
         for name in survived:
             codes[name] = None
         if survived:

@@ -161,7 +161,7 @@ def make_client(params: HttpParams, headers: dict[str, str]) -> Client:
 
 
 class Response:
-    """An upstream answer: its status, headers and body, read as bytes or lines."""
+    """An upstream answer: its status, headers and body, read as bytes."""
 
     __slots__ = ("_raw", "headers", "status_code")
 
@@ -172,11 +172,6 @@ class Response:
 
     def aiter_bytes(self) -> AsyncIterator[bytes]:
         return self._raw.content.iter_any()
-
-    def aiter_lines(self) -> AsyncIterator[str]:
-        """The body split at line ends (LF, CRLF or a lone CR, as SSE allows), decoded;
-        a line may not exceed MAX_BODY_BYTES."""
-        return _lines(self._raw.content.iter_any())
 
 
 async def _lines(chunks: AsyncIterator[bytes], limit: int = MAX_BODY_BYTES) -> AsyncIterator[str]:

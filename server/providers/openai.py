@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager
 from typing import Any, Literal
 
 from pydantic import Field
@@ -52,6 +53,7 @@ from server.providers import openai_responses as responses_wire
 from server.providers.http import (
     HttpParams,
     ProtocolViolation,
+    Response,
     bearer,
     check_status,
     count,
@@ -135,13 +137,11 @@ class OpenAIProvider:
             async for out in self._responses(request, request.native):
                 yield out
             return
-        path = self.path("/chat/completions" if request.is_chat else "/completions")
+        path = "/chat/completions" if request.is_chat else "/completions"
         stream = self.params.stream
         body = self.body(request, stream)
         with upstream_errors(self.id):
-            async with self._client.stream(
-                "POST", path, json=body, extra_headers=self.request_headers()
-            ) as r:
+            async with self._post(path, body) as r:
                 await check_status(r, self.id)
                 if not stream:
                     answer = await read_json(r)
@@ -188,9 +188,7 @@ class OpenAIProvider:
         )}  # fmt: skip
         reader = responses_wire.Reader(self.id)
         with upstream_errors(self.id):
-            async with self._client.stream(
-                "POST", self.path("/responses"), json=body, extra_headers=self.request_headers()
-            ) as r:
+            async with self._post("/responses", body) as r:
                 await check_status(r, self.id)
                 if not stream:
                     answer = await read_json(r)
@@ -216,12 +214,16 @@ class OpenAIProvider:
         if request.user is not None:
             body["user"] = request.user
         with upstream_errors(self.id):
-            async with self._client.stream(
-                "POST", self.path("/embeddings"), json=body, extra_headers=self.request_headers()
-            ) as r:
+            async with self._post("/embeddings", body) as r:
                 await check_status(r, self.id)
                 answer = await read_json(r)
             return _embeddings(answer, len(request.inputs))
+
+    def _post(self, endpoint: str, body: dict[str, Any]) -> AbstractAsyncContextManager[Response]:
+        """One request to an endpoint, signed in as this upstream wants."""
+        return self._client.stream(
+            "POST", self.path(endpoint), json=body, extra_headers=self.request_headers()
+        )
 
     async def aclose(self) -> None:
         await self._client.aclose()

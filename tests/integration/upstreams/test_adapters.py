@@ -212,6 +212,24 @@ async def test_a_pdf_reaches_the_upstream_in_its_own_form(fmt: str, servers):
         ]
 
 
+async def test_a_turns_cache_mark_reaches_anthropic_with_its_lifetime(servers):
+    fake = fresh(servers["anthropic"])
+    p = build("anthropic", fake.url)
+    turns = (Message("user", "Long document.", cache="1h"), Message("assistant", "Read."),
+             Message("user", "Question?", cache="5m"))  # fmt: skip
+    try:
+        await collect(p.generate(GenerationRequest(messages=turns, max_tokens=64)))
+    finally:
+        await p.aclose()
+    assert fake.problems == []
+    sent = [m["content"] for m in fake.seen[0].body["messages"]]
+    assert sent == [
+        [{"type": "text", "text": "Long document.", "cache_control": {"type": "ephemeral", "ttl": "1h"}}],
+        "Read.",
+        [{"type": "text", "text": "Question?", "cache_control": {"type": "ephemeral"}}],
+    ]  # fmt: skip
+
+
 async def test_tool_calls_without_json_arguments_reach_anthropic_as_empty_input(servers):
     fake = fresh(servers["anthropic"])
     p = build("anthropic", fake.url)

@@ -23,7 +23,7 @@ from server.application.messages_translation import generation
 from server.application.responses_translation import translate
 from server.base import tokens
 from server.base.embedding import EmbeddingRequest, Embeddings
-from server.base.errors import UpstreamError
+from server.base.errors import UpstreamError, UpstreamRejected
 from server.base.generation import (
     Finished,
     GenerationRequest,
@@ -275,10 +275,10 @@ async def test_legacy_logprobs_read_null_as_zero_and_skip_absent_alternatives():
     # One more token than probabilities, and alternatives for the first only: what is
     # missing is left out, never an error.
     logprobs = {
-        "tokens": ["Hi", " there", "!"],
-        "token_logprobs": [None, -0.5],
+        "tokens": ["Hi", " there", "!", "?"],
+        "token_logprobs": [None, -0.5, -0.25],
         "top_logprobs": [None, {" there": -0.5, " here": -1.5}],
-        "text_offset": [0, 2, 8],
+        "text_offset": [0, 2, 8, 9],
     }
     request = GenerationRequest(prompt="Say hi", logprobs=True, top_logprobs=2)
     async with raw_upstream(completion_with_logprobs(logprobs)) as upstream:
@@ -290,6 +290,7 @@ async def test_legacy_logprobs_read_null_as_zero_and_skip_absent_alternatives():
     assert [d.logprobs for d in deltas] == [(
         TokenLogprob("Hi", 0.0),
         TokenLogprob(" there", -0.5, (TopLogprob(" there", -0.5), TopLogprob(" here", -1.5))),
+        TokenLogprob("!", -0.25),
     )]  # fmt: skip
 
 
@@ -399,6 +400,9 @@ async def test_a_broken_native_answer_names_what_broke(frames, stream, problem):
          "error", "overloaded_error: Overloaded"),
         # Named only by the SSE event; no type in the error: "error".
         ({"error": {"message": "x" * 300}}, "error", "error: " + "x" * 200),
+        # Named only by its type.
+        ({"type": "error", "error": {"type": "api_error", "message": "Internal"}}, "message",
+         "api_error: Internal"),
     ],
 )  # fmt: skip
 async def test_a_native_error_event_fails_the_stream_with_its_words(error, event, said):
@@ -587,3 +591,94 @@ async def test_an_openai_error_chunk_fails_the_stream_with_its_words(error, said
         await answer(handler, stream=True, adapter="openai")
     assert info.value.message == f"openai-test: upstream failed mid-stream: {said}"
     assert info.value.upstream_answered
+
+
+# -- refusals, read from the answer as every HTTP adapter reads them --------------
+
+
+async def refusal(status: int, body: object, **headers: str) -> UpstreamError:
+    content = body if isinstance(body, bytes) else json.dumps(body).encode()
+    named = "".join(f"{k.replace('_', '-')}: {v}\r\n" for k, v in headers.items())
+
+    async def handler(request: RawRequest, writer: asyncio.StreamWriter) -> None:
+        head, _, tail = http_response(content, status=status).partition(b"\r\n")
+        writer.write(head + b"\r\n" + named.encode() + tail)
+
+    with pytest.raises(UpstreamError) as info:
+        await answer(handler, adapter="openai")
+    return info.value
+
+
+async def test_a_content_filter_refusal_is_said_as_such():
+    error = {"error": {"message": "The prompt was filtered.", "code": "content_filter"}}
+    filtered = await refusal(400, error)
+    assert isinstance(filtered, UpstreamRejected)
+    assert filtered.message == (
+        "openai-test: the upstream's content filter refused the prompt (content_filter):"
+        " The prompt was filtered."
+    )
+    assert filtered.metadata == {
+        "provider": "openai-test",
+        "upstream_status": "400",
+        "code": "content_filter",
+    }
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"error": {"message": "bad", "code": "invalid_value"}},
+        {"error": {"message": "bad", "code": 7}},
+        {"error": "bad"},
+        {"message": "bad"},
+        [{"error": {"code": "content_filter"}}],
+        b"bad",
+    ],
+)
+async def test_any_other_400_is_a_plain_refusal(body):
+    plain = await refusal(400, body)
+    assert isinstance(plain, UpstreamRejected)
+    assert plain.metadata == {"provider": "openai-test", "upstream_status": "400"}
+    assert plain.message.startswith("openai-test: upstream answered HTTP 400")
+
+
+async def test_a_429_carries_its_wait():
+    busy = await refusal(429, {"error": {"message": "slow down"}}, retry_after_ms="250")
+    assert busy.retry_after_s == 0.25 and busy.retryable
+    assert busy.message == "openai-test: upstream answered HTTP 429: slow down"
+
+
+async def test_garbled_native_usage_is_dropped_and_said(caplog):
+    caplog.set_level(logging.WARNING)
+    garbled = {**END, "usage": {"output_tokens": "seven"}}
+    frames = [frame(START), *map(frame, BLOCK), frame(garbled), frame({"type": "message_stop"})]
+    *_, finished = await native_events(sse_answer(*frames))
+    assert finished.counts is None
+    assert "anthropic-test: unusable usage report (usage.output_tokens is not a token count" in (
+        caplog.text
+    )
+
+
+async def test_a_whole_responses_answer_is_refused_or_its_counts_checked():
+    async def busy(request: RawRequest, writer: asyncio.StreamWriter) -> None:
+        writer.write(http_response('{"error": {"message": "busy"}}', status=503))
+
+    async def liar(request: RawRequest, writer: asyncio.StreamWriter) -> None:
+        answer = {"id": "resp_1", "object": "response", "status": "completed", "model": "m",
+                  "output": [{"type": "message", "id": "msg_1", "role": "assistant",
+                              "status": "completed",
+                              "content": [{"type": "output_text", "text": "Hi",
+                                           "annotations": []}]}],
+                  "usage": {"input_tokens": 10**9, "output_tokens": 1, "total_tokens": 10**9 + 1}}  # fmt: skip
+        writer.write(http_response(json.dumps(answer)))
+
+    for handler, said in ((busy, "upstream answered HTTP 503: busy"),
+                          (liar, "malformed answer (implausible usage: ")):  # fmt: skip
+        async with raw_upstream(handler) as upstream:
+            p = build("openai", upstream.url, api_key_env=None, responses_api=True, stream=False)
+            try:
+                with pytest.raises(UpstreamError) as info:
+                    await collect(p.generate(responses_request()))
+            finally:
+                await p.aclose()
+        assert info.value.message.startswith(f"openai-test: {said}")
