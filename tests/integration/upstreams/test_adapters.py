@@ -22,6 +22,7 @@ from server.base.generation import (
     GenerationRequest,
     Message,
     Provider,
+    ResponseFormat,
     TextDelta,
     TextPart,
     TokenCounts,
@@ -228,6 +229,35 @@ async def test_a_turns_cache_mark_reaches_anthropic_with_its_lifetime(servers):
         "Read.",
         [{"type": "text", "text": "Question?", "cache_control": {"type": "ephemeral"}}],
     ]  # fmt: skip
+
+
+async def test_anthropic_turns_system_text_and_a_format_tool(servers):
+    fake = fresh(servers["anthropic"])
+    p = build("anthropic", fake.url)
+    merged = (Message("system", "Be brief."), Message("developer", "Be kind."),
+              Message("user", "One."), Message("user", "Two."))  # fmt: skip
+    cached = (Message("system", "Long rules.", cache="1h"), Message("developer", "Short."),
+              Message("user", "Hi."))  # fmt: skip
+    shaped = GenerationRequest(messages=(Message("user", "Pick."),), max_tokens=64,
+                               response_format=ResponseFormat("json_schema", "pick", {"type": "object"}))  # fmt: skip
+    try:
+        for turns in (merged, cached):
+            await collect(p.generate(GenerationRequest(messages=turns, max_tokens=64)))
+        await collect(p.generate(shaped))
+    finally:
+        await p.aclose()
+    assert fake.problems == []
+    first, second, third = (s.body for s in fake.seen)
+    assert first["system"] == "Be brief.\n\nBe kind."
+    # Consecutive user turns merge into one turn of blocks.
+    assert first["messages"] == [{"role": "user", "content": [
+        {"type": "text", "text": "One."}, {"type": "text", "text": "Two."}]}]  # fmt: skip
+    assert second["system"] == [
+        {"type": "text", "text": "Long rules.", "cache_control": {"type": "ephemeral", "ttl": "1h"}},
+        {"type": "text", "text": "Short."},
+    ]  # fmt: skip
+    assert third["tools"] == [{"name": "pick", "description": "Answers in this JSON shape.",
+                               "input_schema": {"type": "object"}}]  # fmt: skip
 
 
 async def test_tool_calls_without_json_arguments_reach_anthropic_as_empty_input(servers):

@@ -682,3 +682,114 @@ async def test_a_whole_responses_answer_is_refused_or_its_counts_checked():
             finally:
                 await p.aclose()
         assert info.value.message.startswith(f"openai-test: {said}")
+
+
+def chat_answer(choices: Any, usage: Any = None) -> Any:
+    body = {"id": "c", "object": "chat.completion", "created": 1, "model": "m",
+            "choices": choices, "usage": usage}  # fmt: skip
+
+    async def handler(request: RawRequest, writer: asyncio.StreamWriter) -> None:
+        writer.write(http_response(json.dumps(body)))
+
+    return handler
+
+
+def choice(text: str, index: Any = None, finish: Any = "stop") -> dict[str, Any]:
+    out = {"message": {"role": "assistant", "content": text}, "finish_reason": finish}
+    return out if index is None else {**out, "index": index}
+
+
+CHAT_REQUEST = GenerationRequest(messages=(Message("user", "Hi"),), n=2)
+
+
+async def test_openai_choices_in_index_order_and_counts_left_out_are_zero():
+    got = await answer(chat_answer([choice("second", 1), choice("first")],
+                                   {"prompt_tokens": 3}), adapter="openai",
+                       request=CHAT_REQUEST)  # fmt: skip
+    assert got.text == "firstsecond"
+    assert got.finished.counts == TokenCounts(3, 0)
+
+
+@pytest.mark.parametrize(
+    "choices, usage, problem",
+    [
+        ([], None, "no choices"),
+        ([choice("Hi", finish=None)], None, "answer without a finish_reason"),
+        ([choice("Hi")], {"prompt_tokens": -1}, "usage.prompt_tokens is not a token count: -1"),
+        ([choice("Hi")], {"prompt_tokens": 3, "completion_tokens": -1},
+         "usage.completion_tokens is not a token count: -1"),
+        ([choice("Hi")], {"prompt_tokens": 3, "prompt_tokens_details": {"cached_tokens": -1}},
+         "cached_tokens is not a token count: -1"),
+        ([choice("Hi")], {"prompt_tokens": 3,
+                          "completion_tokens_details": {"reasoning_tokens": -1}},
+         "reasoning_tokens is not a token count: -1"),
+    ],
+)  # fmt: skip
+async def test_a_broken_openai_answer_names_what_broke(choices, usage, problem):
+    with pytest.raises(UpstreamError) as info:
+        await answer(chat_answer(choices, usage), adapter="openai", request=CHAT_REQUEST)
+    assert info.value.message == f"openai-test: malformed answer ({problem})"
+
+
+async def test_an_answer_past_the_body_bound_is_refused():
+    from server.providers.http import MAX_BODY_BYTES
+
+    def sized(size: int):  # type: ignore[no-untyped-def]
+        head = '{"choices": [{"message": {"content": "Hi"}, "finish_reason": "stop"}], "pad": "'
+        body = head + "x" * (size - len(head) - 2) + '"}'
+        assert len(body) == size
+
+        async def handler(request: RawRequest, writer: asyncio.StreamWriter) -> None:
+            writer.write(http_response(body))
+
+        return handler
+
+    chat = GenerationRequest(messages=(Message("user", "Hi"),))
+    assert (await answer(sized(MAX_BODY_BYTES), adapter="openai", request=chat)).text == "Hi"
+    with pytest.raises(UpstreamError) as info:
+        await answer(sized(MAX_BODY_BYTES + 1), adapter="openai", request=chat)
+    assert info.value.message == "openai-test: malformed answer (answer too large)"
+
+
+@pytest.mark.parametrize(
+    "body, said",
+    [
+        (b'{"message": "top-level words"}', ": top-level words"),
+        (b'{"detail": "a framework\'s words"}', ": a framework's words"),
+        (b'{"error": {"type": "x"}}', ""),
+        (b"  plain \xff text  ", ": plain \ufffd text"),
+    ],
+)
+async def test_the_upstreams_own_words_are_quoted(body, said):
+    async def handler(request: RawRequest, writer: asyncio.StreamWriter) -> None:
+        writer.write(http_response(body, status=500))
+
+    with pytest.raises(UpstreamError) as info:
+        await answer(handler, adapter="openai")
+    assert info.value.message == f"openai-test: upstream answered HTTP 500{said}"
+
+
+async def test_an_error_body_is_read_in_pieces_and_only_to_its_bound():
+    words = json.dumps({"error": {"message": "over capacity"}}).encode()
+
+    async def in_pieces(request: RawRequest, writer: asyncio.StreamWriter) -> None:
+        writer.write(b"HTTP/1.1 500 X\r\ncontent-type: application/json\r\n"
+                     + f"content-length: {len(words)}\r\nconnection: close\r\n\r\n".encode())  # fmt: skip
+        for i in range(0, len(words), 7):
+            writer.write(words[i : i + 7])
+            await writer.drain()
+            await asyncio.sleep(0.005)
+
+    with pytest.raises(UpstreamError) as info:
+        await answer(in_pieces, adapter="openai")
+    assert info.value.message == "openai-test: upstream answered HTTP 500: over capacity"
+
+    # Past 16 KiB the body is cut, so its JSON no longer parses: its first words are shown.
+    huge = json.dumps({"error": {"message": "m" * 20, "pad": "p" * 100_000}})
+
+    async def endless(request: RawRequest, writer: asyncio.StreamWriter) -> None:
+        writer.write(http_response(huge, status=500))
+
+    with pytest.raises(UpstreamError) as cut:
+        await answer(endless, adapter="openai")
+    assert cut.value.message == "openai-test: upstream answered HTTP 500: " + huge[:200]

@@ -47,3 +47,10 @@ def test_credentials_are_redacted_keeping_what_names_them():
         "invalid key [redacted]; header Authorization: [redacted]; x-api-key: [redacted];"
         ' api_key=[redacted] ok; token: "[redacted]"; [redacted]; Bearer [redacted]'
     )
+
+
+def test_the_keys_given_are_redacted_and_an_empty_one_is_ignored():
+    said = "the key own-key-0123456789 was refused"
+    assert redact(said, ["own-key-0123456789"]) == "the key [redacted] was refused"
+    # A token file read empty gives an empty key: it must not match everywhere.
+    assert redact(said, [""]) == said
