@@ -1,4 +1,6 @@
-"""The upstream client's line splitting (SSE): line ends across read boundaries."""
+"""The upstream client's event-stream reading: line ends across read boundaries, the
+bounds on a line and an event, and the WHATWG rules for events (names, multi-line data,
+comments, a last event without its blank line)."""
 
 from __future__ import annotations
 
@@ -6,7 +8,14 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from server.providers.http import MAX_BODY_BYTES, ProtocolViolation, _lines
+from server.providers.http import (
+    MAX_BODY_BYTES,
+    ProtocolViolation,
+    SseEvent,
+    _lines,
+    count,
+    sse_events,
+)
 
 
 async def feed(*chunks: bytes) -> AsyncIterator[bytes]:
@@ -14,8 +23,22 @@ async def feed(*chunks: bytes) -> AsyncIterator[bytes]:
         yield chunk
 
 
-async def lines(*chunks: bytes) -> list[str]:
-    return [line async for line in _lines(feed(*chunks))]
+async def lines(*chunks: bytes, limit: int = MAX_BODY_BYTES) -> list[str]:
+    return [line async for line in _lines(feed(*chunks), limit)]
+
+
+class Body:
+    """What sse_events reads of an answer: its body, in the reads given."""
+
+    def __init__(self, *chunks: bytes) -> None:
+        self.chunks = chunks
+
+    def aiter_bytes(self) -> AsyncIterator[bytes]:
+        return feed(*self.chunks)
+
+
+async def events(*chunks: bytes, limit: int = 1 << 20) -> list[SseEvent]:
+    return [e async for e in sse_events(Body(*chunks), limit)]  # type: ignore[arg-type]
 
 
 async def test_lf_crlf_and_lone_cr_across_reads():
@@ -24,8 +47,53 @@ async def test_lf_crlf_and_lone_cr_across_reads():
     ]  # fmt: skip
     assert await lines(b"data: x", b"yz") == ["data: xyz"]
     assert await lines(b"data: \xc3", b"\xa9\n") == ["data: \u00e9"]
+    assert await lines(b"data: \xff\n") == ["data: \ufffd"]
+    assert await lines(b"data: last\r") == ["data: last"]
+    assert await lines(b"a\rb") == ["a", "b"]
+    assert await lines() == []
 
 
-async def test_a_line_without_end_is_bounded():
+async def test_a_line_is_bounded_to_the_byte():
+    assert await lines(b"x" * 16 + b"\n", limit=16) == ["x" * 16]
+    assert await lines(b"x" * 16, limit=16) == ["x" * 16]
+    with pytest.raises(ProtocolViolation, match="^an event-stream line exceeds 16 bytes$"):
+        await lines(b"x" * 17, limit=16)
+    with pytest.raises(ProtocolViolation, match="^an event-stream line exceeds 16 bytes$"):
+        await lines(b"x" * 17 + b"\n", limit=16)
     with pytest.raises(ProtocolViolation):
         await lines(b"data: " + b"x" * MAX_BODY_BYTES, b"x")
+
+
+async def test_events_by_the_whatwg_rules():
+    stream = (
+        b': a comment\nevent: delta\ndata: {"a":\n',
+        b"data: 1}\n\n"
+        b"data:no space\n\n"
+        b"event: ignored\n\n"  # no data: no event, and the name does not carry over
+        b"data: last",
+    )
+    assert await events(*stream) == [
+        SseEvent("delta", '{"a":\n1}'),
+        SseEvent("message", "no space"),
+        SseEvent("message", "last"),
+    ]
+    assert await events(b"event: done\ndata: x") == [SseEvent("done", "x")]
+    assert await events(b"data: a\ndata: b") == [SseEvent("message", "a\nb")]
+
+
+async def test_an_event_is_bounded_across_its_lines():
+    line = b"data: " + b"x" * (1 << 19) + b"\n"
+    many = line * (MAX_BODY_BYTES // (1 << 19))
+    assert len(await events(many + b"\n", limit=1 << 20)) == 1  # exactly the bound
+    with pytest.raises(ProtocolViolation, match="^stream event too large$"):
+        await events(many + b"data: x\n\n", limit=1 << 20)
+
+
+def test_a_token_count_is_a_json_integer_in_range():
+    assert count(12, "n") == 12 and count(12.0, "n") == 12 and count(2**31 - 1, "n") == 2**31 - 1
+    for bad in (2**31, -1, 12.5, float("inf"), float("nan"), "12", True, None):
+        with pytest.raises(ProtocolViolation, match="^n is not a token count: "):
+            count(bad, "n")
+    with pytest.raises(ProtocolViolation) as long:
+        count("9" * 50, "n")
+    assert str(long.value) == "n is not a token count: " + "9" * 40
