@@ -358,6 +358,20 @@ async def test_api_key_from_env_is_sent_and_never_in_errors(monkeypatch, servers
     assert secret not in str(info.value) and "api_key_env" in str(info.value)
 
 
+@pytest.mark.parametrize("adapter_name", ["openai", "tgi"])
+async def test_a_provider_without_a_key_sends_no_authorization(adapter_name: str, servers):
+    fake = fresh(servers[adapter_name])
+    wire = fake.wire
+    key, wire.key = wire.key, None  # type: ignore[attr-defined]
+    p = build(adapter_name, fake.url, api_key_env=None)
+    try:
+        await collect(p.generate(CHAT))
+    finally:
+        await p.aclose()
+        wire.key = key  # type: ignore[attr-defined]
+    assert "authorization" not in fake.seen[0].headers
+
+
 def test_missing_key_env_is_a_config_error(adapter: str, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.delenv("FAKE_UPSTREAM_KEY", raising=False)
     with pytest.raises(

@@ -33,6 +33,7 @@ from server.base.generation import (
     Thinking,
     TokenCounts,
     TokenLogprob,
+    ToolCallDelta,
     TopLogprob,
 )
 from tests.integration.upstreams.test_adapters import build, collect
@@ -793,3 +794,40 @@ async def test_an_error_body_is_read_in_pieces_and_only_to_its_bound():
     with pytest.raises(UpstreamError) as cut:
         await answer(endless, adapter="openai")
     assert cut.value.message == "openai-test: upstream answered HTTP 500: " + huge[:200]
+
+
+async def test_an_openai_stream_keeps_each_choice_and_tool_call_by_its_index():
+    def chunk(index: int, delta: dict[str, Any], finish: str | None = None, **extra: Any) -> str:
+        body = {"choices": [{"index": index, "delta": delta, "finish_reason": finish, **extra}]}
+        return f"data: {json.dumps(body)}\n\n"
+
+    logprobs = {"content": [{"token": "", "logprob": -0.5, "top_logprobs": []}]}
+    call = {"index": 1, "id": "call_b", "type": "function",
+            "function": {"name": "g", "arguments": ""}}  # fmt: skip
+    frames = [
+        chunk(1, {"content": "B"}),
+        chunk(0, {"content": "A"}),
+        chunk(0, {"content": None}, logprobs=logprobs),
+        chunk(1, {"tool_calls": [call]}),
+        chunk(1, {"tool_calls": [{"function": {"arguments": '{"x"'}}]}),
+        chunk(1, {"tool_calls": [{"index": 1, "function": {"arguments": {"parsed": 1}}}]}),
+        chunk(0, {}, "stop"),
+        chunk(1, {}, "tool_calls"),
+        "data: [DONE]\n\n",
+    ]
+    request = GenerationRequest(messages=(Message("user", "Hi"),), n=2, logprobs=True)
+    async with raw_upstream(sse_answer(*frames)) as upstream:
+        p = build("openai", upstream.url, api_key_env=None)
+        try:
+            got = [e async for e in p.generate(request)]
+        finally:
+            await p.aclose()
+    assert got == [
+        TextDelta("B", 1),
+        TextDelta("A", 0),
+        TextDelta("", 0, (TokenLogprob("", -0.5),)),
+        ToolCallDelta(1, "call_b", "g", "", 1),
+        ToolCallDelta(0, None, None, '{"x"', 1),  # no index given: its place in the list
+        ToolCallDelta(1, None, None, "", 1),  # arguments that are not a string: none
+        Finished("stop", None, ("stop", "tool_calls")),
+    ]

@@ -49,6 +49,8 @@ async def test_lf_crlf_and_lone_cr_across_reads():
     assert await lines(b"data: \xc3", b"\xa9\n") == ["data: \u00e9"]
     assert await lines(b"data: \xff\n") == ["data: \ufffd"]
     assert await lines(b"data: last\r") == ["data: last"]
+    assert await lines(b"data: \xff") == ["data: \ufffd"]
+    assert await lines(b"a\r\r") == ["a", ""]
     assert await lines(b"a\rb") == ["a", "b"]
     assert await lines() == []
 
