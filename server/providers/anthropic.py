@@ -159,7 +159,7 @@ class AnthropicProvider:
     async def generate(self, request: GenerationRequest) -> AsyncIterator[Event]:
         native = request.native_messages
         if native is not None:
-            async for native_event in self._native(request, native):
+            async for native_event in self._native(native):
                 yield native_event
             return
         with upstream_errors(self.id):
@@ -231,9 +231,7 @@ class AnthropicProvider:
                         )
                 raise ProtocolViolation("stream ended without message_stop")
 
-    async def _native(
-        self, request: GenerationRequest, native: NativeMessages
-    ) -> AsyncIterator[Event]:
+    async def _native(self, native: NativeMessages) -> AsyncIterator[Event]:
         """The request as the caller wrote it; the upstream's events, untouched."""
         body = {**native_body(native), "model": self.params.model}
         if self.params.stream:

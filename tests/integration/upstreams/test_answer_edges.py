@@ -34,6 +34,7 @@ from server.base.generation import (
     TokenCounts,
     TokenLogprob,
     ToolCallDelta,
+    ToolSpec,
     TopLogprob,
 )
 from tests.integration.upstreams.test_adapters import build, collect
@@ -831,3 +832,63 @@ async def test_an_openai_stream_keeps_each_choice_and_tool_call_by_its_index():
         ToolCallDelta(1, None, None, "", 1),  # arguments that are not a string: none
         Finished("stop", None, ("stop", "tool_calls")),
     ]
+
+
+TOOL_TURN = GenerationRequest(
+    messages=(Message("user", "Weather in both?"),),
+    tools=(ToolSpec("get_weather", parameters={"type": "object"}),),
+    max_tokens=64,
+)
+
+
+async def test_anthropic_tool_calls_are_numbered_in_order_in_a_whole_answer():
+    answer_ = {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-fake",
+               "content": [{"type": "text", "text": "Checking."},
+                           {"type": "tool_use", "id": "t1", "name": "get_weather",
+                            "input": {"city": "Oslo"}},
+                           {"type": "tool_use", "id": "t2", "name": "get_weather",
+                            "input": {"city": "Lima"}}],
+               "stop_reason": "tool_use", "usage": {"input_tokens": 9, "output_tokens": 4}}  # fmt: skip
+
+    async def handler(request: RawRequest, writer: asyncio.StreamWriter) -> None:
+        writer.write(http_response(json.dumps(answer_)))
+
+    async with raw_upstream(handler) as upstream:
+        p = build("anthropic", upstream.url, api_key_env=None, stream=False)
+        try:
+            got = [e async for e in p.generate(TOOL_TURN)]
+        finally:
+            await p.aclose()
+    assert got == [
+        TextDelta("Checking."),
+        ToolCallDelta(0, "t1", "get_weather", '{"city": "Oslo"}'),
+        ToolCallDelta(1, "t2", "get_weather", '{"city": "Lima"}'),
+        Finished("tool_calls", TokenCounts(9, 4)),
+    ]
+
+
+def anthropic_stream(named: bool, typed: bool) -> list[str]:
+    """Anthropic's stream of one text block; its kinds by `event:` names, by `type`
+    fields, or both (servers of the format differ)."""
+    payloads = [
+        ("message_start", {"message": {"usage": {"input_tokens": 9, "output_tokens": 1}}}),
+        ("content_block_start", {"index": 0, "content_block": {"type": "text", "text": ""}}),
+        ("content_block_delta", {"index": 0, "delta": {"type": "text_delta", "text": "Hi"}}),
+        ("content_block_stop", {"index": 0}),
+        ("message_delta", {"delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 2}}),
+        ("message_stop", {}),
+    ]
+    frames = []
+    for kind, data in payloads:
+        head = f"event: {kind}\n" if named else ""
+        body = {"type": kind, **data} if typed else data
+        frames.append(f"{head}data: {json.dumps(body)}\n\n")
+    return frames
+
+
+@pytest.mark.parametrize("named, typed", [(True, True), (False, True), (True, False)])
+async def test_anthropic_stream_kinds_by_name_or_type(named, typed):
+    got = await answer(sse_answer(*anthropic_stream(named, typed)), stream=True,
+                       adapter="anthropic", request=TOOL_TURN)  # fmt: skip
+    assert got.text == "Hi"
+    assert got.finished == Finished("stop", TokenCounts(9, 2))
