@@ -28,6 +28,7 @@ from server.base.generation import (
     TokenCounts,
     TokenLogprob,
     ToolCall,
+    ToolSpec,
     TopLogprob,
 )
 from server.providers import registry
@@ -258,6 +259,43 @@ async def test_anthropic_turns_system_text_and_a_format_tool(servers):
     ]  # fmt: skip
     assert third["tools"] == [{"name": "pick", "description": "Answers in this JSON shape.",
                                "input_schema": {"type": "object"}}]  # fmt: skip
+
+
+ANTHROPIC_CHOICES = [
+    # tool_choice, parallel_tool_calls, response_format, what Anthropic gets
+    ("auto", None, None, {"type": "auto"}),
+    ("none", None, None, {"type": "none"}),
+    ("required", None, None, {"type": "any"}),
+    (None, False, None, {"type": "auto", "disable_parallel_tool_use": True}),
+    (None, None, ResponseFormat("json_object"), {"type": "tool", "name": "json_object"}),
+]
+
+
+@pytest.mark.parametrize("choice, parallel, fmt, expected", ANTHROPIC_CHOICES)
+async def test_tool_choices_and_formats_in_anthropics_terms(choice, parallel, fmt, expected,
+                                                            servers):  # fmt: skip
+    fake = fresh(servers["anthropic"])
+    p = build("anthropic", fake.url, stream=False)
+    request = GenerationRequest(messages=(Message("user", ""), Message("user", "Weather?")),
+                                tools=(ToolSpec("get_weather"),), tool_choice=choice,
+                                parallel_tool_calls=parallel, response_format=fmt,
+                                max_tokens=64)  # fmt: skip
+    try:
+        await events(p.generate(request))
+        await collect(p.generate(PROMPT))
+    finally:
+        await p.aclose()
+    assert fake.problems == []
+    sent, text = (s.body for s in fake.seen)
+    assert sent.get("tool_choice") == expected
+    # A tool without a schema takes any object; no description is sent as none.
+    assert sent["tools"][0] == {"name": "get_weather",
+                                "input_schema": {"type": "object", "properties": {}}}  # fmt: skip
+    if fmt is not None:
+        assert sent["tools"][1]["input_schema"] == {"type": "object"}
+    # An empty turn before another of the same role adds no empty block.
+    assert sent["messages"] == [{"role": "user", "content": [{"type": "text", "text": "Weather?"}]}]
+    assert "system" not in text and text["messages"] == [{"role": "user", "content": "Say hello."}]
 
 
 async def test_tool_calls_without_json_arguments_reach_anthropic_as_empty_input(servers):
