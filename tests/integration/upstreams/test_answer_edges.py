@@ -892,3 +892,16 @@ async def test_anthropic_stream_kinds_by_name_or_type(named, typed):
                        adapter="anthropic", request=TOOL_TURN)  # fmt: skip
     assert got.text == "Hi"
     assert got.finished == Finished("stop", TokenCounts(9, 2))
+
+
+async def test_an_endless_error_body_is_read_only_to_its_bound():
+    async def endless(request: RawRequest, writer: asyncio.StreamWriter) -> None:
+        writer.write(b"HTTP/1.1 500 X\r\ncontent-type: text/plain\r\n"
+                     b"transfer-encoding: chunked\r\n\r\n")  # fmt: skip
+        while True:  # until the client goes away: a reader without a bound never returns
+            writer.write(b"1000\r\n" + b"e" * 4096 + b"\r\n")
+            await writer.drain()
+
+    with pytest.raises(UpstreamError) as info:
+        await asyncio.wait_for(answer(endless, adapter="openai"), timeout=10)
+    assert info.value.message == "openai-test: upstream answered HTTP 500: " + "e" * 200
