@@ -87,6 +87,8 @@ async def test_an_event_is_bounded_across_its_lines():
     line = b"data: " + b"x" * (1 << 19) + b"\n"
     many = line * (MAX_BODY_BYTES // (1 << 19))
     assert len(await events(many + b"\n", limit=1 << 20)) == 1  # exactly the bound
+    # The count starts again at each event.
+    assert len(await events(b"data: x\n\n" + many + b"\n", limit=1 << 20)) == 2
     with pytest.raises(ProtocolViolation, match="^stream event too large$"):
         await events(many + b"data: x\n\n", limit=1 << 20)
 
