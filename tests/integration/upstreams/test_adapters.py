@@ -348,6 +348,29 @@ async def test_openai_logprobs_come_back_token_by_token(stream: bool, chat: bool
         assert all(len(part) == 1 for part in got), "each streamed token with its own"
 
 
+async def test_openai_messages_keep_content_only_where_it_was_given(servers):
+    fake = fresh(servers["openai"])
+    p = build("openai", fake.url)
+    calls = (ToolCall("call_1", "f", "{}"),)
+    history = (
+        Message("user", "Go."),
+        Message("assistant", "", tool_calls=calls),
+        Message("tool", "done", tool_call_id="call_1"),
+        Message("assistant", "Checking again.", tool_calls=(ToolCall("call_2", "f", "{}"),)),
+        Message("tool", "done", tool_call_id="call_2"),
+        Message("user", ""),
+    )
+    try:
+        await collect(p.generate(GenerationRequest(messages=history)))
+    finally:
+        await p.aclose()
+    assert fake.problems == []
+    sent = fake.seen[0].body["messages"]
+    assert "content" not in sent[1], "a turn of tool calls only has no content"
+    assert sent[3]["content"] == "Checking again."
+    assert sent[5] == {"role": "user", "content": ""}
+
+
 async def test_tgi_request_shape(stream: bool, servers):
     fake = fresh(servers["tgi"])
     p = build("tgi", fake.url, stream=stream)

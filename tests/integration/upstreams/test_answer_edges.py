@@ -25,6 +25,7 @@ from server.base import tokens
 from server.base.embedding import EmbeddingRequest, Embeddings
 from server.base.errors import UpstreamError, UpstreamRejected
 from server.base.generation import (
+    Capability,
     Finished,
     GenerationRequest,
     Message,
@@ -905,3 +906,25 @@ async def test_an_endless_error_body_is_read_only_to_its_bound():
     with pytest.raises(UpstreamError) as info:
         await asyncio.wait_for(answer(endless, adapter="openai"), timeout=10)
     assert info.value.message == "openai-test: upstream answered HTTP 500: " + "e" * 200
+
+
+async def test_refusals_past_2xx_and_the_configuration_and_filter_words():
+    redirected = await refusal(300, {"error": {"message": "pick one"}})
+    assert isinstance(redirected, UpstreamRejected)
+    assert redirected.message == "openai-test: upstream answered HTTP 300: pick one"
+    refused = await refusal(401, {"error": {"message": "bad key sk-abc"}})
+    assert refused.message == (
+        "openai-test: upstream refused the gateway's configuration (HTTP 401); "
+        "check its api_key_env, base_url and model"
+    )
+    silent = await refusal(400, {"error": {"code": "content_filter"}})
+    assert silent.message == (
+        "openai-test: the upstream's content filter refused the prompt (content_filter)"
+    )
+
+
+def test_only_a_responses_server_declares_the_responses_api():
+    plain = build("openai", "http://127.0.0.1:1", api_key_env=None)
+    native = build("openai", "http://127.0.0.1:1", api_key_env=None, responses_api=True)
+    assert Capability.RESPONSES_API not in plain.capabilities
+    assert Capability.RESPONSES_API in native.capabilities
