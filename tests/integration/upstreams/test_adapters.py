@@ -371,6 +371,34 @@ async def test_openai_messages_keep_content_only_where_it_was_given(servers):
     assert sent[5] == {"role": "user", "content": ""}
 
 
+async def test_openai_tools_and_cache_fields_only_as_given(servers):
+    fake = fresh(servers["openai"])
+    p = build("openai", fake.url, max_tokens_field="max_completion_tokens")
+    tools = (ToolSpec("f"), ToolSpec("g", "Gets.", {"type": "object"}, strict=True))
+    given = GenerationRequest(messages=(Message("user", "Hi"),), tools=tools,
+                              prompt_cache_key="k1", store=False, service_tier="flex",
+                              safety_identifier="u-hash")  # fmt: skip
+    try:
+        await events(p.generate(given))
+        await events(p.generate(GenerationRequest(messages=(Message("user", "Hi"),))))
+        await collect(p.generate(PROMPT))  # completions take max_tokens under that name
+    finally:
+        await p.aclose()
+    assert fake.problems == []
+    with_all, plain, completion = (s.body for s in fake.seen)
+    assert with_all["tools"] == [
+        {"type": "function", "function": {"name": "f"}},
+        {"type": "function", "function": {"name": "g", "description": "Gets.",
+                                          "parameters": {"type": "object"}, "strict": True}},
+    ]  # fmt: skip
+    cache_fields = ("prompt_cache_key", "store", "service_tier", "safety_identifier")
+    assert {k: with_all[k] for k in cache_fields} == {
+        "prompt_cache_key": "k1", "store": False, "service_tier": "flex",
+        "safety_identifier": "u-hash"}  # fmt: skip
+    assert not set(cache_fields) & set(plain)
+    assert completion["max_tokens"] == 64 and "max_completion_tokens" not in completion
+
+
 async def test_tgi_request_shape(stream: bool, servers):
     fake = fresh(servers["tgi"])
     p = build("tgi", fake.url, stream=stream)
