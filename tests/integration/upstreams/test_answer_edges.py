@@ -928,3 +928,16 @@ def test_only_a_responses_server_declares_the_responses_api():
     native = build("openai", "http://127.0.0.1:1", api_key_env=None, responses_api=True)
     assert Capability.RESPONSES_API not in plain.capabilities
     assert Capability.RESPONSES_API in native.capabilities
+
+
+async def test_top_k_goes_to_openai_compatible_servers_that_read_it():
+    # vLLM, llama.cpp and Ollama read top_k; OpenAI itself has no such field (its fake
+    # refuses it), so this server is a plain one that records the body.
+    async with raw_upstream(chat_answer([choice("Hi")])) as upstream:
+        p = build("openai", upstream.url, api_key_env=None, stream=False)
+        try:
+            await collect(p.generate(GenerationRequest(messages=(Message("user", "Hi"),),
+                                                       top_k=40)))  # fmt: skip
+        finally:
+            await p.aclose()
+    assert upstream.requests[0].json()["top_k"] == 40
