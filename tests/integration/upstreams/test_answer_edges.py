@@ -593,7 +593,8 @@ async def test_an_openai_error_chunk_fails_the_stream_with_its_words(error, said
     with pytest.raises(UpstreamError) as info:
         await answer(handler, stream=True, adapter="openai")
     assert info.value.message == f"openai-test: upstream failed mid-stream: {said}"
-    assert info.value.upstream_answered
+    assert info.value.metadata == {"provider": "openai-test"}
+    assert info.value.upstream_answered is True
 
 
 # -- refusals, read from the answer as every HTTP adapter reads them --------------
@@ -711,6 +712,10 @@ async def test_openai_choices_in_index_order_and_counts_left_out_are_zero():
                        request=CHAT_REQUEST)  # fmt: skip
     assert got.text == "firstsecond"
     assert got.finished.counts == TokenCounts(3, 0)
+    assert got.finished.finish_reasons == ("stop", "stop")
+    one = await answer(chat_answer([choice("only", finish="length")], {"prompt_tokens": 3}),
+                       adapter="openai", request=CHAT_REQUEST)  # fmt: skip
+    assert one.finished.finish_reason == "length" and one.finished.finish_reasons == ()
 
 
 @pytest.mark.parametrize(
@@ -941,3 +946,22 @@ async def test_top_k_goes_to_openai_compatible_servers_that_read_it():
         finally:
             await p.aclose()
     assert upstream.requests[0].json()["top_k"] == 40
+
+
+async def test_an_openai_stream_without_a_finish_or_with_garbled_usage(caplog):
+    caplog.set_level(logging.WARNING)
+    text = {"choices": [{"index": 0, "delta": {"content": "Hi"}, "finish_reason": None}]}
+    end = {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
+    usage = {"choices": [], "usage": {"prompt_tokens": "many", "completion_tokens": 1}}
+    frames = [f"data: {json.dumps(text)}\n\n", "data: [DONE]\n\n"]
+    with pytest.raises(UpstreamError) as info:
+        await answer(sse_answer(*frames), stream=True, adapter="openai", request=CHAT_REQUEST)
+    assert info.value.message == (
+        "openai-test: malformed answer (stream ended without a finish_reason)"
+    )
+    frames = [f"data: {json.dumps(d)}\n\n" for d in (text, end, usage)] + ["data: [DONE]\n\n"]
+    got = await answer(sse_answer(*frames), stream=True, adapter="openai", request=CHAT_REQUEST)
+    assert got.text == "Hi" and got.finished.counts is None
+    assert "openai-test: unusable usage report (usage.prompt_tokens is not a token count" in (
+        caplog.text
+    )
