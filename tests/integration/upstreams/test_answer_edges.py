@@ -965,3 +965,11 @@ async def test_an_openai_stream_without_a_finish_or_with_garbled_usage(caplog):
     assert "openai-test: unusable usage report (usage.prompt_tokens is not a token count" in (
         caplog.text
     )
+
+
+async def test_an_openai_stream_that_stops_before_done_is_broken():
+    end = {"choices": [{"index": 0, "delta": {"content": "Hi"}, "finish_reason": "stop"}]}
+    with pytest.raises(UpstreamError) as info:
+        await answer(sse_answer(f"data: {json.dumps(end)}\n\n"), stream=True, adapter="openai",
+                     request=CHAT_REQUEST)  # fmt: skip
+    assert info.value.message == "openai-test: malformed answer (stream ended without data: [DONE])"
