@@ -46,6 +46,15 @@ from tests.support.upstreams.openai import OpenAIWire
 REQUEST = GenerationRequest(prompt="Say hello.", max_tokens=16)
 
 
+def replying(body: bytes | str, status: int = 200) -> Any:
+    """A raw upstream's handler that answers every request with `body`."""
+
+    async def handler(request: RawRequest, writer: asyncio.StreamWriter) -> None:
+        writer.write(http_response(body, status=status))
+
+    return handler
+
+
 def unary(details: Any, headers: str = ""):  # type: ignore[no-untyped-def]
     body = json.dumps({"generated_text": "Hi", "details": details})
 
@@ -164,8 +173,7 @@ async def test_the_inference_apis_answer_in_a_list():
     body = json.dumps([{"generated_text": "Hi", "details": {"finish_reason": "eos_token",
                                                            "generated_tokens": 1}}])  # fmt: skip
 
-    async def handler(request: RawRequest, writer: asyncio.StreamWriter) -> None:
-        writer.write(http_response(body))
+    handler = replying(body)
 
     got = await answer(handler)
     assert got.text == "Hi" and got.finished.counts == TokenCounts(3, 1)
@@ -221,8 +229,7 @@ def anthropic_unary(usage: Any):  # type: ignore[no-untyped-def]
         "stop_sequence": None, "usage": usage,
     })  # fmt: skip
 
-    async def handler(request: RawRequest, writer: asyncio.StreamWriter) -> None:
-        writer.write(http_response(body))
+    handler = replying(body)
 
     return handler
 
@@ -268,8 +275,7 @@ def completion_with_logprobs(logprobs: Any):  # type: ignore[no-untyped-def]
                      "logprobs": logprobs}],
     })  # fmt: skip
 
-    async def handler(request: RawRequest, writer: asyncio.StreamWriter) -> None:
-        writer.write(http_response(body))
+    handler = replying(body)
 
     return handler
 
@@ -359,8 +365,7 @@ async def test_a_native_whole_answer_is_passed_on_as_the_events_that_would_strea
               "stop_reason": "tool_use", "stop_sequence": None,
               "usage": {"input_tokens": 12, "output_tokens": 7}}  # fmt: skip
 
-    async def handler(request: RawRequest, writer: asyncio.StreamWriter) -> None:
-        writer.write(http_response(json.dumps(answer)))
+    handler = replying(json.dumps(answer))
 
     *passed, finished = await native_events(handler, stream=False)
     head = {k: v for k, v in answer.items() if k not in ("content", "stop_reason", "stop_sequence")}
@@ -386,8 +391,7 @@ async def test_a_native_whole_answer_is_passed_on_as_the_events_that_would_strea
     ids=["no message_stop", "not an object", "no content"],
 )
 async def test_a_broken_native_answer_names_what_broke(frames, stream, problem):
-    async def whole(request: RawRequest, writer: asyncio.StreamWriter) -> None:
-        writer.write(http_response(json.dumps({"type": "message", "content": None})))
+    whole = replying(json.dumps({"type": "message", "content": None}))
 
     handler = sse_answer(*frames) if frames else whole
     with pytest.raises(UpstreamError) as info:
@@ -440,8 +444,7 @@ async def test_native_refusals_and_counts_name_the_provider():
 @pytest.mark.parametrize("answer, got", [('{"input_tokens": 42}', 42),
                                          ('{"input_tokens": "42"}', None)])  # fmt: skip
 async def test_the_upstreams_token_count(answer, got):
-    async def handler(request: RawRequest, writer: asyncio.StreamWriter) -> None:
-        writer.write(http_response(answer))
+    handler = replying(answer)
 
     async with raw_upstream(handler) as upstream:
         p = build("anthropic", upstream.url, api_key_env=None)
@@ -530,8 +533,7 @@ def embeddings_answer(data: Any, usage: Any = None, status: int = 200):  # type:
     if usage is not None:
         body["usage"] = usage
 
-    async def handler(request: RawRequest, writer: asyncio.StreamWriter) -> None:
-        writer.write(http_response(json.dumps(body), status=status))
+    handler = replying(json.dumps(body), status=status)
 
     return handler
 
@@ -664,8 +666,7 @@ async def test_garbled_native_usage_is_dropped_and_said(caplog):
 
 
 async def test_a_whole_responses_answer_is_refused_or_its_counts_checked():
-    async def busy(request: RawRequest, writer: asyncio.StreamWriter) -> None:
-        writer.write(http_response('{"error": {"message": "busy"}}', status=503))
+    busy = replying('{"error": {"message": "busy"}}', status=503)
 
     async def liar(request: RawRequest, writer: asyncio.StreamWriter) -> None:
         answer = {"id": "resp_1", "object": "response", "status": "completed", "model": "m",
@@ -692,8 +693,7 @@ def chat_answer(choices: Any, usage: Any = None) -> Any:
     body = {"id": "c", "object": "chat.completion", "created": 1, "model": "m",
             "choices": choices, "usage": usage}  # fmt: skip
 
-    async def handler(request: RawRequest, writer: asyncio.StreamWriter) -> None:
-        writer.write(http_response(json.dumps(body)))
+    handler = replying(json.dumps(body))
 
     return handler
 
@@ -747,8 +747,7 @@ async def test_an_answer_past_the_body_bound_is_refused():
         body = head + "x" * (size - len(head) - 2) + '"}'
         assert len(body) == size
 
-        async def handler(request: RawRequest, writer: asyncio.StreamWriter) -> None:
-            writer.write(http_response(body))
+        handler = replying(body)
 
         return handler
 
@@ -769,8 +768,7 @@ async def test_an_answer_past_the_body_bound_is_refused():
     ],
 )
 async def test_the_upstreams_own_words_are_quoted(body, said):
-    async def handler(request: RawRequest, writer: asyncio.StreamWriter) -> None:
-        writer.write(http_response(body, status=500))
+    handler = replying(body, status=500)
 
     with pytest.raises(UpstreamError) as info:
         await answer(handler, adapter="openai")
@@ -795,8 +793,7 @@ async def test_an_error_body_is_read_in_pieces_and_only_to_its_bound():
     # Past 16 KiB the body is cut, so its JSON no longer parses: its first words are shown.
     huge = json.dumps({"error": {"message": "m" * 20, "pad": "p" * 100_000}})
 
-    async def endless(request: RawRequest, writer: asyncio.StreamWriter) -> None:
-        writer.write(http_response(huge, status=500))
+    endless = replying(huge, status=500)
 
     with pytest.raises(UpstreamError) as cut:
         await answer(endless, adapter="openai")
@@ -856,8 +853,7 @@ async def test_anthropic_tool_calls_are_numbered_in_order_in_a_whole_answer():
                             "input": {"city": "Lima"}}],
                "stop_reason": "tool_use", "usage": {"input_tokens": 9, "output_tokens": 4}}  # fmt: skip
 
-    async def handler(request: RawRequest, writer: asyncio.StreamWriter) -> None:
-        writer.write(http_response(json.dumps(answer_)))
+    handler = replying(json.dumps(answer_))
 
     async with raw_upstream(handler) as upstream:
         p = build("anthropic", upstream.url, api_key_env=None, stream=False)
