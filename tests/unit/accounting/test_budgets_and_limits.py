@@ -1,11 +1,13 @@
-"""Budgets and rate limiters without a gateway around them: both backends of each (in
-memory, and in the real Redis) give the same answers, to the cent and the token: what
-is reserved, what a settlement frees, when a refusal says to come back, and what the
-refusal says."""
+"""Budgets and rate limiters without a gateway around them: every backend of each (in
+memory, in the real Redis, and the workers' parent process over its Unix socket) gives
+the same answers, to the cent and the token: what is reserved, what a settlement frees,
+when a refusal says to come back, and what the refusal says."""
 
 from __future__ import annotations
 
 import asyncio
+import shutil
+import tempfile
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -17,6 +19,7 @@ from redis.asyncio import Redis
 from server.accounting import budget
 from server.accounting.budget import MemoryBudgets, RedisBudgets, exhausted, period_bounds
 from server.accounting.ratelimit import BucketLimiter, Decision, RedisLimiter
+from server.accounting.shared import SharedBudgets, SharedLimiter, StateClient, StateServer
 from server.base.caller import BudgetSpec
 from server.base.errors import BudgetExhausted
 from tests.support.shared_state import REDIS_URL
@@ -43,14 +46,52 @@ async def redis() -> AsyncIterator[Redis]:
     await client.aclose()
 
 
-@pytest.fixture(params=["memory", "redis"])
-async def budgets(request: pytest.FixtureRequest, redis_prefix: str) -> AsyncIterator[Any]:
+class Parents:
+    """State servers as `gateway serve --workers N` runs one in its parent, each with
+    a client as a worker holds; all closed at the end."""
+
+    def __init__(self) -> None:
+        self.servers: list[StateServer] = []
+        self.clients: list[StateClient] = []
+
+    async def client(self, load_spent: Any = None, window_s: float = 60) -> StateClient:
+        path = f"{tempfile.mkdtemp(prefix='gw-state-')}/state.sock"  # short: a Unix path
+        server = StateServer(path, load_spent or Ledger(), window_s)
+        await server.start()
+        self.servers.append(server)
+        return self.worker(path)
+
+    def worker(self, path: str) -> StateClient:
+        self.clients.append(StateClient(path))
+        return self.clients[-1]
+
+    async def aclose(self) -> None:
+        for client in self.clients:
+            await client.aclose()
+        for server in self.servers:
+            await server.aclose()
+            shutil.rmtree(server.path.rpartition("/")[0], ignore_errors=True)
+
+
+@pytest.fixture
+async def parents() -> AsyncIterator[Parents]:
+    made = Parents()
+    yield made
+    await made.aclose()
+
+
+@pytest.fixture(params=["memory", "redis", "shared"])
+async def budgets(
+    request: pytest.FixtureRequest, redis_prefix: str, parents: Parents
+) -> AsyncIterator[Any]:
     """A factory of budgets on one backend, each over its own ledger."""
     clients: list[Redis] = []
 
-    def make(ledger: Ledger) -> Any:
+    async def make(ledger: Ledger) -> Any:
         if request.param == "memory":
             return MemoryBudgets(ledger)
+        if request.param == "shared":
+            return SharedBudgets(await parents.client(ledger))
         client = Redis.from_url(REDIS_URL)
         clients.append(client)
         return RedisBudgets(client, f"{redis_prefix}ub{uuid.uuid4().hex[:6]}:", ledger)
@@ -96,7 +137,7 @@ def test_period_bounds():
 
 async def test_a_reservation_counts_until_settled_to_what_was_spent(budgets):
     ledger = Ledger(spent=0.25)
-    b, key = budgets(ledger), spec(1.0)
+    b, key = await budgets(ledger), spec(1.0)
     first = await b.reserve(key, 0.5)
     assert first.amount == 0.5 and first.spec == key
     assert await b.status(key) == (pytest.approx(0.25), pytest.approx(0.5))
@@ -120,7 +161,7 @@ async def test_a_reservation_counts_until_settled_to_what_was_spent(budgets):
 
 async def test_a_budget_already_spent_refuses_even_a_free_request(budgets):
     ledger = Ledger(spent=2.0)
-    b, key = budgets(ledger), spec(2.0, "daily")
+    b, key = await budgets(ledger), spec(2.0, "daily")
     start, end = period_bounds("daily")
     before = time.time()
     with pytest.raises(BudgetExhausted) as refused:
@@ -137,7 +178,7 @@ async def test_a_budget_already_spent_refuses_even_a_free_request(budgets):
 
 
 async def test_a_lifetime_budget_has_no_retry_after(budgets):
-    b, key = budgets(Ledger(spent=5.0)), spec(5.0, "none")
+    b, key = await budgets(Ledger(spent=5.0)), spec(5.0, "none")
     with pytest.raises(BudgetExhausted) as refused:
         await b.reserve(key, 0.01)
     assert refused.value.retry_after_s is None
@@ -145,7 +186,7 @@ async def test_a_lifetime_budget_has_no_retry_after(budgets):
 
 
 async def test_reservations_of_two_keys_do_not_mix(budgets):
-    b = budgets(Ledger())
+    b = await budgets(Ledger())
     one, two = spec(1.0), spec(1.0)
     await b.reserve(one, 0.9)
     await b.reserve(two, 0.9)
@@ -153,7 +194,7 @@ async def test_reservations_of_two_keys_do_not_mix(budgets):
 
 
 async def test_a_settlement_from_another_period_is_ignored(budgets):
-    b, key = budgets(Ledger()), spec(1.0)
+    b, key = await budgets(Ledger()), spec(1.0)
     held = await b.reserve(key, 0.4)
     stale = budget.Reservation(key, held.period_start - 31 * DAY, 0.4, held.ticket)
     await b.settle(stale, 0.9)
@@ -208,10 +249,12 @@ class Clock:
         return self.now
 
 
-@pytest.fixture(params=["memory", "redis"])
-def limiter(request: pytest.FixtureRequest, redis, redis_prefix) -> Any:  # type: ignore[no-untyped-def]
+@pytest.fixture(params=["memory", "redis", "shared"])
+async def limiter(request: pytest.FixtureRequest, redis, redis_prefix, parents) -> Any:  # type: ignore[no-untyped-def]
     if request.param == "memory":
         return BucketLimiter(window_s=2)
+    if request.param == "shared":
+        return SharedLimiter(await parents.client(window_s=2))
     return RedisLimiter(redis, f"{redis_prefix}ul{uuid.uuid4().hex[:6]}:", window_s=2)
 
 
