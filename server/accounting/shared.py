@@ -9,8 +9,9 @@ never multiplied by the worker count. With `storage.redis_url` set the workers u
 Redis instead and this is not started.
 
 Framing: a 4-byte big-endian length, then an orjson array `[id, op, *args]`; the
-answer is `[id, result]` or `[id, None, error]`. One connection per worker carries
-every call, matched by id.
+answer is `[id, result]`, or `[id, None, refusal]` for an error: a budget's refusal as
+`[message, metadata, retry_after_s]`, any other failure as null. One connection per
+worker carries every call, matched by id.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ async def _read(reader: asyncio.StreamReader) -> Any:
     head = await reader.readexactly(_LENGTH.size)
     (size,) = _LENGTH.unpack(head)
     if size > MAX_MESSAGE:
-        raise ValueError("shared state message too large")
+        raise ValueError(f"a message of {size} bytes, over {MAX_MESSAGE}")
     return orjson.loads(await reader.readexactly(size))
 
 
@@ -75,8 +76,7 @@ class StateServer:
     async def aclose(self) -> None:
         if self._server is not None:
             self._server.close()
-            with contextlib.suppress(Exception):
-                await self._server.wait_closed()
+            await self._server.wait_closed()
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -85,14 +85,15 @@ class StateServer:
                 try:
                     answer = [call_id, await self._ops[op](*args)]
                 except BudgetExhausted as exc:
-                    answer = [call_id, None, ["budget", exc.message, exc.metadata,
-                                              exc.retry_after_s]]  # fmt: skip
-                except Exception as exc:
+                    answer = [call_id, None, [exc.message, exc.metadata, exc.retry_after_s]]
+                except Exception:
                     log.exception("shared state: %s failed", op)
-                    answer = [call_id, None, ["internal", type(exc).__name__]]
+                    answer = [call_id, None, None]
                 writer.write(_frame(answer))
         except (asyncio.IncompleteReadError, ConnectionError):
             pass
+        except ValueError as exc:  # a frame too long or not JSON: no call can be read
+            log.error("shared state: a worker's connection dropped (%s)", exc)
         finally:
             writer.close()
 
@@ -152,7 +153,7 @@ class StateClient:
                 else:
                     future.set_result(result)
         except (asyncio.IncompleteReadError, ConnectionError, ValueError) as exc:
-            failure = Internal("the shared limit service is unavailable", {})
+            failure = Internal("the shared limit service is unavailable")
             for future in self._pending.values():
                 if not future.done():
                     future.set_exception(failure)
@@ -183,11 +184,12 @@ class StateClient:
             self._reader_task = None
 
 
-def _error(error: list[Any]) -> Exception:
-    if error[0] == "budget":
-        _, message, metadata, retry = error
-        return BudgetExhausted(message, metadata, retry_after_s=retry)
-    return Internal("the shared limit service failed", {})
+def _error(refusal: list[Any] | None) -> Exception:
+    """The parent's error: a budget's refusal as it was made, anything else INTERNAL."""
+    if refusal is None:
+        return Internal("the shared limit service failed")
+    message, metadata, retry = refusal
+    return BudgetExhausted(message, metadata, retry_after_s=retry)
 
 
 class SharedLimiter:

@@ -30,12 +30,12 @@ class Spool:
         self.folder.mkdir(parents=True, exist_ok=True)
         serials = [self._serial(p) for p in self._segments()]
         self._next = max(serials, default=-1) + 1
-        self._current, self._fd, self._size = self._open()
+        self._current, self._fd, self._written = self._open()
 
     def append(self, row: UsageRecord) -> None:
         line = orjson.dumps([getattr(row, name) for name in FIELDS]) + b"\n"
         os.write(self._fd, line)
-        self._size += len(line)
+        self._written = True
 
     def recover(self) -> list[UsageRecord]:
         """The rows a process of this name left unwritten (its segments stay until
@@ -61,10 +61,10 @@ class Spool:
     def seal(self) -> list[Path]:
         """Every segment holding rows appended so far; new rows go to a new one."""
         sealed = [p for p in self._segments() if p != self._current]
-        if self._size:
+        if self._written:
             os.close(self._fd)
             sealed.append(self._current)
-            self._current, self._fd, self._size = self._open()
+            self._current, self._fd, self._written = self._open()
         return sealed
 
     @staticmethod
@@ -75,13 +75,13 @@ class Spool:
 
     def close(self) -> None:
         os.close(self._fd)
-        if not self._size:
+        if not self._written:
             self._current.unlink(missing_ok=True)
 
-    def _open(self) -> tuple[Path, int, int]:
+    def _open(self) -> tuple[Path, int, bool]:
         path = self.folder / f"{self.name}.{self._next:08d}.jsonl"
         self._next += 1
-        return path, os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600), 0
+        return path, os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600), False
 
     def _segments(self) -> list[Path]:
         return sorted(self.folder.glob(f"{self.name}.*.jsonl"), key=self._serial)

@@ -170,7 +170,7 @@ async def test_a_closed_client_connects_again_on_its_next_call(parents):
     assert await client.call("status", ["k", "n", 1.0, "none"]) == [0, 0]
 
 
-async def test_the_parent_reads_frames_up_to_the_bound_and_drops_a_longer_one(parents):
+async def test_the_parent_reads_frames_up_to_the_bound_and_drops_a_longer_one(parents, caplog):
     client = await parents.client()
     await client.aclose()
     # A call of exactly MAX_MESSAGE bytes: a key name long enough to fill it.
@@ -182,6 +182,37 @@ async def test_the_parent_reads_frames_up_to_the_bound_and_drops_a_longer_one(pa
     (size,) = LENGTH.unpack(await reader.readexactly(LENGTH.size))
     assert orjson.loads(await reader.readexactly(size)) == [1, [0, 0]]
     # One byte more and the parent closes the connection without reading it.
-    writer.write(LENGTH.pack(MAX_MESSAGE + 1))
-    assert await asyncio.wait_for(reader.read(), 5) == b""
-    writer.close()
+    with caplog.at_level(logging.ERROR, logger="server.accounting.shared"):
+        writer.write(LENGTH.pack(MAX_MESSAGE + 1))
+        assert await asyncio.wait_for(reader.read(), 5) == b""
+        writer.close()
+        # So it does with a frame that is not JSON.
+        reader, writer = await asyncio.open_unix_connection(client.path)
+        writer.write(LENGTH.pack(2) + b"[1")
+        assert await asyncio.wait_for(reader.read(), 5) == b""
+        writer.close()
+    assert [r.getMessage() for r in caplog.records] == [
+        "shared state: a worker's connection dropped (a message of 1048577 bytes, over 1048576)",
+        "shared state: a worker's connection dropped (unexpected end of data: line 1 column 3 (char 2))",
+    ]
+
+
+async def test_a_closed_parent_takes_no_more_connections():
+    path = f"{tempfile.mkdtemp(prefix='gw-state-')}/state.sock"
+    server = StateServer(path, Ledger(), 60)
+    await server.aclose()  # before it started: nothing to close
+    await server.start()
+    await server.aclose()
+    with pytest.raises(ConnectionRefusedError):
+        await asyncio.open_unix_connection(path)
+    shutil.rmtree(path.rpartition("/")[0])
+
+
+async def test_answers_are_matched_to_calls_by_id(dying_parent, parents):
+    path, answers = dying_parent
+    # An answer to no call (a stray id), then the call's own.
+    allowed = [True, 1, 0, None, 0, 0.0, 60.0, 0.0]
+    answers.extend([frame([7, [False, 1, 0, None, 0, 9.0, 60.0, 0.0]]), frame([1, allowed])])
+    limiter = SharedLimiter(parents.worker(path))
+    decision = await asyncio.wait_for(limiter.acquire("key", 1, None, 0, "t"), 5)
+    assert decision.allowed and decision.retry_after_s == 0.0

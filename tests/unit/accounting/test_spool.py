@@ -60,8 +60,20 @@ def test_lines_cut_short_or_of_another_shape_are_counted_not_read(tmp_path, capl
 
 def test_nothing_left_behind_says_nothing(tmp_path, caplog):
     with caplog.at_level(logging.WARNING, logger="server.accounting.spool"):
-        assert Spool(tmp_path / "new", "w").recover() == []
+        assert Spool(tmp_path / "new" / "folder", "w").recover() == []  # made as needed
     assert caplog.records == []
+
+
+def test_a_name_may_hold_dots(tmp_path):
+    dead = Spool(tmp_path, "gw-1.eu.example")
+    dead.append(ROW)
+    dead.seal()
+    spool = Spool(tmp_path, "gw-1.eu.example")
+    assert spool.recover() == [ROW]
+    spool.append(ROW)
+    # The dead one's two segments (the second empty), then its own.
+    assert [p.name for p in spool.seal()] == [f"gw-1.eu.example.0000000{i}.jsonl" for i in range(3)]
+    assert segments(tmp_path)[-1] == "gw-1.eu.example.00000003.jsonl"
 
 
 def test_a_clean_close_leaves_no_empty_segment_and_keeps_unwritten_rows(tmp_path):
