@@ -203,11 +203,11 @@ class RedisBudgets:
         await self._settle(keys=keys, args=[reservation.ticket, repr(actual)])
 
     async def status(self, spec: BudgetSpec) -> tuple[float, float]:
-        # A zero reservation that is never kept: reads the account without changing it.
-        probe = Reservation(spec, 0.0, 0.0, ticket="status-" + uuid.uuid4().hex)
-        result, probe.period_start = await self._run(spec, 0.0, probe.ticket)
+        # A reservation of nothing, given back at once: reads the account, changes nothing.
+        ticket = uuid.uuid4().hex
+        result, start = await self._run(spec, 0.0, ticket)
         if int(result[0]) == 1:
-            await self.settle(probe, 0.0)
+            await self._settle(keys=self._keys(spec.key_id, start), args=[ticket, "0"])
         return float(result[1]), float(result[2])
 
     async def aclose(self) -> None:

@@ -238,6 +238,18 @@ async def test_redis_budget_reservations_lapse(redis, redis_prefix):
     assert await redis.ttl(acct) == -1 and await redis.ttl(res) == -1
 
 
+async def test_redis_status_reads_the_account_and_leaves_nothing_behind(redis, redis_prefix):
+    b = RedisBudgets(redis, f"{redis_prefix}status{uuid.uuid4().hex[:6]}:", Ledger(spent=0.5))
+    key = spec(1.0)
+    held = await b.reserve(key, 0.25)
+    _, res = b._keys(key.key_id, held.period_start)
+    assert await b.status(key) == (0.5, 0.25)  # room left: its probe was reserved
+    await b.settle(held, 0.5)
+    assert await b.status(key) == (1.0, 0)  # spent: its probe was refused
+    assert await redis.hkeys(res) == []
+    assert await b.status(key) == (1.0, 0)
+
+
 # -- rate limiters --------------------------------------------------------------------
 
 
