@@ -77,7 +77,7 @@ class Framing:
             return event(payload)
         return named(str(payload.get(self.name_field, "message")), payload)
 
-    def error(self, error: GatewayError, sequence: int = 0) -> bytes:
+    def error(self, error: GatewayError, sequence: int) -> bytes:
         """The error event that ends a stream after `sequence` events."""
         body = stream_error_body(error, self.error_format, sequence)
         return named("error", body) if self.name_field else event(body)

@@ -107,9 +107,11 @@ def report(found: dict[str, str], reasons: dict[str, str], seconds: int | None) 
         lines.append("None.")
     for name in survivors:
         lines += [f"### {name} ({found[name]})", "", "```diff", diff(name), "```", ""]
+    # Each with its diff: mutmut numbers a function's mutants afresh when the function
+    # changes, so a reason written for one mutant may come to stand beside another.
     lines += ["## Explained survivors", ""]
     for name in sorted(n for n in reasons if found.get(n) in MISSED):
-        lines.append(f"- `{name}`: {reasons[name]}")
+        lines += [f"### {name}", "", reasons[name], "", "```diff", diff(name), "```", ""]
     return "\n".join(lines) + "\n"
 
 

@@ -16,7 +16,7 @@ def test_plain_framing_is_the_specs() -> None:
     framing = Framing()
     assert framing.event({"id": "x"}) == b'data: {"id":"x"}\n\n'
     assert framing.keepalive == KEEPALIVE
-    error = framing.error(InvalidArgument.for_field("model", "is required"))
+    error = framing.error(InvalidArgument.for_field("model", "is required"), 0)
     assert error.startswith(b'data: {"error":{"message":"model: is required"')
 
 
@@ -28,7 +28,7 @@ def test_named_events_take_their_name_from_the_payload() -> None:
     )
     assert framing.keepalive == b'event: ping\ndata: {"type":"ping"}\n\n'
     message = all_failed().message.encode()
-    assert framing.error(all_failed()) == (
+    assert framing.error(all_failed(), 3) == (
         b'event: error\ndata: {"type":"error","error":'
         b'{"type":"overloaded_error","message":"' + message + b'"}}\n\n'
     )
