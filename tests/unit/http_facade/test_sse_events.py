@@ -233,3 +233,42 @@ async def test_a_responses_stream_error_is_numbered_after_the_events_sent(before
     error = ResponseErrorEvent.model_validate(raw)
     assert (error.type, error.code, error.message) == ("error", "rate_limited", "slow down")
     assert error.param is None and error.sequence_number == 1 + before
+
+
+async def test_an_unexpected_failure_is_numbered_and_logged_whole(caplog):
+    from http_facade.errors import OPENAI_RESPONSES
+
+    framing = Framing(done=False, name_field="object", error_format=OPENAI_RESPONSES)
+    failure = RuntimeError("secret detail")
+    source = Source(2, error=failure, start=2)
+    whole = b"".join(await read_all(events(chunk(1), source.chunks(), 10, "req-8", framing)))
+    error = json.loads(whole.strip().split(b"\n\n")[-1].split(b"\ndata: ")[1])
+    assert (error["code"], error["sequence_number"]) == ("internal", 3)
+    (logged,) = [r for r in caplog.records if r.name == "http_facade.errors"]
+    assert logged.getMessage() == "request req-8 failed" and logged.exc_info[1] is failure
+
+
+async def test_a_named_stream_ends_without_a_keepalive_when_its_end_comes_late():
+    async def late_end() -> AsyncIterator[chat.StreamChatCompletionResponse]:
+        yield chunk(2)
+        await asyncio.sleep(0.05)  # the source ends a while after its last chunk
+
+    framing = Framing(done=False, name_field="object", keepalive_event="ping")
+    whole = b"".join(await read_all(events(chunk(1), late_end(), 10, "r", framing)))
+    assert whole.count(b"\n\n") == 2 and b"ping" not in whole
+
+
+async def test_a_shutdown_wakes_a_waiting_stream_at_once():
+    from http_facade.errors import OPENAI_RESPONSES
+
+    framing = Framing(done=False, name_field="object", error_format=OPENAI_RESPONSES)
+    stopping: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    source = Source(1, delay_s=30, start=2)  # nothing more for longer than any test
+    stream = events(chunk(1), source.chunks(), 10, "r", framing, stopping)
+    first = await anext(stream)
+    asyncio.get_running_loop().call_later(0.05, stopping.set_result, None)
+    rest = await asyncio.wait_for(read_all(stream), 2)  # not at the next keep-alive
+    assert len(rest) == 1 and rest[0].startswith(b"event: error\n")
+    error = json.loads(rest[0].split(b"\ndata: ")[1])
+    assert (error["code"], error["sequence_number"]) == ("shutting_down", 1)
+    assert first.count(b"\n\n") == 1 and source.closed
