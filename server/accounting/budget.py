@@ -170,7 +170,6 @@ class RedisBudgets:
     """Budgets shared by every instance using one Redis."""
 
     def __init__(self, redis: Any, prefix: str, load_spent: SpentLoader) -> None:
-        self.redis = redis
         self.prefix = prefix
         self._load = load_spent
         self._reserve = redis.register_script(RESERVE)

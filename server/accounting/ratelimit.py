@@ -245,7 +245,6 @@ class RedisLimiter:
     the limit holds exactly)."""
 
     def __init__(self, redis: Any, prefix: str, window_s: float = WINDOW_S) -> None:
-        self.redis = redis
         self.prefix = prefix
         self.window_s = window_s
         self._acquire = redis.register_script(ACQUIRE)
