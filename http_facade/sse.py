@@ -17,7 +17,7 @@ which cancels the work behind it.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -98,12 +98,12 @@ MAX_AHEAD = 64
 
 async def events(
     first: Message,
-    chunks: AsyncIterator[Message],
+    chunks: AsyncGenerator[Message, None],
     keepalive_s: float,
     request_id: str,
     framing: Framing = PLAIN,
     stopping: asyncio.Future[None] | None = None,
-) -> AsyncIterator[bytes]:
+) -> AsyncGenerator[bytes, None]:
     """The SSE byte stream: `first`, then the rest of `chunks`, then [DONE] unless the
     framing has none (or an error event). Closes `chunks` however it ends. When
     `stopping` completes (the server's grace period is running out), the stream ends
@@ -187,18 +187,16 @@ async def events(
             if reader is not None and not reader.done():
                 reader.cancel()
                 await asyncio.gather(reader, return_exceptions=True)
-            aclose = getattr(chunks, "aclose", None)
-            if aclose is not None:
-                await aclose()
+            await chunks.aclose()
 
 
 class EventStream(StreamingResponse):
     """A StreamingResponse that always closes its event source, even when the client
     disconnected while an event was being sent."""
 
-    body_iterator: AsyncIterator[bytes]
+    body_iterator: AsyncGenerator[bytes, None]
 
-    def __init__(self, content: AsyncIterator[bytes], headers: Mapping[str, str]) -> None:
+    def __init__(self, content: AsyncGenerator[bytes, None], headers: Mapping[str, str]) -> None:
         super().__init__(content, headers={**headers, **HEADERS})
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -206,6 +204,4 @@ class EventStream(StreamingResponse):
             await super().__call__(scope, receive, send)
         finally:
             with anyio.CancelScope(shield=True):
-                aclose = getattr(self.body_iterator, "aclose", None)
-                if aclose is not None:
-                    await aclose()
+                await self.body_iterator.aclose()

@@ -27,6 +27,8 @@ def test_named_events_take_their_name_from_the_payload() -> None:
         b'event: message_stop\ndata: {"type":"message_stop"}\n\n'
     )
     assert framing.keepalive == b'event: ping\ndata: {"type":"ping"}\n\n'
+    # A payload without the field is a `message` event, as SSE names an unnamed one.
+    assert framing.event({"id": 1}) == b'event: message\ndata: {"id":1}\n\n'
     message = all_failed().message.encode()
     assert framing.error(all_failed(), 3) == (
         b'event: error\ndata: {"type":"error","error":'

@@ -272,3 +272,54 @@ async def test_a_shutdown_wakes_a_waiting_stream_at_once():
     error = json.loads(rest[0].split(b"\ndata: ")[1])
     assert (error["code"], error["sequence_number"]) == ("shutting_down", 1)
     assert first.count(b"\n\n") == 1 and source.closed
+
+
+async def started(source: Source) -> tuple[chat.StreamChatCompletionResponse, AsyncIterator]:
+    """The first chunk and the rest, as the façade has them: the source already begun."""
+    chunks = source.chunks()
+    return await anext(chunks), chunks
+
+
+async def test_a_reader_leaving_after_the_first_event_closes_the_source():
+    source = Source(3)
+    stream = events(*await started(source), 10, "r")
+    await anext(stream)
+    await stream.aclose()  # type: ignore[attr-defined]
+    assert source.closed and source.sent == 1
+
+
+async def reading_held_back(source: Source, **options: object) -> AsyncIterator[bytes]:
+    """A stream whose reading has filled its room and waits, the source at a yield."""
+    stream = events(*await started(source), 10, "r", **options)  # type: ignore[arg-type]
+    await anext(stream)
+    await anext(stream)
+    while source.sent < MAX_AHEAD:
+        await asyncio.sleep(0.01)
+    await asyncio.sleep(0.01)
+    return stream
+
+
+async def test_a_reader_leaving_while_the_reading_waits_for_room_closes_the_source():
+    source = Source(MAX_AHEAD * 3)
+    stream = await reading_held_back(source)
+    await stream.aclose()  # type: ignore[attr-defined]
+    assert source.closed and source.sent < MAX_AHEAD * 3
+
+
+async def test_the_source_is_closed_when_the_stream_is_closed_inside_a_cancelled_scope():
+    source = Source(MAX_AHEAD * 3)
+    stream = await reading_held_back(source)
+    with anyio.CancelScope() as scope:
+        scope.cancel()
+        await stream.aclose()  # type: ignore[attr-defined]
+    assert source.closed
+
+
+async def test_a_stream_that_ended_leaves_no_callback_on_the_shutdown_signal():
+    stopping: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    assert "cb=" not in repr(stopping)
+    whole = b"".join(await read_all(events(*await started(Source(3)), 10, "r",
+                                           stopping=stopping)))  # fmt: skip
+    assert whole.endswith(DONE)
+    # Every stream adds one while it runs: one left behind each would pile up for good.
+    assert "cb=" not in repr(stopping)
