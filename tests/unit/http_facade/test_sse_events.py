@@ -38,6 +38,7 @@ class Source:
         self.count, self.delay_s, self.error, self.start = count, delay_s, error, start
         self.sent = 0
         self.closed = False
+        self.moved = asyncio.Event()  # set at each chunk taken
 
     async def chunks(self) -> AsyncIterator[chat.StreamChatCompletionResponse]:
         try:
@@ -45,6 +46,7 @@ class Source:
                 if self.delay_s:
                     await asyncio.sleep(self.delay_s)
                 self.sent += 1
+                self.moved.set()
                 yield chunk(n)
             if self.error is not None:
                 raise self.error
@@ -294,7 +296,8 @@ async def reading_held_back(source: Source, **options: object) -> AsyncIterator[
     await anext(stream)
     await anext(stream)
     while source.sent < MAX_AHEAD:
-        await asyncio.sleep(0.01)
+        source.moved.clear()
+        await source.moved.wait()
     await asyncio.sleep(0.01)
     return stream
 
