@@ -190,8 +190,8 @@ def error_response(
     retry_after = error.retry_after_s
     if retry_after is not None and status in (429, 503, OVERLOADED):
         seconds = str(max(1, math.ceil(retry_after)))
-        headers.pop("retry-after", None)
-        headers["Retry-After"] = headers["retry_after"] = seconds
+        # The HTTP header and the spec's `retry_after`, over any the metadata carried.
+        headers["retry-after"] = headers["retry_after"] = seconds
     return Response(error_json(error, dialect), status, headers, media_type="application/json")
 
 

@@ -23,6 +23,7 @@ from http_facade.errors import (
     error_response,
     error_status,
     internal,
+    on_gateway_error,
     on_http_exception,
     response_headers,
 )
@@ -230,3 +231,23 @@ async def test_starlettes_own_errors_in_the_same_body() -> None:
     assert other.status_code == 400
     assert json.loads(bytes(other.body))["error"]["message"] == "bad framing"
     assert json.loads(bytes(other.body))["error"]["type"] == "invalid_request_error"
+
+
+async def test_a_gateway_error_in_the_endpoints_format_with_its_exchanges_headers() -> None:
+    from http_facade.context import Exchange
+
+    request = request_for("POST", "/v1/messages")
+    request.state.error_format = ANTHROPIC
+    request.state.exchange = Exchange("r1", {}, {"x-ratelimit-remaining-requests": "0"})
+    refused = await on_gateway_error(request, RateLimited("slow", {}, retry_after_s=2))
+    assert refused.status_code == 429 and refused.headers["retry-after"] == "2"
+    assert json.loads(bytes(refused.body))["error"]["type"] == "rate_limit_error"
+    assert refused.headers["x-ratelimit-remaining-requests"] == "0"
+    # Refused before any endpoint took it (a route whose bindings each want a header
+    # the request lacks): the gateway's own format, no headers but its own.
+    early = await on_gateway_error(request_for("GET", "/v1/models"), NotFound("no route"))
+    assert early.status_code == 404 and "x-ratelimit-remaining-requests" not in early.headers
+    assert json.loads(bytes(early.body)) == {
+        "error": {"message": "no route", "type": "not_found_error", "code": "not_found",
+                  "param": None}
+    }  # fmt: skip
