@@ -35,10 +35,6 @@ class Decision:
     reset_requests_s: float
     reset_tokens_s: float
 
-    @property
-    def remaining(self) -> int:
-        return self.requests_remaining
-
     def headers(self) -> dict[str, str]:
         """OpenAI-style rate-limit headers, as sent on every response."""
         out = {}
@@ -170,13 +166,14 @@ def _decision(
     retry: float,
     window: float,
 ) -> Decision:
-    """The decision from the buckets' levels after it."""
+    """The decision from the buckets' levels after it (0 for a limit the key does not
+    have: no backend fills its level)."""
     return Decision(
         allowed,
         rpm,
-        math.floor(requests) if rpm else 0,
+        math.floor(requests),
         tpm,
-        math.floor(tokens) if tpm else 0,
+        math.floor(tokens),
         retry,
         (rpm - requests) * window / rpm if rpm else 0.0,
         (tpm - tokens) * window / tpm if tpm else 0.0,

@@ -18,7 +18,7 @@ from redis.asyncio import Redis
 
 from server.accounting import budget
 from server.accounting.budget import MemoryBudgets, RedisBudgets, exhausted, period_bounds
-from server.accounting.ratelimit import BucketLimiter, Decision, RedisLimiter
+from server.accounting.ratelimit import BucketLimiter, Decision, RedisLimiter, duration
 from server.accounting.shared import SharedBudgets, SharedLimiter, StateClient, StateServer
 from server.base.caller import BudgetSpec
 from server.base.errors import BudgetExhausted
@@ -276,6 +276,8 @@ async def test_tokens_taken_then_settled(limiter):
     first = await limiter.acquire(key, None, 100, 60, "a")
     assert first.allowed and (first.tokens_limit, first.tokens_remaining) == (100, 40)
     assert first.requests_limit is None and first.retry_after_s == 0
+    # A limit the key does not have reads as nothing left and nothing to wait for.
+    assert (first.requests_remaining, first.reset_requests_s) == (0, 0)
     refused = await limiter.acquire(key, None, 100, 50, "b")
     assert not refused.allowed and refused.tokens_remaining in (40, 41)
     # 10 more tokens are needed: a fifth of a second of refill, not the window.
@@ -360,7 +362,22 @@ def test_decision_headers():
         "x-ratelimit-reset-requests": "6m0s",
     }
     assert Decision(True, None, 0, None, 0, 0, 0, 0).headers() == {}
-    assert over.remaining == -1
+    # Tokens spent to nothing (or past it, by a settlement): none remaining, due now.
+    spent = Decision(False, None, 0, 100, -5, 1.0, 0.0, 0.0)
+    assert spent.headers() == {
+        "x-ratelimit-limit-tokens": "100",
+        "x-ratelimit-remaining-tokens": "0",
+        "x-ratelimit-reset-tokens": "0ms",
+    }
+
+
+@pytest.mark.parametrize(
+    "seconds, written",
+    [(0, "0ms"), (0.0004, "1ms"), (0.999, "999ms"), (0.9991, "1s"), (1.0, "1s"),
+     (1.0004, "1.001s"), (59.9999, "1m0s"), (60, "1m0s"), (61.5, "1m1.5s"), (-3, "0ms")],
+)  # fmt: skip
+def test_waits_are_written_as_openai_writes_them(seconds: float, written: str) -> None:
+    assert duration(seconds) == written
 
 
 async def test_redis_limiters_of_two_prefixes_count_apart(redis, redis_prefix):

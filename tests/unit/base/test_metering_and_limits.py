@@ -25,7 +25,7 @@ def test_the_bucket_admits_a_burst_then_one_per_slot_and_tells_when():
     # 3 a minute: a full bucket of 3, then one every 20 seconds.
     for remaining in (2, 1, 0):
         decision = limiter.hit("k", 3)
-        assert decision.allowed and decision.remaining == remaining
+        assert decision.allowed and decision.requests_remaining == remaining
     clock.now += 10
     refused = limiter.hit("k", 3)
     assert not refused.allowed
