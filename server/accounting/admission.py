@@ -214,8 +214,8 @@ class Admission:
             response_metadata["retry-after-ms"] = str(math.ceil(decision.retry_after_s * 1000))
             if rpm and decision.requests_remaining <= 0:
                 what, limit = f"{rpm} requests", rpm
-            else:
-                what, limit = f"{tpm} tokens", tpm or 0
+            else:  # refused with requests left: the tokens ran out
+                what, limit = f"{tpm} tokens", tpm
             raise RateLimited(
                 f"rate limit of {what} per minute exceeded for key {principal.name!r}; "
                 f"retry after {wait}s",

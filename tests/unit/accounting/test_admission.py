@@ -7,12 +7,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 
 import pytest
 
-from server.accounting.admission import KeyDirectory, KeyRing
+from server.accounting.admission import Admission, KeyDirectory, KeyRing
+from server.accounting.ratelimit import BucketLimiter
+from server.base.caller import Principal
 from server.base.config import KeyConfig, StorageConfig
-from server.base.errors import StorageUnavailable, Unauthenticated
+from server.base.errors import RateLimited, StorageUnavailable, Unauthenticated
 from server.storage import open_store
 
 RING = KeyRing([
@@ -147,3 +150,33 @@ async def test_callers_sharing_a_lookup_that_is_cancelled_are_told(tmp_path):
             await first
     finally:
         await store.aclose()
+
+
+async def refusal(principal: Principal, tokens: list[int]) -> tuple[RateLimited, dict[str, str]]:
+    """The refusal of the last of requests of these sizes, and the headers it sets."""
+    admission = Admission(KeyDirectory(None), BucketLimiter(window_s=60))
+    for i, size in enumerate(tokens[:-1]):
+        await admission.limit(principal, size, f"t{i}", {})
+    headers: dict[str, str] = {}
+    with pytest.raises(RateLimited) as refused:
+        await admission.limit(principal, tokens[-1], "last", headers)
+    return refused.value, headers
+
+
+@pytest.mark.parametrize(
+    "rpm, tpm, tokens, what, limit",
+    [
+        (2, 100, [10, 10, 10], "2 requests", "2"),  # the requests ran out, tokens did not
+        (None, 100, [60, 50], "100 tokens", "100"),
+        (2, 100, [60, 50], "100 tokens", "100"),  # a request left: the tokens ran out
+        (1, 100, [200, 200], "1 requests", "1"),  # both ran out: the requests are named
+    ],
+)
+async def test_a_refusal_names_the_limit_it_hit(rpm, tpm, tokens, what, limit):
+    key = Principal("k1", "team-a", "api", requests_per_minute=rpm, tokens_per_minute=tpm)
+    error, headers = await refusal(key, tokens)
+    assert error.message.startswith(
+        f"rate limit of {what} per minute exceeded for key 'team-a'; retry after "
+    )
+    assert error.metadata == {"key": "team-a", "limit": limit}
+    assert headers["retry-after"] == str(max(1, math.ceil(error.retry_after_s)))
