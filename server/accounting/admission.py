@@ -213,12 +213,12 @@ class Admission:
             response_metadata["retry-after"] = str(wait)
             response_metadata["retry-after-ms"] = str(math.ceil(decision.retry_after_s * 1000))
             if rpm and decision.requests_remaining <= 0:
-                what, limit = f"{rpm} requests", rpm
+                what, limit = f"{rpm} requests", str(rpm)
             else:  # refused with requests left: the tokens ran out
-                what, limit = f"{tpm} tokens", tpm
+                what, limit = f"{tpm} tokens", str(tpm)
             raise RateLimited(
                 f"rate limit of {what} per minute exceeded for key {principal.name!r}; "
                 f"retry after {wait}s",
-                {"key": principal.name, "limit": str(limit)},
+                {"key": principal.name, "limit": limit},
                 retry_after_s=decision.retry_after_s,
             )
