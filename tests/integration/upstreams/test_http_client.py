@@ -53,6 +53,20 @@ async def test_no_more_connections_open_than_the_pool_holds():
             await provider.aclose()
 
 
+async def test_the_default_pool_holds_more_streams_than_the_http_librarys_own_100():
+    release, arrived = asyncio.Event(), asyncio.Queue[None]()
+    async with raw_upstream(held(release, arrived)) as upstream:
+        provider = build("tgi", upstream.url, stream=False, api_key_env=None, read_timeout_s=30)
+        try:
+            calls = [asyncio.create_task(collect(provider.generate(REQUEST))) for _ in range(120)]
+            for _ in range(120):  # every one in flight at once, none waiting for another
+                await asyncio.wait_for(arrived.get(), 10)
+            release.set()
+            assert len(await asyncio.gather(*calls)) == 120
+        finally:
+            await provider.aclose()
+
+
 async def test_a_wait_for_a_free_connection_ends_after_twice_the_connect_timeout():
     release, arrived = asyncio.Event(), asyncio.Queue[None]()
     async with raw_upstream(held(release, arrived)) as upstream:
