@@ -73,13 +73,6 @@ class Parents:
             shutil.rmtree(server.path.rpartition("/")[0], ignore_errors=True)
 
 
-@pytest.fixture
-async def parents() -> AsyncIterator[Parents]:
-    made = Parents()
-    yield made
-    await made.aclose()
-
-
 @pytest.fixture(params=["memory", "redis", "shared"])
 async def budgets(
     request: pytest.FixtureRequest, redis_prefix: str, parents: Parents

@@ -26,17 +26,10 @@ from server.accounting.shared import (
 )
 from server.base.caller import BudgetSpec
 from server.base.errors import BudgetExhausted, Internal
-from tests.unit.accounting.test_budgets_and_limits import Ledger, Parents
+from tests.unit.accounting.test_budgets_and_limits import Ledger
 
 LENGTH = struct.Struct(">I")
 MONTHLY = BudgetSpec("k1", "team-a", 1.0, "monthly")
-
-
-@pytest.fixture
-async def parents() -> AsyncIterator[Parents]:
-    made = Parents()
-    yield made
-    await made.aclose()
 
 
 def frame(message: object) -> bytes:
