@@ -220,7 +220,11 @@ class AllProvidersFailed(UpstreamError):
 
     @classmethod
     def of(cls, subject: str, causes: list[tuple[str, GatewayError]]) -> AllProvidersFailed:
-        tried = "; ".join(f"{name}: {err.message}" for name, err in causes) or "none available"
+        # A provider's own errors already start with its name: not twice.
+        tried = "; ".join(
+            err.message if err.message.startswith(f"{name}: ") else f"{name}: {err.message}"
+            for name, err in causes
+        ) or "none available"  # fmt: skip
         answered = any(err.upstream_answered for _, err in causes)
         return cls(
             f"all providers of {subject} failed ({tried})",

@@ -14,6 +14,8 @@ Finished with the usage (OpenAI's convention already), the finish reason in chat
 terms (a function call: `tool_calls`; `incomplete` for max_output_tokens: `length`)
 and the upstream's response id when it stored the response. `response.failed` and
 `error` events are upstream failures; a stream without a terminal event is one too.
+Malformed counts fail a whole answer over to the next provider; at the end of a
+stream, whose text went out, they are dropped and the gateway counts the tokens.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from server.base.generation import (
     seal,
     unseal,
 )
-from server.providers.http import ProtocolViolation, count, loads, redact
+from server.providers.http import ProtocolViolation, count, loads, redact, streamed_counts
 
 INCOMPLETE = {"max_output_tokens": "length", "content_filter": "content_filter"}
 
@@ -96,7 +98,10 @@ class Reader:
         if kind == "response.output_item.done":
             return self._native(event["item"])
         if kind in ("response.completed", "response.incomplete"):
-            return [self._finished(event["response"])]
+            response = event["response"]
+            # The text went out already: malformed counts are dropped, not a failure.
+            usage = streamed_counts(lambda: counts(response.get("usage")), self.provider_id)
+            return [self._finished(response, usage)]
         if kind == "response.failed":
             error = (event.get("response") or {}).get("error") or {}
             raise self._failure(error)
@@ -131,7 +136,7 @@ class Reader:
                 )
             else:
                 out.extend(self._native(item))
-        out.append(self._finished(response))
+        out.append(self._finished(response, counts(response.get("usage"))))
         return out
 
     def _native(self, item: Mapping[str, Any]) -> list[Event]:
@@ -142,18 +147,14 @@ class Reader:
             item = {**item, "encrypted_content": seal(self.provider_id, item["encrypted_content"])}
         return [NativeItem(item)]
 
-    def _finished(self, response: Mapping[str, Any]) -> Finished:
+    def _finished(self, response: Mapping[str, Any], usage: TokenCounts | None) -> Finished:
         details = response.get("incomplete_details") or {}
         if response.get("status") == "incomplete":
             reason = INCOMPLETE.get(str(details.get("reason")), "length")
         else:
             reason = "tool_calls" if self.called else "stop"
         stored = response.get("store") is not False and bool(response.get("id"))
-        return Finished(
-            reason,
-            counts(response.get("usage")),
-            response_id=str(response["id"]) if stored else None,
-        )
+        return Finished(reason, usage, response_id=str(response["id"]) if stored else None)
 
     def _failure(self, error: Mapping[str, Any]) -> UpstreamError:
         message = redact(str(error.get("message") or "failed")[:200])

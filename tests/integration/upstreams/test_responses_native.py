@@ -14,7 +14,7 @@ import pytest
 
 from tests.support.facade import A
 from tests.support.gateways import running_gateway
-from tests.support.upstreams.base import FakeUpstream, Usage, serving
+from tests.support.upstreams.base import FakeUpstream, Fault, Usage, serving
 from tests.support.upstreams.config import model, provider, with_models
 from tests.support.upstreams.responses import ResponsesWire
 
@@ -73,7 +73,10 @@ async def test_codex_shaped_stream_and_encrypted_reasoning(setup: Any) -> None:
     assert [d["sequence_number"] for _, d in seen] == list(range(len(seen)))
     final = seen[-1][1]["response"]
     reasoning, message = final["output"]
-    assert reasoning["summary"] == [{"type": "summary_text", "text": "Thinking briefly."}]
+    assert reasoning["summary"] == [
+        {"type": "summary_text", "text": "Thinking briefly."},
+        {"type": "summary_text", "text": "Done"},
+    ]
     sealed = reasoning["encrypted_content"]
     assert sealed != "enc-0" and sealed.endswith("enc-0")
     assert message["content"][0]["text"] == "Hello, world! This is a fake reply."
@@ -163,3 +166,164 @@ async def test_a_whole_answer_from_the_upstream_and_its_usage(setup: Any) -> Non
     seen = one.seen[-1]
     assert seen.path == "/v1/responses" and not seen.body.get("stream")
     assert one.problems == []
+
+
+TOOLS = [{"type": "function", "name": name, "parameters": {"type": "object"}}
+         for name in ("get_weather", "get_time")]  # fmt: skip
+
+
+def calls(output: list[dict[str, Any]]) -> list[tuple[str, str, str]]:
+    return [(i["call_id"], i["name"], i["arguments"]) for i in output
+            if i["type"] == "function_call"]  # fmt: skip
+
+
+@pytest.mark.parametrize("model_name", ["native", "native-unary"])
+async def test_function_calls_in_parallel_each_with_its_own_arguments(
+    setup: Any, model_name: str
+) -> None:
+    client, one, _ = setup
+    body = {"model": model_name, "input": "Weather and time?", "tools": TOOLS,
+            "tool_choice": "required", "stream": model_name == "native"}  # fmt: skip
+    r = await client.post("/v1/responses", json=body)
+    assert r.status_code == 200, r.text
+    final = events(r.text)[-1][1]["response"] if body["stream"] else r.json()
+    n = len(one.seen) - 1  # the fake numbers its answers
+    arguments = '{"city": "Paris"}'
+    assert calls(final["output"]) == [
+        (f"call_up{n}_0", "get_weather", arguments), (f"call_up{n}_1", "get_time", arguments)
+    ]  # fmt: skip
+    assert final["status"] == "completed"
+    if body["stream"]:
+        # Each call's fragments reach the caller under that call's own item.
+        seen = events(r.text)
+        ids = {
+            d["item"]["call_id"]: d["item"]["id"]
+            for k, d in seen
+            if k == "response.output_item.added" and d["item"]["type"] == "function_call"
+        }
+        pieces: dict[str, str] = {}
+        for kind, data in seen:
+            if kind == "response.function_call_arguments.delta":
+                pieces[data["item_id"]] = pieces.get(data["item_id"], "") + data["delta"]
+        assert pieces == {ids[f"call_up{n}_0"]: arguments, ids[f"call_up{n}_1"]: arguments}
+    named = await client.post("/v1/responses", json={
+        **body, "tool_choice": {"type": "function", "name": "get_time"}})  # fmt: skip
+    final = events(named.text)[-1][1]["response"] if body["stream"] else named.json()
+    assert [name for _, name, _ in calls(final["output"])] == ["get_time"]
+
+
+@pytest.mark.parametrize("how", ["failed", "error"])
+async def test_a_failure_the_upstream_reports_fails_the_response(setup: Any, how: str) -> None:
+    client, one, _ = setup
+    one.wire.fail = how
+    r = await client.post("/v1/responses", json={"model": "native", "input": "Hi",
+                                                 "stream": True})  # fmt: skip
+    assert r.status_code == 200, r.text
+    kind, data = events(r.text)[-1]
+    assert kind == "response.failed"
+    error = data["response"]["error"]
+    assert error["message"] == (
+        "native-primary: upstream failed: The model failed, key [redacted]"
+    ), error
+    # The text that came before the failure is kept, marked incomplete.
+    message = data["response"]["output"][-1]
+    assert message["status"] == "incomplete"
+    assert message["content"][0]["text"] == "Hello, world! This is a fake reply."
+    unary = await client.post("/v1/responses", json={"model": "native-unary", "input": "Hi"})
+    assert unary.status_code == 502, unary.text
+    assert unary.json()["error"]["message"] == (
+        "all providers of model native-unary failed "
+        "(native-unary-primary: upstream failed: The model failed, key [redacted])"
+    )
+
+
+async def test_a_stream_that_ends_without_its_terminal_event_fails(setup: Any) -> None:
+    client, one, _ = setup
+    one.faults = [Fault("cut", after_tokens=2)]
+    r = await client.post("/v1/responses", json={"model": "native", "input": "Hi",
+                                                 "stream": True})  # fmt: skip
+    kind, data = events(r.text)[-1]
+    assert kind == "response.failed"
+    assert "stream ended without response.completed" in data["response"]["error"]["message"]
+
+
+@pytest.mark.parametrize("model_name", ["native", "native-unary"])
+@pytest.mark.parametrize(
+    ("upstream_reason", "reason"),
+    [("max_output_tokens", "max_output_tokens"), ("content_filter", "content_filter"),
+     ("some_new_reason", "max_output_tokens")],
+)  # fmt: skip
+async def test_a_response_cut_short_says_why(
+    setup: Any, model_name: str, upstream_reason: str, reason: str
+) -> None:
+    client, one, _ = setup
+    one.wire.incomplete_reason = upstream_reason
+    one.text = ("word ",) * 20
+    body = {"model": model_name, "input": "Hi", "max_output_tokens": 16,
+            "stream": model_name == "native"}  # fmt: skip
+    r = await client.post("/v1/responses", json=body)
+    assert r.status_code == 200, r.text
+    assert one.seen[-1].body["max_output_tokens"] == 16
+    final = events(r.text)[-1][1]["response"] if body["stream"] else r.json()
+    assert final["status"] == "incomplete"
+    assert final["incomplete_details"] == {"reason": reason}
+
+
+@pytest.mark.parametrize("model_name", ["native", "native-unary"])
+async def test_usage_as_the_upstream_reports_it(setup: Any, model_name: str) -> None:
+    client, one, _ = setup
+    stream = model_name == "native"
+
+    async def usage(sent: Any) -> tuple[int, dict[str, Any]]:
+        one.wire.usage = sent
+        r = await client.post("/v1/responses", json={"model": model_name, "input": "Hi",
+                                                     "stream": stream})  # fmt: skip
+        if r.status_code != 200:
+            return r.status_code, r.json()
+        if not stream:
+            return 200, r.json()["usage"]
+        final = events(r.text)[-1][1]["response"]
+        assert final["status"] == "completed", final
+        return 200, final["usage"]
+
+    # Counts left out are zero.
+    status, got = await usage({"input_tokens": 11})
+    assert status == 200
+    assert (got["input_tokens"], got["output_tokens"]) == (11, 0)
+    assert got["input_tokens_details"]["cached_tokens"] == 0
+    assert got["output_tokens_details"]["reasoning_tokens"] == 0
+    # No usage at all: the gateway counts the tokens itself.
+    status, got = await usage({})
+    assert status == 200 and got["input_tokens"] > 0 and got["output_tokens"] > 0
+    # A count that is not one is the upstream's fault, named: a whole answer fails
+    # over; a stream's text went out already, so the gateway counts instead.
+    for field, sent in [
+        ("usage.input_tokens", {"input_tokens": "11"}),
+        ("usage.output_tokens", {"input_tokens": 11, "output_tokens": -1}),
+        ("cached_tokens", {"input_tokens": 11, "input_tokens_details": {"cached_tokens": 1.5}}),
+        ("reasoning_tokens",
+         {"input_tokens": 11, "output_tokens_details": {"reasoning_tokens": True}}),
+    ]:  # fmt: skip
+        status, got = await usage(sent)
+        if stream:
+            assert status == 200 and got["input_tokens"] == 8, (field, got)
+        else:
+            assert status == 502, got
+            assert f"{field} is not a token count" in got["error"]["message"], got
+
+
+async def test_an_upstream_that_keeps_nothing_gets_the_whole_conversation(setup: Any) -> None:
+    client, one, _ = setup
+    one.wire.stores = False
+    first = await client.post("/v1/responses", json={"model": "native", "input": "Hi"})
+    assert first.status_code == 200, first.text
+    again = await client.post(
+        "/v1/responses",
+        json={"model": "native", "input": "Again", "previous_response_id": first.json()["id"]},
+    )
+    assert again.status_code == 200, again.text
+    sent = one.seen[-1].body
+    assert "previous_response_id" not in sent
+    assert [i.get("role") for i in sent["input"] if i.get("type") == "message"] == [
+        "user", "assistant", "user"
+    ]  # fmt: skip

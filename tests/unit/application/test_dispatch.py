@@ -183,7 +183,7 @@ async def test_every_upstream_failing_lists_each_in_order_with_the_soonest_retry
     error = raised.value
     assert [name for name, _ in error.causes] == ["a", "b", "c"]
     assert error.message == (
-        "all providers of model m failed (a: a: HTTP 429; b: b: HTTP 500; c: c: HTTP 429)"
+        "all providers of model m failed (a: HTTP 429; b: HTTP 500; c: HTTP 429)"
     )
     assert error.metadata == {"subject": "model m", "tried": "a,b,c"}
     assert error.retry_after_s == 4
@@ -191,6 +191,8 @@ async def test_every_upstream_failing_lists_each_in_order_with_the_soonest_retry
     with pytest.raises(AllProvidersFailed) as none_said:
         await run([upstream("d", fails()), upstream("e", fails())])
     assert none_said.value.retry_after_s is None
+    # An error that does not name its provider is named by it.
+    assert none_said.value.message == "all providers of model m failed (d: down; e: down)"
     assert not none_said.value.upstream_answered
     with pytest.raises(AllProvidersFailed) as nothing:
         await run([])
