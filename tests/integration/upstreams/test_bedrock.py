@@ -14,6 +14,8 @@ import pytest
 from tests.support.gateways import API_KEY, openai_gateway, running_gateway
 from tests.support.upstreams.base import TEXT, FakeUpstream, Usage, serving
 from tests.support.upstreams.bedrock import (
+    REASONING,
+    SIGNATURE,
     EMBEDDER,
     GUARDED,
     BedrockWire,
@@ -243,3 +245,37 @@ async def test_the_messages_and_responses_dialects_reach_bedrock(fake: FakeUpstr
         assert seen.body["system"] == [{"text": "Be brief."}]
     assert fake.seen[0].body["inferenceConfig"]["maxTokens"] == 64
     assert fake.seen[1].body["inferenceConfig"]["maxTokens"] == 32
+
+
+@pytest.mark.parametrize("stream", [True, False], ids=["stream", "unary"])
+async def test_reasoning_is_shown_when_thinking_is_asked_its_signature_sealed(
+    stream: bool, fake: FakeUpstream, wire: BedrockWire
+):
+    import anthropic
+
+    async with running_gateway(with_models(model("m", bedrock(fake.url, stream=stream)))) as gw:
+        client = anthropic.AsyncAnthropic(
+            base_url=f"http://127.0.0.1:{gw.http_port}", api_key=API_KEY, max_retries=0
+        )
+        async with client:
+            thought = await client.messages.create(
+                model="m", max_tokens=2048, messages=HELLO,  # type: ignore[arg-type]
+                thinking={"type": "enabled", "budget_tokens": 1024},
+            )  # fmt: skip
+            wire.always_reasons = True  # as a model that reasons by default
+            plain = await client.messages.create(
+                model="m", max_tokens=2048, messages=HELLO,  # type: ignore[arg-type]
+                thinking={"type": "disabled"},
+            )  # fmt: skip
+    assert fake.problems == []
+    assert fake.seen[0].body["additionalModelRequestFields"]["thinking"] == {
+        "type": "enabled", "budget_tokens": 1024
+    }  # fmt: skip
+    thinking, text = thought.content
+    assert thinking.type == "thinking" and text.type == "text"
+    assert thinking.thinking == "".join(REASONING)
+    # Bedrock's signature, sealed as the gateway's own: no other provider is given it.
+    assert thinking.signature != SIGNATURE and thinking.signature.endswith(SIGNATURE)
+    assert text.text == "".join(TEXT)
+    # Reasoning nobody asked for is not shown.
+    assert [block.type for block in plain.content] == ["text"]

@@ -281,6 +281,28 @@ async def test_a_wrong_key_is_a_misconfigured_provider_not_a_bad_request():
     assert fake.problems == ["bad key"]
 
 
+async def test_images_go_inline_or_by_uri_with_their_media_type(fake: FakeUpstream):
+    pixel = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGNgAAIAAAUAAen63NgAAAAASUVORK5CYII="
+    content: Any = [
+        {"type": "text", "text": "Compare."},
+        {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{pixel}"}},
+        {"type": "image_url", "image_url": {"url": "https://example.com/b.webp?w=2.png"}},
+        {"type": "image_url", "image_url": {"url": "https://example.com/c"}},
+    ]
+    async with openai_gateway(with_models(model("m", gemini(fake.url)))) as (sdk, _):
+        await sdk.chat.completions.create(
+            model="m", messages=[{"role": "user", "content": content}]
+        )
+    assert fake.problems == []
+    assert fake.seen[-1].body["contents"][0]["parts"] == [
+        {"text": "Compare."},
+        {"inlineData": {"mimeType": "image/png", "data": pixel}},
+        # The type from the path, not the query; JPEG when the path does not say.
+        {"fileData": {"mimeType": "image/webp", "fileUri": "https://example.com/b.webp?w=2.png"}},
+        {"fileData": {"mimeType": "image/jpeg", "fileUri": "https://example.com/c"}},
+    ]
+
+
 async def test_embeddings_and_token_counts(fake: FakeUpstream):
     entry = gemini(fake.url, embedding_model=EMBEDDER)
     async with openai_gateway(with_models(model("m", entry))) as (sdk, base):

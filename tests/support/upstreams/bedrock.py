@@ -9,6 +9,9 @@ the credentials have one; or a Bedrock API key as `Authorization: Bearer`. Then 
 Converse request's fields as the service model (botocore's bedrock-runtime
 service-2.json) has them: an unknown one is Bedrock's ValidationException naming it.
 A prompt holding GUARDED is stopped by the guardrail (stopReason guardrail_intervened).
+With extended thinking asked (`additionalModelRequestFields.thinking`), the answer
+starts with a `reasoningContent` block: REASONING, then its SIGNATURE (always, with
+`always_reasons`, as models that reason by default answer).
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ ACCESS_KEY_ENV, SECRET_ENV = "GATEWAY_TEST_AWS_ACCESS_KEY_ID", "GATEWAY_TEST_AWS
 os.environ.setdefault(ACCESS_KEY_ENV, ACCESS_KEY)
 os.environ.setdefault(SECRET_ENV, SECRET)
 STOP = {"stop": "end_turn", "length": "max_tokens"}
+REASONING, SIGNATURE = ("Thinking", " briefly."), "sig-bedrock-0"
 FIELDS = frozenset({"messages", "system", "inferenceConfig", "toolConfig", "guardrailConfig",
                     "additionalModelRequestFields", "promptVariables",
                     "additionalModelResponseFieldPaths", "requestMetadata", "performanceConfig",
@@ -76,6 +80,7 @@ class BedrockWire:
     # that ends streams after two tokens.
     fail_with: Refusal | None = None
     mid_stream: str | None = None
+    always_reasons: bool = False
 
     def refusal(self, path: str, headers: dict[str, str], body: dict[str, Any]) -> Refusal | None:
         refused = self._signature(path, headers) or self.fail_with
@@ -254,6 +259,10 @@ class BedrockWire:
             return None
         return str(forced["name"]) if forced else names[0]
 
+    def _thinks(self, body: dict[str, Any]) -> bool:
+        thinking = (body.get("additionalModelRequestFields") or {}).get("thinking") or {}
+        return self.always_reasons or thinking.get("type") == "enabled"
+
     def _stop(self, body: dict[str, Any], reply: Reply) -> str:
         if GUARDED in json.dumps(body["messages"]):
             return "guardrail_intervened"
@@ -269,6 +278,9 @@ class BedrockWire:
         if tool is not None:
             content = [{"toolUse": {"toolUseId": "tooluse_fake", "name": tool,
                                     "input": shapes.ARGUMENTS}}]  # fmt: skip
+        if self._thinks(body):
+            said = {"text": "".join(REASONING), "signature": SIGNATURE}
+            content.insert(0, {"reasoningContent": {"reasoningText": said}})
         answer = {"output": {"message": {"role": "assistant", "content": content}},
                   "stopReason": self._stop(body, reply),
                   "usage": self.usage(reply, len(reply.tokens)), "metrics": {"latencyMs": 12}}  # fmt: skip
@@ -278,22 +290,33 @@ class BedrockWire:
         self, path: str, body: dict[str, Any], reply: Reply
     ) -> tuple[list[bytes], list[bytes], list[bytes]]:
         before = [event("messageStart", {"role": "assistant"})]
+        text = 0
+        if self._thinks(body):
+            text = 1
+            before += [
+                *(event("contentBlockDelta", {"contentBlockIndex": 0,
+                                              "delta": {"reasoningContent": {"text": piece}}})
+                  for piece in REASONING),
+                event("contentBlockDelta", {"contentBlockIndex": 0,
+                                            "delta": {"reasoningContent": {"signature": SIGNATURE}}}),
+                event("contentBlockStop", {"contentBlockIndex": 0}),
+            ]  # fmt: skip
         per_token = [
-            event("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": t}})
+            event("contentBlockDelta", {"contentBlockIndex": text, "delta": {"text": t}})
             for t in reply.tokens
         ]
         if self.mid_stream is not None:
             return before, [*per_token[:2], exception(self.mid_stream, "Model is busy.")], []
-        after = [event("contentBlockStop", {"contentBlockIndex": 0})]
+        after = [event("contentBlockStop", {"contentBlockIndex": text})]
         tool = self._tool(body)
         if tool is not None:
             start = {"toolUse": {"toolUseId": "tooluse_fake", "name": tool}}
             after += [
-                event("contentBlockStart", {"contentBlockIndex": 1, "start": start}),
-                *(event("contentBlockDelta", {"contentBlockIndex": 1,
+                event("contentBlockStart", {"contentBlockIndex": text + 1, "start": start}),
+                *(event("contentBlockDelta", {"contentBlockIndex": text + 1,
                                               "delta": {"toolUse": {"input": f}}})
                   for f in shapes.ARGUMENT_FRAGMENTS),
-                event("contentBlockStop", {"contentBlockIndex": 1}),
+                event("contentBlockStop", {"contentBlockIndex": text + 1}),
             ]  # fmt: skip
         after += [
             event("messageStop", {"stopReason": self._stop(body, reply)}),
