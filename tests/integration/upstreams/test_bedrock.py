@@ -14,10 +14,10 @@ import pytest
 from tests.support.gateways import API_KEY, openai_gateway, running_gateway
 from tests.support.upstreams.base import TEXT, FakeUpstream, Usage, serving
 from tests.support.upstreams.bedrock import (
-    REASONING,
-    SIGNATURE,
     EMBEDDER,
     GUARDED,
+    REASONING,
+    SIGNATURE,
     BedrockWire,
     error,
     invalid,
