@@ -9,6 +9,7 @@ the start reports the input usage.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncGenerator
 
 from gateway.v1 import messages_pb2 as pb
@@ -24,6 +25,9 @@ from server.base import tokens
 from server.base.call import Call
 from server.base.errors import UpstreamError
 from server.base.generation import TokenCounter
+from server.base.throttle import warn_throttled
+
+log = logging.getLogger(__name__)
 
 Event = service.StreamMessageResponse
 
@@ -110,7 +114,10 @@ class MessagesService:
             if upstream.usable and isinstance(provider, TokenCounter):
                 try:
                     counted = await provider.count_tokens(generation)
-                except UpstreamError:
+                except UpstreamError as exc:
+                    # The caller still gets a count; the operator learns it is estimated.
+                    warn_throttled(log, f"count:{provider.id}",
+                                   f"{exc.message}; the token count is estimated")  # fmt: skip
                     break
                 return service.CountMessageTokensResponse(input_tokens=counted, method="provider")
         estimate = tokens.estimate_prompt(generation)

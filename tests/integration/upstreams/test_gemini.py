@@ -24,7 +24,6 @@ from tests.support.upstreams.gemini import (
     BLOCKED_PROMPT,
     BLOCKED_REPLY,
     BYPASS,
-    COUNTED,
     DIMENSIONS,
     EMBEDDER,
     GeminiWire,
@@ -304,12 +303,17 @@ async def test_images_go_inline_or_by_uri_with_their_media_type(fake: FakeUpstre
 
 
 async def test_embeddings_and_token_counts(fake: FakeUpstream):
-    entry = gemini(fake.url, embedding_model=EMBEDDER)
+    # The model as Gemini's own model list names it: under models/.
+    entry = gemini(fake.url, embedding_model=EMBEDDER, model="models/gemini-fake")
     async with openai_gateway(with_models(model("m", entry))) as (sdk, base):
         vectors = await sdk.embeddings.create(model="m", input=["one", "three"], dimensions=4)
         claude = anthropic.AsyncAnthropic(base_url=base, api_key=API_KEY, max_retries=0)
         async with claude:
-            counted = await claude.messages.count_tokens(model="m", messages=HELLO)  # type: ignore[arg-type]
+            counted = await claude.messages.count_tokens(
+                model="m",
+                system="Be brief.",
+                messages=HELLO,  # type: ignore[arg-type]
+            )
     assert [len(d.embedding) for d in vectors.data] == [4, 4]
     assert vectors.data[0].embedding != vectors.data[1].embedding
     assert fake.seen[0].path == f"/v1beta/models/{EMBEDDER}:batchEmbedContents"
@@ -317,10 +321,60 @@ async def test_embeddings_and_token_counts(fake: FakeUpstream):
         "model": f"models/{EMBEDDER}", "content": {"parts": [{"text": "three"}]},
         "outputDimensionality": 4,
     }  # fmt: skip
-    assert counted.input_tokens == COUNTED
+    assert counted.input_tokens == 4, "the upstream's count: four words, the system's too"
     assert fake.seen[1].path == "/v1beta/models/gemini-fake:countTokens"
+    assert fake.seen[1].body["generateContentRequest"]["model"] == "models/gemini-fake"
     assert fake.problems == []
     assert DIMENSIONS != 4
+
+
+async def test_embedding_failures_are_named(fake: FakeUpstream):
+    async with openai_gateway(with_models(model("m", gemini(fake.url)))) as (sdk, _):
+        # Gemini embeds text only: token ids are the caller's mistake, named.
+        with pytest.raises(openai.BadRequestError) as ids:
+            await sdk.embeddings.create(model="m", input=[[1, 2, 3]])
+        # An upstream failure and an answer of the wrong length name the provider.
+        fake.faults = [Fault("status", 503)]
+        with pytest.raises(openai.APIStatusError) as failed:
+            await sdk.embeddings.create(model="m", input=["one"])
+        fake.wire.embeddings_missing = 1
+        with pytest.raises(openai.APIStatusError) as short:
+            await sdk.embeddings.create(model="m", input=["one", "two"])
+    assert ids.value.status_code == 400
+    assert ids.value.body["param"] == "input"  # type: ignore[index]
+    assert ids.value.body["message"] == "input: gemini (Gemini) embeds text, not token ids"  # type: ignore[index]
+    assert failed.value.status_code == 502
+    assert failed.value.body["message"] == (  # type: ignore[index]
+        "all providers of model m failed (gemini: upstream answered HTTP 503: fake upstream 503)"
+    )
+    assert short.value.status_code == 502
+    assert short.value.body["message"] == (  # type: ignore[index]
+        "all providers of model m failed "
+        "(gemini: malformed answer (embeddings do not match the inputs))"
+    )
+
+
+async def test_a_count_the_upstream_cannot_give_is_estimated_and_logged(
+    fake: FakeUpstream, caplog: pytest.LogCaptureFixture
+):
+    models = with_models(model("m", gemini(fake.url)), model("b", gemini(fake.url, "gemini-b")))
+    async with (
+        openai_gateway(models) as (_, base),
+        httpx.AsyncClient(base_url=base, headers={"x-api-key": API_KEY}) as client,
+    ):
+        fake.faults = [Fault("status", 503)]
+        failed = await client.post("/v1/messages/count_tokens",
+                                   json={"model": "m", "messages": HELLO})  # fmt: skip
+        fake.wire.total_tokens = "many"
+        broken = await client.post("/v1/messages/count_tokens",
+                                   json={"model": "b", "messages": HELLO})  # fmt: skip
+    assert failed.json()["method"] == broken.json()["method"] == "estimate"
+    said = [r.getMessage() for r in caplog.records if "count is estimated" in r.getMessage()]
+    assert said == [
+        "gemini: upstream answered HTTP 503: fake upstream 503; the token count is estimated",
+        "gemini-b: malformed answer (totalTokens is not a token count: many); "
+        "the token count is estimated",
+    ]
 
 
 @pytest.mark.parametrize(

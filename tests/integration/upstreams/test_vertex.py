@@ -50,15 +50,27 @@ async def test_gemini_on_vertex_with_a_service_account(tmp_path: Path):
         serving(VertexGeminiWire(tokens=tokens)) as fake,
     ):
         entry = vertex(fake.url, credentials_file=key_file(tmp_path, info))
-        async with openai_gateway(with_models(model("m", entry))) as (sdk, _):
+        async with openai_gateway(with_models(model("m", entry))) as (sdk, base):
             reply = await sdk.chat.completions.create(model="m", messages=HELLO, temperature=0.2)
             stream = await sdk.chat.completions.create(model="m", messages=HELLO, stream=True)
             streamed = "".join(
                 [c.choices[0].delta.content or "" async for c in stream if c.choices]
             )
+            claude = anthropic.AsyncAnthropic(base_url=base, api_key=API_KEY, max_retries=0)
+            async with claude:
+                counted = await claude.messages.count_tokens(
+                    model="m",
+                    system="Be brief.",
+                    messages=HELLO,  # type: ignore[arg-type]
+                )
     assert reply.choices[0].message.content == streamed == "".join(TEXT)
     assert fake.problems == [] and endpoint.problems == []
     assert tokens.issued == ["ya29.fake-1"], "one token, kept while it is fresh"
+    # Vertex counts the contents themselves, signed in like every other call.
+    assert counted.input_tokens == 4
+    assert fake.seen[-1].path == f"{PREFIX}/google/models/gemini-fake:countTokens"
+    assert fake.seen[-1].headers["authorization"] == "Bearer ya29.fake-1"
+    assert "generateContentRequest" not in fake.seen[-1].body
     assert fake.seen[0].path == f"{PREFIX}/google/models/gemini-fake:streamGenerateContent"
     assert fake.seen[0].headers["authorization"] == "Bearer ya29.fake-1"
     assert fake.seen[0].body["generationConfig"] == {"temperature": 0.2}

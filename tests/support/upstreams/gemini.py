@@ -43,7 +43,6 @@ MODEL = "gemini-fake"
 EMBEDDER = "gemini-embedding-fake"
 BLOCKED_PROMPT = "blocked-topic"
 BLOCKED_REPLY = "unsafe-reply"
-COUNTED = 37
 DIMENSIONS = 8
 BYPASS = "skip_thought_signature_validator"
 FINISH = {"stop": "STOP", "length": "MAX_TOKENS"}
@@ -119,6 +118,10 @@ class GeminiWire:
     returned: list[str] = field(default_factory=list)
     # The API version in the path (Vertex serves v1 and v1beta1).
     prefix: str = "/v1beta/models/"
+    # Embeddings left out of a batch's answer, and a countTokens total sent instead of
+    # the count (a broken upstream).
+    embeddings_missing: int = 0
+    total_tokens: Any = None
 
     def refusal(self, path: str, headers: dict[str, str], body: dict[str, Any]) -> Refusal | None:
         if self.key is not None:
@@ -148,7 +151,7 @@ class GeminiWire:
             if set(body) - {"contents", "generateContentRequest"}:
                 return unknown(sorted(set(body) - {"contents", "generateContentRequest"})[0])
             if inner is None:
-                return None
+                return self._generation({"contents": body.get("contents")})
             if inner.get("model") != f"models/{model}":
                 return invalid("generateContentRequest.model: must name the model of the path")
             body = {k: v for k, v in inner.items() if k != "model"}
@@ -294,11 +297,13 @@ class GeminiWire:
         body = camels(body)
         model, method = self.method(path)
         if method == "countTokens":
-            return {}, {"totalTokens": COUNTED}
+            total = counted(body.get("generateContentRequest") or body)
+            return {}, {"totalTokens": total if self.total_tokens is None else self.total_tokens}
         if method == "embedContent":
             return {}, {"embedding": {"values": _vector(body)}}
         if method == "batchEmbedContents":
-            return {}, {"embeddings": [{"values": _vector(ask)} for ask in body["requests"]]}
+            asks = body["requests"][: len(body["requests"]) - self.embeddings_missing]
+            return {}, {"embeddings": [{"values": _vector(ask)} for ask in asks]}
         if (blocked := self._blocked(body)) is not None:
             return {}, blocked
         answer = {"usageMetadata": self.usage(reply, len(reply.tokens)),
@@ -395,6 +400,12 @@ def _parts(parts: Any, where: str) -> str | None:
         ):  # fmt: skip
             return f"{where}.parts[{j}].function_response: needs a name and an object response"
     return None
+
+
+def counted(body: dict[str, Any]) -> int:
+    """The fake's token count of a request: the words of its texts, system included."""
+    contents = [*(body.get("contents") or ()), body.get("systemInstruction") or {}]
+    return sum(len(str(p.get("text", "")).split()) for c in contents for p in c.get("parts") or ())
 
 
 def _tools(body: dict[str, Any]) -> str | None:
