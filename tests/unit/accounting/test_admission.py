@@ -144,8 +144,10 @@ async def test_callers_sharing_a_lookup_that_is_cancelled_are_told(tmp_path):
         second = asyncio.create_task(keys.identify(bearer(secret), "api", RING))
         await asyncio.sleep(0.01)
         first.cancel()
-        with pytest.raises(StorageUnavailable, match="the key store lookup was interrupted"):
+        with pytest.raises(StorageUnavailable) as told:
             await asyncio.wait_for(second, 2)  # told, not left waiting
+        assert told.value.message == "the key store lookup was interrupted"
+        assert told.value.metadata == {}
         with pytest.raises(asyncio.CancelledError):
             await first
     finally:
