@@ -97,8 +97,8 @@ bench: $(BIN)/gateway
 # money or availability; not part of `make test` or CI. MUTANTS narrows it to some
 # mutants by name, e.g. make mutate MUTANTS='server.application.breaker*'. Results are
 # kept in mutants/ between runs (a mutant is tested again when its function changes;
-# RETEST=1 tests the survivors again, after new tests, which it first maps to the
-# functions they reach); the report of kill rates and
+# RETEST=1 tests the survivors among MUTANTS again, explained ones aside, after new
+# tests, which it first maps to the functions they reach); the report of kill rates and
 # surviving mutants goes to build/mutation/report.md.
 MUTANTS ?=
 RETEST ?=
@@ -108,7 +108,8 @@ MUTATION_CHILDREN ?= 6
 mutate: $(BIN)/gateway
 	mkdir -p build/mutation
 	if [ -n "$(RETEST)" ] && [ -d mutants ]; then \
-		$(BIN)/python -m tools.mutation_report --forget-survivors; rm -f mutants/mutmut-stats.json; fi
+		$(BIN)/python -m tools.mutation_report --forget-survivors $(MUTANTS); \
+		rm -f mutants/mutmut-stats.json; fi
 	start=$$(date +%s); \
 	nice $(BIN)/mutmut run --max-children $(MUTATION_CHILDREN) $(MUTANTS); \
 	status=$$?; \

@@ -9,13 +9,16 @@ as explained, not as a gap.
     python -m tools.mutation_report --seconds 1234 --output build/mutation/report.md
 
 mutmut tests a mutant again only when its function changes, not when the tests do;
-`--forget-survivors` clears the recorded result of every survivor and timeout (in
-mutants/*.meta), so that the next run tests them against the tests as they are now.
+`--forget-survivors [PATTERN ...]` clears the recorded result of every survivor and
+timeout (in mutants/*.meta) whose name matches a pattern (all, without one), so that
+the next run tests them against the tests as they are now; explained survivors keep
+theirs (they survive any test).
 """
 
 from __future__ import annotations
 
 import argparse
+import fnmatch
 import json
 import subprocess
 import sys
@@ -115,8 +118,10 @@ def report(found: dict[str, str], reasons: dict[str, str], seconds: int | None) 
     return "\n".join(lines) + "\n"
 
 
-def forget_survivors() -> int:
-    """Clears the result of every mutant the tests let survive; returns how many."""
+def forget_survivors(patterns: list[str]) -> int:
+    """Clears the result of every mutant matching `patterns` the tests let survive,
+    unless it is explained; returns how many."""
+    keep = explained()
     forgotten = 0
     for meta in (ROOT / "mutants").rglob("*.meta"):
         data = json.loads(meta.read_text())
@@ -124,7 +129,11 @@ def forget_survivors() -> int:
         # pytest's exit code 0: every test passed, the mutant survived; 5 and 33: no test
         # reached it. Timeouts too: with many children a slow survivor can run out of
         # its time limit and pass for caught.
-        survived = [name for name, code in codes.items() if code in (0, 5, 33, *TIMEOUTS)]
+        survived = [
+            name for name, code in codes.items()
+            if code in (0, 5, 33, *TIMEOUTS) and name not in keep
+            and (not patterns or any(fnmatch.fnmatchcase(name, p) for p in patterns))
+        ]  # fmt: skip
         for name in survived:
             codes[name] = None
         if survived:
@@ -139,12 +148,14 @@ def main() -> None:
     parser.add_argument("--output", type=Path, default=ROOT / "build/mutation/report.md")
     parser.add_argument(
         "--forget-survivors",
-        action="store_true",
-        help="clear the survivors' results so the next run tests them again",
+        nargs="*",
+        metavar="PATTERN",
+        help="clear the results of the survivors matching a pattern (all, without one) "
+        "so that the next run tests them again",
     )
     args = parser.parse_args()
-    if args.forget_survivors:
-        print(f"{forget_survivors()} survivors will be tested again")
+    if args.forget_survivors is not None:
+        print(f"{forget_survivors(args.forget_survivors)} survivors will be tested again")
         return
     text = report(results(), explained(), args.seconds)
     args.output.parent.mkdir(parents=True, exist_ok=True)
