@@ -85,6 +85,8 @@ def _headers(raw: bytes) -> dict[str, Any]:
                 at += FIXED[kind]
             else:
                 raise ProtocolViolation(f"event-stream header type {kind} is unknown")
+        if at > len(raw):  # a size said more than the headers hold (slices do not tell)
+            raise IndexError
     except (IndexError, struct.error, UnicodeDecodeError):
         raise ProtocolViolation("event-stream headers are malformed") from None
     return headers

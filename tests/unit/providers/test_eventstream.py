@@ -76,3 +76,65 @@ def test_inconsistent_lengths_and_unknown_header_types_are_refused():
     tampered[-4:] = struct.pack(">I", zlib.crc32(body))
     with pytest.raises(ProtocolViolation, match="header type 42"):
         decoded([bytes(tampered)])
+
+
+def message(headers: bytes, payload: bytes = b"") -> bytes:
+    """A message around headers already encoded, as AWS describes the framing."""
+    total = 12 + len(headers) + len(payload) + 4
+    prelude = struct.pack(">II", total, len(headers))
+    body = prelude + struct.pack(">I", zlib.crc32(prelude)) + headers + payload
+    return body + struct.pack(">I", zlib.crc32(body))
+
+
+def header(name: str, kind: int, value: bytes = b"") -> bytes:
+    return struct.pack(">B", len(name)) + name.encode() + bytes([kind]) + value
+
+
+def test_every_header_type_is_read_by_its_own_size():
+    uuid = bytes(range(16))
+    headers = b"".join([
+        header("yes", 0), header("no", 1),
+        header("byte", 2, b"\x07"), header("short", 3, b"\x00\x08"),
+        header("int", 4, b"\x00\x00\x00\x09"), header("long", 5, b"\x00" * 7 + b"\x0a"),
+        header("bytes", 6, b"\x00\x03\x01\x02\x03"), header("text", 7, b"\x00\x03h\xc3\xa9"),
+        header("time", 8, b"\x00" * 7 + b"\x0b"), header("uuid", 9, uuid),
+    ])  # fmt: skip
+    (decoded_message,) = Decoder(1 << 20).feed(message(headers, b"{}"))
+    assert decoded_message.headers == {
+        "yes": True, "no": False, "byte": b"\x07", "short": b"\x00\x08",
+        "int": b"\x00\x00\x00\x09", "long": b"\x00" * 7 + b"\x0a", "bytes": b"\x01\x02\x03",
+        "text": "hé", "time": b"\x00" * 7 + b"\x0b", "uuid": uuid,
+    }  # fmt: skip
+    assert decoded_message.payload == b"{}"
+
+
+def test_the_smallest_messages_and_lengths_at_their_bounds():
+    # No headers and no payload: 16 bytes, the least a message can be.
+    (empty,) = Decoder(16).feed(message(b""))
+    assert (empty.headers, empty.payload) == ({}, b"")
+    # Headers that fill the message exactly: no payload.
+    (only,) = Decoder(1 << 20).feed(message(header("a", 0)))
+    assert (only.headers, only.payload) == ({"a": True}, b"")
+    too_short = struct.pack(">II", 15, 0)
+    with pytest.raises(ProtocolViolation, match="inconsistent"):
+        list(Decoder(1 << 20).feed(too_short + struct.pack(">I", zlib.crc32(too_short))))
+    # A message exactly at the bound is read; one byte more is refused.
+    payload = message(header(":event-type", 7, b"\x00\x01x"), b"y" * 40)
+    assert len(list(Decoder(len(payload)).feed(payload))) == 1
+    with pytest.raises(ProtocolViolation, match=f"exceeds {len(payload) - 1} bytes"):
+        list(Decoder(len(payload) - 1).feed(payload))
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        header("cut", 7, b"\x00\x09abc"),  # a string longer than what is left
+        header("cut", 4, b"\x00\x00"),  # an int cut short
+        b"\x05ab",  # a name cut short
+        header("bad", 7, b"\x00\x02\xff\xfe"),  # a string that is not UTF-8
+        header("no type", 0)[:-1],  # the type byte missing
+    ],
+)
+def test_malformed_headers_are_refused(headers: bytes):
+    with pytest.raises(ProtocolViolation, match="event-stream headers are malformed"):
+        list(Decoder(1 << 20).feed(message(headers)))
