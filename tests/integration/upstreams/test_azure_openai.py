@@ -92,6 +92,34 @@ async def test_an_entra_token_from_a_file_is_read_again_for_each_request(tmp_pat
     assert fake.problems == [] and all("api-key" not in s.headers for s in fake.seen)
 
 
+async def test_an_entra_token_from_the_environment(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("AZURE_TEST_TOKEN", "entra-token-env")
+    async with serving(AzureWire(token="entra-token-env")) as fake:
+        entry = azure(fake.url, deployment=DEPLOYMENT, api_key_env=None,
+                      token_env="AZURE_TEST_TOKEN")  # fmt: skip
+        async with openai_gateway(with_models(model("m", entry))) as (sdk, _):
+            await sdk.chat.completions.create(model="m", messages=HELLO)  # type: ignore[arg-type]
+    assert fake.problems == []
+    assert fake.seen[0].headers["authorization"] == "Bearer entra-token-env"
+    assert "api-key" not in fake.seen[0].headers
+
+
+async def test_a_token_file_gone_fails_the_provider_by_name(tmp_path: Path):
+    token_file = tmp_path / "token"
+    token_file.write_text("entra-token-one\n")
+    async with serving(AzureWire(token="entra-token-one")) as fake:
+        entry = azure(fake.url, deployment=DEPLOYMENT, api_key_env=None, token_file=str(token_file))
+        async with openai_gateway(with_models(model("m", entry))) as (sdk, _):
+            token_file.unlink()
+            with pytest.raises(openai.APIStatusError) as failed:
+                await sdk.chat.completions.create(model="m", messages=HELLO)  # type: ignore[arg-type]
+    assert failed.value.status_code == 503  # no upstream answered
+    assert failed.value.body["message"] == (  # type: ignore[index]
+        "all providers of model m failed (azure: cannot read its token_file (FileNotFoundError))"
+    )
+    assert fake.seen == []
+
+
 async def test_the_content_filter_is_a_named_error_or_a_finish_reason(fake: FakeUpstream):
     data = with_models(model("m", azure(fake.url, deployment=DEPLOYMENT)))
     async with openai_gateway(data) as (sdk, _):
