@@ -132,6 +132,28 @@ async def test_embeddings_by_predict(monkeypatch: pytest.MonkeyPatch):
                                  "parameters": {"outputDimensionality": 3}}  # fmt: skip
 
 
+async def test_a_token_file_is_read_for_each_request_and_one_gone_is_named(tmp_path: Path):
+    token_file = tmp_path / "token"
+    token_file.write_text("ya29.from-file-1\n")
+    tokens = Tokens(valid={"ya29.from-file-1", "ya29.from-file-2"})
+    async with serving(VertexGeminiWire(tokens=tokens)) as fake:
+        entry = vertex(fake.url, token_file=str(token_file))
+        async with openai_gateway(with_models(model("m", entry))) as (sdk, _):
+            await sdk.chat.completions.create(model="m", messages=HELLO)
+            token_file.write_text("ya29.from-file-2\n")  # refreshed outside the gateway
+            await sdk.chat.completions.create(model="m", messages=HELLO)
+            token_file.unlink()
+            with pytest.raises(openai.APIStatusError) as failed:
+                await sdk.chat.completions.create(model="m", messages=HELLO)
+    assert [s.headers["authorization"] for s in fake.seen] == [
+        "Bearer ya29.from-file-1", "Bearer ya29.from-file-2"
+    ]  # fmt: skip
+    assert failed.value.status_code == 503
+    assert failed.value.body["message"] == (  # type: ignore[index]
+        "all providers of model m failed (vertex: cannot read its token_file (FileNotFoundError))"
+    )
+
+
 async def test_a_token_vertex_refuses_is_a_misconfigured_provider(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv("VERTEX_TEST_TOKEN", "ya29.stale-token")
     async with serving(VertexGeminiWire()) as fake:
@@ -158,12 +180,28 @@ def test_sign_in_is_named_and_checked(monkeypatch: pytest.MonkeyPatch, tmp_path:
     (tmp_path / "junk.json").write_text("{}")
     with pytest.raises(ConfigError, match=r"params\.credentials_file: not a service-account"):
         build(credentials_file=str(tmp_path / "junk.json"))
+    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(tmp_path / "junk.json"))
+    with pytest.raises(
+        ConfigError, match=r"params\.GOOGLE_APPLICATION_CREDENTIALS: not a service-account"
+    ):
+        build()
+    with pytest.raises(ConfigError, match=r"params\.token_env: environment variable NO_SUCH_"):
+        build(token_env="NO_SUCH_TOKEN_VARIABLE")
+    with pytest.raises(ConfigError, match=r"params\.token_file: .*absent is not a file"):
+        build(token_file=str(tmp_path / "absent"))
     entry = ProviderConfig.model_validate(
         vertex("http://x", token_file=str(tmp_path / "junk.json"))
     )
     entry.params.pop("base_url")
     provider_ = registry.build(entry, "p")
     assert provider_.params.base_url == f"https://{LOCATION}-aiplatform.googleapis.com/v1"  # type: ignore[attr-defined]
+    # The global location has an endpoint of its own, without a region.
+    entry = ProviderConfig.model_validate(
+        vertex("http://x", token_file=str(tmp_path / "junk.json"), location="global")
+    )
+    entry.params.pop("base_url")
+    provider_ = registry.build(entry, "p")
+    assert provider_.params.base_url == "https://aiplatform.googleapis.com/v1"  # type: ignore[attr-defined]
 
 
 async def test_the_token_endpoint_refuses_a_key_it_does_not_know(tmp_path: Path):
