@@ -467,8 +467,10 @@ def _content(m: Message) -> list[dict[str, Any]]:
                     "messages: Bedrock takes images as data: URLs (base64), not links",
                     {"field": "messages"},
                 )
-            fmt = "jpeg" if match.group(1) == "jpg" else match.group(1)
-            blocks.append({"image": {"format": fmt, "source": {"bytes": match.group(2)}}})
+            # Every dialect takes png, jpeg, gif and webp only: Bedrock's own names.
+            blocks.append(
+                {"image": {"format": match.group(1), "source": {"bytes": match.group(2)}}}
+            )
         elif isinstance(part, DocumentPart):
             document = {"format": "pdf", "name": part.title or "document",
                         "source": {"bytes": part.data}}  # fmt: skip

@@ -11,6 +11,8 @@ from typing import Any
 import openai
 import pytest
 
+from server.base.config import ProviderConfig
+from server.providers import registry
 from tests.support.gateways import API_KEY, openai_gateway, running_gateway
 from tests.support.upstreams.base import TEXT, FakeUpstream, Usage, serving
 from tests.support.upstreams.bedrock import (
@@ -22,7 +24,7 @@ from tests.support.upstreams.bedrock import (
     error,
     invalid,
 )
-from tests.support.upstreams.checks import KEY
+from tests.support.upstreams.checks import KEY, Refusal
 from tests.support.upstreams.config import model, provider, with_models
 from tests.support.upstreams.openai import OpenAIWire
 
@@ -279,3 +281,181 @@ async def test_reasoning_is_shown_when_thinking_is_asked_its_signature_sealed(
     assert text.text == "".join(TEXT)
     # Reasoning nobody asked for is not shown.
     assert [block.type for block in plain.content] == ["text"]
+
+
+CITY = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+
+
+@pytest.mark.parametrize("stream", [True, False], ids=["stream", "unary"])
+async def test_structured_output_is_a_forced_tool_whose_input_is_the_reply(
+    stream: bool, fake: FakeUpstream
+):
+    async with openai_gateway(with_models(model("m", bedrock(fake.url, stream=stream)))) as (
+        sdk,
+        _,
+    ):
+        shaped = await sdk.chat.completions.create(
+            model="m", messages=HELLO,
+            response_format={"type": "json_schema",
+                             "json_schema": {"name": "City", "schema": CITY}},
+        )  # fmt: skip
+        plain = await sdk.chat.completions.create(
+            model="m", messages=HELLO, response_format={"type": "json_object"}
+        )
+    assert fake.problems == []
+    for reply in (shaped, plain):
+        assert reply.choices[0].message.content == '{"city": "Paris"}'
+        assert reply.choices[0].finish_reason == "stop"
+        assert not reply.choices[0].message.tool_calls
+    (spec,) = fake.seen[0].body["toolConfig"]["tools"]
+    assert spec["toolSpec"]["name"] == "City"
+    assert spec["toolSpec"]["inputSchema"] == {"json": CITY}
+    assert fake.seen[0].body["toolConfig"]["toolChoice"] == {"tool": {"name": "City"}}
+    (spec,) = fake.seen[1].body["toolConfig"]["tools"]
+    assert spec["toolSpec"]["name"] == "json_object"
+    assert spec["toolSpec"]["inputSchema"] == {"json": {"type": "object"}}
+
+
+@pytest.mark.parametrize(
+    ("choice", "sent"),
+    [("required", {"any": {}}), ("auto", {"auto": {}}),
+     ({"type": "function", "function": {"name": "get_weather"}},
+      {"tool": {"name": "get_weather"}})],
+)  # fmt: skip
+async def test_tool_choice_in_bedrocks_forms(choice: Any, sent: Any, fake: FakeUpstream):
+    async with openai_gateway(with_models(model("m", bedrock(fake.url)))) as (sdk, _):
+        await sdk.chat.completions.create(
+            model="m", messages=HELLO, tools=[WEATHER], tool_choice=choice
+        )
+    assert fake.problems == []
+    assert fake.seen[0].body["toolConfig"]["toolChoice"] == sent
+
+
+async def test_no_tools_when_none_are_to_be_called_unless_the_conversation_used_them(
+    fake: FakeUpstream,
+):
+    async with openai_gateway(with_models(model("m", bedrock(fake.url)))) as (sdk, _):
+        await sdk.chat.completions.create(
+            model="m", messages=HELLO, tools=[WEATHER], tool_choice="none"
+        )
+        used = [
+            *HELLO,
+            {"role": "assistant", "content": None, "tool_calls": [{
+                "id": "tooluse_1", "type": "function",
+                "function": {"name": "get_weather", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": "tooluse_1", "content": "sunny"},
+        ]  # fmt: skip
+        await sdk.chat.completions.create(
+            model="m", messages=used, tools=[WEATHER], tool_choice="none"
+        )
+    assert fake.problems == []
+    assert "toolConfig" not in fake.seen[0].body
+    # Bedrock refuses tool blocks without the tools' definitions: they stay, unforced.
+    assert fake.seen[1].body["toolConfig"] == {"tools": [{"toolSpec": {
+        "name": "get_weather", "description": "Gets the weather.",
+        "inputSchema": {"json": WEATHER["function"]["parameters"]}}}]}  # type: ignore[index]  # fmt: skip
+
+
+PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGNgAAIAAAUAAen63NgAAAAASUVORK5CYII="
+PDF = "JVBERi0xLjQKJeLjz9MK"
+
+
+async def test_images_and_documents_as_bytes_and_a_link_refused(fake: FakeUpstream):
+    import anthropic
+
+    async with running_gateway(with_models(model("m", bedrock(fake.url)))) as gw:
+        base = f"http://127.0.0.1:{gw.http_port}"
+        sdk = openai.AsyncOpenAI(base_url=f"{base}/v1", api_key=API_KEY, max_retries=0)
+        claude = anthropic.AsyncAnthropic(base_url=base, api_key=API_KEY, max_retries=0)
+        async with sdk, claude:
+            await sdk.chat.completions.create(model="m", messages=[{"role": "user", "content": [
+                {"type": "text", "text": "Compare."},
+                {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{PNG}"}},
+                {"type": "image_url", "image_url": {"url": f"data:image/webp;base64,{PNG}"}},
+            ]}])  # fmt: skip
+            await claude.messages.create(model="m", max_tokens=64, messages=[{"role": "user", "content": [
+                {"type": "document", "title": "Report",
+                 "source": {"type": "base64", "media_type": "application/pdf", "data": PDF}},
+                {"type": "text", "text": "Summarise."},
+            ]}])  # fmt: skip
+            with pytest.raises(openai.BadRequestError) as linked:
+                await sdk.chat.completions.create(model="m", messages=[{"role": "user", "content": [
+                    {"type": "image_url", "image_url": {"url": "https://example.com/a.png"}},
+                ]}])  # fmt: skip
+    assert fake.problems == []
+    assert fake.seen[0].body["messages"][0]["content"] == [
+        {"text": "Compare."},
+        {"image": {"format": "png", "source": {"bytes": PNG}}},
+        {"image": {"format": "webp", "source": {"bytes": PNG}}},
+    ]
+    assert fake.seen[1].body["messages"][0]["content"] == [
+        {"document": {"format": "pdf", "name": "Report", "source": {"bytes": PDF}}},
+        {"text": "Summarise."},
+    ]
+    assert linked.value.body["message"] == (  # type: ignore[index]
+        "messages: Bedrock takes images as data: URLs (base64), not links"
+    )
+    assert len(fake.seen) == 2
+
+
+async def test_top_k_and_performance_config_and_the_regions_endpoint(fake: FakeUpstream):
+    import anthropic
+
+    entry = bedrock(fake.url, performance_config={"latency": "optimized"},
+                    additional_model_request_fields={"anthropic_beta": ["x"]})  # fmt: skip
+    async with running_gateway(with_models(model("m", entry))) as gw:
+        base = f"http://127.0.0.1:{gw.http_port}"
+        claude = anthropic.AsyncAnthropic(base_url=base, api_key=API_KEY, max_retries=0)
+        async with claude:
+            await claude.messages.create(
+                model="m",
+                max_tokens=64,
+                messages=HELLO,
+                extra_body={"top_k": 5},  # type: ignore[arg-type]
+            )
+    body = fake.seen[0].body
+    assert body["performanceConfig"] == {"latency": "optimized"}
+    assert body["additionalModelRequestFields"] == {"anthropic_beta": ["x"], "top_k": 5}
+    assert fake.problems == []
+    for region, url in [(None, "https://bedrock-runtime.us-east-1.amazonaws.com"),
+                        ("eu-west-3", "https://bedrock-runtime.eu-west-3.amazonaws.com")]:  # fmt: skip
+        config = ProviderConfig.model_validate(bedrock("http://x", region=region))
+        config.params.pop("base_url")
+        if region is None:
+            config.params.pop("region", None)
+        built = registry.build(config, "p")
+        assert built.params.base_url == url  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    ("refusal", "message"),
+    [
+        # The error's kind from the body's __type when no header names it.
+        (Refusal(429, {"__type": "com.amazon.coral.service#ThrottlingException",
+                       "Message": "Rate exceeded"}, "throttled"),
+         "bedrock: upstream answered HTTP 429 ThrottlingException: Rate exceeded"),
+        # A body that is no JSON: the status alone.
+        (Refusal(500, "<html>Internal error</html>", "html", text=True),
+         "bedrock: upstream answered HTTP 500"),
+    ],
+)  # fmt: skip
+async def test_an_error_answer_without_bedrocks_header_is_still_named(
+    refusal: Refusal, message: str
+):
+    async with (
+        serving(BedrockWire(fail_with=refusal)) as fake,
+        openai_gateway(with_models(model("m", bedrock(fake.url)))) as (sdk, _),
+    ):
+        with pytest.raises(openai.APIStatusError) as failed:
+            await sdk.chat.completions.create(model="m", messages=HELLO)
+    assert failed.value.body["message"] == f"all providers of model m failed ({message})"  # type: ignore[index]
+
+
+async def test_titan_embeds_text_not_token_ids(fake: FakeUpstream):
+    entry = bedrock(fake.url, embedding_model=EMBEDDER)
+    async with openai_gateway(with_models(model("e", entry))) as (sdk, _):
+        with pytest.raises(openai.BadRequestError) as refused:
+            await sdk.embeddings.create(model="e", input=[[1, 2, 3]])
+    assert refused.value.body["param"] == "input"  # type: ignore[index]
+    assert refused.value.body["message"] == "input: bedrock (Bedrock) embeds text, not token ids"  # type: ignore[index]
+    assert fake.seen == []

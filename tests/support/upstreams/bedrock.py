@@ -200,6 +200,8 @@ class BedrockWire:
             for j, block in enumerate(message.get("content") or ()):
                 if len(block) != 1 or next(iter(block)) not in BLOCKS:
                     return invalid(f"messages.{i}.content.{j}: a block holds exactly one member")
+                if problem := _media(block):
+                    return invalid(f"messages.{i}.content.{j}.{problem}")
         for block in body.get("system") or ():
             if len(block) != 1 or next(iter(block)) not in ("text", "guardContent", "cachePoint"):
                 return invalid("system: a block is text, guardContent or cachePoint")
@@ -327,6 +329,28 @@ class BedrockWire:
 
     def error(self, status: int) -> Any:
         return {"message": f"fake upstream {status}"}
+
+
+IMAGE_FORMATS = frozenset({"png", "jpeg", "gif", "webp"})
+DOCUMENT_FORMATS = frozenset({"pdf", "csv", "doc", "docx", "xls", "xlsx", "html", "txt", "md"})
+
+
+def _media(block: dict[str, Any]) -> str | None:
+    """What is wrong with an image or document block (the service model's shapes)."""
+    kind, value = next(iter(block.items()))
+    formats = {"image": IMAGE_FORMATS, "document": DOCUMENT_FORMATS}.get(kind)
+    if formats is None:
+        return None
+    if value.get("format") not in formats:
+        return f"{kind}.format: must be one of {sorted(formats)}"
+    if kind == "document" and not value.get("name"):
+        return "document.name: is required"
+    data = (value.get("source") or {}).get("bytes")
+    try:
+        base64.b64decode(data, validate=True)
+    except (TypeError, ValueError):
+        return f"{kind}.source.bytes: must be base64"
+    return None
 
 
 def frame(headers: dict[str, str], payload: bytes) -> bytes:
