@@ -22,7 +22,8 @@ httpcore's pool checks every idle connection's socket on each request.
 The upstream key is read from the environment variable the config names; it is never
 logged and never put in an error message. Every upstream text quoted to a caller goes
 through `redact`: the providers' own keys and anything shaped like a credential
-(`Bearer ...`, `sk-...`, `x-api-key: ...`, `api_key=...`) become `[redacted]`.
+(`Bearer ...`, `sk-...`, Google's `AIza...`, AWS's `AKIA...`, `x-api-key: ...`,
+`api_key=...`) become `[redacted]`.
 """
 
 from __future__ import annotations
@@ -133,6 +134,7 @@ _CREDENTIAL = re.compile(
     r"(?i)(?:(bearer|basic)\s+)[A-Za-z0-9._~+/=-]{4,}"
     r"|\b(?:sk|pk|rk|gw)-[A-Za-z0-9_-]{8,}[A-Za-z0-9_-]*"
     r"|\b(?:hf|ghp|gho|xox[abp])_[A-Za-z0-9_-]{8,}"
+    r"|\bAIza[0-9A-Za-z_-]{35}|\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"  # Google API keys, AWS key ids
     r"|((?:x-)?api[-_]?key|authorization|token|secret|password)([\"']?\s*[:=]\s*[\"']?)"
     r"(?:(?:bearer|basic)\s+)?[^\s\"',;}]{4,}"
 )

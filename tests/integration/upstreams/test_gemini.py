@@ -377,6 +377,87 @@ async def test_a_count_the_upstream_cannot_give_is_estimated_and_logged(
     ]
 
 
+@pytest.mark.parametrize("stream", [True, False], ids=["stream", "unary"])
+async def test_extended_thinking_shows_the_models_thoughts(stream: bool, fake: FakeUpstream):
+    async with (
+        openai_gateway(with_models(model("m", gemini(fake.url, stream=stream)))) as (_, base),
+        httpx.AsyncClient(base_url=base, headers={"x-api-key": API_KEY}) as client,
+    ):
+        said = {}
+        for thinking in ({"type": "enabled", "budget_tokens": 1024}, {"type": "adaptive"}):
+            r = await client.post("/v1/messages", json={
+                "model": "m", "max_tokens": 2048, "messages": HELLO, "thinking": thinking})  # fmt: skip
+            assert r.status_code == 200, r.text
+            said[thinking["type"]] = r.json()["content"]
+    assert fake.problems == []
+    assert [s.body["generationConfig"]["thinkingConfig"] for s in fake.seen] == [
+        {"thinkingBudget": 1024, "includeThoughts": True},
+        {"thinkingBudget": -1, "includeThoughts": True},
+    ]
+    for content in said.values():
+        assert [b["type"] for b in content] == ["thinking", "text"]
+        assert content[0]["thinking"] == "Thinking it over."
+        assert content[1]["text"] == "".join(TEXT)
+
+
+@pytest.mark.parametrize(
+    ("choice", "config"),
+    [("auto", {"mode": "AUTO"}), ("required", {"mode": "ANY"}), ("none", {"mode": "NONE"}),
+     ({"type": "function", "function": {"name": "get_weather"}},
+      {"mode": "ANY", "allowedFunctionNames": ["get_weather"]})],
+)  # fmt: skip
+async def test_tool_choice_in_geminis_forms(choice: Any, config: Any, fake: FakeUpstream):
+    async with openai_gateway(with_models(model("m", gemini(fake.url)))) as (sdk, _):
+        await sdk.chat.completions.create(
+            model="m", messages=ASK, tools=[WEATHER], tool_choice=choice
+        )
+    assert fake.problems == []
+    assert fake.seen[0].body["toolConfig"] == {"functionCallingConfig": config}
+
+
+async def test_safety_settings_cached_content_documents_and_turns_merged(fake: FakeUpstream):
+    safety = [{"category": "HARM_CATEGORY_HARASSMENT", "threshold": "BLOCK_ONLY_HIGH"}]
+    entry = gemini(fake.url, safety_settings=safety, cached_content="cachedContents/abc")
+    pdf = "JVBERi0xLjQKJeLjz9MK"
+    async with (
+        openai_gateway(with_models(model("m", entry))) as (_, base),
+        httpx.AsyncClient(base_url=base, headers={"x-api-key": API_KEY}) as client,
+    ):
+        r = await client.post("/v1/messages", json={"model": "m", "max_tokens": 64, "messages": [
+            {"role": "user", "content": "Read this."},
+            {"role": "user", "content": [
+                {"type": "document", "source": {"type": "base64", "media_type": "application/pdf",
+                                                "data": pdf}},
+                {"type": "text", "text": "Summarise."}]},
+        ]})  # fmt: skip
+    assert r.status_code == 200, r.text
+    assert fake.problems == []
+    body = fake.seen[0].body
+    assert body["safetySettings"] == safety
+    assert body["cachedContent"] == "cachedContents/abc"
+    # Two user turns in a row are one Gemini content, its parts in order.
+    assert body["contents"] == [{"role": "user", "parts": [
+        {"text": "Read this."},
+        {"inlineData": {"mimeType": "application/pdf", "data": pdf}},
+        {"text": "Summarise."},
+    ]}]  # fmt: skip
+
+
+async def test_an_error_streamed_by_gemini_fails_the_stream_by_name(fake: FakeUpstream):
+    fake.wire.mid_stream_error = True
+    async with openai_gateway(with_models(model("m", gemini(fake.url)))) as (sdk, _):
+        stream = await sdk.chat.completions.create(model="m", messages=HELLO, stream=True)
+        got: list[str] = []
+        with pytest.raises(openai.APIError) as failed:
+            async for chunk in stream:
+                got.extend(c.delta.content or "" for c in chunk.choices)
+    assert "".join(got) == "".join(TEXT[:2])
+    assert failed.value.message == (
+        "gemini: upstream failed mid-stream: INTERNAL: An internal error has occurred, "
+        "key [redacted]"
+    )
+
+
 @pytest.mark.parametrize(
     ("body", "why"),
     [

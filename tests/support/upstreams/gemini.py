@@ -122,6 +122,8 @@ class GeminiWire:
     # the count (a broken upstream).
     embeddings_missing: int = 0
     total_tokens: Any = None
+    # An error object streamed after two tokens, as Gemini ends a stream that fails.
+    mid_stream_error: bool = False
 
     def refusal(self, path: str, headers: dict[str, str], body: dict[str, Any]) -> Refusal | None:
         if self.key is not None:
@@ -340,6 +342,10 @@ class GeminiWire:
                  "usageMetadata": usage})
             for t in reply.tokens
         ]  # fmt: skip
+        if self.mid_stream_error:
+            said = "An internal error has occurred, key AIzaSyFAKE-0123456789abcdefghijklmnopqr"
+            failure = error(500, "INTERNAL", said)
+            return before, [*per_token[:2], sse(failure)], []
         call = self._call(body)
         parts = [call] if call is not None else [{"text": ""}]
         last = {"candidates": [self._candidate(parts, FINISH[reply.finish], i) for i in count],

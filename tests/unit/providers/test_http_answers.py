@@ -41,11 +41,13 @@ def test_credentials_are_redacted_keeping_what_names_them():
     said = (
         "invalid key sk-proj-abcdefghijklmnopqrstuvwxyz0123456789; header Authorization:"
         " Bearer abc.def-ghi; x-api-key: gw-api-QWERTYUIOPasdf1234; api_key=hunter2hunter2 ok;"
-        ' token: "tok12345"; hf_abcdefghijk; Bearer eyJhbGciOi.x.y'
+        ' token: "tok12345"; hf_abcdefghijk; Bearer eyJhbGciOi.x.y;'
+        " AIzaSyA-0123456789abcdefghijklmnopqrstu; AKIAIOSFODNN7EXAMPLE signed"
     )
     assert redact(said) == (
         "invalid key [redacted]; header Authorization: [redacted]; x-api-key: [redacted];"
-        ' api_key=[redacted] ok; token: "[redacted]"; [redacted]; Bearer [redacted]'
+        ' api_key=[redacted] ok; token: "[redacted]"; [redacted]; Bearer [redacted];'
+        " [redacted]; [redacted] signed"
     )
 
 
