@@ -458,6 +458,33 @@ async def test_an_error_streamed_by_gemini_fails_the_stream_by_name(fake: FakeUp
     )
 
 
+@pytest.mark.parametrize("stream", [True, False], ids=["stream", "unary"])
+@pytest.mark.parametrize(
+    ("reason", "text", "finish", "error"),
+    [
+        ("RECITATION", TEXT, "content_filter", None),
+        ("RECITATION", ("",), None, "400: gemini: the upstream blocked the reply (RECITATION)"),
+        ("OTHER", TEXT, "stop", None),
+        ("OTHER", ("",), None, "502: all providers of model m failed "
+                                "(gemini: the upstream ended without a reply (OTHER))"),
+    ],
+)  # fmt: skip
+async def test_geminis_other_finish_reasons(
+    stream: bool, reason: str, text: Any, finish: str | None, error: str | None
+):
+    async with serving(GeminiWire(finish_reason=reason), text=text) as fake:
+        entry = gemini(fake.url, stream=stream)
+        async with openai_gateway(with_models(model("m", entry))) as (sdk, _):
+            if error is None:
+                reply = await sdk.chat.completions.create(model="m", messages=HELLO)
+                assert reply.choices[0].finish_reason == finish
+                assert reply.choices[0].message.content == "".join(text)
+                return
+            with pytest.raises(openai.APIStatusError) as failed:
+                await sdk.chat.completions.create(model="m", messages=HELLO)
+    assert f"{failed.value.status_code}: {failed.value.body['message']}" == error  # type: ignore[index]
+
+
 @pytest.mark.parametrize(
     ("body", "why"),
     [

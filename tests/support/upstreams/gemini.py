@@ -124,6 +124,8 @@ class GeminiWire:
     total_tokens: Any = None
     # An error object streamed after two tokens, as Gemini ends a stream that fails.
     mid_stream_error: bool = False
+    # The finishReason to answer instead of STOP or MAX_TOKENS (RECITATION, OTHER...).
+    finish_reason: str | None = None
 
     def refusal(self, path: str, headers: dict[str, str], body: dict[str, Any]) -> Refusal | None:
         if self.key is not None:
@@ -320,7 +322,7 @@ class GeminiWire:
             call = self._call(body)
             if call is not None:
                 parts = [*_thoughts(body), call]
-            candidates.append(self._candidate(parts, FINISH[reply.finish], index))
+            candidates.append(self._candidate(parts, self._finish(reply), index))
         answer["candidates"] = candidates
         return {}, answer
 
@@ -348,9 +350,12 @@ class GeminiWire:
             return before, [*per_token[:2], sse(failure)], []
         call = self._call(body)
         parts = [call] if call is not None else [{"text": ""}]
-        last = {"candidates": [self._candidate(parts, FINISH[reply.finish], i) for i in count],
+        last = {"candidates": [self._candidate(parts, self._finish(reply), i) for i in count],
                 "usageMetadata": self.usage(reply, len(reply.tokens)), "modelVersion": MODEL}  # fmt: skip
         return before, per_token, [sse(last)]
+
+    def _finish(self, reply: Reply) -> str:
+        return self.finish_reason or FINISH[reply.finish]
 
     def error(self, status: int) -> Any:
         kind = {400: "INVALID_ARGUMENT", 403: "PERMISSION_DENIED", 404: "NOT_FOUND",
