@@ -1,11 +1,17 @@
 """The ledger's own bookkeeping against real databases: what a key still has in the
-buffer (its pending cost, whether a request is there), and what a shutdown says it
-could not write, counted exactly, with and without a spool."""
+buffer (its pending cost, whether a request is there), a full buffer and a full batch,
+the spool of a process that died, and what a shutdown says it could not write,
+counted exactly, with and without a spool."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import re
+import time
 from dataclasses import replace
+from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
@@ -97,3 +103,147 @@ async def test_refused_rows_are_dropped_and_told_first_ten_then_every_thousandth
     assert said[9].endswith("); 10 dropped so far") and said[10].endswith("; 1000 dropped so far")
     # The driver's own words say why: here SQLite's, for an integer it cannot hold.
     assert "OverflowError: Python int too large to convert to SQLite INTEGER" in said[0]
+
+
+async def sqlite_usage(tmp_path: Path) -> tuple[Any, UsageStore]:
+    db = await connect(None, str(tmp_path / "ledger.db"))
+    await migrate(db)
+    return db, UsageStore(db)
+
+
+async def test_a_full_buffer_drops_its_oldest_records_and_says_so_first_then_every_thousandth(
+    tmp_path, caplog
+):
+    db, usage = await sqlite_usage(tmp_path)
+    ledger = Ledger(usage, batch_size=10_000, max_buffered=3)  # never started: nothing writes
+    try:
+        with caplog.at_level(logging.ERROR, logger="server.accounting.ledger"):
+            for i in range(2003):
+                ledger.record(replace(ROW, request_id=f"r{i}"))
+        assert ledger.dropped == 2000 and ledger.pending == 3
+        assert [ledger.holds("k1", f"r{i}") for i in (1999, 2000, 2001, 2002)] == [
+            False, True, True, True
+        ]  # fmt: skip
+        said = [r.getMessage() for r in caplog.records if r.name == "server.accounting.ledger"]
+        assert said == [f"ledger buffer full: {n} records dropped so far" for n in (1, 1000, 2000)]
+    finally:
+        await db.close()
+
+
+async def test_a_full_batch_is_written_at_once_and_a_partial_one_waits(tmp_path):
+    db, usage = await sqlite_usage(tmp_path)
+    ledger = Ledger(usage, batch_size=3, flush_interval_s=3600)
+    ledger.start()
+    try:
+        for i in range(2):
+            ledger.record(replace(ROW, request_id=f"r{i}"))
+        await asyncio.sleep(0.2)
+        assert ledger.written == 0  # two of three: they wait for the interval
+        ledger.record(replace(ROW, request_id="r2"))
+        deadline = time.monotonic() + 5
+        while ledger.written < 3:
+            assert time.monotonic() < deadline, "a full batch was not written"
+            await asyncio.sleep(0.01)
+    finally:
+        await ledger.aclose()
+        await db.close()
+
+
+async def test_one_flusher_task_and_none_without_a_store(tmp_path):
+    db, usage = await sqlite_usage(tmp_path)
+
+    def flushers() -> int:
+        return sum(t.get_name() == "ledger-flusher" for t in asyncio.all_tasks())
+
+    try:
+        Ledger(None).start()
+        assert flushers() == 0
+        ledger = Ledger(usage)
+        ledger.start()
+        ledger.start()
+        assert flushers() == 1
+        await ledger.aclose()
+        assert flushers() == 0
+    finally:
+        await db.close()
+
+
+async def test_records_spooled_by_a_process_that_died_are_written_once_by_the_next(
+    tmp_path, caplog
+):
+    db, usage = await sqlite_usage(tmp_path)
+    try:
+        died = Ledger(usage, spool=Spool(tmp_path / "spool", "w1"))
+        for i in range(3):
+            died.record(replace(ROW, request_id=f"r{i}"))
+        # The process dies here: nothing written, the spool keeps the three records.
+        nxt = Ledger(usage, flush_interval_s=3600, spool=Spool(tmp_path / "spool", "w1"))
+        nxt.start()
+        assert [nxt.holds("k1", f"r{i}") for i in range(3)] == [True] * 3
+        nxt.record(replace(ROW, request_id="r3"))
+        with caplog.at_level(logging.INFO, logger="server.accounting.ledger"):
+            await nxt.aclose()
+        rows = await db.fetch("SELECT request_id FROM usage_records ORDER BY id")
+        assert [r["request_id"] for r in rows] == ["r0", "r1", "r2", "r3"]
+        said = [r.getMessage() for r in caplog.records if r.name == "server.accounting.ledger"]
+        assert said == ["ledger: drained; 4 records written"]
+        # Written, the spool's segments are gone: a third start recovers nothing.
+        assert Spool(tmp_path / "spool", "w1").recover() == []
+    finally:
+        await db.close()
+
+
+@pytest.mark.postgres
+async def test_a_shutdown_retries_a_failing_database_then_says_why_it_gave_up(pg_url, caplog):
+    target = urlsplit(pg_url)
+    async with tcp_proxy("127.0.0.1", target.port or 5432) as proxy:
+        db = await connect(f"postgresql://postgres@127.0.0.1:{proxy.port}{target.path}", "")
+        await migrate(db)
+        ledger = Ledger(UsageStore(db), flush_interval_s=0.05)
+        ledger.start()
+        try:
+            for i in range(4):
+                ledger.record(replace(ROW, request_id=f"r{i}"))
+            proxy.down()  # every connection reset, new ones closed: each write fails fast
+            with caplog.at_level(logging.INFO, logger="server.accounting.ledger"):
+                await asyncio.sleep(0.5)  # the flusher retries, waiting twice as long each time
+                refused = proxy.refused
+                started = time.monotonic()
+                await asyncio.wait_for(ledger.aclose(timeout_s=1.0), 5)
+            # Retried after 0.1, 0.2 and 0.4 s; the next pause would outlast the second.
+            assert 0.6 < time.monotonic() - started < 1.5
+            assert proxy.refused > refused, "no write was retried at shutdown"
+        finally:
+            proxy.up()
+            await db.close()
+    said = [r.getMessage() for r in caplog.records if r.name == "server.accounting.ledger"]
+    assert len(said) >= 3, said
+    for message, wait in zip(said, ("0.1", "0.2"), strict=False):
+        # The failure's type, whatever the driver calls it, and the next wait.
+        pattern = rf"ledger: cannot write 4 records \((?!None)\w+\); retrying in {wait}s"
+        assert re.fullmatch(pattern, message), said
+    assert said[-1].startswith("ledger: 4 records lost at shutdown (")
+    assert said[-1] != "ledger: 4 records lost at shutdown ()"
+
+
+@pytest.mark.postgres
+async def test_a_shutdown_does_not_wait_on_a_write_the_database_never_answers(pg_url, caplog):
+    target = urlsplit(pg_url)
+    async with tcp_proxy("127.0.0.1", target.port or 5432) as proxy:
+        db = await connect(f"postgresql://postgres@127.0.0.1:{proxy.port}{target.path}", "")
+        await migrate(db)
+        ledger = Ledger(UsageStore(db), batch_size=1, flush_interval_s=3600)
+        ledger.start()
+        try:
+            proxy.stall()  # the database stops answering
+            ledger.record(ROW)  # a full batch: the flusher's write hangs on it
+            await asyncio.sleep(0.2)
+            with caplog.at_level(logging.ERROR, logger="server.accounting.ledger"):
+                started = time.monotonic()
+                await asyncio.wait_for(ledger.aclose(timeout_s=0.5), 5)
+            assert time.monotonic() - started < 1.5
+        finally:
+            proxy.resume()
+            await db.close()
+    said = [r.getMessage() for r in caplog.records if r.name == "server.accounting.ledger"]
+    assert said == ["ledger: 1 records lost at shutdown (the database did not answer)"]
