@@ -163,6 +163,7 @@ async def test_one_flusher_task_and_none_without_a_store(tmp_path):
         ledger.start()
         assert flushers() == 1
         await ledger.aclose()
+        await ledger.aclose()  # closing twice is closing once
         assert flushers() == 0
     finally:
         await db.close()
@@ -241,7 +242,7 @@ async def test_a_shutdown_does_not_wait_on_a_write_the_database_never_answers(pg
             with caplog.at_level(logging.ERROR, logger="server.accounting.ledger"):
                 started = time.monotonic()
                 await asyncio.wait_for(ledger.aclose(timeout_s=0.5), 5)
-            assert time.monotonic() - started < 1.5
+            assert time.monotonic() - started < 1.0  # its timeout, and no wait past it
         finally:
             proxy.resume()
             await db.close()
