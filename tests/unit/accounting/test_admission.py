@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+import time
 
 import pytest
 
@@ -81,6 +82,45 @@ async def test_a_stored_keys_principal_and_forgetting_it(tmp_path):
             await keys.identify(bearer(secret), "api", RING)
         await store.aclose()  # the store is gone: only cached lookups answer now
         assert (await keys.identify(bearer(other_secret), "api", RING)).name == "other"
+    finally:
+        await store.aclose()
+
+
+async def test_each_refusal_names_the_header_it_read(tmp_path):
+    store = await open_store(StorageConfig(sqlite_path=str(tmp_path / "keys.db")))
+    try:
+        gone, revoked = await store.keys.create(kind="api", name="gone")
+        await store.keys.revoke(gone.id)
+        _, expired = await store.keys.create(kind="api", name="old", expires_at=time.time() - 1)
+        _, router = await store.keys.create(kind="router", name="r")
+        keys = KeyDirectory(store.keys)
+
+        async def refused(metadata: dict[str, str], directory: KeyDirectory = keys) -> tuple:
+            with pytest.raises(Unauthenticated) as raised:
+                await directory.identify(metadata, "api", RING)
+            return raised.value.message, raised.value.metadata
+
+        header = {"header": "x-api-key"}
+        assert await refused({}) == (
+            "missing x-api-key header (or authorization: Bearer <key>)",
+            header,
+        )
+        assert await refused({"x-api-key": "sk-nobody-0000000000000000"}) == (
+            "invalid x-api-key",
+            header,
+        )
+        assert await refused({"x-api-key": router}) == ("invalid x-api-key", header)
+        assert await refused({"x-api-key": revoked}) == ("the x-api-key has been revoked", header)
+        assert await refused({"x-api-key": expired}) == ("the x-api-key has expired", header)
+        # A Bearer key is named as one; without a key store only config keys are known.
+        assert await refused(bearer(revoked)) == (
+            "the Bearer key has been revoked",
+            {"header": "authorization"},
+        )
+        assert await refused(bearer(revoked), KeyDirectory(None)) == (
+            "invalid Bearer key",
+            {"header": "authorization"},
+        )
     finally:
         await store.aclose()
 
