@@ -116,7 +116,7 @@ class MessagesService:
                     counted = await provider.count_tokens(generation)
                 except UpstreamError as exc:
                     # The caller still gets a count; the operator learns it is estimated.
-                    warn_throttled(log, f"count:{provider.id}",
+                    warn_throttled(log, f"count:{upstream.id}",
                                    f"{exc.message}; the token count is estimated")  # fmt: skip
                     break
                 return service.CountMessageTokensResponse(input_tokens=counted, method="provider")
