@@ -9,6 +9,8 @@ import asyncio
 import logging
 import re
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -30,6 +32,21 @@ ROW = UsageRecord(
     input_cost_usd=0.25, output_cost_usd=0.5, cache_input_cost_usd=None,
     total_cost_usd=0.75, latency_ms=1.0, ttft_ms=None, status="OK",
 )  # fmt: skip
+
+
+@asynccontextmanager
+async def proxied_postgres(pg_url: str) -> AsyncIterator[tuple[Any, Any]]:
+    """The test database behind a fault proxy: (proxy, connection), migrated."""
+    target = urlsplit(pg_url)
+    async with tcp_proxy("127.0.0.1", target.port or 5432) as proxy:
+        db = await connect(f"postgresql://postgres@127.0.0.1:{proxy.port}{target.path}", "")
+        await migrate(db)
+        try:
+            yield proxy, db
+        finally:
+            proxy.up()
+            proxy.resume()
+            await db.close()
 
 
 async def test_what_a_key_still_has_in_the_buffer(tmp_path):
@@ -59,21 +76,14 @@ async def test_what_a_key_still_has_in_the_buffer(tmp_path):
 async def test_a_shutdown_says_how_many_records_it_could_not_write(
     pg_url, tmp_path, caplog, spooled
 ):
-    target = urlsplit(pg_url)
-    async with tcp_proxy("127.0.0.1", target.port or 5432) as proxy:
-        db = await connect(f"postgresql://postgres@127.0.0.1:{proxy.port}{target.path}", "")
-        await migrate(db)
+    async with proxied_postgres(pg_url) as (proxy, db):
         spool = Spool(tmp_path / "spool", "test") if spooled else None
         ledger = Ledger(UsageStore(db), flush_interval_s=3600, spool=spool)
-        try:
-            for i in range(7):
-                ledger.record(replace(ROW, request_id=f"r{i}"))
-            proxy.stall()  # the database stops answering mid-conversation
-            with caplog.at_level(logging.ERROR, logger="server.accounting.ledger"):
-                await ledger.aclose(timeout_s=0.5)
-        finally:
-            proxy.resume()
-            await db.close()
+        for i in range(7):
+            ledger.record(replace(ROW, request_id=f"r{i}"))
+        proxy.stall()  # the database stops answering mid-conversation
+        with caplog.at_level(logging.ERROR, logger="server.accounting.ledger"):
+            await ledger.aclose(timeout_s=0.5)
     said = [r.getMessage() for r in caplog.records if r.name == "server.accounting.ledger"]
     if spooled:
         assert said == ["ledger: 7 records left in the spool for the next start "
@@ -196,27 +206,20 @@ async def test_records_spooled_by_a_process_that_died_are_written_once_by_the_ne
 
 @pytest.mark.postgres
 async def test_a_shutdown_retries_a_failing_database_then_says_why_it_gave_up(pg_url, caplog):
-    target = urlsplit(pg_url)
-    async with tcp_proxy("127.0.0.1", target.port or 5432) as proxy:
-        db = await connect(f"postgresql://postgres@127.0.0.1:{proxy.port}{target.path}", "")
-        await migrate(db)
+    async with proxied_postgres(pg_url) as (proxy, db):
         ledger = Ledger(UsageStore(db), flush_interval_s=0.05)
         ledger.start()
-        try:
-            for i in range(4):
-                ledger.record(replace(ROW, request_id=f"r{i}"))
-            proxy.down()  # every connection reset, new ones closed: each write fails fast
-            with caplog.at_level(logging.INFO, logger="server.accounting.ledger"):
-                await asyncio.sleep(0.5)  # the flusher retries, waiting twice as long each time
-                refused = proxy.refused
-                started = time.monotonic()
-                await asyncio.wait_for(ledger.aclose(timeout_s=1.0), 5)
-            # Retried after 0.1, 0.2 and 0.4 s; the next pause would outlast the second.
-            assert 0.6 < time.monotonic() - started < 1.5
-            assert proxy.refused > refused, "no write was retried at shutdown"
-        finally:
-            proxy.up()
-            await db.close()
+        for i in range(4):
+            ledger.record(replace(ROW, request_id=f"r{i}"))
+        proxy.down()  # every connection reset, new ones closed: each write fails fast
+        with caplog.at_level(logging.INFO, logger="server.accounting.ledger"):
+            await asyncio.sleep(0.5)  # the flusher retries, waiting twice as long each time
+            refused = proxy.refused
+            started = time.monotonic()
+            await asyncio.wait_for(ledger.aclose(timeout_s=1.0), 5)
+        # Retried after 0.1, 0.2 and 0.4 s; the next pause would outlast the second.
+        assert 0.6 < time.monotonic() - started < 1.5
+        assert proxy.refused > refused, "no write was retried at shutdown"
     said = [r.getMessage() for r in caplog.records if r.name == "server.accounting.ledger"]
     assert len(said) >= 3, said
     for message, wait in zip(said, ("0.1", "0.2"), strict=False):
@@ -229,22 +232,15 @@ async def test_a_shutdown_retries_a_failing_database_then_says_why_it_gave_up(pg
 
 @pytest.mark.postgres
 async def test_a_shutdown_does_not_wait_on_a_write_the_database_never_answers(pg_url, caplog):
-    target = urlsplit(pg_url)
-    async with tcp_proxy("127.0.0.1", target.port or 5432) as proxy:
-        db = await connect(f"postgresql://postgres@127.0.0.1:{proxy.port}{target.path}", "")
-        await migrate(db)
+    async with proxied_postgres(pg_url) as (proxy, db):
         ledger = Ledger(UsageStore(db), batch_size=1, flush_interval_s=3600)
         ledger.start()
-        try:
-            proxy.stall()  # the database stops answering
-            ledger.record(ROW)  # a full batch: the flusher's write hangs on it
-            await asyncio.sleep(0.2)
-            with caplog.at_level(logging.ERROR, logger="server.accounting.ledger"):
-                started = time.monotonic()
-                await asyncio.wait_for(ledger.aclose(timeout_s=0.5), 5)
-            assert time.monotonic() - started < 1.0  # its timeout, and no wait past it
-        finally:
-            proxy.resume()
-            await db.close()
+        proxy.stall()  # the database stops answering
+        ledger.record(ROW)  # a full batch: the flusher's write hangs on it
+        await asyncio.sleep(0.2)
+        with caplog.at_level(logging.ERROR, logger="server.accounting.ledger"):
+            started = time.monotonic()
+            await asyncio.wait_for(ledger.aclose(timeout_s=0.5), 5)
+        assert time.monotonic() - started < 1.0  # its timeout, and no wait past it
     said = [r.getMessage() for r in caplog.records if r.name == "server.accounting.ledger"]
     assert said == ["ledger: 1 records lost at shutdown (the database did not answer)"]
