@@ -21,6 +21,9 @@ from tests.support.faults import tcp_proxy
 from tests.support.gateways import running_gateway, start_process, stop_process, write_config
 from tests.support.grpc_stubs import API, ROUTER, Stubs
 from tests.support.shared_state import AdminClient, config_with
+from tests.support.upstreams.anthropic import AnthropicWire
+from tests.support.upstreams.base import Usage, serving
+from tests.support.upstreams.config import model, provider, with_models
 
 HELLO = [chat.ChatMessage(role="user", content="hello")]
 
@@ -106,6 +109,23 @@ async def test_a_row_carries_every_cost_and_the_route_that_chose_its_model(tmp_p
     # The answer shows the difficulty to four places; the row keeps it whole.
     assert second["difficulty"] == pytest.approx(routed.route.difficulty, abs=5e-5)
     assert "infinitely many primes" in second["prompt"]
+
+
+async def test_a_rows_cache_writes_and_their_cost_are_the_callers(tmp_path):
+    async with serving(AnthropicWire()) as fake:
+        fake.usage = Usage(prompt_tokens=100, cached_tokens=60, cache_write_tokens=25,
+                           cache_write_1h_tokens=10)  # fmt: skip
+        data = with_models(model("an", provider("an-1", "anthropic", fake.url)))
+        data["storage"] = {"sqlite_path": str(tmp_path / "gw.db")}
+        async with running_gateway(data) as gw:
+            async with grpc.aio.insecure_channel(f"127.0.0.1:{gw.grpc_port}") as channel:
+                answer = await Stubs(channel).chat.CreateChatCompletion(_chat("an"), metadata=API)
+            await gw.gateway.accounts.ledger.flush()
+            (row,) = await gw.gateway.store.db.fetch("SELECT * FROM usage_records")
+    assert answer.usage.HasField("cache_write_cost_usd")
+    assert row["cache_write_tokens"] == 25
+    assert row["cache_write_cost_usd"] == pytest.approx(answer.usage.cache_write_cost_usd)
+    assert row["total_cost_usd"] == pytest.approx(answer.usage.total_cost_usd)
 
 
 async def test_failed_calls_are_recorded_as_their_failure_never_ok(tmp_path):
