@@ -24,6 +24,7 @@ from tests.support.shared_state import AdminClient, config_with
 from tests.support.upstreams.anthropic import AnthropicWire
 from tests.support.upstreams.base import Usage, serving
 from tests.support.upstreams.config import model, provider, with_models
+from tests.support.upstreams.openai import OpenAIWire
 
 HELLO = [chat.ChatMessage(role="user", content="hello")]
 
@@ -111,21 +112,36 @@ async def test_a_row_carries_every_cost_and_the_route_that_chose_its_model(tmp_p
     assert "infinitely many primes" in second["prompt"]
 
 
-async def test_a_rows_cache_writes_and_their_cost_are_the_callers(tmp_path):
-    async with serving(AnthropicWire()) as fake:
-        fake.usage = Usage(prompt_tokens=100, cached_tokens=60, cache_write_tokens=25,
-                           cache_write_1h_tokens=10)  # fmt: skip
-        data = with_models(model("an", provider("an-1", "anthropic", fake.url)))
+async def test_a_row_holds_the_callers_token_details_and_cache_hits(tmp_path):
+    async with serving(AnthropicWire()) as claude, serving(OpenAIWire()) as oa:
+        claude.usage = Usage(prompt_tokens=100, cached_tokens=60, cache_write_tokens=25,
+                             cache_write_1h_tokens=10)  # fmt: skip
+        oa.usage = Usage(prompt_tokens=30, reasoning_tokens=7)
+        data = with_models(model("an", provider("an-1", "anthropic", claude.url)),
+                           model("oa", provider("oa-1", "openai", oa.url)))  # fmt: skip
         data["storage"] = {"sqlite_path": str(tmp_path / "gw.db")}
+        data["response_cache"] = {"keys": ["*"]}
         async with running_gateway(data) as gw:
             async with grpc.aio.insecure_channel(f"127.0.0.1:{gw.grpc_port}") as channel:
-                answer = await Stubs(channel).chat.CreateChatCompletion(_chat("an"), metadata=API)
+                create = Stubs(channel).chat.CreateChatCompletion
+                written = await create(_chat("an"), metadata=API)
+                paid = await create(_chat("oa", temperature=0), metadata=API)
+                hit = await create(_chat("oa", temperature=0), metadata=API)
             await gw.gateway.accounts.ledger.flush()
-            (row,) = await gw.gateway.store.db.fetch("SELECT * FROM usage_records")
-    assert answer.usage.HasField("cache_write_cost_usd")
-    assert row["cache_write_tokens"] == 25
-    assert row["cache_write_cost_usd"] == pytest.approx(answer.usage.cache_write_cost_usd)
-    assert row["total_cost_usd"] == pytest.approx(answer.usage.total_cost_usd)
+            rows = await gw.gateway.store.db.fetch("SELECT * FROM usage_records ORDER BY id")
+    anthropic_row, paid_row, hit_row = rows
+    assert written.usage.HasField("cache_write_cost_usd")
+    assert (anthropic_row["cache_write_tokens"], anthropic_row["cache_write_1h_tokens"]) == (25, 10)
+    assert anthropic_row["cache_write_cost_usd"] == pytest.approx(
+        written.usage.cache_write_cost_usd
+    )
+    assert anthropic_row["total_cost_usd"] == pytest.approx(written.usage.total_cost_usd)
+    assert (
+        paid_row["reasoning_tokens"] == paid.usage.completion_tokens_details.reasoning_tokens == 7
+    )
+    assert not paid_row["response_cached"]
+    assert hit.usage.response_cached and hit_row["response_cached"]
+    assert hit_row["total_cost_usd"] == 0
 
 
 async def test_failed_calls_are_recorded_as_their_failure_never_ok(tmp_path):
