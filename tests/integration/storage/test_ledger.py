@@ -142,6 +142,9 @@ async def test_a_row_holds_the_callers_token_details_and_cache_hits(tmp_path):
     assert not paid_row["response_cached"]
     assert hit.usage.response_cached and hit_row["response_cached"]
     assert hit_row["total_cost_usd"] == 0
+    # The times the caller was told, to the microsecond.
+    assert anthropic_row["ttft_ms"] == pytest.approx(written.usage.ttft_ms, abs=1e-3)
+    assert paid_row["ttft_ms"] == pytest.approx(paid.usage.ttft_ms, abs=1e-3)
 
 
 async def test_failed_calls_are_recorded_as_their_failure_never_ok(tmp_path):
