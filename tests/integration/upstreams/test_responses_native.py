@@ -169,7 +169,7 @@ async def test_a_whole_answer_from_the_upstream_and_its_usage(setup: Any) -> Non
 
 
 TOOLS = [{"type": "function", "name": name, "parameters": {"type": "object"}}
-         for name in ("get_weather", "get_time")]  # fmt: skip
+         for name in ("get_weather", "get_time", "get_news")]  # fmt: skip
 
 
 def calls(output: list[dict[str, Any]]) -> list[tuple[str, str, str]]:
@@ -190,8 +190,9 @@ async def test_function_calls_in_parallel_each_with_its_own_arguments(
     n = len(one.seen) - 1  # the fake numbers its answers
     arguments = '{"city": "Paris"}'
     assert calls(final["output"]) == [
-        (f"call_up{n}_0", "get_weather", arguments), (f"call_up{n}_1", "get_time", arguments)
-    ]  # fmt: skip
+        (f"call_up{n}_{i}", name, arguments)
+        for i, name in enumerate(("get_weather", "get_time", "get_news"))
+    ]
     assert final["status"] == "completed"
     if body["stream"]:
         # Each call's fragments reach the caller under that call's own item.
@@ -205,7 +206,7 @@ async def test_function_calls_in_parallel_each_with_its_own_arguments(
         for kind, data in seen:
             if kind == "response.function_call_arguments.delta":
                 pieces[data["item_id"]] = pieces.get(data["item_id"], "") + data["delta"]
-        assert pieces == {ids[f"call_up{n}_0"]: arguments, ids[f"call_up{n}_1"]: arguments}
+        assert pieces == {ids[f"call_up{n}_{i}"]: arguments for i in range(3)}
     named = await client.post("/v1/responses", json={
         **body, "tool_choice": {"type": "function", "name": "get_time"}})  # fmt: skip
     final = events(named.text)[-1][1]["response"] if body["stream"] else named.json()
@@ -235,6 +236,12 @@ async def test_a_failure_the_upstream_reports_fails_the_response(setup: Any, how
         "all providers of model native-unary failed "
         "(native-unary-primary: upstream failed: The model failed, key [redacted])"
     )
+    # A failure that gives no message still says the upstream failed.
+    one.wire.failure = {"code": "server_error"}
+    unsaid = await client.post("/v1/responses", json={"model": "native-unary", "input": "Hi"})
+    assert unsaid.json()["error"]["message"] == (
+        "all providers of model native-unary failed (native-unary-primary: upstream failed: failed)"
+    )
 
 
 async def test_a_stream_that_ends_without_its_terminal_event_fails(setup: Any) -> None:
@@ -244,7 +251,9 @@ async def test_a_stream_that_ends_without_its_terminal_event_fails(setup: Any) -
                                                  "stream": True})  # fmt: skip
     kind, data = events(r.text)[-1]
     assert kind == "response.failed"
-    assert "stream ended without response.completed" in data["response"]["error"]["message"]
+    assert data["response"]["error"]["message"] == (
+        "native-primary: malformed answer (stream ended without response.completed)"
+    )
 
 
 @pytest.mark.parametrize("model_name", ["native", "native-unary"])
@@ -270,7 +279,9 @@ async def test_a_response_cut_short_says_why(
 
 
 @pytest.mark.parametrize("model_name", ["native", "native-unary"])
-async def test_usage_as_the_upstream_reports_it(setup: Any, model_name: str) -> None:
+async def test_usage_as_the_upstream_reports_it(
+    setup: Any, model_name: str, caplog: pytest.LogCaptureFixture
+) -> None:
     client, one, _ = setup
     stream = model_name == "native"
 
@@ -310,6 +321,12 @@ async def test_usage_as_the_upstream_reports_it(setup: Any, model_name: str) -> 
         else:
             assert status == 502, got
             assert f"{field} is not a token count" in got["error"]["message"], got
+    if stream:  # the first unusable report is logged, naming its provider
+        said = [r.getMessage() for r in caplog.records if "unusable usage" in r.getMessage()]
+        assert said[:1] == [
+            "native-primary: unusable usage report (usage.input_tokens is not a token count: "
+            "11); counting tokens instead"
+        ]
 
 
 async def test_an_upstream_that_keeps_nothing_gets_the_whole_conversation(setup: Any) -> None:

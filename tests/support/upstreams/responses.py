@@ -76,6 +76,7 @@ class ResponsesWire:
     # Encrypted reasoning this upstream handed out, in order.
     issued: list[str] = field(default_factory=list)
     fail: Literal["failed", "error"] | None = None
+    failure: dict[str, Any] = field(default_factory=lambda: dict(FAILURE))
     incomplete_reason: str = "max_output_tokens"
     usage: Any = None
     # False: the upstream keeps no response (it answers `store: false` whatever was asked).
@@ -128,11 +129,13 @@ class ResponsesWire:
                  "arguments": json.dumps(shapes.ARGUMENTS)}
             )  # fmt: skip
         if not calls:
-            text = "".join(reply.tokens)
+            # The text in two parts, as a reply with an annotation boundary comes.
+            parts = ["".join(reply.tokens[:1]), "".join(reply.tokens[1:])]
             items.append(
                 {"id": f"msg_up{n}", "type": "message", "status": "completed",
                  "role": "assistant",
-                 "content": [{"type": "output_text", "text": text, "annotations": []}]}
+                 "content": [{"type": "output_text", "text": t, "annotations": []}
+                             for t in parts if t]}
             )  # fmt: skip
         return f"resp_up{n}", items
 
@@ -156,7 +159,7 @@ class ResponsesWire:
             "error": None, "usage": usage,
         }  # fmt: skip
         if self.fail is not None:
-            response.update(status="failed", incomplete_details=None, error=FAILURE)
+            response.update(status="failed", incomplete_details=None, error=self.failure)
         return response
 
     def unary(self, path: str, body: dict[str, Any], reply: Reply) -> tuple[dict[str, str], Any]:
@@ -203,8 +206,7 @@ class ResponsesWire:
             after.append(ev("response.output_item.done", output_index=index, item=last))
         response = self._response(rid, body, reply, items)
         if self.fail == "error":
-            after.append(ev("error", code=FAILURE["code"], message=FAILURE["message"],
-                            param=None))  # fmt: skip
+            after.append(ev("error", **self.failure, param=None))
         elif self.fail == "failed":
             after.append(ev("response.failed", response=response))
         elif reply.finish == "stop":
