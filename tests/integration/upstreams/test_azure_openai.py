@@ -192,6 +192,16 @@ def test_one_sign_in_and_a_token_file_that_exists(tmp_path: Path):
         build(api_key_env=None, token_file=str(tmp_path / "absent"))
     with pytest.raises(ConfigError, match=r"params\.token_env: environment variable NO_SUCH_"):
         build(api_key_env=None, token_env="NO_SUCH_TOKEN_VARIABLE")
+    with pytest.raises(ConfigError, match=r"^models\[0\]\.providers\[0\]\.params\.api_key_env"):
+        build(api_key_env="NO_SUCH_KEY_VARIABLE")
+
+
+def test_the_deployment_and_api_version_are_escaped_whole():
+    entry = azure("http://127.0.0.1:9", deployment="a/b c", api_version="2024/x y")
+    built = registry.build(ProviderConfig.model_validate(entry), "p")
+    assert built.path("/chat/completions") == (  # type: ignore[attr-defined]
+        "/openai/deployments/a%2Fb%20c/chat/completions?api-version=2024%2Fx%20y"
+    )
 
 
 async def test_the_messages_and_responses_dialects_reach_azure(fake: FakeUpstream):
