@@ -44,11 +44,11 @@ def test_messages_split_anywhere_decode_the_same():
 def test_a_bad_crc_is_refused():
     broken = bytearray(STREAM[1])
     broken[-6] ^= 0xFF  # a payload byte: the message CRC no longer matches
-    with pytest.raises(ProtocolViolation, match="message CRC"):
+    with pytest.raises(ProtocolViolation, match="^event-stream message CRC mismatch$"):
         decoded([STREAM[0], bytes(broken)])
     prelude = bytearray(STREAM[0])
     prelude[3] ^= 0x01
-    with pytest.raises(ProtocolViolation, match="prelude CRC"):
+    with pytest.raises(ProtocolViolation, match="^event-stream prelude CRC mismatch$"):
         decoded([bytes(prelude)])
 
 
@@ -60,12 +60,16 @@ def test_an_oversized_message_is_refused_before_it_is_read():
 
 
 def test_a_stream_cut_inside_a_message_is_refused():
-    with pytest.raises(ProtocolViolation, match="ended inside a message"):
+    with pytest.raises(ProtocolViolation, match="^the event stream ended inside a message$"):
         decoded([WHOLE[:-3]])
 
 
 def test_inconsistent_lengths_and_unknown_header_types_are_refused():
     prelude = struct.pack(">II", 20, 50)
+    with pytest.raises(ProtocolViolation, match="^event-stream message lengths are inconsistent$"):
+        decoded([prelude + struct.pack(">I", zlib.crc32(prelude)) + b"\0" * 8])
+    # Headers that would run into the message's CRC.
+    prelude = struct.pack(">II", 20, 5)
     with pytest.raises(ProtocolViolation, match="inconsistent"):
         decoded([prelude + struct.pack(">I", zlib.crc32(prelude)) + b"\0" * 8])
     odd = frame({"a": "b"}, b"{}")
@@ -108,6 +112,14 @@ def test_every_header_type_is_read_by_its_own_size():
     assert decoded_message.payload == b"{}"
 
 
+def test_a_header_value_longer_than_32k_is_read_by_its_unsigned_length():
+    value = b"x" * 40_000
+    (read,) = Decoder(1 << 20).feed(
+        message(header("big", 6, struct.pack(">H", len(value)) + value))
+    )
+    assert read.headers == {"big": value}
+
+
 def test_the_smallest_messages_and_lengths_at_their_bounds():
     # No headers and no payload: 16 bytes, the least a message can be.
     (empty,) = Decoder(16).feed(message(b""))
@@ -136,5 +148,5 @@ def test_the_smallest_messages_and_lengths_at_their_bounds():
     ],
 )
 def test_malformed_headers_are_refused(headers: bytes):
-    with pytest.raises(ProtocolViolation, match="event-stream headers are malformed"):
+    with pytest.raises(ProtocolViolation, match="^event-stream headers are malformed$"):
         list(Decoder(1 << 20).feed(message(headers)))
