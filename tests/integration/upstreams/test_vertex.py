@@ -15,6 +15,7 @@ import pytest
 
 from server.base.config import ConfigError, ProviderConfig
 from server.providers import registry
+from server.providers.vertex import publisher
 from tests.support.gateways import API_KEY, openai_gateway
 from tests.support.upstreams.base import TEXT, serving
 from tests.support.upstreams.config import model, provider, with_models
@@ -222,3 +223,57 @@ async def test_the_token_endpoint_refuses_a_key_it_does_not_know(tmp_path: Path)
                 await sdk.chat.completions.create(model="m", messages=HELLO)
     assert endpoint.problems == ["bad signature"] and tokens.issued == [] and fake.seen == []
     assert "cannot get an access token (RefreshError)" in failed.value.message
+
+
+# The paths below base_url (which ends in the API version).
+PLACE_PATH = f"/projects/{PROJECT}/locations/{LOCATION}/publishers"
+
+
+def test_the_publisher_named_or_implied_by_the_model():
+    assert publisher({"publisher": "anthropic", "model": "gemini-x"}) == "anthropic"
+    assert publisher({"publisher": "google", "model": "claude-x"}) == "google"
+    assert publisher({"model": "claude-sonnet-4@20250514"}) == "anthropic"
+    assert publisher({"model": "gemini-2.5-pro"}) == publisher({}) == "google"
+
+
+@pytest.mark.parametrize("kind", ["gemini-fake", "claude-fake@20250101"])
+def test_each_publishers_paths_id_and_config_errors(
+    kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    token = tmp_path / "token"
+    token.write_text("ya29.t")
+
+    def build(**params: Any) -> Any:
+        entry = vertex("http://127.0.0.1:9", model=kind, **params)
+        return registry.build(ProviderConfig.model_validate(entry), "models[0].providers[0]")
+
+    built = build(token_file=str(token), stream=False)
+    assert built.id == "vertex"
+    if kind.startswith("claude"):
+        # A version after @ stays as Vertex names it; a unary call is rawPredict.
+        assert built.messages_path() == (
+            f"{PLACE_PATH}/anthropic/models/claude-fake@20250101:rawPredict"
+        )
+    else:
+        assert built.model_path("models/a/b c") == f"{PLACE_PATH}/google/models/a%2Fb%20c"
+    monkeypatch.delenv("NO_SUCH_TOKEN_VARIABLE", raising=False)
+    with pytest.raises(ConfigError, match=r"^models\[0\]\.providers\[0\]\.params\.token_env"):
+        build(token_env="NO_SUCH_TOKEN_VARIABLE")
+    if kind.startswith("claude"):  # the Anthropic adapter's own key check names it too
+        monkeypatch.delenv("NO_SUCH_KEY_VARIABLE", raising=False)
+        with pytest.raises(ConfigError, match=r"^models\[0\]\.providers\[0\]\.params\.api_key"):
+            build(token_file=str(token), api_key_env="NO_SUCH_KEY_VARIABLE")
+
+
+async def test_vertex_embeds_text_not_token_ids(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("VERTEX_TEST_TOKEN", "ya29.given-token")
+    async with serving(VertexGeminiWire(tokens=Tokens(valid={"ya29.given-token"}))) as fake:
+        entry = vertex(
+            fake.url, token_env="VERTEX_TEST_TOKEN", embedding_model="text-embedding-fake"
+        )
+        async with openai_gateway(with_models(model("e", entry))) as (sdk, _):
+            with pytest.raises(openai.BadRequestError) as refused:
+                await sdk.embeddings.create(model="e", input=[[1, 2, 3]])
+    assert refused.value.body["param"] == "input"  # type: ignore[index]
+    assert refused.value.body["message"] == "input: vertex (Vertex) embeds text, not token ids"  # type: ignore[index]
+    assert fake.seen == []
