@@ -174,13 +174,21 @@ def test_sign_in_is_named_and_checked(monkeypatch: pytest.MonkeyPatch, tmp_path:
         entry = vertex("http://127.0.0.1:9", **params)
         registry.build(ProviderConfig.model_validate(entry), "models[0].providers[0]")
 
-    with pytest.raises(ConfigError, match=r"params\.credentials_file: give a service-account"):
+    with pytest.raises(ConfigError) as none_given:
         build()
+    assert str(none_given.value) == (
+        "models[0].providers[0].params.credentials_file: give a service-account key file, "
+        "token_env or token_file (or set GOOGLE_APPLICATION_CREDENTIALS)"
+    )
     with pytest.raises(ConfigError, match="give one of credentials_file, token_env and token_file"):
         build(token_env="A", token_file="b")
     (tmp_path / "junk.json").write_text("{}")
-    with pytest.raises(ConfigError, match=r"params\.credentials_file: not a service-account"):
+    with pytest.raises(ConfigError) as junk:
         build(credentials_file=str(tmp_path / "junk.json"))
+    assert str(junk.value) == (
+        "models[0].providers[0].params.credentials_file: not a service-account key file "
+        "(MalformedError)"
+    )
     monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(tmp_path / "junk.json"))
     with pytest.raises(
         ConfigError, match=r"params\.GOOGLE_APPLICATION_CREDENTIALS: not a service-account"
@@ -277,3 +285,30 @@ async def test_vertex_embeds_text_not_token_ids(monkeypatch: pytest.MonkeyPatch)
     assert refused.value.body["param"] == "input"  # type: ignore[index]
     assert refused.value.body["message"] == "input: vertex (Vertex) embeds text, not token ids"  # type: ignore[index]
     assert fake.seen == []
+
+
+async def test_vertex_embeddings_that_do_not_add_up_are_named(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("VERTEX_TEST_TOKEN", "ya29.given-token")
+    wire = VertexGeminiWire(tokens=Tokens(valid={"ya29.given-token"}))
+    async with serving(wire) as fake:
+        entry = vertex(
+            fake.url, token_env="VERTEX_TEST_TOKEN", embedding_model="text-embedding-fake"
+        )
+        async with openai_gateway(with_models(model("e", entry))) as (sdk, _):
+            wire.statistics = False  # no counts: the gateway estimates them
+            estimated = await sdk.embeddings.create(model="e", input=["one two", "three"])
+            wire.statistics, wire.token_count = True, "many"
+            with pytest.raises(openai.APIStatusError) as malformed:
+                await sdk.embeddings.create(model="e", input=["one"])
+            wire.token_count, wire.embeddings_missing = None, 1
+            with pytest.raises(openai.APIStatusError) as short:
+                await sdk.embeddings.create(model="e", input=["one", "two"])
+    assert estimated.usage.prompt_tokens > 0 and len(estimated.data) == 2
+    assert malformed.value.body["message"] == (  # type: ignore[index]
+        "all providers of model e failed "
+        "(vertex: malformed answer (statistics.token_count is not a token count: many))"
+    )
+    assert short.value.body["message"] == (  # type: ignore[index]
+        "all providers of model e failed "
+        "(vertex: malformed answer (predictions do not match the inputs))"
+    )

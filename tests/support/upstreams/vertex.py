@@ -66,6 +66,10 @@ class Tokens:
 class VertexGeminiWire(GeminiWire):
     tokens: Tokens = field(default_factory=Tokens)
     prefix: str = f"{PREFIX}/google/models/"
+    # `:predict`'s token counts: the words of each input, this value instead, or none
+    # (`statistics` False); `embeddings_missing` leaves predictions out.
+    token_count: Any = None
+    statistics: bool = True
 
     def refusal(self, path: str, headers: dict[str, str], body: dict[str, Any]) -> Refusal | None:
         if (refused := self.tokens.check(headers)) is not None:
@@ -90,11 +94,18 @@ class VertexGeminiWire(GeminiWire):
     def unary(self, path: str, body: dict[str, Any], reply: Reply) -> tuple[dict[str, str], Any]:
         if self.method(path)[1] == "predict":
             size = (body.get("parameters") or {}).get("outputDimensionality") or 8
-            return {}, {"predictions": [
-                {"embeddings": {"values": [len(i["content"]) / 10] * size,
-                                "statistics": {"token_count": len(i["content"].split()),
-                                               "truncated": False}}}
-                for i in body["instances"]]}  # fmt: skip
+            instances = body["instances"][: len(body["instances"]) - self.embeddings_missing]
+            predictions = []
+            for i in instances:
+                embedding: dict[str, Any] = {"values": [len(i["content"]) / 10] * size}
+                if self.statistics:
+                    used = self.token_count
+                    embedding["statistics"] = {
+                        "token_count": len(i["content"].split()) if used is None else used,
+                        "truncated": False,
+                    }
+                predictions.append({"embeddings": embedding})
+            return {}, {"predictions": predictions}
         return super().unary(path, body, reply)
 
 
