@@ -225,3 +225,32 @@ async def test_the_messages_and_responses_dialects_reach_azure(fake: FakeUpstrea
     for seen in fake.seen:
         assert seen.path == f"/openai/deployments/{DEPLOYMENT}/chat/completions"
         assert seen.body["messages"][0] == {"role": "system", "content": "Be brief."}
+
+
+class EchoingAzure(AzureWire):
+    """Azure answering errors that quote the token it was given, bare."""
+
+    def error(self, status: int) -> Any:
+        return {"error": {"message": f"token {self.token} is not allowed here", "code": "500"}}
+
+
+@pytest.mark.parametrize("source", ["token_env", "token_file"])
+async def test_a_token_an_upstream_quotes_back_never_reaches_the_caller(
+    source: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    # A token of its own: a token once remembered stays redacted in this process.
+    token = f"entra-token-quoted-by-{source}"
+    monkeypatch.setenv("AZURE_TEST_TOKEN", token)
+    (tmp_path / "token").write_text(token)
+    given = {"token_env": "AZURE_TEST_TOKEN", "token_file": str(tmp_path / "token")}
+    async with serving(EchoingAzure(token=token)) as fake:
+        fake.faults = [Fault("status", 500)]
+        entry = azure(fake.url, deployment=DEPLOYMENT, api_key_env=None,
+                      **{source: given[source]})  # fmt: skip
+        async with openai_gateway(with_models(model("m", entry))) as (sdk, _):
+            with pytest.raises(openai.APIStatusError) as failed:
+                await sdk.chat.completions.create(model="m", messages=HELLO)  # type: ignore[arg-type]
+    assert failed.value.body["message"] == (  # type: ignore[index]
+        "all providers of model m failed "
+        "(azure: upstream answered HTTP 500: token [redacted] is not allowed here)"
+    )
