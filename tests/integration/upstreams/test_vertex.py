@@ -6,6 +6,8 @@ Google token endpoint (and are refreshed before they expire), or with a given to
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +19,7 @@ from server.base.config import ConfigError, ProviderConfig
 from server.providers import registry
 from server.providers.vertex import publisher
 from tests.support.gateways import API_KEY, openai_gateway
-from tests.support.upstreams.base import TEXT, serving
+from tests.support.upstreams.base import TEXT, FakeUpstream, serving
 from tests.support.upstreams.config import model, provider, with_models
 from tests.support.upstreams.vertex import (
     LOCATION,
@@ -36,6 +38,21 @@ PLACE = {"project": PROJECT, "location": LOCATION, "api_key_env": None}
 
 def vertex(url: str, **params: Any) -> dict[str, Any]:
     return provider("vertex", "vertex", url, **{**PLACE, **params})
+
+
+@asynccontextmanager
+async def embedder(
+    monkeypatch: pytest.MonkeyPatch,
+) -> AsyncIterator[tuple[VertexGeminiWire, FakeUpstream, openai.AsyncOpenAI]]:
+    """A gateway whose model `e` embeds on a fake Vertex, signed in by a given token."""
+    monkeypatch.setenv("VERTEX_TEST_TOKEN", "ya29.given-token")
+    wire = VertexGeminiWire(tokens=Tokens(valid={"ya29.given-token"}))
+    async with serving(wire) as fake:
+        entry = vertex(
+            fake.url, token_env="VERTEX_TEST_TOKEN", embedding_model="text-embedding-fake"
+        )
+        async with openai_gateway(with_models(model("e", entry))) as (sdk, _):
+            yield wire, fake, sdk
 
 
 def key_file(tmp_path: Path, info: dict[str, Any]) -> str:
@@ -119,13 +136,8 @@ async def test_claude_on_vertex_over_messages_and_chat(monkeypatch: pytest.Monke
 
 
 async def test_embeddings_by_predict(monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setenv("VERTEX_TEST_TOKEN", "ya29.given-token")
-    async with serving(VertexGeminiWire(tokens=Tokens(valid={"ya29.given-token"}))) as fake:
-        entry = vertex(
-            fake.url, token_env="VERTEX_TEST_TOKEN", embedding_model="text-embedding-fake"
-        )
-        async with openai_gateway(with_models(model("e", entry))) as (sdk, _):
-            made = await sdk.embeddings.create(model="e", input=["one two", "three"], dimensions=3)
+    async with embedder(monkeypatch) as (_, fake, sdk):
+        made = await sdk.embeddings.create(model="e", input=["one two", "three"], dimensions=3)
     assert [len(d.embedding) for d in made.data] == [3, 3]
     assert made.usage.prompt_tokens == 3, "Vertex's own token counts"
     assert fake.seen[0].path == f"{PREFIX}/google/models/text-embedding-fake:predict"
@@ -274,35 +286,24 @@ def test_each_publishers_paths_id_and_config_errors(
 
 
 async def test_vertex_embeds_text_not_token_ids(monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setenv("VERTEX_TEST_TOKEN", "ya29.given-token")
-    async with serving(VertexGeminiWire(tokens=Tokens(valid={"ya29.given-token"}))) as fake:
-        entry = vertex(
-            fake.url, token_env="VERTEX_TEST_TOKEN", embedding_model="text-embedding-fake"
-        )
-        async with openai_gateway(with_models(model("e", entry))) as (sdk, _):
-            with pytest.raises(openai.BadRequestError) as refused:
-                await sdk.embeddings.create(model="e", input=[[1, 2, 3]])
+    async with embedder(monkeypatch) as (_, fake, sdk):
+        with pytest.raises(openai.BadRequestError) as refused:
+            await sdk.embeddings.create(model="e", input=[[1, 2, 3]])
     assert refused.value.body["param"] == "input"  # type: ignore[index]
     assert refused.value.body["message"] == "input: vertex (Vertex) embeds text, not token ids"  # type: ignore[index]
     assert fake.seen == []
 
 
 async def test_vertex_embeddings_that_do_not_add_up_are_named(monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setenv("VERTEX_TEST_TOKEN", "ya29.given-token")
-    wire = VertexGeminiWire(tokens=Tokens(valid={"ya29.given-token"}))
-    async with serving(wire) as fake:
-        entry = vertex(
-            fake.url, token_env="VERTEX_TEST_TOKEN", embedding_model="text-embedding-fake"
-        )
-        async with openai_gateway(with_models(model("e", entry))) as (sdk, _):
-            wire.statistics = False  # no counts: the gateway estimates them
-            estimated = await sdk.embeddings.create(model="e", input=["one two", "three"])
-            wire.statistics, wire.token_count = True, "many"
-            with pytest.raises(openai.APIStatusError) as malformed:
-                await sdk.embeddings.create(model="e", input=["one"])
-            wire.token_count, wire.embeddings_missing = None, 1
-            with pytest.raises(openai.APIStatusError) as short:
-                await sdk.embeddings.create(model="e", input=["one", "two"])
+    async with embedder(monkeypatch) as (wire, _, sdk):
+        wire.statistics = False  # no counts: the gateway estimates them
+        estimated = await sdk.embeddings.create(model="e", input=["one two", "three"])
+        wire.statistics, wire.token_count = True, "many"
+        with pytest.raises(openai.APIStatusError) as malformed:
+            await sdk.embeddings.create(model="e", input=["one"])
+        wire.token_count, wire.embeddings_missing = None, 1
+        with pytest.raises(openai.APIStatusError) as short:
+            await sdk.embeddings.create(model="e", input=["one", "two"])
     assert estimated.usage.prompt_tokens > 0 and len(estimated.data) == 2
     assert malformed.value.body["message"] == (  # type: ignore[index]
         "all providers of model e failed "
