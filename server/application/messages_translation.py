@@ -39,6 +39,7 @@ from server.application import cache_marks, schemas
 from server.application.validation import MAX_TOKENS_CEILING
 from server.base.errors import InvalidArgument
 from server.base.generation import (
+    GATEWAY_SIGNATURE,
     TOOL_SIGNATURE,
     DocumentPart,
     GenerationRequest,
@@ -48,8 +49,10 @@ from server.base.generation import (
     Part,
     TextPart,
     Thinking,
+    Thought,
     ToolCall,
     ToolSpec,
+    unseal,
 )
 
 GenerateRequest = service.CreateMessageRequest | service.StreamMessageRequest
@@ -125,6 +128,7 @@ class Reader:
     def assistant(self, blocks: Sequence[pb.ContentBlock], where: str) -> Message:
         texts: list[str] = []
         calls: list[ToolCall] = []
+        thoughts: list[Thought] = []
         signature: str | None = None  # of the next tool call (TOOL_SIGNATURE)
         for j, block in enumerate(blocks):
             at = f"{where}.content[{j}]"
@@ -138,11 +142,18 @@ class Reader:
                 self.thinking_block(block, at)
                 if block.signature.startswith(TOOL_SIGNATURE):
                     signature = block.signature.removeprefix(TOOL_SIGNATURE)
+                elif block.signature.startswith(GATEWAY_SIGNATURE):
+                    sealed = block.signature.removeprefix(GATEWAY_SIGNATURE)
+                    if unseal(sealed) is not None:
+                        thoughts.append(Thought(block.thinking, sealed))
             elif block.type in ("image", "document", "tool_result"):
                 raise InvalidArgument.for_field(f"{at}.type", f"{block.type} is not allowed here")
             else:
                 self.native(at)  # a server tool's block, for Anthropic upstreams
-        return Message(role="assistant", content="".join(texts), tool_calls=tuple(calls))
+        return Message(
+            role="assistant", content="".join(texts), tool_calls=tuple(calls),
+            thoughts=tuple(thoughts),
+        )  # fmt: skip
 
     def user(self, blocks: Sequence[pb.ContentBlock], where: str) -> list[Message]:
         """Tool results first (each a `tool` message answering the call before), then
@@ -267,7 +278,8 @@ class Reader:
         return Message(role="tool", content=text, tool_call_id=block.tool_use_id), images
 
     def thinking_block(self, block: pb.ContentBlock, at: str) -> None:
-        """Checks an earlier turn's thinking; the generic request leaves it out."""
+        """Checks an earlier turn's thinking; the generic request keeps only what one of
+        the gateway's providers signed (Thought), for that provider."""
         _plain(block, at)
         if block.type == "thinking" and not block.HasField("signature"):
             raise InvalidArgument.for_field(f"{at}.signature", "is required")

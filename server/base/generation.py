@@ -104,6 +104,16 @@ class ToolCall:
 
 
 @dataclass(frozen=True, slots=True)
+class Thought:
+    """A thinking block of an earlier assistant turn, given back: its text and the
+    signature of the provider that made it, sealed with that provider's id (`seal`).
+    Providers that want reasoning back in a tool loop (Bedrock) replay their own."""
+
+    text: str
+    signature: str
+
+
+@dataclass(frozen=True, slots=True)
 class Message:
     role: str
     # The text; for content given as parts, its text parts joined.
@@ -116,6 +126,8 @@ class Message:
     # A prompt-cache breakpoint after this message, with its lifetime (`5m` or `1h`):
     # the caller's cache_control, for providers that cache on request.
     cache: str | None = None
+    # The turn's reasoning, before its text and calls (assistant turns).
+    thoughts: tuple[Thought, ...] = ()
 
     @property
     def images(self) -> tuple[ImagePart, ...]:

@@ -24,7 +24,11 @@ each message, system text or tool the caller marked with cache_control, and with
 
 Replies: text, `toolUse` (streamed as contentBlockStart + input deltas) and
 `reasoningContent` (reasoning, shown when thinking was asked; its signature is sealed
-as the gateway's own, so no other provider is ever given it). Stop reasons: end_turn
+as the gateway's own, so no other provider is ever given it). Given back (a Messages
+thinking block), that reasoning starts its turn again, as Anthropic's models on Bedrock
+want it with thinking on; a tool loop whose calling turn holds none of this provider's
+reasoning (made with thinking off, or elsewhere before a failover) is sent without
+thinking, which Bedrock would otherwise refuse. Stop reasons: end_turn
 and stop_sequence -> stop, max_tokens and model_context_window_exceeded -> length,
 tool_use -> tool_calls, guardrail_intervened and content_filtered -> content_filter.
 Usage: Bedrock's inputTokens exclude cache reads and writes (as Anthropic's do), so
@@ -72,6 +76,7 @@ from server.base.generation import (
     TokenCounts,
     ToolCallDelta,
     seal,
+    unseal,
 )
 from server.providers import eventstream
 from server.providers.http import (
@@ -178,8 +183,13 @@ class BedrockProvider:
     def body(self, request: GenerationRequest) -> dict[str, Any]:
         p = self.params
         body: dict[str, Any] = {}
+        thinking = request.thinking
+        if thinking is not None and (
+            thinking.type != "enabled" or not _may_think(request.messages, self.id)
+        ):
+            thinking = None
         if request.is_chat:
-            body["messages"] = _turns(request.messages)
+            body["messages"] = _turns(request.messages, self.id if thinking else None)
             system = []
             for m in request.messages:
                 if m.role in ("system", "developer") and m.content:
@@ -206,8 +216,7 @@ class BedrockProvider:
         extra = dict(p.additional_model_request_fields or {})
         if request.top_k is not None:
             extra["top_k"] = request.top_k
-        thinking = request.thinking
-        if thinking is not None and thinking.type == "enabled":
+        if thinking is not None:
             extra["thinking"] = {"type": "enabled", "budget_tokens": thinking.budget_tokens}
         if extra:
             body["additionalModelRequestFields"] = extra
@@ -433,13 +442,17 @@ def _cache_point(lifetime: str | None) -> list[dict[str, Any]]:
     return [{"cachePoint": {"type": "default", **({"ttl": "1h"} if lifetime == "1h" else {})}}]
 
 
-def _turns(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
+def _turns(messages: tuple[Message, ...], replaying: str | None) -> list[dict[str, Any]]:
+    """Bedrock's turns; each assistant turn starts with the reasoning the provider
+    `replaying` made in it (with thinking on, Bedrock wants it back)."""
     turns: list[dict[str, Any]] = []
     for m in messages:
         if m.role in ("system", "developer"):
             continue
         role = "assistant" if m.role == "assistant" else "user"
         blocks = _blocks(m)
+        if replaying is not None:
+            blocks = [*_reasoning_of(m, replaying), *blocks]
         if not blocks:
             continue
         if turns and turns[-1]["role"] == role:
@@ -447,6 +460,30 @@ def _turns(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
         else:
             turns.append({"role": role, "content": blocks})
     return turns
+
+
+def _reasoning_of(m: Message, provider: str) -> list[dict[str, Any]]:
+    """The reasoning blocks `provider` made in this turn, as Bedrock gave them."""
+    blocks = []
+    for thought in m.thoughts:
+        unsealed = unseal(thought.signature)
+        if unsealed is not None and unsealed[0] == provider:
+            said = {"text": thought.text, "signature": unsealed[1]}
+            blocks.append({"reasoningContent": {"reasoningText": said}})
+    return blocks
+
+
+def _may_think(messages: tuple[Message, ...], provider: str) -> bool:
+    """Whether thinking may be asked. In a tool loop (the conversation ends in tool
+    results) Bedrock's Anthropic models refuse it unless the turn that made the calls
+    starts with their own reasoning; when that turn has none of this provider's (made
+    with thinking off, or by another provider before a failover), the request goes
+    without thinking rather than fail."""
+    turns = [m for m in messages if m.role not in ("system", "developer")]
+    if not turns or turns[-1].role != "tool":
+        return True
+    last = next((m for m in reversed(turns) if m.role == "assistant"), None)
+    return last is None or bool(_reasoning_of(last, provider))
 
 
 def _blocks(m: Message) -> list[dict[str, Any]]:

@@ -203,6 +203,18 @@ async def test_titan_embeddings_by_invoke_model(fake: FakeUpstream):
     assert fake.problems == []
 
 
+# A tool loop with thinking on whose calling turn does not start with its reasoning.
+LOOP = {
+    "messages": [
+        {"role": "user", "content": [{"text": "Weather?"}]},
+        {"role": "assistant", "content": [
+            {"toolUse": {"toolUseId": "t1", "name": "get_weather", "input": {}}}]},
+        {"role": "user", "content": [{"toolResult": {"toolUseId": "t1", "content": [{"text": "sun"}]}}]},
+    ],
+    "additionalModelRequestFields": {"thinking": {"type": "enabled", "budget_tokens": 1024}},
+}  # fmt: skip
+
+
 @pytest.mark.parametrize(
     ("body", "why"),
     [
@@ -216,6 +228,11 @@ async def test_titan_embeddings_by_invoke_model(fake: FakeUpstream):
             {"text": "x"}, {"cachePoint": {"type": "default", "ttl": "2h"}}]}]}, "ttl"),
         ({"messages": [{"role": "user", "content": [
             {"text": "x"}, *[{"cachePoint": {"type": "default"}}] * 5]}]}, "maximum of 4"),
+        (LOOP, "must start with a thinking block"),
+        ({**LOOP, "messages": [LOOP["messages"][0], {"role": "assistant", "content": [
+            {"reasoningContent": {"reasoningText": {"text": "Changed.", "signature": SIGNATURE}}},
+            *LOOP["messages"][1]["content"]]}, LOOP["messages"][2]]},
+         "messages.1.content.0: Invalid `signature`"),
     ],
 )  # fmt: skip
 def test_the_fakes_field_checks_can_fail(body: dict[str, Any], why: str):
@@ -459,3 +476,57 @@ async def test_titan_embeds_text_not_token_ids(fake: FakeUpstream):
     assert refused.value.body["param"] == "input"  # type: ignore[index]
     assert refused.value.body["message"] == "input: bedrock (Bedrock) embeds text, not token ids"  # type: ignore[index]
     assert fake.seen == []
+
+
+CLAUDE_WEATHER = {"name": "get_weather", "description": "Gets the weather.",
+                  "input_schema": WEATHER["function"]["parameters"]}  # fmt: skip
+THINKING = {"type": "enabled", "budget_tokens": 1024}
+
+
+@pytest.mark.parametrize("stream", [True, False], ids=["stream", "unary"])
+async def test_a_thinking_tool_loop_gives_bedrock_its_reasoning_back(
+    stream: bool, fake: FakeUpstream
+):
+    """Claude Code's loop: the client gives back the thinking block with its tool_use,
+    and Bedrock (as Anthropic's models do) wants it at the start of that turn."""
+    import anthropic
+
+    entries = [model("m", bedrock(fake.url, stream=stream)),
+               model("other", bedrock(fake.url, "other-bedrock", stream=stream))]  # fmt: skip
+    async with running_gateway(with_models(*entries)) as gw:
+        client = anthropic.AsyncAnthropic(
+            base_url=f"http://127.0.0.1:{gw.http_port}", api_key=API_KEY, max_retries=0
+        )
+        async with client:
+            ask = {"role": "user", "content": "Weather in Paris?"}
+            first = await client.messages.create(
+                model="m", max_tokens=2048, messages=[ask],  # type: ignore[list-item]
+                tools=[CLAUDE_WEATHER], thinking=THINKING,  # type: ignore[list-item,arg-type]
+            )  # fmt: skip
+            assert first.content[0].type == "thinking"
+            call = first.content[-1]
+            assert call.type == "tool_use"
+            result = {"type": "tool_result", "tool_use_id": call.id, "content": "Sunny."}
+            loop = [ask, {"role": "assistant", "content": first.content},
+                    {"role": "user", "content": [result]}]  # fmt: skip
+            second = await client.messages.create(
+                model="m", max_tokens=2048, messages=loop,  # type: ignore[arg-type]
+                tools=[CLAUDE_WEATHER], thinking=THINKING,  # type: ignore[list-item,arg-type]
+            )  # fmt: skip
+            # Another provider never made that reasoning: it is not given it, and
+            # thinking is left off rather than refused.
+            elsewhere = await client.messages.create(
+                model="other", max_tokens=2048, messages=loop,  # type: ignore[arg-type]
+                tools=[CLAUDE_WEATHER], thinking=THINKING,  # type: ignore[list-item,arg-type]
+            )  # fmt: skip
+    assert fake.problems == []
+    assert [b.type for b in second.content] == ["thinking", "text"]
+    assert [b.type for b in elsewhere.content] == ["text"]
+    calling = fake.seen[1].body["messages"][1]["content"]
+    assert calling[0] == {"reasoningContent": {"reasoningText": {
+        "text": "".join(REASONING), "signature": SIGNATURE}}}  # fmt: skip
+    assert "toolUse" in calling[-1]
+    assert fake.seen[1].body["additionalModelRequestFields"]["thinking"] == THINKING
+    other = fake.seen[2].body
+    assert "additionalModelRequestFields" not in other
+    assert all("reasoningContent" not in b for m in other["messages"] for b in m["content"])

@@ -11,7 +11,9 @@ service-2.json) has them: an unknown one is Bedrock's ValidationException naming
 A prompt holding GUARDED is stopped by the guardrail (stopReason guardrail_intervened).
 With extended thinking asked (`additionalModelRequestFields.thinking`), the answer
 starts with a `reasoningContent` block: REASONING, then its SIGNATURE (always, with
-`always_reasons`, as models that reason by default answer).
+`always_reasons`, as models that reason by default answer). Reasoning given back must
+be that, unchanged; with thinking on, a conversation that ends in tool results must
+give it back at the start of the turn that made the calls (Anthropic's models' rule).
 """
 
 from __future__ import annotations
@@ -200,8 +202,10 @@ class BedrockWire:
             for j, block in enumerate(message.get("content") or ()):
                 if len(block) != 1 or next(iter(block)) not in BLOCKS:
                     return invalid(f"messages.{i}.content.{j}: a block holds exactly one member")
-                if problem := _media(block):
-                    return invalid(f"messages.{i}.content.{j}.{problem}")
+                if problem := _media(block) or _reasoning(block):
+                    return invalid(f"messages.{i}.content.{j}{problem}")
+        if (problem := self._tool_loop(body)) is not None:
+            return invalid(problem)
         for block in body.get("system") or ():
             if len(block) != 1 or next(iter(block)) not in ("text", "guardContent", "cachePoint"):
                 return invalid("system: a block is text, guardContent or cachePoint")
@@ -260,6 +264,28 @@ class BedrockWire:
         if forced is None and any("toolResult" in b for b in last):
             return None
         return str(forced["name"]) if forced else names[0]
+
+    def _tool_loop(self, body: dict[str, Any]) -> str | None:
+        """Anthropic's rule with thinking on: when the conversation ends in tool results,
+        the assistant turn that made the calls starts with its reasoning."""
+        thinking = (body.get("additionalModelRequestFields") or {}).get("thinking") or {}
+        messages = body["messages"]
+        if thinking.get("type") != "enabled" or len(messages) < 2:
+            return None
+        if not any("toolResult" in b for b in messages[-1]["content"]):
+            return None
+        first = next(iter(messages[-2]["content"][0]))
+        if first == "reasoningContent":
+            return None
+        found = {"toolUse": "tool_use", "text": "text"}.get(first, first)
+        return (
+            f"The model returned the following errors: messages.{len(messages) - 2}.content.0"
+            f".type: Expected `thinking` or `redacted_thinking`, but found `{found}`. When "
+            "`thinking` is enabled, a final `assistant` message must start with a thinking "
+            "block (preceeding the lastmost set of `tool_use` and `tool_result` blocks). We "
+            "recommend you include thinking blocks from previous turns. To avoid this "
+            "requirement, disable `thinking`."
+        )
 
     def _thinks(self, body: dict[str, Any]) -> bool:
         thinking = (body.get("additionalModelRequestFields") or {}).get("thinking") or {}
@@ -342,14 +368,25 @@ def _media(block: dict[str, Any]) -> str | None:
     if formats is None:
         return None
     if value.get("format") not in formats:
-        return f"{kind}.format: must be one of {sorted(formats)}"
+        return f".{kind}.format: must be one of {sorted(formats)}"
     if kind == "document" and not value.get("name"):
-        return "document.name: is required"
+        return ".document.name: is required"
     data = (value.get("source") or {}).get("bytes")
     try:
         base64.b64decode(data, validate=True)
     except (TypeError, ValueError):
-        return f"{kind}.source.bytes: must be base64"
+        return f".{kind}.source.bytes: must be base64"
+    return None
+
+
+def _reasoning(block: dict[str, Any]) -> str | None:
+    """What is wrong with reasoning given back: only what this fake said, as it
+    signed it, is taken (Anthropic's models check the signature)."""
+    if "reasoningContent" not in block:
+        return None
+    if block["reasoningContent"].get("reasoningText") != {"text": "".join(REASONING),
+                                                          "signature": SIGNATURE}:  # fmt: skip
+        return ": Invalid `signature` in `thinking` block"
     return None
 
 
