@@ -19,8 +19,9 @@ from server.base.config import ConfigError, ProviderConfig
 from server.providers import registry
 from server.providers.vertex import publisher
 from tests.support.gateways import API_KEY, openai_gateway
-from tests.support.upstreams.base import TEXT, FakeUpstream, serving
+from tests.support.upstreams.base import TEXT, FakeUpstream, Fault, serving
 from tests.support.upstreams.config import model, provider, with_models
+from tests.support.upstreams.gemini import error
 from tests.support.upstreams.vertex import (
     LOCATION,
     PREFIX,
@@ -312,4 +313,37 @@ async def test_vertex_embeddings_that_do_not_add_up_are_named(monkeypatch: pytes
     assert short.value.body["message"] == (  # type: ignore[index]
         "all providers of model e failed "
         "(vertex: malformed answer (predictions do not match the inputs))"
+    )
+
+
+class EchoingVertex(VertexGeminiWire):
+    """Vertex answering errors that quote the token it was given, bare."""
+
+    def error(self, status: int) -> Any:
+        (token,) = self.tokens.valid
+        return error(status, "INTERNAL", f"token {token} is not allowed here")
+
+
+@pytest.mark.parametrize("source", ["token_env", "token_file", "credentials_file"])
+async def test_a_token_an_upstream_quotes_back_never_reaches_the_caller(
+    source: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    # A token of its own: a token once remembered stays redacted in this process.
+    token = f"ya29.quoted-by-{source}"
+    tokens = Tokens(valid={token}, prefix=f"{token}-")
+    monkeypatch.setenv("VERTEX_TEST_TOKEN", token)
+    (tmp_path / "token").write_text(token)
+    async with token_server(tokens) as (_, info), serving(EchoingVertex(tokens=tokens)) as fake:
+        if source == "credentials_file":
+            tokens.valid.clear()  # only the one the endpoint issues
+        given = {"token_env": "VERTEX_TEST_TOKEN", "token_file": str(tmp_path / "token"),
+                 "credentials_file": key_file(tmp_path, info)}  # fmt: skip
+        fake.faults = [Fault("status", 500)]
+        entry = vertex(fake.url, **{source: given[source]})
+        async with openai_gateway(with_models(model("m", entry))) as (sdk, _):
+            with pytest.raises(openai.APIStatusError) as failed:
+                await sdk.chat.completions.create(model="m", messages=HELLO)  # type: ignore[arg-type]
+    assert failed.value.body["message"] == (  # type: ignore[index]
+        "all providers of model m failed "
+        "(vertex: upstream answered HTTP 500: token [redacted] is not allowed here)"
     )

@@ -54,6 +54,8 @@ class Tokens:
 
     valid: set[str] = field(default_factory=set)
     issued: list[str] = field(default_factory=list)
+    # Of the tokens the endpoint issues, numbered from 1.
+    prefix: str = "ya29.fake-"
 
     def check(self, headers: dict[str, str]) -> Refusal | None:
         auth = headers.get("authorization", "")
@@ -192,7 +194,7 @@ class TokenEndpoint:
         ) or not said.get("iat", 0) - 300 <= now <= said.get("exp", 0):  # fmt: skip
             self.problems.append("bad claims")
             return 400, {"error": "invalid_grant", "error_description": "Invalid JWT claims."}
-        token = f"ya29.fake-{len(self.tokens.issued) + 1}"
+        token = f"{self.tokens.prefix}{len(self.tokens.issued) + 1}"
         self.tokens.issued.append(token)
         self.tokens.valid.add(token)
         return 200, {"access_token": token, "expires_in": self.lifetime_s, "token_type": "Bearer"}
