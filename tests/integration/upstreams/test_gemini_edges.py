@@ -21,10 +21,13 @@ from server.base.generation import (
     ImagePart,
     Message,
     ReasoningDelta,
+    ResponseFormat,
     TextDelta,
+    Thinking,
     TokenCounts,
     ToolCall,
     ToolCallDelta,
+    ToolSpec,
 )
 from tests.integration.upstreams.test_adapters import build, events
 from tests.integration.upstreams.test_answer_edges import answer, replying
@@ -349,3 +352,75 @@ async def test_without_a_key_none_is_sent_and_a_models_path_is_escaped():
     (seen,) = upstream.requests
     assert "x-goog-api-key" not in {k.lower() for k in seen.headers}
     assert seen.path == "/v1beta/models/tunedModels%2Fmy%20model:generateContent"
+
+
+def gemini_body(**request: Any) -> dict[str, Any]:
+    p = build("gemini", "http://127.0.0.1:9", api_key_env=None)
+    return p.body(GenerationRequest(**{"messages": HELLO.messages, **request}))
+
+
+def test_every_sampling_field_under_geminis_name():
+    config = gemini_body(
+        temperature=0.5, top_p=0.9, top_k=40, max_tokens=64, seed=7,
+        presence_penalty=0.1, frequency_penalty=0.2,
+    )["generationConfig"]  # fmt: skip
+    assert config == {"temperature": 0.5, "topP": 0.9, "topK": 40, "maxOutputTokens": 64,
+                      "seed": 7, "presencePenalty": 0.1, "frequencyPenalty": 0.2}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("given", "config"),
+    [
+        (ResponseFormat("json_object"), {"responseMimeType": "application/json"}),
+        (ResponseFormat("json_schema"), {"responseMimeType": "application/json"}),
+        (ResponseFormat("json_schema", "City", {"type": "object"}),
+         {"responseMimeType": "application/json", "responseJsonSchema": {"type": "object"}}),
+    ],
+)  # fmt: skip
+def test_a_response_format_with_its_schema_only_when_one_is_given(
+    given: ResponseFormat, config: dict[str, Any]
+):
+    assert gemini_body(response_format=given)["generationConfig"] == config
+
+
+@pytest.mark.parametrize(
+    ("thinking", "effort", "config"),
+    [
+        (Thinking("enabled", 0), None, {"thinkingBudget": -1, "includeThoughts": True}),
+        (Thinking("enabled", 2048), None, {"thinkingBudget": 2048, "includeThoughts": True}),
+        (Thinking("disabled", effort="low"), None, {"thinkingLevel": "low"}),
+        (None, "extreme", {"thinkingLevel": "high"}),
+        (None, None, None),
+    ],
+)  # fmt: skip
+def test_thinking_as_a_budget_or_a_level(
+    thinking: Thinking | None, effort: str | None, config: dict[str, Any] | None
+):
+    body = gemini_body(thinking=thinking, reasoning_effort=effort)
+    assert (body.get("generationConfig") or {}).get("thinkingConfig") == config
+
+
+def test_a_tools_description_and_parameters_only_when_it_has_them():
+    tools = (ToolSpec("bare"), ToolSpec("full", "Does it all.", {"type": "object"}))
+    body = gemini_body(tools=tools)
+    assert body["tools"] == [{"functionDeclarations": [
+        {"name": "bare"},
+        {"name": "full", "description": "Does it all.", "parametersJsonSchema": {"type": "object"}},
+    ]}]  # fmt: skip
+    assert "toolConfig" not in gemini_body(tool_choice="required")
+
+
+def test_instructions_of_both_roles_are_the_system_instruction_and_turns_merge():
+    body = gemini_body(messages=(
+        Message("system", "Be brief."), Message("developer", "Use French."),
+        Message("user", "Hi."), Message("assistant", ""), Message("user", "Well?"),
+    ))  # fmt: skip
+    assert body["systemInstruction"] == {"parts": [{"text": "Be brief.\n\nUse French."}]}
+    assert body["contents"] == [{"role": "user", "parts": [{"text": "Hi."}, {"text": "Well?"}]}]
+
+
+@pytest.mark.parametrize("prompt", ["Once upon a time", ""])
+def test_a_text_completions_prompt_is_the_one_user_turn(prompt: str):
+    p = build("gemini", "http://127.0.0.1:9", api_key_env=None)
+    body = p.body(GenerationRequest(prompt=prompt))
+    assert body["contents"] == [{"role": "user", "parts": [{"text": prompt}]}]
