@@ -401,8 +401,9 @@ async def check(response: Response, provider: str) -> None:
         answer = await read_json(response)
     except ValueError:
         answer = {}
+    answer = answer if isinstance(answer, dict) else {}  # a proxy's page, say
     header = response.headers.get("x-amzn-ErrorType", "")
-    kind = header.split(":", 1)[0] or str((answer or {}).get("__type", "")).rsplit("#", 1)[-1]
+    kind = header.split(":", 1)[0] or str(answer.get("__type", "")).rsplit("#", 1)[-1]
     meta = {"provider": provider, "upstream_status": str(status), "upstream_error": kind}
     if status in MISCONFIGURED or kind in MISCONFIGURED_KINDS:
         raise UpstreamError(

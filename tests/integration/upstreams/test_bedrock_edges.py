@@ -1,0 +1,261 @@
+"""Bedrock's answers at the edges of its wire, byte for byte, to the adapter: usage
+reports with every count and each one malformed, each stop reason, error answers by
+header or by body, exception and error messages inside an event stream, and Titan's
+token counts."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import pytest
+
+from server.base.embedding import EmbeddingRequest
+from server.base.errors import UpstreamError, UpstreamRejected
+from server.base.generation import (
+    GenerationRequest,
+    Message,
+    ResponseFormat,
+    TokenCounts,
+)
+from tests.integration.upstreams.test_adapters import build, collect
+from tests.support.faults import RawRequest, http_response, raw_upstream
+from tests.support.upstreams.bedrock import event, frame
+
+HELLO = GenerationRequest(messages=(Message("user", "Say hello."),), max_tokens=16)
+STREAM_HEAD = (
+    b"HTTP/1.1 200 OK\r\ncontent-type: application/vnd.amazon.eventstream\r\n"
+    b"connection: close\r\n\r\n"
+)
+
+
+def answered(status: int, body: str, headers: str = "") -> Any:
+    async def handler(request: RawRequest, writer: asyncio.StreamWriter) -> None:
+        head, _, rest = http_response(body, status).partition(b"\r\n")
+        writer.write(head + b"\r\n" + headers.encode() + rest)
+
+    return handler
+
+
+def converse(stop: str | None = "end_turn", **usage: Any) -> str:
+    body: dict[str, Any] = {
+        "output": {"message": {"role": "assistant", "content": [{"text": "Hi"}]}},
+        "usage": {"inputTokens": 5, "outputTokens": 1, **usage},
+    }
+    if stop is not None:
+        body["stopReason"] = stop
+    return json.dumps(body)
+
+
+async def bedrock(handler: Any, request: GenerationRequest = HELLO, stream: bool = False) -> Any:
+    async with raw_upstream(handler) as upstream:
+        p = build("bedrock", upstream.url, stream=stream)
+        try:
+            return await collect(p.generate(request))
+        finally:
+            await p.aclose()
+
+
+async def test_every_count_of_a_usage_report_is_read():
+    details = [{"ttl": "1h", "inputTokens": 3}, {"ttl": "5m", "inputTokens": 4}, "junk"]
+    got = await bedrock(answered(200, converse(
+        inputTokens=10, outputTokens=2, cacheReadInputTokens=6, cacheWriteInputTokens=7,
+        cacheDetails=details,
+    )))  # fmt: skip
+    assert got.finished.counts == TokenCounts(
+        prompt_tokens=23, completion_tokens=2, cached_tokens=6, cache_write_tokens=7,
+        cache_write_1h_tokens=3,
+    )  # fmt: skip
+
+
+async def test_hour_long_writes_never_exceed_the_writes():
+    details = [{"ttl": "1h", "inputTokens": 9}]
+    got = await bedrock(answered(200, converse(cacheWriteInputTokens=4, cacheDetails=details)))
+    assert got.finished.counts.cache_write_1h_tokens == 4
+
+
+@pytest.mark.parametrize(
+    ("usage", "field"),
+    [
+        ({"inputTokens": "5"}, "inputTokens"),
+        ({"outputTokens": -1}, "outputTokens"),
+        ({"cacheReadInputTokens": "6"}, "cacheReadInputTokens"),
+        ({"cacheWriteInputTokens": "7"}, "cacheWriteInputTokens"),
+        ({"cacheWriteInputTokens": 7, "cacheDetails": [{"ttl": "1h", "inputTokens": "3"}]},
+         "cacheDetails.inputTokens"),
+    ],
+)  # fmt: skip
+async def test_a_malformed_count_is_a_malformed_answer_naming_it(usage: Any, field: str):
+    with pytest.raises(UpstreamError) as failed:
+        await bedrock(answered(200, converse(**usage)))
+    assert failed.value.message.startswith(
+        f"bedrock-test: malformed answer ({field} is not a token count: "
+    )
+
+
+async def test_without_input_tokens_the_counts_are_left_to_the_gateway():
+    body = json.loads(converse())
+    del body["usage"]["inputTokens"]
+    got = await bedrock(answered(200, json.dumps(body)))
+    assert got.text == "Hi" and got.finished.counts is None
+
+
+@pytest.mark.parametrize(
+    ("stop", "finish"),
+    [
+        ("end_turn", "stop"), ("stop_sequence", "stop"), ("max_tokens", "length"),
+        ("model_context_window_exceeded", "length"), ("tool_use", "tool_calls"),
+        ("guardrail_intervened", "content_filter"), ("content_filtered", "content_filter"),
+        ("something_new", "stop"),
+    ],
+)  # fmt: skip
+async def test_each_stop_reason(stop: str, finish: str):
+    got = await bedrock(answered(200, converse(stop)))
+    assert got.finished.finish_reason == finish
+
+
+async def test_a_structured_answer_made_by_the_forced_tool_is_a_plain_stop():
+    shaped = GenerationRequest(
+        messages=HELLO.messages, response_format=ResponseFormat("json_object")
+    )
+    body = json.loads(converse("tool_use"))
+    body["output"]["message"]["content"] = [
+        {"toolUse": {"toolUseId": "t1", "name": "json", "input": {"city": "Paris"}}}
+    ]
+    got = await bedrock(answered(200, json.dumps(body)), shaped)
+    assert got.text == '{"city": "Paris"}' and got.finished.finish_reason == "stop"
+
+
+async def test_an_answer_without_a_stop_reason_is_malformed():
+    with pytest.raises(UpstreamError) as failed:
+        await bedrock(answered(200, converse(None)))
+    assert failed.value.message == "bedrock-test: malformed answer (answer without a stopReason)"
+
+
+ERROR_TYPE = "x-amzn-ErrorType: {}:http://internal.amazon.com/coral/com.amazon.bedrock/\r\n"
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "headers", "kind", "said"),
+    [
+        (400, '{"message": "Malformed input."}', ERROR_TYPE.format("ValidationException"),
+         "ValidationException", ": Malformed input."),
+        (400, '{"__type": "com.amazon.bedrock#ValidationException", "Message": "Bad."}', "",
+         "ValidationException", ": Bad."),
+        (400, "not json", "", "", ""),
+        (422, '["a list"]', "", "", ""),
+    ],
+)  # fmt: skip
+async def test_the_callers_errors_are_named_by_kind_from_the_header_or_the_body(
+    status: int, body: str, headers: str, kind: str, said: str
+):
+    with pytest.raises(UpstreamRejected) as refused:
+        await bedrock(answered(status, body, headers))
+    assert refused.value.message == (
+        f"bedrock-test: upstream answered HTTP {status} {kind}".rstrip() + said
+    )
+    assert refused.value.metadata == {
+        "provider": "bedrock-test", "upstream_status": str(status), "upstream_error": kind
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("status", "kind", "answered_", "wait"),
+    [
+        (429, "ThrottlingException", False, 2.0),
+        (400, "ModelErrorException", True, None),
+        (408, "", True, None),
+        (424, "ModelErrorException", True, None),
+        (500, "InternalServerException", True, None),
+    ],
+)  # fmt: skip
+async def test_retryable_errors_fail_over_keeping_the_wait(
+    status: int, kind: str, answered_: bool, wait: float | None
+):
+    headers = (ERROR_TYPE.format(kind) if kind else "") + ("retry-after: 2\r\n" if wait else "")
+    with pytest.raises(UpstreamError) as failed:
+        await bedrock(answered(status, '{"message": "Try again."}', headers))
+    assert type(failed.value) is UpstreamError and failed.value.retryable
+    assert failed.value.upstream_answered is answered_
+    assert failed.value.retry_after_s == wait
+    assert failed.value.message == (
+        f"bedrock-test: upstream answered HTTP {status} {kind}".rstrip() + ": Try again."
+    )
+
+
+@pytest.mark.parametrize(
+    ("status", "kind"), [(403, "AccessDeniedException"), (404, "ResourceNotFoundException"),
+                         (400, "UnrecognizedClientException")]
+)  # fmt: skip
+async def test_a_refused_configuration_names_what_to_check(status: int, kind: str):
+    with pytest.raises(UpstreamError) as failed:
+        await bedrock(answered(status, '{"message": "No."}', ERROR_TYPE.format(kind)))
+    assert type(failed.value) is UpstreamError and failed.value.upstream_answered
+    assert failed.value.message == (
+        f"bedrock-test: upstream refused the gateway's configuration (HTTP {status} {kind}); "
+        "check its credentials, region and model"
+    )
+    assert failed.value.metadata == {
+        "provider": "bedrock-test", "upstream_status": str(status), "upstream_error": kind
+    }  # fmt: skip
+
+
+def streaming(*messages: bytes) -> Any:
+    async def handler(request: RawRequest, writer: asyncio.StreamWriter) -> None:
+        writer.write(STREAM_HEAD + b"".join(messages))
+
+    return handler
+
+
+TEXT = event("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": "Hi"}})
+
+
+@pytest.mark.parametrize(
+    ("message", "said"),
+    [
+        (frame({":message-type": "exception", ":exception-type": "throttlingException"},
+               b'{"message": "Too many requests."}'),
+         "throttlingException: Too many requests."),
+        (frame({":message-type": "exception", ":exception-type": "modelStreamErrorException"},
+               b'{"Message": "Model failed."}'),
+         "modelStreamErrorException: Model failed."),
+        (frame({":message-type": "error", ":error-code": "InternalFailure",
+                ":error-message": "Something broke."}, b""),
+         "InternalFailure: Something broke."),
+        (frame({":message-type": "exception"}, b"not json"), "error: "),
+    ],
+)  # fmt: skip
+async def test_an_exception_inside_the_stream_is_named_by_its_type(message: bytes, said: str):
+    with pytest.raises(UpstreamError) as failed:
+        await bedrock(streaming(TEXT, message), stream=True)
+    assert failed.value.message == f"bedrock-test: upstream failed mid-stream: {said}"
+    assert failed.value.metadata == {"provider": "bedrock-test"}
+    assert failed.value.upstream_answered
+
+
+async def test_titans_token_counts_are_summed_and_a_malformed_one_named():
+    answers = iter([{"embedding": [0.5], "inputTextTokenCount": 2},
+                    {"embedding": [0.25]}, {"embedding": [1], "inputTextTokenCount": "3"}])  # fmt: skip
+
+    async def handler(request: RawRequest, writer: asyncio.StreamWriter) -> None:
+        writer.write(http_response(json.dumps(next(answers))))
+
+    async with raw_upstream(handler) as upstream:
+        p = build("bedrock", upstream.url)
+        try:
+            made = await p.embed(EmbeddingRequest(inputs=("one two", "three")))
+            with pytest.raises(UpstreamError) as failed:
+                await p.embed(EmbeddingRequest(inputs=("four",)))
+            with pytest.raises(UpstreamRejected) as refused:
+                await p.embed(EmbeddingRequest(inputs=((1, 2),)))
+        finally:
+            await p.aclose()
+    assert made.vectors == ((0.5,), (0.25,)) and made.prompt_tokens == 2
+    assert failed.value.message == (
+        "bedrock-test: malformed answer (inputTextTokenCount is not a token count: 3)"
+    )
+    assert refused.value.metadata == {"provider": "bedrock-test", "field": "input"}
+    assert [r.body for r in upstream.requests] == [
+        b'{"inputText": "one two"}', b'{"inputText": "three"}', b'{"inputText": "four"}'
+    ]  # fmt: skip
