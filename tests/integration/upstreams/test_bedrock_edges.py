@@ -16,10 +16,15 @@ from server.base.errors import UpstreamError, UpstreamRejected
 from server.base.generation import (
     GenerationRequest,
     Message,
+    ReasoningDelta,
     ResponseFormat,
+    TextDelta,
+    Thinking,
     TokenCounts,
+    ToolCall,
+    ToolCallDelta,
 )
-from tests.integration.upstreams.test_adapters import build, collect
+from tests.integration.upstreams.test_adapters import build, collect, events
 from tests.support.faults import RawRequest, http_response, raw_upstream
 from tests.support.upstreams.bedrock import event, frame
 
@@ -259,3 +264,105 @@ async def test_titans_token_counts_are_summed_and_a_malformed_one_named():
     assert [r.body for r in upstream.requests] == [
         b'{"inputText": "one two"}', b'{"inputText": "three"}', b'{"inputText": "four"}'
     ]  # fmt: skip
+
+
+async def stream_events(*messages: bytes, request: GenerationRequest = HELLO) -> list[Any]:
+    async with raw_upstream(streaming(*messages)) as upstream:
+        p = build("bedrock", upstream.url, stream=True)
+        try:
+            return await events(p.generate(request))
+        finally:
+            await p.aclose()
+
+
+CLOSE = [event("messageStop", {"stopReason": "end_turn"}),
+         event("metadata", {"usage": {"inputTokens": 5, "outputTokens": 1}})]  # fmt: skip
+
+
+async def test_parallel_calls_of_a_whole_answer_are_numbered_in_order():
+    body = json.loads(converse("tool_use"))
+    body["output"]["message"]["content"] = [
+        {"toolUse": {"toolUseId": f"t{n}", "name": "get_weather", "input": {"n": n}}}
+        for n in range(2)
+    ]
+    async with raw_upstream(answered(200, json.dumps(body))) as upstream:
+        p = build("bedrock", upstream.url, stream=False)
+        try:
+            got = await events(p.generate(HELLO))
+        finally:
+            await p.aclose()
+    calls = [e for e in got if isinstance(e, ToolCallDelta)]
+    assert [(c.index, c.id, c.arguments) for c in calls] == [
+        (0, "t0", '{"n": 0}'), (1, "t1", '{"n": 1}')
+    ]  # fmt: skip
+
+
+async def test_a_streamed_calls_pieces_find_their_call_by_block_index():
+    start = {"toolUse": {"toolUseId": "t1", "name": "get_weather"}}
+    got = await stream_events(
+        event("contentBlockStart", {"start": start}),  # index 0, left out as Bedrock may
+        event("contentBlockDelta", {"delta": {"toolUse": {"input": '{"city"'}}}),
+        event("contentBlockDelta", {"contentBlockIndex": 5, "delta": {"toolUse": {"input": "x"}}}),
+        event("contentBlockDelta", {"contentBlockIndex": 0,
+                                    "delta": {"toolUse": {"input": ': "Paris"}'}}}),
+        *CLOSE,
+    )  # fmt: skip
+    calls = [e for e in got if isinstance(e, ToolCallDelta)]
+    assert [(c.index, c.arguments) for c in calls] == [(0, ""), (0, '{"city"'), (0, ': "Paris"}')]
+
+
+async def test_a_structured_streams_empty_pieces_add_no_text():
+    shaped = GenerationRequest(
+        messages=HELLO.messages, response_format=ResponseFormat("json_object")
+    )
+    start = {"toolUse": {"toolUseId": "t1", "name": "json"}}
+    got = await stream_events(
+        event("contentBlockStart", {"contentBlockIndex": 0, "start": start}),
+        event("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"toolUse": {}}}),
+        event("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"toolUse": {"input": "{}"}}}),
+        *CLOSE, request=shaped,
+    )  # fmt: skip
+    assert [e.text for e in got if isinstance(e, TextDelta)] == ["{}"]
+
+
+async def test_a_signature_alone_is_no_empty_thought():
+    thinking = GenerationRequest(messages=HELLO.messages, thinking=Thinking("enabled", 1024))
+    got = await stream_events(
+        event("contentBlockDelta", {"contentBlockIndex": 0,
+                                    "delta": {"reasoningContent": {"text": "Hmm."}}}),
+        event("contentBlockDelta", {"contentBlockIndex": 0,
+                                    "delta": {"reasoningContent": {"signature": "sig"}}}),
+        *CLOSE, request=thinking,
+    )  # fmt: skip
+    thoughts = [e for e in got if isinstance(e, ReasoningDelta)]
+    assert [t.text for t in thoughts] == ["Hmm.", ""]
+    assert thoughts[0].signature is None and str(thoughts[1].signature).endswith("sig")
+
+
+CALL = ToolCall("t1", "get_weather", "{}")
+THINKING = Thinking("enabled", 1024)
+
+
+@pytest.mark.parametrize(
+    ("messages", "thinks"),
+    [
+        # Not a tool loop: a plain earlier turn does not stop thinking.
+        ((Message("user", "Hi."), Message("assistant", "Hello."), Message("user", "Well?")),
+         True),
+        # A tool result with no assistant turn before it: nothing to give back.
+        ((Message("user", "Hi."), Message("tool", "Sunny.", tool_call_id="t1")), True),
+        # Instructions after the results are not a turn: still a loop without reasoning.
+        ((Message("user", "Hi."), Message("assistant", "", tool_calls=(CALL,)),
+          Message("tool", "Sunny.", tool_call_id="t1"), Message("system", "Be brief.")),
+         False),
+        ((Message("user", "Hi."), Message("assistant", "", tool_calls=(CALL,)),
+          Message("tool", "Sunny.", tool_call_id="t1"), Message("developer", "Be brief.")),
+         False),
+    ],
+)  # fmt: skip
+def test_thinking_is_left_off_only_in_a_loop_without_this_providers_reasoning(
+    messages: tuple[Message, ...], thinks: bool
+):
+    p = build("bedrock", "http://127.0.0.1:9")
+    body = p.body(GenerationRequest(messages=messages, thinking=THINKING))
+    assert ("thinking" in body.get("additionalModelRequestFields", {})) is thinks
