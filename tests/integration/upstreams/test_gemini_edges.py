@@ -67,6 +67,11 @@ async def test_every_count_of_a_usage_report_is_read():
     )
 
 
+async def test_counts_a_report_leaves_out_are_none():
+    got = await gemini(reply(promptTokenCount=10))
+    assert got.finished.counts == TokenCounts(prompt_tokens=10, completion_tokens=0)
+
+
 async def test_a_report_without_the_prompts_count_is_left_to_the_gateway():
     got = await gemini(reply(candidatesTokenCount=2))
     assert got.text == "Hi" and got.finished.counts is None

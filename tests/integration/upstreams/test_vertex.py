@@ -16,6 +16,8 @@ import openai
 import pytest
 
 from server.base.config import ConfigError, ProviderConfig
+from server.base.embedding import EmbeddingRequest
+from server.base.errors import UpstreamRejected
 from server.providers import registry
 from server.providers.vertex import publisher
 from tests.support.gateways import API_KEY, openai_gateway
@@ -146,12 +148,17 @@ async def test_embeddings_by_predict(monkeypatch: pytest.MonkeyPatch):
                                  "parameters": {"outputDimensionality": 3}}  # fmt: skip
 
 
-async def test_a_token_file_is_read_for_each_request_and_one_gone_is_named(tmp_path: Path):
+@pytest.mark.parametrize("claude", [False, True], ids=["google", "anthropic"])
+async def test_a_token_file_is_read_for_each_request_and_one_gone_is_named(
+    claude: bool, tmp_path: Path
+):
     token_file = tmp_path / "token"
     token_file.write_text("ya29.from-file-1\n")
     tokens = Tokens(valid={"ya29.from-file-1", "ya29.from-file-2"})
-    async with serving(VertexGeminiWire(tokens=tokens)) as fake:
-        entry = vertex(fake.url, token_file=str(token_file))
+    wire = VertexAnthropicWire(tokens=tokens) if claude else VertexGeminiWire(tokens=tokens)
+    async with serving(wire) as fake:
+        named = {"model": wire.model} if isinstance(wire, VertexAnthropicWire) else {}
+        entry = vertex(fake.url, token_file=str(token_file), **named)
         async with openai_gateway(with_models(model("m", entry))) as (sdk, _):
             await sdk.chat.completions.create(model="m", messages=HELLO)
             token_file.write_text("ya29.from-file-2\n")  # refreshed outside the gateway
@@ -347,3 +354,23 @@ async def test_a_token_an_upstream_quotes_back_never_reaches_the_caller(
         "all providers of model m failed "
         "(vertex: upstream answered HTTP 500: token [redacted] is not allowed here)"
     )
+
+
+async def test_an_embedding_failure_and_token_ids_name_the_provider(
+    monkeypatch: pytest.MonkeyPatch,
+):
+    async with embedder(monkeypatch) as (_, fake, sdk):
+        fake.faults = [Fault("status", 400)]
+        with pytest.raises(openai.BadRequestError) as refused:
+            await sdk.embeddings.create(model="e", input=["one"])
+        entry = vertex(
+            fake.url, token_env="VERTEX_TEST_TOKEN", embedding_model="text-embedding-fake"
+        )
+        built = registry.build(ProviderConfig.model_validate(entry), "models[0].providers[0]")
+        try:
+            with pytest.raises(UpstreamRejected) as ids:
+                await built.embed(EmbeddingRequest(inputs=((1, 2),)))
+        finally:
+            await built.aclose()
+    assert refused.value.body["message"].startswith("vertex: upstream answered HTTP 400")  # type: ignore[index]
+    assert ids.value.metadata == {"provider": "vertex", "field": "input"}
