@@ -67,7 +67,7 @@ async def test_every_count_of_a_usage_report_is_read():
     )
 
 
-async def test_counts_a_report_leaves_out_are_none():
+async def test_counts_a_report_leaves_out_are_zero():
     got = await gemini(reply(promptTokenCount=10))
     assert got.finished.counts == TokenCounts(prompt_tokens=10, completion_tokens=0)
 
