@@ -14,15 +14,21 @@ import pytest
 from server.base.embedding import EmbeddingRequest
 from server.base.errors import UpstreamError, UpstreamRejected
 from server.base.generation import (
+    DocumentPart,
     GenerationRequest,
+    ImagePart,
     Message,
     ReasoningDelta,
     ResponseFormat,
     TextDelta,
+    TextPart,
     Thinking,
+    Thought,
     TokenCounts,
     ToolCall,
     ToolCallDelta,
+    ToolSpec,
+    seal,
 )
 from tests.integration.upstreams.test_adapters import build, collect, events
 from tests.support.faults import RawRequest, http_response, raw_upstream
@@ -366,3 +372,83 @@ def test_thinking_is_left_off_only_in_a_loop_without_this_providers_reasoning(
     p = build("bedrock", "http://127.0.0.1:9")
     body = p.body(GenerationRequest(messages=messages, thinking=THINKING))
     assert ("thinking" in body.get("additionalModelRequestFields", {})) is thinks
+
+
+def body_of(request: GenerationRequest, **params: Any) -> dict[str, Any]:
+    return build("bedrock", "http://127.0.0.1:9", **params).body(request)
+
+
+@pytest.mark.parametrize("prompt", ["Once upon a time", ""])
+def test_a_text_completions_prompt_is_the_one_user_turn(prompt: str):
+    assert body_of(GenerationRequest(prompt=prompt))["messages"] == [
+        {"role": "user", "content": [{"text": prompt}]}
+    ]
+
+
+def test_instructions_of_both_roles_are_the_system_and_turns_merge():
+    body = body_of(GenerationRequest(messages=(
+        Message("system", "Be brief."), Message("user", "Hi."), Message("developer", "Use French."),
+        Message("user", "Well?"), Message("assistant", "", cache="5m"), Message("user", "Still?"),
+        Message("assistant", "Yes."),
+    ), metadata={"team": "search"}))  # fmt: skip
+    assert body["system"] == [{"text": "Be brief."}, {"text": "Use French."}]
+    assert body["messages"] == [
+        {"role": "user", "content": [{"text": "Hi."}, {"text": "Well?"}, {"text": "Still?"}]},
+        {"role": "assistant", "content": [{"text": "Yes."}]},
+    ]
+    assert body["requestMetadata"] == {"team": "search"}
+
+
+@pytest.mark.parametrize("marked", [False, True])
+def test_cache_points_after_the_system_prompt_and_the_tools_once(marked: bool):
+    request = GenerationRequest(
+        messages=(Message("system", "Be brief.", cache="1h" if marked else None),
+                  Message("user", "Hi.")),
+        tools=(ToolSpec("get_weather", parameters={"type": "object"}),),
+    )  # fmt: skip
+    first = {"cachePoint": {"type": "default", "ttl": "1h"}} if marked else None
+    point = {"cachePoint": {"type": "default"}}
+    body = body_of(request, cache_points=True)
+    assert body["system"] == [{"text": "Be brief."}, first or point]
+    assert body["toolConfig"]["tools"][-1] == point
+    plain = body_of(request)
+    assert plain["system"] == [{"text": "Be brief."}, *([first] if first else [])]
+    assert all("cachePoint" not in t for t in plain["toolConfig"]["tools"])
+
+
+def test_the_parts_bedrock_takes_and_its_defaults():
+    calls = (ToolCall("t1", "get_weather", "not json"), ToolCall("t2", "get_time", ""))
+    pdf = DocumentPart("application/pdf", "JVBERi0=")
+    body = body_of(GenerationRequest(messages=(
+        Message("user", "Read.", (TextPart("Read."), pdf)),
+        Message("assistant", "", tool_calls=calls),
+        Message("tool", "", tool_call_id="t1"), Message("tool", "Noon.", tool_call_id="t2"),
+    )))  # fmt: skip
+    user, assistant, results = body["messages"]
+    assert user["content"][1] == {"document": {"format": "pdf", "name": "document",
+                                               "source": {"bytes": "JVBERi0="}}}  # fmt: skip
+    assert [b["toolUse"]["input"] for b in assistant["content"]] == [{}, {}]
+    assert [b["toolResult"]["content"] for b in results["content"]] == [
+        [{"text": " "}], [{"text": "Noon."}]
+    ]  # fmt: skip
+
+
+def test_an_image_link_is_refused_naming_the_messages():
+    link = Message("user", "", (ImagePart("https://example.com/cat.png"),))
+    with pytest.raises(UpstreamRejected) as refused:
+        body_of(GenerationRequest(messages=(link,)))
+    assert refused.value.metadata == {"field": "messages"}
+
+
+def test_reasoning_is_given_back_only_with_thinking_on():
+    made = seal("bedrock-test", "sig")
+    turns = (Message("user", "Hi."),
+             Message("assistant", "Hello.", thoughts=(Thought("Hmm.", made),)),
+             Message("user", "Well?"))  # fmt: skip
+    off = body_of(GenerationRequest(messages=turns))
+    on = body_of(GenerationRequest(messages=turns, thinking=THINKING))
+    assert off["messages"][1]["content"] == [{"text": "Hello."}]
+    assert on["messages"][1]["content"] == [
+        {"reasoningContent": {"reasoningText": {"text": "Hmm.", "signature": "sig"}}},
+        {"text": "Hello."},
+    ]
