@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from typing import Any
 
 import pytest
 
+from server.base.config import ConfigError
 from server.base.embedding import EmbeddingRequest
 from server.base.errors import UpstreamError, UpstreamRejected
 from server.base.generation import (
@@ -452,3 +454,65 @@ def test_reasoning_is_given_back_only_with_thinking_on():
         {"reasoningContent": {"reasoningText": {"text": "Hmm.", "signature": "sig"}}},
         {"text": "Hello."},
     ]
+
+
+def test_tools_and_the_structured_output_tool_as_bedrock_takes_them():
+    tools = (ToolSpec("bare"), ToolSpec("full", "Does it all.", {"type": "object"}))
+    shaped = ResponseFormat("json_schema", "City", {"type": "object", "required": ["city"]})
+    body = body_of(GenerationRequest(messages=HELLO.messages, tools=tools, response_format=shaped))
+    assert body["toolConfig"]["tools"] == [
+        {"toolSpec": {"name": "bare", "inputSchema": {"json": {"type": "object", "properties": {}}}}},
+        {"toolSpec": {"name": "full", "description": "Does it all.",
+                      "inputSchema": {"json": {"type": "object"}}}},
+        {"toolSpec": {"name": "City", "description": "Answers in this JSON shape.",
+                      "inputSchema": {"json": {"type": "object", "required": ["city"]}}}},
+    ]  # fmt: skip
+    assert body["toolConfig"]["toolChoice"] == {"tool": {"name": "City"}}
+
+
+def test_tools_stay_when_a_tool_result_is_in_the_conversation():
+    turns = (Message("user", "Hi."), Message("tool", "Sunny.", tool_call_id="t1"))
+    body = body_of(GenerationRequest(messages=turns, tools=(ToolSpec("a"),), tool_choice="none"))
+    assert [t["toolSpec"]["name"] for t in body["toolConfig"]["tools"]] == ["a"]
+
+
+@pytest.mark.parametrize("name", ["access_key_id_env", "secret_access_key_env"])
+def test_missing_credentials_fail_at_start_up_naming_the_variable(
+    name: str, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.delenv("NO_SUCH_AWS_VARIABLE", raising=False)
+    with pytest.raises(ConfigError) as failed:
+        build("bedrock", "http://127.0.0.1:9", **{name: "NO_SUCH_AWS_VARIABLE"})
+    assert str(failed.value) == (
+        f"models[0].providers[0].params.{name}: environment variable NO_SUCH_AWS_VARIABLE "
+        "is not set"
+    )
+
+
+async def test_a_models_arn_is_one_path_segment():
+    arn = "arn:aws:bedrock:us-west-2:1:application-inference-profile/abc"
+    async with raw_upstream(answered(200, converse())) as upstream:
+        p = build("bedrock", upstream.url, stream=False, model=arn)
+        try:
+            await events(p.generate(HELLO))
+        finally:
+            await p.aclose()
+    (seen,) = upstream.requests
+    assert seen.path == (
+        "/model/arn%3Aaws%3Abedrock%3Aus-west-2%3A1%3Aapplication-inference-profile%2Fabc/converse"
+    )
+
+
+async def test_a_malformed_usage_report_at_a_streams_end_is_logged_by_provider(
+    caplog: pytest.LogCaptureFixture,
+):
+    caplog.set_level(logging.WARNING)
+    got = await stream_events(
+        TEXT, event("messageStop", {"stopReason": "end_turn"}),
+        event("metadata", {"usage": {"inputTokens": "many"}}),
+    )  # fmt: skip
+    assert got[-1].counts is None
+    assert any(
+        r.getMessage().startswith("bedrock-test: unusable usage report (inputTokens")
+        for r in caplog.records
+    )
