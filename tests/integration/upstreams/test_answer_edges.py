@@ -46,11 +46,13 @@ from tests.support.upstreams.openai import OpenAIWire
 REQUEST = GenerationRequest(prompt="Say hello.", max_tokens=16)
 
 
-def replying(body: bytes | str, status: int = 200) -> Any:
-    """A raw upstream's handler that answers every request with `body`."""
+def replying(body: bytes | str, status: int = 200, headers: str = "") -> Any:
+    """A raw upstream's handler that answers every request with `body`, `status` and
+    extra `headers` (CRLF-terminated lines)."""
 
     async def handler(request: RawRequest, writer: asyncio.StreamWriter) -> None:
-        writer.write(http_response(body, status=status))
+        head, _, rest = http_response(body, status=status).partition(b"\r\n")
+        writer.write(head + b"\r\n" + headers.encode() + rest)
 
     return handler
 

@@ -33,6 +33,7 @@ from server.base.generation import (
     seal,
 )
 from tests.integration.upstreams.test_adapters import build, collect, events
+from tests.integration.upstreams.test_answer_edges import replying
 from tests.support.faults import RawRequest, http_response, raw_upstream
 from tests.support.upstreams.bedrock import event, frame
 
@@ -41,14 +42,6 @@ STREAM_HEAD = (
     b"HTTP/1.1 200 OK\r\ncontent-type: application/vnd.amazon.eventstream\r\n"
     b"connection: close\r\n\r\n"
 )
-
-
-def answered(status: int, body: str, headers: str = "") -> Any:
-    async def handler(request: RawRequest, writer: asyncio.StreamWriter) -> None:
-        head, _, rest = http_response(body, status).partition(b"\r\n")
-        writer.write(head + b"\r\n" + headers.encode() + rest)
-
-    return handler
 
 
 def converse(stop: str | None = "end_turn", **usage: Any) -> str:
@@ -72,7 +65,7 @@ async def bedrock(handler: Any, request: GenerationRequest = HELLO, stream: bool
 
 async def test_every_count_of_a_usage_report_is_read():
     details = [{"ttl": "1h", "inputTokens": 3}, {"ttl": "5m", "inputTokens": 4}, "junk"]
-    got = await bedrock(answered(200, converse(
+    got = await bedrock(replying(converse(
         inputTokens=10, outputTokens=2, cacheReadInputTokens=6, cacheWriteInputTokens=7,
         cacheDetails=details,
     )))  # fmt: skip
@@ -84,7 +77,7 @@ async def test_every_count_of_a_usage_report_is_read():
 
 async def test_hour_long_writes_never_exceed_the_writes():
     details = [{"ttl": "1h", "inputTokens": 9}]
-    got = await bedrock(answered(200, converse(cacheWriteInputTokens=4, cacheDetails=details)))
+    got = await bedrock(replying(converse(cacheWriteInputTokens=4, cacheDetails=details)))
     assert got.finished.counts.cache_write_1h_tokens == 4
 
 
@@ -101,7 +94,7 @@ async def test_hour_long_writes_never_exceed_the_writes():
 )  # fmt: skip
 async def test_a_malformed_count_is_a_malformed_answer_naming_it(usage: Any, field: str):
     with pytest.raises(UpstreamError) as failed:
-        await bedrock(answered(200, converse(**usage)))
+        await bedrock(replying(converse(**usage)))
     assert failed.value.message.startswith(
         f"bedrock-test: malformed answer ({field} is not a token count: "
     )
@@ -110,7 +103,7 @@ async def test_a_malformed_count_is_a_malformed_answer_naming_it(usage: Any, fie
 async def test_without_input_tokens_the_counts_are_left_to_the_gateway():
     body = json.loads(converse())
     del body["usage"]["inputTokens"]
-    got = await bedrock(answered(200, json.dumps(body)))
+    got = await bedrock(replying(json.dumps(body)))
     assert got.text == "Hi" and got.finished.counts is None
 
 
@@ -124,7 +117,7 @@ async def test_without_input_tokens_the_counts_are_left_to_the_gateway():
     ],
 )  # fmt: skip
 async def test_each_stop_reason(stop: str, finish: str):
-    got = await bedrock(answered(200, converse(stop)))
+    got = await bedrock(replying(converse(stop)))
     assert got.finished.finish_reason == finish
 
 
@@ -136,13 +129,13 @@ async def test_a_structured_answer_made_by_the_forced_tool_is_a_plain_stop():
     body["output"]["message"]["content"] = [
         {"toolUse": {"toolUseId": "t1", "name": "json", "input": {"city": "Paris"}}}
     ]
-    got = await bedrock(answered(200, json.dumps(body)), shaped)
+    got = await bedrock(replying(json.dumps(body)), shaped)
     assert got.text == '{"city": "Paris"}' and got.finished.finish_reason == "stop"
 
 
 async def test_an_answer_without_a_stop_reason_is_malformed():
     with pytest.raises(UpstreamError) as failed:
-        await bedrock(answered(200, converse(None)))
+        await bedrock(replying(converse(None)))
     assert failed.value.message == "bedrock-test: malformed answer (answer without a stopReason)"
 
 
@@ -164,7 +157,7 @@ async def test_the_callers_errors_are_named_by_kind_from_the_header_or_the_body(
     status: int, body: str, headers: str, kind: str, said: str
 ):
     with pytest.raises(UpstreamRejected) as refused:
-        await bedrock(answered(status, body, headers))
+        await bedrock(replying(body, status, headers))
     assert refused.value.message == (
         f"bedrock-test: upstream answered HTTP {status} {kind}".rstrip() + said
     )
@@ -188,7 +181,7 @@ async def test_retryable_errors_fail_over_keeping_the_wait(
 ):
     headers = (ERROR_TYPE.format(kind) if kind else "") + ("retry-after: 2\r\n" if wait else "")
     with pytest.raises(UpstreamError) as failed:
-        await bedrock(answered(status, '{"message": "Try again."}', headers))
+        await bedrock(replying('{"message": "Try again."}', status, headers))
     assert type(failed.value) is UpstreamError and failed.value.retryable
     assert failed.value.upstream_answered is answered_
     assert failed.value.retry_after_s == wait
@@ -203,7 +196,7 @@ async def test_retryable_errors_fail_over_keeping_the_wait(
 )  # fmt: skip
 async def test_a_refused_configuration_names_what_to_check(status: int, kind: str):
     with pytest.raises(UpstreamError) as failed:
-        await bedrock(answered(status, '{"message": "No."}', ERROR_TYPE.format(kind)))
+        await bedrock(replying('{"message": "No."}', status, ERROR_TYPE.format(kind)))
     assert type(failed.value) is UpstreamError and failed.value.upstream_answered
     assert failed.value.message == (
         f"bedrock-test: upstream refused the gateway's configuration (HTTP {status} {kind}); "
@@ -293,7 +286,7 @@ async def test_parallel_calls_of_a_whole_answer_are_numbered_in_order():
         {"toolUse": {"toolUseId": f"t{n}", "name": "get_weather", "input": {"n": n}}}
         for n in range(2)
     ]
-    async with raw_upstream(answered(200, json.dumps(body))) as upstream:
+    async with raw_upstream(replying(json.dumps(body))) as upstream:
         p = build("bedrock", upstream.url, stream=False)
         try:
             got = await events(p.generate(HELLO))
@@ -491,7 +484,7 @@ def test_missing_credentials_fail_at_start_up_naming_the_variable(
 
 async def test_a_models_arn_is_one_path_segment():
     arn = "arn:aws:bedrock:us-west-2:1:application-inference-profile/abc"
-    async with raw_upstream(answered(200, converse())) as upstream:
+    async with raw_upstream(replying(converse())) as upstream:
         p = build("bedrock", upstream.url, stream=False, model=arn)
         try:
             await events(p.generate(HELLO))

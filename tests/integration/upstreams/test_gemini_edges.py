@@ -31,7 +31,7 @@ from server.base.generation import (
 )
 from tests.integration.upstreams.test_adapters import build, events
 from tests.integration.upstreams.test_answer_edges import answer, replying
-from tests.support.faults import SSE_HEAD, RawRequest, http_response, raw_upstream
+from tests.support.faults import SSE_HEAD, RawRequest, raw_upstream
 
 HELLO = GenerationRequest(messages=(Message("user", "Say hello."),), max_tokens=16)
 
@@ -211,16 +211,6 @@ async def test_a_blocked_prompt_is_the_callers_400_with_its_reason():
     }  # fmt: skip
 
 
-def failing(status: int, body: str, headers: str = "") -> Any:
-    """A raw upstream's handler answering `status` with `body` and extra `headers`."""
-
-    async def handler(request: RawRequest, writer: asyncio.StreamWriter) -> None:
-        head, _, rest = http_response(body, status).partition(b"\r\n")
-        writer.write(head + b"\r\n" + headers.encode() + rest)
-
-    return handler
-
-
 @pytest.mark.parametrize(
     ("status", "body", "headers", "said", "wait"),
     [
@@ -238,7 +228,7 @@ async def test_geminis_error_answers_are_named_by_status_and_message(
     status: int, body: str, headers: str, said: str, wait: float | None
 ):
     with pytest.raises(UpstreamError) as failed:
-        await answer(failing(status, body, headers), adapter="gemini", request=HELLO)
+        await answer(replying(body, status, headers), adapter="gemini", request=HELLO)
     assert failed.value.message == said
     assert failed.value.metadata == {"provider": "gemini-test", "upstream_status": str(status)}
     assert failed.value.retry_after_s == wait
@@ -249,7 +239,7 @@ async def test_a_key_gemini_does_not_take_is_named_as_the_providers_configuratio
     body = {"error": {"code": 400, "message": "API key not valid.", "status": "INVALID_ARGUMENT",
                       "details": [{"reason": "API_KEY_INVALID"}]}}  # fmt: skip
     with pytest.raises(UpstreamError) as failed:
-        await answer(failing(400, json.dumps(body)), adapter="gemini", request=HELLO)
+        await answer(replying(json.dumps(body), 400), adapter="gemini", request=HELLO)
     assert type(failed.value) is UpstreamError and failed.value.upstream_answered
     assert failed.value.message == (
         "gemini-test: upstream refused the gateway's configuration (HTTP 400 "
