@@ -248,17 +248,22 @@ async def test_a_key_gemini_does_not_take_is_named_as_the_providers_configuratio
     assert failed.value.metadata == {"provider": "gemini-test", "upstream_status": "400"}
 
 
+async def every_event(parts: list[Any], finish: str) -> list[Any]:
+    """The events of a whole answer of one candidate with these parts."""
+    body = {"candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": finish}]}
+    async with raw_upstream(replying(json.dumps(body))) as upstream:
+        p = build("gemini", upstream.url, api_key_env=None, stream=False)
+        try:
+            return await events(p.generate(HELLO))
+        finally:
+            await p.aclose()
+
+
 async def test_calls_in_an_answer_keep_their_ids_or_get_ours_in_order():
     call = {"name": "get_weather", "args": {"city": "Paris"}}
     parts = [{"functionCall": {**call, "id": "fc-1"}, "thoughtSignature": "sig-1"},
              {"functionCall": call}, {"functionCall": call}]  # fmt: skip
-    body = {"candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "OTHER"}]}
-    async with raw_upstream(replying(json.dumps(body))) as upstream:
-        p = build("gemini", upstream.url, api_key_env=None, stream=False)
-        try:
-            got = await events(p.generate(HELLO))
-        finally:
-            await p.aclose()
+    got = await every_event(parts, "OTHER")
     calls = [e for e in got if isinstance(e, ToolCallDelta)]
     assert [c.index for c in calls] == [0, 1, 2]
     assert calls[0].id == "fc-1" and calls[0].signature is not None
@@ -274,13 +279,7 @@ async def test_calls_in_an_answer_keep_their_ids_or_get_ours_in_order():
 
 async def test_thoughts_are_shown_only_when_thinking_was_asked():
     parts = [{"text": "Pondering.", "thought": True}, {"text": "Hi"}]
-    body = {"candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP"}]}
-    async with raw_upstream(replying(json.dumps(body))) as upstream:
-        p = build("gemini", upstream.url, api_key_env=None, stream=False)
-        try:
-            got = await events(p.generate(HELLO))
-        finally:
-            await p.aclose()
+    got = await every_event(parts, "STOP")
     assert not any(isinstance(e, ReasoningDelta) for e in got)
     assert [e.text for e in got if isinstance(e, TextDelta)] == ["Hi"]
 
