@@ -230,6 +230,8 @@ TEXT = event("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": "Hi
                 ":error-message": "Something broke."}, b""),
          "InternalFailure: Something broke."),
         (frame({":message-type": "exception"}, b"not json"), "error: "),
+        (frame({":message-type": "exception", ":exception-type": "validationException"},
+               b'["not", "an object"]'), "validationException: "),
     ],
 )  # fmt: skip
 async def test_an_exception_inside_the_stream_is_named_by_its_type(message: bytes, said: str):
@@ -509,3 +511,14 @@ async def test_a_malformed_usage_report_at_a_streams_end_is_logged_by_provider(
         r.getMessage().startswith("bedrock-test: unusable usage report (inputTokens")
         for r in caplog.records
     )
+
+
+async def test_a_failed_embedding_names_the_provider():
+    async with raw_upstream(replying('{"message": "Busy."}', 503)) as upstream:
+        p = build("bedrock", upstream.url)
+        try:
+            with pytest.raises(UpstreamError) as failed:
+                await p.embed(EmbeddingRequest(inputs=("one",)))
+        finally:
+            await p.aclose()
+    assert failed.value.message == "bedrock-test: upstream answered HTTP 503: Busy."
