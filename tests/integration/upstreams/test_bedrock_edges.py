@@ -81,6 +81,14 @@ async def test_hour_long_writes_never_exceed_the_writes():
     assert got.finished.counts.cache_write_1h_tokens == 4
 
 
+async def test_counts_a_report_leaves_out_are_zero():
+    body = json.loads(converse(cacheWriteInputTokens=4, cacheDetails=[{"ttl": "1h"}]))
+    del body["usage"]["outputTokens"]
+    got = await bedrock(replying(json.dumps(body)))
+    assert got.finished.counts == TokenCounts(prompt_tokens=9, completion_tokens=0,
+                                              cache_write_tokens=4)  # fmt: skip
+
+
 @pytest.mark.parametrize(
     ("usage", "field"),
     [
@@ -131,6 +139,7 @@ async def test_a_structured_answer_made_by_the_forced_tool_is_a_plain_stop():
     ]
     got = await bedrock(replying(json.dumps(body)), shaped)
     assert got.text == '{"city": "Paris"}' and got.finished.finish_reason == "stop"
+    assert got.finished.counts == TokenCounts(prompt_tokens=5, completion_tokens=1)
 
 
 async def test_an_answer_without_a_stop_reason_is_malformed():
@@ -312,6 +321,13 @@ async def test_a_streamed_calls_pieces_find_their_call_by_block_index():
     )  # fmt: skip
     calls = [e for e in got if isinstance(e, ToolCallDelta)]
     assert [(c.index, c.arguments) for c in calls] == [(0, ""), (0, '{"city"'), (0, ': "Paris"}')]
+
+
+async def test_an_event_without_a_payload_is_passed_over():
+    got = await stream_events(
+        TEXT, frame({":message-type": "event", ":event-type": "contentBlockStop"}, b""), *CLOSE
+    )
+    assert [e.text for e in got if isinstance(e, TextDelta)] == ["Hi"]
 
 
 async def test_a_structured_streams_empty_pieces_add_no_text():
