@@ -159,6 +159,9 @@ ERROR_TYPE = "x-amzn-ErrorType: {}:http://internal.amazon.com/coral/com.amazon.b
         (400, '{"__type": "com.amazon.bedrock#ValidationException", "Message": "Bad."}', "",
          "ValidationException", ": Bad."),
         (400, "not json", "", "", ""),
+        (300, "not json", "", "", ""),
+        (400, '{"__type": "com.amazon#coral#ValidationException"}', "",
+         "ValidationException", ""),
         (422, '["a list"]', "", "", ""),
     ],
 )  # fmt: skip
@@ -182,6 +185,7 @@ async def test_the_callers_errors_are_named_by_kind_from_the_header_or_the_body(
         (400, "ModelErrorException", True, None),
         (408, "", True, None),
         (424, "ModelErrorException", True, None),
+        (424, "", True, None),
         (500, "InternalServerException", True, None),
     ],
 )  # fmt: skip
@@ -538,3 +542,25 @@ async def test_a_failed_embedding_names_the_provider():
         finally:
             await p.aclose()
     assert failed.value.message == "bedrock-test: upstream answered HTTP 503: Busy."
+
+
+async def test_a_session_token_an_upstream_quotes_back_never_reaches_the_caller(
+    monkeypatch: pytest.MonkeyPatch,
+):
+    token = "session-token-quoted-back"  # its own: once remembered, always redacted
+    monkeypatch.setenv("TEST_AWS_SESSION_TOKEN", token)
+
+    async def echoing(request: RawRequest, writer: asyncio.StreamWriter) -> None:
+        said = f"The security token {request.headers['x-amz-security-token']} is invalid."
+        writer.write(http_response(json.dumps({"message": said}), 400))
+
+    async with raw_upstream(echoing) as upstream:
+        p = build("bedrock", upstream.url, session_token_env="TEST_AWS_SESSION_TOKEN")
+        try:
+            with pytest.raises(UpstreamRejected) as refused:
+                await collect(p.generate(HELLO))
+        finally:
+            await p.aclose()
+    assert refused.value.message == (
+        "bedrock-test: upstream answered HTTP 400: The security token [redacted] is invalid."
+    )
