@@ -35,7 +35,8 @@ from server.base.generation import (
 from tests.integration.upstreams.test_adapters import build, collect, events
 from tests.integration.upstreams.test_answer_edges import replying
 from tests.support.faults import RawRequest, http_response, raw_upstream
-from tests.support.upstreams.bedrock import event, frame
+from tests.support.upstreams.base import serving
+from tests.support.upstreams.bedrock import ACCESS_KEY_ENV, SECRET_ENV, BedrockWire, event, frame
 
 HELLO = GenerationRequest(messages=(Message("user", "Say hello."),), max_tokens=16)
 STREAM_HEAD = (
@@ -563,4 +564,22 @@ async def test_a_session_token_an_upstream_quotes_back_never_reaches_the_caller(
             await p.aclose()
     assert refused.value.message == (
         "bedrock-test: upstream answered HTTP 400: The security token [redacted] is invalid."
+    )
+
+
+async def test_credentials_gone_after_start_up_are_a_refused_configuration(
+    monkeypatch: pytest.MonkeyPatch,
+):
+    async with serving(BedrockWire()) as fake:
+        p = build("bedrock", fake.url)
+        monkeypatch.delenv(ACCESS_KEY_ENV)
+        monkeypatch.delenv(SECRET_ENV)
+        try:
+            with pytest.raises(UpstreamError) as refused:
+                await collect(p.generate(HELLO))
+        finally:
+            await p.aclose()
+    assert refused.value.message == (
+        "bedrock-test: upstream refused the gateway's configuration (HTTP 403 "
+        "UnrecognizedClientException); check its credentials, region and model"
     )
