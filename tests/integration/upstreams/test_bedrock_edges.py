@@ -486,6 +486,15 @@ def test_tools_and_the_structured_output_tool_as_bedrock_takes_them():
     assert body["toolConfig"]["toolChoice"] == {"tool": {"name": "City"}}
 
 
+def test_a_tool_the_caller_marked_gets_no_second_cache_point():
+    tools = (ToolSpec("a"), ToolSpec("b", cache="1h"))
+    body = body_of(GenerationRequest(messages=HELLO.messages, tools=tools), cache_points=True)
+    assert [next(iter(t)) for t in body["toolConfig"]["tools"]] == [
+        "toolSpec", "toolSpec", "cachePoint"
+    ]  # fmt: skip
+    assert body["toolConfig"]["tools"][-1] == {"cachePoint": {"type": "default", "ttl": "1h"}}
+
+
 def test_tools_stay_when_a_tool_result_is_in_the_conversation():
     turns = (Message("user", "Hi."), Message("tool", "Sunny.", tool_call_id="t1"))
     body = body_of(GenerationRequest(messages=turns, tools=(ToolSpec("a"),), tool_choice="none"))
