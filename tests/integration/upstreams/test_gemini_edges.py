@@ -328,6 +328,9 @@ def test_the_calls_of_an_earlier_turn_and_their_results_as_gemini_takes_them():
         {"name": "get_time", "args": {}, "id": "c2"},
         {"name": "get_date", "args": {}},  # an id the gateway made up is not Gemini's
     ]
+    # Only a turn's first call gets Gemini's documented stand-in for a missing signature.
+    signatures = [{k: v for k, v in p.items() if k != "functionCall"} for p in model_turn["parts"]]
+    assert signatures == [{"thoughtSignature": "skip_thought_signature_validator"}, {}, {}]
     assert [part["functionResponse"] for part in results["parts"]] == [
         {"name": "get_weather", "response": {"result": "Sunny."}, "id": "c1"},
         {"name": "get_date", "response": {"result": "Noon."}},
