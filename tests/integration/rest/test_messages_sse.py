@@ -101,8 +101,9 @@ async def test_failure_after_the_start_is_an_error_event(mode: str) -> None:
 
 @both_modes
 async def test_ping_while_the_upstream_is_slow(mode: str) -> None:
+    # Half a second between tokens (see test_keepalive_comments_while_waiting).
     data = set_params(
-        patched(default_config_dict(), keepalive_s=0.05), "sim-mini", tokens_per_second=5
+        patched(default_config_dict(), keepalive_s=0.05), "sim-mini", tokens_per_second=2
     )
     async with client(mode, data) as c:
         raw = await stream(c, {"model": "sim-mini", "max_tokens": 3, "messages": HELLO})
