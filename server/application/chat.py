@@ -46,9 +46,12 @@ class ChatService:
                 **start,
                 choices=[chat.ChatChunkChoice(index=i, delta=chat.ChatDelta(role="assistant"))],
             )
+        head = chat.StreamChatCompletionResponse(**start)
+        logprobs = run.request.logprobs
         async for event in run.events():
-            choice = replies.chat_chunk_choice(event, run.request.logprobs)
-            yield chat.StreamChatCompletionResponse(**start, choices=[choice])
+            chunk = replies.stamped(head)
+            replies.chat_chunk_choice(chunk.choices.add(), event, logprobs)
+            yield chunk
         for i in range(len(run.choices)):
             yield chat.StreamChatCompletionResponse(
                 **start,

@@ -44,13 +44,16 @@ class CompletionService:
             for i in range(len(run.choices)):
                 choice = text_choice(_echoed(run.request, i), None, i)
                 yield completion.StreamCompletionResponse(**start, choices=[choice])
+        head = completion.StreamCompletionResponse(**start)
+        logprobs = run.request.logprobs
         async for event in run.events():
             if not isinstance(event, TextDelta):
                 continue
-            choice = text_choice(event.text, None, event.choice)
-            if run.request.logprobs:
+            chunk = replies.stamped(head)
+            choice = chunk.choices.add(index=event.choice, text=event.text)
+            if logprobs:
                 choice.logprobs.CopyFrom(replies.completion_logprobs(event.logprobs))
-            yield completion.StreamCompletionResponse(**start, choices=[choice])
+            yield chunk
         for i in range(len(run.choices)):
             yield completion.StreamCompletionResponse(
                 **start, choices=[text_choice("", run.choice_finish(i), i)]

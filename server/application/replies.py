@@ -6,14 +6,17 @@ import hashlib
 import time
 from collections.abc import Iterable
 from functools import lru_cache
-from typing import Any
+from typing import Any, TypeVar
 
 from gateway.v1 import chat_pb2, completion_pb2
 from gateway.v1 import chat_service_pb2 as chat
+from google.protobuf.message import Message
 
 from server.application.engine import Run
 from server.base.call import Call
 from server.base.generation import TextDelta, TokenLogprob, ToolCall, ToolCallDelta
+
+M = TypeVar("M", bound=Message)
 
 
 def tool_call(call: ToolCall) -> chat_pb2.ToolCall:
@@ -27,16 +30,19 @@ def tool_call(call: ToolCall) -> chat_pb2.ToolCall:
     return reply
 
 
-def chat_chunk_choice(event: TextDelta | ToolCallDelta, logprobs: bool) -> chat.ChatChunkChoice:
-    """One stream chunk's choice, framed as OpenAI frames it: a tool call's first
+def chat_chunk_choice(
+    choice: chat.ChatChunkChoice, event: TextDelta | ToolCallDelta, logprobs: bool
+) -> None:
+    """Fills one stream chunk's `choice`, framed as OpenAI frames it: a tool call's first
     fragment carries index, id, type and name (and empty arguments), later fragments
     only index and a piece of the arguments."""
+    choice.index = event.choice
     if isinstance(event, TextDelta):
-        choice = chat.ChatChunkChoice(index=event.choice, delta=chat.ChatDelta(content=event.text))
+        choice.delta.content = event.text
         if logprobs:
             choice.logprobs.CopyFrom(chat_logprobs(event.logprobs))
-        return choice
-    fragment = chat_pb2.ToolCallDelta(index=event.index)
+        return
+    fragment = choice.delta.tool_calls.add(index=event.index)
     if event.id is not None:
         fragment.id = event.id
         fragment.type = "function"
@@ -45,7 +51,14 @@ def chat_chunk_choice(event: TextDelta | ToolCallDelta, logprobs: bool) -> chat.
     if event.signature is not None:
         fragment.extra_content.google.thought_signature = event.signature
     fragment.function.arguments = event.arguments
-    return chat.ChatChunkChoice(index=event.choice, delta=chat.ChatDelta(tool_calls=[fragment]))
+
+
+def stamped(head: M) -> M:
+    """A copy of `head`, the fields every chunk of one stream repeats: copying a built
+    message costs a third of building one from keywords, once per streamed event."""
+    chunk = type(head)()
+    chunk.CopyFrom(head)
+    return chunk
 
 
 def chat_logprobs(entries: Iterable[TokenLogprob]) -> chat_pb2.ChatLogprobs:

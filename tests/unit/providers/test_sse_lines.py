@@ -10,9 +10,9 @@ import pytest
 
 from server.providers.http import (
     MAX_BODY_BYTES,
+    Lines,
     ProtocolViolation,
     SseEvent,
-    _lines,
     count,
     sse_events,
 )
@@ -23,8 +23,9 @@ async def feed(*chunks: bytes) -> AsyncIterator[bytes]:
         yield chunk
 
 
-async def lines(*chunks: bytes, limit: int = MAX_BODY_BYTES) -> list[str]:
-    return [line async for line in _lines(feed(*chunks), limit)]
+def lines(*chunks: bytes, limit: int = MAX_BODY_BYTES) -> list[str]:
+    splitter = Lines(limit)
+    return [line for chunk in chunks for line in splitter.feed(chunk)] + splitter.end()
 
 
 class Body:
@@ -41,29 +42,29 @@ async def events(*chunks: bytes, limit: int = 1 << 20) -> list[SseEvent]:
     return [e async for e in sse_events(Body(*chunks), limit)]  # type: ignore[arg-type]
 
 
-async def test_lf_crlf_and_lone_cr_across_reads():
-    assert await lines(b"data: a\r", b"\n\r\ndata: b\n", b"\ndata: c\rdata: d\r\n") == [
+def test_lf_crlf_and_lone_cr_across_reads():
+    assert lines(b"data: a\r", b"\n\r\ndata: b\n", b"\ndata: c\rdata: d\r\n") == [
         "data: a", "", "data: b", "", "data: c", "data: d",
     ]  # fmt: skip
-    assert await lines(b"data: x", b"yz") == ["data: xyz"]
-    assert await lines(b"data: \xc3", b"\xa9\n") == ["data: \u00e9"]
-    assert await lines(b"data: \xff\n") == ["data: \ufffd"]
-    assert await lines(b"data: last\r") == ["data: last"]
-    assert await lines(b"data: \xff") == ["data: \ufffd"]
-    assert await lines(b"a\r\r") == ["a", ""]
-    assert await lines(b"a\rb") == ["a", "b"]
-    assert await lines() == []
+    assert lines(b"data: x", b"yz") == ["data: xyz"]
+    assert lines(b"data: \xc3", b"\xa9\n") == ["data: \u00e9"]
+    assert lines(b"data: \xff\n") == ["data: \ufffd"]
+    assert lines(b"data: last\r") == ["data: last"]
+    assert lines(b"data: \xff") == ["data: \ufffd"]
+    assert lines(b"a\r\r") == ["a", ""]
+    assert lines(b"a\rb") == ["a", "b"]
+    assert lines() == []
 
 
-async def test_a_line_is_bounded_to_the_byte():
-    assert await lines(b"x" * 16 + b"\n", limit=16) == ["x" * 16]
-    assert await lines(b"x" * 16, limit=16) == ["x" * 16]
+def test_a_line_is_bounded_to_the_byte():
+    assert lines(b"x" * 16 + b"\n", limit=16) == ["x" * 16]
+    assert lines(b"x" * 16, limit=16) == ["x" * 16]
     with pytest.raises(ProtocolViolation, match="^an event-stream line exceeds 16 bytes$"):
-        await lines(b"x" * 17, limit=16)
+        lines(b"x" * 17, limit=16)
     with pytest.raises(ProtocolViolation, match="^an event-stream line exceeds 16 bytes$"):
-        await lines(b"x" * 17 + b"\n", limit=16)
+        lines(b"x" * 17 + b"\n", limit=16)
     with pytest.raises(ProtocolViolation):
-        await lines(b"data: " + b"x" * MAX_BODY_BYTES, b"x")
+        lines(b"data: " + b"x" * MAX_BODY_BYTES, b"x")
 
 
 async def test_events_by_the_whatwg_rules():
