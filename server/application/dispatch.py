@@ -155,31 +155,33 @@ class _Watch:
 
 
 async def _next(
-    events: AsyncIterator[Event],
-    deadline: float | None,
-    provider: str,
-    causes: Causes | None = None,
-    watch: _Watch | None = None,
+    events: AsyncIterator[Event], deadline: float | None, provider: str, causes: Causes
 ) -> Event:
+    """A stream's first event, by the request's deadline."""
     try:
-        if watch is not None:
-            return await watch.next(events)
         async with asyncio.timeout_at(deadline):
             return await anext(events)
     except TimeoutError:
-        causes = causes or []
-        earlier = "; ".join(f"{name}: {err.message}" for name, err in causes)
-        raise DeadlineExceeded(
-            f"the request deadline passed while waiting on {provider}"
-            + (f" (tried before: {earlier})" if earlier else ""),
-            {"provider": provider, "tried": ",".join([*(n for n, _ in causes), provider])},
-        ) from None
+        raise _deadline_passed(provider, causes) from None
     except StopAsyncIteration:
-        raise UpstreamError(
-            f"{provider}: the stream ended without a finish",
-            {"provider": provider},
-            upstream_answered=True,
-        ) from None
+        raise _ended_early(provider) from None
+
+
+def _deadline_passed(provider: str, causes: Causes) -> DeadlineExceeded:
+    earlier = "; ".join(f"{name}: {err.message}" for name, err in causes)
+    return DeadlineExceeded(
+        f"the request deadline passed while waiting on {provider}"
+        + (f" (tried before: {earlier})" if earlier else ""),
+        {"provider": provider, "tried": ",".join([*(n for n, _ in causes), provider])},
+    )
+
+
+def _ended_early(provider: str) -> UpstreamError:
+    return UpstreamError(
+        f"{provider}: the stream ended without a finish",
+        {"provider": provider},
+        upstream_answered=True,
+    )
 
 
 async def _chain(
@@ -193,7 +195,12 @@ async def _chain(
             if isinstance(event, Finished):
                 return
             try:
-                event = await _next(events, deadline, upstream.id, watch=watch)
+                try:
+                    event = await watch.next(events)
+                except TimeoutError:
+                    raise _deadline_passed(upstream.id, []) from None
+                except StopAsyncIteration:
+                    raise _ended_early(upstream.id) from None
             except UpstreamError as exc:
                 # A stream broken after its first token counts against the provider.
                 if exc.retryable:

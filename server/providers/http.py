@@ -180,38 +180,32 @@ class Lines:
     """A body's lines (ending at LF, CRLF or a lone CR, as SSE allows), fed one read at a
     time, none longer than `limit` bytes: a longer one is a ProtocolViolation as soon as
     that many bytes arrive without a line end, so an endless line is never buffered
-    whole. Plain calls, not a generator: they run for every streamed token."""
+    whole. A plain call, not a generator: it runs for every streamed token."""
 
     def __init__(self, limit: int = MAX_BODY_BYTES) -> None:
         self.limit = limit
         self.rest = b""
 
     def feed(self, chunk: bytes) -> list[str]:
-        rest = self.rest
-        lines = (rest + chunk).split(b"\n") if rest else chunk.split(b"\n")
-        self.rest = lines.pop()
+        """The lines `chunk` completes; `feed(b"\\n")` ends the last one."""
+        if self.rest:
+            chunk = self.rest + chunk
+        complete, newline, self.rest = chunk.rpartition(b"\n")
         if len(self.rest) > self.limit:
             raise ProtocolViolation(f"an event-stream line exceeds {self.limit} bytes")
-        out = []
-        for line in lines:
-            if b"\r" in line:
-                out.extend(self._parts(line.removesuffix(b"\r")))
-            elif len(line) > self.limit:
-                raise ProtocolViolation(f"an event-stream line exceeds {self.limit} bytes")
-            else:
-                out.append(line.decode(errors="replace"))
-        return out
-
-    def end(self) -> list[str]:
-        """The last line, when the body ends without a line end."""
-        rest = self.rest.removesuffix(b"\r")
-        return self._parts(rest) if rest else []
-
-    def _parts(self, line: bytes) -> list[str]:
-        parts = line.split(b"\r")
-        if any(len(part) > self.limit for part in parts):
-            raise ProtocolViolation(f"an event-stream line exceeds {self.limit} bytes")
+        if not newline:
+            return []
+        if b"\r" not in complete:
+            if len(complete) > self.limit:
+                self._bound(complete.split(b"\n"))
+            return complete.decode(errors="replace").split("\n")
+        parts = [p for line in complete.split(b"\n") for p in line.removesuffix(b"\r").split(b"\r")]
+        self._bound(parts)
         return [part.decode(errors="replace") for part in parts]
+
+    def _bound(self, lines: list[bytes]) -> None:
+        if any(len(line) > self.limit for line in lines):
+            raise ProtocolViolation(f"an event-stream line exceeds {self.limit} bytes")
 
 
 class Client:
@@ -432,7 +426,7 @@ async def read_json(response: Response) -> Any:
     return loads(body)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: one per streamed event (see TextDelta)
 class SseEvent:
     event: str
     data: str
@@ -441,54 +435,37 @@ class SseEvent:
 async def sse_events(
     response: Response, max_line_bytes: int = MAX_LINE_BYTES
 ) -> AsyncIterator[SseEvent]:
-    """The events of a text/event-stream body (see `EventParser`)."""
-    parser = EventParser(max_line_bytes)
-    async for chunk in response.aiter_bytes():
-        for event in parser.feed(chunk):
-            yield event
-    for event in parser.end():
-        yield event
-
-
-class EventParser:
-    """Parses a text/event-stream body fed one read at a time (WHATWG rules: `event:`,
-    multi-line `data:`, comments ignored); an event is dispatched at each blank line.
-    Lines are bounded by `max_line_bytes`, events by MAX_BODY_BYTES."""
-
-    def __init__(self, max_line_bytes: int = MAX_LINE_BYTES) -> None:
-        self.lines = Lines(max_line_bytes)
-        self.event = ""
-        self.data: list[str] = []
-        self.size = 0
-
-    def feed(self, chunk: bytes) -> list[SseEvent]:
-        return self._events(self.lines.feed(chunk))
-
-    def end(self) -> list[SseEvent]:
-        events = self._events(self.lines.end())
-        if self.data:
-            # A final event without its blank line: still dispatched (servers differ).
-            events.append(SseEvent(self.event or "message", "\n".join(self.data)))
-        return events
-
-    def _events(self, lines: list[str]) -> list[SseEvent]:
-        events = []
-        for line in lines:
+    """Parses a text/event-stream body (WHATWG rules: `event:`, multi-line `data:`,
+    comments ignored); an event is dispatched at each blank line. Lines are bounded by
+    `max_line_bytes`, events by MAX_BODY_BYTES. One loop, no generator per line: this
+    runs for every streamed token."""
+    event, size = "", 0
+    data: list[str] = []
+    feed = Lines(max_line_bytes).feed
+    chunks = aiter(response.aiter_bytes())
+    ended = False
+    while not ended:
+        try:
+            chunk = await anext(chunks)
+        except StopAsyncIteration:
+            # The last line ends with the body; a final event without its blank line
+            # is still dispatched (servers differ).
+            chunk, ended = b"\n\n", True
+        for line in feed(chunk):
             if not line:
-                if self.data:
-                    events.append(SseEvent(self.event or "message", "\n".join(self.data)))
-                self.event, self.data, self.size = "", [], 0
+                if data:
+                    yield SseEvent(event or "message", "\n".join(data))
+                event, data, size = "", [], 0
             elif line[0] != ":":
                 name, _, value = line.partition(":")
                 value = value.removeprefix(" ")
                 if name == "data":
-                    self.data.append(value)
-                    self.size += len(value)
-                    if self.size > MAX_BODY_BYTES:
+                    data.append(value)
+                    size += len(value)
+                    if size > MAX_BODY_BYTES:
                         raise ProtocolViolation("stream event too large")
                 elif name == "event":
-                    self.event = value
-        return events
+                    event = value
 
 
 def count(value: Any, what: str) -> int:

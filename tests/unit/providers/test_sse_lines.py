@@ -24,8 +24,10 @@ async def feed(*chunks: bytes) -> AsyncIterator[bytes]:
 
 
 def lines(*chunks: bytes, limit: int = MAX_BODY_BYTES) -> list[str]:
+    """The lines of a body read in `chunks`: a line end after the last one ends it."""
     splitter = Lines(limit)
-    return [line for chunk in chunks for line in splitter.feed(chunk)] + splitter.end()
+    out = [line for chunk in chunks for line in splitter.feed(chunk)]
+    return out + (splitter.feed(b"\n") if splitter.rest else [])
 
 
 class Body:
