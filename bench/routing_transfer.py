@@ -2,18 +2,22 @@
 leave-subject-out APGR with bootstrap 95% intervals, next to in-domain cross-validation; live
 calibration's realised shares on each unseen benchmark; and a simulated feedback stream.
 
-Data: RouteLLM's MMLU and GSM8K outcomes (`--data`, ../shared/routing-eval) and, when
+Data: RouteLLM's MMLU and GSM8K outcomes (`--data`, ../shared/routing-eval); when
 `--alpaca-eval` names a checkout of tatsu-lab/alpaca_eval, its open-ended chat prompts judged
-against gpt-4-1106-preview for Mixtral-8x7B-Instruct-v0.1 (the same pair as RouteLLM's data).
-Nothing is copied into the project. Writes docs/routing-transfer.md and
+against gpt-4-1106-preview for Mixtral-8x7B-Instruct-v0.1 (the same pair as RouteLLM's data);
+when `--routerbench` names a checkout of shuhao02/RouterDC, RouterBench's outcomes of the same
+pair on ARC-Challenge, MBPP and Winogrande. Nothing is copied into the project. Writes docs/routing-transfer.md and
 bench/results/routing_transfer.json.
 
-Run: python -m bench.routing_transfer [--alpaca-eval PATH] [--bootstrap 100]
+Run: python -m bench.routing_transfer [--alpaca-eval PATH] [--routerbench PATH] [--bootstrap 100]
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
+import csv
+import io
 import json
 import os
 import random
@@ -44,6 +48,9 @@ from server.routing.training import Encoded, TrainingOptions, refit, train_encod
 ROOT = Path(__file__).resolve().parent.parent
 ALPACA_MODEL = "Mixtral-8x7B-Instruct-v0.1"
 ALPACA_ANNOTATOR = "alpaca_eval_gpt4_turbo_fn"
+ROUTERBENCH = {"arc_challenge": "arc_challenge", "mbpp": "mbpp", "winogrande": "winograde"}
+ROUTERBENCH_WEAK = "mistralai/mixtral-8x7b-chat"
+ROUTERBENCH_STRONG = "gpt-4-1106-preview"
 
 
 @dataclass(frozen=True)
@@ -55,7 +62,7 @@ class Row:
     values: list[float]
 
 
-def load(data: Path, alpaca: Path | None, bits: int) -> list[Row]:
+def load(data: Path, alpaca: Path | None, routerbench: Path | None, bits: int) -> list[Row]:
     found: list[tuple[str, str, Outcome]] = []
     mmlu_excluded = read_contaminated([data / "mmlu" / "contaminated_prompts.jsonl"])
     for path in sorted((data / "mmlu" / "responses").glob("*.csv")):
@@ -68,6 +75,8 @@ def load(data: Path, alpaca: Path | None, bits: int) -> list[Row]:
     found += [("gsm8k", "gsm8k", o) for o in gsm8k]
     if alpaca is not None:
         found += [("alpaca_eval", source, o) for source, o in read_alpaca(alpaca)]
+    if routerbench is not None:
+        found += [(name, name, o) for name, o in read_routerbench(routerbench)]
     return [
         Row(b, s, o, text.buckets(o.prompt, bits), features.extract(o.prompt, None))
         for b, s, o in found
@@ -77,18 +86,38 @@ def load(data: Path, alpaca: Path | None, bits: int) -> list[Row]:
 def read_alpaca(checkout: Path) -> list[tuple[str, Outcome]]:
     """AlpacaEval's judged pairs: the weak model's answer against gpt-4-1106-preview's.
     Weak scores 1 when the judge preferred it, the strong model (the reference) 1 always."""
-    path = f"results/{ALPACA_MODEL}/{ALPACA_ANNOTATOR}/annotations.json"
-    if (checkout / path).exists():
-        raw = (checkout / path).read_bytes()
-    else:  # a bare mirror: read the file from its last commit
-        raw = subprocess.run(
-            ["git", "-C", str(checkout), "show", f"HEAD:{path}"], capture_output=True, check=True
-        ).stdout
+    raw = _file(checkout, f"results/{ALPACA_MODEL}/{ALPACA_ANNOTATOR}/annotations.json")
     return [
         (r["dataset"], Outcome(r["instruction"], weak=float(r["preference"]) - 1.0, strong=1.0))
         for r in json.loads(raw)
         if r.get("preference") is not None
     ]
+
+
+def read_routerbench(checkout: Path) -> list[tuple[str, Outcome]]:
+    """RouterBench's outcomes (withmartian/routerbench, MIT) on ARC-Challenge, MBPP and
+    Winogrande, as a checkout of shuhao02/RouterDC holds them: one CSV row per prompt (the
+    prompt a Python list of its parts), a column of 0/1 per model. The same pair as
+    RouteLLM's data: Mixtral-8x7B (`mistralai/mixtral-8x7b-chat`) and gpt-4-1106-preview."""
+    found = []
+    for name, stem in ROUTERBENCH.items():
+        for split in ("train", "test"):
+            raw = _file(checkout, f"datasets/routerbench_zs/{stem}_{split}.csv").decode()
+            for row in csv.DictReader(io.StringIO(raw)):
+                weak, strong = row[ROUTERBENCH_WEAK], row[ROUTERBENCH_STRONG]
+                if weak and strong:
+                    prompt = "\n\n".join(ast.literal_eval(row["prompt"]))
+                    found.append((name, Outcome(prompt, weak=float(weak), strong=float(strong))))
+    return found
+
+
+def _file(checkout: Path, path: str) -> bytes:
+    """A file of a checkout, or of a bare mirror's last commit."""
+    if (checkout / path).exists():
+        return (checkout / path).read_bytes()
+    return subprocess.run(
+        ["git", "-C", str(checkout), "show", f"HEAD:{path}"], capture_output=True, check=True
+    ).stdout
 
 
 # -- scorers ------------------------------------------------------------------------------
@@ -324,10 +353,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--alpaca-eval", type=Path, help="a checkout of tatsu-lab/alpaca_eval")
+    parser.add_argument("--routerbench", type=Path, help="a checkout of shuhao02/RouterDC")
     parser.add_argument("--bootstrap", type=int, default=100)
     args = parser.parse_args(argv)
     started = time.monotonic()
-    rows = load(args.data, args.alpaca_eval, TrainingOptions().hash_bits)
+    rows = load(args.data, args.alpaca_eval, args.routerbench, TrainingOptions().hash_bits)
     sources = (
         "RouteLLM's MMLU and GSM8K outcomes (Mixtral-8x7B-Instruct-v0.1 vs gpt-4-1106-preview)"
     )
@@ -335,6 +365,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         sources += (
             f"; AlpacaEval's 805 open-ended prompts ({ALPACA_MODEL} judged against "
             f"gpt-4-1106-preview by {ALPACA_ANNOTATOR}, tatsu-lab/alpaca_eval, Apache-2.0)"
+        )
+    if args.routerbench:
+        sources += (
+            "; RouterBench's ARC-Challenge, MBPP and Winogrande outcomes for the same pair "
+            "(withmartian/routerbench, MIT, as shuhao02/RouterDC holds them)"
         )
     report: dict[str, Any] = {"sources": sources}
     report["leave_one_benchmark_out"] = leave_one_benchmark_out(rows, args.bootstrap)
@@ -344,9 +379,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     report["feedback_stream"] = feedback_stream(rows)
     report["seconds"] = time.monotonic() - started
     report["cpus"] = os.cpu_count()
-    command = "python -m bench.routing_transfer" + (
-        " --alpaca-eval ../alpaca_eval" if args.alpaca_eval else ""
-    )
+    command = "python -m bench.routing_transfer"
+    command += " --alpaca-eval ../alpaca_eval" if args.alpaca_eval else ""
+    command += " --routerbench ../RouterDC" if args.routerbench else ""
     (ROOT / "bench" / "results").mkdir(exist_ok=True)
     (ROOT / "bench" / "results" / "routing_transfer.json").write_text(
         json.dumps(report, indent=1) + "\n", encoding="utf-8"
