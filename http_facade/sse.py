@@ -111,8 +111,9 @@ async def events(
 
     One task per stream reads `chunks` and encodes each as it comes; whatever is ready
     when the response can write goes out in one write (an instant upstream's twenty
-    chunks in one or two, paced tokens one by one), and a keep-alive timer runs only
-    while nothing is ready."""
+    chunks in one or two, paced tokens one by one). One keep-alive timer per stream,
+    re-armed when it fires rather than set and cancelled around every event, wakes the
+    writer once nothing has been written for `keepalive_s`."""
     loop = asyncio.get_running_loop()
     encode = framing.event
     ready: list[bytes] = []
@@ -120,6 +121,8 @@ async def events(
     space: list[asyncio.Future[None]] = []  # the reader waiting for room, if any
     finished = False
     sent = 1  # events so far, `first` included: an error event's sequence number
+    last = loop.time()  # when the writer last wrote
+    timer: asyncio.TimerHandle | None = None
 
     def wake(timed_out: bool = False) -> None:
         if waiter and not waiter[0].done():
@@ -146,6 +149,14 @@ async def events(
             finished = True
             wake()
 
+    def idle() -> None:
+        nonlocal timer
+        due = last + keepalive_s
+        if loop.time() >= due:
+            wake(True)
+            due = loop.time() + keepalive_s
+        timer = loop.call_at(due, idle)
+
     reader: asyncio.Task[None] | None = None
 
     def on_stop(_: asyncio.Future[None]) -> None:
@@ -155,6 +166,8 @@ async def events(
         stopping.add_done_callback(on_stop)
     try:
         yield encode(to_dict(first))
+        last = loop.time()
+        timer = loop.call_at(last + keepalive_s, idle)
         reader = asyncio.ensure_future(read())
         while True:
             if stopping is not None and stopping.done() and not finished:
@@ -166,20 +179,22 @@ async def events(
                 if space and not space[0].done():
                     space[0].set_result(None)
                 yield out
+                last = loop.time()
                 continue
             if finished:
                 break
             waiting = loop.create_future()
             waiter[:] = [waiting]
-            timer = loop.call_later(keepalive_s, wake, True)
             try:
                 timed_out = await waiting
             finally:
-                timer.cancel()
                 waiter.clear()
             if timed_out and not ready:
                 yield framing.keepalive
+                last = loop.time()
     finally:
+        if timer is not None:
+            timer.cancel()
         # Runs on client disconnect too, inside a cancelled scope: shield the clean-up.
         with anyio.CancelScope(shield=True):
             if stopping is not None:
