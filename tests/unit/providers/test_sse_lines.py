@@ -61,6 +61,11 @@ def test_lf_crlf_and_lone_cr_across_reads():
 def test_a_line_is_bounded_to_the_byte():
     assert lines(b"x" * 16 + b"\n", limit=16) == ["x" * 16]
     assert lines(b"x" * 16, limit=16) == ["x" * 16]
+    # The bound is per line, not per read: a read of several full-length lines passes.
+    assert lines(b"x" * 16 + b"\n" + b"y" * 16 + b"\r\n", limit=16) == ["x" * 16, "y" * 16]
+    assert lines(b"x" * 16 + b"\r" + b"y" * 16 + b"\n", limit=16) == ["x" * 16, "y" * 16]
+    with pytest.raises(ProtocolViolation, match="^an event-stream line exceeds 16 bytes$"):
+        lines(b"x" * 16 + b"\r" + b"y" * 17 + b"\n", limit=16)
     with pytest.raises(ProtocolViolation, match="^an event-stream line exceeds 16 bytes$"):
         lines(b"x" * 17, limit=16)
     with pytest.raises(ProtocolViolation, match="^an event-stream line exceeds 16 bytes$"):
