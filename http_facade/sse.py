@@ -121,7 +121,6 @@ async def events(
     space: list[asyncio.Future[None]] = []  # the reader waiting for room, if any
     finished = False
     sent = 1  # events so far, `first` included: an error event's sequence number
-    last = loop.time()  # when the writer last wrote
     timer: asyncio.TimerHandle | None = None
 
     def wake(timed_out: bool = False) -> None:
@@ -166,8 +165,8 @@ async def events(
         stopping.add_done_callback(on_stop)
     try:
         yield encode(to_dict(first))
-        last = loop.time()
-        timer = loop.call_at(last + keepalive_s, idle)
+        last = loop.time()  # when the writer last wrote
+        idle()
         reader = asyncio.ensure_future(read())
         while True:
             if stopping is not None and stopping.done() and not finished:

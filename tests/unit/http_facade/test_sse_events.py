@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import AsyncIterator
 
 import anyio
@@ -121,6 +122,27 @@ async def test_keep_alives_only_while_waiting():
     assert all(p == KEEPALIVE or KEEPALIVE not in p for p in parts)
     fast = await read_all(events(chunk(1), Source(5, start=2).chunks(), 0.1, "r"))
     assert KEEPALIVE not in b"".join(fast)
+
+
+async def test_no_keep_alive_while_events_keep_coming():
+    # A chunk every 40 ms against a 100 ms keep-alive: the silence never lasts.
+    parts = await read_all(events(chunk(1), Source(8, delay_s=0.04, start=2).chunks(), 0.1, "r"))
+    assert KEEPALIVE not in b"".join(parts) and len(ids(b"".join(parts))) == 9
+
+
+async def test_a_reader_that_does_not_read_leaves_the_keep_alive_timer_idle():
+    source = Source(1, delay_s=2, start=2)
+    stream = events(chunk(1), source.chunks(), 0.02, "r")
+    await anext(stream)
+    assert await anext(stream) == KEEPALIVE
+    # The caller takes nothing for 0.3 s while the source is silent: the timer finds
+    # no writer waiting, and checks again one keep-alive period later, not at once.
+    started = time.process_time()
+    await asyncio.sleep(0.3)
+    assert time.process_time() - started < 0.1
+    assert await anext(stream) == KEEPALIVE
+    await stream.aclose()
+    assert source.closed
 
 
 async def test_ready_chunks_go_out_together():
