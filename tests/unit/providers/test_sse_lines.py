@@ -89,6 +89,8 @@ async def test_events_by_the_whatwg_rules():
     ]
     assert await events(b"event: done\ndata: x") == [SseEvent("done", "x")]
     assert await events(b"data: a\ndata: b") == [SseEvent("message", "a\nb")]
+    # A bare colon is a comment too (a keep-alive some servers send).
+    assert await events(b":\n\ndata: x\n:\n\n") == [SseEvent("message", "x")]
 
 
 async def test_an_event_is_bounded_across_its_lines():
