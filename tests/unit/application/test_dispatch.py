@@ -288,6 +288,18 @@ async def test_a_stream_broken_after_its_first_event_fails_and_counts_against_it
     assert a.breaker._failures == 1 and scripted(a).closed == 1
 
 
+async def test_a_stream_ending_after_its_first_event_without_a_finish_names_its_provider():
+    a = upstream("a", Attempt([TextDelta("partial")]))
+    _, events = await dispatch.open_stream([a], REQUEST, None, "m")
+    assert await anext(events) == TextDelta("partial")
+    with pytest.raises(UpstreamError) as raised:
+        await anext(events)
+    assert raised.value.message == "a: the stream ended without a finish"
+    assert raised.value.upstream_answered and raised.value.metadata == {"provider": "a"}
+    # A broken answer counts against the provider that gave it.
+    assert a.breaker._failures == 1
+
+
 async def test_a_refusal_after_the_first_event_does_not_count_against_the_provider():
     a = upstream("a", Attempt([TextDelta("p")], error=UpstreamRejected("no", {})))
     _, events = await dispatch.open_stream([a], REQUEST, None, "m")
