@@ -136,13 +136,28 @@ async def test_a_reader_that_does_not_read_leaves_the_keep_alive_timer_idle():
     await anext(stream)
     assert await anext(stream) == KEEPALIVE
     # The caller takes nothing for 0.3 s while the source is silent: the timer finds
-    # no writer waiting, and checks again one keep-alive period later, not at once.
-    started = time.process_time()
-    await asyncio.sleep(0.3)
-    assert time.process_time() - started < 0.1
+    # no writer waiting, and checks again one keep-alive period later, not at once
+    # (which would spin: this process would use all the CPU it can get meanwhile).
+    available = _spinning_share()
+    assert await _waiting_share(0.3) < available / 3
     assert await anext(stream) == KEEPALIVE
     await stream.aclose()
     assert source.closed
+
+
+def _spinning_share(seconds: float = 0.1) -> float:
+    """This process's share of a core now: CPU time over wall time while it spins."""
+    cpu, wall = time.process_time(), time.monotonic()
+    while time.monotonic() - wall < seconds:
+        pass
+    return (time.process_time() - cpu) / (time.monotonic() - wall)
+
+
+async def _waiting_share(seconds: float) -> float:
+    """CPU time over wall time while this process's event loop runs for `seconds`."""
+    cpu, wall = time.process_time(), time.monotonic()
+    await asyncio.sleep(seconds)
+    return (time.process_time() - cpu) / (time.monotonic() - wall)
 
 
 async def test_ready_chunks_go_out_together():
