@@ -30,6 +30,7 @@ from server.base.errors import GatewayError
 from server.cli import keys, migrate, prices, router, workers
 from server.cli import serve as app
 from server.cli.options import describe_storage, storage_options, with_overrides
+from server.cli.status import say
 from server.ops import metrics, requestlog, tracing
 
 COMMANDS = ("serve", "keys", "migrate", "router", "prices")
@@ -98,20 +99,20 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 def announce(cfg: config.Config, source: str, running: app.Running, embedded: bool) -> None:
     host = cfg.server.host
-    print(f"gateway: config: {source}", flush=True)
+    say(f"gateway: config: {source}")
     if running.grpc_port is not None:
-        print(f"gateway: gRPC listening on {host}:{running.grpc_port}", flush=True)
+        say(f"gateway: gRPC listening on {host}:{running.grpc_port}")
     if running.http_port is not None:
-        print(f"gateway: HTTP listening on http://{host}:{running.http_port}", flush=True)
+        say(f"gateway: HTTP listening on http://{host}:{running.http_port}")
     if running.metrics_port is not None:
         where = f"http://{host}:{running.metrics_port}"
-        print(f"gateway: metrics listening on {where}/metrics", flush=True)
-    print(f"gateway: storage: {describe_storage(cfg.storage)}", flush=True)
+        say(f"gateway: metrics listening on {where}/metrics")
+    say(f"gateway: storage: {describe_storage(cfg.storage)}")
     for key in cfg.keys:
         # Only the embedded development keys are printed whole; real secrets never are.
         shown = key.secret if embedded else key.secret[:6] + "..."
-        print(f"gateway: key {key.name} ({HEADER[key.kind]}): {shown}", flush=True)
-    print("gateway: ready", flush=True)
+        say(f"gateway: key {key.name} ({HEADER[key.kind]}): {shown}")
+    say("gateway: ready")
 
 
 async def serve(args: argparse.Namespace) -> int:
@@ -148,11 +149,11 @@ async def serve(args: argparse.Namespace) -> int:
         loop.add_signal_handler(signal.SIGHUP, lambda: asyncio.ensure_future(_reload(control)))
     await stop.wait()
     # Turns NOT_SERVING, lets calls in flight finish, then drains the usage ledger.
-    print("gateway: shutting down", flush=True)
+    say("gateway: shutting down")
     await running.stop()
     metrics.mark_process_dead()
     tracing.shutdown()
-    print("gateway: stopped", flush=True)
+    say("gateway: stopped")
     return 0
 
 
@@ -166,7 +167,7 @@ async def _reload(control: Control) -> None:
     """SIGHUP: reloads the config file; a refusal is logged and changes nothing."""
     with contextlib.suppress(GatewayError):
         done = await control.reload()
-        print(f"gateway: config reloaded from {done.source}", flush=True)
+        say(f"gateway: config reloaded from {done.source}")
 
 
 def quiet_gc() -> None:

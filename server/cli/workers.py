@@ -35,6 +35,7 @@ from typing import Any
 from server.accounting.shared import StateServer
 from server.base.config import Config
 from server.cli import serve as app
+from server.cli.status import say
 from server.storage import Store, open_store
 
 WORKER = "GATEWAY_WORKER_INDEX"
@@ -101,7 +102,7 @@ class Workers:
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(READY_TIMEOUT_S):
                 await self.state.ready.get()
-                print(f"gateway: worker {index} is serving again", flush=True)
+                say(f"gateway: worker {index} is serving again")
 
     async def stop(self) -> None:
         await stop_workers(self.processes)
@@ -229,7 +230,7 @@ async def run(
     try:
         started = await supervise(cfg, argv, args, workers)
     except WorkerFailed as exc:
-        print(f"gateway: cannot start: {exc}", file=sys.stderr, flush=True)
+        say(f"gateway: cannot start: {exc}", sys.stderr)
         return 1
     announce(started.running)
     stop = asyncio.Event()
@@ -240,9 +241,9 @@ async def run(
     loop.add_signal_handler(signal.SIGHUP, lambda: _forward(started.processes, signal.SIGHUP))
     failed = await _keep_alive(started, stop)
     if not failed:
-        print("gateway: shutting down", flush=True)
+        say("gateway: shutting down")
     await started.stop()
-    print("gateway: stopped", flush=True)
+    say("gateway: stopped")
     return 1 if failed else 0
 
 
@@ -264,17 +265,17 @@ async def _keep_alive(workers: Workers, stop: asyncio.Event) -> bool:
             exits[index] = recent
             code = workers.processes[index].returncode
             if len(recent) >= CRASH_LOOP:
-                print(
+                say(
                     f"gateway: worker {index} exited {len(recent)} times in "
                     f"{CRASH_WINDOW_S:g}s (last code {code}); stopping",
-                    file=sys.stderr, flush=True,
-                )  # fmt: skip
+                    sys.stderr,
+                )
                 return True
             pause = BACKOFF_S[min(len(recent), len(BACKOFF_S)) - 1]
-            print(
+            say(
                 f"gateway: worker {index} exited (code {code}); starting it again in {pause:g}s",
-                file=sys.stderr, flush=True,
-            )  # fmt: skip
+                sys.stderr,
+            )
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(asyncio.shield(stopping), pause)
             if stop.is_set():

@@ -132,8 +132,9 @@ def test_generated_code_is_fresh():
 async def test_request_lines_never_stall_requests_and_none_is_lost_at_shutdown():
     """Nobody reads the gateway's output while 400 requests run (its pipe fills after a
     few hundred lines): the requests are served anyway, since a thread writes the lines;
-    at SIGTERM every line is written out."""
-    gw = start_process("--grpc-port", "0", "--http-port", "0")
+    at SIGTERM every line is written out, none inside a status line (unbuffered, as
+    containers run it, a status line's newline once went out apart from its text)."""
+    gw = start_process("--grpc-port", "0", "--http-port", "0", env={"PYTHONUNBUFFERED": "1"})
     try:
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{gw.http_port}",
                                      headers={"x-api-key": API_KEY}, timeout=10) as http:  # fmt: skip
