@@ -55,6 +55,18 @@ def converse(stop: str | None = "end_turn", **usage: Any) -> str:
     return json.dumps(body)
 
 
+async def failure(
+    p: Any, kind: type[UpstreamError] = UpstreamError
+) -> pytest.ExceptionInfo[UpstreamError]:
+    """What asking `p` for HELLO raises (a `kind`); `p` closed after."""
+    try:
+        with pytest.raises(kind) as raised:
+            await collect(p.generate(HELLO))
+    finally:
+        await p.aclose()
+    return raised
+
+
 async def bedrock(handler: Any, request: GenerationRequest = HELLO, stream: bool = False) -> Any:
     async with raw_upstream(handler) as upstream:
         p = build("bedrock", upstream.url, stream=stream)
@@ -566,11 +578,7 @@ async def test_a_session_token_an_upstream_quotes_back_never_reaches_the_caller(
 
     async with raw_upstream(echoing) as upstream:
         p = build("bedrock", upstream.url, session_token_env="TEST_AWS_SESSION_TOKEN")
-        try:
-            with pytest.raises(UpstreamRejected) as refused:
-                await collect(p.generate(HELLO))
-        finally:
-            await p.aclose()
+        refused = await failure(p, UpstreamRejected)
     assert refused.value.message == (
         "bedrock-test: upstream answered HTTP 400: The security token [redacted] is invalid."
     )
@@ -583,11 +591,7 @@ async def test_credentials_gone_after_start_up_are_a_refused_configuration(
         p = build("bedrock", fake.url)
         monkeypatch.delenv(ACCESS_KEY_ENV)
         monkeypatch.delenv(SECRET_ENV)
-        try:
-            with pytest.raises(UpstreamError) as refused:
-                await collect(p.generate(HELLO))
-        finally:
-            await p.aclose()
+        refused = await failure(p)
     assert refused.value.message == (
         "bedrock-test: upstream refused the gateway's configuration (HTTP 403 "
         "UnrecognizedClientException); check its credentials, region and model"
