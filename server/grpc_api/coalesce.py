@@ -10,8 +10,9 @@ chunks go out as they came, as the contract describes them.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
+from google.protobuf.descriptor import Descriptor
 from google.protobuf.message import Message
 
 # Merging stops at this much text in one chunk: a caller that reads slowly gets chunks
@@ -28,53 +29,102 @@ _TEXT_CHUNK = frozenset(
 )  # fmt: skip
 
 
-def _one_choice(chunk: Message) -> Message | None:
-    """The only thing a chunk adds, when that is one choice, else None."""
-    fields = chunk.ListFields()
-    if any(f.name not in _TEXT_CHUNK for f, _ in fields):
-        return None
-    choices = chunk.choices
-    return choices[0] if len(choices) == 1 else None
+class _SetsOnly:
+    """Whether a message sets no field but the allowed ones. Runs for every chunk, so it
+    reads only the other fields, each by the test its kind allows, instead of
+    ListFields, which builds every set field's value (3.5 us a chunk, as long as the
+    rest of the chunk's way)."""
+
+    __slots__ = ("repeated", "present", "scalars")
+
+    def __init__(self, descriptor: Descriptor, allowed: Collection[str]) -> None:
+        others = [f for f in descriptor.fields if f.name not in allowed]
+        self.repeated = tuple(f.name for f in others if f.is_repeated)
+        self.present = tuple(f.name for f in others if not f.is_repeated and f.has_presence)
+        self.scalars = tuple(
+            (f.name, f.default_value) for f in others if not f.is_repeated and not f.has_presence
+        )
+
+    def __call__(self, message: Message) -> bool:
+        for name in self.repeated:
+            if len(getattr(message, name)):
+                return False
+        for name in self.present:
+            if message.HasField(name):
+                return False
+        # Loops, not any()/all(): no generator built for every chunk.
+        for name, default in self.scalars:  # noqa: SIM110
+            if getattr(message, name) != default:
+                return False
+        return True
 
 
-def _chat_text(chunk: Message) -> Message | None:
-    """The delta of a chat chunk that only adds text to one choice, else None."""
-    choice = _one_choice(chunk)
-    if choice is None or any(f.name not in ("index", "delta") for f, _ in choice.ListFields()):
-        return None
-    fields = choice.delta.ListFields()
-    if len(fields) != 1 or fields[0][0].name != "content":
-        return None
-    return choice.delta
+def _chat_text(response_type: type[Message]) -> Callable[[Message], Message | None]:
+    chunk_only = _SetsOnly(response_type.DESCRIPTOR, _TEXT_CHUNK)
+    choice_type = response_type.DESCRIPTOR.fields_by_name["choices"].message_type
+    choice_only = _SetsOnly(choice_type, ("index", "delta"))
+    delta_only = _SetsOnly(choice_type.fields_by_name["delta"].message_type, ("content",))
+
+    def text_part(chunk: Message) -> Message | None:
+        """The delta of a chat chunk that only adds text to one choice, else None."""
+        choices = chunk.choices
+        if len(choices) != 1 or not chunk_only(chunk):
+            return None
+        choice = choices[0]
+        if not choice_only(choice):
+            return None
+        delta = choice.delta
+        return delta if delta.HasField("content") and delta_only(delta) else None
+
+    return text_part
 
 
-def _completion_text(chunk: Message) -> Message | None:
-    """The choice of a text-completion chunk that only adds text, else None."""
-    choice = _one_choice(chunk)
-    if choice is None or any(f.name not in ("index", "text") for f, _ in choice.ListFields()):
-        return None
-    return choice
+def _completion_text(response_type: type[Message]) -> Callable[[Message], Message | None]:
+    chunk_only = _SetsOnly(response_type.DESCRIPTOR, _TEXT_CHUNK)
+    choice_type = response_type.DESCRIPTOR.fields_by_name["choices"].message_type
+    choice_only = _SetsOnly(choice_type, ("index", "text"))
+
+    def text_part(chunk: Message) -> Message | None:
+        """The choice of a text-completion chunk that only adds text, else None."""
+        choices = chunk.choices
+        if len(choices) != 1 or not chunk_only(chunk):
+            return None
+        choice = choices[0]
+        return choice if choice_only(choice) else None
+
+    return text_part
 
 
-def _merging(text_part: Callable[[Message], Message | None], field: str) -> Merge:
-    """Merges chunks whose `text_part` is found, by concatenating its `field`."""
+class _Merge:
+    """One stream's merging. It remembers the text part of the chunk it last saw (the
+    one the relay appends next, or the merged one), so each chunk is inspected once."""
 
-    def merge(last: Message, chunk: Message, owned: bool) -> Message | None:
-        mine, more = text_part(last), text_part(chunk)
+    __slots__ = ("text_part", "field", "seen", "seen_part")
+
+    def __init__(self, text_part: Callable[[Message], Message | None], field: str) -> None:
+        self.text_part = text_part
+        self.field = field
+        self.seen: Message | None = None
+        self.seen_part: Message | None = None
+
+    def __call__(self, last: Message, chunk: Message, owned: bool) -> Message | None:
+        mine = self.seen_part if last is self.seen else self.text_part(last)
+        more = self.seen_part = self.text_part(chunk)
+        self.seen = chunk
         if mine is None or more is None or not _same_stream(last, chunk):
             return None
+        field = self.field
         if len(getattr(mine, field)) >= MAX_MERGED_CHARS:
             return None
-        merged = last if owned else _copy(last)
-        part = text_part(merged)
+        if owned:
+            merged, part = last, mine
+        else:
+            merged = _copy(last)
+            part = self.text_part(merged)
+            assert part is not None  # a copy of a text chunk
         setattr(part, field, getattr(part, field) + getattr(more, field))
+        self.seen, self.seen_part = merged, part
         return merged
-
-    return merge
-
-
-_MERGE_CHAT = _merging(_chat_text, "content")
-_MERGE_COMPLETION = _merging(_completion_text, "text")
 
 
 def _copy(message: Message) -> Message:
@@ -88,15 +138,17 @@ def _same_stream(a: Message, b: Message) -> bool:
     return a.id == b.id and a.model == b.model and a.choices[0].index == b.choices[0].index
 
 
-def merger(response_type: type[Message]) -> Merge | None:
-    """How chunks of this stream merge, or None when its messages are events that
-    each go out alone (Messages, Responses, TGI tokens)."""
+def merger(response_type: type[Message]) -> Callable[[], Merge] | None:
+    """How chunks of this stream type merge (a new Merge for each stream), or None when
+    its messages are events that each go out alone (Messages, Responses, TGI tokens)."""
     fields = response_type.DESCRIPTOR.fields_by_name
     if not all(name in fields for name in ("id", "model", "choices")):
         return None
     choice = fields["choices"].message_type.fields_by_name
     if "delta" in choice:
-        return _MERGE_CHAT
+        chat_text = _chat_text(response_type)
+        return lambda: _Merge(chat_text, "content")
     if "text" in choice:
-        return _MERGE_COMPLETION
+        completion_text = _completion_text(response_type)
+        return lambda: _Merge(completion_text, "text")
     return None

@@ -87,13 +87,14 @@ def _unary(method: RpcMethod, timeout_s: float) -> grpc.RpcMethodHandler:
 def _streaming(
     method: RpcMethod, limits: Limits, stopping: asyncio.Future[None] | None
 ) -> grpc.RpcMethodHandler:
-    merge = merger(method.response_type)
+    new_merge = merger(method.response_type)
 
     async def handle(request: Message, context: grpc.aio.ServicerContext) -> None:
         call = _call(context, limits.request_timeout_s)
         chunks = method.stream(request, call)
         task = asyncio.current_task()
         assert task is not None
+        merge = new_merge() if new_merge is not None else None
         relay = Relay(chunks, merge, task, limits.send_timeout_s)
 
         def interrupt(_: object) -> None:
