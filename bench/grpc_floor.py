@@ -1,11 +1,14 @@
-"""What gRPC itself costs per call, with no gateway behind it, in one run.
+"""What each transport itself costs per call, with no gateway behind it, in one run.
 
 A server that answers one fixed message (unary) or twenty (a stream), as the gateway's
-gRPC API would, served four ways: grpc.aio on the gateway's event loop, the same
-sending response headers first (as the gateway sends x-request-id), grpc.aio writing
-the stream as one merged message, and the synchronous thread-pool server.
-h2load loads each on the other core; CPU ms/req is the server process's own time.
-The floor the servicer cannot go below, and what the alternatives would save.
+gRPC API would, served five ways: grpc.aio on the gateway's event loop, the same
+sending response headers first (as the gateway sends x-request-id), the same awaiting
+once before it answers (as the gateway awaits its upstream), grpc.aio writing the stream
+as one merged message, and the synchronous thread-pool server. h2load loads each on
+the other core. Beside them, the REST facade's floor: uvicorn and FastAPI on the same
+loop answering a fixed JSON body (or twenty SSE events), loaded by wrk. CPU ms/req is
+the server process's own time: the floor each API cannot go below, and what the
+alternatives would save.
 
     python -m bench.grpc_floor [--seconds 4] [--rounds 2]
 """
@@ -18,25 +21,32 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import AsyncIterator
 from concurrent import futures
 from pathlib import Path
+from typing import Any
 
 import grpc
 
-from bench.perf import cpu_s, free_port, pinned, wait_port
+from bench.perf import LUA, cpu_s, free_port, pinned, wait_port, wrk
 
+LUA_FILE = Path(tempfile.gettempdir()) / "grpc-floor-post.lua"
 MESSAGE = b"\n" + bytes([60]) + b"x" * 60  # a chunk-sized message
 CHUNKS = 20
 
 
 def handlers(kind: str) -> grpc.GenericRpcHandler:
     async def unary(request: bytes, context: grpc.aio.ServicerContext) -> bytes:
-        if kind == "aio-headers":  # as the gateway sends x-request-id
+        if kind == "aio-await":  # as the gateway awaits its upstream
+            await asyncio.sleep(0)
+        if kind in ("aio-headers", "aio-await"):  # as the gateway sends x-request-id
             await context.send_initial_metadata((("x-request-id", "0" * 32),))
         return MESSAGE
 
     async def stream(request: bytes, context: grpc.aio.ServicerContext) -> None:
-        if kind == "aio-headers":
+        if kind == "aio-await":
+            await asyncio.sleep(0)
+        if kind in ("aio-headers", "aio-await"):
             await context.send_initial_metadata((("x-request-id", "0" * 32),))
         if kind == "aio-merged":
             await context.write(MESSAGE * CHUNKS)
@@ -66,7 +76,42 @@ def sync_handlers() -> grpc.GenericRpcHandler:
     )  # fmt: skip
 
 
+def rest_app() -> Any:
+    """The facade's framework with nothing behind it: a fixed JSON answer, or twenty SSE
+    events, as a chat completion would be."""
+    from fastapi import FastAPI
+    from fastapi.responses import Response, StreamingResponse
+
+    app = FastAPI()
+    answer = b'{"id":"x","choices":[{"message":{"content":"' + b"x" * 40 + b'"}}]}'
+    event = b'data: {"choices":[{"delta":{"content":"' + b"x" * 30 + b'"}}]}\n\n'
+
+    @app.post("/unary")
+    async def unary() -> Response:
+        return Response(answer, media_type="application/json")
+
+    @app.post("/stream")
+    async def stream() -> StreamingResponse:
+        async def events() -> AsyncIterator[bytes]:
+            for _ in range(CHUNKS):
+                yield event
+
+        return StreamingResponse(events(), media_type="text/event-stream")
+
+    return app
+
+
 def serve(kind: str, port: int) -> None:
+    if kind == "rest":
+        import uvicorn
+
+        config = uvicorn.Config(rest_app(), host="127.0.0.1", port=port, http="httptools",
+                                log_level="warning", access_log=False, loop="none")  # fmt: skip
+        from server.cli.main import event_loop
+
+        with asyncio.Runner(loop_factory=event_loop()) as runner:
+            runner.run(uvicorn.Server(config).serve())
+        return
     if kind == "sync":
         server = grpc.server(futures.ThreadPoolExecutor(max_workers=32))
         server.add_generic_rpc_handlers([sync_handlers()])
@@ -89,6 +134,9 @@ def serve(kind: str, port: int) -> None:
 
 
 def load(port: int, method: str, connections: int, seconds: float, core: str) -> int:
+    if port < 0:  # the REST floor
+        url = f"http://127.0.0.1:{-port}/{method.lower()}"
+        return wrk(url, "{}", connections, seconds, core, LUA_FILE)["requests"]
     with tempfile.TemporaryDirectory() as tmp:
         data = Path(tmp, "body")
         data.write_bytes(b"\0\0\0\0\0")
@@ -110,11 +158,15 @@ def main() -> None:
         serve(args.serve[0], int(args.serve[1]))
         return
     server_core, load_core = args.pin.split(":") if args.pin else ("", "")
+    LUA_FILE.write_text(LUA)
     servers = {}
-    for kind in ("aio", "aio-headers", "aio-merged", "sync"):
+    for kind in ("aio", "aio-headers", "aio-await", "aio-merged", "sync", "rest"):
         port = free_port()
         argv = [sys.executable, "-m", "bench.grpc_floor", "--serve", kind, str(port)]
-        servers[kind] = (subprocess.Popen(pinned(server_core, argv)), port)
+        servers[kind] = (
+            subprocess.Popen(pinned(server_core, argv)),
+            -port if kind == "rest" else port,
+        )
         wait_port(port)
     time.sleep(0.5)
     best: dict[tuple, float] = {}

@@ -8,7 +8,7 @@ and rounds repeat, so drift on a shared machine touches every target alike.
 
     python -m bench.perf                          # 1 worker, unary + stream, 1 and 32 conns
     python -m bench.perf --workers 1 2 --pin ''   # throughput of 1 vs 2 workers
-    python -m bench.perf --profile                # py-spy top frames of one worker
+    python -m bench.perf --profile [--grpc]       # py-spy raw stacks of one worker
     python -m bench.perf --responses stored       # the /v1/responses rows with storage
 
 Each gateway also gets a `/v1/responses` row: the same generation asked through the
@@ -150,7 +150,9 @@ def start_gateway(
     }
     path = tmp / f"gateway-{workers}-{http_port}.yaml"
     path.write_text(yaml.safe_dump(config))
-    argv = [sys.executable, "-m", "server.cli.main", "serve", "--config", str(path)]
+    python = root / ".venv" / "bin" / "python"  # a compared tree runs in its own environment
+    argv = [str(python if python.exists() else sys.executable), "-m", "server.cli.main", "serve"]
+    argv += ["--config", str(path)]
     argv += ["--log-level", "WARNING"] + (["--workers", str(workers)] if workers > 1 else [])
     proc = subprocess.Popen(pinned(core, argv), cwd=root, stdout=subprocess.DEVNULL)
     wait_port(http_port)
@@ -305,9 +307,15 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--pin", default="0:1", help="gateway core:load core, '' for none")
     parser.add_argument("--limits", action="store_true", help="a key with rpm and budget")
-    parser.add_argument("--profile", action="store_true", help="py-spy top frames, 1 worker")
     parser.add_argument(
-        "--compare", type=Path, help="also measure the gateway in this source tree (1 worker)"
+        "--profile",
+        action="store_true",
+        help="py-spy raw stacks of 1 worker (of the gRPC API with --grpc)",
+    )
+    parser.add_argument(
+        "--compare",
+        type=Path,
+        help="also measure the gateway in this source tree, with its .venv if it has one (1 worker)",
     )
     args = parser.parse_args()
     gw_core, load_core = args.pin.split(":") if args.pin else ("", "")
@@ -425,7 +433,8 @@ def others(mark: tuple, nginx: int, gateway: tuple | None, seconds: float) -> fl
 
 
 def profile(gateway: tuple, args: argparse.Namespace, load_core: str, lua: Path) -> None:
-    proc, port, _ = gateway
+    """py-spy's raw stacks of one worker under load: the REST API, or with --grpc the gRPC API."""
+    proc, port, grpc_port = gateway
     pid = max(tree(proc.pid))  # the serving process (the only one with one worker)
     out = Path(tempfile.gettempdir()) / f"perf-profile-{pid}"
     spy = subprocess.Popen(
@@ -435,8 +444,11 @@ def profile(gateway: tuple, args: argparse.Namespace, load_core: str, lua: Path)
     )  # fmt: skip
     time.sleep(0.5)
     for mode in args.modes:
-        url = f"http://127.0.0.1:{port}/v1/chat/completions"
-        wrk(url, body(mode == "stream"), args.connections[-1], args.seconds, load_core, lua)
+        if args.grpc:
+            h2load(grpc_port, mode == "stream", args.connections[-1], args.seconds, load_core)
+        else:
+            url = f"http://127.0.0.1:{port}/v1/chat/completions"
+            wrk(url, body(mode == "stream"), args.connections[-1], args.seconds, load_core, lua)
     spy.wait()
     print(f"raw collapsed stacks: {out}")
 
