@@ -1,0 +1,81 @@
+"""The request log's writer thread: lines written in order, in few writes, none lost at
+stop, and a stream that fails does not stop the lines after it."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import threading
+import time
+
+import pytest
+
+from server.ops import requestlog
+
+
+class Recording(io.StringIO):
+    """A stream that counts its writes and can be told to fail the next one."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.writes = 0
+        self.fail_next = False
+        self.writers: set[str] = set()
+
+    def write(self, text: str) -> int:
+        self.writes += 1
+        self.writers.add(threading.current_thread().name)
+        if self.fail_next:
+            self.fail_next = False
+            raise BrokenPipeError(32, "Broken pipe")
+        return super().write(text)
+
+
+@pytest.fixture
+def installed():
+    logger = logging.getLogger(requestlog.LOGGER)
+    handlers, level, propagate = list(logger.handlers), logger.level, logger.propagate
+    stream = Recording()
+    requestlog.install(stream)
+    yield stream
+    requestlog.stop()
+    logger.handlers[:] = handlers
+    logger.setLevel(level)
+    logger.propagate = propagate
+
+
+def log_lines(first: int, count: int) -> None:
+    for n in range(first, first + count):
+        requestlog.write_unknown_route("GET", f"/{n}", "127.0.0.1", 404)
+
+
+def paths(stream: Recording) -> list[str]:
+    return [json.loads(line)["path"] for line in stream.getvalue().splitlines()]
+
+
+def test_lines_go_out_in_order_in_few_writes_and_none_is_lost_at_stop(installed):
+    log_lines(0, 1000)
+    requestlog.stop()  # at once: what is queued is written before it returns
+    assert paths(installed) == [f"/{n}" for n in range(1000)]
+    assert installed.writes <= 3  # the burst went out together, not a write per line
+    assert installed.writers == {"request-log"}  # never the caller's thread
+
+
+def test_a_line_is_written_within_the_interval(installed):
+    log_lines(0, 1)
+    deadline = time.monotonic() + 10 * requestlog.WRITE_EVERY_S
+    while not installed.getvalue() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert paths(installed) == ["/0"]
+
+
+def test_a_failed_write_loses_its_lines_only(installed):
+    installed.fail_next = True
+    log_lines(0, 5)
+    deadline = time.monotonic() + 10
+    while installed.writes == 0 and time.monotonic() < deadline:  # the failed write
+        time.sleep(0.01)
+    log_lines(5, 5)
+    requestlog.stop()
+    assert paths(installed) == [f"/{n}" for n in range(5, 10)]
