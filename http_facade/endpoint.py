@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Awaitable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 import orjson
 from google.protobuf.message import Message
@@ -23,9 +22,8 @@ from http_facade.backends import Backend
 from http_facade.bindings import Binding, Rpc
 from http_facade.context import Exchange, exchange_for
 from http_facade.errors import PayloadTooLarge, RequestTimeout, response_headers
-from server.base.errors import Cancelled, InvalidArgument
-
-T = TypeVar("T")
+from http_facade.protocol import unless_gone
+from server.base.errors import InvalidArgument
 
 
 @dataclass(frozen=True)
@@ -53,7 +51,7 @@ class Endpoint:
         message = self._message(rpc, payload, request)
         if rpc.server_streaming:
             return await self._stream(rpc, message, exchange, request)
-        response = await _unless_disconnected(request, self.backend.unary(rpc, message, exchange))
+        response = await unless_gone(request.scope, self.backend.unary(rpc, message, exchange))
         answer: Any = codec.to_dict(response)
         if self.binding.response_body:
             answer = answer[self.binding.response_body]
@@ -113,7 +111,7 @@ class Endpoint:
     ) -> Response:
         chunks = self.backend.stream(rpc, message, exchange)
         try:
-            first = await _unless_disconnected(request, anext(chunks, None))
+            first = await unless_gone(request.scope, anext(chunks, None))
         except BaseException:
             await chunks.aclose()
             raise
@@ -157,38 +155,6 @@ def _json(payload: Any, exchange: Exchange) -> Response:
     body = orjson.dumps(payload)
     headers = response_headers(exchange.response_headers.items())
     return Response(body, headers=headers, media_type="application/json")
-
-
-async def _unless_disconnected(request: Request, work: Awaitable[T]) -> T:
-    """Awaits `work` in this task, cancelling it if the client disconnects first (one
-    watcher task per request; the work itself runs without a task of its own)."""
-    task = asyncio.current_task()
-    assert task is not None
-    state = {"done": False, "gone": False}
-
-    def gone(watcher: asyncio.Future[None]) -> None:
-        if state["done"] or watcher.cancelled() or watcher.exception() is not None:
-            return
-        state["gone"] = True
-        task.cancel()
-
-    watcher = asyncio.ensure_future(_disconnect(request))
-    watcher.add_done_callback(gone)
-    try:
-        return await work
-    except asyncio.CancelledError:
-        if state["gone"] and task.uncancel() == 0:
-            raise Cancelled("the client closed the request") from None
-        raise
-    finally:
-        state["done"] = True
-        if not watcher.done():
-            watcher.cancel()
-
-
-async def _disconnect(request: Request) -> None:
-    while (await request.receive())["type"] != "http.disconnect":
-        pass
 
 
 def _strict_loads(raw: bytes) -> Any:

@@ -14,6 +14,11 @@ caller's side.
                       answered 400 and closed, not buffered
     malformed framing is answered with the usual JSON error body, not plain text
 
+Each request's scope carries the connection's CONNECTION_GONE future, completed when
+the client closes the connection: the facade cancels a request's work on it directly,
+instead of a task per request reading `http.disconnect` (a task and, for a stream,
+Starlette's task group and cancel scope: 0.1 ms of a 20-chunk stream's 0.4 ms floor).
+
 Header values are parsed leniently, as h11 does: a malformed `x-request-id` (a DEL
 byte, say) is replaced by a fresh id, not refused with a bare 400. The body read
 timeout is the facade's own (http_facade/endpoint.py), as it is an ASGI matter.
@@ -24,16 +29,20 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Any
+from collections.abc import Awaitable, Mapping
+from typing import Any, TypeVar
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from http_facade.errors import RequestTimeout, error_json
-from server.base.errors import InvalidArgument
+from server.base.errors import Cancelled, InvalidArgument
 
 log = logging.getLogger(__name__)
 # The largest request head read, as a browser or SDK never comes near it.
 MAX_HEAD_BYTES = 32 * 1024
+# The scope key of the future completed when the request's connection is lost.
+CONNECTION_GONE = "gateway.connection_gone"
+T = TypeVar("T")
 # uvicorn warns once per malformed request: a caller could flood the log with them.
 MALFORMED_WARN_EVERY_S = 10.0
 
@@ -56,6 +65,35 @@ class _ThrottleMalformed(logging.Filter):
 logging.getLogger("uvicorn.error").addFilter(_ThrottleMalformed())
 
 
+async def unless_gone(scope: Mapping[str, Any], work: Awaitable[T]) -> T:
+    """Awaits `work` in this task, cancelling it when the request's connection is lost
+    first: then Cancelled. Under a server without CONNECTION_GONE, the work runs to its
+    end."""
+    gone: asyncio.Future[None] | None = scope.get(CONNECTION_GONE)
+    if gone is None:
+        return await work
+    task = asyncio.current_task()
+    assert task is not None
+    waiting, fired = True, False
+
+    def cancel(_: asyncio.Future[None]) -> None:
+        nonlocal fired
+        if waiting:  # not once the work is over: a cancel then would hit what follows
+            fired = True
+            task.cancel()
+
+    gone.add_done_callback(cancel)
+    try:
+        return await work
+    except asyncio.CancelledError:
+        if fired and task.uncancel() == 0:
+            raise Cancelled("the client closed the request") from None
+        raise
+    finally:
+        waiting = False
+        gone.remove_done_callback(cancel)
+
+
 def bounded_protocol(header_timeout_s: float, send_timeout_s: float) -> type[HttpToolsProtocol]:
     """The protocol class to give uvicorn (`uvicorn.Config(http=...)`)."""
 
@@ -73,11 +111,18 @@ def bounded_protocol(header_timeout_s: float, send_timeout_s: float) -> type[Htt
 
         def connection_made(self, transport: Any) -> None:
             super().connection_made(transport)
+            self._gone: asyncio.Future[None] = self.loop.create_future()
             self._arm_header_timer()
 
         def connection_lost(self, exc: Exception | None) -> None:
             self._cancel_timers()
             super().connection_lost(exc)
+            if not self._gone.done():
+                self._gone.set_result(None)
+
+        def on_message_begin(self) -> None:
+            super().on_message_begin()
+            self.scope[CONNECTION_GONE] = self._gone  # type: ignore[literal-required]
 
         def data_received(self, data: bytes) -> None:
             if self._in_head:

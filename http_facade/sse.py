@@ -29,7 +29,8 @@ from starlette.types import Receive, Scope, Send
 
 from http_facade.codec import to_dict
 from http_facade.errors import OPENAI, internal, stream_error_body
-from server.base.errors import GatewayError, ShuttingDown
+from http_facade.protocol import unless_gone
+from server.base.errors import Cancelled, GatewayError, ShuttingDown
 
 DONE = b"data: [DONE]\n\n"
 KEEPALIVE = b": keep-alive\n\n"
@@ -206,7 +207,9 @@ async def events(
 
 class EventStream(StreamingResponse):
     """A StreamingResponse that always closes its event source, even when the client
-    disconnected while an event was being sent."""
+    disconnected while an event was being sent. It stops when the connection's
+    CONNECTION_GONE future completes (a server without it streams to the end), instead
+    of a task group reading the disconnect (a quarter of a 20-chunk stream's floor)."""
 
     body_iterator: AsyncGenerator[bytes, None]
 
@@ -215,7 +218,9 @@ class EventStream(StreamingResponse):
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
-            await super().__call__(scope, receive, send)
+            await unless_gone(scope, self.stream_response(send))
+        except Cancelled:
+            pass  # the client went away: nobody to send the rest to
         finally:
             with anyio.CancelScope(shield=True):
                 await self.body_iterator.aclose()
