@@ -18,6 +18,8 @@ Each request's scope carries the connection's CONNECTION_GONE future, completed 
 the client closes the connection: the facade cancels a request's work on it directly,
 instead of a task per request reading `http.disconnect` (a task and, for a stream,
 Starlette's task group and cancel scope: 0.1 ms of a 20-chunk stream's 0.4 ms floor).
+It carries CONNECTION_SEND too, the connection's own send, which a stream's events
+take past the middlewares' wrappers (they only look at a response's head).
 
 Header values are parsed leniently, as h11 does: a malformed `x-request-id` (a DEL
 byte, say) is replaced by a fresh id, not refused with a bare 400. The body read
@@ -42,6 +44,8 @@ log = logging.getLogger(__name__)
 MAX_HEAD_BYTES = 32 * 1024
 # The scope key of the future completed when the request's connection is lost.
 CONNECTION_GONE = "gateway.connection_gone"
+# The scope key of the connection's own ASGI send, beneath every middleware's wrapper.
+CONNECTION_SEND = "gateway.connection_send"
 T = TypeVar("T")
 # uvicorn warns once per malformed request: a caller could flood the log with them.
 MALFORMED_WARN_EVERY_S = 10.0
@@ -148,6 +152,8 @@ def bounded_protocol(header_timeout_s: float, send_timeout_s: float) -> type[Htt
                 self._head_too_large = True
                 raise ValueError("request head too large")  # the parser stops: a 400
             super().on_headers_complete()
+            if self.cycle is not None and self.cycle.scope is self.scope:
+                self.scope[CONNECTION_SEND] = self.cycle.send  # type: ignore[literal-required]
 
         def on_response_complete(self) -> None:
             super().on_response_complete()

@@ -29,7 +29,7 @@ from starlette.types import Receive, Scope, Send
 
 from http_facade.codec import to_dict
 from http_facade.errors import OPENAI, internal, stream_error_body
-from http_facade.protocol import unless_gone
+from http_facade.protocol import CONNECTION_SEND, unless_gone
 from server.base.errors import Cancelled, GatewayError, ShuttingDown
 
 DONE = b"data: [DONE]\n\n"
@@ -218,9 +218,24 @@ class EventStream(StreamingResponse):
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
-            await unless_gone(scope, self.stream_response(send))
+            await unless_gone(scope, self._stream(send, scope.get(CONNECTION_SEND, send)))
         except Cancelled:
             pass  # the client went away: nobody to send the rest to
         finally:
             with anyio.CancelScope(shield=True):
                 await self.body_iterator.aclose()
+
+    async def _stream(self, send: Send, send_body: Send) -> None:
+        """The head through every middleware (they note that the response started and
+        add their headers); the events straight to the connection, past four wrappers
+        that pass a body on untouched (none rewrites one: CORS and the request id are
+        headers), which each relayed event would otherwise cross."""
+        start = {
+            "type": "http.response.start",
+            "status": self.status_code,
+            "headers": self.raw_headers,
+        }
+        await send(start)
+        async for chunk in self.body_iterator:
+            await send_body({"type": "http.response.body", "body": chunk, "more_body": True})
+        await send_body({"type": "http.response.body", "body": b"", "more_body": False})
