@@ -218,7 +218,9 @@ class EventStream(StreamingResponse):
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
-            await unless_gone(scope, self._stream(send, scope.get(CONNECTION_SEND, send)))
+            connection_send = scope.get(CONNECTION_SEND)
+            send_body = (connection_send and connection_send()) or send
+            await unless_gone(scope, self._stream(send, send_body))
         except Cancelled:
             pass  # the client went away: nobody to send the rest to
         finally:
