@@ -6,7 +6,9 @@ sending response headers first (as the gateway sends x-request-id), the same awa
 once before it answers (as the gateway awaits its upstream), grpc.aio writing the stream
 as one merged message, and the synchronous thread-pool server. h2load loads each on
 the other core. Beside them, the REST facade's floor: uvicorn and FastAPI on the same
-loop answering a fixed JSON body (or twenty SSE events), loaded by wrk. CPU ms/req is
+loop answering a fixed JSON body (or twenty SSE events: through Starlette's
+StreamingResponse, and `rest-direct` without its disconnect task group, as the
+facade streams), loaded by wrk. CPU ms/req is
 the server process's own time: the floor each API cannot go below, and what the
 alternatives would save.
 
@@ -76,11 +78,16 @@ def sync_handlers() -> grpc.GenericRpcHandler:
     )  # fmt: skip
 
 
-def rest_app() -> Any:
+def rest_app(direct: bool) -> Any:
     """The facade's framework with nothing behind it: a fixed JSON answer, or twenty SSE
-    events, as a chat completion would be."""
+    events, as a chat completion would be; `direct` streams them without the task group
+    Starlette starts to read a disconnect (as the facade's EventStream does)."""
     from fastapi import FastAPI
     from fastapi.responses import Response, StreamingResponse
+
+    class Direct(StreamingResponse):
+        async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+            await self.stream_response(send)
 
     app = FastAPI()
     answer = b'{"id":"x","choices":[{"message":{"content":"' + b"x" * 40 + b'"}}]}'
@@ -96,16 +103,16 @@ def rest_app() -> Any:
             for _ in range(CHUNKS):
                 yield event
 
-        return StreamingResponse(events(), media_type="text/event-stream")
+        return (Direct if direct else StreamingResponse)(events(), media_type="text/event-stream")
 
     return app
 
 
 def serve(kind: str, port: int) -> None:
-    if kind == "rest":
+    if kind.startswith("rest"):
         import uvicorn
 
-        config = uvicorn.Config(rest_app(), host="127.0.0.1", port=port, http="httptools",
+        config = uvicorn.Config(rest_app(kind == "rest-direct"), host="127.0.0.1", port=port, http="httptools",
                                 log_level="warning", access_log=False, loop="none")  # fmt: skip
         from server.cli.main import event_loop
 
@@ -160,12 +167,12 @@ def main() -> None:
     server_core, load_core = args.pin.split(":") if args.pin else ("", "")
     LUA_FILE.write_text(LUA)
     servers = {}
-    for kind in ("aio", "aio-headers", "aio-await", "aio-merged", "sync", "rest"):
+    for kind in ("aio", "aio-headers", "aio-await", "aio-merged", "sync", "rest", "rest-direct"):
         port = free_port()
         argv = [sys.executable, "-m", "bench.grpc_floor", "--serve", kind, str(port)]
         servers[kind] = (
             subprocess.Popen(pinned(server_core, argv)),
-            -port if kind == "rest" else port,
+            -port if kind.startswith("rest") else port,
         )
         wait_port(port)
     time.sleep(0.5)
@@ -175,7 +182,7 @@ def main() -> None:
             for method in ("Unary", "Stream"):
                 for c in (1, 32):
                     for kind, (proc, port) in servers.items():
-                        if kind == "aio-merged" and method == "Unary":
+                        if kind in ("aio-merged", "rest-direct") and method == "Unary":
                             continue
                         before = cpu_s(proc.pid)
                         n = load(port, method, c, args.seconds, load_core)
