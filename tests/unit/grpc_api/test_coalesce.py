@@ -59,13 +59,16 @@ def test_other_choices_streams_and_long_text_do_not_merge() -> None:
     assert merge_chat(text("a" * MAX_MERGED_CHARS), text("b"), False) is None
 
 
+def infer(text: str) -> router_service_pb2.StreamInferResponse:
+    return router_service_pb2.StreamInferResponse(
+        id="c", model="m", choices=[completion_pb2.CompletionChoice(text=text)]
+    )
+
+
 def test_completion_text_merges_and_token_events_do_not() -> None:
     assert NEW_INFER_MERGE is not None
     merge_infer = NEW_INFER_MERGE()
-    chunk = router_service_pb2.StreamInferResponse
-    a = chunk(id="c", model="m", choices=[completion_pb2.CompletionChoice(text="Once")])
-    b = chunk(id="c", model="m", choices=[completion_pb2.CompletionChoice(text=" upon")])
-    merged = merge_infer(a, b, False)
+    merged = merge_infer(infer("Once"), infer(" upon"), False)
     assert merged is not None and merged.choices[0].text == "Once upon"
     # A deployment stream of TGI tokens carries one token per event: never merged.
     new_merge = merger(deployment_service_pb2.StreamInvokeDeploymentResponse)
@@ -97,12 +100,10 @@ def test_event_streams_have_no_merger() -> None:
 def test_a_routed_chunk_goes_alone() -> None:
     assert NEW_INFER_MERGE is not None
     merge = NEW_INFER_MERGE()
-    chunk = router_service_pb2.StreamInferResponse
-    a = chunk(id="c", model="m", choices=[completion_pb2.CompletionChoice(text="Once")])
-    routed = chunk(id="c", model="m", choices=[completion_pb2.CompletionChoice(text=" upon")])
+    routed = infer(" upon")
     routed.route.profile = "balanced"
-    assert merge(a, routed, False) is None
-    assert merge(routed, a, False) is None
+    assert merge(infer("Once"), routed, False) is None
+    assert merge(routed, infer("Once"), False) is None
 
 
 def test_a_chunk_the_merge_did_not_see_last_is_inspected_again() -> None:
