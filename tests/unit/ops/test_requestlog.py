@@ -6,6 +6,8 @@ from __future__ import annotations
 import io
 import json
 import logging
+import subprocess
+import sys
 import threading
 import time
 
@@ -79,3 +81,23 @@ def test_a_failed_write_loses_its_lines_only(installed):
     log_lines(5, 5)
     requestlog.stop()
     assert paths(installed) == [f"/{n}" for n in range(5, 10)]
+
+
+def test_lines_reach_no_other_handler(installed):
+    seen: list[logging.LogRecord] = []
+    root = logging.getLogger()
+    handler = logging.Handler()
+    handler.emit = seen.append  # type: ignore[method-assign]
+    root.addHandler(handler)
+    try:
+        log_lines(0, 1)
+        requestlog.stop()
+    finally:
+        root.removeHandler(handler)
+    assert paths(installed) == ["/0"] and seen == []  # not again in the other logs' format
+
+
+def test_a_process_that_never_stops_the_writer_still_exits():
+    code = "from server.ops import requestlog; requestlog.install(); print('served')"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0 and done.stdout == "served\n"
