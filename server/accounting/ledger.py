@@ -59,6 +59,8 @@ class Ledger:
         self.poisoned = 0
         # Records taken from the buffer by a write still in progress.
         self._writing = 0
+        # Set by aclose: the flusher ends after the write under way, if any.
+        self._closing = False
 
     def start(self) -> None:
         if self.store is not None and self._task is None:
@@ -155,6 +157,8 @@ class Ledger:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), backoff)
             self._wake.clear()
+            if self._closing:
+                return
             try:
                 await self.flush()
             except Exception as exc:
@@ -172,8 +176,14 @@ class Ledger:
         on it is abandoned (never awaited: a driver may hang cancelling it)."""
         deadline = time.monotonic() + timeout_s
         if self._task is not None:
-            self._task.cancel()
+            # A write under way runs to its end: cancelled, its rows could be in the
+            # database and back in the buffer, and the drain would write them again.
+            self._closing = True
+            self._wake.set()
             await asyncio.wait({self._task}, timeout=max(0.1, deadline - time.monotonic()))
+            if not self._task.done():  # a write stuck on a database that stopped answering
+                self._task.cancel()
+                await asyncio.wait({self._task}, timeout=max(0.1, deadline - time.monotonic()))
             self._task = None
         if self.store is None:
             return

@@ -267,3 +267,28 @@ async def test_a_shutdown_does_not_wait_on_a_write_the_database_never_answers(pg
     # ... quietly: its outcome was taken care of (no "exception in callback" or "never
     # retrieved" from the event loop).
     assert [r.getMessage() for r in caplog.records if r.name == "asyncio"] == []
+
+
+class AnswersLate(UsageStore):
+    """The real store, whose answer comes 0.3 s after its rows are in the database (a
+    slow network on the way back)."""
+
+    async def insert(self, records: Any) -> None:
+        await super().insert(records)
+        await asyncio.sleep(0.3)
+
+
+async def test_a_shutdown_during_a_write_writes_its_rows_once(tmp_path):
+    db = await connect(None, str(tmp_path / "ledger.db"))
+    await migrate(db)
+    ledger = Ledger(AnswersLate(db), batch_size=1, flush_interval_s=3600)
+    ledger.start()
+    try:
+        ledger.record(ROW)  # a full batch: the flusher writes it at once
+        await asyncio.sleep(0.1)  # the row is in; the answer is on its way
+        await ledger.aclose(timeout_s=5)
+        counted = await db.fetchrow("SELECT COUNT(*) AS n FROM usage_records")
+        assert counted is not None and counted["n"] == 1
+        assert ledger.written == 1
+    finally:
+        await db.close()
