@@ -8,9 +8,8 @@ as one merged message, and the synchronous thread-pool server. h2load loads each
 the other core. Beside them, the REST facade's floor: uvicorn and FastAPI on the same
 loop answering a fixed JSON body (or twenty SSE events: through Starlette's
 StreamingResponse, and `rest-direct` without its disconnect task group, as the
-facade streams), loaded by wrk. CPU ms/req is
-the server process's own time: the floor each API cannot go below, and what the
-alternatives would save.
+facade streams), loaded by wrk. CPU ms/req is the server process's own time: the floor
+each API cannot go below, and what the alternatives would save.
 
     python -m bench.grpc_floor [--seconds 4] [--rounds 2]
 """
@@ -140,9 +139,9 @@ def serve(kind: str, port: int) -> None:
         runner.run(main())
 
 
-def load(port: int, method: str, connections: int, seconds: float, core: str) -> int:
-    if port < 0:  # the REST floor
-        url = f"http://127.0.0.1:{-port}/{method.lower()}"
+def load(kind: str, port: int, method: str, connections: int, seconds: float, core: str) -> int:
+    if kind.startswith("rest"):
+        url = f"http://127.0.0.1:{port}/{method.lower()}"
         return wrk(url, "{}", connections, seconds, core, LUA_FILE)["requests"]
     with tempfile.TemporaryDirectory() as tmp:
         data = Path(tmp, "body")
@@ -170,10 +169,7 @@ def main() -> None:
     for kind in ("aio", "aio-headers", "aio-await", "aio-merged", "sync", "rest", "rest-direct"):
         port = free_port()
         argv = [sys.executable, "-m", "bench.grpc_floor", "--serve", kind, str(port)]
-        servers[kind] = (
-            subprocess.Popen(pinned(server_core, argv)),
-            -port if kind.startswith("rest") else port,
-        )
+        servers[kind] = (subprocess.Popen(pinned(server_core, argv)), port)
         wait_port(port)
     time.sleep(0.5)
     best: dict[tuple, float] = {}
@@ -185,7 +181,7 @@ def main() -> None:
                         if kind in ("aio-merged", "rest-direct") and method == "Unary":
                             continue
                         before = cpu_s(proc.pid)
-                        n = load(port, method, c, args.seconds, load_core)
+                        n = load(kind, port, method, c, args.seconds, load_core)
                         ms = (cpu_s(proc.pid) - before) * 1000 / max(1, n)
                         row = (method, c, kind)
                         best[row] = min(best.get(row, ms), ms)

@@ -59,38 +59,37 @@ class _SetsOnly:
         return True
 
 
-def _chat_text(response_type: type[Message]) -> Callable[[Message], Message | None]:
+def _only_choice(
+    response_type: type[Message], allowed: Collection[str]
+) -> Callable[[Message], Message | None]:
+    """The only choice of a chunk that adds nothing else, when that choice sets no field
+    but the `allowed` ones, else None."""
     chunk_only = _SetsOnly(response_type.DESCRIPTOR, _TEXT_CHUNK)
     choice_type = response_type.DESCRIPTOR.fields_by_name["choices"].message_type
-    choice_only = _SetsOnly(choice_type, ("index", "delta"))
-    delta_only = _SetsOnly(choice_type.fields_by_name["delta"].message_type, ("content",))
+    choice_only = _SetsOnly(choice_type, allowed)
 
-    def text_part(chunk: Message) -> Message | None:
-        """The delta of a chat chunk that only adds text to one choice, else None."""
-        choices = chunk.choices
-        if len(choices) != 1 or not chunk_only(chunk):
-            return None
-        choice = choices[0]
-        if not choice_only(choice):
-            return None
-        delta = choice.delta
-        return delta if delta.HasField("content") and delta_only(delta) else None
-
-    return text_part
-
-
-def _completion_text(response_type: type[Message]) -> Callable[[Message], Message | None]:
-    chunk_only = _SetsOnly(response_type.DESCRIPTOR, _TEXT_CHUNK)
-    choice_type = response_type.DESCRIPTOR.fields_by_name["choices"].message_type
-    choice_only = _SetsOnly(choice_type, ("index", "text"))
-
-    def text_part(chunk: Message) -> Message | None:
-        """The choice of a text-completion chunk that only adds text, else None."""
+    def only_choice(chunk: Message) -> Message | None:
         choices = chunk.choices
         if len(choices) != 1 or not chunk_only(chunk):
             return None
         choice = choices[0]
         return choice if choice_only(choice) else None
+
+    return only_choice
+
+
+def _chat_text(response_type: type[Message]) -> Callable[[Message], Message | None]:
+    """The delta of a chat chunk that only adds text to one choice, else None."""
+    only_choice = _only_choice(response_type, ("index", "delta"))
+    choices = response_type.DESCRIPTOR.fields_by_name["choices"].message_type
+    delta_only = _SetsOnly(choices.fields_by_name["delta"].message_type, ("content",))
+
+    def text_part(chunk: Message) -> Message | None:
+        choice = only_choice(chunk)
+        if choice is None:
+            return None
+        delta = choice.delta
+        return delta if delta.HasField("content") and delta_only(delta) else None
 
     return text_part
 
@@ -149,6 +148,7 @@ def merger(response_type: type[Message]) -> Callable[[], Merge] | None:
         chat_text = _chat_text(response_type)
         return lambda: _Merge(chat_text, "content")
     if "text" in choice:
-        completion_text = _completion_text(response_type)
+        # A text-completion chunk's text part is its choice.
+        completion_text = _only_choice(response_type, ("index", "text"))
         return lambda: _Merge(completion_text, "text")
     return None
