@@ -220,6 +220,62 @@ async def test_a_new_connection_closed_without_an_answer_is_an_upstream_error():
     assert seen.connections == 1
 
 
+async def test_a_request_waiting_for_the_pool_takes_the_slot_of_a_connection_closed():
+    async def slow(number: int, writer: asyncio.StreamWriter) -> None:
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\nhalf ")
+        await writer.drain()
+        await asyncio.sleep(0.3)
+        writer.write(b"done.")
+
+    async with server(slow) as (url, seen):
+        c = client(url, max_connections=1)
+        try:
+            async with c.stream("POST", "/ask", json={}) as r:
+                waiting = asyncio.create_task(ask(c))
+                await asyncio.sleep(0.1)
+                assert not waiting.done() and r.status_code == 200  # left mid-answer: closed
+            assert await asyncio.wait_for(waiting, 5) == b"half done."
+        finally:
+            await c.aclose()
+    assert seen.connections == 2
+
+
+async def test_a_connection_handed_to_a_wait_cancelled_that_moment_goes_back_to_the_pool():
+    async with server() as (url, seen):
+        c = client(url, max_connections=1)
+        try:
+            async with c.stream("POST", "/ask", json={}) as r:
+                waiting = asyncio.create_task(ask(c))
+                await asyncio.sleep(0.1)
+                assert await read_json(r) == {"ok": True}
+            waiting.cancel()  # the connection was handed to it as its answer ended
+            with pytest.raises(asyncio.CancelledError):
+                await waiting
+            assert await asyncio.wait_for(ask(c), 5) == ANSWER
+        finally:
+            await c.aclose()
+    assert seen.connections == 1
+
+
+async def test_waits_for_a_connection_that_time_out_leave_nothing_behind():
+    async with server() as (url, _):
+        c = client(url, max_connections=1, connect_timeout_s=0.05)
+        try:
+            async with c.stream("POST", "/ask", json={}) as r:
+                for _ in range(3):
+                    with (
+                        pytest.raises(UpstreamError, match="p: connect timed out"),
+                        upstream_errors("p"),
+                    ):
+                        await ask(c)
+                pool = c._pool
+                assert pool is not None and not pool._waiting and pool._open == 1
+                await read_json(r)
+            assert await ask(c) == ANSWER
+        finally:
+            await c.aclose()
+
+
 async def test_an_interim_answer_is_passed_over():
     async def interim(number: int, writer: asyncio.StreamWriter) -> None:
         writer.write(b"HTTP/1.1 100 Continue\r\n\r\n" + answer())
@@ -271,7 +327,10 @@ async def test_a_body_read_slower_than_it_arrives_pauses_the_reading():
 
 
 async def test_a_json_answer_and_the_request_as_sent():
-    async with server() as (url, seen):
+    async def twice(number: int, writer: asyncio.StreamWriter) -> None:
+        writer.write(answer(head="x-seen: 1\r\nX-Seen: 2\r\n"))
+
+    async with server(twice) as (url, seen):
         c = Client(
             HttpParams(base_url=url, model="m", headers={"X-Team": "a"}),
             {"Authorization": "Bearer k"},
@@ -282,6 +341,7 @@ async def test_a_json_answer_and_the_request_as_sent():
             ) as r:
                 assert await read_json(r) == {"ok": True}
                 assert r.headers["Content-Length"] == str(len(ANSWER))
+                assert dict(r.headers) == {"content-length": "12", "x-seen": "1, 2"}
         finally:
             await c.aclose()
     head = seen.heads[0]
