@@ -137,6 +137,10 @@ class _Connection(asyncio.Protocol):
 
     # httptools callbacks
 
+    def on_message_begin(self) -> None:
+        if self.complete:  # a second answer to one request: parsing stops, and then reuse
+            raise BadAnswer("an answer nobody asked for")
+
     def on_header(self, name: bytes, value: bytes) -> None:
         self.raw_headers.append((name, value))
 
@@ -187,7 +191,8 @@ class _Connection(asyncio.Protocol):
         self._wake()
 
     async def wait(self) -> None:
-        """Until the parser has something new (or the connection fails)."""
+        """Until the parser has something new, or the connection failed; raises the
+        failure only when there is nothing left to read before it."""
         if self.error is not None:
             raise self.error
         self.waiter = self.pool.loop.create_future()
@@ -195,8 +200,6 @@ class _Connection(asyncio.Protocol):
             await self.waiter
         finally:
             self.waiter = None
-        if self.error is not None:
-            raise self.error
 
     def take(self) -> bytes:
         """Every body byte read so far, at once; reading resumes if it was paused."""

@@ -164,7 +164,7 @@ async def test_an_answer_cut_short_is_an_upstream_error():
             await c.aclose()
 
 
-async def test_an_idle_connection_the_upstream_closed_or_spoke_on_is_not_reused():
+async def test_a_connection_the_upstream_closed_or_spoke_on_unasked_is_not_reused():
     async def then_close(number: int, writer: asyncio.StreamWriter) -> None:
         writer.write(answer())
         await writer.drain()
@@ -176,7 +176,10 @@ async def test_an_idle_connection_the_upstream_closed_or_spoke_on_is_not_reused(
         await asyncio.sleep(0.05)
         writer.write(b"HTTP/1.1 408 Request Timeout\r\ncontent-length: 0\r\n\r\n")  # unasked
 
-    for reply in (then_close, then_speak):
+    async def two_at_once(number: int, writer: asyncio.StreamWriter) -> None:
+        writer.write(answer() + answer(b'{"ok": false}'))  # the second one unasked
+
+    for reply in (then_close, then_speak, two_at_once):
         async with server(reply) as (url, seen):
             c = client(url)
             try:
