@@ -116,6 +116,8 @@ class HttpParams(BaseModel):
     def _http_url(cls, value: str) -> str:
         if not value.startswith(("http://", "https://")):
             raise ValueError("must start with http:// or https://")
+        if "@" in value.split("/", 3)[2]:
+            raise ValueError("must not hold credentials (user:password@): they are not sent")
         return value.rstrip("/")
 
     @field_validator("headers")

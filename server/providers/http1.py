@@ -139,7 +139,7 @@ class _Connection(asyncio.Protocol):
 
     def on_message_begin(self) -> None:
         if self.complete:  # a second answer to one request: parsing stops, and then reuse
-            raise BadAnswer("an answer nobody asked for")
+            raise BadAnswer  # (seen by feed_data as a callback's error)
 
     def on_header(self, name: bytes, value: bytes) -> None:
         self.raw_headers.append((name, value))
@@ -364,9 +364,9 @@ class Pool:
             conn.close()  # out of the idle list: lost() will not count it again
             self._open -= 1
         if self._open >= self.limit:
-            conn = await self._wait_for_one()
-            if conn is not None:
-                return conn
+            freed = await self._wait_for_one()
+            if freed is not None:
+                return freed
         else:
             self._open += 1
         try:  # the slot counted as this request's: a new connection
@@ -386,7 +386,7 @@ class Pool:
         except BaseException as exc:
             if future in self._waiting:
                 self._waiting.remove(future)
-            elif future.done() and not future.cancelled():  # handed one as the wait ended
+            elif not future.cancelled():  # handed one as the wait ended
                 self._put_back(future.result())
             if isinstance(exc, TimeoutError):
                 raise ConnectTimeout from None

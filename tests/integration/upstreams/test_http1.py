@@ -380,6 +380,9 @@ async def test_no_header_smuggles_another_in():
     for headers in ({"x-a": "1\r\nx-b: 2"}, {"x-a: b": "1"}, {"": "1"}):
         with pytest.raises(ValidationError, match="a header is a name without"):
             HttpParams(base_url=url, model="m", headers=headers)
+    with pytest.raises(ValidationError, match="must not hold credentials"):
+        HttpParams(base_url="https://user:secret@example.com/v1", model="m")
+    assert HttpParams(base_url="https://example.com/v1/a@b", model="m")  # an @ in the path
 
 
 @pytest.fixture(scope="module")
