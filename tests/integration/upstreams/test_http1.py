@@ -83,18 +83,29 @@ def client(url: str, **params: object) -> Client:
     return Client(HttpParams(base_url=url, model="m", **params), {})  # type: ignore[arg-type]
 
 
+@asynccontextmanager
+async def opened(url: str, **params: object) -> AsyncIterator[Client]:
+    c = client(url, **params)
+    try:
+        yield c
+    finally:
+        await c.aclose()
+
+
+async def refused(c: Client, reason: str) -> None:
+    """A request that fails, as the adapters report it."""
+    with pytest.raises(UpstreamError, match=f"p: {reason}"), upstream_errors("p"):
+        await ask(c)
+
+
 async def ask(c: Client, path: str = "/ask", **kwargs: object) -> bytes:
     async with c.stream("POST", path, json={"q": 1}, **kwargs) as r:  # type: ignore[arg-type]
         return b"".join([chunk async for chunk in r.aiter_bytes()])
 
 
 async def test_one_connection_carries_one_request_after_another():
-    async with server() as (url, seen):
-        c = client(url)
-        try:
-            assert [await ask(c) for _ in range(3)] == [ANSWER] * 3
-        finally:
-            await c.aclose()
+    async with server() as (url, seen), opened(url) as c:
+        assert [await ask(c) for _ in range(3)] == [ANSWER] * 3
     assert seen.connections == 1 and len(seen.heads) == 3
     assert seen.heads[0][0] == "POST /base/ask HTTP/1.1"
     assert "host: 127.0.0.1:" + url.split(":")[2].split("/")[0] in seen.heads[0]
@@ -104,15 +115,11 @@ async def test_an_answer_left_unread_closes_its_connection():
     async def large(number: int, writer: asyncio.StreamWriter) -> None:
         writer.write(answer(b"x" * 1_000_000))
 
-    async with server(large) as (url, seen):
-        c = client(url)
-        try:
-            async with c.stream("POST", "/ask", json={}) as r:
-                assert r.status_code == 200  # the body is never read
-            await asyncio.wait_for(seen.closed.wait(), 5)
-            assert len(await ask(c)) == 1_000_000
-        finally:
-            await c.aclose()
+    async with server(large) as (url, seen), opened(url) as c:
+        async with c.stream("POST", "/ask", json={}) as r:
+            assert r.status_code == 200  # the body is never read
+        await asyncio.wait_for(seen.closed.wait(), 5)
+        assert len(await ask(c)) == 1_000_000
     assert seen.connections == 2
 
 
@@ -131,18 +138,12 @@ async def test_bodies_in_chunks_and_bodies_ended_by_the_connection_are_read_whol
         raise OSError  # the server closes: the body ends there
 
     async with server(chunked) as (url, seen):
-        c = client(url)
-        try:
+        async with opened(url) as c:
             assert [await ask(c), await ask(c)] == [b"hello world"] * 2
-        finally:
-            await c.aclose()
         assert seen.connections == 1
     async with server(unframed) as (url, seen):
-        c = client(url)
-        try:
+        async with opened(url) as c:
             assert [await ask(c), await ask(c)] == [b"until the end"] * 2
-        finally:
-            await c.aclose()
         assert seen.connections == 2
 
 
@@ -152,16 +153,8 @@ async def test_an_answer_cut_short_is_an_upstream_error():
         await writer.drain()
         raise OSError
 
-    async with server(cut) as (url, _):
-        c = client(url)
-        try:
-            with (
-                pytest.raises(UpstreamError, match="p: upstream closed the connection mid-answer"),
-                upstream_errors("p"),
-            ):
-                await ask(c)
-        finally:
-            await c.aclose()
+    async with server(cut) as (url, _), opened(url) as c:
+        await refused(c, "upstream closed the connection mid-answer")
 
 
 async def test_a_connection_the_upstream_closed_or_spoke_on_unasked_is_not_reused():
@@ -180,14 +173,10 @@ async def test_a_connection_the_upstream_closed_or_spoke_on_unasked_is_not_reuse
         writer.write(answer() + answer(b'{"ok": false}'))  # the second one unasked
 
     for reply in (then_close, then_speak, two_at_once):
-        async with server(reply) as (url, seen):
-            c = client(url)
-            try:
-                assert await ask(c) == ANSWER
-                await asyncio.sleep(0.2)
-                assert await ask(c) == ANSWER
-            finally:
-                await c.aclose()
+        async with server(reply) as (url, seen), opened(url) as c:
+            assert await ask(c) == ANSWER
+            await asyncio.sleep(0.2)
+            assert await ask(c) == ANSWER
         assert seen.connections == 2, reply.__name__
 
 
@@ -197,12 +186,8 @@ async def test_a_request_on_a_connection_closed_as_it_lay_idle_is_sent_again_on_
             raise OSError  # the second request: closed without a byte, as at a keep-alive timeout
         writer.write(answer())
 
-    async with server(once) as (url, seen):
-        c = client(url)
-        try:
-            assert [await ask(c), await ask(c)] == [ANSWER] * 2
-        finally:
-            await c.aclose()
+    async with server(once) as (url, seen), opened(url) as c:
+        assert [await ask(c), await ask(c)] == [ANSWER] * 2
     assert seen.connections == 2 and len(seen.heads) == 3
 
 
@@ -210,16 +195,8 @@ async def test_a_new_connection_closed_without_an_answer_is_an_upstream_error():
     async def never(number: int, writer: asyncio.StreamWriter) -> None:
         raise OSError
 
-    async with server(never) as (url, seen):
-        c = client(url)
-        try:
-            with (
-                pytest.raises(UpstreamError, match="p: upstream closed the connection mid-answer"),
-                upstream_errors("p"),
-            ):
-                await ask(c)
-        finally:
-            await c.aclose()
+    async with server(never) as (url, seen), opened(url) as c:
+        await refused(c, "upstream closed the connection mid-answer")
     assert seen.connections == 1
 
 
@@ -230,66 +207,46 @@ async def test_a_request_waiting_for_the_pool_takes_the_slot_of_a_connection_clo
         await asyncio.sleep(0.3)
         writer.write(b"done.")
 
-    async with server(slow) as (url, seen):
-        c = client(url, max_connections=1)
-        try:
-            async with c.stream("POST", "/ask", json={}) as r:
-                waiting = asyncio.create_task(ask(c))
-                await asyncio.sleep(0.1)
-                assert not waiting.done() and r.status_code == 200  # left mid-answer: closed
-            assert await asyncio.wait_for(waiting, 5) == b"half done."
-        finally:
-            await c.aclose()
+    async with server(slow) as (url, seen), opened(url, max_connections=1) as c:
+        async with c.stream("POST", "/ask", json={}) as r:
+            waiting = asyncio.create_task(ask(c))
+            await asyncio.sleep(0.1)
+            assert not waiting.done() and r.status_code == 200  # left mid-answer: closed
+        assert await asyncio.wait_for(waiting, 5) == b"half done."
     assert seen.connections == 2
 
 
 async def test_a_connection_handed_to_a_wait_cancelled_that_moment_goes_back_to_the_pool():
-    async with server() as (url, seen):
-        c = client(url, max_connections=1)
-        try:
-            async with c.stream("POST", "/ask", json={}) as r:
-                waiting = asyncio.create_task(ask(c))
-                await asyncio.sleep(0.1)
-                assert await read_json(r) == {"ok": True}
-            waiting.cancel()  # the connection was handed to it as its answer ended
-            with pytest.raises(asyncio.CancelledError):
-                await waiting
-            assert await asyncio.wait_for(ask(c), 5) == ANSWER
-        finally:
-            await c.aclose()
+    async with server() as (url, seen), opened(url, max_connections=1) as c:
+        async with c.stream("POST", "/ask", json={}) as r:
+            waiting = asyncio.create_task(ask(c))
+            await asyncio.sleep(0.1)
+            assert await read_json(r) == {"ok": True}
+        waiting.cancel()  # the connection was handed to it as its answer ended
+        with pytest.raises(asyncio.CancelledError):
+            await waiting
+        assert await asyncio.wait_for(ask(c), 5) == ANSWER
     assert seen.connections == 1
 
 
 async def test_waits_for_a_connection_that_time_out_leave_nothing_behind():
-    async with server() as (url, _):
-        c = client(url, max_connections=1, connect_timeout_s=0.05)
-        try:
-            async with c.stream("POST", "/ask", json={}) as r:
-                for _ in range(3):
-                    with (
-                        pytest.raises(UpstreamError, match="p: connect timed out"),
-                        upstream_errors("p"),
-                    ):
-                        await ask(c)
-                pool = c._pool
-                assert pool is not None and not pool._waiting and pool._open == 1
-                await read_json(r)
-            assert await ask(c) == ANSWER
-        finally:
-            await c.aclose()
+    async with server() as (url, _), opened(url, max_connections=1, connect_timeout_s=0.05) as c:
+        async with c.stream("POST", "/ask", json={}) as r:
+            for _ in range(3):
+                await refused(c, "connect timed out")
+            pool = c._pool
+            assert pool is not None and not pool._waiting and pool._open == 1
+            await read_json(r)
+        assert await ask(c) == ANSWER
 
 
 async def test_an_interim_answer_is_passed_over():
     async def interim(number: int, writer: asyncio.StreamWriter) -> None:
         writer.write(b"HTTP/1.1 100 Continue\r\n\r\n" + answer())
 
-    async with server(interim) as (url, _):
-        c = client(url)
-        try:
-            assert await ask(c) == ANSWER
-            assert await ask(c) == ANSWER
-        finally:
-            await c.aclose()
+    async with server(interim) as (url, _), opened(url) as c:
+        assert await ask(c) == ANSWER
+        assert await ask(c) == ANSWER
 
 
 async def test_an_upstream_silent_after_its_headers_times_out_within_a_quarter_more():
@@ -297,15 +254,10 @@ async def test_an_upstream_silent_after_its_headers_times_out_within_a_quarter_m
         writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\nhalf")
         await asyncio.sleep(5)
 
-    async with server(silent) as (url, _):
-        c = client(url, read_timeout_s=0.4)
-        try:
-            started = time.monotonic()
-            with pytest.raises(UpstreamError, match="p: upstream timed out"), upstream_errors("p"):
-                await ask(c)
-            assert 0.4 <= time.monotonic() - started < 0.6
-        finally:
-            await c.aclose()
+    async with server(silent) as (url, _), opened(url, read_timeout_s=0.4) as c:
+        started = time.monotonic()
+        await refused(c, "upstream timed out")
+        assert 0.4 <= time.monotonic() - started < 0.6
 
 
 async def test_a_body_read_slower_than_it_arrives_pauses_the_reading():
@@ -314,19 +266,15 @@ async def test_a_body_read_slower_than_it_arrives_pauses_the_reading():
     async def large(number: int, writer: asyncio.StreamWriter) -> None:
         writer.write(answer(body))
 
-    async with server(large) as (url, _):
-        c = client(url)
-        try:
-            async with c.stream("POST", "/ask", json={}) as r:
-                chunks = []
-                async for chunk in r.aiter_bytes():
-                    chunks.append(chunk)
-                    await asyncio.sleep(0.05)  # far slower than loopback delivers
-            assert b"".join(chunks) == body
-            # Each read takes what waited: unpaused, the first slow read would take it all.
-            assert max(len(chunk) for chunk in chunks) <= 2 * HIGH_WATER
-        finally:
-            await c.aclose()
+    async with server(large) as (url, _), opened(url) as c:
+        async with c.stream("POST", "/ask", json={}) as r:
+            chunks = []
+            async for chunk in r.aiter_bytes():
+                chunks.append(chunk)
+                await asyncio.sleep(0.05)  # far slower than loopback delivers
+        assert b"".join(chunks) == body
+        # Each read takes what waited: unpaused, the first slow read would take it all.
+        assert max(len(chunk) for chunk in chunks) <= 2 * HIGH_WATER
 
 
 async def test_a_json_answer_and_the_request_as_sent():
@@ -354,13 +302,9 @@ async def test_a_json_answer_and_the_request_as_sent():
 
 
 async def test_paths_are_escaped_unless_they_hold_escapes_already():
-    async with server() as (url, seen):
-        c = client(url)
-        try:
-            await ask(c, "/models/a b:stream?alt=sse")
-            await ask(c, "/models/a%2Fb")
-        finally:
-            await c.aclose()
+    async with server() as (url, seen), opened(url) as c:
+        await ask(c, "/models/a b:stream?alt=sse")
+        await ask(c, "/models/a%2Fb")
     assert [head[0] for head in seen.heads] == [
         "POST /base/models/a%20b:stream?alt=sse HTTP/1.1",
         "POST /base/models/a%2Fb HTTP/1.1",
@@ -368,14 +312,10 @@ async def test_paths_are_escaped_unless_they_hold_escapes_already():
 
 
 async def test_no_header_smuggles_another_in():
-    async with server() as (url, seen):
-        c = client(url)
-        try:
-            for value in ("1\r\nx-b: 2", "1\nx-b: 2", "1\rx-b: 2"):
-                with pytest.raises(ValueError, match="line break"):
-                    await ask(c, extra_headers=[("x-a", value)])
-        finally:
-            await c.aclose()
+    async with server() as (url, seen), opened(url) as c:
+        for value in ("1\r\nx-b: 2", "1\nx-b: 2", "1\rx-b: 2"):
+            with pytest.raises(ValueError, match="line break"):
+                await ask(c, extra_headers=[("x-a", value)])
     assert seen.heads == []
     for headers in ({"x-a": "1\r\nx-b: 2"}, {"x-a: b": "1"}, {"": "1"}):
         with pytest.raises(ValidationError, match="a header is a name without"):
@@ -402,16 +342,9 @@ async def test_tls_is_verified_against_the_trusted_certificates(certificate, mon
     tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     tls.load_cert_chain(certificate)
     async with server(tls=tls) as (url, seen):
-        untrusting = client(url)
-        try:
-            with pytest.raises(UpstreamError, match="p: cannot connect"), upstream_errors("p"):
-                await ask(untrusting)
-        finally:
-            await untrusting.aclose()
+        async with opened(url) as untrusting:
+            await refused(untrusting, "cannot connect")
         monkeypatch.setenv("SSL_CERT_FILE", str(certificate))
-        trusting = client(url)
-        try:
+        async with opened(url) as trusting:
             assert json.loads(await ask(trusting)) == {"ok": True}
-        finally:
-            await trusting.aclose()
     assert len(seen.heads) == 1
