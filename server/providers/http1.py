@@ -303,9 +303,9 @@ class Pool:
         self._open = 0  # connections open or opening
         self._waiting: deque[asyncio.Future[_Connection | None]] = deque()
         self._closed = False
-        self._resolved: list[str] = []
         self._busy: set[_Connection] = set()
         self._watchdog: asyncio.TimerHandle | None = None
+        self._resolved: list[str] = []
         self._resolved_until = 0.0
 
     async def request(self, method: str, target: str, head: bytes, body: bytes) -> Answer:
