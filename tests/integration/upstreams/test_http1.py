@@ -176,6 +176,8 @@ async def test_a_connection_the_upstream_closed_or_spoke_on_unasked_is_not_reuse
         async with server(reply) as (url, seen), opened(url) as c:
             assert await ask(c) == ANSWER
             await asyncio.sleep(0.2)
+            pool = c._pool
+            assert pool is not None and not pool._idle and pool._open == 0  # let go at once
             assert await ask(c) == ANSWER
         assert seen.connections == 2, reply.__name__
 
