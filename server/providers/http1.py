@@ -312,7 +312,7 @@ class Pool:
         """Sends `method target` with `head` (its header lines, CRLF-ended) and `body`,
         and returns once the answer's status and headers are in."""
         prefix = f"{method} {self.base_path}{target} HTTP/1.1\r\nhost: {self.authority}\r\n"
-        length = f"content-length: {len(body)}\r\n\r\n" if body or method == "POST" else "\r\n"
+        length = f"content-length: {len(body)}\r\n\r\n"  # every adapter's request is a POST
         request = (prefix.encode("latin-1"), head, length.encode(), body)
         while True:
             conn = await self._acquire()
