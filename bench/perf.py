@@ -10,6 +10,7 @@ and rounds repeat, so drift on a shared machine touches every target alike.
     python -m bench.perf --workers 1 2 --pin ''   # throughput of 1 vs 2 workers
     python -m bench.perf --profile [--grpc]       # py-spy raw stacks of one worker
     python -m bench.perf --responses stored       # the /v1/responses rows with storage
+    python -m bench.perf --payload agent          # a coding agent's 80 KB turn, each dialect
 
 Each gateway also gets a `/v1/responses` row: the same generation asked through the
 Responses API (unstored by default, as chat completions keep nothing either), and a
@@ -38,10 +39,14 @@ from pathlib import Path
 
 import yaml
 
+from bench import payloads
+
 ROOT = Path(__file__).resolve().parent.parent
 KEY = "bench-api-key-000000000000"
 TICKS = os.sysconf("SC_CLK_TCK")
 CHUNKS = 20
+# What every request asks (bench/payloads.py): set from --payload.
+PAYLOAD = "hello"
 LUA = """
 wrk.method = "POST"
 wrk.body = os.getenv("PERF_BODY")
@@ -238,11 +243,11 @@ def h2load(port: int, stream: bool, connections: int, seconds: float, core: str)
     """The gRPC API under h2load: one prepared request, one stream per connection."""
     from gateway.v1 import chat_service_pb2 as chat
 
+    from http_facade import codec
+
     kind = chat.StreamChatCompletionRequest if stream else chat.CreateChatCompletionRequest
-    message = kind(
-        model="bench-stream" if stream else "bench",
-        messages=[chat.ChatMessage(role="user", content="Say hello")],
-    ).SerializeToString()
+    payload = payloads.chat(PAYLOAD, "bench-stream" if stream else "bench", False)
+    message = codec.from_dict(payload, kind()).SerializeToString()
     method = "StreamChatCompletion" if stream else "CreateChatCompletion"
     with tempfile.TemporaryDirectory() as tmp:
         data, log = Path(tmp, "body"), Path(tmp, "log")
@@ -266,27 +271,18 @@ def h2load(port: int, stream: bool, connections: int, seconds: float, core: str)
 
 
 def body(stream: bool) -> str:
-    payload: dict = {"model": "bench-stream" if stream else "bench",
-                     "messages": [{"role": "user", "content": "Say hello"}]}  # fmt: skip
-    if stream:
-        payload["stream"] = True
-    return json.dumps(payload)
+    return json.dumps(payloads.chat(PAYLOAD, "bench-stream" if stream else "bench", stream))
 
 
 def messages_body(stream: bool) -> str:
     """The same generation as `body`, asked through the Messages API."""
-    payload: dict = json.loads(body(stream))
-    payload["max_tokens"] = 64  # the Messages API requires it
-    return json.dumps(payload)
+    return json.dumps(payloads.messages(PAYLOAD, "bench-stream" if stream else "bench", stream))
 
 
 def responses_body(stream: bool, store: bool) -> str:
     """The same generation as `body`, asked through the Responses API."""
-    payload: dict = {"model": "bench-stream" if stream else "bench", "input": "Say hello",
-                     "store": store}  # fmt: skip
-    if stream:
-        payload["stream"] = True
-    return json.dumps(payload)
+    model = "bench-stream" if stream else "bench"
+    return json.dumps(payloads.responses(PAYLOAD, model, stream, store))
 
 
 def main() -> None:
@@ -303,6 +299,10 @@ def main() -> None:
         "--messages", choices=["on", "off"], default="on",
         help="also load /v1/messages (the same generation)",
     )  # fmt: skip
+    parser.add_argument(
+        "--payload", choices=payloads.KINDS, default="hello",
+        help="a one-line hello, or a coding agent's 80 KB turn (bench/payloads.py)",
+    )  # fmt: skip
     parser.add_argument("--seconds", type=float, default=5)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--pin", default="0:1", help="gateway core:load core, '' for none")
@@ -318,6 +318,8 @@ def main() -> None:
         help="also measure the gateway in this source tree, with its .venv if it has one (1 worker)",
     )
     args = parser.parse_args()
+    global PAYLOAD
+    PAYLOAD = args.payload
     gw_core, load_core = args.pin.split(":") if args.pin else ("", "")
     tmp = Path(tempfile.mkdtemp(prefix="bench-perf-"))
     lua = tmp / "post.lua"

@@ -36,10 +36,11 @@ from collections.abc import Callable
 from typing import Any, cast
 
 from gateway.v1 import json_mapping_pb2
-from google.protobuf import json_format
+from google.protobuf import struct_pb2
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 
+from server.base import structs
 from server.base.errors import InvalidArgument, UnknownParameter
 
 _T = FieldDescriptor
@@ -235,19 +236,11 @@ def _writer(field: FieldDescriptor) -> Convert | None:
 
 
 def _well_known_to_json(message: Message) -> Any:
-    return _tidy_numbers(json_format.MessageToDict(message, preserving_proto_field_name=True))
-
-
-def _tidy_numbers(value: Any) -> Any:
-    """Struct keeps every number as a double; writes whole ones as integers (3, not 3.0).
-    Its keys come out in hash order: written sorted, so the same value is the same bytes."""
-    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
-        return int(value)
-    if isinstance(value, dict):
-        return {k: _tidy_numbers(value[k]) for k in sorted(value)}
-    if isinstance(value, list):
-        return [_tidy_numbers(v) for v in value]
-    return value
+    """A Struct or Value as server/base/structs.py writes it: keys in one order (the
+    same value is the same bytes), whole numbers as integers (3, not 3.0)."""
+    if isinstance(message, struct_pb2.Struct):
+        return structs.to_dict(message)
+    return structs.to_python(cast(struct_pb2.Value, message))
 
 
 # -- dict -> proto ----------------------------------------------------------------------
@@ -408,13 +401,18 @@ def _message_value(
 ) -> None:
     if _is_well_known(field.message_type):
         try:
-            json_format.ParseDict(value, target)
-        except json_format.ParseError as exc:
-            # protobuf's own bound on nesting (100 messages: 50 levels of JSON).
-            why = "nests too deeply" if "too deep" in str(exc) else "has the wrong type"
-            raise InvalidArgument.for_field(where, why) from None
-        except (UnicodeError, ValueError, RecursionError):
-            raise InvalidArgument.for_field(where, "is not valid Unicode or is too deep") from None
+            if isinstance(target, struct_pb2.Struct):
+                if not isinstance(value, dict):
+                    raise InvalidArgument.for_field(where, "must be an object")
+                structs.fill_struct(target, value)
+            else:
+                structs.fill_value(cast(struct_pb2.Value, target), value)
+        except structs.TooDeep:
+            raise InvalidArgument.for_field(where, "nests too deeply") from None
+        except UnicodeError:
+            raise InvalidArgument.for_field(
+                where, "is not valid Unicode (it holds an unpaired surrogate)"
+            ) from None
         return
     if not isinstance(value, dict):
         raise InvalidArgument.for_field(where, "must be an object")

@@ -33,10 +33,11 @@ from typing import Any
 
 from gateway.v1 import messages_pb2 as pb
 from gateway.v1 import messages_service_pb2 as service
-from google.protobuf import json_format, struct_pb2
+from google.protobuf import struct_pb2
 
 from server.application import cache_marks, schemas
 from server.application.validation import MAX_TOKENS_CEILING
+from server.base import structs
 from server.base.errors import InvalidArgument
 from server.base.generation import (
     GATEWAY_SIGNATURE,
@@ -341,23 +342,11 @@ def _user(parts: Sequence[Part]) -> Message:
 
 
 def struct(value: struct_pb2.Struct, where: str) -> dict[str, Any]:
-    """A Struct as a dict, whole numbers as integers again (a Struct keeps every number
-    as a double, and `"maxItems": 2.0` is not what was sent)."""
+    """A Struct as a dict (server/base/structs.py)."""
     try:
-        out: dict[str, Any] = whole(json_format.MessageToDict(value))
+        return structs.to_dict(value)
     except ValueError:  # Infinity or NaN: gRPC can carry them, JSON cannot
         raise InvalidArgument.for_field(where, "holds a number that is not finite") from None
-    return out
-
-
-def whole(value: Any) -> Any:
-    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
-        return int(value)
-    if isinstance(value, dict):
-        return {k: whole(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [whole(v) for v in value]
-    return value
 
 
 def _choice(request: AnyRequest, names: set[str]) -> dict[str, Any]:

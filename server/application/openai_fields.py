@@ -11,10 +11,11 @@ from typing import Any
 from gateway.v1 import chat_pb2
 from gateway.v1 import chat_service_pb2 as chat_pb
 from gateway.v1 import completion_service_pb2 as completion_pb
-from google.protobuf import json_format, struct_pb2
+from google.protobuf import struct_pb2
 from google.protobuf.message import Message as Message_
 
 from server.application import cache_marks, schemas
+from server.base import structs
 from server.base.errors import InvalidArgument
 from server.base.generation import (
     ImagePart,
@@ -75,23 +76,11 @@ def one_of(message: Message_, field: str, allowed: tuple[str, ...]) -> str | Non
 
 
 def _struct(value: struct_pb2.Struct, where: str) -> dict[str, Any]:
-    """A Struct (a JSON Schema) as a dict, whole numbers as integers again (a Struct
-    keeps every number as a double, and `"maxItems": 2.0` is not what was sent)."""
+    """A Struct (a JSON Schema) as a dict (server/base/structs.py)."""
     try:
-        out: dict[str, Any] = _whole(json_format.MessageToDict(value))
+        return structs.to_dict(value)
     except ValueError:  # Infinity or NaN: gRPC can carry them, JSON cannot
         raise InvalidArgument.for_field(where, "holds a number that is not finite") from None
-    return out
-
-
-def _whole(value: Any) -> Any:
-    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
-        return int(value)
-    if isinstance(value, dict):
-        return {k: _whole(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_whole(v) for v in value]
-    return value
 
 
 def common(request: ChatRequest | CompletionRequest) -> dict[str, Any]:

@@ -29,6 +29,7 @@ from google.protobuf import json_format, struct_pb2
 
 from server.application import openai_fields as fields
 from server.application.validation import MAX_TOKENS_CEILING
+from server.base import structs
 from server.base.errors import InvalidArgument, NotFound
 from server.base.generation import (
     GenerationRequest,
@@ -133,7 +134,10 @@ def translate(request: ResponsesRequest, previous: Previous | None) -> Translate
     if not any(m.role != "system" for m in messages):
         raise InvalidArgument.for_field("input", "is required")
     sampling = _sampling(request)
-    tools, forced, choice = _tools(request, native_only)
+    if len(request.tools) > fields.MAX_TOOLS:
+        raise InvalidArgument.for_field("tools", f"at most {fields.MAX_TOOLS} tools")
+    tool_objects = [_struct(tool) for tool in request.tools]  # read once, used twice
+    tools, forced, choice = _tools(request, tool_objects, native_only)
     include = _include(request, native_only)
     reasoning = request.reasoning if request.HasField("reasoning") else None
     effort = None
@@ -155,7 +159,7 @@ def translate(request: ResponsesRequest, previous: Previous | None) -> Translate
             raise InvalidArgument.for_field("safety_identifier", "at most 64 characters")
         user = user or request.safety_identifier
     native = NativeResponses(
-        body=_native_body(request),
+        body=_native_body(request, tool_objects),
         input=tuple(items),
         history=context,
         previous=(previous.provider, previous.upstream_id)
@@ -239,8 +243,7 @@ def _one_of(message: Any, name: str, allowed: Sequence[str], where: str) -> str 
 
 
 def _struct(value: struct_pb2.Struct) -> dict[str, Any]:
-    out: dict[str, Any] = fields._whole(json_format.MessageToDict(value))
-    return out
+    return structs.to_dict(value)
 
 
 # -- input items ----------------------------------------------------------------------
@@ -456,13 +459,10 @@ def _chat_part(part: Mapping[str, Any]) -> Part | None:
 
 
 def _tools(
-    request: ResponsesRequest, native_only: list[str]
+    request: ResponsesRequest, tool_objects: list[dict[str, Any]], native_only: list[str]
 ) -> tuple[tuple[ToolSpec, ...], str | None, str | None]:
-    if len(request.tools) > fields.MAX_TOOLS:
-        raise InvalidArgument.for_field("tools", f"at most {fields.MAX_TOOLS} tools")
     specs = []
-    for i, struct in enumerate(request.tools):
-        tool = _struct(struct)
+    for i, tool in enumerate(tool_objects):
         where = f"tools[{i}]"
         kind = tool.get("type")
         if kind in BUILT_IN_TOOLS:
@@ -567,7 +567,7 @@ _NOT_NATIVE = frozenset(
 )  # fmt: skip
 
 
-def _native_body(request: ResponsesRequest) -> dict[str, Any]:
+def _native_body(request: ResponsesRequest, tools: list[dict[str, Any]]) -> dict[str, Any]:
     body: dict[str, Any] = {}
     for field, value in request.ListFields():
         name = field.name
@@ -577,10 +577,12 @@ def _native_body(request: ResponsesRequest) -> dict[str, Any]:
             body[name] = list(value) if field.is_repeated else value
         elif field.message_type.GetOptions().map_entry:
             body[name] = dict(value)
+        elif name == "tools":
+            body[name] = tools
         elif field.is_repeated:
             body[name] = [_struct(v) for v in value]
         else:
-            body[name] = fields._whole(
+            body[name] = structs.tidy(
                 json_format.MessageToDict(value, preserving_proto_field_name=True)
             )
     if request.HasField("tool_choice_object"):

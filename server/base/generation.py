@@ -286,6 +286,8 @@ class GenerationRequest:
     thinking: Thinking | None = None
     # The request as Anthropic's Messages API, for upstreams that serve it natively.
     native_messages: NativeMessages | None = None
+    # Its input tokens as server/base/tokens.py estimates them, once asked.
+    prompt_estimate: int | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def is_chat(self) -> bool:

@@ -8,6 +8,9 @@ Upstream-reported counts always win over these.
 from __future__ import annotations
 
 import json
+from typing import Any
+
+import orjson
 
 from server.base.generation import GenerationRequest, Message, TokenCounts
 
@@ -24,11 +27,35 @@ def estimate(text: str) -> int:
     """Estimates the tokens of `text`; non-empty text is at least one token."""
     if not text:
         return 0
-    return max(1, (len(text.encode()) + BYTES_PER_TOKEN - 1) // BYTES_PER_TOKEN)
+    size = len(text) if text.isascii() else len(text.encode())
+    return _of_bytes(size)
+
+
+def _of_bytes(size: int) -> int:
+    return max(1, (size + BYTES_PER_TOKEN - 1) // BYTES_PER_TOKEN) if size else 0
+
+
+def _json_size(value: Any) -> int:
+    """The bytes of `value` as compact JSON (a schema's, as an upstream reads it)."""
+    try:
+        return len(orjson.dumps(value))
+    except TypeError:  # orjson's refusal: an integer past 64 bits, which JSON allows
+        return len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode())
 
 
 def estimate_prompt(request: GenerationRequest) -> int:
-    """Estimates the input tokens of a request, chat overhead included."""
+    """Estimates the input tokens of a request, chat overhead included. Kept on the
+    request once made: admission, routing, pricing and the usage checks all ask, and an
+    agent's prompt with its tools' schemas takes a few hundred microseconds."""
+    count = request.prompt_estimate
+    if count is None:
+        count = _estimate_prompt(request)
+        # Frozen, but this field is derived from the others and never compared.
+        object.__setattr__(request, "prompt_estimate", count)
+    return count
+
+
+def _estimate_prompt(request: GenerationRequest) -> int:
     if request.prompts:
         suffix = estimate(request.suffix or "")
         return sum(
@@ -39,10 +66,10 @@ def estimate_prompt(request: GenerationRequest) -> int:
     body = sum(_message(m) + TOKENS_PER_MESSAGE for m in request.messages)
     for tool in request.tools:
         body += estimate(tool.name) + estimate(tool.description or "")
-        body += estimate(json.dumps(tool.parameters)) if tool.parameters else 0
+        body += _of_bytes(_json_size(tool.parameters)) if tool.parameters else 0
     fmt = request.response_format
     if fmt is not None and fmt.schema is not None:
-        body += estimate(json.dumps(fmt.schema))
+        body += _of_bytes(_json_size(fmt.schema))
     return body + REPLY_PRIMER_TOKENS
 
 

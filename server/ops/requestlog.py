@@ -15,7 +15,6 @@ import signal
 import sys
 import threading
 import time
-from logging.handlers import QueueHandler
 from queue import Empty, SimpleQueue
 from typing import Any
 
@@ -57,9 +56,18 @@ def line(o: Outcome) -> str:
 
 def write(o: Outcome) -> None:
     if log.isEnabledFor(logging.INFO):
+        _emit(line(o))
+
+
+def _emit(text: str) -> None:
+    """To the writer's queue at once while it is the logger's only reader (a record
+    would cost more than the line); else through logging, for every handler."""
+    if _writer is not None and log.handlers == _writer.handlers and not log.filters:
+        _writer.queue.put(text)
+    else:
         # makeRecord + handle: log.info would also walk the stack for the caller's
-        # file and line, which the line does not show; this halves the cost.
-        log.handle(log.makeRecord(LOGGER, logging.INFO, "", 0, line(o), (), None))
+        # file and line, which the line does not show.
+        log.handle(log.makeRecord(LOGGER, logging.INFO, "", 0, text, (), None))
 
 
 def write_unknown_route(method: str, path: str, client: str, status: int) -> None:
@@ -71,8 +79,7 @@ def write_unknown_route(method: str, path: str, client: str, status: int) -> Non
             else "METHOD_NOT_ALLOWED", "reason": "NO_ROUTE", "method": method[:16],
             "path": path[:200], "client": client,
         }  # fmt: skip
-        log.handle(log.makeRecord(LOGGER, logging.INFO, "", 0, orjson.dumps(fields).decode(),
-                                  (), None))  # fmt: skip
+        _emit(orjson.dumps(fields).decode())
 
 
 # How often the writer thread writes what was queued. A thread woken for every line
@@ -82,13 +89,15 @@ WRITE_EVERY_S = 0.1
 
 
 class _Writer:
-    """The writer thread: every WRITE_EVERY_S, the queued lines in one write, each line
-    a record's message; `stop()` writes what is left. It takes no signals, so a write
-    is never cut short by one (unbuffered, a cut write would lose the rest)."""
+    """The writer thread: every WRITE_EVERY_S, the queued lines in one write; `stop()`
+    writes what is left. It takes no signals, so a write is never cut short by one
+    (unbuffered, a cut write would lose the rest)."""
 
-    def __init__(self, stream: Any, queue: SimpleQueue[logging.LogRecord]) -> None:
+    def __init__(self, stream: Any) -> None:
         self._stream = stream
-        self._queue = queue
+        self.queue: SimpleQueue[str] = SimpleQueue()
+        # The logger's handlers while this is their only one.
+        self.handlers: list[logging.Handler] = [_Enqueue(self.queue)]
         self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._run, name="request-log", daemon=True)
         self._thread.start()
@@ -103,7 +112,7 @@ class _Writer:
         lines = []
         with contextlib.suppress(Empty):
             while True:
-                lines.append(self._queue.get_nowait().getMessage())
+                lines.append(self.queue.get_nowait())
         if lines:
             try:
                 self._stream.write("\n".join(lines) + "\n")
@@ -127,17 +136,19 @@ def install(stream: Any = None) -> None:
     global _writer
     if _writer is not None:
         return
-    queue: SimpleQueue[logging.LogRecord] = SimpleQueue()
-    _writer = _Writer(stream or sys.stderr, queue)
-    handler = _Enqueue(queue)
-    log.addHandler(handler)
+    _writer = _Writer(stream or sys.stderr)
+    log.addHandler(_writer.handlers[0])
     log.setLevel(logging.INFO)
     log.propagate = False
 
 
-class _Enqueue(QueueHandler):
-    def prepare(self, record: logging.LogRecord) -> logging.LogRecord:
-        return record  # the message is final already: no formatting, no copy
+class _Enqueue(logging.Handler):
+    def __init__(self, queue: SimpleQueue[str]) -> None:
+        super().__init__()
+        self.queue = queue
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.queue.put(record.getMessage())  # final already: no formatting
 
 
 def stop() -> None:

@@ -40,10 +40,11 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from gateway.v1 import json_mapping_pb2
-from google.protobuf import json_format
+from google.protobuf import struct_pb2
 from google.protobuf.message import Message as ProtoMessage
 from pydantic import Field
 
+from server.base import structs
 from server.base.errors import UpstreamError
 from server.base.generation import (
     GATEWAY_SIGNATURE,
@@ -324,7 +325,7 @@ def _proto_json(message: ProtoMessage) -> dict[str, Any]:
     for field, value in message.ListFields():
         options = field.GetOptions()
         if options.Extensions[json_mapping_pb2.other_keys]:
-            out.update(_whole(json_format.MessageToDict(value)))
+            out.update(structs.to_dict(value))
             continue
         key = options.Extensions[json_mapping_pb2.json_key] or field.name
         if field.message_type is None:
@@ -337,19 +338,11 @@ def _proto_json(message: ProtoMessage) -> dict[str, Any]:
 
 
 def _message_json(message: ProtoMessage) -> Any:
-    if message.DESCRIPTOR.full_name.startswith("google.protobuf."):
-        return _whole(json_format.MessageToDict(message))
+    if isinstance(message, struct_pb2.Struct):
+        return structs.to_dict(message)
+    if isinstance(message, struct_pb2.Value):
+        return structs.to_python(message)
     return _proto_json(message)
-
-
-def _whole(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _whole(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_whole(v) for v in value]
-    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
-        return int(value)
-    return value
 
 
 def _gateway_signed(block: Any) -> bool:

@@ -3,6 +3,7 @@ token estimates and reservations of every part, capability filtering."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -105,6 +106,28 @@ def test_prompt_estimate_counts_every_part() -> None:
         tokens.estimate_prompt(GenerationRequest(messages=text.messages, response_format=fmt))
         > tokens.estimate_prompt(text) + 5
     )
+
+
+def test_prompt_estimate_counts_bytes_and_takes_any_json_schema() -> None:
+    def prompt_of(text: str, tools: tuple[ToolSpec, ...] = ()) -> int:
+        return tokens.estimate_prompt(
+            GenerationRequest(messages=(Message("user", text),), tools=tools)
+        )
+
+    assert prompt_of("é" * 40) == prompt_of("e" * 80)  # UTF-8 bytes, not characters
+    # JSON allows any integer; the estimate still counts the schema that holds one.
+    huge = ToolSpec("pick", None, {"type": "integer", "maximum": 10**30})
+    compact = '{"type":"integer","maximum":1' + "0" * 30 + "}"  # 60 bytes: 15 tokens
+    assert prompt_of("hi", (huge,)) == prompt_of("hi", (ToolSpec("pick"),)) + len(compact) // 4
+
+
+def test_a_request_keeps_its_estimate_and_a_changed_copy_makes_its_own() -> None:
+    request = GenerationRequest(messages=(Message("user", "a" * 400),))
+    first = tokens.estimate_prompt(request)
+    assert tokens.estimate_prompt(request) == first == request.prompt_estimate
+    changed = dataclasses.replace(request, messages=(Message("user", "a" * 800),))
+    assert tokens.estimate_prompt(changed) == first + 100
+    assert request == GenerationRequest(messages=request.messages)  # not part of equality
 
 
 def test_budget_reservation_counts_images_and_choices() -> None:

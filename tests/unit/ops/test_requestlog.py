@@ -97,6 +97,23 @@ def test_lines_reach_no_other_handler(installed):
     assert paths(installed) == ["/0"] and seen == []  # not again in the other logs' format
 
 
+def test_a_handler_added_to_the_request_logger_sees_every_line_too(installed):
+    seen: list[str] = []
+    logger = logging.getLogger(requestlog.LOGGER)
+    handler = logging.Handler()
+    handler.emit = lambda record: seen.append(record.getMessage())  # type: ignore[method-assign]
+    log_lines(0, 1)
+    logger.addHandler(handler)
+    try:
+        log_lines(1, 2)
+    finally:
+        logger.removeHandler(handler)
+    log_lines(3, 1)
+    requestlog.stop()
+    assert paths(installed) == ["/0", "/1", "/2", "/3"]
+    assert [json.loads(line)["path"] for line in seen] == ["/1", "/2"]
+
+
 def test_a_process_that_never_stops_the_writer_still_exits():
     code = "from server.ops import requestlog; requestlog.install(); print('served')"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
