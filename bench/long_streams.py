@@ -9,14 +9,16 @@ the other core from the gateway; their CPU is reported, to show they are not the
 
 For each N: the upstream straight (the baseline: what the load itself adds), the
 gateway's REST API (one worker, pinned to one core), with --simulated the gateway's
-embedded simulated provider, and with --litellm the LiteLLM proxy 1.106.2 (one worker)
-under the same load. Reported: streams done, errors, relayed
+embedded simulated provider, with --litellm the LiteLLM proxy 1.106.2 (one worker)
+under the same load, and with --floor the least a Python relay costs (bench/relay_floor.py:
+a TCP proxy on uvloop, one read and one write per event, nothing parsed). Reported: streams done, errors, relayed
 events/s, the server's CPU per relayed event and its cores used, resident memory per
 open stream, added time to first event (p50, p99) and added delay between events (p99).
 
     python -m bench.long_streams                      # 500 1000 2000 3000 streams, 25 s
     python -m bench.long_streams --streams 2000 --seconds 40 --litellm
     python -m bench.long_streams --workers 2 --pin '' # every core to the gateway's workers
+    python -m bench.long_streams --streams 1000 --floor  # beside a bare Python relay
 """
 
 from __future__ import annotations
@@ -179,6 +181,10 @@ def main() -> None:
         "--simulated", action="store_true",
         help="also load the embedded simulated provider (its added latencies are not to plan)",
     )  # fmt: skip
+    parser.add_argument(
+        "--floor", action="store_true",
+        help="also load a bare Python relay (a TCP proxy on uvloop): the least one can cost",
+    )  # fmt: skip
     parser.add_argument("--json", type=Path, help="also write the raw results here")
     args = parser.parse_args()
     server_core, load_core = args.pin.split(":") if args.pin else ("", "")
@@ -201,6 +207,14 @@ def main() -> None:
         if args.simulated:
             targets.append((f"gateway ({workers}), simulated provider", http_port, chat, "sim",
                             KEY, gateway.pid))  # fmt: skip
+        if args.floor:
+            floor_port = free_port()
+            argv = [sys.executable, "-m", "bench.relay_floor", str(floor_port), str(up_port)]
+            floor = subprocess.Popen(pinned(server_core, argv), cwd=ROOT)
+            servers.append(floor)
+            wait_port(floor_port)
+            targets.append(("Python relay floor (TCP proxy)", floor_port, chat, "up", "x",
+                            floor.pid))  # fmt: skip
         if args.litellm:
             binary_path, why = litellm_binary()
             if binary_path is None:
