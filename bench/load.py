@@ -13,6 +13,7 @@ Gateway processes and LiteLLM run on core 0 (`taskset`); nginx, wrk and h2load o
 core 1. Writes bench/results/load.md and bench/results/load.json.
 
 Run: python -m bench.load [--duration S] [--connections 1 32 64] [--rounds N] [--no-litellm]
+     python -m bench.load --payload agent --out bench/results/agent  # a coding agent's turn
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from pathlib import Path
 from bench import load_checks as checks
 from bench import load_report as report
 from bench import load_servers as servers
+from bench import payloads
 from bench.load_servers import GATEWAY_CORE
 from bench.load_tools import (
     Load,
@@ -66,13 +68,14 @@ class Target:
 
 
 def rest_target(
-    name: str, base: str, headers: dict[str, str], pids: list[int], ledger: Path | None = None
-) -> Target:
+    name: str, base: str, headers: dict[str, str], pids: list[int], payload: str,
+    ledger: Path | None = None,
+) -> Target:  # fmt: skip
     return Target(
         name,
         run_wrk,
         {mode: f"{base}/v1/chat/completions" for mode in MODES},
-        {mode: checks.rest_body(mode == "stream") for mode in MODES},
+        {mode: checks.rest_body(mode == "stream", payload) for mode in MODES},
         headers,
         pids,
         ledger,
@@ -80,7 +83,7 @@ def rest_target(
 
 
 def start_targets(
-    tmp: Path, stack: contextlib.ExitStack, litellm: bool
+    tmp: Path, stack: contextlib.ExitStack, litellm: bool, payload: str
 ) -> tuple[list[Target], int]:
     """Starts every server; returns the targets in the order they are measured and the
     in-process gateway's gRPC port."""
@@ -91,7 +94,7 @@ def start_targets(
         report.BASELINE,
         run_wrk,
         {mode: f"{local}:{upstream}/{mode}/v1/chat/completions" for mode in MODES},
-        {mode: checks.rest_body(mode == "stream") for mode in MODES},
+        {mode: checks.rest_body(mode == "stream", payload) for mode in MODES},
         {},
         [nginx.pid],
         on_gateway_core=False,
@@ -112,6 +115,7 @@ def start_targets(
         f"{local}:{gateway.http_port}",
         key,
         [gateway.server.pid],
+        payload,
         gateway.sqlite_path,
     )
     # Both processes of the edge tier count: the facade and the gateway it forwards to.
@@ -120,13 +124,14 @@ def start_targets(
         f"{local}:{edge.http_port}",
         key,
         [edge.server.pid, backend.server.pid],
+        payload,
         backend.sqlite_path,
     )
     grpc_api = Target(
         "gateway gRPC (h2load)",
         run_h2load,
         {mode: f"{local}:{gateway.grpc_port}{GRPC_PATHS[mode]}" for mode in MODES},
-        {mode: checks.grpc_message(mode == "stream") for mode in MODES},
+        {mode: checks.grpc_message(mode == "stream", payload) for mode in MODES},
         {**GRPC_HEADERS, **key},
         [gateway.server.pid],
         gateway.sqlite_path,
@@ -134,14 +139,16 @@ def start_targets(
     )
     targets = [baseline, rest, edge_tier, grpc_api]
     if litellm:
-        peer = start_litellm(tmp, stack, upstream)
+        peer = start_litellm(tmp, stack, upstream, payload)
         if peer is not None:
             targets.append(peer)
     assert gateway.grpc_port is not None
     return targets, gateway.grpc_port
 
 
-def start_litellm(tmp: Path, stack: contextlib.ExitStack, upstream: int) -> Target | None:
+def start_litellm(
+    tmp: Path, stack: contextlib.ExitStack, upstream: int, payload: str
+) -> Target | None:
     binary, version = servers.litellm_binary()
     if binary is None:
         print(f"load: skipping LiteLLM: {version}", file=sys.stderr)
@@ -153,7 +160,7 @@ def start_litellm(tmp: Path, stack: contextlib.ExitStack, upstream: int) -> Targ
         return None
     stack.callback(proxy.stop)
     auth = {"authorization": f"Bearer {servers.LITELLM_KEY}"}
-    return rest_target(report.LITELLM, f"http://127.0.0.1:{port}", auth, [proxy.pid])
+    return rest_target(report.LITELLM, f"http://127.0.0.1:{port}", auth, [proxy.pid], payload)
 
 
 def usable(target: Target) -> bool:
@@ -239,6 +246,10 @@ def parse_args() -> argparse.Namespace:
         "--rounds", type=int, default=1, help="runs per cell; the table shows the quietest"
     )
     parser.add_argument("--no-litellm", action="store_true", help="leave the peer out")
+    parser.add_argument(
+        "--payload", choices=payloads.KINDS, default="hello",
+        help="a one-line hello, or a coding agent's 80 KB turn (bench/payloads.py)",
+    )  # fmt: skip
     parser.add_argument("--out", type=Path, default=report.RESULTS)
     parser.add_argument("--render", action="store_true", help="only rewrite load.md from load.json")
     return parser.parse_args()
@@ -255,7 +266,7 @@ def main() -> None:
     started = time.time()
     with contextlib.ExitStack() as stack:
         tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-load-")))
-        targets, grpc_port = start_targets(tmp, stack, not args.no_litellm)
+        targets, grpc_port = start_targets(tmp, stack, not args.no_litellm, args.payload)
         targets = [t for t in targets if usable(t)]
         grpc_check = checks.check_grpc(grpc_port)
         print(f"load: gRPC sample through a real stub: {grpc_check}")

@@ -14,23 +14,24 @@ import grpc
 from gateway.v1 import chat_service_pb2 as chat
 from gateway.v1 import chat_service_pb2_grpc
 
+from bench import payloads
 from bench.load_servers import KEY, STREAM_CHUNKS, STREAM_MODEL, UNARY_MODEL
+from http_facade import codec
 
 PROMPT = [{"role": "user", "content": "Say hello"}]
 
 
-def rest_body(stream: bool) -> bytes:
+def rest_body(stream: bool, payload: str = "hello") -> bytes:
+    """The request (bench/payloads.py: a hello, or a coding agent's turn)."""
     model = STREAM_MODEL if stream else UNARY_MODEL
-    return json.dumps({"model": model, "stream": stream, "messages": PROMPT}).encode()
+    return json.dumps({**payloads.chat(payload, model, stream), "stream": stream}).encode()
 
 
-def grpc_message(stream: bool) -> bytes:
+def grpc_message(stream: bool, payload: str = "hello") -> bytes:
     """The request as one gRPC frame: no compression flag, 4-byte length, protobuf."""
-    if stream:
-        payload = chat.StreamChatCompletionRequest(model=STREAM_MODEL, messages=PROMPT)
-    else:
-        payload = chat.CreateChatCompletionRequest(model=UNARY_MODEL, messages=PROMPT)
-    data = payload.SerializeToString()
+    kind = chat.StreamChatCompletionRequest if stream else chat.CreateChatCompletionRequest
+    body = payloads.chat(payload, STREAM_MODEL if stream else UNARY_MODEL, False)
+    data = codec.from_dict(body, kind()).SerializeToString()
     return b"\x00" + len(data).to_bytes(4, "big") + data
 
 

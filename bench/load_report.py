@@ -36,6 +36,7 @@ def write(
             "warmup_s": args.warmup,
             "connections": args.connections,
             "rounds": args.rounds,
+            "payload": args.payload,
         },
         "machine": machine,
         "grpc_sample_check": grpc_check,
@@ -87,6 +88,15 @@ def markdown(raw: dict) -> str:
         f"Machine: {m['cpu']}, {m['cores']} cores, Linux {m['kernel']}, Python {m['python']}; "
         f"{m['nginx']}, {m['wrk']}, {m['h2load']}; LiteLLM {m['litellm']}.",
         "",
+        *(
+            [
+                "Requests: a coding agent's turn (bench/payloads.py: about 80 KB, a system "
+                "prompt, 20 tools with JSON Schemas, 20 rounds of tool calls and results).",
+                "",
+            ]
+            if raw["settings"].get("payload") == "agent"
+            else []
+        ),
         "Gateway processes and LiteLLM run on core 0; nginx and the load generator (wrk for",
         "HTTP, h2load for gRPC) on core 1. The gateway talks to nginx through its `openai`",
         "adapter (unary upstream call for unary requests, SSE for streams); LiteLLM has one",

@@ -300,8 +300,7 @@ class Reader:
                 )
             if not tool.HasField("input_schema"):
                 raise InvalidArgument.for_field(f"{at}.input_schema", "is required")
-            schema = struct(tool.input_schema, f"{at}.input_schema")
-            schemas.check(schema, f"{at}.input_schema")
+            schema = schemas.read(tool.input_schema, f"{at}.input_schema")
             for key in tool.other.fields:
                 if key not in NATIVE_TOOL_KEYS:
                     raise InvalidArgument.for_field(f"{at}.{key}", "is not a known parameter")

@@ -11,11 +11,9 @@ from typing import Any
 from gateway.v1 import chat_pb2
 from gateway.v1 import chat_service_pb2 as chat_pb
 from gateway.v1 import completion_service_pb2 as completion_pb
-from google.protobuf import struct_pb2
 from google.protobuf.message import Message as Message_
 
 from server.application import cache_marks, schemas
-from server.base import structs
 from server.base.errors import InvalidArgument
 from server.base.generation import (
     ImagePart,
@@ -73,14 +71,6 @@ def one_of(message: Message_, field: str, allowed: tuple[str, ...]) -> str | Non
     if value not in allowed:
         raise InvalidArgument.for_field(field, f"must be one of {', '.join(allowed)}")
     return value
-
-
-def _struct(value: struct_pb2.Struct, where: str) -> dict[str, Any]:
-    """A Struct (a JSON Schema) as a dict (server/base/structs.py)."""
-    try:
-        return structs.to_dict(value)
-    except ValueError:  # Infinity or NaN: gRPC can carry them, JSON cannot
-        raise InvalidArgument.for_field(where, "holds a number that is not finite") from None
 
 
 def common(request: ChatRequest | CompletionRequest) -> dict[str, Any]:
@@ -212,9 +202,7 @@ def tools(request: ChatRequest) -> dict[str, Any]:
                 f"tools[{i}].function.name", "must be 1 to 64 letters, digits, _ or -"
             )
         where = f"tools[{i}].function.parameters"
-        parameters = _struct(f.parameters, where) if f.HasField("parameters") else None
-        if parameters is not None:
-            schemas.check(parameters, where)
+        parameters = schemas.read(f.parameters, where) if f.HasField("parameters") else None
         if parameters is not None and parameters.get("type", "object") != "object":
             raise InvalidArgument.for_field(
                 f"tools[{i}].function.parameters", "must be a JSON Schema of type object"
@@ -273,9 +261,7 @@ def response_format(request: ChatRequest) -> ResponseFormat | None:
             "response_format.json_schema.name", "must be 1 to 64 letters, digits, _ or -"
         )
     where = "response_format.json_schema.schema"
-    schema = _struct(spec.schema, where) if spec.HasField("schema") else None
-    if schema is not None:
-        schemas.check(schema, where)
+    schema = schemas.read(spec.schema, where) if spec.HasField("schema") else None
     return ResponseFormat(
         "json_schema",
         spec.name,

@@ -28,6 +28,7 @@ from gateway.v1 import responses_service_pb2 as rs
 from google.protobuf import json_format, struct_pb2
 
 from server.application import openai_fields as fields
+from server.application import schemas
 from server.application.validation import MAX_TOKENS_CEILING
 from server.base import structs
 from server.base.errors import InvalidArgument, NotFound
@@ -136,7 +137,7 @@ def translate(request: ResponsesRequest, previous: Previous | None) -> Translate
     sampling = _sampling(request)
     if len(request.tools) > fields.MAX_TOOLS:
         raise InvalidArgument.for_field("tools", f"at most {fields.MAX_TOOLS} tools")
-    tool_objects = [_struct(tool) for tool in request.tools]  # read once, used twice
+    tool_objects = [_read_tool(tool, f"tools[{i}]") for i, tool in enumerate(request.tools)]
     tools, forced, choice = _tools(request, tool_objects, native_only)
     include = _include(request, native_only)
     reasoning = request.reasoning if request.HasField("reasoning") else None
@@ -458,6 +459,15 @@ def _chat_part(part: Mapping[str, Any]) -> Part | None:
 # -- tools, formats, include -----------------------------------------------------------
 
 
+def _check_tool(tool: dict[str, Any], where: str) -> None:
+    parameters = tool.get("parameters")
+    if tool.get("type") == "function" and isinstance(parameters, dict):
+        schemas.check(parameters, f"{where}.parameters")
+
+
+_read_tool = schemas.Kept(_check_tool).read
+
+
 def _tools(
     request: ResponsesRequest, tool_objects: list[dict[str, Any]], native_only: list[str]
 ) -> tuple[tuple[ToolSpec, ...], str | None, str | None]:
@@ -544,7 +554,7 @@ def _text_format(request: ResponsesRequest, native_only: list[str]) -> ResponseF
     return ResponseFormat(
         "json_schema",
         name,
-        _struct(fmt.schema),
+        schemas.read(fmt.schema, "text.format.schema"),
         fmt.description if fmt.HasField("description") else None,
         fmt.strict if fmt.HasField("strict") else None,
     )

@@ -38,6 +38,17 @@ def with_tool(parameters: Any) -> dict[str, Any]:
     return {"model": "sim-mini", "messages": HELLO, "tools": [tool], "tool_choice": "required"}
 
 
+def responses_tool(parameters: Any) -> dict[str, Any]:
+    tool = {"type": "function", "name": "f", "parameters": parameters}
+    return {"model": "sim-mini", "input": "hi", "store": False, "tools": [tool],
+            "tool_choice": "required"}  # fmt: skip
+
+
+def responses_format(schema: Any) -> dict[str, Any]:
+    fmt = {"type": "json_schema", "name": "x", "schema": schema}
+    return {"model": "sim-mini", "input": "hi", "store": False, "text": {"format": fmt}}
+
+
 def obj(**properties: Any) -> dict[str, Any]:
     return {"type": "object", "properties": properties}
 
@@ -71,10 +82,13 @@ async def rest(gw: Running) -> AsyncIterator[httpx.AsyncClient]:
 async def test_a_keyword_of_the_wrong_type_is_a_400_naming_its_path(
     rest: httpx.AsyncClient, schema: Any, path: str, why: str
 ) -> None:
-    for body, where in ((structured(schema), WHERE), (with_tool(schema), "")):
-        if not where:
-            where = "tools[0].function.parameters"
-        reply = await rest.post("/v1/chat/completions", json=body, headers=HEADERS)
+    for url, body, where in (
+        ("/v1/chat/completions", structured(schema), WHERE),
+        ("/v1/chat/completions", with_tool(schema), "tools[0].function.parameters"),
+        ("/v1/responses", responses_tool(schema), "tools[0].parameters"),
+        ("/v1/responses", responses_format(schema), "text.format.schema"),
+    ):
+        reply = await rest.post(url, json=body, headers=HEADERS)
         assert reply.status_code == 400, reply.text
         error = reply.json()["error"]
         assert error["param"] == where + path
