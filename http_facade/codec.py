@@ -239,8 +239,15 @@ def _well_known_to_json(message: Message) -> Any:
     """A Struct or Value as server/base/structs.py writes it: keys in one order (the
     same value is the same bytes), whole numbers as integers (3, not 3.0)."""
     if isinstance(message, struct_pb2.Struct):
+        # A large one is most likely a tool a response echoes (three times a stream).
+        if message.ByteSize() >= _KEPT_FROM_BYTES:
+            return _echoed.read(message)
         return structs.to_dict(message)
     return structs.to_python(cast(struct_pb2.Value, message))
+
+
+_echoed = structs.Kept()
+_KEPT_FROM_BYTES = 1024
 
 
 # -- dict -> proto ----------------------------------------------------------------------

@@ -465,7 +465,11 @@ def _check_tool(tool: dict[str, Any], where: str) -> None:
         schemas.check(parameters, f"{where}.parameters")
 
 
-_read_tool = schemas.Kept(_check_tool).read
+_kept_tools = structs.Kept()
+
+
+def _read_tool(value: struct_pb2.Struct, where: str) -> dict[str, Any]:
+    return schemas.read_kept(_kept_tools, value, where, lambda tool: _check_tool(tool, where))
 
 
 def _tools(

@@ -6,7 +6,6 @@ the type JSON Schema gives it. A bad schema is a 400 naming the keyword's path, 
 from __future__ import annotations
 
 import math
-from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
@@ -27,37 +26,21 @@ SCHEMA_OR_BOOL = ("additionalProperties", "items", "not", "contains", "if", "the
 TYPES = frozenset({"string", "number", "integer", "boolean", "object", "array", "null"})
 
 
-class Kept:
-    """Objects read from Structs and checked once, remembered by the Struct's bytes: an
-    agent sends the same tools with every turn, and reading and checking their schemas
-    cost more than the rest of its request. A kept object is shared between requests,
-    so nothing may modify one (nothing does: a request is read, never changed). Only
-    what passed its check is kept; bounded in count and size."""
-
-    def __init__(self, check: Callable[[dict[str, Any], str], None]) -> None:
-        self._check = check
-        self._kept: OrderedDict[bytes, dict[str, Any]] = OrderedDict()
-
-    def read(self, value: struct_pb2.Struct, where: str) -> dict[str, Any]:
-        key = value.SerializeToString()
-        kept = self._kept.get(key)
-        if kept is not None:
-            self._kept.move_to_end(key)
-            return kept
-        try:
-            read = structs.to_dict(value)
-        except ValueError:  # Infinity or NaN: gRPC can carry them, JSON cannot
-            raise InvalidArgument.for_field(where, "holds a number that is not finite") from None
-        self._check(read, where)
-        if len(key) <= KEPT_BYTES:
-            self._kept[key] = read
-            if len(self._kept) > KEPT:
-                self._kept.popitem(last=False)
-        return read
+def read(value: struct_pb2.Struct, where: str) -> dict[str, Any]:
+    """The checked JSON Schema a Struct carries, as a dict (kept: see structs.Kept)."""
+    return read_kept(_schemas, value, where, lambda schema: check(schema, where))
 
 
-KEPT = 256
-KEPT_BYTES = 32 * 1024
+def read_kept(
+    kept: structs.Kept, value: struct_pb2.Struct, where: str,
+    check: Callable[[dict[str, Any]], None],
+) -> dict[str, Any]:  # fmt: skip
+    """What `kept` reads of `value`, checked; a number JSON cannot hold (Infinity or
+    NaN, which gRPC can carry) is a 400 naming `where`."""
+    try:
+        return kept.read(value, check)
+    except ValueError:
+        raise InvalidArgument.for_field(where, "holds a number that is not finite") from None
 
 
 def check(schema: Any, where: str) -> None:
@@ -147,5 +130,4 @@ def _number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
-# The checked JSON Schema a Struct carries, as a dict.
-read = Kept(check).read
+_schemas = structs.Kept()

@@ -15,6 +15,8 @@ Struct keeps every number as a double, and `"maxItems": 2.0` is not what was sen
 from __future__ import annotations
 
 import math
+from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
 from google.protobuf import struct_pb2
@@ -107,6 +109,40 @@ def to_python(value: struct_pb2.Value) -> Any:
     if kind == "list_value":
         return [to_python(item) for item in value.list_value.values]
     return None
+
+
+class Kept:
+    """Structs read as dicts, remembered by their bytes: an agent sends the same tools
+    with every turn (and a streamed response echoes them three times), and reading a
+    schema costs some fifteen times what serializing its Struct for the lookup does.
+    What is kept is shared, so nothing may modify it (nothing does: requests and
+    responses are read, never changed). A `check` runs on what is read before it is
+    kept, and what fails it is not kept; one Kept serves one kind of check. Bounded in
+    count and in the size of what it keeps."""
+
+    COUNT = 256
+    MAX_BYTES = 32 * 1024
+
+    def __init__(self) -> None:
+        self._kept: OrderedDict[bytes, dict[str, Any]] = OrderedDict()
+
+    def read(
+        self, value: struct_pb2.Struct, check: Callable[[dict[str, Any]], None] | None = None
+    ) -> dict[str, Any]:
+        """As to_dict, errors included."""
+        key = value.SerializeToString()
+        kept = self._kept.get(key)
+        if kept is not None:
+            self._kept.move_to_end(key)
+            return kept
+        read = to_dict(value)
+        if check is not None:
+            check(read)
+        if len(key) <= self.MAX_BYTES:
+            self._kept[key] = read
+            if len(self._kept) > self.COUNT:
+                self._kept.popitem(last=False)
+        return read
 
 
 def tidy(value: Any) -> Any:
