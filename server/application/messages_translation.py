@@ -33,7 +33,6 @@ from typing import Any
 
 from gateway.v1 import messages_pb2 as pb
 from gateway.v1 import messages_service_pb2 as service
-from google.protobuf import struct_pb2
 
 from server.application import cache_marks, schemas
 from server.application.validation import MAX_TOKENS_CEILING
@@ -251,7 +250,9 @@ class Reader:
             if not getattr(block, name):
                 raise InvalidArgument.for_field(f"{at}.{name}", "is required")
         arguments = (
-            json.dumps(struct(block.input, f"{at}.input")) if block.HasField("input") else "{}"
+            json.dumps(structs.read(block.input, f"{at}.input"))
+            if block.HasField("input")
+            else "{}"
         )
         return ToolCall(block.id, block.name, arguments)
 
@@ -340,14 +341,6 @@ def _user(parts: Sequence[Part]) -> Message:
     return Message(role="user", content="".join(texts), parts=tuple(parts))
 
 
-def struct(value: struct_pb2.Struct, where: str) -> dict[str, Any]:
-    """A Struct as a dict (server/base/structs.py)."""
-    try:
-        return structs.to_dict(value)
-    except ValueError:  # Infinity or NaN: gRPC can carry them, JSON cannot
-        raise InvalidArgument.for_field(where, "holds a number that is not finite") from None
-
-
 def _choice(request: AnyRequest, names: set[str]) -> dict[str, Any]:
     if not request.HasField("tool_choice"):
         return {}
@@ -402,7 +395,7 @@ def _effort(request: AnyRequest, reader: Reader) -> str | None:
     """output_config.effort; its other keys (`format`...) only Anthropic reads."""
     if not request.HasField("output_config"):
         return None
-    config = struct(request.output_config, "output_config")
+    config = structs.read(request.output_config, "output_config")
     for key in config:
         if key != "effort":
             reader.native(f"output_config.{key}")
@@ -419,7 +412,7 @@ def _context_edits(request: AnyRequest, reader: Reader) -> None:
     context edit only Anthropic makes."""
     if not request.HasField("context_management"):
         return
-    config = struct(request.context_management, "context_management")
+    config = structs.read(request.context_management, "context_management")
     edits = config.get("edits")
     if set(config) - {"edits"} or not isinstance(edits, list):
         reader.native("context_management")

@@ -243,10 +243,6 @@ def _one_of(message: Any, name: str, allowed: Sequence[str], where: str) -> str 
     return value
 
 
-def _struct(value: struct_pb2.Struct) -> dict[str, Any]:
-    return structs.to_dict(value)
-
-
 # -- input items ----------------------------------------------------------------------
 
 
@@ -369,7 +365,9 @@ def _part(part: rpb.InputContent, where: str, role: str, native_only: list[str])
             raise InvalidArgument.for_field(f"{where}.text", "is required")
         out: dict[str, Any] = {"type": kind, "text": part.text}
         if kind == "output_text":
-            out["annotations"] = [_struct(a) for a in part.annotations]
+            out["annotations"] = [
+                structs.read(a, f"{where}.annotations[{j}]") for j, a in enumerate(part.annotations)
+            ]
         return out
     if kind == "refusal":
         return {"type": "refusal", "refusal": part.refusal}
@@ -516,7 +514,7 @@ def _tools(
                 "tool_choice", f"must be one of {', '.join(fields.TOOL_CHOICES)} or an object"
             )
     elif request.HasField("tool_choice_object"):
-        named = _struct(request.tool_choice_object)
+        named = structs.read(request.tool_choice_object, "tool_choice")
         if named.get("type") != "function":
             native_only.append("tool_choice.type")
         else:
@@ -594,13 +592,13 @@ def _native_body(request: ResponsesRequest, tools: list[dict[str, Any]]) -> dict
         elif name == "tools":
             body[name] = tools
         elif field.is_repeated:
-            body[name] = [_struct(v) for v in value]
+            body[name] = [structs.to_dict(v) for v in value]
         else:
             body[name] = structs.tidy(
                 json_format.MessageToDict(value, preserving_proto_field_name=True)
             )
     if request.HasField("tool_choice_object"):
-        body["tool_choice"] = _struct(request.tool_choice_object)
+        body["tool_choice"] = structs.to_dict(request.tool_choice_object)
     return body
 
 

@@ -21,6 +21,8 @@ from typing import Any
 
 from google.protobuf import struct_pb2
 
+from server.base.errors import InvalidArgument
+
 # Objects and arrays nested in one value: protobuf's own bound of 100 messages deep
 # (a Struct and a Value per level), which a gRPC peer would refuse to parse.
 MAX_DEPTH = 50
@@ -88,6 +90,14 @@ def to_dict(struct: struct_pb2.Struct) -> dict[str, Any]:
     (a gRPC caller can send one; JSON cannot hold it)."""
     fields = struct.fields
     return _schema_order({key: to_python(fields[key]) for key in sorted(fields)})
+
+
+def read(struct: struct_pb2.Struct, where: str) -> dict[str, Any]:
+    """to_dict for a caller's Struct: a number JSON cannot hold is a 400 naming `where`."""
+    try:
+        return to_dict(struct)
+    except ValueError:  # Infinity or NaN: gRPC can carry them, JSON cannot
+        raise InvalidArgument.for_field(where, "holds a number that is not finite") from None
 
 
 def to_python(value: struct_pb2.Value) -> Any:

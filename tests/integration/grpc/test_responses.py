@@ -80,3 +80,23 @@ async def test_errors(responses) -> None:  # type: ignore[no-untyped-def]
             metadata=API,
         )
     assert caught.value.code() == grpc.StatusCode.NOT_FOUND
+
+
+async def test_a_number_json_cannot_hold_is_invalid_naming_the_field(responses) -> None:  # type: ignore[no-untyped-def]
+    """gRPC carries NaN and Infinity in a Struct; JSON, and so every upstream, cannot."""
+    tool = struct_pb2.Struct()
+    tool.update({"type": "function", "name": "f", "parameters": {"type": "object"}})
+    tool.fields["parameters"].struct_value.fields["maxProperties"].number_value = float("nan")
+    choice = struct_pb2.Struct()
+    choice.update({"type": "function", "name": "f"})
+    choice.fields["weight"].number_value = float("inf")
+    for request, field in (
+        (rs.CreateResponseRequest(model="sim-mini", input="x", tools=[tool]), "tools[0]"),
+        (rs.CreateResponseRequest(model="sim-mini", input="x", tool_choice_object=choice),
+         "tool_choice"),
+    ):  # fmt: skip
+        with pytest.raises(grpc.aio.AioRpcError) as caught:
+            await responses.CreateResponse(request, metadata=API)
+        assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        violation = details(caught.value)["BadRequest"].field_violations[0]  # type: ignore[attr-defined]
+        assert violation.field == field and "not finite" in caught.value.details()
