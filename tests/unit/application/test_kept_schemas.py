@@ -63,13 +63,22 @@ def test_what_fails_its_check_is_refused_every_time() -> None:
 
 def test_the_store_is_bounded_in_count_and_size() -> None:
     counting = Counting()
-    first = struct_of({"title": "0"})
-    counting.read(first, "s")
-    for i in range(1, structs.Kept.COUNT + 1):
-        counting.read(struct_of({"title": str(i)}), "s")
-    counting.read(first, "s")  # pushed out by the newer ones: read again
-    assert counting.checked.count("s") == structs.Kept.COUNT + 2
-    large = struct_of({"description": "x" * structs.Kept.MAX_BYTES})
-    counting.read(large, "large")
-    counting.read(large, "large")
-    assert counting.checked.count("large") == 2
+    titled = [struct_of({"title": str(i)}) for i in range(structs.Kept.COUNT + 1)]
+    for value in titled[: structs.Kept.COUNT]:
+        counting.read(value, "first")
+    counting.read(titled[0], "again")  # COUNT kept: the first still is
+    counting.read(titled[-1], "first")  # one more pushes out the least recently read
+    counting.read(titled[1], "again")
+    assert counting.checked.count("first") == structs.Kept.COUNT + 1
+    assert counting.checked == [*["first"] * (structs.Kept.COUNT + 1), "again"]
+
+    def of_size(size: int) -> struct_pb2.Struct:
+        # A string padded to `size` bytes serialized (the lengths' own bytes vary).
+        overhead = len(struct_of({"d": "x" * size}).SerializeToString()) - size
+        return struct_of({"d": "x" * (size - overhead)})
+
+    assert len(of_size(structs.Kept.MAX_BYTES).SerializeToString()) == structs.Kept.MAX_BYTES
+    for size, checks in ((structs.Kept.MAX_BYTES, 1), (structs.Kept.MAX_BYTES + 1, 2)):
+        for _ in range(2):
+            counting.read(of_size(size), f"size {size}")
+        assert counting.checked.count(f"size {size}") == checks

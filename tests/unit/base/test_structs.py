@@ -10,6 +10,7 @@ import pytest
 from google.protobuf import json_format, struct_pb2
 
 from server.base import structs
+from server.base.errors import InvalidArgument
 
 EVERY_KIND: dict[str, Any] = {
     "text": "héllo", "empty_text": "", "none": None, "yes": True, "no": False,
@@ -50,6 +51,9 @@ def test_keys_come_out_sorted_and_a_schemas_properties_in_required_order() -> No
     assert structs.tidy(json_format.MessageToDict(filled(schema))) == back
     assert list(structs.tidy({"b": 1.0, "a": [2.0, 2.5]})) == ["a", "b"]
     assert structs.tidy({"b": 1.0, "a": [2.0, 2.5]}) == {"a": [2, 2.5], "b": 1}
+    # Past 2**53 a double is no exact integer: it stays a double, as to_python keeps it.
+    assert isinstance(structs.tidy(float(2**53)), float)
+    assert isinstance(structs.tidy(float(2**53 - 1)), int)
 
 
 def test_nesting_is_bounded_where_protobuf_bounds_it() -> None:
@@ -59,15 +63,18 @@ def test_nesting_is_bounded_where_protobuf_bounds_it() -> None:
             value = {"a": value}
         return value
 
-    assert structs.to_dict(filled(nested(structs.MAX_DEPTH, {})))  # exactly the bound
-    for too_deep in ({}, []):
-        with pytest.raises(structs.TooDeep):
-            filled(nested(structs.MAX_DEPTH + 1, too_deep))
+    for at_the_bound in ({}, []):  # objects and arrays count alike
+        assert structs.to_dict(filled(nested(structs.MAX_DEPTH, at_the_bound)))
+        with pytest.raises(structs.TooDeep, match="deeper than 50 levels"):
+            filled(nested(structs.MAX_DEPTH + 1, at_the_bound))
     lists: Any = []
-    for _ in range(structs.MAX_DEPTH):
+    for _ in range(structs.MAX_DEPTH - 1):
         lists = [lists]
-    with pytest.raises(structs.TooDeep):
-        structs.fill_value(struct_pb2.Value(), lists)
+    value = struct_pb2.Value()
+    structs.fill_value(value, lists)  # exactly the bound
+    assert structs.to_python(value) == lists
+    with pytest.raises(structs.TooDeep, match="deeper than 50 levels"):
+        structs.fill_value(struct_pb2.Value(), [lists])
 
 
 def test_what_json_cannot_hold_is_refused() -> None:
@@ -75,15 +82,20 @@ def test_what_json_cannot_hold_is_refused() -> None:
         filled({"a": "\ud800"})
     with pytest.raises(UnicodeError):
         filled({"\ud800": 1})
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="a object is not a JSON value"):
         filled({"a": object()})
     # A number beyond a double is infinite, as `1e309` parses; reading it back refuses it.
     huge = filled({"a": 10**400, "b": -(10**400)})
     assert huge.fields["a"].number_value == math.inf
     assert huge.fields["b"].number_value == -math.inf
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="^a number that is not finite$"):
         structs.to_dict(huge)
     nan = struct_pb2.Struct()
     nan.fields["a"].number_value = math.nan
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="^a number that is not finite$"):
         structs.to_dict(nan)
+    # A caller's Struct: a 400 naming where it was.
+    with pytest.raises(InvalidArgument) as refused:
+        structs.read(nan, "tools[2].input")
+    assert refused.value.metadata == {"field": "tools[2].input"}
+    assert refused.value.message == "tools[2].input: holds a number that is not finite"
