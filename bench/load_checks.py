@@ -21,13 +21,13 @@ from http_facade import codec
 PROMPT = [{"role": "user", "content": "Say hello"}]
 
 
-def rest_body(stream: bool, payload: str = "hello") -> bytes:
+def rest_body(stream: bool, payload: str) -> bytes:
     """The request (bench/payloads.py: a hello, or a coding agent's turn)."""
     model = STREAM_MODEL if stream else UNARY_MODEL
     return json.dumps({**payloads.chat(payload, model, stream), "stream": stream}).encode()
 
 
-def grpc_message(stream: bool, payload: str = "hello") -> bytes:
+def grpc_message(stream: bool, payload: str) -> bytes:
     """The request as one gRPC frame: no compression flag, 4-byte length, protobuf."""
     kind = chat.StreamChatCompletionRequest if stream else chat.CreateChatCompletionRequest
     body = payloads.chat(payload, STREAM_MODEL if stream else UNARY_MODEL, False)

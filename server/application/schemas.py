@@ -40,7 +40,7 @@ def read_kept(
     try:
         return kept.read(value, check)
     except ValueError:
-        raise InvalidArgument.for_field(where, "holds a number that is not finite") from None
+        raise structs.not_finite(where) from None
 
 
 def check(schema: Any, where: str) -> None:

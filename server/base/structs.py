@@ -96,8 +96,13 @@ def read(struct: struct_pb2.Struct, where: str) -> dict[str, Any]:
     """to_dict for a caller's Struct: a number JSON cannot hold is a 400 naming `where`."""
     try:
         return to_dict(struct)
-    except ValueError:  # Infinity or NaN: gRPC can carry them, JSON cannot
-        raise InvalidArgument.for_field(where, "holds a number that is not finite") from None
+    except ValueError:
+        raise not_finite(where) from None
+
+
+def not_finite(where: str) -> InvalidArgument:
+    """The refusal of a Struct holding Infinity or NaN: gRPC can carry them, JSON cannot."""
+    return InvalidArgument.for_field(where, "holds a number that is not finite")
 
 
 def to_python(value: struct_pb2.Value) -> Any:

@@ -25,10 +25,7 @@ IMAGE_TOKENS = 765
 
 def estimate(text: str) -> int:
     """Estimates the tokens of `text`; non-empty text is at least one token."""
-    if not text:
-        return 0
-    size = len(text) if text.isascii() else len(text.encode())
-    return _of_bytes(size)
+    return _of_bytes(len(text) if text.isascii() else len(text.encode()))
 
 
 def _of_bytes(size: int) -> int:
