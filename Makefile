@@ -95,7 +95,7 @@ bench: $(BIN)/gateway
 
 # Mutation testing ([tool.mutmut] in pyproject.toml) of the modules where a bug costs
 # money or availability; not part of `make test` or CI. MUTANTS narrows it to some
-# mutants by name, e.g. make mutate MUTANTS='server.application.breaker*'. Results are
+# mutants by name, e.g. make mutate MUTANTS='server.application.pipeline.breaker*'. Results are
 # kept in mutants/ between runs (a mutant is tested again when its function changes;
 # RETEST=1 tests the survivors among MUTANTS again, explained ones aside, after new
 # tests, which it first maps to the functions they reach); the report of kill rates and

@@ -10,8 +10,8 @@ from gateway.v1 import admin_service_pb2 as admin_pb
 from server.accounting.accounts import Accounts
 from server.application.control import Control
 from server.application.dashboard import Dashboard
+from server.application.pipeline.state import Live
 from server.application.provider import provider_message
-from server.application.state import Live
 from server.base.call import Call
 from server.base.errors import Internal, InvalidArgument, NotFound
 from server.storage import Store

@@ -20,9 +20,9 @@ from collections.abc import Callable
 
 from gateway.v1 import admin_service_pb2 as admin_pb
 
-from server.application import state
-from server.application.catalog import Catalog, ProviderBuilder, Upstream
-from server.application.state import Live, RouterBuilder
+from server.application.pipeline import state
+from server.application.pipeline.catalog import Catalog, ProviderBuilder, Upstream
+from server.application.pipeline.state import Live, RouterBuilder
 from server.base.config import Config, ConfigError
 from server.base.errors import Code, GatewayError, InvalidArgument, NotFound
 from server.base.generation import Provider

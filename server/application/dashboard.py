@@ -12,7 +12,7 @@ from gateway.v1 import admin_service_pb2 as admin_pb
 
 from server.accounting.accounts import Accounts
 from server.accounting.admission import principal_of
-from server.application.state import Live
+from server.application.pipeline.state import Live
 from server.base.caller import Principal
 from server.base.config import KeyConfig
 from server.storage import Store

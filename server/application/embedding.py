@@ -6,8 +6,8 @@ from gateway.v1 import embedding_service_pb2 as embeddings
 
 from server.accounting.accounts import Accounts
 from server.application import validation
-from server.application.embedding_run import EmbeddingRun, embedders, encode
-from server.application.state import Live
+from server.application.pipeline.embedding_run import EmbeddingRun, embedders, encode
+from server.application.pipeline.state import Live
 from server.base.call import Call
 from server.base.costs import input_cost
 from server.base.embedding import estimate_tokens

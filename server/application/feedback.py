@@ -7,7 +7,7 @@ from gateway.v1 import feedback_service_pb2 as feedback
 
 from server.accounting.accounts import Accounts
 from server.application import validation
-from server.application.state import Live
+from server.application.pipeline.state import Live
 from server.base.call import Call
 from server.base.errors import NotFound
 from server.storage import Store

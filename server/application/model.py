@@ -5,7 +5,7 @@ from __future__ import annotations
 from gateway.v1 import model_service_pb2 as models
 
 from server.accounting.accounts import Accounts
-from server.application.state import Live, Snapshot
+from server.application.pipeline.state import Live, Snapshot
 from server.base.call import Call
 from server.base.config import ModelConfig
 from server.base.errors import InvalidArgument

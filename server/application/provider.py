@@ -6,9 +6,9 @@ from gateway.v1 import provider_service_pb2 as providers
 from google.protobuf import struct_pb2
 
 from server.accounting.accounts import Accounts
-from server.application.catalog import Upstream
 from server.application.model import admit_listing
-from server.application.state import Live
+from server.application.pipeline.catalog import Upstream
+from server.application.pipeline.state import Live
 from server.base.call import Call
 from server.base.errors import InvalidArgument
 

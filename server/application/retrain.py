@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from server.application.state import Live
+from server.application.pipeline.state import Live
 from server.routing.policies import LiveScorer
 from server.routing.scored import ScoredRouter
 from server.storage import Store

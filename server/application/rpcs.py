@@ -11,16 +11,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from server.application.admin import AdminService
-from server.application.chat import ChatService
-from server.application.completion import CompletionService
-from server.application.deployment import DeploymentService
+from server.application.dialects.chat.completion import CompletionService
+from server.application.dialects.chat.service import ChatService
+from server.application.dialects.messages.service import MessagesService
+from server.application.dialects.responses.service import ResponsesService
+from server.application.dialects.routing.deployment import DeploymentService
+from server.application.dialects.routing.service import RouterService
 from server.application.embedding import EmbeddingService
 from server.application.feedback import FeedbackService
-from server.application.messages import MessagesService
 from server.application.model import ModelService
 from server.application.provider import ProviderService
-from server.application.responses import ResponsesService
-from server.application.router import RouterService
 from server.application.usage import UsageService
 from server.base.pipeline import Handler, Middleware, RpcMethod, rpc_table
 

@@ -12,7 +12,7 @@ from server.accounting.accounts import Accounts
 from server.accounting.admission import HEADER, principal_of
 from server.accounting.budget import period_bounds
 from server.application.admin import key_of, stored
-from server.application.state import Live
+from server.application.pipeline.state import Live
 from server.base.call import Call
 from server.base.caller import Principal
 from server.base.config import KeyKind

@@ -15,8 +15,8 @@ from gateway.v1 import router_service_pb2 as router_pb
 from google.protobuf import struct_pb2
 from google.protobuf.message import Message
 
-from server.application import openai_fields as fields
-from server.application.openai_fields import ChatRequest, CompletionRequest
+from server.application.dialects.chat import request as fields
+from server.application.dialects.chat.request import ChatRequest, CompletionRequest
 from server.base.config import PROFILES
 from server.base.embedding import EmbeddingRequest, Input
 from server.base.errors import InvalidArgument

@@ -321,7 +321,7 @@ SESSION_HEADERS = ("x-session-id", "x-claude-code-session-id", "session_id")
 
 
 class AffinityConfig(Strict):
-    """Cache affinity (server/application/affinity.py): requests sharing a prompt prefix
+    """Cache affinity (server/application/pipeline/affinity.py): requests sharing a prompt prefix
     go back to the provider that served it while its prompt cache lives."""
 
     enabled: bool = False
@@ -342,7 +342,7 @@ class AffinityConfig(Strict):
 
 
 class ResponseCacheConfig(Strict):
-    """The gateway's response cache (server/application/response_cache.py): a repeated
+    """The gateway's response cache (server/application/pipeline/response_cache.py): a repeated
     request answered from a stored answer instead of an upstream. Off while neither
     `keys` nor `models` names anything."""
 

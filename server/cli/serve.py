@@ -26,24 +26,25 @@ from server.accounting.ledger import Ledger
 from server.accounting.ratelimit import BucketLimiter, Limiter, RedisLimiter
 from server.accounting.shared import SharedBudgets, SharedLimiter, StateClient
 from server.accounting.spool import Spool
-from server.application import affinity, expiring, response_cache, rpcs
+from server.application import rpcs
 from server.application.admin import AdminService
-from server.application.chat import ChatService
-from server.application.completion import CompletionService
 from server.application.control import Control
 from server.application.dashboard import Dashboard
-from server.application.deployment import DeploymentService
+from server.application.dialects.chat.completion import CompletionService
+from server.application.dialects.chat.service import ChatService
+from server.application.dialects.messages.service import MessagesService
+from server.application.dialects.responses.service import ResponsesService
+from server.application.dialects.routing.deployment import DeploymentService
+from server.application.dialects.routing.service import RouterService
 from server.application.embedding import EmbeddingService
 from server.application.feedback import FeedbackService
-from server.application.generations import Generations
-from server.application.messages import MessagesService
 from server.application.model import ModelService
+from server.application.pipeline import affinity, expiring, response_cache
+from server.application.pipeline.generations import Generations
+from server.application.pipeline.state import Live, Snapshot, snapshot_of
 from server.application.provider import ProviderService
-from server.application.responses import ResponsesService
 from server.application.retrain import retrain_every
-from server.application.router import RouterService
 from server.application.rpcs import Services
-from server.application.state import Live, Snapshot, snapshot_of
 from server.application.usage import UsageService
 from server.base.config import Config, ConfigError, OperationsConfig, ServerConfig
 from server.base.pipeline import SERVICES, Middleware, RpcMethod

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 from typing import Protocol
 
-from server.application.state import Live
+from server.application.pipeline.state import Live
 from server.storage import Store
 
 STORAGE_TIMEOUT_S = 1.0

@@ -33,7 +33,7 @@ from server.ops.observe import Outcome
 
 if TYPE_CHECKING:
     from server.accounting.ledger import Ledger
-    from server.application.catalog import Catalog
+    from server.application.pipeline.catalog import Catalog
 
 CONTENT_TYPE = CONTENT_TYPE_LATEST
 # The buckets the GenAI conventions advise.

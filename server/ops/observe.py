@@ -17,7 +17,7 @@ from typing import Any
 from gateway.v1.router_service_pb2 import RouteDecision
 from google.protobuf.descriptor import MethodDescriptor
 
-from server.application.engine import Run
+from server.application.pipeline.engine import Run
 from server.base.call import Call
 from server.base.errors import Code, GatewayError, status_of
 from server.base.pipeline import Middleware, StreamHandler, UnaryHandler

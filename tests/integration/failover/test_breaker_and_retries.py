@@ -11,7 +11,7 @@ import pytest
 from gateway.v1 import chat_service_pb2 as chat
 from gateway.v1 import provider_service_pb2 as providers
 
-from server.application.breaker import Breaker, State
+from server.application.pipeline.breaker import Breaker, State
 from tests.support.gateways import running_gateway
 from tests.support.grpc_stubs import API, Stubs
 from tests.support.upstreams.base import TEXT, FakeUpstream, Fault, Usage, serving

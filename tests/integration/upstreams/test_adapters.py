@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from server.application.catalog import Upstream
-from server.application.dispatch import open_stream
+from server.application.pipeline.catalog import Upstream
+from server.application.pipeline.dispatch import open_stream
 from server.base.config import ConfigError, ModelConfig, ProviderConfig
 from server.base.errors import UpstreamError, UpstreamRejected
 from server.base.generation import (

@@ -19,8 +19,8 @@ from gateway.v1 import messages_service_pb2 as messages_service
 from gateway.v1 import responses_service_pb2 as responses_service
 
 from http_facade import codec
-from server.application.messages_translation import generation
-from server.application.responses_translation import translate
+from server.application.dialects.messages.request import generation
+from server.application.dialects.responses.request import translate
 from server.base import tokens
 from server.base.embedding import EmbeddingRequest, Embeddings
 from server.base.errors import UpstreamError, UpstreamRejected

@@ -146,7 +146,7 @@ async def test_unpriced_model_reports_costs_absent(env: Env):
 async def test_unpriced_model_warned_at_start_up(caplog: pytest.LogCaptureFixture):
     async with serving(OpenAIWire()) as fake:
         data = with_models(model("free", provider("free-1", "openai", fake.url), price=None))
-        with caplog.at_level(logging.WARNING, logger="server.application.catalog"):
+        with caplog.at_level(logging.WARNING, logger="server.application.pipeline.catalog"):
             async with running_gateway(data):
                 pass
     assert any("free has no price" in r.getMessage() for r in caplog.records)

@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 from redis.asyncio import Redis
 
-from server.application.affinity import Affinity, outcome
-from server.application.catalog import Upstream
-from server.application.expiring import MemoryStore, RedisStore
+from server.application.pipeline.affinity import Affinity, outcome
+from server.application.pipeline.catalog import Upstream
+from server.application.pipeline.expiring import MemoryStore, RedisStore
 from server.base.config import AffinityConfig, ModelConfig, ProviderConfig
 from server.base.generation import GenerationRequest, Message, ToolSpec
 from server.providers.simulated import SimulatedParams, SimulatedProvider

@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from server.application import dispatch
-from server.application.breaker import Breaker, State
-from server.application.catalog import Upstream
+from server.application.pipeline import dispatch
+from server.application.pipeline.breaker import Breaker, State
+from server.application.pipeline.catalog import Upstream
 from server.base.config import ModelConfig, ProviderConfig
 from server.base.errors import (
     AllProvidersFailed,

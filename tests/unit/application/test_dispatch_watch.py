@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from server.application.dispatch import _Watch
+from server.application.pipeline.dispatch import _Watch
 
 
 async def slow(pause_s: float) -> AsyncIterator[int]:

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from google.protobuf import struct_pb2
 
-from server.application import schemas
+from server.application.pipeline import schemas
 from server.base import structs
 from server.base.errors import InvalidArgument
 

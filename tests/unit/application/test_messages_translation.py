@@ -10,8 +10,8 @@ import pytest
 from gateway.v1 import messages_service_pb2 as service
 
 from http_facade import codec
-from server.application.messages_replies import Reply
-from server.application.messages_translation import generation
+from server.application.dialects.messages.reply import Reply
+from server.application.dialects.messages.request import generation
 from server.base.errors import InvalidArgument
 from server.base.generation import (
     Capability,

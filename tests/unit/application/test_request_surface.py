@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from server.application.catalog import Catalog
-from server.application.engine import capable
+from server.application.pipeline.catalog import Catalog
+from server.application.pipeline.engine import capable
 from server.base import costs, tokens
 from server.base.config import Config, Price
 from server.base.errors import Unsupported

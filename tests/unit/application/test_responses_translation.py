@@ -9,7 +9,7 @@ import pytest
 from gateway.v1 import responses_service_pb2 as rs
 
 from http_facade import codec
-from server.application.responses_translation import Previous, translate
+from server.application.dialects.responses.request import Previous, translate
 from server.base.errors import InvalidArgument
 from server.base.generation import Capability, ImagePart, seal, unseal
 

@@ -6,8 +6,8 @@ from collections.abc import AsyncGenerator
 
 from gateway.v1 import router_service_pb2 as router
 
-from server.application.generations import Generations
-from server.application.replies import head, text_choice
+from server.application.dialects.chat.reply import head, text_choice
+from server.application.pipeline.generations import Generations
 from server.base.call import Call
 
 

@@ -8,7 +8,7 @@ import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from server.application.breaker import Breaker, State
+from server.application.pipeline.breaker import Breaker, State
 from server.base.config import Config, DeploymentConfig, ModelConfig, ProviderConfig
 from server.base.errors import ModelNotFound, NotFound
 from server.base.generation import Capability, Provider, RetryPolicy

@@ -14,8 +14,8 @@ from collections.abc import AsyncIterator, Sequence
 from gateway.v1 import usage_pb2
 from google.protobuf import struct_pb2
 
-from server.application import dispatch
-from server.application.catalog import Upstream
+from server.application.pipeline import dispatch
+from server.application.pipeline.catalog import Upstream
 from server.base import costs
 from server.base.config import ModelConfig
 from server.base.embedding import Embedder, EmbeddingRequest, Embeddings, estimate_tokens

@@ -25,10 +25,8 @@ from google.protobuf import struct_pb2
 
 from server.accounting.accounts import Accounts
 from server.accounting.guard import bounded
-from server.application.engine import Run
-from server.application.generations import Generations
-from server.application.responses_events import Builder
-from server.application.responses_translation import (
+from server.application.dialects.responses.reply import Builder
+from server.application.dialects.responses.request import (
     Previous,
     ResponsesRequest,
     Translated,
@@ -36,7 +34,9 @@ from server.application.responses_translation import (
     new_id,
     translate,
 )
-from server.application.state import Live
+from server.application.pipeline.engine import Run
+from server.application.pipeline.generations import Generations
+from server.application.pipeline.state import Live
 from server.base.call import Call
 from server.base.config import Config
 from server.base.errors import GatewayError, InvalidArgument, NotFound, Unsupported

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from server.accounting.admission import KeyRing
-from server.application.catalog import Catalog, ProviderBuilder
+from server.application.pipeline.catalog import Catalog, ProviderBuilder
 from server.base.config import Config, ConfigError
 from server.routing.router import Router
 from server.routing.view import CatalogView

@@ -36,8 +36,8 @@ from typing import Any
 import orjson
 from google.protobuf.message import Message as ProtoMessage
 
-from server.application.catalog import Catalog, Upstream
-from server.application.expiring import Store
+from server.application.pipeline.catalog import Catalog, Upstream
+from server.application.pipeline.expiring import Store
 from server.base.caller import Principal
 from server.base.config import ProviderConfig, ResponseCacheConfig
 from server.base.errors import NotFound

@@ -28,8 +28,8 @@ from gateway.v1 import responses_service_pb2 as rs
 from gateway.v1 import usage_pb2
 from google.protobuf import struct_pb2
 
-from server.application.engine import Choice, Fragment
-from server.application.responses_translation import Item, new_id
+from server.application.dialects.responses.request import Item, new_id
+from server.application.pipeline.engine import Choice, Fragment
 from server.base.errors import Code, GatewayError
 from server.base.generation import (
     NativeItem,

@@ -13,7 +13,7 @@ from gateway.v1 import chat_service_pb2 as chat_pb
 from gateway.v1 import completion_service_pb2 as completion_pb
 from google.protobuf.message import Message as Message_
 
-from server.application import cache_marks, schemas
+from server.application.pipeline import cache_marks, schemas
 from server.base.errors import InvalidArgument
 from server.base.generation import (
     ImagePart,

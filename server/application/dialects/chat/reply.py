@@ -12,7 +12,7 @@ from gateway.v1 import chat_pb2, completion_pb2
 from gateway.v1 import chat_service_pb2 as chat
 from google.protobuf.message import Message
 
-from server.application.engine import Run
+from server.application.pipeline.engine import Run
 from server.base.call import Call
 from server.base.generation import TextDelta, TokenLogprob, ToolCall, ToolCallDelta
 

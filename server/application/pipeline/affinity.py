@@ -28,8 +28,8 @@ import hashlib
 import json
 from collections.abc import Mapping, Sequence
 
-from server.application.catalog import Upstream
-from server.application.expiring import Store
+from server.application.pipeline.catalog import Upstream
+from server.application.pipeline.expiring import Store
 from server.base.config import AffinityConfig
 from server.base.generation import GenerationRequest
 

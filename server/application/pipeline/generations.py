@@ -14,12 +14,13 @@ from typing import Protocol, TypeVar
 from gateway.v1 import router_service_pb2 as router_pb
 
 from server.accounting.accounts import Accounts
-from server.application import affinity, response_cache, validation
-from server.application.affinity import Affinity
-from server.application.catalog import Upstream, spread
-from server.application.engine import Run
-from server.application.response_cache import ResponseCache
-from server.application.state import Live, Snapshot
+from server.application import validation
+from server.application.pipeline import affinity, response_cache
+from server.application.pipeline.affinity import Affinity
+from server.application.pipeline.catalog import Upstream, spread
+from server.application.pipeline.engine import Run
+from server.application.pipeline.response_cache import ResponseCache
+from server.application.pipeline.state import Live, Snapshot
 from server.application.validation import InferRequest, InvokeRequest
 from server.base import tokens
 from server.base.call import Call

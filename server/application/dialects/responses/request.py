@@ -27,8 +27,8 @@ from gateway.v1 import responses_pb2 as rpb
 from gateway.v1 import responses_service_pb2 as rs
 from google.protobuf import json_format, struct_pb2
 
-from server.application import openai_fields as fields
-from server.application import schemas
+from server.application.dialects.chat import request as fields
+from server.application.pipeline import schemas
 from server.application.validation import MAX_TOKENS_CEILING
 from server.base import structs
 from server.base.errors import InvalidArgument, NotFound

@@ -16,11 +16,11 @@ from gateway.v1 import messages_pb2 as pb
 from gateway.v1 import messages_service_pb2 as service
 
 from server.accounting.accounts import Accounts
-from server.application import messages_translation as translation
-from server.application import model_infos
-from server.application.generations import Generations
-from server.application.messages_replies import Reply
-from server.application.state import Live
+from server.application.dialects.messages import model_infos
+from server.application.dialects.messages import request as translation
+from server.application.dialects.messages.reply import Reply
+from server.application.pipeline.generations import Generations
+from server.application.pipeline.state import Live
 from server.base import tokens
 from server.base.call import Call
 from server.base.errors import UpstreamError

@@ -11,8 +11,8 @@ from typing import cast
 
 from gateway.v1 import usage_pb2
 
-from server.application import dispatch
-from server.application.catalog import Upstream
+from server.application.pipeline import dispatch
+from server.application.pipeline.catalog import Upstream
 from server.base import costs, tokens
 from server.base.config import ModelConfig, Price
 from server.base.errors import Internal, Unsupported

@@ -18,8 +18,8 @@ import asyncio
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from typing import Any
 
-from server.application.breaker import Permit
-from server.application.catalog import Upstream
+from server.application.pipeline.breaker import Permit
+from server.application.pipeline.catalog import Upstream
 from server.base import spans
 from server.base.errors import AllProvidersFailed, DeadlineExceeded, GatewayError, UpstreamError
 from server.base.generation import Event, Finished, GenerationRequest

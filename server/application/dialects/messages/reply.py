@@ -21,7 +21,7 @@ from typing import Any
 from gateway.v1 import messages_pb2 as pb
 from gateway.v1 import messages_service_pb2 as service
 
-from server.application.engine import Fragment, Run
+from server.application.pipeline.engine import Fragment, Run
 from server.base import tokens
 from server.base.generation import (
     TOOL_SIGNATURE,

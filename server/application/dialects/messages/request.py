@@ -34,7 +34,7 @@ from typing import Any
 from gateway.v1 import messages_pb2 as pb
 from gateway.v1 import messages_service_pb2 as service
 
-from server.application import cache_marks, schemas
+from server.application.pipeline import cache_marks, schemas
 from server.application.validation import MAX_TOKENS_CEILING
 from server.base import structs
 from server.base.errors import InvalidArgument

@@ -9,11 +9,11 @@ from typing import Any
 from gateway.v1 import deployment_service_pb2 as deployment
 
 from server.accounting.accounts import Accounts
-from server.application import textgen
-from server.application.engine import Run
-from server.application.generations import Generations
-from server.application.replies import head, text_choice
-from server.application.state import Live
+from server.application.dialects.chat.reply import head, text_choice
+from server.application.dialects.routing import reply as textgen
+from server.application.pipeline.engine import Run
+from server.application.pipeline.generations import Generations
+from server.application.pipeline.state import Live
 from server.base.call import Call
 
 

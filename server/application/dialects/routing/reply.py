@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator
 
 from gateway.v1 import deployment_service_pb2 as deployment
 
-from server.application.engine import Run
+from server.application.pipeline.engine import Run
 
 # The gateway's finish reasons (OpenAI's) in TGI's words. `stop` is `eos_token` unless
 # the upstream said which stop sequence ended the text (`stop_sequence`).

@@ -6,9 +6,10 @@ from collections.abc import AsyncGenerator
 
 from gateway.v1 import chat_service_pb2 as chat
 
-from server.application import replies, validation
-from server.application.generations import Generations
-from server.application.replies import openai_head
+from server.application import validation
+from server.application.dialects.chat import reply as replies
+from server.application.dialects.chat.reply import openai_head
+from server.application.pipeline.generations import Generations
 from server.base.call import Call
 
 
