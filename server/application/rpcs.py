@@ -11,12 +11,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from server.application.admin import AdminService
-from server.application.dialects.chat.completion import CompletionService
-from server.application.dialects.chat.service import ChatService
+from server.application.dialects.chat.service import ChatService, CompletionService
 from server.application.dialects.messages.service import MessagesService
 from server.application.dialects.responses.service import ResponsesService
-from server.application.dialects.routing.deployment import DeploymentService
-from server.application.dialects.routing.service import RouterService
+from server.application.dialects.routing.service import DeploymentService, RouterService
 from server.application.embedding import EmbeddingService
 from server.application.feedback import FeedbackService
 from server.application.model import ModelService

@@ -14,7 +14,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from server.base import prices
-from server.base.generation import Capability
+from server.base.generation import Capability, served_dialect
 
 # The routing profiles: named here and nowhere else.
 ProfileName = Literal["economy", "balanced", "quality"]
@@ -94,13 +94,23 @@ class ProviderConfig(Strict):
     params: dict[str, Any] = Field(default_factory=dict)
     breaker: BreakerConfig = Field(default_factory=BreakerConfig)
     # What this provider can do beyond plain text (generation.Capability: tools, images,
-    # structured_output, n, logprobs, sampling_controls, logit_bias ...). Absent: its
-    # adapter's default; an OpenAI-compatible server without tools lists the rest.
-    capabilities: list[Capability] | None = None
+    # structured_output, n, logprobs, sampling_controls, logit_bias ...), and
+    # `<dialect>_api` for an ingress dialect it serves itself (responses_api...). Absent:
+    # its adapter's default; an OpenAI-compatible server without tools lists the rest.
+    capabilities: list[str] | None = None
     # The model's providers that have a weight share its traffic in proportion (each
     # request tries them in a weighted random order, ahead of the others); absent on
     # all: the primary first, then the backups in order.
     weight: float | None = Field(default=None, gt=0)
+
+    @field_validator("capabilities")
+    @classmethod
+    def _known_capabilities(cls, given: list[str] | None) -> list[str] | None:
+        for name in given or ():
+            if name not in Capability.__members__.values() and served_dialect(name) is None:
+                known = ", ".join(Capability)
+                raise ValueError(f"{name!r} is none of {known}, nor <dialect>_api")
+        return given
 
 
 class PriceSource(Strict):

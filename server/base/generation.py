@@ -44,19 +44,29 @@ class Capability(StrEnum):
     DOCUMENTS = "documents"
     # Sampling from the K likeliest tokens only.
     TOP_K = "top_k"
-    # Serves OpenAI's Responses API itself (POST /responses): built-in tools, native
-    # continuation and reasoning state. A property of an upstream, declared per provider.
-    RESPONSES_API = "responses_api"
-    # Serves Anthropic's Messages API itself (POST /v1/messages): its server tools, MCP
-    # servers, containers, thinking signatures. The `anthropic` adapter's own.
-    MESSAGES_API = "messages_api"
     # A text completion of several prompts in one request, or of a prompt given as
     # token ids (OpenAI's array forms of `prompt`).
     PROMPT_ARRAYS = "prompt_arrays"
 
 
 # Everything a generation request can ask of an adapter that does it all.
-ALL_CAPABILITIES = frozenset(Capability) - {Capability.RESPONSES_API, Capability.MESSAGES_API}
+ALL_CAPABILITIES: frozenset[str] = frozenset(Capability)
+# The capability of serving an ingress dialect's own API, named after the dialect.
+_SERVES = "_api"
+
+
+def serves(dialect: str) -> str:
+    """The capability of an upstream that serves the ingress dialect `dialect` itself
+    (`<dialect>_api`): a request that came in that dialect goes there as it came
+    (`Native`), with what only that format carries."""
+    return dialect + _SERVES
+
+
+def served_dialect(capability: str) -> str | None:
+    """The dialect a capability serves (see `serves`); None for the generic ones."""
+    if capability in ALL_CAPABILITIES or not capability.endswith(_SERVES):
+        return None
+    return capability[: -len(_SERVES)] or None
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,36 +193,25 @@ class Thinking:
 
 
 @dataclass(frozen=True, slots=True)
-class NativeMessages:
-    """A request that came in as Anthropic's Messages API (the contract's message of
-    it), for upstreams that serve that API themselves: sent there as the caller wrote
-    it, with its `headers` (`anthropic-beta`), so nothing the format carries is lost;
-    every other adapter uses the generic fields. `required_by` names the first field
-    only such an upstream can honour (a server tool...)."""
+class Native:
+    """A request as it came in an ingress dialect, for upstreams that serve that
+    dialect's API themselves (capability `serves(dialect)`): sent there as the caller
+    wrote it, so nothing the format carries is lost; every other adapter uses the
+    generic fields of the GenerationRequest.
 
-    request: ProtoMessage
+    `request` is the caller's request in the form the dialect's adapters read (the
+    contract's message, or its JSON fields) and `headers` the dialect's own headers to
+    pass on. `required_by` names the first field only such an upstream can honour. A
+    request that continues a conversation the gateway stored carries its earlier items
+    in `history`; `previous` names the provider that stored it itself and that
+    provider's id of it: that provider is sent only the new input with the id."""
+
+    dialect: str
+    request: ProtoMessage | Mapping[str, Any]
     headers: tuple[tuple[str, str], ...] = ()
     required_by: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class NativeResponses:
-    """A request that came in as OpenAI's Responses API, for upstreams that serve that
-    API themselves: sent there as it came, rather than as the translated messages.
-
-    `body` holds the caller's fields without model, input, stream and
-    previous_response_id; `history` the items of the stored conversation it continues
-    and `input` its own items (as JSON objects). `previous` names the provider that
-    stored the previous response itself and that response's id there: that provider is
-    sent only the new input with the id. Reasoning items carry encrypted content
-    sealed with the provider that made it (`seal`): only that provider gets them back.
-    `required_by` names the first field only such an upstream can honour."""
-
-    body: Mapping[str, Any]
-    input: tuple[Mapping[str, Any], ...]
     history: tuple[Mapping[str, Any], ...] = ()
     previous: tuple[str, str] | None = None
-    required_by: str | None = None
 
 
 # Encrypted reasoning as the gateway hands it out: the producing provider, then the
@@ -280,12 +279,10 @@ class GenerationRequest:
     store: bool | None = None
     service_tier: str | None = None
     safety_identifier: str | None = None
-    # The request as OpenAI's Responses API, for upstreams that serve it natively.
-    native: NativeResponses | None = None
+    # The request as it came in its dialect, for upstreams that serve it natively.
+    native: Native | None = None
     top_k: int | None = None
     thinking: Thinking | None = None
-    # The request as Anthropic's Messages API, for upstreams that serve it natively.
-    native_messages: NativeMessages | None = None
     # Its input tokens as server/base/tokens.py estimates them, once asked.
     prompt_estimate: int | None = field(default=None, init=False, repr=False, compare=False)
 
@@ -304,16 +301,16 @@ class GenerationRequest:
             return self.prompt or ""
         return self.prompts[choice // max(1, self.n)]
 
-    def for_provider(self, capabilities: frozenset[Capability]) -> GenerationRequest:
+    def for_provider(self, capabilities: frozenset[str]) -> GenerationRequest:
         """The request as a provider with `capabilities` gets it: thinking hints it
         cannot take (adaptive thinking, an effort) left out, as they allow."""
         if self.thinking is None or self.thinking.required or Capability.THINKING in capabilities:
             return self
         return dataclasses.replace(self, thinking=None)
 
-    def needs(self) -> dict[Capability, str]:
+    def needs(self) -> dict[str, str]:
         """The capabilities this request needs, each with the field that needs it."""
-        out: dict[Capability, str] = {}
+        out: dict[str, str] = {}
         if self.tools or any(m.tool_calls or m.role == "tool" for m in self.messages):
             out[Capability.TOOLS] = "tools"
         if any(m.images for m in self.messages):
@@ -346,10 +343,7 @@ class GenerationRequest:
         if self.top_k is not None:
             out[Capability.TOP_K] = "top_k"
         if self.native is not None and self.native.required_by is not None:
-            out[Capability.RESPONSES_API] = self.native.required_by
-        native = self.native_messages
-        if native is not None and native.required_by is not None:
-            out[Capability.MESSAGES_API] = native.required_by
+            out[serves(self.native.dialect)] = self.native.required_by
         return out
 
 
@@ -429,19 +423,12 @@ class ReasoningDelta:
 
 
 @dataclass(frozen=True, slots=True)
-class NativeItem:
-    """A whole output item as an upstream serving the Responses API wrote it: a
-    reasoning item (its encrypted content sealed) or a built-in tool's call."""
+class NativeEvent:
+    """Output as an upstream serving an ingress dialect's API itself wrote it, for a
+    `Native` request of that dialect: one of its events, or a whole output item (its
+    encrypted reasoning sealed, see `seal`), passed on to the dialect untouched."""
 
-    item: Mapping[str, Any]
-
-
-@dataclass(frozen=True, slots=True)
-class NativeMessagesEvent:
-    """An event as an upstream serving Anthropic's Messages API sent it (a block's
-    start, delta or stop, the message's start or delta), for a NativeMessages request:
-    passed on untouched."""
-
+    dialect: str
     data: Mapping[str, Any]
 
 
@@ -460,14 +447,10 @@ class Finished:
     stop_sequence: str | None = None
 
 
-Event = TextDelta | ToolCallDelta | ReasoningDelta | NativeItem | NativeMessagesEvent | Finished
+Event = TextDelta | ToolCallDelta | ReasoningDelta | NativeEvent | Finished
 # Signatures of thinking blocks the gateway's own providers make start with this; any
 # other signature is an Anthropic upstream's.
 GATEWAY_SIGNATURE = "gateway-signature:"
-# A Messages thinking block whose signature starts with this carries the sealed
-# signature of the tool call after it (ToolCall.signature): Messages has no field for
-# it on the tool_use block, and clients give thinking blocks back unchanged.
-TOOL_SIGNATURE = f"{GATEWAY_SIGNATURE}tool:"
 
 
 @dataclass(frozen=True)
@@ -499,8 +482,9 @@ class Provider(Protocol):
 
     # How often dispatch may retry this provider before failing over.
     retry_policy: RetryPolicy
-    # What it can do beyond plain text (its adapter's default; config may narrow it).
-    capabilities: frozenset[Capability]
+    # What it can do beyond plain text (its adapter's default; config may narrow it):
+    # Capability values, and `serves(dialect)` for the dialects it serves natively.
+    capabilities: frozenset[str]
 
     def generate(self, request: GenerationRequest) -> AsyncIterator[Event]:
         """Streams TextDelta and ToolCallDelta events, then exactly one Finished event."""

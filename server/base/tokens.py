@@ -11,6 +11,7 @@ import json
 from typing import Any
 
 import orjson
+from google.protobuf.message import Message as ProtoMessage
 
 from server.base.generation import GenerationRequest, Message, TokenCounts
 
@@ -110,9 +111,10 @@ def implausible(counts: TokenCounts, request: GenerationRequest) -> str | None:
     if counts.reasoning_tokens > counts.completion_tokens:
         return "more reasoning tokens than completion tokens"
     prompt_bytes = estimate_prompt(request) * BYTES_PER_TOKEN
-    if request.native_messages is not None:
+    native = request.native
+    if native is not None and isinstance(native.request, ProtoMessage):
         # What the native form carries beyond the generic fields (server tool results).
-        prompt_bytes = max(prompt_bytes, request.native_messages.request.ByteSize())
+        prompt_bytes = max(prompt_bytes, native.request.ByteSize())
     if counts.prompt_tokens > 2 * prompt_bytes + PROMPT_SLACK_TOKENS:
         return f"{counts.prompt_tokens} prompt tokens for a prompt of about {prompt_bytes} bytes"
     limit = request.max_tokens

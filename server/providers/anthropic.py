@@ -16,7 +16,7 @@ tool calls, stop_reason tool_use becomes `tool_calls`. Structured output is a fo
 tool named after the schema (`json_object`: any object) whose input is the reply's
 text. `user` goes as metadata.user_id.
 
-A Messages request (`request.native_messages`) is sent as the caller wrote
+A Messages request (a `Native` request of the `messages` dialect) is sent as the caller wrote
 it, only `model` and `stream` set by the adapter, with its `anthropic-beta` header:
 thinking blocks and signatures, cache_control, documents, citations, server tools and
 beta fields reach the upstream untouched, except thinking blocks the gateway's own
@@ -55,11 +55,12 @@ from server.base.generation import (
     GenerationRequest,
     ImagePart,
     Message,
-    NativeMessages,
-    NativeMessagesEvent,
+    Native,
+    NativeEvent,
     TextDelta,
     TokenCounts,
     ToolCallDelta,
+    serves,
 )
 from server.providers.http import (
     HttpParams,
@@ -95,9 +96,11 @@ class AnthropicParams(HttpParams):
     stream: bool = True
 
 
-CAPABILITIES = frozenset(
+# The ingress dialect this wire format serves natively (a value: see generation.serves).
+DIALECT = "messages"
+CAPABILITIES: frozenset[str] = frozenset(
     {Capability.TOOLS, Capability.IMAGES, Capability.STRUCTURED_OUTPUT, Capability.THINKING,
-     Capability.DOCUMENTS, Capability.TOP_K, Capability.MESSAGES_API}
+     Capability.DOCUMENTS, Capability.TOP_K, serves(DIALECT)}
 )  # fmt: skip
 # The request keys count_tokens takes.
 COUNT_KEYS = ("model", "messages", "system", "tools", "tool_choice", "thinking", "mcp_servers",
@@ -158,8 +161,8 @@ class AnthropicProvider:
         return body
 
     async def generate(self, request: GenerationRequest) -> AsyncIterator[Event]:
-        native = request.native_messages
-        if native is not None:
+        native = request.native
+        if native is not None and native.dialect == DIALECT:
             async for native_event in self._native(native):
                 yield native_event
             return
@@ -232,7 +235,7 @@ class AnthropicProvider:
                         )
                 raise ProtocolViolation("stream ended without message_stop")
 
-    async def _native(self, native: NativeMessages) -> AsyncIterator[Event]:
+    async def _native(self, native: Native) -> AsyncIterator[Event]:
         """The request as the caller wrote it; the upstream's events, untouched."""
         body = {**native_body(native), "model": self.params.model}
         if self.params.stream:
@@ -267,7 +270,7 @@ class AnthropicProvider:
                         )
                         return
                     if kind != "ping":
-                        yield NativeMessagesEvent(data)
+                        yield NativeEvent(DIALECT, data)
                 raise ProtocolViolation("stream ended without message_stop")
 
     async def _stream_events(self, r: Any) -> AsyncIterator[dict[str, Any]]:
@@ -287,8 +290,8 @@ class AnthropicProvider:
 
     async def count_tokens(self, request: GenerationRequest) -> int:
         """The upstream's own count of a Messages request's input tokens."""
-        native = request.native_messages
-        if native is None:
+        native = request.native
+        if native is None or native.dialect != DIALECT:
             raise UpstreamError(f"{self.id}: counts only Messages requests", {"provider": self.id})
         whole = {**native_body(native), "model": self.params.model}
         body = {k: v for k, v in whole.items() if k in COUNT_KEYS}
@@ -305,9 +308,10 @@ class AnthropicProvider:
         await self._client.aclose()
 
 
-def native_body(native: NativeMessages) -> dict[str, Any]:
+def native_body(native: Native) -> dict[str, Any]:
     """A Messages request of the contract as Anthropic's JSON, without the thinking
     blocks the gateway's own providers signed."""
+    assert isinstance(native.request, ProtoMessage), "a Messages request travels as its message"
     body = _proto_json(native.request)
     body.pop("stream", None)
     for turn in body.get("messages") or ():

@@ -103,7 +103,7 @@ STOP_REASONS = {
     "model_context_window_exceeded": "length", "tool_use": "tool_calls",
     "guardrail_intervened": "content_filter", "content_filtered": "content_filter",
 }  # fmt: skip
-CAPABILITIES = frozenset(
+CAPABILITIES: frozenset[str] = frozenset(
     {Capability.TOOLS, Capability.IMAGES, Capability.STRUCTURED_OUTPUT, Capability.THINKING,
      Capability.DOCUMENTS, Capability.TOP_K, Capability.METADATA}
 )  # fmt: skip

@@ -110,7 +110,7 @@ BLOCKED = frozenset(
     {"SAFETY", "RECITATION", "LANGUAGE", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII",
      "IMAGE_SAFETY", "IMAGE_PROHIBITED_CONTENT", "IMAGE_RECITATION", "IMAGE_OTHER"}
 )  # fmt: skip
-CAPABILITIES = frozenset(
+CAPABILITIES: frozenset[str] = frozenset(
     {Capability.TOOLS, Capability.IMAGES, Capability.STRUCTURED_OUTPUT, Capability.N,
      Capability.SAMPLING_CONTROLS, Capability.REASONING_EFFORT, Capability.THINKING,
      Capability.DOCUMENTS, Capability.TOP_K}

@@ -33,14 +33,13 @@ from server.base.embedding import EmbeddingRequest, Embeddings
 from server.base.errors import UpstreamError
 from server.base.generation import (
     ALL_CAPABILITIES,
-    Capability,
     DocumentPart,
     Event,
     Finished,
     GenerationRequest,
     ImagePart,
     Message,
-    NativeResponses,
+    Native,
     Part,
     TextDelta,
     Thinking,
@@ -48,6 +47,7 @@ from server.base.generation import (
     TokenLogprob,
     ToolCallDelta,
     TopLogprob,
+    serves,
 )
 from server.providers import openai_responses as responses_wire
 from server.providers.http import (
@@ -89,7 +89,7 @@ class OpenAIProvider:
         self.params = params
         self.retry_policy = params.retry_policy
         self.capabilities = ALL_CAPABILITIES | (
-            {Capability.RESPONSES_API} if params.responses_api else set()
+            {serves(responses_wire.DIALECT)} if params.responses_api else set()
         )
         self._client = make_client(params, self.credentials(params, where))
 
@@ -133,8 +133,13 @@ class OpenAIProvider:
         return body
 
     async def generate(self, request: GenerationRequest) -> AsyncIterator[Event]:
-        if request.native is not None and self.params.responses_api:
-            async for out in self._responses(request, request.native):
+        native = request.native
+        if (
+            native is not None
+            and native.dialect == responses_wire.DIALECT
+            and self.params.responses_api
+        ):
+            async for out in self._responses(request, native):
                 yield out
             return
         path = "/chat/completions" if request.is_chat else "/completions"
@@ -178,9 +183,7 @@ class OpenAIProvider:
                             finishes[int(choice.get("index") or 0)] = choice["finish_reason"]
                 raise ProtocolViolation("stream ended without data: [DONE]")
 
-    async def _responses(
-        self, request: GenerationRequest, native: NativeResponses
-    ) -> AsyncIterator[Event]:
+    async def _responses(self, request: GenerationRequest, native: Native) -> AsyncIterator[Event]:
         """The request as it came, to the upstream's own Responses API."""
         stream = self.params.stream
         body = {**self.params.extra_body, **responses_wire.body(

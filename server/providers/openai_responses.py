@@ -1,8 +1,8 @@
 """OpenAI's Responses API as an upstream wire format (POST {base_url}/responses), for
 OpenAI-compatible providers that declare it (`responses_api: true`).
 
-A request that came in as the Responses API goes as it came (`NativeResponses`): its
-fields, the conversation it continues and its input. The provider that stored the
+A request that came in as the Responses API goes as it came (a `Native` request of
+the `responses` dialect, its JSON fields): its fields, the conversation it continues and its input. The provider that stored the
 previous response itself gets only the new input and its own id of that response.
 Reasoning items go back only to the provider that made them: their encrypted content
 is sealed with that provider's id on the way out and unsealed on the way in; any
@@ -28,8 +28,8 @@ from server.base.generation import (
     Event,
     Finished,
     GenerationRequest,
-    NativeItem,
-    NativeResponses,
+    Native,
+    NativeEvent,
     ReasoningDelta,
     TextDelta,
     TokenCounts,
@@ -39,20 +39,25 @@ from server.base.generation import (
 )
 from server.providers.http import ProtocolViolation, count, loads, redact, streamed_counts
 
+# The ingress dialect this wire format serves natively (a value: see generation.serves).
+DIALECT = "responses"
 INCOMPLETE = {"max_output_tokens": "length", "content_filter": "content_filter"}
 
 
 def body(
-    provider_id: str, model: str, native: NativeResponses, request: GenerationRequest, stream: bool
+    provider_id: str, model: str, native: Native, request: GenerationRequest, stream: bool
 ) -> dict[str, Any]:
-    out: dict[str, Any] = {**native.body, "model": model, "stream": stream}
+    fields = native.request
+    assert isinstance(fields, Mapping), "a Responses request travels as its JSON fields"
+    out: dict[str, Any] = {**fields, "model": model, "stream": stream}
+    own: tuple[Mapping[str, Any], ...] = fields["input"]
     continues = native.previous is not None and native.previous[0] == provider_id
     if continues:
         assert native.previous is not None
         out["previous_response_id"] = native.previous[1]
-        items = native.input
+        items = own
     else:
-        items = (*native.history, *native.input)
+        items = (*native.history, *own)
     out["input"] = [kept for item in items if (kept := _for(provider_id, item)) is not None]
     if request.max_tokens is not None:
         out["max_output_tokens"] = request.max_tokens
@@ -145,7 +150,7 @@ class Reader:
             return []
         if kind == "reasoning" and isinstance(item.get("encrypted_content"), str):
             item = {**item, "encrypted_content": seal(self.provider_id, item["encrypted_content"])}
-        return [NativeItem(item)]
+        return [NativeEvent(DIALECT, item)]
 
     def _finished(self, response: Mapping[str, Any], usage: TokenCounts | None) -> Finished:
         details = response.get("incomplete_details") or {}

@@ -24,7 +24,6 @@ from typing import Any
 from server.base import tokens
 from server.base.errors import UpstreamError
 from server.base.generation import (
-    Capability,
     Event,
     Finished,
     GenerationRequest,
@@ -66,7 +65,7 @@ class TgiProvider:
         self.params = params
         self.retry_policy = params.retry_policy
         # The native API generates plain text only.
-        self.capabilities: frozenset[Capability] = frozenset()
+        self.capabilities: frozenset[str] = frozenset()
         self._client = make_client(params, bearer(read_api_key(params, where)))
 
     def body(self, request: GenerationRequest) -> dict[str, Any]:

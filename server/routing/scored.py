@@ -200,7 +200,7 @@ class ScoredRouter:
             elif needs and not any(
                 u.usable and all(c in u.capabilities for c in needs) for u in upstreams
             ):
-                missing = ", ".join(sorted(c.value for c in needs))
+                missing = ", ".join(sorted(needs))
                 skipped.append(Skipped(model_id, "CAPABILITY", f"no usable provider has {missing}"))
             elif model.context_window is not None and needed > model.context_window:
                 skipped.append(Skipped(

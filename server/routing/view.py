@@ -6,7 +6,6 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from server.base.config import ModelConfig
-from server.base.generation import Capability
 
 
 class ProviderView(Protocol):
@@ -19,7 +18,7 @@ class ProviderView(Protocol):
         ...
 
     @property
-    def capabilities(self) -> frozenset[Capability]: ...
+    def capabilities(self) -> frozenset[str]: ...
 
     @property
     def observed_ttft_ms(self) -> float | None:

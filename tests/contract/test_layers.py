@@ -4,9 +4,12 @@
          < {grpc_api, http_facade} < cli
 
 A module imports only from its own layer and the layers below it; layers on one rung
-(in braces) import none of each other. Every import counts, those under TYPE_CHECKING
-included, and no modules import each other in a circle. Read from the source, so a stray
-import fails here, not in review."""
+(in braces) import none of each other. Inside the application the pipeline stands below
+the dialects, the dialects below the application's root modules, and no dialect imports
+another. Only the composition root imports the provider adapters (through their
+registry). Every import counts, relative ones and those under TYPE_CHECKING included,
+and no modules import each other in a circle. Read from the source, so a stray import
+fails here, not in review."""
 
 from __future__ import annotations
 
@@ -28,6 +31,14 @@ RUNGS: tuple[tuple[str, ...], ...] = (
     ("server.cli",),
 )
 RUNG = {layer: i for i, rung in enumerate(RUNGS) for layer in rung}
+# Inside the application, from the bottom: the shared pipeline, the dialects (each its
+# own folder), the root's modules (the other handlers, control, the RPC table).
+APPLICATION = "server.application"
+PIPELINE = f"{APPLICATION}.pipeline"
+DIALECTS = f"{APPLICATION}.dialects"
+# The one module that builds the adapters, and the one that may import it.
+ADAPTERS = "server.providers"
+COMPOSITION_ROOT = "server.cli.serve"
 TRANSPORTS = ("grpc", "grpc_status", "grpc_health", "grpc_reflection", "fastapi", "starlette",
               "uvicorn", "http_facade", "server.grpc_api", "server.cli")  # fmt: skip
 
@@ -47,16 +58,29 @@ MODULES = {module_of(p): p for p in source_files()}
 
 def imports(path: Path) -> set[str]:
     """Every module `path` imports; `from package import name` counts as the module
-    `package.name` when that is a module of ours."""
+    `package.name` when that is a module of ours, and a relative import as the module
+    it names."""
     names = set()
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+        elif isinstance(node, ast.ImportFrom):
+            base = absolute(path, node.level, node.module)
             for alias in node.names:
-                full = f"{node.module}.{alias.name}"
-                names.add(full if full in MODULES else node.module)
+                full = f"{base}.{alias.name}"
+                names.add(full if full in MODULES else base)
     return names
+
+
+def absolute(path: Path, level: int, module: str | None) -> str:
+    """The module a `from` import names, its dots read from `path`'s package."""
+    if level == 0:
+        return module or ""
+    package = module_of(path).split(".")
+    if path.name != "__init__.py":
+        package = package[:-1]
+    package = package[: len(package) - (level - 1)]
+    return ".".join([*package, module] if module else package)
 
 
 def layer(module: str) -> str | None:
@@ -135,6 +159,69 @@ def test_every_layer_is_a_package_that_says_what_it_is() -> None:
         assert ast.get_docstring(ast.parse(init.read_text())), f"{init} needs a docstring"
 
 
+def order_lines() -> list[str]:
+    """The layer order as the architecture page draws it, rendered from RUNGS: the
+    rungs joined by `<`, broken before the rung that starts the second line."""
+    names = [
+        rung[0].split(".")[-1]
+        if len(rung) == 1
+        else "{" + ", ".join(n.split(".")[-1] for n in rung) + "}"
+        for rung in RUNGS
+    ]
+    first = names.index("ops") + 1
+    return [" < ".join(names[:first]), "< " + " < ".join(names[first:])]
+
+
 def test_the_architecture_page_draws_the_same_order() -> None:
-    page = (ROOT / "docs" / "architecture.md").read_text()
-    assert "base < storage < {accounting, providers, routing} < application < ops" in page
+    page = [line.strip() for line in (ROOT / "docs" / "architecture.md").read_text().splitlines()]
+    first, second = order_lines()
+    assert first in page, f"docs/architecture.md should draw {first!r}"
+    assert page[page.index(first) + 1] == second, f"...followed by {second!r}"
+
+
+def wing(module: str) -> tuple[int, str] | None:
+    """A module's place inside the application: (0, pipeline), (1, its dialect's
+    package) or (2, root); None outside the application."""
+    if not under(module, (APPLICATION,)) or module == APPLICATION:
+        return None
+    if under(module, (PIPELINE,)):
+        return 0, PIPELINE
+    if under(module, (DIALECTS,)) and module != DIALECTS:
+        return 1, ".".join(module.split(".")[:4])
+    return 2, APPLICATION
+
+
+APPLICATION_MODULES = sorted(m for m in MODULES if wing(m) is not None)
+
+
+@pytest.mark.parametrize("module", APPLICATION_MODULES, ids=str)
+def test_the_application_stands_pipeline_below_dialects_below_its_root(module: str) -> None:
+    home = wing(module)
+    assert home is not None
+    wrong = []
+    for name, _ in ours(MODULES[module]):
+        there = wing(name)
+        if there is None or there == home:
+            continue
+        if there[0] >= home[0]:
+            wrong.append(name)
+    assert not wrong, f"{module} imports up or into another dialect: {wrong}"
+
+
+@pytest.mark.parametrize("module", sorted(MODULES), ids=str)
+def test_only_the_composition_root_imports_the_adapters(module: str) -> None:
+    if under(module, (ADAPTERS,)) or module == COMPOSITION_ROOT:
+        return
+    leaks = [n for n, _ in ours(MODULES[module]) if under(n, (ADAPTERS,))]
+    assert not leaks, f"{module} imports adapters {leaks}; only {COMPOSITION_ROOT} may"
+
+
+def test_the_checks_see_what_they_look_for(tmp_path: Path) -> None:
+    """The readers find what they must: a relative import, and the placement rules."""
+    fake = ROOT / "server" / "application" / "dialects" / "chat" / "service.py"
+    assert absolute(fake, 1, "reply") == "server.application.dialects.chat.reply"
+    assert absolute(fake, 3, "pipeline.engine") == "server.application.pipeline.engine"
+    assert wing("server.application.dialects.chat.reply") == (1, "server.application.dialects.chat")
+    assert wing("server.application.pipeline.engine") == (0, PIPELINE)
+    assert wing("server.application.rpcs") == (2, APPLICATION)
+    assert wing("server.providers.openai") is None

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from server.application.pipeline.breaker import Breaker, State
 from server.base.config import Config, DeploymentConfig, ModelConfig, ProviderConfig
 from server.base.errors import ModelNotFound, NotFound
-from server.base.generation import Capability, Provider, RetryPolicy
+from server.base.generation import Provider, RetryPolicy
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +66,7 @@ class Upstream:
         return self.provider.retry_policy
 
     @property
-    def capabilities(self) -> frozenset[Capability]:
+    def capabilities(self) -> frozenset[str]:
         """What the provider can do: its config's list when given, else its adapter's."""
         if self.config.capabilities is not None:
             return frozenset(self.config.capabilities)

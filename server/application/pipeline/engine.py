@@ -17,25 +17,26 @@ from server.base import costs, tokens
 from server.base.config import ModelConfig, Price
 from server.base.errors import Internal, Unsupported
 from server.base.generation import (
-    Capability,
     Event,
     Finished,
     GenerationRequest,
-    NativeItem,
-    NativeMessagesEvent,
+    NativeEvent,
     ReasoningDelta,
     TextDelta,
     TokenCounts,
     TokenLogprob,
     ToolCall,
     ToolCallDelta,
+    served_dialect,
 )
 from server.base.throttle import warn_throttled
 
-# What a run passes on: text, tool-call and reasoning fragments, native items and events.
-Fragment = TextDelta | ToolCallDelta | ReasoningDelta | NativeItem | NativeMessagesEvent
-_WHOLE = frozenset({ReasoningDelta, NativeItem, NativeMessagesEvent})
+# What a run passes on: text, tool-call and reasoning fragments, native events.
+Fragment = TextDelta | ToolCallDelta | ReasoningDelta | NativeEvent
+_WHOLE = frozenset({ReasoningDelta, NativeEvent})
 FREE = Price(input=0, output=0)
+# Takes a finished answer: the model that made it and every event of it.
+Recorder = Callable[[str, list[Event]], None]
 
 
 @dataclass
@@ -84,12 +85,11 @@ def capable(
             what = (
                 "only the request's own format carries it, and there is no provider of "
                 f"that format for {subject}"
-                if capability is Capability.MESSAGES_API
-                else f"{subject} has no provider that supports {capability.value}"
+                if served_dialect(capability) is not None
+                else f"{subject} has no provider that supports {capability}"
             )
             raise Unsupported(
-                f"{param}: {what}",
-                {"field": param, "capability": capability.value, "subject": subject},
+                f"{param}: {what}", {"field": param, "capability": capability, "subject": subject}
             )
     return [u for u in upstreams if all(c in u.capabilities for c in needs)]
 
@@ -105,7 +105,14 @@ class Run:
     describe the whole of it."""
 
     def __init__(
-        self, upstreams: Sequence[Upstream], request: GenerationRequest, deadline: float | None
+        self,
+        upstreams: Sequence[Upstream],
+        request: GenerationRequest,
+        deadline: float | None,
+        *,
+        response_cache: str | None = None,
+        free: bool = False,
+        recorder: Recorder | None = None,
     ) -> None:
         self.request = request
         self._upstreams = upstreams
@@ -125,9 +132,9 @@ class Run:
         # The response cache's part (response_cache.py): `hit` (a stored answer is
         # replayed) or `miss`; `free` when a hit costs nothing. `recorder`, when set,
         # is given every event of an answer that finishes.
-        self.response_cache: str | None = None
-        self.free = False
-        self.recorder: Callable[[list[Event]], None] | None = None
+        self.response_cache = response_cache
+        self.free = free
+        self.recorder = recorder
         self._recorded: list[Event] = []
 
     @property
@@ -185,7 +192,7 @@ class Run:
         if isinstance(event, Finished):
             self._finished = event = self._checked(event)
             if self.recorder is not None:
-                self.recorder([*self._recorded, event])
+                self.recorder(self.model.id, [*self._recorded, event])
             reasons = event.finish_reasons or (event.finish_reason,)
             for choice, reason in zip(self.choices, reasons, strict=False):
                 choice.finish_reason = reason
@@ -195,8 +202,8 @@ class Run:
         if isinstance(event, ReasoningDelta):
             self.choices[0].reasoning.append(event.text)  # counted when usage is missing
             return event
-        if isinstance(event, (NativeItem, NativeMessagesEvent)):
-            return event  # native items and events: passed on, nothing to gather
+        if isinstance(event, NativeEvent):
+            return event  # passed on, nothing to gather
         if event.choice >= len(self.choices):
             return None  # a choice nobody asked for
         if isinstance(event, TextDelta) and not event.text:

@@ -42,12 +42,10 @@ from server.base.caller import Principal
 from server.base.config import ProviderConfig, ResponseCacheConfig
 from server.base.errors import NotFound
 from server.base.generation import (
-    Capability,
     Event,
     Finished,
     GenerationRequest,
-    NativeItem,
-    NativeMessagesEvent,
+    NativeEvent,
     ReasoningDelta,
     RetryPolicy,
     TextDelta,
@@ -70,7 +68,7 @@ IGNORED = frozenset({
     "user", "metadata", "prompt_cache_key", "prompt_cache_retention", "store",
     "service_tier", "safety_identifier",
 })  # fmt: skip
-VERSION = 1
+VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -134,13 +132,13 @@ def _key(scope: str, subject: str, request: GenerationRequest) -> str:
         if f.name not in IGNORED
     }
     native = request.native
-    if native is not None:
+    if native is not None and isinstance(native.request, Mapping):
+        given = native.request
         fields["native"] = dataclasses.replace(
             native,
-            body={k: v for k, v in native.body.items() if k not in IGNORED},
+            request={k: v for k, v in given.items() if k not in IGNORED and k != "input"},
             # Item ids are the gateway's names for the caller's items, new each time.
-            input=tuple(_anonymous(i) for i in native.input),
-            history=tuple(_anonymous(i) for i in native.history),
+            history=(*map(_anonymous, native.history), *map(_anonymous, given.get("input", ()))),
         )
     text = orjson.dumps(
         [VERSION, scope, subject, fields], default=_canonical, option=orjson.OPT_SORT_KEYS
@@ -168,8 +166,7 @@ def _canonical(value: Any) -> Any:
 # -- entries ---------------------------------------------------------------------------
 
 _TYPES: dict[str, type] = {
-    t.__name__: t
-    for t in (TextDelta, ToolCallDelta, ReasoningDelta, NativeItem, NativeMessagesEvent, Finished)
+    t.__name__: t for t in (TextDelta, ToolCallDelta, ReasoningDelta, NativeEvent, Finished)
 }
 
 
@@ -233,13 +230,14 @@ def _uncached(event: Event) -> Event:
 
 
 class Replay:
-    """A provider that answers with a stored answer's events."""
+    """A provider that answers with a stored answer's events; it has what the request
+    it answers needs, having answered it before."""
 
     retry_policy = RetryPolicy()
-    capabilities = frozenset(Capability)
 
-    def __init__(self, events: Sequence[Event]) -> None:
+    def __init__(self, events: Sequence[Event], capabilities: frozenset[str]) -> None:
         self._events = events
+        self.capabilities = capabilities
 
     async def generate(self, request: GenerationRequest) -> Any:
         for event in self._events:
@@ -254,7 +252,9 @@ class ResponseCache:
         self._store = store
         self._writes: set[asyncio.Task[None]] = set()
 
-    async def stored(self, plan: Plan, catalog: Catalog) -> Upstream | None:
+    async def stored(
+        self, plan: Plan, catalog: Catalog, request: GenerationRequest
+    ) -> Upstream | None:
         """The stored answer as an upstream to run, when there is one young enough."""
         if not plan.read:
             return None
@@ -266,7 +266,8 @@ class ResponseCache:
             model = catalog.model(entry.model)
         except NotFound:
             return None  # the model is gone from the config
-        return Upstream(REPLAYED, Replay([_uncached(e) for e in entry.events]), model)
+        replay = Replay([_uncached(e) for e in entry.events], frozenset(request.needs()))
+        return Upstream(REPLAYED, replay, model)
 
     def keep(self, plan: Plan, model: str, events: Sequence[Event]) -> None:
         """Stores a finished answer (in the background: the caller has it already)."""

@@ -146,3 +146,27 @@ async def test_tracing_is_off_by_default():
                 )
                 assert reply.status_code == 200
     assert "traceparent" not in upstream.seen[-1].headers
+
+
+async def test_a_responses_continuation_identifies_its_key_once(spans, config_dict):
+    """The stored response is read with the key the call was admitted with: the caller
+    is identified once, not again by the generation that follows."""
+    async with (
+        running_gateway(config_dict) as gw,
+        httpx.AsyncClient(base_url=f"http://127.0.0.1:{gw.http_port}") as rest,
+    ):
+        headers = {"x-api-key": API_KEY}
+        first = await rest.post(
+            "/v1/responses", json={"model": "sim-mini", "input": "hi"}, headers=headers
+        )
+        assert first.status_code == 200, first.text
+        reply = await rest.post(
+            "/v1/responses",
+            json={"model": "sim-mini", "input": "and?", "previous_response_id": first.json()["id"]},
+            headers={**headers, "traceparent": TRACEPARENT},
+        )
+        assert reply.status_code == 200, reply.text
+    found = tree(spans)
+    (root,) = [s for s in found if s.name == "gateway.v1.ResponsesService/CreateResponse"]
+    children = [s.name for s in found if s.parent and s.parent.span_id == root.context.span_id]
+    assert children.count("gateway.admission.identify") == 1, children

@@ -25,11 +25,10 @@ from server.base import tokens
 from server.base.embedding import EmbeddingRequest, Embeddings
 from server.base.errors import UpstreamError, UpstreamRejected
 from server.base.generation import (
-    Capability,
     Finished,
     GenerationRequest,
     Message,
-    NativeMessagesEvent,
+    NativeEvent,
     TextDelta,
     Thinking,
     TokenCounts,
@@ -37,6 +36,7 @@ from server.base.generation import (
     ToolCallDelta,
     ToolSpec,
     TopLogprob,
+    serves,
 )
 from tests.integration.upstreams.test_adapters import build, collect
 from tests.support.faults import SSE_HEAD, RawRequest, http_response, raw_upstream
@@ -356,7 +356,7 @@ async def test_a_native_stream_is_passed_on_without_pings_and_ends_with_its_coun
     got = await native_events(sse_answer(*frames))
     *passed, finished = got
     assert [e.data for e in passed] == [START, *BLOCK, END]
-    assert all(isinstance(e, NativeMessagesEvent) for e in passed)
+    assert all(isinstance(e, NativeEvent) for e in passed)
     # Cumulative usage: the delta's output_tokens replace the start's; its null is ignored.
     assert finished == Finished("stop", TokenCounts(12, 7), stop_sequence="##")
 
@@ -929,8 +929,8 @@ async def test_refusals_past_2xx_and_the_configuration_and_filter_words():
 def test_only_a_responses_server_declares_the_responses_api():
     plain = build("openai", "http://127.0.0.1:1", api_key_env=None)
     native = build("openai", "http://127.0.0.1:1", api_key_env=None, responses_api=True)
-    assert Capability.RESPONSES_API not in plain.capabilities
-    assert Capability.RESPONSES_API in native.capabilities
+    assert serves("responses") not in plain.capabilities
+    assert serves("responses") in native.capabilities
 
 
 async def test_top_k_goes_to_openai_compatible_servers_that_read_it():

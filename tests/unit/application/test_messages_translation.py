@@ -20,6 +20,7 @@ from server.base.generation import (
     ReasoningDelta,
     TextDelta,
     ToolCallDelta,
+    serves,
 )
 from server.providers.anthropic import native_body
 
@@ -67,7 +68,7 @@ def test_turns_become_generic_messages() -> None:
     assert rest.documents == (DocumentPart("application/pdf", "JVBERi0=", "T"),)
     assert generic.user == "u1" and generic.max_tokens == 100
     assert generic.needs().keys() == {Capability.TOOLS, Capability.IMAGES, Capability.DOCUMENTS}
-    assert generic.native_messages is not None and generic.native_messages.required_by is None
+    assert generic.native is not None and generic.native.required_by is None
 
 
 @pytest.mark.parametrize(
@@ -119,8 +120,8 @@ def test_refusals_name_the_field(fields: dict[str, Any], field: str) -> None:
 )  # fmt: skip
 def test_what_only_anthropic_carries_needs_its_adapter(fields: dict[str, Any], field: str) -> None:
     generic = generation(request(**fields))
-    assert generic.native_messages is not None and generic.native_messages.required_by == field
-    assert generic.needs()[Capability.MESSAGES_API] == field
+    assert generic.native is not None and generic.native.required_by == field
+    assert generic.needs()[serves("messages")] == field
 
 
 def test_native_body_is_the_request_as_written() -> None:
@@ -136,8 +137,8 @@ def test_native_body_is_the_request_as_written() -> None:
                                                    "cache_control": {"type": "ephemeral"}}]}],
     }  # fmt: skip
     generic = generation(request(**fields))
-    assert generic.native_messages is not None
-    body = native_body(generic.native_messages)
+    assert generic.native is not None
+    body = native_body(generic.native)
     assert body == {
         "model": "m", "max_tokens": 100, "tools": tools, "temperature": 1,
         "messages": [USER, {"role": "assistant", "content": [theirs]}, fields["messages"][2]],

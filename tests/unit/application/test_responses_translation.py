@@ -11,7 +11,7 @@ from gateway.v1 import responses_service_pb2 as rs
 from http_facade import codec
 from server.application.dialects.responses.request import Previous, translate
 from server.base.errors import InvalidArgument
-from server.base.generation import Capability, ImagePart, seal, unseal
+from server.base.generation import ImagePart, seal, serves, unseal
 
 
 def request(**body: Any) -> rs.CreateResponseRequest:
@@ -57,8 +57,10 @@ def test_items_become_chat_messages() -> None:
     assert g.messages[4].content == "two"
     assert g.forced_tool == "f" and g.reasoning_effort == "low" and g.max_tokens == 64
     assert g.response_format is not None and g.response_format.name == "s"
-    assert Capability.RESPONSES_API not in g.needs()
-    assert g.native is not None and [i["type"] for i in g.native.input][-1] == "reasoning"
+    assert serves("responses") not in g.needs()
+    assert (
+        g.native is not None and [i["type"] for i in g.native.request["input"]][-1] == "reasoning"
+    )
 
 
 @pytest.mark.parametrize(
@@ -103,7 +105,7 @@ def test_bad_fields_are_named(body: dict[str, Any], field: str) -> None:
 )  # fmt: skip
 def test_what_only_native_upstreams_honour(body: dict[str, Any], field: str) -> None:
     g = translate(request(**{"input": "x", **body}), None).generation
-    assert g.needs()[Capability.RESPONSES_API] == field
+    assert g.needs()[serves("responses")] == field
 
 
 def test_continuation_replays_the_stored_conversation() -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import time
 from collections.abc import Iterable
 from functools import lru_cache
 from typing import Any, TypeVar
@@ -12,6 +11,7 @@ from gateway.v1 import chat_pb2, completion_pb2
 from gateway.v1 import chat_service_pb2 as chat
 from google.protobuf.message import Message
 
+from server.application.pipeline.answers import head
 from server.application.pipeline.engine import Run
 from server.base.call import Call
 from server.base.generation import TextDelta, TokenLogprob, ToolCall, ToolCallDelta
@@ -93,18 +93,6 @@ def completion_logprobs(entries: Iterable[TokenLogprob]) -> completion_pb2.Compl
     return out
 
 
-def head(call: Call, run: Run, kind: str, **extra: Any) -> dict[str, Any]:
-    """The fields every response and chunk of one call starts with."""
-    prefix = "chatcmpl" if kind.startswith("chat.") else "cmpl"
-    return dict(
-        id=f"{prefix}-{call.request_id}",
-        object=kind,
-        created=int(time.time()),
-        model=run.model.id,
-        **extra,
-    )
-
-
 def openai_head(call: Call, run: Run, kind: str) -> dict[str, Any]:
     """The head of an OpenAI chat or text completion (or chunk): `head` with the
     backend's fingerprint and, on chat, the processing tier, which OpenAI always sends."""
@@ -120,9 +108,3 @@ def fingerprint(provider_id: str, model_id: str) -> str:
     """Names the backend (a provider and its model) in OpenAI's `fp_` form: stable for
     as long as the config serves the model from the same provider."""
     return "fp_" + hashlib.sha256(f"{provider_id}/{model_id}".encode()).hexdigest()[:10]
-
-
-def text_choice(
-    text: str, finish_reason: str | None = None, index: int = 0
-) -> completion_pb2.CompletionChoice:
-    return completion_pb2.CompletionChoice(index=index, text=text, finish_reason=finish_reason)

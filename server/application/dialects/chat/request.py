@@ -1,24 +1,44 @@
-"""The OpenAI request fields beyond the spec's, checked against OpenAI's ranges: content
-parts and roles, tool definitions and calls, tool_choice, response formats, choices,
-penalties, logit_bias, metadata. Every failure is InvalidArgument naming the field.
+"""A chat or text completion request (OpenAI's formats) -> the gateway's one
+GenerationRequest: the spec's fields, and those beyond them checked against OpenAI's
+ranges (content parts and roles, tool definitions and calls, tool_choice, response
+formats, choices, penalties, logit_bias, metadata). Every failure is InvalidArgument
+naming the field.
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from gateway.v1 import chat_pb2
 from gateway.v1 import chat_service_pb2 as chat_pb
 from gateway.v1 import completion_service_pb2 as completion_pb
-from google.protobuf.message import Message as Message_
 
 from server.application.pipeline import cache_marks, schemas
+from server.application.pipeline.fields import (
+    CACHE_RETENTIONS,
+    DATA_URL,
+    MAX_TOOLS,
+    MAX_TOP_LOGPROBS,
+    NAME,
+    RESPONSE_FORMATS,
+    TOOL_CHOICES,
+    between,
+    metadata,
+    non_empty,
+    one_of,
+    present,
+    read_sampling,
+    required,
+    stop_sequences,
+    token_ids,
+)
 from server.base.errors import InvalidArgument
 from server.base.generation import (
+    GenerationRequest,
     ImagePart,
     Message,
     Part,
+    Prompt,
     ResponseFormat,
     TextPart,
     ToolCall,
@@ -31,46 +51,10 @@ CompletionRequest = completion_pb.CreateCompletionRequest | completion_pb.Stream
 ROLES = ("system", "developer", "user", "assistant", "tool")
 # OpenAI's ranges.
 MAX_CHOICES = 128
-MAX_TOOLS = 128
-MAX_TOP_LOGPROBS = 20
 MAX_COMPLETION_LOGPROBS = 5
 MAX_BEST_OF = 20
-MAX_METADATA_PAIRS = 16
-TOOL_CHOICES = ("none", "auto", "required")
-RESPONSE_FORMATS = ("text", "json_object", "json_schema")
 REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high")
 IMAGE_DETAILS = ("auto", "low", "high", "original")
-NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
-DATA_URL = re.compile(r"^data:image/(png|jpeg|gif|webp);base64,[A-Za-z0-9+/=\s]+$")
-
-
-def _present(message: Message_, field: str) -> bool:
-    return bool(message.HasField(field))
-
-
-def _required(value: str, field: str) -> str:
-    if not value:
-        raise InvalidArgument.for_field(field, "is required")
-    return value
-
-
-def between(message: Message_, field: str, low: float, high: float) -> Any:
-    """The field's value when set (None otherwise), checked against [low, high]."""
-    if not _present(message, field):
-        return None
-    value = getattr(message, field)
-    if not low <= value <= high:
-        raise InvalidArgument.for_field(field, f"must be between {low:g} and {high:g}")
-    return value
-
-
-def one_of(message: Message_, field: str, allowed: tuple[str, ...]) -> str | None:
-    if not _present(message, field):
-        return None
-    value: str = getattr(message, field)
-    if value not in allowed:
-        raise InvalidArgument.for_field(field, f"must be one of {', '.join(allowed)}")
-    return value
 
 
 def common(request: ChatRequest | CompletionRequest) -> dict[str, Any]:
@@ -79,9 +63,9 @@ def common(request: ChatRequest | CompletionRequest) -> dict[str, Any]:
     n = between(request, "n", 1, MAX_CHOICES)
     if n is not None:
         out["n"] = n
-    if _present(request, "seed"):
+    if present(request, "seed"):
         out["seed"] = request.seed
-    if _present(request, "user"):
+    if present(request, "user"):
         out["user"] = request.user
     out["presence_penalty"] = between(request, "presence_penalty", -2, 2)
     out["frequency_penalty"] = between(request, "frequency_penalty", -2, 2)
@@ -98,7 +82,7 @@ def common(request: ChatRequest | CompletionRequest) -> dict[str, Any]:
 
 def _part(part: chat_pb2.ContentPart, where: str, role: str) -> Part:
     if part.type == "text":
-        if not _present(part, "text"):
+        if not present(part, "text"):
             raise InvalidArgument.for_field(f"{where}.text", "is required for a text part")
         return TextPart(part.text)
     if part.type == "image_url":
@@ -110,7 +94,7 @@ def _part(part: chat_pb2.ContentPart, where: str, role: str) -> Part:
                 f"{where}.image_url.url",
                 "must be an https URL or a base64 data URL of a png, jpeg, gif or webp image",
             )
-        detail = part.image_url.detail if _present(part.image_url, "detail") else None
+        detail = part.image_url.detail if present(part.image_url, "detail") else None
         if detail is not None and detail not in IMAGE_DETAILS:
             raise InvalidArgument.for_field(
                 f"{where}.image_url.detail", f"must be one of {', '.join(IMAGE_DETAILS)}"
@@ -134,18 +118,17 @@ CHAT_EXTRAS = frozenset(
     }
 )  # fmt: skip
 SERVICE_TIERS = ("auto", "default", "flex", "priority", "scale")
-CACHE_RETENTIONS = ("in_memory", "24h")
 
 
 def upstream_hints(request: ChatRequest) -> dict[str, Any]:
     """Fields that change nothing in the answer, for upstreams that take them."""
     out: dict[str, Any] = {}
-    if _present(request, "store"):
+    if present(request, "store"):
         out["store"] = request.store
     out["service_tier"] = one_of(request, "service_tier", SERVICE_TIERS)
     out["prompt_cache_retention"] = one_of(request, "prompt_cache_retention", CACHE_RETENTIONS)
     for name in ("prompt_cache_key", "safety_identifier"):
-        if _present(request, name):
+        if present(request, name):
             value = getattr(request, name)
             if len(value) > 512:
                 raise InvalidArgument.for_field(name, "must be at most 512 characters")
@@ -175,16 +158,16 @@ def message(m: chat_pb.ChatMessage, i: int) -> Message:
             raise InvalidArgument.for_field(at, "only assistant messages carry tool calls")
         if call.type != "function":
             raise InvalidArgument.for_field(f"{at}.type", "must be function")
-        _required(call.id, f"{at}.id")
-        _required(call.function.name, f"{at}.function.name")
+        required(call.id, f"{at}.id")
+        required(call.function.name, f"{at}.function.name")
         signature = call.extra_content.google.thought_signature or None
         calls.append(ToolCall(call.id, call.function.name, call.function.arguments, signature))
-    call_id = m.tool_call_id if _present(m, "tool_call_id") else None
+    call_id = m.tool_call_id if present(m, "tool_call_id") else None
     if m.role == "tool" and not call_id:
         raise InvalidArgument.for_field(f"{where}.tool_call_id", "is required on tool messages")
     if m.role != "tool" and call_id is not None:
         raise InvalidArgument.for_field(f"{where}.tool_call_id", "goes only on tool messages")
-    name = m.name if _present(m, "name") else None
+    name = m.name if present(m, "name") else None
     cache = cache_marks.marks(m.content_parts, f"{where}.content")
     return Message(m.role, text, parts, name, tuple(calls), call_id, cache)
 
@@ -231,7 +214,7 @@ def tools(request: ChatRequest) -> dict[str, Any]:
             )
     if (choice is not None or forced is not None) and not tools:
         raise InvalidArgument.for_field("tool_choice", "is allowed only with tools")
-    parallel = request.parallel_tool_calls if _present(request, "parallel_tool_calls") else None
+    parallel = request.parallel_tool_calls if present(request, "parallel_tool_calls") else None
     return dict(
         tools=tuple(tools), tool_choice=choice, forced_tool=forced, parallel_tool_calls=parallel
     )
@@ -271,12 +254,104 @@ def response_format(request: ChatRequest) -> ResponseFormat | None:
     )
 
 
-def metadata(request: ChatRequest) -> tuple[tuple[str, str], ...]:
-    if len(request.metadata) > MAX_METADATA_PAIRS:
-        raise InvalidArgument.for_field("metadata", f"at most {MAX_METADATA_PAIRS} pairs")
-    for key, value in request.metadata.items():
-        if len(key) > 64:
-            raise InvalidArgument.for_field(f"metadata.{key}", "keys are at most 64 characters")
-        if len(value) > 512:
-            raise InvalidArgument.for_field(f"metadata.{key}", "values are at most 512 characters")
-    return tuple(sorted(request.metadata.items()))
+# Temperature ranges per interface (SPEC 8): 0..2 on interface A, 0..1 on interface B.
+CHAT_TEMPERATURE = 2.0
+
+
+def chat(request: ChatRequest) -> GenerationRequest:
+    """Validates a Create/StreamChatCompletionRequest."""
+    required(request.model, "model")
+    if not request.messages:
+        raise InvalidArgument.for_field("messages", "at least one message is required")
+    messages = tuple(message(m, i) for i, m in enumerate(request.messages))
+    sampling = read_sampling(request, CHAT_TEMPERATURE)
+    if not extras(request):
+        return GenerationRequest(messages=messages, stop=stop_sequences(request.stop), **sampling)
+    if present(request, "max_completion_tokens"):
+        sampling.update(
+            read_sampling(request, CHAT_TEMPERATURE, max_tokens_field="max_completion_tokens")
+        )
+    logprobs = request.logprobs if present(request, "logprobs") else False
+    top = between(request, "top_logprobs", 0, MAX_TOP_LOGPROBS)
+    if top is not None and not logprobs:
+        raise InvalidArgument.for_field("top_logprobs", "needs logprobs set to true")
+    return GenerationRequest(
+        messages=messages,
+        stop=stop_sequences(request.stop),
+        **sampling,
+        **common(request),
+        logprobs=logprobs,
+        top_logprobs=top,
+        **tools(request),
+        response_format=response_format(request),
+        reasoning_effort=one_of(request, "reasoning_effort", REASONING_EFFORTS),
+        metadata=metadata(request),
+        **upstream_hints(request),
+    )
+
+
+def completion(request: CompletionRequest) -> GenerationRequest:
+    """Validates a Create/StreamCompletionRequest."""
+    required(request.model, "model")
+    prompt, prompts = _completion_prompts(request)
+    shared = common(request)
+    if len(prompts) * shared.get("n", 1) > MAX_COMPLETION_CHOICES:
+        raise InvalidArgument.for_field(
+            "prompt", f"prompts times n must be at most {MAX_COMPLETION_CHOICES}"
+        )
+    echo = request.echo if present(request, "echo") else False
+    if echo and any(isinstance(p, tuple) for p in prompts):
+        raise InvalidArgument.for_field("echo", "cannot repeat a prompt given as token ids")
+    top = between(request, "logprobs", 0, MAX_COMPLETION_LOGPROBS)
+    best_of = between(request, "best_of", 1, MAX_BEST_OF)
+    if best_of is not None:
+        if best_of < shared.get("n", 1):
+            raise InvalidArgument.for_field("best_of", "must be at least n")
+        if request.DESCRIPTOR.name.startswith("Stream") or request.stream:
+            raise InvalidArgument.for_field("best_of", "cannot be used with streaming")
+    return GenerationRequest(
+        prompt=prompt,
+        prompts=prompts,
+        stop=stop_sequences(request.stop),
+        **read_sampling(request, CHAT_TEMPERATURE),
+        **shared,
+        logprobs=top is not None,
+        top_logprobs=top,
+        echo=echo,
+        suffix=request.suffix if present(request, "suffix") else None,
+        best_of=best_of,
+    )
+
+
+# The most choices one text completion may ask for: prompts times n.
+MAX_COMPLETION_CHOICES = 128
+
+
+def _completion_prompts(request: CompletionRequest) -> tuple[str, tuple[Prompt, ...]]:
+    """The prompt's text and, for OpenAI's array forms, every prompt: strings, one
+    token-id array, or token-id arrays. One string in an array is a plain prompt."""
+    if not request.prompts:
+        return required(request.prompt, "prompt"), ()
+    if request.prompt:
+        raise InvalidArgument.for_field("prompt", "send a string or an array, not both")
+    items = request.prompts
+    kinds = {item.WhichOneof("kind") for item in items}
+    prompts: tuple[Prompt, ...]
+    if kinds == {"string_value"}:
+        texts = tuple(non_empty(item.string_value, f"prompt[{i}]") for i, item in enumerate(items))
+        if len(texts) == 1:
+            return texts[0], ()
+        prompts = texts
+    elif kinds == {"number_value"}:
+        prompts = (token_ids(items, "prompt"),)
+    elif kinds == {"list_value"}:
+        prompts = tuple(
+            token_ids(item.list_value.values, f"prompt[{i}]") for i, item in enumerate(items)
+        )
+    else:
+        raise InvalidArgument.for_field(
+            "prompt",
+            "must be a string, an array of strings, an array of token ids, "
+            "or an array of token-id arrays",
+        )
+    return "\n".join(p for p in prompts if isinstance(p, str)), prompts

@@ -1,4 +1,6 @@
-"""A run's fragments -> Anthropic's content blocks, stream events and usage.
+"""A run's fragments -> Anthropic's content blocks, stream events and usage; the model
+list in Anthropic's shape (`ModelInfo`, cursor pages) for `GET /v1/models` with
+`anthropic-version`.
 
 From a generic provider: text becomes `text` blocks, tool-call fragments `tool_use`
 blocks (arguments as `input_json_delta`), reasoning `thinking` blocks (the signature
@@ -14,25 +16,23 @@ writes, which have their own counts; the gateway's cost and timing fields follow
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from gateway.v1 import messages_pb2 as pb
 from gateway.v1 import messages_service_pb2 as service
 
+from server.application.dialects.messages.request import DIALECT, TOOL_SIGNATURE
 from server.application.pipeline.engine import Fragment, Run
 from server.base import tokens
-from server.base.generation import (
-    TOOL_SIGNATURE,
-    NativeItem,
-    NativeMessagesEvent,
-    ReasoningDelta,
-    TextDelta,
-    ToolCallDelta,
-)
+from server.base.config import ModelConfig
+from server.base.errors import InvalidArgument
+from server.base.generation import NativeEvent, ReasoningDelta, TextDelta, ToolCallDelta
 
 Event = service.StreamMessageResponse
+
 _TEXT = ("text", 0)
 STOP_REASONS = {
     "stop": "end_turn",
@@ -81,10 +81,9 @@ class Reply:
                 return [event]
             out = self._start(_TEXT, lambda: pb.ContentBlock(type="text", text=""))
             return out + self._delta(pb.ContentBlockDelta(type="text_delta", text=fragment.text))
-        if isinstance(fragment, NativeMessagesEvent):
-            return self._native(fragment.data)
-        if isinstance(fragment, NativeItem):
-            return []  # the Responses API's: a Messages request never gets one
+        if isinstance(fragment, NativeEvent):
+            # Only an upstream serving this dialect answers a request of it natively.
+            return self._native(fragment.data) if fragment.dialect == DIALECT else []
         if isinstance(fragment, ReasoningDelta):
             out = self._start(
                 ("thinking", 0),
@@ -336,3 +335,44 @@ def _objects(items: list[Any]) -> bool:
 
 def _all_strings(value: dict[str, Any]) -> bool:
     return set(value) <= {"type", "ttl"} and all(isinstance(v, str) for v in value.values())
+
+
+# -- the model list ------------------------------------------------------------
+
+DEFAULT_LIMIT = 20
+MAX_LIMIT = 1000
+
+
+def info(model: ModelConfig) -> pb.ModelInfo:
+    created = datetime.fromtimestamp(model.created, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return pb.ModelInfo(type="model", id=model.id, display_name=model.id, created_at=created)
+
+
+def page(
+    models: Sequence[ModelConfig], request: service.ListModelInfosRequest
+) -> service.ListModelInfosResponse:
+    """The models after `after_id` (or before `before_id`), at most `limit`."""
+    limit = request.limit if request.HasField("limit") else DEFAULT_LIMIT
+    if not 1 <= limit <= MAX_LIMIT:
+        raise InvalidArgument.for_field("limit", f"must be between 1 and {MAX_LIMIT}")
+    ids = [m.id for m in models]
+    start, end = 0, len(models)
+    for name in ("after_id", "before_id"):
+        if request.HasField(name):
+            cursor = getattr(request, name)
+            if cursor not in ids:
+                raise InvalidArgument.for_field(name, f"names no model: {cursor!r}")
+            if name == "after_id":
+                start = ids.index(cursor) + 1
+            else:
+                end = ids.index(cursor)
+    chosen = models[start:end]
+    # With before_id the page is the one just before the cursor.
+    shown = chosen[-limit:] if request.HasField("before_id") else chosen[:limit]
+    data = [info(m) for m in shown]
+    return service.ListModelInfosResponse(
+        data=data,
+        has_more=len(shown) < len(chosen),
+        first_id=data[0].id if data else "",
+        last_id=data[-1].id if data else "",
+    )

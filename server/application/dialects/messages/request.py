@@ -16,11 +16,11 @@ Every field is honoured, carried, or refused with a 400 naming it:
   `cache_control` and `service_tier` are hints a provider may ignore;
 - what only Anthropic's own format carries (server tools, MCP servers, a container,
   context management, output config, server tool blocks, documents by URL or file
-  id...) sets `NativeMessages.required_by`, so only an Anthropic provider of the model may take the
-  request, and any other model answers a 400 naming the field.
+  id...) sets the native request's `required_by`, so only an Anthropic provider of the
+  model may take the request, and any other model answers a 400 naming the field.
 
-The request itself rides along as `NativeMessages`, which the Anthropic adapter sends as it
-came (with `anthropic-beta`), so nothing is lost on an Anthropic upstream.
+The request itself rides along as a `Native` request of this dialect, which the
+Anthropic adapter sends as it came (with `anthropic-beta`), so nothing is lost on an Anthropic upstream.
 """
 
 from __future__ import annotations
@@ -28,24 +28,23 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from gateway.v1 import messages_pb2 as pb
 from gateway.v1 import messages_service_pb2 as service
 
 from server.application.pipeline import cache_marks, schemas
-from server.application.validation import MAX_TOKENS_CEILING
+from server.application.pipeline.fields import MAX_TOKENS_CEILING
 from server.base import structs
 from server.base.errors import InvalidArgument
 from server.base.generation import (
     GATEWAY_SIGNATURE,
-    TOOL_SIGNATURE,
     DocumentPart,
     GenerationRequest,
     ImagePart,
     Message,
-    NativeMessages,
+    Native,
     Part,
     TextPart,
     Thinking,
@@ -55,6 +54,12 @@ from server.base.generation import (
     unseal,
 )
 
+# The dialect's name where a request travels as it came (see generation.serves).
+DIALECT = "messages"
+# A thinking block whose signature starts with this carries the sealed signature of the
+# tool call after it (ToolCall.signature): Messages has no field for it on the tool_use
+# block, and clients give thinking blocks back unchanged.
+TOOL_SIGNATURE = f"{GATEWAY_SIGNATURE}tool:"
 GenerateRequest = service.CreateMessageRequest | service.StreamMessageRequest
 AnyRequest = GenerateRequest | service.CountMessageTokensRequest
 
@@ -474,7 +479,7 @@ def generation(request: AnyRequest, headers: tuple[tuple[str, str], ...] = ()) -
         **_choice(request, names),
         **sampling,
         thinking=_thinking(request, sampling.get("max_tokens"), effort),
-        native_messages=NativeMessages(request, headers, reader.native_only),
+        native=Native(DIALECT, request, headers, reader.native_only),
     )
 
 
@@ -482,10 +487,3 @@ def native_headers(metadata: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
     """The call's headers that go to Anthropic upstreams with its request."""
     beta = metadata.get(BETA_HEADER)
     return ((BETA_HEADER, beta),) if beta else ()
-
-
-def validator(metadata: Mapping[str, str]) -> Callable[[GenerateRequest], GenerationRequest]:
-    """The validation of one call's request, carrying its `anthropic-beta` header to
-    Anthropic upstreams."""
-    headers = native_headers(metadata)
-    return lambda request: generation(request, headers)

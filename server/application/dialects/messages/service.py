@@ -16,9 +16,10 @@ from gateway.v1 import messages_pb2 as pb
 from gateway.v1 import messages_service_pb2 as service
 
 from server.accounting.accounts import Accounts
-from server.application.dialects.messages import model_infos
+from server.application.dialects.messages import reply as reply_
 from server.application.dialects.messages import request as translation
 from server.application.dialects.messages.reply import Reply
+from server.application.pipeline.engine import Run
 from server.application.pipeline.generations import Generations
 from server.application.pipeline.state import Live
 from server.base import tokens
@@ -41,7 +42,7 @@ class MessagesService:
     async def create_message(
         self, request: service.CreateMessageRequest, call: Call
     ) -> service.CreateMessageResponse:
-        run = await self.generations.for_model(request, translation.validator(call.metadata), call)
+        run = await self._run(request, call)
         reply = Reply(emit=False)
         async for fragment in run.stream():
             reply.feed(fragment)
@@ -63,7 +64,7 @@ class MessagesService:
     async def stream_message(
         self, request: service.StreamMessageRequest, call: Call
     ) -> AsyncGenerator[Event, None]:
-        run = await self.generations.for_model(request, translation.validator(call.metadata), call)
+        run = await self._run(request, call)
         reply = Reply(emit=True)
         fragments = run.stream()
         # Already read by the failover: an Anthropic upstream's start, with its usage.
@@ -100,6 +101,13 @@ class MessagesService:
         yield end
         yield Event(type="message_stop")
 
+    async def _run(self, request: translation.GenerateRequest, call: Call) -> Run:
+        admitted = await self.generations.admit(call, "api", request.model)
+        headers = translation.native_headers(call.metadata)
+        return await self.generations.run(
+            admitted, request.model, translation.generation(request, headers)
+        )
+
     async def count_message_tokens(
         self, request: service.CountMessageTokensRequest, call: Call
     ) -> service.CountMessageTokensResponse:
@@ -128,14 +136,14 @@ class MessagesService:
     ) -> service.ListModelInfosResponse:
         state = self.live.current
         await self.accounts.admit(call, "api", state.keys)
-        return model_infos.page(state.config.models, request)
+        return reply_.page(state.config.models, request)
 
     async def get_model_info(
         self, request: service.GetModelInfoRequest, call: Call
     ) -> service.GetModelInfoResponse:
         state = self.live.current
         await self.accounts.admit(call, "api", state.keys)
-        one = model_infos.info(state.catalog.model(request.model))
+        one = reply_.info(state.catalog.model(request.model))
         return service.GetModelInfoResponse(
             type=one.type, id=one.id, display_name=one.display_name, created_at=one.created_at
         )

@@ -21,6 +21,7 @@ A whole (unary) response runs the same builder without making the events.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from typing import Any, cast
 
 from gateway.v1 import responses_pb2 as rpb
@@ -28,11 +29,11 @@ from gateway.v1 import responses_service_pb2 as rs
 from gateway.v1 import usage_pb2
 from google.protobuf import struct_pb2
 
-from server.application.dialects.responses.request import Item, new_id
+from server.application.dialects.responses.request import DIALECT, Item, new_id
 from server.application.pipeline.engine import Choice, Fragment
 from server.base.errors import Code, GatewayError
 from server.base.generation import (
-    NativeItem,
+    NativeEvent,
     ReasoningDelta,
     TextDelta,
     TokenLogprob,
@@ -112,7 +113,9 @@ class Builder:
             return self._call(fragment)
         if isinstance(fragment, ReasoningDelta):
             return self._reasoning(fragment)
-        return self._native(cast(NativeItem, fragment))
+        native = cast(NativeEvent, fragment)
+        # Only an upstream serving this dialect answers a request of it natively.
+        return self._native(native.data) if native.dialect == DIALECT else []
 
     def gathered(self, choice: Choice) -> None:
         """Adds a whole generation's text and calls at once (a unary response)."""
@@ -166,7 +169,7 @@ class Builder:
                 # The call's reasoning state (sealed) goes where Responses keeps reasoning
                 # state: a reasoning item's encrypted content, given back before the call.
                 reasoning = {"type": "reasoning", "encrypted_content": fragment.signature}
-                out = self._native(NativeItem(reasoning))
+                out = self._native(reasoning)
             out += self._close()
             current = self._begin("function_call", new_id("fc"))
             current.call_id = fragment.id or new_id("call")
@@ -216,10 +219,10 @@ class Builder:
             out.append(self._event("response.reasoning_summary_text.delta", delta=delta))
         return out
 
-    def _native(self, fragment: NativeItem) -> list[Event]:
+    def _native(self, item: Mapping[str, Any]) -> list[Event]:
         """A whole item from an upstream serving the Responses API: a reasoning item
         completes the one being summarised (or stands alone); others pass as they are."""
-        raw = dict(fragment.item)
+        raw = dict(item)
         out: list[Event] = []
         if raw.get("type") == "reasoning":
             current = self._open

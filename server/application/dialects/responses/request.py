@@ -27,16 +27,15 @@ from gateway.v1 import responses_pb2 as rpb
 from gateway.v1 import responses_service_pb2 as rs
 from google.protobuf import json_format, struct_pb2
 
-from server.application.dialects.chat import request as fields
-from server.application.pipeline import schemas
-from server.application.validation import MAX_TOKENS_CEILING
+from server.application.pipeline import fields, schemas
+from server.application.pipeline.fields import MAX_TOKENS_CEILING
 from server.base import structs
 from server.base.errors import InvalidArgument, NotFound
 from server.base.generation import (
     GenerationRequest,
     ImagePart,
     Message,
-    NativeResponses,
+    Native,
     Part,
     ResponseFormat,
     TextPart,
@@ -45,6 +44,8 @@ from server.base.generation import (
     unseal,
 )
 
+# The dialect's name where a request travels as it came (see generation.serves).
+DIALECT = "responses"
 ResponsesRequest = rs.CreateResponseRequest | rs.StreamResponseRequest
 Item = dict[str, Any]
 
@@ -159,9 +160,9 @@ def translate(request: ResponsesRequest, previous: Previous | None) -> Translate
         if len(request.safety_identifier) > 64:
             raise InvalidArgument.for_field("safety_identifier", "at most 64 characters")
         user = user or request.safety_identifier
-    native = NativeResponses(
-        body=_native_body(request, tool_objects),
-        input=tuple(items),
+    native = Native(
+        DIALECT,
+        {**_native_body(request, tool_objects), "input": tuple(items)},
         history=context,
         previous=(previous.provider, previous.upstream_id)
         if previous is not None and previous.upstream_id
@@ -198,8 +199,8 @@ def _plain(request: ResponsesRequest) -> Translated:
     text = {"type": "input_text", "text": request.input}
     item = {"id": new_id("msg"), "type": "message", "role": "user", "content": [text],
             "status": "completed"}  # fmt: skip
-    native = NativeResponses(body={"store": request.store} if request.HasField("store") else {},
-                             input=(item,))  # fmt: skip
+    stored = {"store": request.store} if request.HasField("store") else {}
+    native = Native(DIALECT, {**stored, "input": (item,)})
     generation = GenerationRequest(messages=(Message("user", request.input),), native=native)
     return Translated(generation, (item,), False, False)
 

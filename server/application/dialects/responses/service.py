@@ -16,8 +16,7 @@ import asyncio
 import logging
 import time
 from collections.abc import AsyncGenerator, Awaitable
-from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from gateway.v1 import responses_pb2 as rpb
 from gateway.v1 import responses_service_pb2 as rs
@@ -35,12 +34,12 @@ from server.application.dialects.responses.request import (
     translate,
 )
 from server.application.pipeline.engine import Run
-from server.application.pipeline.generations import Generations
+from server.application.pipeline.generations import Admitted, Generations
 from server.application.pipeline.state import Live
 from server.base.call import Call
 from server.base.config import Config
 from server.base.errors import GatewayError, InvalidArgument, NotFound, Unsupported
-from server.base.generation import GenerationRequest, TextDelta, ToolCallDelta
+from server.base.generation import TextDelta, ToolCallDelta
 from server.storage.responses import ResponseStore, StoredResponse
 
 log = logging.getLogger(__name__)
@@ -55,11 +54,9 @@ FIELD_NAMES = {
     "logprobs": "top_logprobs",
 }
 # The response's fields before the request's own: OpenAI's defaults.
-HEAD = rpb.Response(
+DEFAULTS: dict[str, Any] = dict(
     object="response", status="in_progress", parallel_tool_calls=True, store=True,
     truncation="disabled", service_tier="default", tool_choice="auto",
-    reasoning=rpb.ReasoningConfig(),
-    text=rpb.TextConfig(format=rpb.TextFormat(type="text"), verbosity="medium"),
 )  # fmt: skip
 # Request fields the response echoes as they are.
 ECHOED = frozenset(
@@ -70,13 +67,6 @@ ECHOED = frozenset(
 )  # fmt: skip
 MAX_PAGE = 100
 DEFAULT_PAGE = 20
-
-
-@dataclass(frozen=True)
-class _Asked:
-    """What Generations.for_model reads from the request: the model it names."""
-
-    model: str
 
 
 class ResponsesService:
@@ -93,24 +83,24 @@ class ResponsesService:
     async def create_response(
         self, request: rs.CreateResponseRequest, call: Call
     ) -> rs.CreateResponseResponse:
-        translated, run = await self._run(request, call)
-        answer = rs.CreateResponseResponse()  # filled in place: no copy of the response
-        builder = Builder(self._head(request, run, answer.response), run.provider_id,
-                          translated.include_encrypted, emit=False, keep=_stored(request))  # fmt: skip
+        admitted, translated, run = await self._run(request, call)
+        answer = rs.CreateResponseResponse(response=_head(request, run))  # then filled in place
+        builder = Builder(answer.response, run.provider_id, translated.include_encrypted,
+                          emit=False, keep=_stored(request))  # fmt: skip
         async for fragment in run.stream():
             # The run gathers text and calls itself: only whole items go through here.
             if type(fragment) is not TextDelta and type(fragment) is not ToolCallDelta:
                 builder.add(fragment)
         builder.gathered(run.choices[0])
         builder.finish(run.finish_reason, run.usage())
-        await self._keep(request, translated, run, builder, call)
+        await self._keep(request, translated, run, builder, admitted)
         return answer
 
     async def stream_response(
         self, request: rs.StreamResponseRequest, call: Call
     ) -> AsyncGenerator[rs.StreamResponseResponse, None]:
-        translated, run = await self._run(request, call)
-        builder = Builder(self._head(request, run), run.provider_id, translated.include_encrypted,
+        admitted, translated, run = await self._run(request, call)
+        builder = Builder(_head(request, run), run.provider_id, translated.include_encrypted,
                           emit=True, keep=_stored(request))  # fmt: skip
         for event in builder.start():
             yield event
@@ -125,65 +115,38 @@ class ResponsesService:
                 for event in builder.add(fragment):
                     yield event
             ending = builder.finish(run.finish_reason, run.usage())
-            await self._keep(request, translated, run, builder, call)
+            await self._keep(request, translated, run, builder, admitted)
         except GatewayError as error:
             # After the first event the caller hears of a failure as OpenAI says it:
             # one `response.failed`, never a completed response with what was cut.
             call.record.failed(error)
             ending = builder.fail(error, run.usage() if run.started else None)
             if not isinstance(error, StorageFailed):
-                await self._keep(request, translated, run, builder, call, quietly=True)
+                await self._keep(request, translated, run, builder, admitted, quietly=True)
         for event in ending:
             yield event
 
-    async def _run(self, request: ResponsesRequest, call: Call) -> tuple[Translated, Run]:
+    async def _run(self, request: ResponsesRequest, call: Call) -> tuple[Admitted, Translated, Run]:
+        """The caller admitted, the conversation it continues read, the request
+        translated and run."""
+        admitted = await self.generations.admit(call, "api", request.model)
         previous = None
         if request.HasField("previous_response_id"):
-            previous = await self._previous(request.previous_response_id, call)
-        done: list[Translated] = []
-
-        def validate(_: _Asked) -> GenerationRequest:
-            # Runs once the caller is identified: a request without a key is a 401.
-            done.append(translate(request, previous))
-            return done[0].generation
-
+            previous = await self._previous(request.previous_response_id, admitted)
+        translated = translate(request, previous)
         try:
-            run = await self.generations.for_model(_Asked(request.model), validate, call)
+            run = await self.generations.run(admitted, request.model, translated.generation)
         except Unsupported as exc:
             raise _renamed(exc) from None
-        return done[0], run
+        return admitted, translated, run
 
-    async def _previous(self, response_id: str, call: Call) -> Previous:
+    async def _previous(self, response_id: str, admitted: Admitted) -> Previous:
         """The stored response a request continues; 404 when it is not the caller's."""
-        principal = await self.accounts.identify(call, "api", self.live.current.keys)
-        stored = await self._bounded(self.store.get(response_id, principal.key_id))
+        work = self.store.get(response_id, admitted.principal.key_id)
+        stored = await _bounded(work, admitted.state.config)
         if stored is None:
             raise missing_previous(response_id)
         return Previous(stored.id, stored.context, stored.provider, stored.upstream_id)
-
-    def _head(
-        self, request: ResponsesRequest, run: Run, head: rpb.Response | None = None
-    ) -> rpb.Response:
-        """The response as it starts (in `head`, when given): its id and the request's
-        parameters echoed over OpenAI's defaults."""
-        head = rpb.Response() if head is None else head
-        head.CopyFrom(HEAD)
-        head.id = new_id("resp")
-        head.created_at = int(time.time())
-        head.model = run.model.id
-        for field, value in request.ListFields():
-            name = field.name
-            if name in ECHOED:
-                setattr(head, name, value)
-            elif name in ("reasoning", "text"):
-                getattr(head, name).MergeFrom(value)
-            elif name == "tool_choice_object":
-                head.tool_choice_object.CopyFrom(value)
-            elif name == "tools":
-                head.tools.extend(_echo_tool(t) for t in value)
-            elif name == "metadata":
-                head.metadata.update(value)
-        return head
 
     async def _keep(
         self,
@@ -191,22 +154,20 @@ class ResponsesService:
         translated: Translated,
         run: Run,
         builder: Builder,
-        call: Call,
+        admitted: Admitted,
         quietly: bool = False,
     ) -> None:
         """Stores the response when the request asked (`store`, true by default)."""
         if not _stored(request):
             return
-        principal = call.record.principal
-        if principal is None:
-            return
+        config = admitted.state.config
         native = translated.generation.native
         history = native.history if native is not None else ()
         now = time.time()
-        retention_s = self.live.current.config.responses.retention_days * 86_400
+        retention_s = config.responses.retention_days * 86_400
         stored = StoredResponse(
             id=builder.response.id,
-            key_id=principal.key_id,
+            key_id=admitted.principal.key_id,
             created_at=now,
             expires_at=now + retention_s,
             provider=run.provider_id,
@@ -216,7 +177,7 @@ class ResponsesService:
             context=(*(dict(i) for i in history), *translated.input_items, *builder.items),
         )
         try:
-            await self._bounded(self.store.save(stored))
+            await _bounded(self.store.save(stored), config)
         except GatewayError as exc:
             if quietly:
                 log.warning("response %s was not stored: %s", stored.id, exc)
@@ -234,9 +195,11 @@ class ResponsesService:
     async def delete_response(
         self, request: rs.DeleteResponseRequest, call: Call
     ) -> rs.DeleteResponseResponse:
-        principal = await self.accounts.admit(call, "api", self.live.current.keys)
+        state = self.live.current
+        principal = await self.accounts.admit(call, "api", state.keys)
         _required_id(request.response_id)
-        if not await self._bounded(self.store.delete(request.response_id, principal.key_id)):
+        deleted = self.store.delete(request.response_id, principal.key_id)
+        if not await _bounded(deleted, state.config):
             raise _not_found(request.response_id)
         return rs.DeleteResponseResponse(id=request.response_id, object="response", deleted=True)
 
@@ -270,23 +233,21 @@ class ResponsesService:
         return out
 
     async def _stored(self, response_id: str, call: Call) -> StoredResponse:
-        principal = await self.accounts.admit(call, "api", self.live.current.keys)
+        state = self.live.current
+        principal = await self.accounts.admit(call, "api", state.keys)
         _required_id(response_id)
-        stored = await self._bounded(self.store.get(response_id, principal.key_id))
+        stored = await _bounded(self.store.get(response_id, principal.key_id), state.config)
         if stored is None:
             raise _not_found(response_id)
         return stored
 
-    async def _bounded(self, work: Awaitable[T]) -> T:
-        config: Config = self.live.current.config
-        return await bounded("stored responses", work, config.storage_timeout_s)
-
     async def clean_every(self) -> None:
         """Deletes expired responses every `responses.cleanup_interval_s`, for ever."""
         while True:
-            await asyncio.sleep(self.live.current.config.responses.cleanup_interval_s)
+            config = self.live.current.config
+            await asyncio.sleep(config.responses.cleanup_interval_s)
             try:
-                removed = await self._bounded(self.store.delete_expired(time.time()))
+                removed = await _bounded(self.store.delete_expired(time.time()), config)
             except GatewayError as exc:
                 log.warning("cleaning up expired responses failed: %s", exc)
                 continue
@@ -298,6 +259,10 @@ class StorageFailed(GatewayError):
     """A finished response could not be stored although the caller asked for it."""
 
     reason = "STORAGE_UNAVAILABLE"
+
+
+async def _bounded(work: Awaitable[T], config: Config) -> T:
+    return await bounded("stored responses", work, config.storage_timeout_s)
 
 
 def _stored(request: ResponsesRequest) -> bool:
@@ -328,6 +293,26 @@ def _position(ids: list[str], item_id: str, where: str) -> int:
         raise InvalidArgument.for_field(where, f"no input item {item_id!r}") from None
 
 
+def _head(request: ResponsesRequest, run: Run) -> rpb.Response:
+    """The response as it starts: its id and the request's parameters echoed over
+    OpenAI's defaults."""
+    given = {field.name: value for field, value in request.ListFields()}
+    text = rpb.TextConfig(format=rpb.TextFormat(type="text"), verbosity="medium")
+    if "text" in given:
+        text.MergeFrom(given["text"])
+    return rpb.Response(
+        **{**DEFAULTS, **{name: given[name] for name in ECHOED.intersection(given)}},
+        id=new_id("resp"),
+        created_at=int(time.time()),
+        model=run.model.id,
+        reasoning=given.get("reasoning", rpb.ReasoningConfig()),
+        text=text,
+        tool_choice_object=given.get("tool_choice_object"),
+        tools=[_echo_tool(tool) for tool in given.get("tools", ())],
+        metadata=given.get("metadata", {}),
+    )
+
+
 def _echo_tool(tool: struct_pb2.Struct) -> struct_pb2.Struct:
     """A tool as OpenAI echoes it: a function tool with `strict` (true by default) and
     `description` (null when absent)."""
@@ -341,25 +326,31 @@ def _echo_tool(tool: struct_pb2.Struct) -> struct_pb2.Struct:
     return echoed
 
 
-def input_item(item: dict[str, object]) -> rpb.InputItem:
+def input_item(item: dict[str, Any]) -> rpb.InputItem:
     """A stored item (OpenAI's JSON shape) as the contract's InputItem."""
-    out = rpb.InputItem()
-    for key, value in item.items():
-        if key in ("content", "output") and isinstance(value, list):
-            target = out.content_parts if key == "content" else out.output_parts
-            for part in value:
-                assert isinstance(part, dict)
-                message = target.add()
-                for name, part_value in part.items():
-                    if name in ("annotations", "logprobs"):
-                        for entry in part_value:
-                            getattr(message, name).add().update(entry)
-                    elif name in message.DESCRIPTOR.fields_by_name:
-                        setattr(message, name, part_value)
-        elif key == "summary" and isinstance(value, list):
-            for part in value:
-                assert isinstance(part, dict)
-                out.summary.add(type=str(part.get("type")), text=str(part.get("text")))
-        elif key in out.DESCRIPTOR.fields_by_name:
-            setattr(out, key, value)
+    # Keys that are fields as they are; content and output as parts, and the summary,
+    # are lists read apart.
+    out = rpb.InputItem(
+        **{k: v for k, v in item.items() if k in _ITEM_FIELDS and not isinstance(v, list)}
+    )
+    for key, target in (("content", out.content_parts), ("output", out.output_parts)):
+        if isinstance(parts := item.get(key), list):
+            for part in parts:
+                _add_part(target, part)
+    if isinstance(summary := item.get("summary"), list):
+        for part in summary:
+            out.summary.add(type=str(part.get("type")), text=str(part.get("text")))
     return out
+
+
+_ITEM_FIELDS = frozenset(rpb.InputItem.DESCRIPTOR.fields_by_name)
+_LISTED = ("annotations", "logprobs")
+_PART_FIELDS = frozenset(rpb.InputContent.DESCRIPTOR.fields_by_name) - set(_LISTED)
+
+
+def _add_part(target: Any, part: dict[str, Any]) -> None:
+    """Adds a content or output part to `target`, its annotations and logprobs as Structs."""
+    message = target.add(**{k: v for k, v in part.items() if k in _PART_FIELDS})
+    for name in _LISTED:
+        for entry in part.get(name, ()):
+            getattr(message, name).add().update(entry)

@@ -7,10 +7,12 @@ TGI streams one event per token, the last one also carrying `generated_text` and
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
+from typing import Any
 
 from gateway.v1 import deployment_service_pb2 as deployment
 
+from server.application.pipeline.answers import text_choice
 from server.application.pipeline.engine import Run
 
 # The gateway's finish reasons (OpenAI's) in TGI's words. `stop` is `eos_token` unless
@@ -22,16 +24,6 @@ def finish_reason(run: Run) -> str:
     if run.finish_reason == "stop" and run.stop_sequence is not None:
         return "stop_sequence"  # the upstream said a stop sequence ended it
     return FINISH_REASONS.get(run.finish_reason, run.finish_reason)
-
-
-def as_invocation(
-    request: deployment.GenerateTextRequest | deployment.StreamGenerateTextRequest,
-) -> deployment.InvokeDeploymentRequest:
-    """A (Stream)GenerateTextRequest as the `inputs` form of InvokeDeployment, so both
-    paths validate alike (fields named the same: inputs, parameters.max_new_tokens)."""
-    return deployment.InvokeDeploymentRequest(
-        deployment_id=request.deployment_id, inputs=request.inputs, parameters=request.parameters
-    )
 
 
 async def tokens(run: Run) -> AsyncIterator[tuple[deployment.GeneratedToken, bool]]:
@@ -58,3 +50,27 @@ def details(run: Run, fragments: list[str]) -> deployment.TextGenerationDetails:
         generated_tokens=run.counts().completion_tokens,
         tokens=[deployment.GeneratedToken(id=i, text=text) for i, text in enumerate(fragments)],
     )
+
+
+def details_of(run: Run) -> deployment.GenerationDetails:
+    """TGI's `details` of a finished generation, without its tokens."""
+    return deployment.GenerationDetails(
+        finish_reason=finish_reason(run),
+        generated_tokens=run.counts().completion_tokens,
+    )
+
+
+async def tgi_chunks(
+    run: Run, start: dict[str, Any], include_usage: bool
+) -> AsyncGenerator[deployment.StreamInvokeDeploymentResponse, None]:
+    """An `inputs` stream as TGI sends it: a token in every chunk, the last one also
+    carrying the finish reason, generated_text and details."""
+    async for token, last in tokens(run):
+        choice = text_choice(token.text, run.finish_reason if last else None)
+        chunk = deployment.StreamInvokeDeploymentResponse(**start, choices=[choice], token=token)
+        if last:
+            chunk.generated_text = run.generated_text
+            chunk.details.CopyFrom(details_of(run))
+            if include_usage:
+                chunk.usage.CopyFrom(run.usage())
+        yield chunk
