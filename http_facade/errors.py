@@ -1,7 +1,8 @@
-"""Errors -> HTTP: one body shape, one status table (server.base.errors), one place.
+"""Errors -> HTTP: one status table (server.base.errors), one table of error formats.
 
 Every error a caller sees, from the core, a remote gateway or the facade itself, is a
-GatewayError rendered by `error_response`:
+GatewayError rendered by `error_response`, in the format of the dialect its path speaks
+(`FORMATS`, keyed by the contract's ErrorFormat); the gateway's own is OpenAI's:
 
     {"error": {"message": ..., "type": ..., "code": ..., "param": ...}}
 
@@ -14,7 +15,9 @@ from __future__ import annotations
 import json
 import logging
 import math
+import operator
 from collections.abc import Callable, Coroutine, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from gateway.v1 import rest_pb2
@@ -127,37 +130,68 @@ ANTHROPIC_ERROR_TYPE: dict[Code, str] = {
 OVERLOADED = 529
 
 
+def _openai_body(error: GatewayError) -> dict[str, Any]:
+    return {"error": error_object(error)}
+
+
+def _anthropic_body(error: GatewayError) -> dict[str, Any]:
+    if error.http_status == 413:
+        kind = "request_too_large"
+    elif error.http_status == 502:
+        kind = "api_error"  # an upstream answered badly: not a capacity problem
+    else:
+        kind = ANTHROPIC_ERROR_TYPE.get(error.code, "api_error")
+    return {"type": "error", "error": {"type": kind, "message": error.message}}
+
+
+def _anthropic_status(error: GatewayError) -> int:
+    return OVERLOADED if error.http_status == 503 else error.http_status
+
+
+def _responses_event(error: GatewayError, sequence: int) -> dict[str, Any]:
+    return {
+        "type": "error",
+        "code": error.reason.lower(),
+        "message": error.message,
+        "param": error.param,
+        "sequence_number": sequence,
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorFormat:
+    """How one dialect writes an error: its body, its HTTP status, and its body inside a
+    stream after `sequence` events (the plain body when it has no stream form)."""
+
+    body: Callable[[GatewayError], dict[str, Any]]
+    status: Callable[[GatewayError], int] = operator.attrgetter("http_status")
+    stream_body: Callable[[GatewayError, int], dict[str, Any]] | None = None
+
+
+# The contract's error formats (rest.proto's ErrorFormat), one entry per dialect that
+# writes errors its own way.
+FORMATS: dict[int, ErrorFormat] = {
+    rest_pb2.ERROR_FORMAT_UNSPECIFIED: ErrorFormat(_openai_body),
+    rest_pb2.ERROR_FORMAT_ANTHROPIC: ErrorFormat(_anthropic_body, _anthropic_status),
+    rest_pb2.ERROR_FORMAT_OPENAI_RESPONSES: ErrorFormat(_openai_body, stream_body=_responses_event),
+}
+
+
 def error_body(error: GatewayError, dialect: int = OPENAI) -> dict[str, Any]:
     """The error as the dialect writes it (rest.proto's ErrorFormat)."""
-    if dialect == ANTHROPIC:
-        if error.http_status == 413:
-            kind = "request_too_large"
-        elif error.http_status == 502:
-            kind = "api_error"  # an upstream answered badly: not a capacity problem
-        else:
-            kind = ANTHROPIC_ERROR_TYPE.get(error.code, "api_error")
-        return {"type": "error", "error": {"type": kind, "message": error.message}}
-    return {"error": error_object(error)}
+    return FORMATS[dialect].body(error)
 
 
 def stream_error_body(error: GatewayError, dialect: int, sequence: int) -> dict[str, Any]:
     """The error as the dialect writes it inside a stream, after `sequence` events."""
-    if dialect == OPENAI_RESPONSES:
-        return {
-            "type": "error",
-            "code": error.reason.lower(),
-            "message": error.message,
-            "param": error.param,
-            "sequence_number": sequence,
-        }
-    return error_body(error, dialect)
+    written = FORMATS[dialect]
+    if written.stream_body is None:
+        return written.body(error)
+    return written.stream_body(error, sequence)
 
 
 def error_status(error: GatewayError, dialect: int = OPENAI) -> int:
-    status = error.http_status
-    if dialect == ANTHROPIC and status == 503:
-        return OVERLOADED
-    return status
+    return FORMATS[dialect].status(error)
 
 
 def error_json(error: GatewayError, dialect: int = OPENAI) -> bytes:

@@ -22,7 +22,8 @@ class FeedbackService:
     async def submit_feedback(
         self, request: feedback.SubmitFeedbackRequest, call: Call
     ) -> feedback.SubmitFeedbackResponse:
-        principal = await self.accounts.admit(call, "router", self.live.current.keys)
+        state = self.live.current
+        principal = await self.accounts.admit(call, "router", state.keys)
         request_id, score, label = validation.feedback(request)
         key_id = principal.key_id
         store = self.store
@@ -34,5 +35,5 @@ class FeedbackService:
                 f"no request {request_id!r} of this key in the ledger", {"request_id": request_id}
             )
         await store.feedback.save(request_id, key_id, score, label, request.comment)
-        self.live.current.router.feedback(f"{key_id}/{request_id}", score)
+        state.router.feedback(f"{key_id}/{request_id}", score)
         return feedback.SubmitFeedbackResponse(request_id=request_id, score=score)

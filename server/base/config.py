@@ -19,9 +19,6 @@ from server.base.generation import Capability, served_dialect
 # The routing profiles: named here and nowhere else.
 ProfileName = Literal["economy", "balanced", "quality"]
 PROFILES: tuple[ProfileName, ...] = get_args(ProfileName)
-AdapterKind = Literal[
-    "simulated", "openai", "anthropic", "tgi", "azure_openai", "gemini", "vertex", "bedrock"
-]
 KeyKind = Literal["api", "router", "admin"]
 # How often a key's budget starts again from zero (UTC calendar days and months).
 BudgetPeriod = Literal["none", "daily", "monthly"]
@@ -89,7 +86,8 @@ class BreakerConfig(Strict):
 class ProviderConfig(Strict):
     id: str = Field(min_length=1)
     type: Literal["primary", "backup"]
-    adapter: AdapterKind
+    # The adapter kind (server/providers/registry.py's table checks the name).
+    adapter: str = Field(min_length=1)
     enabled: bool = True
     params: dict[str, Any] = Field(default_factory=dict)
     breaker: BreakerConfig = Field(default_factory=BreakerConfig)

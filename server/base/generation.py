@@ -501,15 +501,3 @@ class TokenCounter(Protocol):
     count_tokens); failures are raised as `errors.UpstreamError`."""
 
     async def count_tokens(self, request: GenerationRequest) -> int: ...
-
-
-@dataclass
-class Collected:
-    """A whole generation, gathered from its events."""
-
-    text_parts: list[str] = field(default_factory=list)
-    finished: Finished | None = None
-
-    @property
-    def text(self) -> str:
-        return "".join(self.text_parts)

@@ -6,11 +6,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import logging
 import socket
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import grpc
 import uvicorn
@@ -351,22 +352,33 @@ async def start_grpc(
     return server, port
 
 
-@dataclass
-class Running:
-    """A started gateway; ports are the bound ones (useful when configured as 0)."""
+class HttpListener(NamedTuple):
+    """A started HTTP server: its task and the port it bound."""
 
-    grpc_port: int | None
-    http_port: int | None
-    gateway: Gateway | None = None
-    _grpc: grpc.aio.Server | None = None
-    _http: uvicorn.Server | None = None
-    _http_task: asyncio.Task[None] | None = None
-    _closers: list[Closer] = field(default_factory=list)
-    readiness: Readiness | None = None
+    server: uvicorn.Server
+    task: asyncio.Task[None]
+    port: int
+
+    async def stop(self) -> None:
+        self.server.should_exit = True
+        await self.task
+
+
+@dataclass(kw_only=True)
+class Running:
+    """A started gateway, built once its listeners are up; ports are the bound ones
+    (useful when configured as 0)."""
+
+    grpc_port: int | None = None
+    http_port: int | None = None
     metrics_port: int | None = None
-    _health: health.aio.HealthServicer | None = None
-    _metrics_http: uvicorn.Server | None = None
-    _metrics_task: asyncio.Task[None] | None = None
+    gateway: Gateway | None = None
+    grpc: grpc.aio.Server | None = None
+    http: HttpListener | None = None
+    metrics: HttpListener | None = None
+    closers: list[Closer] = field(default_factory=list)
+    readiness: Readiness | None = None
+    health: health.aio.HealthServicer | None = None
     operations: OperationsConfig = field(default_factory=OperationsConfig)
     # Completed shortly before the drain period ends: streams still running then end
     # with a SHUTTING_DOWN error (SSE event, gRPC UNAVAILABLE) before sockets close.
@@ -377,8 +389,8 @@ class Running:
         every listener still serves, so load balancers move away first."""
         if self.readiness is not None:
             self.readiness.draining = True
-        if self._health is not None:
-            await self._health.enter_graceful_shutdown()
+        if self.health is not None:
+            await self.health.enter_graceful_shutdown()
 
     async def stop(self) -> None:
         """Drains, waits `operations.readiness_delay_s`, then closes the listeners;
@@ -393,20 +405,18 @@ class Running:
                 max(0.0, self.operations.drain_s - STOP_NOTICE_S), _complete, self.stopping
             )
         stopping = []
-        if self._http is not None and self._http_task is not None:
-            self._http.should_exit = True
-            stopping.append(self._http_task)
-        if self._grpc is not None:
-            stopping.append(asyncio.ensure_future(self._grpc.stop(self.operations.drain_s)))
+        if self.http is not None:
+            stopping.append(asyncio.ensure_future(self.http.stop()))
+        if self.grpc is not None:
+            stopping.append(asyncio.ensure_future(self.grpc.stop(self.operations.drain_s)))
         try:
             await asyncio.gather(*stopping)
         finally:
             if warn is not None:
                 warn.cancel()
-        if self._metrics_http is not None and self._metrics_task is not None:
-            self._metrics_http.should_exit = True
-            await self._metrics_task
-        for close in self._closers:
+        if self.metrics is not None:
+            await self.metrics.stop()
+        for close in self.closers:
             await close()
 
 
@@ -437,7 +447,7 @@ async def start_http(
     port: int | None = None,
     grace_s: float = GRACE_S,
     reuse_port: bool = False,
-) -> tuple[uvicorn.Server, asyncio.Task[None], int]:
+) -> HttpListener:
     from http_facade.protocol import bounded_protocol
 
     protocol = bounded_protocol(settings.header_timeout_s, settings.send_timeout_s)
@@ -457,7 +467,7 @@ async def start_http(
             raise RuntimeError("HTTP server failed to start")
         await asyncio.sleep(0.01)
     port = server.servers[0].sockets[0].getsockname()[1]
-    return server, task, port
+    return HttpListener(server, task, port)
 
 
 async def start(
@@ -486,43 +496,47 @@ async def start(
         app = create_app(settings, grpc_target=grpc_target, extra_routes=ops_routes(edge),
                          on_unknown_route=logged)  # fmt: skip
         app.state.stopping = stopping
-        http, task, http_port = await start_http(
-            app, settings, grace_s=grace, reuse_port=reuse_port
-        )
-        closers = [app.state.backend.aclose, edge.aclose]
+        edge_http = await start_http(app, settings, grace_s=grace, reuse_port=reuse_port)
         return Running(
-            None, http_port, None, None, http, task, closers, readiness=edge,
-            operations=config.operations, stopping=stopping,
+            http_port=edge_http.port, http=edge_http,
+            closers=[app.state.backend.aclose, edge.aclose],
+            readiness=edge, operations=config.operations, stopping=stopping,
         )  # fmt: skip
     gateway = await open_gateway(config, shared_state, source, spool)
     table = gateway.table
+    health_servicer = health.aio.HealthServicer()
+    extra = ops_routes(gateway.health, gateway.render_metrics)
+    # What has started, stopped in reverse when a later listener cannot start.
+    started: list[Closer] = [gateway.aclose]
     try:
-        health_servicer = health.aio.HealthServicer()
         grpc_server, grpc_port = await start_grpc(
             table, settings, health_servicer, reuse_port, stopping
         )
+        started.append(functools.partial(grpc_server.stop, None))
+        http: HttpListener | None = None
+        if serve_http:
+            app = create_app(
+                settings, table=table, extra_routes=extra, on_unknown_route=gateway.unknown_route
+            )
+            app.state.stopping = stopping
+            http = await start_http(app, settings, grace_s=grace, reuse_port=reuse_port)
+            started.append(http.stop)
+        metrics: HttpListener | None = None
+        if config.operations.metrics_port is not None:
+            from starlette.applications import Starlette
+
+            metrics = await start_http(
+                Starlette(routes=extra), settings, port=config.operations.metrics_port,
+                reuse_port=reuse_port,
+            )  # fmt: skip
     except BaseException:
-        await gateway.aclose()
+        for stop in reversed(started):
+            await stop()
         raise
-    running = Running(
-        grpc_port, None, gateway, grpc_server, _closers=[gateway.aclose],
-        readiness=gateway.health, _health=health_servicer, operations=config.operations,
+    return Running(
+        grpc_port=grpc_port, http_port=http.port if http else None,
+        metrics_port=metrics.port if metrics else None,
+        gateway=gateway, grpc=grpc_server, http=http, metrics=metrics, closers=[gateway.aclose],
+        readiness=gateway.health, health=health_servicer, operations=config.operations,
         stopping=stopping,
     )  # fmt: skip
-    extra = ops_routes(gateway.health, gateway.render_metrics)
-    if serve_http:
-        app = create_app(
-            settings, table=table, extra_routes=extra, on_unknown_route=gateway.unknown_route
-        )
-        app.state.stopping = stopping
-        running._http, running._http_task, running.http_port = await start_http(
-            app, settings, grace_s=grace, reuse_port=reuse_port
-        )
-    if config.operations.metrics_port is not None:
-        from starlette.applications import Starlette
-
-        metrics_app = Starlette(routes=extra)
-        running._metrics_http, running._metrics_task, running.metrics_port = await start_http(
-            metrics_app, settings, port=config.operations.metrics_port, reuse_port=reuse_port
-        )
-    return running

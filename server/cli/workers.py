@@ -154,7 +154,7 @@ async def supervise(
         )
 
     processes = [await spawn(index) for index in range(workers)]
-    running = app.Running(grpc_port, http_port)
+    running = app.Running(grpc_port=grpc_port, http_port=http_port)
     started = Workers(running, processes, asyncio.Queue(), state, store, spawn, own_spool)
     for index in range(workers):
         started.watch(index)

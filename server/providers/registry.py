@@ -1,8 +1,16 @@
-"""Builds a provider from its config entry; one place knows every adapter kind."""
+"""Builds a provider from its config entry: the one table of adapter kinds.
+
+An adapter kind is one line of `ADAPTERS`: its name in the config's `adapter`, and how
+to build its provider from the entry's id, validated params and the place in the config
+it came from (named in errors).
+"""
 
 from __future__ import annotations
 
-from pydantic import ValidationError
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
 
 from server.base.config import ConfigError, ProviderConfig
 from server.base.generation import Provider
@@ -21,36 +29,47 @@ from server.providers.vertex import (
     publisher,
 )
 
+Builder = Callable[[str, dict[str, Any], str], Provider]
+
+
+def _adapter(params: type[BaseModel], make: Callable[..., Provider], where: bool = True) -> Builder:
+    """A builder of `make(id, params[, where])`, the params validated by their model."""
+    if where:
+        return lambda id_, given, at: make(id_, params.model_validate(given), at)
+    return lambda id_, given, _: make(id_, params.model_validate(given))
+
+
+def _vertex(provider_id: str, given: dict[str, Any], where: str) -> Provider:
+    """Vertex AI serves two wire formats, told apart by the model's publisher."""
+    if publisher(given) == "anthropic":
+        return _adapter(VertexAnthropicParams, VertexAnthropicProvider)(provider_id, given, where)
+    return _adapter(VertexGeminiParams, VertexGeminiProvider)(provider_id, given, where)
+
+
+# Adapter kind -> its builder.
+ADAPTERS: dict[str, Builder] = {
+    "simulated": _adapter(SimulatedParams, SimulatedProvider, where=False),
+    "openai": _adapter(OpenAIParams, OpenAIProvider),
+    "anthropic": _adapter(AnthropicParams, AnthropicProvider),
+    "tgi": _adapter(TgiParams, TgiProvider),
+    "azure_openai": _adapter(AzureOpenAIParams, AzureOpenAIProvider),
+    "gemini": _adapter(GeminiParams, GeminiProvider),
+    "bedrock": _adapter(BedrockParams, BedrockProvider),
+    "vertex": _vertex,
+}
+
 
 def build(config: ProviderConfig, where: str) -> Provider:
-    """Builds the provider; a bad params entry raises ConfigError naming `where`."""
+    """Builds the provider; a bad adapter or params entry raises ConfigError naming
+    `where`."""
+    builder = ADAPTERS.get(config.adapter)
+    if builder is None:
+        known = ", ".join(ADAPTERS)
+        raise ConfigError(f"{where}.adapter: {config.adapter!r} is none of {known}")
     try:
-        if config.adapter == "simulated":
-            return SimulatedProvider(config.id, SimulatedParams.model_validate(config.params))
-        if config.adapter == "openai":
-            return OpenAIProvider(config.id, OpenAIParams.model_validate(config.params), where)
-        if config.adapter == "anthropic":
-            return AnthropicProvider(
-                config.id, AnthropicParams.model_validate(config.params), where
-            )
-        if config.adapter == "tgi":
-            return TgiProvider(config.id, TgiParams.model_validate(config.params), where)
-        if config.adapter == "azure_openai":
-            params = AzureOpenAIParams.model_validate(config.params)
-            return AzureOpenAIProvider(config.id, params, where)
-        if config.adapter == "gemini":
-            return GeminiProvider(config.id, GeminiParams.model_validate(config.params), where)
-        if config.adapter == "bedrock":
-            return BedrockProvider(config.id, BedrockParams.model_validate(config.params), where)
-        if config.adapter == "vertex" and publisher(config.params) == "anthropic":
-            anthropic = VertexAnthropicParams.model_validate(config.params)
-            return VertexAnthropicProvider(config.id, anthropic, where)
-        if config.adapter == "vertex":
-            google = VertexGeminiParams.model_validate(config.params)
-            return VertexGeminiProvider(config.id, google, where)
+        return builder(config.id, config.params, where)
     except ValidationError as exc:
         err = exc.errors()[0]
         path = ".".join(str(p) for p in err["loc"])
         message = err["msg"].removeprefix("Value error, ")
         raise ConfigError(f"{where}.params.{path}: {message}") from None
-    raise ConfigError(f"{where}.adapter: {config.adapter!r} is not available yet")

@@ -16,9 +16,7 @@ from server.application.pipeline.dispatch import open_stream
 from server.base.config import ConfigError, ModelConfig, ProviderConfig
 from server.base.errors import UpstreamError, UpstreamRejected
 from server.base.generation import (
-    Collected,
     DocumentPart,
-    Finished,
     GenerationRequest,
     Message,
     Provider,
@@ -32,6 +30,7 @@ from server.base.generation import (
     TopLogprob,
 )
 from server.providers import registry
+from tests.support.collected import collect
 from tests.support.upstreams.anthropic import AnthropicWire
 from tests.support.upstreams.base import (
     TEXT,
@@ -60,18 +59,6 @@ WHOLE = "".join(TEXT)
 def build(adapter: str, url: str, **params: Any) -> Provider:
     entry = provider(f"{adapter}-test", adapter, url, **params)
     return registry.build(ProviderConfig.model_validate(entry), "models[0].providers[0]")
-
-
-async def collect(events: AsyncIterator[Any]) -> Collected:
-    out = Collected()
-    async for event in events:
-        if isinstance(event, TextDelta):
-            out.text_parts.append(event.text)
-        else:
-            assert isinstance(event, Finished)
-            assert out.finished is None, "exactly one Finished"
-            out.finished = event
-    return out
 
 
 async def events(stream: AsyncIterator[Any]) -> list[Any]:
