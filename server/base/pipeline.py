@@ -9,48 +9,39 @@ first is the outermost.
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
-from gateway.v1 import (
-    admin_service_pb2,
-    chat_service_pb2,
-    completion_service_pb2,
-    deployment_service_pb2,
-    embedding_service_pb2,
-    feedback_service_pb2,
-    messages_service_pb2,
-    model_service_pb2,
-    provider_service_pb2,
-    responses_service_pb2,
-    router_service_pb2,
-    usage_service_pb2,
-)
+import gateway.v1
 from google.protobuf import message_factory
 from google.protobuf.descriptor import MethodDescriptor, ServiceDescriptor
 from google.protobuf.message import Message
 
 from server.base.call import Call
 
-SERVICES: tuple[ServiceDescriptor, ...] = tuple(
-    service
-    for module in (
-        chat_service_pb2,
-        completion_service_pb2,
-        model_service_pb2,
-        embedding_service_pb2,
-        provider_service_pb2,
-        router_service_pb2,
-        deployment_service_pb2,
-        admin_service_pb2,
-        usage_service_pb2,
-        feedback_service_pb2,
-        messages_service_pb2,
-        responses_service_pb2,
+
+def _contract_services() -> tuple[ServiceDescriptor, ...]:
+    """Every service of the contract: those of each `*_service_pb2` module generated
+    from proto/gateway/v1, in module name order. Found, not listed, so a new service
+    (a new ingress dialect's) adds no line here."""
+    names = sorted(
+        module.name
+        for module in pkgutil.iter_modules(gateway.v1.__path__)
+        if module.name.endswith("_service_pb2")
     )
-    for service in module.DESCRIPTOR.services_by_name.values()
-)
+    return tuple(
+        service
+        for name in names
+        for service in importlib.import_module(
+            f"{gateway.v1.__name__}.{name}"
+        ).DESCRIPTOR.services_by_name.values()
+    )
+
+
+SERVICES = _contract_services()
 
 UnaryHandler = Callable[[Any, Call], Awaitable[Any]]
 StreamHandler = Callable[[Any, Call], AsyncGenerator[Any, None]]
