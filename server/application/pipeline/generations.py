@@ -76,10 +76,7 @@ class Generations:
             )
             return run
         config = catalog.model(model)
-        _fits(generation, config)
-        generation = await self._reserve(admitted, generation, [config.price])
-        upstreams = catalog.upstreams[config.id]
-        return await self._open(admitted, upstreams, generation, f"model {config.id}")
+        return await self._one(admitted, config, generation, f"model {config.id}")
 
     async def route(
         self, admitted: Admitted, profile: str | None, generation: GenerationRequest
@@ -97,10 +94,16 @@ class Generations:
         target = catalog.deployment(deployment_id)
         admitted.call.record.asked_for(target.model)
         model = catalog.model(target.model)
+        return await self._one(admitted, model, generation, f"deployment {target.id}")
+
+    async def _one(
+        self, admitted: Admitted, model: ModelConfig, generation: GenerationRequest, subject: str
+    ) -> Run:
+        """A run of one model's providers."""
         _fits(generation, model)
         generation = await self._reserve(admitted, generation, [model.price])
-        upstreams = catalog.upstreams[target.model]
-        return await self._open(admitted, upstreams, generation, f"deployment {target.id}")
+        upstreams = admitted.state.catalog.upstreams[model.id]
+        return await self._open(admitted, upstreams, generation, subject)
 
     async def _routed(
         self, admitted: Admitted, generation: GenerationRequest, profile: str

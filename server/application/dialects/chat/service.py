@@ -9,7 +9,7 @@ from gateway.v1 import chat_service_pb2 as chat
 from gateway.v1 import completion_service_pb2 as completion
 
 from server.application.dialects.chat import reply as replies
-from server.application.dialects.chat import request as request_
+from server.application.dialects.chat import request as translation
 from server.application.dialects.chat.reply import openai_head
 from server.application.dialects.chat.request import ChatRequest, CompletionRequest
 from server.application.pipeline.answers import text_choice
@@ -74,7 +74,7 @@ class ChatService:
 
     async def _run(self, request: ChatRequest, call: Call) -> Run:
         admitted = await self.generations.admit(call, "api", request.model)
-        return await self.generations.run(admitted, request.model, request_.chat(request))
+        return await self.generations.run(admitted, request.model, translation.chat(request))
 
 
 class CompletionService:
@@ -128,7 +128,7 @@ class CompletionService:
 
     async def _run(self, request: CompletionRequest, call: Call) -> Run:
         admitted = await self.generations.admit(call, "api", request.model)
-        return await self.generations.run(admitted, request.model, request_.completion(request))
+        return await self.generations.run(admitted, request.model, translation.completion(request))
 
 
 def _echoed(request: GenerationRequest, choice: int) -> str:

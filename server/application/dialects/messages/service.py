@@ -16,7 +16,7 @@ from gateway.v1 import messages_pb2 as pb
 from gateway.v1 import messages_service_pb2 as service
 
 from server.accounting.accounts import Accounts
-from server.application.dialects.messages import reply as reply_
+from server.application.dialects.messages import reply as replies
 from server.application.dialects.messages import request as translation
 from server.application.dialects.messages.reply import Reply
 from server.application.pipeline.engine import Run
@@ -136,14 +136,14 @@ class MessagesService:
     ) -> service.ListModelInfosResponse:
         state = self.live.current
         await self.accounts.admit(call, "api", state.keys)
-        return reply_.page(state.config.models, request)
+        return replies.page(state.config.models, request)
 
     async def get_model_info(
         self, request: service.GetModelInfoRequest, call: Call
     ) -> service.GetModelInfoResponse:
         state = self.live.current
         await self.accounts.admit(call, "api", state.keys)
-        one = reply_.info(state.catalog.model(request.model))
+        one = replies.info(state.catalog.model(request.model))
         return service.GetModelInfoResponse(
             type=one.type, id=one.id, display_name=one.display_name, created_at=one.created_at
         )

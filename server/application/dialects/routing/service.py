@@ -10,8 +10,8 @@ from gateway.v1 import deployment_service_pb2 as deployment
 from gateway.v1 import router_service_pb2 as router
 
 from server.accounting.accounts import Accounts
-from server.application.dialects.routing import reply as textgen
-from server.application.dialects.routing import request as request_
+from server.application.dialects.routing import reply as tgi
+from server.application.dialects.routing import request as translation
 from server.application.dialects.routing.request import InferRequest, InvokeRequest
 from server.application.pipeline.answers import head, text_choice
 from server.application.pipeline.engine import Run
@@ -55,7 +55,7 @@ class RouterService:
 
     async def _run(self, request: InferRequest, call: Call) -> tuple[Run, router.RouteDecision]:
         admitted = await self.generations.admit(call, "router")
-        generation, profile = request_.infer(request)
+        generation, profile = translation.infer(request)
         return await self.generations.route(admitted, profile, generation)
 
 
@@ -93,7 +93,7 @@ class DeploymentService:
         )
         if hf_format:
             response.generated_text = text
-            response.details.CopyFrom(textgen.details_of(run))
+            response.details.CopyFrom(tgi.details_of(run))
         return response
 
     async def stream_invoke_deployment(
@@ -102,7 +102,7 @@ class DeploymentService:
         run, hf_format = await self._run(request, call)
         start = head(call, run, "text_completion", deployment_id=request.deployment_id)
         if hf_format:
-            async for chunk in textgen.tgi_chunks(run, start, request.stream_options.include_usage):
+            async for chunk in tgi.tgi_chunks(run, start, request.stream_options.include_usage):
                 yield chunk
             return
         async for text in run.deltas():
@@ -116,12 +116,12 @@ class DeploymentService:
     async def generate_text(
         self, request: deployment.GenerateTextRequest, call: Call
     ) -> deployment.GenerateTextResponse:
-        run, _ = await self._run(request_.as_invocation(request), call)
+        run, _ = await self._run(translation.as_invocation(request), call)
         fragments = [text async for text in run.deltas()]
         return deployment.GenerateTextResponse(
             generations=[
                 deployment.GeneratedText(
-                    generated_text=run.generated_text, details=textgen.details(run, fragments)
+                    generated_text=run.generated_text, details=tgi.details(run, fragments)
                 )
             ]
         )
@@ -129,17 +129,17 @@ class DeploymentService:
     async def stream_generate_text(
         self, request: deployment.StreamGenerateTextRequest, call: Call
     ) -> AsyncGenerator[deployment.StreamGenerateTextResponse, None]:
-        run, _ = await self._run(request_.as_invocation(request), call)
-        async for token, last in textgen.tokens(run):
+        run, _ = await self._run(translation.as_invocation(request), call)
+        async for token, last in tgi.tokens(run):
             # TGI numbers its events from 1.
             event = deployment.StreamGenerateTextResponse(index=token.id + 1, token=token)
             if last:
                 event.generated_text = run.generated_text
-                event.details.CopyFrom(textgen.details_of(run))
+                event.details.CopyFrom(tgi.details_of(run))
             yield event
 
     async def _run(self, request: InvokeRequest, call: Call) -> tuple[Run, bool]:
         """A run of the deployment; and whether the request came in TGI's `inputs` form."""
         admitted = await self.generations.admit(call, "router")
-        generation, hf_format = request_.invocation(request)
+        generation, hf_format = translation.invocation(request)
         return await self.generations.deploy(admitted, request.deployment_id, generation), hf_format
