@@ -2,7 +2,9 @@
 
 This is the one place a request finds its code: the REST facade and the gRPC server
 look a method up here (through `pipeline.rpc_table`), nowhere else. Each service's
-handlers live in the module named after it (`chat.py` for ChatService...).
+handlers live in its dialect's `service.py` (`dialects/chat/service.py` for
+ChatService...) or, for the services of no dialect, in the module named after it
+(`model.py` for ModelService...).
 """
 
 from __future__ import annotations

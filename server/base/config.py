@@ -14,7 +14,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from server.base import prices
-from server.base.generation import Capability, served_dialect
+from server.base.generation import ALL_CAPABILITIES, Capability, served_dialect
 
 # The routing profiles: named here and nowhere else.
 ProfileName = Literal["economy", "balanced", "quality"]
@@ -105,7 +105,7 @@ class ProviderConfig(Strict):
     @classmethod
     def _known_capabilities(cls, given: list[str] | None) -> list[str] | None:
         for name in given or ():
-            if name not in Capability.__members__.values() and served_dialect(name) is None:
+            if name not in ALL_CAPABILITIES and served_dialect(name) is None:
                 known = ", ".join(Capability)
                 raise ValueError(f"{name!r} is none of {known}, nor <dialect>_api")
         return given
@@ -329,8 +329,8 @@ SESSION_HEADERS = ("x-session-id", "x-claude-code-session-id", "session_id")
 
 
 class AffinityConfig(Strict):
-    """Cache affinity (server/application/pipeline/affinity.py): requests sharing a prompt prefix
-    go back to the provider that served it while its prompt cache lives."""
+    """Cache affinity (server/application/pipeline/affinity.py): requests sharing a
+    prompt prefix go back to the provider that served it while its prompt cache lives."""
 
     enabled: bool = False
     # Seconds a provider stays remembered after the prefix's last use: about as long as
@@ -350,9 +350,9 @@ class AffinityConfig(Strict):
 
 
 class ResponseCacheConfig(Strict):
-    """The gateway's response cache (server/application/pipeline/response_cache.py): a repeated
-    request answered from a stored answer instead of an upstream. Off while neither
-    `keys` nor `models` names anything."""
+    """The gateway's response cache (server/application/pipeline/response_cache.py): a
+    repeated request answered from a stored answer instead of an upstream. Off while
+    neither `keys` nor `models` names anything."""
 
     # Key names whose requests may be cached, or ["*"] for every key.
     keys: list[str] = Field(default_factory=list)

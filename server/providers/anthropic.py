@@ -16,8 +16,9 @@ tool calls, stop_reason tool_use becomes `tool_calls`. Structured output is a fo
 tool named after the schema (`json_object`: any object) whose input is the reply's
 text. `user` goes as metadata.user_id.
 
-A Messages request (a `Native` request of the `messages` dialect) is sent as the caller wrote
-it, only `model` and `stream` set by the adapter, with its `anthropic-beta` header:
+A Messages request (a `Native` request of the `messages` dialect) is sent as the
+caller wrote it, only `model` and `stream` set by the adapter, with its `anthropic-beta`
+header:
 thinking blocks and signatures, cache_control, documents, citations, server tools and
 beta fields reach the upstream untouched, except thinking blocks the gateway's own
 providers signed (GATEWAY_SIGNATURE), which Anthropic would refuse. Its events come

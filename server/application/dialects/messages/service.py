@@ -1,8 +1,8 @@
 """MessagesService: Anthropic's Messages format over the gateway's one generation.
 
-The request is translated (messages_translation) and run as every generation is
+The request is translated (`request.py`) and run as every generation is
 (keys, limits, budget reserved on max_tokens, routing, failover, ledger); the reply is
-written back as Anthropic writes it (messages_replies). A stream's `message_start`
+written back as Anthropic writes it (`reply.py`). A stream's `message_start`
 waits for the first event of the upstream, so failover stays possible until then and
 the start reports the input usage.
 """

@@ -1,1 +1,1 @@
-"""responses"""
+"""OpenAI's Responses API (`/v1/responses`, with stored responses)."""

@@ -2,9 +2,9 @@
 delete, list input items).
 
 A request is translated to the one generation request the core runs
-(`responses_translation.py`), so keys, limits, budgets, routing, failover and the
+(`request.py`), so keys, limits, budgets, routing, failover and the
 ledger apply as to a chat completion; the generation's events become the response and
-its stream (`responses_events.py`). With `store` (the default) the response, its input
+its stream (`reply.py`). With `store` (the default) the response, its input
 items and the conversation it ends are kept, owned by the caller's key, for
 `previous_response_id`, GET, DELETE and input_items. A failure after the stream
 started ends it with `response.failed`, and the call's record carries the failure.
