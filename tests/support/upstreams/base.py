@@ -1,7 +1,8 @@
 """A fake upstream HTTP server on loopback, with fault injection.
 
 A raw ASGI app served by uvicorn in the test's event loop on an ephemeral port. Each
-wire format (openai.py, anthropic.py, tgi.py) says how to answer; this module applies
+wire format's module beside this one (openai.py, responses.py, anthropic.py, gemini.py,
+vertex.py, bedrock.py, azure.py, tgi.py) says how to answer; this module applies
 the faults, records every request, and notes when a client closes its connection while
 an answer is still in progress (to measure cancellation).
 """

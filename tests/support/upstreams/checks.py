@@ -2,8 +2,9 @@
 
 A fake answers a request its real API would refuse the way that API refuses it: the
 status and the error body its documentation gives. `Refusal` is that answer; each wire
-format (openai.py, anthropic.py, tgi.py) has a `refusal(path, headers, body)` that
-returns one, or None for a request the real API takes.
+format's module (openai.py, responses.py, anthropic.py, gemini.py, vertex.py,
+bedrock.py, azure.py, tgi.py) has a `refusal(path, headers, body)` that returns one, or
+None for a request the real API takes.
 
 The record of each wire format is its provider's own: the OpenAI and Anthropic SDKs'
 request parameter types (openai-python's `completion_create_params`, read from the
