@@ -100,7 +100,8 @@ def rpc_table(
     handlers: Mapping[str, Handler], middlewares: Sequence[Middleware] = ()
 ) -> dict[str, RpcMethod]:
     """Binds each contract method to its handler in `handlers` (keyed by the method's
-    full name), wrapped in `middlewares`, keyed by gRPC path. A method without a
+    full name), wrapped in `middlewares`, keyed by gRPC path, in the order of
+    `handlers` (the order REST matches paths in: the busiest first). A method without a
     handler, or a handler for no method, is a start-up error."""
     declared = {method.full_name: method for method in methods()}
     if missing := declared.keys() - handlers.keys():
@@ -108,8 +109,8 @@ def rpc_table(
     if extra := handlers.keys() - declared.keys():
         raise LookupError(f"handlers for methods the contract lacks: {', '.join(sorted(extra))}")
     table = {}
-    for name, method in declared.items():
-        handler = handlers[name]
+    for name, handler in handlers.items():
+        method = declared[name]
         for middleware in reversed(middlewares):
             if method.server_streaming:
                 handler = middleware.wrap_stream(method, handler)  # type: ignore[arg-type]
