@@ -54,9 +54,11 @@ FIELD_NAMES = {
     "logprobs": "top_logprobs",
 }
 # The response's fields before the request's own: OpenAI's defaults.
+TEXT = rpb.TextConfig(format=rpb.TextFormat(type="text"), verbosity="medium")
 DEFAULTS: dict[str, Any] = dict(
     object="response", status="in_progress", parallel_tool_calls=True, store=True,
     truncation="disabled", service_tier="default", tool_choice="auto",
+    reasoning=rpb.ReasoningConfig(), text=TEXT,
 )  # fmt: skip
 # Request fields the response echoes as they are.
 ECHOED = frozenset(
@@ -65,6 +67,8 @@ ECHOED = frozenset(
      "parallel_tool_calls", "store",
      "truncation", "service_tier", "tool_choice"}
 )  # fmt: skip
+# Request fields the response takes as they are: the echoed ones, and these objects.
+TAKEN = ECHOED | {"reasoning", "tool_choice_object", "metadata"}
 MAX_PAGE = 100
 DEFAULT_PAGE = 20
 
@@ -296,20 +300,20 @@ def _position(ids: list[str], item_id: str, where: str) -> int:
 def _head(request: ResponsesRequest, run: Run) -> rpb.Response:
     """The response as it starts: its id and the request's parameters echoed over
     OpenAI's defaults."""
-    given = {field.name: value for field, value in request.ListFields()}
-    text = rpb.TextConfig(format=rpb.TextFormat(type="text"), verbosity="medium")
-    if "text" in given:
-        text.MergeFrom(given["text"])
+    fields = dict(DEFAULTS)
+    for field, value in request.ListFields():
+        name = field.name
+        if name in TAKEN:
+            fields[name] = value
+        elif name == "tools":
+            fields[name] = [_echo_tool(tool) for tool in value]
+        elif name == "text":
+            text = rpb.TextConfig()
+            text.CopyFrom(TEXT)
+            text.MergeFrom(value)
+            fields[name] = text
     return rpb.Response(
-        **{**DEFAULTS, **{name: given[name] for name in ECHOED.intersection(given)}},
-        id=new_id("resp"),
-        created_at=int(time.time()),
-        model=run.model.id,
-        reasoning=given.get("reasoning", rpb.ReasoningConfig()),
-        text=text,
-        tool_choice_object=given.get("tool_choice_object"),
-        tools=[_echo_tool(tool) for tool in given.get("tools", ())],
-        metadata=given.get("metadata", {}),
+        **fields, id=new_id("resp"), created_at=int(time.time()), model=run.model.id
     )
 
 
