@@ -312,7 +312,7 @@ class AnthropicProvider:
 def native_body(native: Native) -> dict[str, Any]:
     """A Messages request of the contract as Anthropic's JSON, without the thinking
     blocks the gateway's own providers signed."""
-    assert isinstance(native.request, ProtoMessage), "a Messages request travels as its message"
+    assert isinstance(native.request, ProtoMessage)  # a Messages request travels as its message
     body = _proto_json(native.request)
     body.pop("stream", None)
     for turn in body.get("messages") or ():

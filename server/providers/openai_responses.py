@@ -48,7 +48,7 @@ def body(
     provider_id: str, model: str, native: Native, request: GenerationRequest, stream: bool
 ) -> dict[str, Any]:
     fields = native.request
-    assert isinstance(fields, Mapping), "a Responses request travels as its JSON fields"
+    assert isinstance(fields, Mapping)  # a Responses request travels as its JSON fields
     out: dict[str, Any] = {**fields, "model": model, "stream": stream}
     own: tuple[Mapping[str, Any], ...] = fields["input"]
     continues = native.previous is not None and native.previous[0] == provider_id

@@ -344,3 +344,28 @@ async def test_an_upstream_that_keeps_nothing_gets_the_whole_conversation(setup:
     assert [i.get("role") for i in sent["input"] if i.get("type") == "message"] == [
         "user", "assistant", "user"
     ]  # fmt: skip
+
+
+async def test_a_budgeted_key_bounds_what_the_upstream_may_generate() -> None:
+    """A request without max_output_tokens on a key with a budget is bounded to what its
+    reservation covers, and the bound reaches an upstream serving the API itself; without
+    a budget nothing is added (no null either)."""
+    budgeted = "budgeted-key-000000000000"
+    async with serving(ResponsesWire()) as one:
+        data = with_models(
+            model("native", provider("native-primary", "openai", one.url, responses_api=True))
+        )
+        data["limits"] = {**data.get("limits", {}), "default_max_tokens": 123}
+        data["keys"].append({"name": "budgeted", "kind": "api", "secret": budgeted,
+                             "budget_usd": 5})  # fmt: skip
+        async with (
+            running_gateway(data) as gw,
+            httpx.AsyncClient(base_url=f"http://127.0.0.1:{gw.http_port}", timeout=10) as client,
+        ):
+            asked = {"model": "native", "input": "hi", "store": False}
+            r = await client.post("/v1/responses", json=asked, headers={"x-api-key": budgeted})
+            assert r.status_code == 200, r.text
+            assert one.seen[-1].body["max_output_tokens"] == 123
+            r = await client.post("/v1/responses", json=asked, headers=A)
+            assert r.status_code == 200, r.text
+            assert "max_output_tokens" not in one.seen[-1].body
