@@ -39,11 +39,14 @@ def _adapter(params: type[BaseModel], make: Callable[..., Provider], where: bool
     return lambda id_, given, _: make(id_, params.model_validate(given))
 
 
+_VERTEX_ANTHROPIC = _adapter(VertexAnthropicParams, VertexAnthropicProvider)
+_VERTEX_GEMINI = _adapter(VertexGeminiParams, VertexGeminiProvider)
+
+
 def _vertex(provider_id: str, given: dict[str, Any], where: str) -> Provider:
     """Vertex AI serves two wire formats, told apart by the model's publisher."""
-    if publisher(given) == "anthropic":
-        return _adapter(VertexAnthropicParams, VertexAnthropicProvider)(provider_id, given, where)
-    return _adapter(VertexGeminiParams, VertexGeminiProvider)(provider_id, given, where)
+    build = _VERTEX_ANTHROPIC if publisher(given) == "anthropic" else _VERTEX_GEMINI
+    return build(provider_id, given, where)
 
 
 # Adapter kind -> its builder.

@@ -43,7 +43,7 @@ async def tokens(run: Run) -> AsyncIterator[tuple[deployment.GeneratedToken, boo
         yield deployment.GeneratedToken(id=index, text=held), True
 
 
-def details(run: Run, fragments: list[str]) -> deployment.TextGenerationDetails:
+def text_details(run: Run, fragments: list[str]) -> deployment.TextGenerationDetails:
     """TGI's `details` of a finished (unary) generation of these text fragments."""
     return deployment.TextGenerationDetails(
         finish_reason=finish_reason(run),
@@ -52,7 +52,7 @@ def details(run: Run, fragments: list[str]) -> deployment.TextGenerationDetails:
     )
 
 
-def details_of(run: Run) -> deployment.GenerationDetails:
+def generation_details(run: Run) -> deployment.GenerationDetails:
     """TGI's `details` of a finished generation, without its tokens."""
     return deployment.GenerationDetails(
         finish_reason=finish_reason(run),
@@ -70,7 +70,7 @@ async def tgi_chunks(
         chunk = deployment.StreamInvokeDeploymentResponse(**start, choices=[choice], token=token)
         if last:
             chunk.generated_text = run.generated_text
-            chunk.details.CopyFrom(details_of(run))
+            chunk.details.CopyFrom(generation_details(run))
             if include_usage:
                 chunk.usage.CopyFrom(run.usage())
         yield chunk

@@ -93,7 +93,7 @@ class DeploymentService:
         )
         if hf_format:
             response.generated_text = text
-            response.details.CopyFrom(tgi.details_of(run))
+            response.details.CopyFrom(tgi.generation_details(run))
         return response
 
     async def stream_invoke_deployment(
@@ -121,7 +121,7 @@ class DeploymentService:
         return deployment.GenerateTextResponse(
             generations=[
                 deployment.GeneratedText(
-                    generated_text=run.generated_text, details=tgi.details(run, fragments)
+                    generated_text=run.generated_text, details=tgi.text_details(run, fragments)
                 )
             ]
         )
@@ -135,7 +135,7 @@ class DeploymentService:
             event = deployment.StreamGenerateTextResponse(index=token.id + 1, token=token)
             if last:
                 event.generated_text = run.generated_text
-                event.details.CopyFrom(tgi.details_of(run))
+                event.details.CopyFrom(tgi.generation_details(run))
             yield event
 
     async def _run(self, request: InvokeRequest, call: Call) -> tuple[Run, bool]:
