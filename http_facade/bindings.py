@@ -8,7 +8,7 @@ A unary RPC at `P` whose streaming sibling is annotated at `P:stream` (same verb
 takes `"stream": true` in its body, which dispatches to the sibling, as the spec's
 `stream` parameter asks. A binding whose method sets `gateway.v1.rest_method`'s
 `when_header` shares its verb and path with another method's: it serves the requests
-that carry that header.
+that carry that header (or its `when_query` parameter).
 """
 
 from __future__ import annotations
@@ -64,6 +64,8 @@ class Rpc:
     framing: Framing = PLAIN
     # The dialect's request headers passed on as call metadata (`forwarded_headers`).
     forwarded_headers: tuple[str, ...] = ()
+    # The query parameter that may carry the caller's key (`key_query_parameter`).
+    key_query: str = ""
 
     @property
     def path(self) -> str:
@@ -80,8 +82,9 @@ class Rpc:
         rest = service.Extensions[rest_pb2.RestOptions.rest]
         sse = descriptor.GetOptions().Extensions[sse_pb2.SseOptions.sse]
         framing = Framing(
-            not sse.omit_done, sse.event_name_field, sse.keepalive_event, rest.error_format
-        )
+            not sse.omit_done, sse.event_name_field, sse.keepalive_event, rest.error_format,
+            sse.json_array_unless_alt_sse,
+        )  # fmt: skip
         return cls(
             descriptor,
             message_factory.GetMessageClass(descriptor.input_type),
@@ -91,6 +94,7 @@ class Rpc:
             rest.error_format,
             framing,
             tuple(h.lower() for h in rest.forwarded_headers),
+            rest.key_query_parameter,
         )
 
 
@@ -110,9 +114,10 @@ class Binding:
     stream_rpc: Rpc | None = None
     # The response field written as the whole HTTP body ("": the whole message).
     response_body: str = ""
-    # The request header that selects this binding over another of the same verb and
-    # path ("": none, the default binding).
+    # The request header (or query parameter) that selects this binding over another
+    # of the same verb and path ("": none, the default binding).
     when_header: str = ""
+    when_query: str = ""
 
 
 def bindings(methods: Iterable[MethodDescriptor]) -> list[Binding]:
@@ -156,6 +161,7 @@ def _binding(rule: http_pb2.HttpRule, rpc: Rpc) -> Binding:
     return Binding(
         verb, template, rpc, rule.body, route_path, path_fields,
         response_body=rule.response_body, when_header=method.when_header.lower(),
+        when_query=method.when_query,
     )  # fmt: skip
 
 

@@ -1,6 +1,7 @@
 """JSON <-> proto, derived from the message descriptors (no second schema).
 
-Writing (`to_dict`): snake_case field names; int64 as JSON numbers (OpenAI clients
+Writing (`to_dict`): snake_case field names (lowerCamelCase in a file with the
+`camel_case_json` option, as Google's APIs write JSON); int64 as JSON numbers (OpenAI clients
 parse `created` and token counts as integers); fields without presence (plain proto3
 scalars, repeated fields) always written, so `index: 0` appears; fields with presence
 (`optional` scalars, messages) written only when set, so `finish_reason` and `ttft_ms`
@@ -195,12 +196,20 @@ def _same(value: Any) -> Any:
     return value
 
 
+def _camel_case(descriptor: Descriptor) -> bool:
+    options = descriptor.file.GetOptions()
+    return options.HasExtension(json_mapping_pb2.camel_case_json) and bool(
+        options.Extensions[json_mapping_pb2.camel_case_json]
+    )
+
+
 def _plan(descriptor: Descriptor) -> _Plan:
     plan = []
+    camel = _camel_case(descriptor)
     # Fields sharing a key come after the plain field, so when set they win it.
     ordered = sorted(descriptor.fields, key=lambda f: bool(_json_key(f)))
     for field in ordered:
-        key = _json_key(field) or field.name
+        key = _json_key(field) or (field.json_name if camel else field.name)
         if _option(field, json_mapping_pb2.other_keys):
             plan.append((field.name, key, _INLINE, _writer(field)))
         elif _is_map(field):
@@ -315,12 +324,13 @@ def _reader(descriptor: Descriptor) -> _Reader:
 
 
 def set_field(message: Message, path: str, value: Any) -> None:
-    """Sets a possibly nested field (`a.b`) from JSON or path/query text."""
+    """Sets a possibly nested field (`a.b`, by name or camelCase name) from JSON or
+    path/query text."""
     *parents, leaf = path.split(".")
     target = message
     for part in parents:
-        target = getattr(target, part)
-    field = target.DESCRIPTOR.fields_by_name[leaf]
+        target = getattr(target, _reader(target.DESCRIPTOR)[0][part].name)
+    field = _reader(target.DESCRIPTOR)[0][leaf]
     _set(target, field, value, path, False)
 
 
@@ -344,14 +354,15 @@ def from_text(field: FieldDescriptor, text: str, where: str) -> Any:
 
 
 def field_for(descriptor: Descriptor, path: str) -> FieldDescriptor | None:
-    """The descriptor of a possibly nested field (`a.b`), or None."""
+    """The descriptor of a possibly nested field (`a.b`, by name or camelCase
+    name), or None."""
     *parents, leaf = path.split(".")
     for part in parents:
-        parent = descriptor.fields_by_name.get(part)
+        parent = _reader(descriptor)[0].get(part)
         if parent is None or parent.message_type is None:
             return None
         descriptor = parent.message_type
-    return descriptor.fields_by_name.get(leaf)
+    return _reader(descriptor)[0].get(leaf)
 
 
 def _set(message: Message, field: FieldDescriptor, value: Any, where: str, strict: bool) -> None:

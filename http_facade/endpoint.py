@@ -23,6 +23,7 @@ from http_facade.bindings import Binding, Rpc
 from http_facade.context import Exchange, exchange_for
 from http_facade.errors import PayloadTooLarge, RequestTimeout, response_headers
 from http_facade.protocol import unless_gone
+from server.accounting.admission import KEY_HEADERS
 from server.base.errors import InvalidArgument
 
 
@@ -46,6 +47,8 @@ class Endpoint:
         # Errors from here on are written in the service's own error format.
         request.state.error_format = self.binding.rpc.error_format
         exchange = exchange_for(request.scope, self.binding.rpc.forwarded_headers)
+        if self.binding.rpc.key_query:
+            _key_from_query(exchange, request, self.binding.rpc.key_query)
         payload = await self._payload(request)
         rpc = self._rpc(payload)
         message = self._message(rpc, payload, request)
@@ -116,16 +119,25 @@ class Endpoint:
             await chunks.aclose()
             raise
         headers = response_headers(exchange.response_headers.items())
+        framing = rpc.framing.for_query(request.query_params.get("alt"))
         if first is None:
             await chunks.aclose()
-            done = sse.DONE if rpc.framing.done else b""
-            return Response(done, headers={**headers, **sse.HEADERS})
+            nothing = b"[]" if isinstance(framing, sse.JsonArray) else framing.end
+            return Response(nothing, headers={**headers, **framing.headers})
         stopping = getattr(request.app.state, "stopping", None)
         body = sse.events(
             first, chunks, self.limits.keepalive_s, exchange.request_id,
-            framing=rpc.framing, stopping=stopping,
+            framing=framing, stopping=stopping,
         )  # fmt: skip
-        return sse.EventStream(body, headers)
+        return sse.EventStream(body, headers, framing.headers)
+
+
+def _key_from_query(exchange: Exchange, request: Request, parameter: str) -> None:
+    """The key a query parameter carries, as a Bearer credential, unless a key header
+    came (a header wins, as it does over a Bearer token)."""
+    key = request.query_params.get(parameter)
+    if key and not any(exchange.metadata.get(h) for h in KEY_HEADERS):
+        exchange.metadata["authorization"] = f"Bearer {key}"
 
 
 def _refuse(payload: dict[str, Any], refused: frozenset[str]) -> None:

@@ -158,6 +158,31 @@ def _responses_event(error: GatewayError, sequence: int) -> dict[str, Any]:
     }
 
 
+def _google_body(error: GatewayError) -> dict[str, Any]:
+    """Google's error: the HTTP status as `code`, the gRPC status name as `status`, and
+    the details its SDKs and tools read (why, which field, when to retry)."""
+    details: list[dict[str, Any]] = [
+        {"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": error.reason,
+         "domain": "gateway"}
+    ]  # fmt: skip
+    if error.param:
+        violation = {"field": error.param, "description": error.message}
+        details.append(
+            {"@type": "type.googleapis.com/google.rpc.BadRequest", "fieldViolations": [violation]}
+        )
+    if error.retry_after_s is not None:
+        delay = f"{max(1, math.ceil(error.retry_after_s))}s"
+        details.append({"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": delay})
+    return {
+        "error": {
+            "code": error.http_status,
+            "message": error.message,
+            "status": Code(error.code).name,
+            "details": details,
+        }
+    }
+
+
 @dataclass(frozen=True, slots=True)
 class ErrorFormat:
     """How one dialect writes an error: its body, its HTTP status, and its body inside a
@@ -174,6 +199,7 @@ FORMATS: dict[int, ErrorFormat] = {
     rest_pb2.ERROR_FORMAT_UNSPECIFIED: ErrorFormat(_openai_body),
     rest_pb2.ERROR_FORMAT_ANTHROPIC: ErrorFormat(_anthropic_body, _anthropic_status),
     rest_pb2.ERROR_FORMAT_OPENAI_RESPONSES: ErrorFormat(_openai_body, stream_body=_responses_event),
+    rest_pb2.ERROR_FORMAT_GOOGLE: ErrorFormat(_google_body),
 }
 
 

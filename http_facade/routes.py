@@ -7,6 +7,7 @@ Nothing here names a path: the annotations in proto/gateway/v1 are the one recor
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
 
 from google.protobuf.descriptor import MethodDescriptor
 from starlette.requests import Request
@@ -25,29 +26,54 @@ def routes(
     methods: Iterable[MethodDescriptor], backend: Backend, limits: Limits
 ) -> list[BaseRoute]:
     """One route per verb and path; bindings that share one are told apart by the
-    header each asks for (`when_header`), the one asking for none serving the rest."""
+    header (or query parameter) each asks for, the one asking for none serving the
+    rest. A path's only binding serves every request."""
     grouped: dict[tuple[str, str], list[Binding]] = {}
     for binding in bindings(methods):
         grouped.setdefault((binding.verb, binding.route_path), []).append(binding)
     table: list[BaseRoute] = []
     for (verb, path), group in grouped.items():
-        group.sort(key=lambda b: not b.when_header)  # header-selected ones first
-        handles: list[tuple[str, Handle]] = [
-            (b.when_header, Endpoint(b, backend, limits).handle) for b in group
-        ]
+        group.sort(key=lambda b: not (b.when_header or b.when_query))  # selected ones first
+        handles: list[tuple[Selector, Handle]] = [
+            (Selector(b.when_header, b.when_query) if len(group) > 1 else ANY,
+             Endpoint(b, backend, limits).handle)
+            for b in group
+        ]  # fmt: skip
         route = Route(path, _by_header(handles), methods=[verb], name=group[-1].rpc.path)
         route.methods = {verb}  # exactly the annotated verb (no implicit HEAD)
         table.append(route)
     return table
 
 
-def _by_header(handles: list[tuple[str, Handle]]) -> Handle:
+@dataclass(frozen=True)
+class Selector:
+    """What a request carries for a binding to serve it: a header or a query parameter
+    (neither: every request)."""
+
+    header: str = ""
+    query: str = ""
+
+    def __bool__(self) -> bool:
+        return bool(self.header or self.query)
+
+    def takes(self, request: Request) -> bool:
+        if not self:
+            return True
+        return (bool(self.header) and self.header in request.headers) or (
+            bool(self.query) and self.query in request.query_params
+        )
+
+
+ANY = Selector()
+
+
+def _by_header(handles: list[tuple[Selector, Handle]]) -> Handle:
     if len(handles) == 1 and not handles[0][0]:
         return handles[0][1]
 
     async def handle(request: Request) -> Response:
-        for header, endpoint in handles:
-            if not header or header in request.headers:
+        for selector, endpoint in handles:
+            if selector.takes(request):
                 return await endpoint(request)
         raise NotFound(f"no route for {request.method} {request.url.path}")
 

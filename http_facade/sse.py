@@ -72,6 +72,8 @@ class Framing:
     # The keep-alive event's name; empty for a comment.
     keepalive_event: str = ""
     error_format: int = OPENAI
+    # Writes the events as one JSON array unless the request asks `alt=sse`.
+    json_array_unless_alt_sse: bool = False
 
     def event(self, payload: dict[str, Any]) -> bytes:
         if not self.name_field:
@@ -89,8 +91,57 @@ class Framing:
             return KEEPALIVE
         return named(self.keepalive_event, {"type": self.keepalive_event})
 
+    def first(self, payload: dict[str, Any]) -> bytes:
+        return self.event(payload)
+
+    @property
+    def end(self) -> bytes:
+        """What follows the last event of a stream that ended well."""
+        return DONE if self.done else b""
+
+    @property
+    def headers(self) -> Mapping[str, str]:
+        return HEADERS
+
+    def for_query(self, alt: str | None) -> Framing:
+        """The framing a request gets: one JSON array (JSON_ARRAY) when the RPC writes
+        one unless asked `alt=sse`, as Google's APIs stream."""
+        if self.json_array_unless_alt_sse and alt != "sse":
+            return JsonArray(error_format=self.error_format)
+        return self
+
 
 PLAIN = Framing()
+
+
+@dataclass(frozen=True)
+class JsonArray(Framing):
+    """A stream as one JSON array, each event an element written as it comes
+    (`[{...},\r\n{...}]`); an error after the first event is the last element."""
+
+    def first(self, payload: dict[str, Any]) -> bytes:
+        return b"[" + orjson.dumps(payload)
+
+    def event(self, payload: dict[str, Any]) -> bytes:
+        return b",\r\n" + orjson.dumps(payload)
+
+    def error(self, error: GatewayError, sequence: int) -> bytes:
+        return self.event(stream_error_body(error, self.error_format, sequence)) + b"]"
+
+    @property
+    def keepalive(self) -> bytes:
+        return b"\n"  # whitespace between elements: valid JSON, and bytes on the wire
+
+    @property
+    def end(self) -> bytes:
+        return b"]"
+
+    @property
+    def headers(self) -> Mapping[str, str]:
+        return ARRAY_HEADERS
+
+
+ARRAY_HEADERS = {**HEADERS, "content-type": "application/json"}
 
 
 # Events read ahead of a slow client before the reading pauses.
@@ -139,8 +190,8 @@ async def events(
                     room = loop.create_future()
                     space[:] = [room]
                     await room
-            if framing.done:
-                ready.append(DONE)
+            if framing.end:
+                ready.append(framing.end)
         except GatewayError as exc:
             ready.append(framing.error(exc, sent))
         except Exception as exc:
@@ -165,7 +216,7 @@ async def events(
     if stopping is not None:
         stopping.add_done_callback(on_stop)
     try:
-        yield encode(to_dict(first))
+        yield framing.first(to_dict(first))
         last = loop.time()  # when the writer last wrote
         idle()
         reader = asyncio.ensure_future(read())
@@ -213,8 +264,13 @@ class EventStream(StreamingResponse):
 
     body_iterator: AsyncGenerator[bytes, None]
 
-    def __init__(self, content: AsyncGenerator[bytes, None], headers: Mapping[str, str]) -> None:
-        super().__init__(content, headers={**headers, **HEADERS})
+    def __init__(
+        self,
+        content: AsyncGenerator[bytes, None],
+        headers: Mapping[str, str],
+        framing_headers: Mapping[str, str] = HEADERS,
+    ) -> None:
+        super().__init__(content, headers={**headers, **framing_headers})
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:

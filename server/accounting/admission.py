@@ -33,7 +33,10 @@ HEADER: dict[KeyKind, str] = {"api": "x-api-key", "router": "x-router-key", "adm
 # huggingface_hub's token). It is accepted wherever a key header is, for that place's
 # kind only; a kind header, when sent, wins over it.
 AUTHORIZATION = "authorization"
-KEY_HEADERS = (*HEADER.values(), AUTHORIZATION)
+# Google's SDKs and Gemini CLI send an API key in their own header; it stands for
+# `x-api-key` (a kind header wins over it, as over a Bearer token).
+GOOGLE_KEY = "x-goog-api-key"
+KEY_HEADERS = (*HEADER.values(), GOOGLE_KEY, AUTHORIZATION)
 _BEARER = "bearer "
 # A cached lookup is still used this long past its TTL when the key store is down.
 STALE_GRACE_S = 60.0
@@ -74,11 +77,13 @@ class KeyRing:
 
 def presented(metadata: Mapping[str, str], kind: KeyKind) -> tuple[str, str]:
     """The header a key of `kind` came in and its secret ("" when none came): the kind's
-    own header, else a Bearer token in `authorization`."""
+    own header (or Google's, for an API key), else a Bearer token in `authorization`."""
     header = HEADER[kind]
     secret = metadata.get(header, "")
     if secret:
         return header, secret
+    if kind == "api" and (secret := metadata.get(GOOGLE_KEY, "")):
+        return GOOGLE_KEY, secret
     auth = metadata.get(AUTHORIZATION, "")
     if auth[: len(_BEARER)].lower() == _BEARER and auth[len(_BEARER) :].strip():
         return AUTHORIZATION, auth[len(_BEARER) :].strip()

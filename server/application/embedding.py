@@ -6,11 +6,9 @@ from gateway.v1 import embedding_service_pb2 as embeddings
 
 from server.accounting.accounts import Accounts
 from server.application import validation
-from server.application.pipeline.embedding_run import EmbeddingRun, embedders, encode
+from server.application.pipeline.embedding_run import embed, encode
 from server.application.pipeline.state import Live
 from server.base.call import Call
-from server.base.costs import input_cost
-from server.base.embedding import estimate_tokens
 
 
 class EmbeddingService:
@@ -23,22 +21,15 @@ class EmbeddingService:
     ) -> embeddings.CreateEmbeddingsResponse:
         state = self.live.current
         await self.accounts.identify(call, "api", state.keys)
-        call.record.asked_for(request.model)
         wanted, encoding = validation.embeddings(request)
-        model = state.catalog.model(request.model)
-        upstreams = embedders(model, state.catalog.upstreams[model.id])
-        # Input tokens only: an embedding generates none.
-        prompt = estimate_tokens(wanted)
-        await self.accounts.reserve(call, prompt, lambda: input_cost(model.price, prompt))
-        run = EmbeddingRun(upstreams, wanted, call.deadline)
-        call.record.ran(run)
-        result = await run.open(f"model {model.id}")
+        run = await embed(self.accounts, state, call, request.model, wanted)
+        assert run.result is not None
         return embeddings.CreateEmbeddingsResponse(
             object="list",
             data=[
                 embeddings.Embedding(index=i, object="embedding", embedding=encode(v, encoding))
-                for i, v in enumerate(result.vectors)
+                for i, v in enumerate(run.result.vectors)
             ],
-            model=model.id,
+            model=run.model.id,
             usage=run.usage(),
         )

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from server.application.admin import AdminService
 from server.application.dialects.chat.service import ChatService, CompletionService
+from server.application.dialects.gemini.service import GeminiService
 from server.application.dialects.messages.service import MessagesService
 from server.application.dialects.responses.service import ResponsesService
 from server.application.dialects.routing.service import DeploymentService, RouterService
@@ -41,6 +42,7 @@ class Services:
     feedback: FeedbackService
     messages: MessagesService
     responses: ResponsesService
+    gemini: GeminiService
 
 
 def handlers(s: Services) -> dict[str, Handler]:
@@ -83,6 +85,13 @@ def handlers(s: Services) -> dict[str, Handler]:
         "gateway.v1.ResponsesService.GetResponse": s.responses.get_response,
         "gateway.v1.ResponsesService.DeleteResponse": s.responses.delete_response,
         "gateway.v1.ResponsesService.ListInputItems": s.responses.list_input_items,
+        "gateway.v1.GeminiService.GenerateContent": s.gemini.generate_content,
+        "gateway.v1.GeminiService.StreamGenerateContent": s.gemini.stream_generate_content,
+        "gateway.v1.GeminiService.CountTokens": s.gemini.count_tokens,
+        "gateway.v1.GeminiService.EmbedContent": s.gemini.embed_content,
+        "gateway.v1.GeminiService.BatchEmbedContents": s.gemini.batch_embed_contents,
+        "gateway.v1.GeminiService.ListGeminiModels": s.gemini.list_gemini_models,
+        "gateway.v1.GeminiService.GetGeminiModel": s.gemini.get_gemini_model,
     }
 
 

@@ -32,6 +32,7 @@ from server.application.admin import AdminService
 from server.application.control import Control
 from server.application.dashboard import Dashboard
 from server.application.dialects.chat.service import ChatService, CompletionService
+from server.application.dialects.gemini.service import GeminiService
 from server.application.dialects.messages.service import MessagesService
 from server.application.dialects.responses.service import ResponsesService
 from server.application.dialects.routing.service import DeploymentService, RouterService
@@ -174,6 +175,7 @@ def assemble(
             live, accounts, generations,
             state.store.responses if state.store else MemoryResponses(),
         ),
+        gemini=GeminiService(generations, live, accounts),
     )  # fmt: skip
 
     def log_request(outcome: Outcome) -> None:

@@ -59,6 +59,7 @@ A 429's wait is the header's, or the `retryDelay` of the error's RetryInfo detai
 
 from __future__ import annotations
 
+import copy
 import json
 import mimetypes
 import re
@@ -80,11 +81,14 @@ from server.base.generation import (
     GenerationRequest,
     ImagePart,
     Message,
+    Native,
+    NativeEvent,
     ReasoningDelta,
     TextDelta,
     TokenCounts,
     ToolCallDelta,
     seal,
+    serves,
     unseal,
 )
 from server.providers.http import (
@@ -110,10 +114,12 @@ BLOCKED = frozenset(
     {"SAFETY", "RECITATION", "LANGUAGE", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII",
      "IMAGE_SAFETY", "IMAGE_PROHIBITED_CONTENT", "IMAGE_RECITATION", "IMAGE_OTHER"}
 )  # fmt: skip
+# The ingress dialect this wire format serves natively (a value: see generation.serves).
+DIALECT = "gemini"
 CAPABILITIES: frozenset[str] = frozenset(
     {Capability.TOOLS, Capability.IMAGES, Capability.STRUCTURED_OUTPUT, Capability.N,
      Capability.SAMPLING_CONTROLS, Capability.REASONING_EFFORT, Capability.THINKING,
-     Capability.DOCUMENTS, Capability.TOP_K}
+     Capability.DOCUMENTS, Capability.TOP_K, serves(DIALECT)}
 )  # fmt: skip
 DATA_URL = re.compile(r"^data:([\w.+-]+/[\w.+-]+);base64,(.*)$", re.DOTALL)
 # Ids the gateway made up for calls the upstream gave none: never sent back.
@@ -235,6 +241,11 @@ class GeminiProvider:
         method = ":streamGenerateContent?alt=sse" if self.params.stream else ":generateContent"
         path = self.model_path(self.params.model) + method
         reading = _Reading(self.id, request)
+        native = request.native
+        if native is not None and native.dialect == DIALECT:
+            async for event in self._native(path, self.native_body(request, native), reading):
+                yield event
+            return
         with upstream_errors(self.id):
             async with self._client.stream(
                 "POST", path, json=self.body(request), extra_headers=await self.request_headers()
@@ -253,10 +264,69 @@ class GeminiProvider:
                         yield out
                 yield reading.finished(streamed_counts(reading.counts, self.id))
 
+    async def _native(
+        self, path: str, body: dict[str, Any], reading: _Reading
+    ) -> AsyncIterator[Event]:
+        """The request as the caller wrote it; the upstream's answers untouched (read as
+        a generic answer is, for the checks and the usage), thought signatures sealed."""
+        with upstream_errors(self.id):
+            async with self._client.stream(
+                "POST", path, json=body, extra_headers=await self.request_headers()
+            ) as r:
+                await check(r, self.id)
+                async for answer in self._answers(r):
+                    for _ in reading.chunk(answer):
+                        pass  # checked and counted; passed on as it came
+                    yield NativeEvent(DIALECT, self._sealed(answer))
+                yield reading.finished(streamed_counts(reading.counts, self.id))
+
+    async def _answers(self, r: Response) -> AsyncIterator[Any]:
+        if not self.params.stream:
+            yield await read_json(r)
+            return
+        async for sse in sse_events(r, self.params.max_line_bytes):
+            yield json.loads(sse.data)
+
+    def native_body(self, request: GenerationRequest, native: Native) -> dict[str, Any]:
+        """A Gemini request as its caller wrote it, for this provider: the thought
+        signatures it made given back opened, any other left out (a turn's first call
+        then carries the fallback), the gateway's bound on the output, the provider's
+        safety settings and cached content where the caller gave none."""
+        body = copy.deepcopy(dict(native.request))
+        for content in body.get("contents") or ():
+            first = True
+            for part in content.get("parts") or ():
+                signature = self._signature(part.pop("thoughtSignature", None))
+                if "functionCall" in part and signature is None and first:
+                    signature = self.params.thought_signature_fallback
+                if signature is not None:
+                    part["thoughtSignature"] = signature
+                first = first and "functionCall" not in part
+        if request.max_tokens is not None:
+            config = body.setdefault("generationConfig", {})
+            config["maxOutputTokens"] = request.max_tokens
+        if self.params.safety_settings is not None:
+            body.setdefault("safetySettings", self.params.safety_settings)
+        if self.params.cached_content is not None:
+            body.setdefault("cachedContent", self.params.cached_content)
+        return body
+
+    def _sealed(self, answer: Any) -> Any:
+        """The answer with each part's thought signature sealed with this provider's id."""
+        for candidate in (answer.get("candidates") or ()) if isinstance(answer, dict) else ():
+            for part in (candidate.get("content") or {}).get("parts") or ():
+                if isinstance(part.get("thoughtSignature"), str):
+                    part["thoughtSignature"] = seal(self.id, part["thoughtSignature"])
+        return answer
+
     async def count_tokens(self, request: GenerationRequest) -> int:
         """The upstream's own count of the request's input (countTokens)."""
         model = self.model_path(self.params.model)
-        whole = self.body(request)
+        native = request.native
+        if native is not None and native.dialect == DIALECT:
+            whole = self.native_body(request, native)
+        else:
+            whole = self.body(request)
         whole.pop("generationConfig", None)
         with upstream_errors(self.id):
             async with self._client.stream(

@@ -99,8 +99,13 @@ def _check(case) -> None:  # type: ignore[no-untyped-def]
             assert kind.startswith("application/json"), where
             body = response.json()
             error = body["error"]
-            # OpenAI's shape names a code; Anthropic's (the Messages paths) a type.
-            named = error.get("code") if body.get("type") != "error" else error["type"]
+            # OpenAI's shape names a code; Anthropic's (the Messages paths) a type;
+            # Google's (the Gemini paths) a status.
+            named = (
+                error.get("status")
+                if isinstance(error.get("code"), int)
+                else (error.get("code") if body.get("type") != "error" else error["type"])
+            )
             assert isinstance(error["message"], str) and isinstance(named, str), where
             assert "Traceback" not in response.text
         elif kind.startswith("application/json"):

@@ -18,14 +18,19 @@ TWINS = {
     "InferRequest": "StreamInferRequest",
     "InvokeDeploymentRequest": "StreamInvokeDeploymentRequest",
     "GenerateTextRequest": "StreamGenerateTextRequest",
+    "GenerateContentRequest": "StreamGenerateContentRequest",
+    # Gemini streams whole answers: each chunk has the unary answer's fields.
+    "GenerateContentResponse": "StreamGenerateContentResponse",
 }
 
 
 def pairs() -> list[tuple[Descriptor, Descriptor]]:
     requests = {
-        method.input_type.name: method.input_type
+        kind.name: kind
         for service in SERVICES
         for method in service.methods
+        for kind in (method.input_type, method.output_type)
+        if kind is method.input_type or kind.name in TWINS or kind.name in TWINS.values()
     }
     found = []
     for name, unary in sorted(requests.items()):
@@ -54,7 +59,7 @@ def shape(field: FieldDescriptor) -> tuple[object, ...]:
 
 
 def test_every_streaming_request_has_a_twin() -> None:
-    assert len(pairs()) == 7
+    assert len(pairs()) == 9
 
 
 @pytest.mark.parametrize("unary,stream", pairs(), ids=lambda d: d.name)

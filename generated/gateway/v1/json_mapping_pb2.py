@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from google.protobuf import descriptor_pb2 as google_dot_protobuf_dot_descriptor__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1dgateway/v1/json_mapping.proto\x12\ngateway.v1\x1a google/protobuf/descriptor.proto:1\n\x08json_key\x12\x1d.google.protobuf.FieldOptions\x18\xd1\x86\x03 \x01(\t:3\n\nomit_empty\x12\x1d.google.protobuf.FieldOptions\x18\xd2\x86\x03 \x01(\x08:8\n\x0fnull_when_empty\x12\x1d.google.protobuf.FieldOptions\x18\xd3\x86\x03 \x01(\x08:3\n\nother_keys\x12\x1d.google.protobuf.FieldOptions\x18\xd4\x86\x03 \x01(\x08:8\n\x0fnull_when_unset\x12\x1d.google.protobuf.FieldOptions\x18\xda\x86\x03 \x01(\x08:/\n\x06inline\x12\x1d.google.protobuf.FieldOptions\x18\xdb\x86\x03 \x01(\x08\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1dgateway/v1/json_mapping.proto\x12\ngateway.v1\x1a google/protobuf/descriptor.proto:1\n\x08json_key\x12\x1d.google.protobuf.FieldOptions\x18\xd1\x86\x03 \x01(\t:3\n\nomit_empty\x12\x1d.google.protobuf.FieldOptions\x18\xd2\x86\x03 \x01(\x08:8\n\x0fnull_when_empty\x12\x1d.google.protobuf.FieldOptions\x18\xd3\x86\x03 \x01(\x08:3\n\nother_keys\x12\x1d.google.protobuf.FieldOptions\x18\xd4\x86\x03 \x01(\x08:8\n\x0fnull_when_unset\x12\x1d.google.protobuf.FieldOptions\x18\xda\x86\x03 \x01(\x08:/\n\x06inline\x12\x1d.google.protobuf.FieldOptions\x18\xdb\x86\x03 \x01(\x08:7\n\x0f\x63\x61mel_case_json\x12\x1c.google.protobuf.FileOptions\x18\xe4\x86\x03 \x01(\x08\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)

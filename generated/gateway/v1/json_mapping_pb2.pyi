@@ -15,3 +15,5 @@ NULL_WHEN_UNSET_FIELD_NUMBER: _ClassVar[int]
 null_when_unset: _descriptor.FieldDescriptor
 INLINE_FIELD_NUMBER: _ClassVar[int]
 inline: _descriptor.FieldDescriptor
+CAMEL_CASE_JSON_FIELD_NUMBER: _ClassVar[int]
+camel_case_json: _descriptor.FieldDescriptor

@@ -14,9 +14,12 @@ from collections.abc import AsyncIterator, Sequence
 from gateway.v1 import usage_pb2
 from google.protobuf import struct_pb2
 
+from server.accounting.accounts import Accounts
 from server.application.pipeline import dispatch
 from server.application.pipeline.catalog import Upstream
+from server.application.pipeline.state import Snapshot
 from server.base import costs
+from server.base.call import Call
 from server.base.config import ModelConfig
 from server.base.embedding import Embedder, EmbeddingRequest, Embeddings, estimate_tokens
 from server.base.errors import InvalidArgument, UpstreamError
@@ -96,6 +99,23 @@ class EmbeddingRun:
 
     def usage(self) -> usage_pb2.Usage:
         return costs.usage(self.counts(), self.model.price, self._clock.elapsed_ms(), None)
+
+
+async def embed(
+    accounts: Accounts, state: Snapshot, call: Call, model_name: str, wanted: EmbeddingRequest
+) -> EmbeddingRun:
+    """Reserves the input's cost against the (identified) caller's budget, and embeds
+    on the model's first upstream that answers (every dialect's embeddings)."""
+    call.record.asked_for(model_name)
+    model = state.catalog.model(model_name)
+    upstreams = embedders(model, state.catalog.upstreams[model.id])
+    # Input tokens only: an embedding generates none.
+    prompt = estimate_tokens(wanted)
+    await accounts.reserve(call, prompt, lambda: costs.input_cost(model.price, prompt))
+    run = EmbeddingRun(upstreams, wanted, call.deadline)
+    call.record.ran(run)
+    await run.open(f"model {model.id}")
+    return run
 
 
 async def _one(upstream: Upstream, request: EmbeddingRequest) -> AsyncIterator[Embeddings]:
