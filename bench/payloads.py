@@ -92,3 +92,22 @@ def responses(kind: str, model: str, stream: bool, store: bool) -> dict[str, Any
     if stream:
         payload["stream"] = True
     return payload
+
+
+def gemini(kind: str) -> dict[str, Any]:
+    """The Gemini API's body (the model and streaming are in its path)."""
+    if kind == "hello":
+        return {"contents": [{"role": "user", "parts": [{"text": "Say hello"}]}],
+                "generationConfig": {"maxOutputTokens": 64}}  # fmt: skip
+    turns: list[dict[str, Any]] = [{"role": "user", "parts": [{"text": _TASK}]}]
+    for i in range(ROUNDS):
+        call_id, name, args = _call(i)
+        turns.append({"role": "model", "parts": [
+            {"text": _THOUGHT}, {"functionCall": {"id": call_id, "name": name, "args": args}}]})  # fmt: skip
+        turns.append({"role": "user", "parts": [{"functionResponse": {
+            "id": call_id, "name": name, "response": {"output": _RESULT}}}]})  # fmt: skip
+    declarations = [{"name": f"tool_{i}", "description": _THOUGHT, "parametersJsonSchema": _SCHEMA}
+                    for i in range(TOOLS)]  # fmt: skip
+    return {"systemInstruction": {"parts": [{"text": _SYSTEM}]}, "contents": turns,
+            "tools": [{"functionDeclarations": declarations}],
+            "generationConfig": {"maxOutputTokens": 1024}}  # fmt: skip

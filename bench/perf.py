@@ -11,6 +11,7 @@ and rounds repeat, so drift on a shared machine touches every target alike.
     python -m bench.perf --profile [--grpc]       # py-spy raw stacks of one worker
     python -m bench.perf --responses stored       # the /v1/responses rows with storage
     python -m bench.perf --payload agent          # a coding agent's 80 KB turn, each dialect
+    python -m bench.perf --gemini off             # without the Gemini API's rows
 
 Each gateway also gets a `/v1/responses` row: the same generation asked through the
 Responses API (unstored by default, as chat completions keep nothing either), and a
@@ -62,7 +63,8 @@ end
 
 
 # The target column of a non-chat row, after the worker count.
-LABELS = {"grpc": "gRPC", "responses": "/v1/responses", "messages": "/v1/messages"}
+LABELS = {"grpc": "gRPC", "responses": "/v1/responses", "messages": "/v1/messages",
+          "gemini": "Gemini"}  # fmt: skip
 
 
 def free_port() -> int:
@@ -279,6 +281,13 @@ def messages_body(stream: bool) -> str:
     return json.dumps(payloads.messages(PAYLOAD, "bench-stream" if stream else "bench", stream))
 
 
+def gemini_url(port: int, stream: bool) -> str:
+    """The same generation as `body`, asked through the Gemini API."""
+    model = "bench-stream" if stream else "bench"
+    method = "streamGenerateContent?alt=sse" if stream else "generateContent"
+    return f"http://127.0.0.1:{port}/v1beta/models/{model}:{method}"
+
+
 def responses_body(stream: bool, store: bool) -> str:
     """The same generation as `body`, asked through the Responses API."""
     model = "bench-stream" if stream else "bench"
@@ -298,6 +307,10 @@ def main() -> None:
     parser.add_argument(
         "--messages", choices=["on", "off"], default="on",
         help="also load /v1/messages (the same generation)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--gemini", choices=["on", "off"], default="on",
+        help="also load the Gemini API's generateContent (the same generation)",
     )  # fmt: skip
     parser.add_argument(
         "--payload", choices=payloads.KINDS, default="hello",
@@ -342,6 +355,8 @@ def main() -> None:
                     8, 1, load_core, lua)  # fmt: skip
                 wrk(f"http://127.0.0.1:{port}/v1/messages", messages_body(mode == "stream"),
                     8, 1, load_core, lua)  # fmt: skip
+                wrk(gemini_url(port, mode == "stream"), json.dumps(payloads.gemini(PAYLOAD)),
+                    8, 1, load_core, lua)  # fmt: skip
         if args.profile:
             profile(gateways[args.workers[0]], args, load_core, lua)
             return
@@ -363,6 +378,8 @@ def main() -> None:
                             ingresses.append("responses")
                         if args.messages == "on":
                             ingresses.append("messages")
+                        if args.gemini == "on":
+                            ingresses.append("gemini")
                         for ingress in ingresses:
                             before = cpu_s(proc.pid)
                             mark = (busy_s(), children_s(), cpu_s(nginx.pid))
@@ -374,6 +391,10 @@ def main() -> None:
                             elif ingress == "messages":
                                 url = f"http://127.0.0.1:{port}/v1/messages"
                                 r = wrk(url, messages_body(mode == "stream"), c,
+                                        args.seconds, load_core, lua)  # fmt: skip
+                            elif ingress == "gemini":
+                                r = wrk(gemini_url(port, mode == "stream"),
+                                        json.dumps(payloads.gemini(PAYLOAD)), c,
                                         args.seconds, load_core, lua)  # fmt: skip
                             elif ingress == "responses":
                                 url = f"http://127.0.0.1:{port}/v1/responses"
