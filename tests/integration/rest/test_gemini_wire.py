@@ -73,7 +73,16 @@ async def test_the_key_in_its_three_places() -> None:
             assert response.status_code == 200, (path, response.text)
         missing = await c.post(f"{PATH}:generateContent", json=HELLO)
         wrong = await c.post(f"{PATH}:generateContent?key=nope", json=HELLO)
-    for response in (missing, wrong):
+        # A key header wins over the query's key, as over a Bearer token.
+        header_wins = await c.post(
+            f"{PATH}:generateContent?key={API_KEY}", json=HELLO, headers={"x-goog-api-key": "nope"}
+        )
+        api_header = await c.post(
+            f"{PATH}:generateContent", json=HELLO,
+            headers={"x-api-key": API_KEY, "x-goog-api-key": "nope"},
+        )  # fmt: skip
+    assert api_header.status_code == 200
+    for response in (missing, wrong, header_wins):
         error = response.json()["error"]
         assert response.status_code == 401 and error["status"] == "UNAUTHENTICATED"
         assert error["code"] == 401 and "nope" not in error["message"]
@@ -144,9 +153,11 @@ async def test_function_responses_must_answer_the_calls_just_before() -> None:
 async def test_a_failure_mid_stream_ends_with_an_error_not_a_finish(alt: str) -> None:
     data = set_params(default_config_dict(), "sim-mini", fail_after_tokens=3)
     data["models"][0]["providers"] = data["models"][0]["providers"][:1]
-    async with running_gateway(data) as gw:
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{gw.http_port}") as c:
-            response = await raw(c, f"{PATH}:streamGenerateContent{alt}", HELLO)
+    async with (
+        running_gateway(data) as gw,
+        httpx.AsyncClient(base_url=f"http://127.0.0.1:{gw.http_port}") as c,
+    ):
+        response = await raw(c, f"{PATH}:streamGenerateContent{alt}", HELLO)
     if alt:
         events = response.content.removesuffix(b"\n\n").split(b"\n\n")
         chunks = [json.loads(e.removeprefix(b"data: ")) for e in events]
