@@ -99,9 +99,9 @@ async def test_the_model_list_follows_googles_key() -> None:
     assert "nextPageToken" not in gemini
     assert len(by_query["models"]) == 2 and by_query["nextPageToken"] == "models/sim-standard"
     assert openai["object"] == "list" and openai["data"][0]["id"] == "sim-mini"
-    assert one["name"] == "models/sim-pro" and "generateContent" in one[
-        "supportedGenerationMethods"
-    ]
+    assert (
+        one["name"] == "models/sim-pro" and "generateContent" in one["supportedGenerationMethods"]
+    )
     assert one["inputTokenLimit"] > 0 and openai_one["object"] == "model"
 
 
