@@ -52,14 +52,14 @@ async def test_unknown_paths_are_counted_and_logged_without_secrets(
         httpx.AsyncClient(base_url=f"http://127.0.0.1:{gw.http_port}") as c,
     ):
         await c.post("/api/chat?key=sk-secret-value", headers=HEADERS, json=HELLO)
-        await c.get("/v1beta/models", headers=HEADERS)
+        await c.get("/v1beta/tunedModels", headers=HEADERS)
         await c.delete("/v1/chat/completions", headers=HEADERS)  # a wrong method
         metrics = (await c.get("/metrics")).text
     lines = [json.loads(r.getMessage()) for r in caplog.records if r.name == "gateway.requests"]
     unknown = [line for line in lines if line.get("reason") == "NO_ROUTE"]
     assert [(u["method"], u["path"], u["status"]) for u in unknown] == [
         ("POST", "/api/chat", "NOT_FOUND"),
-        ("GET", "/v1beta/models", "NOT_FOUND"),
+        ("GET", "/v1beta/tunedModels", "NOT_FOUND"),
         ("DELETE", "/v1/chat/completions", "METHOD_NOT_ALLOWED"),
     ]
     assert all(u["client"] == "127.0.0.1" for u in unknown)
