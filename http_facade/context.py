@@ -17,14 +17,24 @@ from http_facade.errors import error_response, internal
 from server.accounting.admission import KEY_HEADERS
 from server.base.call import request_id_or_new
 from server.base.config import SESSION_HEADERS
+from server.guardrails.guard import HEADER as GUARDRAILS_HEADER
 
 REQUEST_ID = "x-request-id"
 # Headers forwarded to the RPC as metadata: the key headers the core reads (the
 # `authorization` Bearer form included), the W3C trace context, the session headers
-# cache affinity reads (its defaults), the response cache's Cache-Control, plus the
-# request id; nothing else crosses (grpc-gateway's header matcher).
+# cache affinity reads (its defaults), the response cache's Cache-Control, the ask to
+# skip guardrails, plus the request id; nothing else crosses (grpc-gateway's header matcher).
 FORWARDED = tuple(
-    sorted({*KEY_HEADERS, "traceparent", "tracestate", "cache-control", *SESSION_HEADERS})
+    sorted(
+        {
+            *KEY_HEADERS,
+            "traceparent",
+            "tracestate",
+            "cache-control",
+            *SESSION_HEADERS,
+            GUARDRAILS_HEADER,
+        }
+    )  # fmt: skip
 )
 
 

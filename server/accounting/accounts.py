@@ -182,7 +182,7 @@ class Accounting(Middleware):
 
         async def stream(request: Any, call: Call) -> AsyncGenerator[Any, None]:
             record = call.record
-            record.open(name)
+            record.open(name, streaming=True)
             error: BaseException | None = None
             chunks = handler(request, call)
             try:

@@ -20,9 +20,9 @@ class EmbeddingService:
         self, request: embeddings.CreateEmbeddingsRequest, call: Call
     ) -> embeddings.CreateEmbeddingsResponse:
         state = self.live.current
-        await self.accounts.identify(call, "api", state.keys)
+        principal = await self.accounts.identify(call, "api", state.keys)
         wanted, encoding = validation.embeddings(request)
-        run = await embed(self.accounts, state, call, request.model, wanted)
+        run = await embed(self.accounts, state, call, principal, request.model, wanted)
         assert run.result is not None
         return embeddings.CreateEmbeddingsResponse(
             object="list",

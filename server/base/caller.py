@@ -37,6 +37,9 @@ class Principal:
     tokens_per_minute: int | None = None
     budget_usd: float | None = None
     budget_period: str = "monthly"
+    # The key's own guardrails (ids), and whether it may ask to skip them.
+    guardrails: tuple[str, ...] = ()
+    may_skip_guardrails: bool = False
 
     @property
     def limited(self) -> bool:
@@ -53,5 +56,6 @@ class Principal:
     def of_config(cls, key: KeyConfig) -> Principal:
         return cls(
             "cfg-" + key.name, key.name, key.kind, key.owner, key.requests_per_minute,
-            key.tokens_per_minute, key.budget_usd, key.budget_period,
+            key.tokens_per_minute, key.budget_usd, key.budget_period, tuple(key.guardrails),
+            key.may_skip_guardrails,
         )  # fmt: skip

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from importlib import resources
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any, Literal, cast, get_args
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -137,6 +137,8 @@ class ModelConfig(Strict):
     # Other names callers may send for this model (a client's built-in model names,
     # say); answers name the model by its id.
     aliases: list[str] = Field(default_factory=list)
+    # Guardrails applied to every call of this model (ids of `guardrails`).
+    guardrails: list[str] = Field(default_factory=list)
     providers: list[ProviderConfig] = Field(min_length=1)
 
     @model_validator(mode="after")
@@ -202,6 +204,74 @@ class KeyConfig(Strict):
     # Spend allowed per budget period, in USD; absent means no budget.
     budget_usd: float | None = Field(default=None, ge=0)
     budget_period: BudgetPeriod = "monthly"
+    # Guardrails applied to this key's calls (ids of `guardrails`), besides the model's
+    # and the default ones.
+    guardrails: list[str] = Field(default_factory=list)
+    # Whether a call of this key may ask to skip guardrails (x-gateway-guardrails: off).
+    may_skip_guardrails: bool = False
+
+
+# What a guardrail does with what it finds, per phase.
+GuardrailAction = Literal["redact", "block", "log", "off"]
+# The built-in detectors (server/guardrails/detectors.py).
+BuiltinDetector = Literal["email", "phone", "credit_card", "iban", "us_ssn", "ipv4", "ipv6",
+                          "api_key", "jwt", "private_key"]  # fmt: skip
+BUILTIN_DETECTORS: tuple[str, ...] = get_args(BuiltinDetector)
+
+
+class CustomDetectorConfig(Strict):
+    """A pattern of the operator's: compiled with RE2 (linear time) or refused."""
+
+    name: str = Field(pattern=r"^[a-z][a-z0-9_]{0,31}$")
+    regex: str = Field(min_length=1)
+    # The longest text a match may be: streams hold back at least this much.
+    max_len: int = Field(default=64, ge=1, le=4096)
+
+    @field_validator("regex")
+    @classmethod
+    def _linear(cls, regex: str) -> str:
+        import re2
+
+        try:
+            re2.compile(regex)
+        except re2.error as exc:
+            raise ValueError(f"not a pattern RE2 can run in linear time: {exc}") from None
+        return regex
+
+
+class GuardrailConfig(Strict):
+    """Personal data and secrets found in what models read and write: redacted,
+    blocked, or logged (docs/guardrails.md)."""
+
+    id: str = Field(pattern=r"^[A-Za-z0-9_-]{1,64}$")
+    # `patterns`: the built-in engine; `presidio`: Microsoft Presidio's analyzer (an extra).
+    kind: Literal["patterns", "presidio"] = "patterns"
+    detectors: list[BuiltinDetector] = Field(
+        default_factory=lambda: cast(list[BuiltinDetector], list(BUILTIN_DETECTORS))
+    )
+    custom: list[CustomDetectorConfig] = Field(default_factory=list)
+    # Text the caller sends, the model's answer, tool-call arguments (either way), and
+    # tool results given back to the model.
+    on_input: GuardrailAction = "redact"
+    on_output: GuardrailAction = "redact"
+    on_tool_calls: GuardrailAction = "redact"
+    on_tool_results: GuardrailAction = "redact"
+    # `[EMAIL]`, or `[EMAIL_1]` numbered per distinct value within a request.
+    placeholder: Literal["type", "numbered"] = "numbered"
+    # Restores this request's own placeholders in its answer (numbered placeholders only).
+    reversible: bool = False
+    # How far a stream's released text stays behind its head; at least every enabled
+    # detector's longest match. Absent: that longest match.
+    stream_holdback_chars: int | None = Field(default=None, ge=1, le=65536)
+    # An engine failure: `closed` refuses the call (503), `open` lets it pass (counted).
+    fail: Literal["closed", "open"] = "closed"
+
+    @model_validator(mode="after")
+    def _consistent(self) -> GuardrailConfig:
+        if self.reversible and self.placeholder != "numbered":
+            raise ValueError("reversible: needs placeholder `numbered`")
+        _unique("custom", [c.name for c in self.custom])
+        return self
 
 
 # Response headers a browser page may read: the request id, when to retry, and the
@@ -405,6 +475,9 @@ class Config(Strict):
     deployments: list[DeploymentConfig] = Field(default_factory=list)
     routing: RoutingConfig
     keys: list[KeyConfig] = Field(default_factory=list)
+    guardrails: list[GuardrailConfig] = Field(default_factory=list)
+    # Guardrails applied to every call (ids of `guardrails`).
+    default_guardrails: list[str] = Field(default_factory=list)
     # The model that answers a request naming the placeholders of clients that talk to
     # one endpoint (Hugging Face's InferenceClient sends `dummy` to a URL it is given).
     default_model: str | None = None
@@ -431,6 +504,15 @@ class Config(Strict):
             for i, model in enumerate(models):
                 if model not in known:
                     raise ValueError(f"routing.profiles.{name}[{i}]: unknown model {model!r}")
+        _unique("guardrails", [g.id for g in self.guardrails])
+        guards = {g.id for g in self.guardrails}
+        attached = [("default_guardrails", self.default_guardrails)]
+        attached += [(f"keys[{i}].guardrails", k.guardrails) for i, k in enumerate(self.keys)]
+        attached += [(f"models[{i}].guardrails", m.guardrails) for i, m in enumerate(self.models)]
+        for where, ids in attached:
+            for j, guard in enumerate(ids):
+                if guard not in guards:
+                    raise ValueError(f"{where}[{j}]: unknown guardrail {guard!r}")
         return self
 
     @property

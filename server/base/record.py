@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import os
 import time
+from collections import Counter
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -95,12 +96,24 @@ class Metered(Protocol):
         ...
 
 
+class GuardrailReport(Protocol):
+    """What a call's guardrails found and did, for the metrics and the request log."""
+
+    # (guardrail, entity, phase, action) -> findings
+    counts: Counter[tuple[str, str, str, str]]
+    # phase -> seconds spent scanning
+    seconds: dict[str, float]
+    # guardrail -> engine failures let through (fail: open)
+    failures: Counter[str]
+
+
 class CallRecord:
     """One call's account, from admission to its ledger row."""
 
     __slots__ = (
         "method", "started", "ticket", "principal", "model", "run", "limited_tokens",
         "reservation", "route_profile", "difficulty", "prompt", "usage", "closed", "failure",
+        "streaming", "guardrails",
     )  # fmt: skip
 
     def __init__(self) -> None:
@@ -125,10 +138,15 @@ class CallRecord:
         # A failure the handler reported in its own answer instead of raising it (a
         # dialect whose stream ends with a failed event): the ledger records it.
         self.failure: BaseException | None = None
+        # Whether the call streams its answer (a whole answer is gathered first).
+        self.streaming = False
+        # What the call's guardrails did (server/guardrails), when any applied.
+        self.guardrails: GuardrailReport | None = None
 
-    def open(self, method: str) -> None:
+    def open(self, method: str, streaming: bool = False) -> None:
         """Starts the account of a call of `method` (the accounting middleware)."""
         self.method = method
+        self.streaming = streaming
         self.started = time.time()
 
     def asked_for(self, model: str) -> None:

@@ -29,6 +29,7 @@ from prometheus_client import (
     multiprocess,
 )
 
+from server.base.record import GuardrailReport
 from server.ops.observe import Outcome
 
 if TYPE_CHECKING:
@@ -46,6 +47,8 @@ TTFT_BUCKETS = (
 )  # fmt: skip
 PER_TOKEN_BUCKETS = (0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5)
 # The gateway's own time per call: sub-millisecond when all is well.
+# A guardrail's scan of one call's text: tens of microseconds to milliseconds.
+GUARDRAIL_BUCKETS = (0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1)
 OVERHEAD_BUCKETS = (
     0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
 )  # fmt: skip
@@ -150,6 +153,21 @@ class Metrics:
             "gateway_routing_decisions", "Models chosen by the router, by profile.",
             ["profile", "model"], registry=registry,
         )  # fmt: skip
+        self.guardrail_detections = Counter(
+            "gateway_guardrail_detections",
+            "What guardrails found, by guardrail, kind, phase and the action taken.",
+            ["guardrail", "entity", "phase", "action"], registry=registry,
+        )  # fmt: skip
+        self.guardrail_seconds = Histogram(
+            "gateway_guardrail_duration_seconds",
+            "Time spent scanning one call's text, per phase.",
+            ["phase"], buckets=GUARDRAIL_BUCKETS, registry=registry,
+        )  # fmt: skip
+        self.guardrail_failures = Counter(
+            "gateway_guardrail_failures",
+            "Guardrail engine failures let through (fail: open).",
+            ["guardrail"], registry=registry,
+        )  # fmt: skip
         self.overhead = Histogram(
             "gateway_overhead_seconds",
             "The gateway's own time per call: total minus time waiting on upstreams.",
@@ -220,6 +238,8 @@ class Metrics:
         if o.route is not None:
             of(self.routes, *o.route).inc()
         of(self.overhead, o.rpc).observe(o.overhead_s)
+        if o.guardrails is not None:
+            self._guardrails(o.guardrails)
         if not o.generated:
             return
         if o.cost_usd:
@@ -243,6 +263,16 @@ class Metrics:
             if o.completion_tokens > 1 and o.status == "OK":
                 per_token = (o.latency_s - o.ttft_s) / (o.completion_tokens - 1)
                 of(self.per_token, operation, o.provider, o.model).observe(max(0.0, per_token))
+
+    def _guardrails(self, report: GuardrailReport) -> None:
+        of = self._of
+        for labels, n in report.counts.items():
+            of(self.guardrail_detections, *labels).inc(n)
+        for phase, seconds in report.seconds.items():
+            if seconds:
+                of(self.guardrail_seconds, phase).observe(seconds)
+        for guardrail, n in report.failures.items():
+            of(self.guardrail_failures, guardrail).inc(n)
 
     # -- sampled state ---------------------------------------------------------------
 

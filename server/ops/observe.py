@@ -21,6 +21,7 @@ from server.application.pipeline.engine import Run
 from server.base.call import Call
 from server.base.errors import Code, GatewayError, status_of
 from server.base.pipeline import Middleware, StreamHandler, UnaryHandler
+from server.base.record import GuardrailReport
 
 log = logging.getLogger(__name__)
 REQUEST_ID = "x-request-id"
@@ -60,6 +61,8 @@ class Outcome:
     # Prompt and completion, only when the operator asked for them in the log.
     prompt: Any = None
     completion: str | None = None
+    # What the call's guardrails found and did, when any applied.
+    guardrails: GuardrailReport | None = None
 
     @property
     def overhead_s(self) -> float:
@@ -181,6 +184,7 @@ class Observer(Middleware):
             # A generation's Run records its failovers; an embedding call's run does not.
             failovers=[(p, cause(e)) for p, e in run.causes] if isinstance(run, Run) else [],
             route=(route.profile, route.model) if route is not None else None,
+            guardrails=call.record.guardrails,
         )
         if isinstance(run, Run):
             outcome.affinity = run.affinity

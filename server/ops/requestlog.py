@@ -2,7 +2,7 @@
 
 Fields: ts, request_id, rpc, key_id, model, provider, status, reason, prompt_tokens,
 completion_tokens, cost_usd, latency_ms, ttft_ms, upstream_ms, failovers (and route,
-prompt, completion when they apply). Key ids only, never a secret; prompt and
+prompt, completion and guardrail counts when they apply). Key ids only, never a secret; prompt and
 completion text only with `operations.log_text`. The line is built from a flat dict
 with orjson: a few microseconds on the hot path.
 """
@@ -51,6 +51,13 @@ def line(o: Outcome) -> str:
         fields["prompt"] = o.prompt
     if o.completion is not None:
         fields["completion"] = o.completion
+    if o.guardrails is not None and o.guardrails.counts:
+        # Counts per kind found, never the text: `{"input:redact:EMAIL": 2}`.
+        counted: dict[str, int] = {}
+        for (_, entity, phase, action), n in o.guardrails.counts.items():
+            label = f"{phase}:{action}:{entity}"
+            counted[label] = counted.get(label, 0) + n
+        fields["guardrails"] = counted
     return orjson.dumps(fields).decode()
 
 

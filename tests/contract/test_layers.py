@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 RUNGS: tuple[tuple[str, ...], ...] = (
     ("server.base",),
     ("server.storage",),
-    ("server.accounting", "server.providers", "server.routing"),
+    ("server.accounting", "server.guardrails", "server.providers", "server.routing"),
     ("server.application",),
     ("server.ops",),
     ("server.grpc_api", "http_facade"),

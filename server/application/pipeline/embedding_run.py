@@ -8,6 +8,7 @@ both alike.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import struct
 from collections.abc import AsyncIterator, Sequence
 
@@ -20,6 +21,7 @@ from server.application.pipeline.catalog import Upstream
 from server.application.pipeline.state import Snapshot
 from server.base import costs
 from server.base.call import Call
+from server.base.caller import Principal
 from server.base.config import ModelConfig
 from server.base.embedding import Embedder, EmbeddingRequest, Embeddings, estimate_tokens
 from server.base.errors import InvalidArgument, UpstreamError
@@ -102,12 +104,23 @@ class EmbeddingRun:
 
 
 async def embed(
-    accounts: Accounts, state: Snapshot, call: Call, model_name: str, wanted: EmbeddingRequest
+    accounts: Accounts,
+    state: Snapshot,
+    call: Call,
+    principal: Principal,
+    model_name: str,
+    wanted: EmbeddingRequest,
 ) -> EmbeddingRun:
     """Reserves the input's cost against the (identified) caller's budget, and embeds
-    on the model's first upstream that answers (every dialect's embeddings)."""
+    on the model's first upstream that answers, its input past the call's guardrails
+    (every dialect's embeddings)."""
     call.record.asked_for(model_name)
     model = state.catalog.model(model_name)
+    guard = state.guardrails.guard(principal, [model], call.metadata, True, call.response_metadata)
+    if guard is not None:
+        call.record.guardrails = guard
+        wanted = dataclasses.replace(wanted, inputs=guard.texts(wanted.inputs))
+        guard.report()
     upstreams = embedders(model, state.catalog.upstreams[model.id])
     # Input tokens only: an embedding generates none.
     prompt = estimate_tokens(wanted)

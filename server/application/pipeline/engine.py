@@ -30,6 +30,7 @@ from server.base.generation import (
     served_dialect,
 )
 from server.base.throttle import warn_throttled
+from server.guardrails.guard import Guard
 
 # What a run passes on: text, tool-call and reasoning fragments, native events.
 Fragment = TextDelta | ToolCallDelta | ReasoningDelta | NativeEvent
@@ -113,6 +114,7 @@ class Run:
         response_cache: str | None = None,
         free: bool = False,
         recorder: Recorder | None = None,
+        guard: Guard | None = None,
     ) -> None:
         self.request = request
         self._upstreams = upstreams
@@ -136,6 +138,8 @@ class Run:
         self.free = free
         self.recorder = recorder
         self._recorded: list[Event] = []
+        # The call's guardrails: the answer passes them before anything else sees it.
+        self.guard = guard
 
     @property
     def response_cached(self) -> bool:
@@ -159,6 +163,8 @@ class Run:
             )
         finally:
             self.upstream_s += time.perf_counter() - started
+        if self.guard is not None:
+            self._events = cast(AsyncGenerator[Event, None], self.guard.answer(self._events))
         self._clock.mark_first_token()
 
     def _start(self, upstream: Upstream) -> AsyncIterator[Event]:

@@ -30,6 +30,7 @@ from server.base.costs import max_cost
 from server.base.errors import InvalidArgument
 from server.base.generation import GenerationRequest
 from server.base.spans import span
+from server.guardrails.guard import Guard
 
 # Where a request that named a routing profile as its model says what was chosen.
 ROUTE_HEADER = "x-gateway-route"
@@ -42,6 +43,8 @@ class Admitted:
     call: Call
     state: Snapshot
     principal: Principal
+    # The call's guardrails, once the models it may run on are known.
+    guard: Guard | None = None
 
 
 class Generations:
@@ -100,6 +103,7 @@ class Generations:
         self, admitted: Admitted, model: ModelConfig, generation: GenerationRequest, subject: str
     ) -> Run:
         """A run of one model's providers."""
+        admitted, generation = _guarded(admitted, generation, [model])
         _fits(generation, model)
         generation = await self._reserve(admitted, generation, [model.price])
         upstreams = admitted.state.catalog.upstreams[model.id]
@@ -120,6 +124,7 @@ class Generations:
         call.record.routed(route.profile, route.difficulty, recorded)
         ranked = route.models
         catalog = state.catalog
+        admitted, generation = _guarded(admitted, generation, [catalog.model(m) for m in ranked])
         prices = [catalog.model(m).price for m in ranked]
         generation = await self._reserve(admitted, generation, prices)
         upstreams = [u for m in ranked for u in catalog.upstreams[m]]
@@ -163,7 +168,8 @@ class Generations:
             call.response_metadata[response_cache.HEADER] = "hit" if stored else "miss"
             if stored is not None:
                 free = config.billing == "free"
-                run = Run([stored], generation, call.deadline, response_cache="hit", free=free)
+                run = Run([stored], generation, call.deadline, response_cache="hit", free=free,
+                          guard=admitted.guard)  # fmt: skip
                 call.record.ran(run)
                 await run.open(subject)
                 return run
@@ -185,13 +191,31 @@ class Generations:
         key = self.affinity.key(config, generation, call.metadata, subject)
         upstreams, remembered = await self.affinity.ordered(key, spread(upstreams))
         cached = None if keep is None else "miss"
-        run = Run(upstreams, generation, call.deadline, response_cache=cached, recorder=keep)
+        run = Run(upstreams, generation, call.deadline, response_cache=cached, recorder=keep,
+                  guard=admitted.guard)  # fmt: skip
         call.record.ran(run)
         await run.open(subject)
         if key is not None:
             run.affinity = affinity.outcome(remembered, run.provider_id)
             await self.affinity.remember(key, run.provider_id, config.ttl_s)
         return run
+
+
+def _guarded(
+    admitted: Admitted, generation: GenerationRequest, models: list[ModelConfig]
+) -> tuple[Admitted, GenerationRequest]:
+    """The call's guardrails (the default ones, its key's, those of every model it may
+    run on), and the request as they leave it for any upstream (GuardrailBlocked when
+    one blocks it)."""
+    call = admitted.call
+    guard = admitted.state.guardrails.guard(
+        admitted.principal, models, call.metadata, not call.record.streaming,
+        call.response_metadata,
+    )  # fmt: skip
+    if guard is None:
+        return admitted, generation
+    call.record.guardrails = guard
+    return dataclasses.replace(admitted, guard=guard), guard.request(generation)
 
 
 def _fits(generation: GenerationRequest, model: ModelConfig) -> None:

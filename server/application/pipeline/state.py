@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from server.accounting.admission import KeyRing
 from server.application.pipeline.catalog import Catalog, ProviderBuilder
 from server.base.config import Config, ConfigError
+from server.guardrails.guard import Guardrails
 from server.routing.router import Router
 from server.routing.view import CatalogView
 
@@ -25,6 +26,7 @@ class Snapshot:
     catalog: Catalog
     router: Router
     keys: KeyRing
+    guardrails: Guardrails
 
 
 def snapshot_of(config: Config, providers: ProviderBuilder, routers: RouterBuilder) -> Snapshot:
@@ -39,7 +41,8 @@ def snapshot_of(config: Config, providers: ProviderBuilder, routers: RouterBuild
     except BaseException:
         catalog.close_soon()
         raise
-    return Snapshot(config, catalog, router, KeyRing(config.keys))
+    guardrails = Guardrails(config.guardrails, config.default_guardrails)
+    return Snapshot(config, catalog, router, KeyRing(config.keys), guardrails)
 
 
 class Live:

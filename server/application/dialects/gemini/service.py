@@ -120,7 +120,7 @@ class GeminiService:
         where: str,
     ) -> list[pb.GeminiContentEmbedding]:
         state = self.live.current
-        await self.accounts.identify(call, "api", state.keys)
+        principal = await self.accounts.identify(call, "api", state.keys)
         if not 1 <= len(requests) <= MAX_BATCH:
             raise InvalidArgument.for_field(where, f"must hold 1 to {MAX_BATCH} requests")
         name = translation.model_id(model)
@@ -137,7 +137,7 @@ class GeminiService:
                 f"{where}[0].outputDimensionality", "must be the same in every request"
             )
         wanted = EmbeddingRequest(tuple(texts), dimensions.pop())
-        run = await embed(self.accounts, state, call, name, wanted)
+        run = await embed(self.accounts, state, call, principal, name, wanted)
         assert run.result is not None
         return [pb.GeminiContentEmbedding(values=v) for v in run.result.vectors]
 
