@@ -12,6 +12,7 @@ and rounds repeat, so drift on a shared machine touches every target alike.
     python -m bench.perf --responses stored       # the /v1/responses rows with storage
     python -m bench.perf --payload agent          # a coding agent's 80 KB turn, each dialect
     python -m bench.perf --gemini off             # without the Gemini API's rows
+    python -m bench.perf --guardrails             # plus a gateway with every detector on
 
 Each gateway also gets a `/v1/responses` row: the same generation asked through the
 Responses API (unstored by default, as chat completions keep nothing either), and a
@@ -134,7 +135,13 @@ def start_nginx(tmp: Path, core: str) -> tuple[subprocess.Popen[bytes], int]:
 
 
 def start_gateway(
-    tmp: Path, upstream: int, workers: int, core: str, limits: bool, root: Path = ROOT
+    tmp: Path,
+    upstream: int,
+    workers: int,
+    core: str,
+    limits: bool,
+    root: Path = ROOT,
+    guardrails: bool = False,
 ) -> tuple[subprocess.Popen[bytes], int, int]:
     def model(model_id: str, path: str, stream: bool) -> dict:
         params = {"base_url": f"http://127.0.0.1:{upstream}/{path}/v1", "model": "bench",
@@ -155,6 +162,8 @@ def start_gateway(
         "routing": {"profiles": {p: ["bench"] for p in ("economy", "balanced", "quality")}},
         "keys": [key],
     }
+    if guardrails:  # every built-in detector on every phase, redacting
+        config |= {"guardrails": [{"id": "pii"}], "default_guardrails": ["pii"]}
     path = tmp / f"gateway-{workers}-{http_port}.yaml"
     path.write_text(yaml.safe_dump(config))
     python = root / ".venv" / "bin" / "python"  # a compared tree runs in its own environment
@@ -309,6 +318,10 @@ def main() -> None:
         help="also load /v1/messages (the same generation)",
     )  # fmt: skip
     parser.add_argument(
+        "--guardrails", action="store_true",
+        help="also measure a gateway (1 worker) with a guardrail of every detector on",
+    )  # fmt: skip
+    parser.add_argument(
         "--gemini", choices=["on", "off"], default="on",
         help="also load the Gemini API's generateContent (the same generation)",
     )  # fmt: skip
@@ -346,6 +359,10 @@ def main() -> None:
             )
         for n in args.workers:
             gateways[n] = start_gateway(tmp, upstream, n, gw_core, args.limits)
+        if args.guardrails:
+            gateways["guarded"] = start_gateway(
+                tmp, upstream, 1, gw_core, args.limits, guardrails=True
+            )
         for _, port, _ in gateways.values():  # warm up
             for mode in args.modes:
                 wrk(f"http://127.0.0.1:{port}/v1/chat/completions", body(mode == "stream"),

@@ -6,6 +6,7 @@ A bad file stops start-up with a ConfigError naming the field (`models[0].price.
 
 from __future__ import annotations
 
+import re
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal, cast, get_args
@@ -250,6 +251,10 @@ class GuardrailConfig(Strict):
         default_factory=lambda: cast(list[BuiltinDetector], list(BUILTIN_DETECTORS))
     )
     custom: list[CustomDetectorConfig] = Field(default_factory=list)
+    # Presidio's own entities besides the detectors' kinds (`kind: presidio` only), and
+    # the least confidence of a find it acts on.
+    entities: list[str] = Field(default_factory=list)
+    min_score: float = Field(default=0.5, ge=0, le=1)
     # Text the caller sends, the model's answer, tool-call arguments (either way), and
     # tool results given back to the model.
     on_input: GuardrailAction = "redact"
@@ -270,6 +275,13 @@ class GuardrailConfig(Strict):
     def _consistent(self) -> GuardrailConfig:
         if self.reversible and self.placeholder != "numbered":
             raise ValueError("reversible: needs placeholder `numbered`")
+        if self.entities and self.kind != "presidio":
+            raise ValueError("entities: only a `presidio` guardrail has them")
+        if self.custom and self.kind != "patterns":
+            raise ValueError("custom: only a `patterns` guardrail has them")
+        for i, entity in enumerate(self.entities):
+            if not re.fullmatch(r"[A-Z][A-Z0-9_]{0,39}", entity):
+                raise ValueError(f"entities[{i}]: must be an upper-case entity name")
         _unique("custom", [c.name for c in self.custom])
         return self
 

@@ -20,6 +20,7 @@ string of digits that only looks like a card is left alone.
 from __future__ import annotations
 
 import ipaddress
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -138,6 +139,13 @@ BUILTINS: dict[str, Builtin] = {
 }
 
 
+# What every built-in match holds at least one of: a text without any is scanned no
+# further (most prose), at a fraction of an RE2 call's cost.
+_HINT = re.compile(
+    r"[0-9@:]|eyJ|-----BEGIN|sk-|AKIA|ASIA|gh[pousr]_|glpat-|xox|AIza|hf_|github_pat_"
+)
+
+
 class Scanner:
     """One guardrail's detectors as one RE2 pattern."""
 
@@ -155,9 +163,12 @@ class Scanner:
         # The longest match a stream must hold back whole, beyond trailing tokens.
         self.longest = max(spaced, default=0)
         self.private_keys = "private_key" in chosen
+        self._hint = None if custom else _HINT
 
     def find(self, text: str) -> list[Finding]:
         if self._pattern is None or not text:
+            return []
+        if self._hint is not None and self._hint.search(text) is None:
             return []
         found = []
         for match in self._pattern.finditer(text):

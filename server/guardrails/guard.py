@@ -19,6 +19,7 @@ answer as `content_filter` with its text removed; after, the stream fails.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 import re
@@ -31,7 +32,7 @@ from google.protobuf import struct_pb2
 from google.protobuf.message import Message as ProtoMessage
 
 from server.base.caller import Principal
-from server.base.config import GuardrailConfig, ModelConfig
+from server.base.config import ConfigError, GuardrailConfig, ModelConfig
 from server.base.errors import Code, GatewayError, InvalidArgument
 from server.base.generation import (
     Event,
@@ -45,6 +46,7 @@ from server.base.generation import (
     ToolCallDelta,
 )
 from server.guardrails.detectors import Finding, Scanner
+from server.guardrails.presidio import PresidioScanner, available
 
 PHASES = ("input", "output", "tool_calls", "tool_results")
 # The response header that lists what the call's guardrails did; as a request header,
@@ -57,11 +59,14 @@ OPAQUE = frozenset({"id", "type", "role", "model", "signature", "thoughtSignatur
                     "url", "image_url", "thinking", "name", "status", "stop_reason"})  # fmt: skip
 # Characters of addresses, keys and tokens: a run of them reaching a stream's head is
 # held back whole (placeholders' brackets included, for restoring them).
-TOKEN = re.compile(r"[A-Za-z0-9._%+\-/=@:\[\]]+\Z")
+TOKEN_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._%+-/=@:[]"
 PLACEHOLDER = re.compile(r"\[[A-Z][A-Z0-9_]*_\d+\]")
 # The most held back of one run of token characters: past it, the run is no value.
 MAX_TOKEN_RUN = 65536
 DEFAULT_HOLDBACK = 48
+# Released text goes out at least this many characters at a time (or at the end): a
+# scan per few upstream events, not per event.
+RELEASE_AT = 32
 
 
 class GuardrailBlocked(InvalidArgument):
@@ -90,11 +95,18 @@ class Rail:
     """One configured guardrail, compiled."""
 
     config: GuardrailConfig
-    scanner: Scanner
+    scanner: Scanner | PresidioScanner
 
     @classmethod
     def of(cls, config: GuardrailConfig) -> Rail:
+        if config.kind == "presidio":
+            return cls(config, PresidioScanner(config))
         return cls(config, Scanner(config.detectors, config.custom))
+
+    @property
+    def slow(self) -> bool:
+        """Whether a scan may take long enough to need its own thread."""
+        return self.config.kind == "presidio"
 
     @property
     def id(self) -> str:
@@ -131,6 +143,8 @@ class Guard:
         self.answering = False
         self.reversible = any(r.config.reversible for r in self.rails)
         self.holdback = max(r.holdback for r in self.rails)
+        # Scans that must run off the event loop (a model's, not patterns').
+        self.slow = any(r.slow for r in self.rails)
         self.private_keys = any(r.scanner.private_keys for r in self.rails)
 
     def active(self, phase: str) -> bool:
@@ -147,31 +161,43 @@ class Guard:
     def edits(self, text: str, phase: str, counted: bool = True) -> list[tuple[int, int, str]]:
         """What every guardrail replaces in `text` for `phase` (start, end, placeholder),
         in order and without overlaps; counts what each found."""
+        return self.settle(text, phase, self.scan(text, phase), counted)
+
+    def scan(self, text: str, phase: str) -> list[tuple[Rail, Finding]]:
+        """What every guardrail acting on `phase` finds in `text`, by position; nothing
+        counted or decided yet."""
         if not text:
             return []
         started = time.perf_counter()
-        edits: list[tuple[int, int, str]] = []
         try:
-            for rail in self.rails:
-                action = rail.action(phase)
-                if action == "off":
-                    continue
-                found = self._find(rail, text)
-                for finding in found if counted else ():
-                    self.counts[(rail.id, finding.entity, phase, action)] += 1
-                if not found or action == "log":
-                    continue
-                if action == "block":
-                    raise GuardrailBlocked.of(rail.id, phase, [f.entity for f in found])
-                edits += [(f.start, f.end, self._placeholder(rail, f, text)) for f in found]
+            found = [
+                (rail, finding)
+                for rail in self.rails
+                if rail.action(phase) != "off"
+                for finding in self._find(rail, text)
+            ]
         finally:
             self.seconds[phase] += time.perf_counter() - started
-        edits.sort()
-        kept: list[tuple[int, int, str]] = []
-        for edit in edits:  # another guardrail's overlapping find: the first one stands
-            if not kept or edit[0] >= kept[-1][1]:
-                kept.append(edit)
-        return kept
+        if len(self.rails) > 1:
+            found.sort(key=lambda pair: pair[1].start)
+        return found
+
+    def settle(
+        self, text: str, phase: str, found: Sequence[tuple[Rail, Finding]], counted: bool = True
+    ) -> list[tuple[int, int, str]]:
+        """Counts `found`, blocks (GuardrailBlocked) or makes the replacements."""
+        edits: list[tuple[int, int, str]] = []
+        for rail, finding in found:
+            action = rail.action(phase)
+            if counted:
+                self.counts[(rail.id, finding.entity, phase, action)] += 1
+            if action == "block":
+                entities = [f.entity for r, f in found if r is rail]
+                raise GuardrailBlocked.of(rail.id, phase, entities)
+            if action == "redact" and (not edits or finding.start >= edits[-1][1]):
+                # Another guardrail's overlapping find: the first one stands.
+                edits.append((finding.start, finding.end, self._placeholder(rail, finding, text)))
+        return edits
 
     def _find(self, rail: Rail, text: str) -> list[Finding]:
         try:
@@ -183,15 +209,6 @@ class Guard:
                 ) from None
             self.failures[rail.id] += 1
             return []
-
-    def spans(self, text: str, phase: str) -> list[tuple[int, int]]:
-        """Where any guardrail acting on `phase` finds something, nothing counted."""
-        return sorted(
-            (f.start, f.end)
-            for rail in self.rails
-            if rail.action(phase) != "off"
-            for f in self._find(rail, text)
-        )
 
     def _placeholder(self, rail: Rail, finding: Finding, text: str) -> str:
         entity, value = finding.entity, text[finding.start : finding.end]
@@ -227,7 +244,12 @@ class Guard:
         if isinstance(value, list):
             return [self._json(v, phase, key) for v in value]
         if isinstance(value, dict):
-            return {k: self._json(v, phase, k) for k, v in value.items()}
+            prose = _prose_data(value.get("type"))
+            return {
+                k: self.text(v, phase) if k == "data" and prose and isinstance(v, str)
+                else self._json(v, phase, k)
+                for k, v in value.items()
+            }  # fmt: skip
         return value
 
     # -- a request ----------------------------------------------------------------
@@ -278,8 +300,9 @@ class Guard:
             for key in list(message.fields):
                 self._value(message.fields[key], key)
             return
+        prose = _prose_data(getattr(message, "type", None))
         for field, value in message.ListFields():
-            if field.name in OPAQUE:
+            if field.name in OPAQUE and not (field.name == "data" and prose):
                 continue
             if field.message_type is not None:
                 if field.message_type.GetOptions().map_entry:
@@ -345,8 +368,19 @@ class _Answer:
         self.tool_calls = guard.active("tool_calls")
 
     async def run(self, events: AsyncIterator[Event]) -> AsyncIterator[Event]:
+        if self.guard.slow:
+            async for out in self._off_loop(events):
+                yield out
+            return
+        output = self.output
         try:
             async for event in events:
+                if output and type(event) is TextDelta:  # most events: no generator
+                    released = self._text("text", event.choice, event.text, False)
+                    if released is not None:
+                        self.released = True
+                        yield released
+                    continue
                 for out in self._event(event):
                     self.released = True
                     yield out
@@ -360,6 +394,27 @@ class _Answer:
             if closing is not None:
                 await closing()
 
+    async def _off_loop(self, events: AsyncIterator[Event]) -> AsyncIterator[Event]:
+        """As `run`, each event's scan in a thread of its own (a model's scan takes
+        long): the loop serves other calls meanwhile."""
+        try:
+            async for event in events:
+                for out in await asyncio.to_thread(self._all, event):
+                    self.released = True
+                    yield out
+        except GuardrailBlocked:
+            if self.released:
+                raise
+            for out in self._blocked():
+                yield out
+        finally:
+            closing = getattr(events, "aclose", None)
+            if closing is not None:
+                await closing()
+
+    def _all(self, event: Event) -> list[Event]:
+        return list(self._event(event))
+
     def _blocked(self) -> Iterator[Event]:
         self.pending.clear()
         self.calls.clear()
@@ -368,9 +423,13 @@ class _Answer:
 
     def _event(self, event: Event) -> Iterator[Event]:
         if isinstance(event, TextDelta) and self.output:
-            yield from self._text("text", event.choice, event.text, False)
+            released = self._text("text", event.choice, event.text, False)
+            if released is not None:
+                yield released
         elif isinstance(event, ReasoningDelta) and self.output and not event.signature:
-            yield from self._text("reasoning", 0, event.text, False)
+            released = self._text("reasoning", 0, event.text, False)
+            if released is not None:
+                yield released
         elif isinstance(event, ToolCallDelta) and (self.tool_calls or self.guard.reversible):
             yield from self._call(event)
         elif isinstance(event, NativeEvent) and self.output:
@@ -382,25 +441,36 @@ class _Answer:
         else:
             yield event
 
-    def _text(self, kind: str, choice: int, text: str, last: bool) -> Iterator[Event]:
+    def _text(self, kind: str, choice: int, text: str, last: bool) -> Event | None:
+        """What of a choice's text (or reasoning) may go now, scanned."""
         key = (kind, choice)
         held = self.pending.get(key, "") + text
-        cut = len(held) if last else self._cut(held)
-        if 0 < cut < len(held):
-            spans = self.guard.spans(held, "output")
+        if last:
+            cut = len(held)
+            found = self.guard.scan(held, "output")
+        else:
+            cut = self._cut(held)
+            if cut < RELEASE_AT:  # a few characters more go out with the next ones
+                self.pending[key] = held
+                return None
+            found = self.guard.scan(held, "output")
+            spans = [(f.start, f.end) for _, f in found]
             if self.guard.reversible:
                 spans += [m.span() for m in PLACEHOLDER.finditer(held)]
             for start, end in sorted(spans):
                 if start < cut < end:  # never a value (or a placeholder) in part
                     cut = start
                     break
-        if cut <= 0:
-            self.pending[key] = held
-            return
+            if cut <= 0:
+                self.pending[key] = held
+                return None
+            found = [(rail, f) for rail, f in found if f.end <= cut]
         released, self.pending[key] = held[:cut], held[cut:]
-        out = self.guard.restored(self.guard.text(released, "output"))
-        if out:
-            yield TextDelta(out, choice) if kind == "text" else ReasoningDelta(out)
+        edits = self.guard.settle(released, "output", found)
+        out = self.guard.restored(apply(released, 0, cut, edits) if edits else released)
+        if not out:
+            return None
+        return TextDelta(out, choice) if kind == "text" else ReasoningDelta(out)
 
     def _cut(self, held: str) -> int:
         """How much of `held` may go: `holdback` behind its head, before a run of
@@ -408,9 +478,9 @@ class _Answer:
         if self.unary:
             return 0
         cut = len(held) - self.guard.holdback
-        run = TOKEN.search(held)
-        if run is not None and len(held) - run.start() <= MAX_TOKEN_RUN:
-            cut = min(cut, run.start())
+        run = len(held.rstrip(TOKEN_CHARS))
+        if len(held) - run <= MAX_TOKEN_RUN:
+            cut = min(cut, run)
         if self.guard.private_keys:
             opened = held.rfind("-----BEGIN")
             if opened >= 0 and held.find("-----END", opened) < 0:
@@ -438,7 +508,9 @@ class _Answer:
 
     def _flush(self) -> Iterator[Event]:
         for kind, choice in list(self.pending):
-            yield from self._text(kind, choice, "", True)
+            released = self._text(kind, choice, "", True)
+            if released is not None:
+                yield released
         for choice in sorted({k[0] for k in self.calls}):
             yield from self._release_calls(choice)
         yield from self._natives()
@@ -492,6 +564,11 @@ def _leaves(data: Any, found: list[tuple[dict[str, Any], str]]) -> Any:
     return data
 
 
+def _prose_data(kind: Any) -> bool:
+    """Whether an object's `data` is text (a document's `text` source), not media."""
+    return kind == "text"
+
+
 def _all_text(request: GenerationRequest) -> str:
     texts = [m.content for m in request.messages] + [request.prompt or ""]
     texts += [c.arguments for m in request.messages for c in m.tool_calls]
@@ -502,6 +579,12 @@ class Guardrails:
     """A config's guardrails, compiled once per snapshot."""
 
     def __init__(self, configs: Sequence[GuardrailConfig], default: Sequence[str]) -> None:
+        for i, config in enumerate(configs):
+            if config.kind == "presidio" and not available():
+                raise ConfigError(
+                    f"guardrails[{i}].kind: presidio is not installed "
+                    "(pip install 'gateway[presidio]')"
+                )
         self.rails = {c.id: Rail.of(c) for c in configs}
         self.default = tuple(default)
 

@@ -7,6 +7,7 @@ both alike.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import dataclasses
 import struct
@@ -119,7 +120,11 @@ async def embed(
     guard = state.guardrails.guard(principal, [model], call.metadata, True, call.response_metadata)
     if guard is not None:
         call.record.guardrails = guard
-        wanted = dataclasses.replace(wanted, inputs=guard.texts(wanted.inputs))
+        if guard.slow:  # a model's scan: off the event loop
+            inputs = await asyncio.to_thread(guard.texts, wanted.inputs)
+        else:
+            inputs = guard.texts(wanted.inputs)
+        wanted = dataclasses.replace(wanted, inputs=inputs)
         guard.report()
     upstreams = embedders(model, state.catalog.upstreams[model.id])
     # Input tokens only: an embedding generates none.

@@ -9,6 +9,7 @@ middle of a call changes nothing the call sees.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import functools
 from dataclasses import dataclass
@@ -103,7 +104,7 @@ class Generations:
         self, admitted: Admitted, model: ModelConfig, generation: GenerationRequest, subject: str
     ) -> Run:
         """A run of one model's providers."""
-        admitted, generation = _guarded(admitted, generation, [model])
+        admitted, generation = await _guarded(admitted, generation, [model])
         _fits(generation, model)
         generation = await self._reserve(admitted, generation, [model.price])
         upstreams = admitted.state.catalog.upstreams[model.id]
@@ -124,7 +125,8 @@ class Generations:
         call.record.routed(route.profile, route.difficulty, recorded)
         ranked = route.models
         catalog = state.catalog
-        admitted, generation = _guarded(admitted, generation, [catalog.model(m) for m in ranked])
+        chosen = [catalog.model(m) for m in ranked]
+        admitted, generation = await _guarded(admitted, generation, chosen)
         prices = [catalog.model(m).price for m in ranked]
         generation = await self._reserve(admitted, generation, prices)
         upstreams = [u for m in ranked for u in catalog.upstreams[m]]
@@ -201,7 +203,7 @@ class Generations:
         return run
 
 
-def _guarded(
+async def _guarded(
     admitted: Admitted, generation: GenerationRequest, models: list[ModelConfig]
 ) -> tuple[Admitted, GenerationRequest]:
     """The call's guardrails (the default ones, its key's, those of every model it may
@@ -215,7 +217,11 @@ def _guarded(
     if guard is None:
         return admitted, generation
     call.record.guardrails = guard
-    return dataclasses.replace(admitted, guard=guard), guard.request(generation)
+    if guard.slow:  # a model's scan: off the event loop
+        generation = await asyncio.to_thread(guard.request, generation)
+    else:
+        generation = guard.request(generation)
+    return dataclasses.replace(admitted, guard=guard), generation
 
 
 def _fits(generation: GenerationRequest, model: ModelConfig) -> None:
