@@ -165,6 +165,9 @@ class Generations:
         cache = response_cache.plan(
             config, admitted.principal, upstreams, generation, call.metadata, subject
         )
+        if admitted.guard is not None and admitted.guard.reversible:
+            # Its answer holds the caller's own values again: never kept for another.
+            cache = None
         if cache:
             stored = await self.responses.stored(cache, state.catalog, generation)
             call.response_metadata[response_cache.HEADER] = "hit" if stored else "miss"

@@ -338,3 +338,22 @@ async def test_the_responses_api_and_the_gemini_api_are_covered(env: Env) -> Non
     answer = await google.models.generate_content(model="oa", contents=f"Mail {EMAIL}")
     assert answer.text == "Noted: [CREDIT_CARD_1]."
     assert EMAIL not in json.dumps(env.oa.seen[-1].body)
+
+
+async def test_restored_answers_are_never_cached_for_another_caller() -> None:
+    async with serving(OpenAIWire()) as oa, serving(AnthropicWire()) as an:
+        oa.text = ("Writing to [EMAIL_1].",)
+        data = config(oa, an, reversible=True)
+        data["response_cache"] = {"keys": ["*"]}
+        async with running_gateway(data) as gw:
+            sdk = Env(oa, an, gw).sdk()
+            # Temperature 0: an answer the cache would keep and replay.
+            first = await sdk.chat.completions.create(
+                model="oa", messages=user(EMAIL), temperature=0
+            )
+            other = await sdk.chat.completions.create(
+                model="oa", messages=user("bob@b.example"), temperature=0
+            )
+    assert first.choices[0].message.content == f"Writing to {EMAIL}."
+    assert other.choices[0].message.content == "Writing to bob@b.example."
+    assert len(oa.seen) == 2  # each asked upstream: the same redacted request, not cached
