@@ -387,8 +387,7 @@ class _Answer:
         except GuardrailBlocked:
             if self.released:
                 raise
-            for out in self._blocked():
-                yield out
+            yield await self._blocked(events)
         finally:
             closing = getattr(events, "aclose", None)
             if closing is not None:
@@ -405,8 +404,7 @@ class _Answer:
         except GuardrailBlocked:
             if self.released:
                 raise
-            for out in self._blocked():
-                yield out
+            yield await self._blocked(events)
         finally:
             closing = getattr(events, "aclose", None)
             if closing is not None:
@@ -415,11 +413,18 @@ class _Answer:
     def _all(self, event: Event) -> list[Event]:
         return list(self._event(event))
 
-    def _blocked(self) -> Iterator[Event]:
+    async def _blocked(self, events: AsyncIterator[Event]) -> Finished:
+        """The end of an answer blocked before anything went out: its text dropped, the
+        rest of it read (unseen) for the upstream's own count of what it generated, so
+        the call is billed for it."""
         self.pending.clear()
         self.calls.clear()
         self.native.clear()
-        yield Finished("content_filter")
+        counts = None
+        async for event in events:
+            if isinstance(event, Finished):
+                counts = event.counts
+        return Finished("content_filter", counts)
 
     def _event(self, event: Event) -> Iterator[Event]:
         if isinstance(event, TextDelta) and self.output:

@@ -215,6 +215,8 @@ async def test_a_blocked_output_is_a_content_filter_or_an_error_event(env: Env) 
     whole = await env.sdk().chat.completions.create(model="oa", messages=user("Hi"))
     assert whole.choices[0].finish_reason == "content_filter"
     assert not whole.choices[0].message.content
+    # Billed for what the upstream generated (its own count), though none of it went out.
+    assert whole.usage is not None and whole.usage.completion_tokens == 2
     raw = await sse_bytes(env.url, {"model": "oa", "messages": user("Hi"), "stream": True})
     assert b"content_filter" in raw and CARD.encode() not in raw and raw.endswith(b"[DONE]\n\n")
     env.oa.text = ("x" * 30 + " ",) * 4 + (CARD,)  # text released before the card comes
