@@ -364,6 +364,7 @@ class _Answer:
         self.calls: dict[tuple[int, int], ToolCallDelta] = {}  # (choice, index) -> held
         self.native: list[NativeEvent] = []
         self.released = False
+        self.finished: Finished | None = None
         self.output = guard.active("output")
         self.tool_calls = guard.active("tool_calls")
 
@@ -420,7 +421,7 @@ class _Answer:
         self.pending.clear()
         self.calls.clear()
         self.native.clear()
-        counts = None
+        counts = self.finished.counts if self.finished is not None else None
         async for event in events:
             if isinstance(event, Finished):
                 counts = event.counts
@@ -440,6 +441,7 @@ class _Answer:
         elif isinstance(event, NativeEvent) and self.output:
             self.native.append(event)
         elif isinstance(event, Finished):
+            self.finished = event  # its counts bill a block found in the flush
             yield from self._flush()
             self.guard.report()
             yield event
