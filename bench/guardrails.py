@@ -50,14 +50,14 @@ async def events(body: str, piece: int) -> AsyncIterator[Event]:
     yield Finished("stop")
 
 
-def stream_us(body: str, piece: int, guarded: bool) -> float:
+def stream_us(body: str, piece: int, held: bool) -> float:
     """CPU per relayed event of a stream of `piece`-char deltas."""
     count = len(body) // piece + 1
 
     async def drain() -> None:
         source = events(body, piece)
-        if guarded:
-            source = Guard([Rail.of(GuardrailConfig(id="pii"))], unary=False).answer(source)
+        if held:
+            source = guarded(Guard([Rail.of(GuardrailConfig(id="pii"))], unary=False), source)
         async for _ in source:
             pass
 

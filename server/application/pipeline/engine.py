@@ -30,6 +30,7 @@ from server.base.generation import (
     served_dialect,
 )
 from server.base.throttle import warn_throttled
+from server.guardrails.answer import guarded
 from server.guardrails.guard import Guard
 
 # What a run passes on: text, tool-call and reasoning fragments, native events.
@@ -164,7 +165,7 @@ class Run:
         finally:
             self.upstream_s += time.perf_counter() - started
         if self.guard is not None:
-            self._events = cast(AsyncGenerator[Event, None], self.guard.answer(self._events))
+            self._events = cast(AsyncGenerator[Event, None], guarded(self.guard, self._events))
         self._clock.mark_first_token()
 
     def _start(self, upstream: Upstream) -> AsyncIterator[Event]:
