@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator
 
 from server.base.config import GuardrailConfig
 from server.base.generation import Event, Finished, TextDelta
+from server.guardrails.answer import guarded
 from server.guardrails.guard import Guard, Rail
 
 SENTENCE = (
