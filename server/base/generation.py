@@ -282,6 +282,9 @@ class GenerationRequest:
     # The request as it came in its dialect, for upstreams that serve it natively.
     native: Native | None = None
     top_k: int | None = None
+    # Whether `top_k` is a sampling hint (Gemini's topK, which Gemini CLI sends with
+    # every turn): sent where the provider samples so, left out elsewhere.
+    top_k_hint: bool = False
     thinking: Thinking | None = None
     # Its input tokens as server/base/tokens.py estimates them, once asked.
     prompt_estimate: int | None = field(default=None, init=False, repr=False, compare=False)
@@ -302,11 +305,15 @@ class GenerationRequest:
         return self.prompts[choice // max(1, self.n)]
 
     def for_provider(self, capabilities: frozenset[str]) -> GenerationRequest:
-        """The request as a provider with `capabilities` gets it: thinking hints it
-        cannot take (adaptive thinking, an effort) left out, as they allow."""
+        """The request as a provider with `capabilities` gets it: hints it cannot take
+        (adaptive thinking, an effort, a top-K its dialect calls a hint) left out, as
+        they allow."""
+        out = self
+        if self.top_k is not None and self.top_k_hint and Capability.TOP_K not in capabilities:
+            out = dataclasses.replace(out, top_k=None)
         if self.thinking is None or self.thinking.required or Capability.THINKING in capabilities:
-            return self
-        return dataclasses.replace(self, thinking=None)
+            return out
+        return dataclasses.replace(out, thinking=None)
 
     def needs(self) -> dict[str, str]:
         """The capabilities this request needs, each with the field that needs it."""
@@ -340,7 +347,7 @@ class GenerationRequest:
             out[Capability.THINKING] = "thinking"
         if any(m.documents for m in self.messages):
             out[Capability.DOCUMENTS] = "messages"
-        if self.top_k is not None:
+        if self.top_k is not None and not self.top_k_hint:
             out[Capability.TOP_K] = "top_k"
         if self.native is not None and self.native.required_by is not None:
             out[serves(self.native.dialect)] = self.native.required_by

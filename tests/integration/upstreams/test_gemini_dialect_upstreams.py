@@ -52,8 +52,12 @@ async def env_module() -> AsyncIterator[Env]:
         serving(AnthropicWire()) as an,
         serving(GeminiWire()) as ge,
     ):
+        openai = provider("oa-p", "openai", oa.url)
+        # As OpenAI's own API: no top-K sampling (docs/providers.md).
+        openai["capabilities"] = ["tools", "images", "structured_output", "n",
+                                  "sampling_controls", "logprobs", "reasoning_effort"]  # fmt: skip
         data = with_models(
-            model("oa", provider("oa-p", "openai", oa.url)),
+            model("oa", openai),
             model("claude-x", provider("claude-x-p", "anthropic", an.url)),
             model("gem", provider("gem-p", "gemini", ge.url)),
             model("gem-other", provider("gem-other-p", "gemini", ge.url)),
@@ -175,3 +179,32 @@ async def test_a_gemini_stream_relays_the_upstreams_chunks(env: Env) -> None:
     events = [e for e in raw.split(b"\n\n") if e]
     assert len(events) >= 2 and all(e.startswith(b"data: {") for e in events)
     assert b'"finishReason":"STOP"' in events[-1] and b'"totalCostUsd"' in events[-1]
+
+
+def cli_shaped() -> dict[str, Any]:
+    """Shaped as Gemini CLI sends a turn: a long system instruction, function
+    declarations in JSON Schema, thinking shown, topK, two text parts in the user turn."""
+    declarations = [
+        {"name": f"tool_{i}", "description": f"Does thing {i}.",
+         "parametersJsonSchema": {"type": "object", "properties": {
+             "path": {"type": "string", "description": "A path."},
+             "flags": {"type": "array", "items": {"type": "string"}}}, "required": ["path"]}}
+        for i in range(8)
+    ]  # fmt: skip
+    return {
+        "contents": [{"role": "user", "parts": [{"text": "<session_context>cwd</session_context>"},
+                                                {"text": "List the files."}]}],
+        "systemInstruction": {"parts": [{"text": "You are an agent. " * 500}]},
+        "tools": [{"functionDeclarations": declarations}],
+        "generationConfig": {"temperature": 1, "topP": 0.95, "topK": 64,
+                             "thinkingConfig": {"includeThoughts": True}},
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize("model_id", MODELS)
+async def test_a_gemini_cli_turn_reaches_every_upstream(env: Env, model_id: str) -> None:
+    body = cli_shaped()
+    answer = await env.generate(model_id, copy.deepcopy(body))
+    assert answer["candidates"][0]["finishReason"] == "STOP"
+    if model_id == "gem":  # a Gemini upstream gets it as written
+        assert env.fakes["gemini"].seen[-1].body == body

@@ -459,7 +459,8 @@ def _sampling(request: GenerateRequest, reader: Reader) -> dict[str, Any]:
     if config.HasField("top_k"):
         if config.top_k < 1:
             raise InvalidArgument.for_field(f"{at}.topK", "must be at least 1")
-        out["top_k"] = config.top_k
+        # A sampling hint: Gemini CLI sends it with every turn, whatever the model.
+        out["top_k"], out["top_k_hint"] = config.top_k, True
     if config.HasField("candidate_count"):
         if not 1 <= config.candidate_count <= MAX_CANDIDATES:
             raise InvalidArgument.for_field(
