@@ -14,7 +14,9 @@ ledger.
 
 With a spool (server/accounting/spool.py), each record is also on disk from before the
 answer goes out until it is in the database, so a process that dies loses none: the
-next one of the same name writes them.
+next one to start writes them. A record the spool's disk cannot take (full, say) is
+kept in the buffer all the same and counted in `unspooled`: the answer and the row
+never wait on the disk.
 """
 
 from __future__ import annotations
@@ -57,6 +59,8 @@ class Ledger:
         self.dropped = 0
         # Records the database refused for their values, dropped one by one.
         self.poisoned = 0
+        # Records the spool's disk did not take: buffered in memory only.
+        self.unspooled = 0
         # Records taken from the buffer by a write still in progress.
         self._writing = 0
         # Set by aclose: the flusher ends after the write under way, if any.
@@ -73,8 +77,8 @@ class Ledger:
         if self.store is None:
             return
         with span("gateway.ledger.write"):
-            if self.spool is not None:
-                self.spool.append(row)
+            if self.spool is not None and not self.spool.append(row):
+                self.unspooled += 1
             self._buffer_row(row)
 
     def _buffer_row(self, row: UsageRecord) -> None:

@@ -13,7 +13,9 @@ A worker that dies is started again, after a pause that grows with each exit, wh
 others keep serving; one that keeps dying (CRASH_LOOP exits within CRASH_WINDOW_S) stops
 the command with one line saying so. Every worker spools its ledger rows to disk
 (server/accounting/spool.py), so the rows of calls a dead worker answered are written
-by the worker that takes its place.
+by the worker that takes its place. Without `ledger.spool_dir`, the folder is the
+user's own state folder for this database (`default_spool_folder`), never a shared
+temporary path: a gateway started again after a crash of the whole command finds it.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import contextlib
 import os
 import signal
 import socket
+import hashlib
 import sys
 import tempfile
 import time
@@ -60,6 +63,17 @@ def spool_folder() -> str | None:
     return os.environ.get(SPOOL)
 
 
+def default_spool_folder(cfg: Config) -> str:
+    """The spool folder when the config names none: in the user's state folder
+    (`$XDG_STATE_HOME`, else ~/.local/state), one per database, so only gateways
+    writing to the same database ever adopt each other's rows."""
+    storage = cfg.storage
+    database = storage.database_url or os.path.abspath(storage.sqlite_path)
+    digest = hashlib.sha256(database.encode()).hexdigest()[:16]
+    home = os.environ.get("XDG_STATE_HOME") or os.path.expanduser("~/.local/state")
+    return os.path.join(home, "model-gateway", "spool", digest)
+
+
 def _reserve(host: str, port: int) -> socket.socket:
     """Binds (without listening) with SO_REUSEPORT: holds the port, and learns it when
     configured as 0, while the workers bind it too."""
@@ -78,7 +92,7 @@ class Workers:
     state: StateServer
     store: Store | None
     spawn: Callable[[int], Awaitable[asyncio.subprocess.Process]]
-    # The folder made for the spool, removed at a clean stop (None: the config's own).
+    # The default spool folder, removed at a clean stop when empty (None: the config's own).
     own_spool: str | None = None
     # The watchers' tasks (the loop holds tasks only weakly).
     tasks: set[asyncio.Task[None]] = field(default_factory=set)
@@ -137,7 +151,7 @@ async def supervise(
     path = str(Path(tempfile.mkdtemp(prefix="gateway-state-")) / "state.sock")
     state = StateServer(path, spent, cfg.limits.window_s)
     await state.start()
-    own_spool = None if cfg.ledger.spool_dir else tempfile.mkdtemp(prefix="gateway-spool-")
+    own_spool = None if cfg.ledger.spool_dir else default_spool_folder(cfg)
     spool = cfg.ledger.spool_dir or own_spool
     ports = []
     if grpc_port is not None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import signal
 import sqlite3
 from pathlib import Path
@@ -92,7 +93,7 @@ async def test_a_killed_worker_is_replaced_and_its_answered_rows_survive(tmp_pat
     with sqlite3.connect(tmp_path / "gateway.db") as db:
         rows = db.execute("SELECT COUNT(*) FROM usage_records WHERE status = 'OK'").fetchone()[0]
     assert rows == served == 500, output
-    assert "records recovered from worker-0's spool" in output
+    assert re.search(r"\d+ records recovered from \d+ segments", output), output
     assert not list((tmp_path / "spool").glob("*.jsonl"))
 
 

@@ -24,6 +24,7 @@ from server.base.record import UsageRecord
 from server.storage.db import connect
 from server.storage.migrations import migrate
 from server.storage.usage import UsageStore
+from tests.support.disks import died_spooling, full_disk
 from tests.support.faults import tcp_proxy
 
 ROW = UsageRecord(
@@ -184,10 +185,10 @@ async def test_records_spooled_by_a_process_that_died_are_written_once_by_the_ne
 ):
     db, usage = await sqlite_usage(tmp_path)
     try:
-        died = Ledger(usage, spool=Spool(tmp_path / "spool", "w1"))
-        for i in range(3):
-            died.record(replace(ROW, request_id=f"r{i}"))
-        # The process dies here: nothing written, the spool keeps the three records.
+        # A process spools three records and dies: nothing written, the spool keeps them.
+        died_spooling(
+            tmp_path / "spool", "w1", [replace(ROW, request_id=f"r{i}") for i in range(3)]
+        )
         nxt = Ledger(usage, flush_interval_s=3600, spool=Spool(tmp_path / "spool", "w1"))
         nxt.start()
         assert [nxt.holds("k1", f"r{i}") for i in range(3)] == [True] * 3
@@ -290,5 +291,26 @@ async def test_a_shutdown_during_a_write_writes_its_rows_once(tmp_path):
         counted = await db.fetchrow("SELECT COUNT(*) AS n FROM usage_records")
         assert counted is not None and counted["n"] == 1
         assert ledger.written == 1
+    finally:
+        await db.close()
+
+
+async def test_a_full_spool_disk_costs_no_record_each_goes_to_the_database(tmp_path, caplog):
+    db, usage = await sqlite_usage(tmp_path)
+    try:
+        with full_disk(tmp_path / "spool") as disk:
+            ledger = Ledger(usage, flush_interval_s=0.05, spool=Spool(disk.path, "w"))
+            ledger.start()
+            with caplog.at_level(logging.WARNING):
+                for i in range(40):
+                    ledger.record(replace(ROW, request_id=f"r{i}"))
+                    await asyncio.sleep(0.005)  # flushes run between them
+                await ledger.aclose()
+        rows = await db.fetch("SELECT request_id FROM usage_records ORDER BY id")
+        assert [r["request_id"] for r in rows] == [f"r{i}" for i in range(40)]
+        assert ledger.unspooled == 40
+        said = [r for r in caplog.records if r.levelno >= logging.WARNING]
+        assert [r.name for r in said] == ["server.accounting.spool"]  # once, no traceback
+        assert said[0].exc_info is None
     finally:
         await db.close()

@@ -1,6 +1,8 @@
-"""The ledger's spool on disk: what a process that died leaves behind is handed back,
-row for row, to the next process of its name; a line the crash cut short is counted,
-not guessed at; a clean close leaves no empty segment; the rows stay private."""
+"""The ledger's spool on disk: what a process that died leaves behind is adopted, row
+for row, by the next process to start, and what a running one writes is never touched
+by another; a line the crash cut short is counted, not guessed at; a file that is not
+a segment is skipped, never a failed start; a full disk costs no row; a clean close
+leaves nothing; the rows stay private."""
 
 from __future__ import annotations
 
@@ -9,85 +11,117 @@ import stat
 from dataclasses import replace
 
 from server.accounting.spool import Spool
+from tests.support.disks import died_spooling, full_disk
 from tests.unit.accounting.test_ledger import ROW
 
+ROWS = [replace(ROW, request_id=f"r{i}", prompt=f"p{i}") for i in range(3)]
 
-def segments(folder) -> list[str]:  # type: ignore[no-untyped-def]
+
+def files(folder) -> list[str]:  # type: ignore[no-untyped-def]
     return sorted(p.name for p in folder.iterdir())
 
 
-def test_a_dead_process_rows_come_back_to_the_next_of_its_name(tmp_path, caplog):
-    rows = [replace(ROW, request_id=f"r{i}", prompt=f"p{i}") for i in range(3)]
-    dead = Spool(tmp_path, "worker-1")
-    dead.append(rows[0])
-    dead.seal()  # a flush that never reached the database
-    dead.append(rows[1])
-    dead.append(rows[2])
-    # Another worker's rows are its own to recover.
-    Spool(tmp_path, "worker-2").append(replace(ROW, request_id="theirs"))
-    # The process dies without closing: its segments stay, and a new one takes its name.
+def test_a_dead_process_rows_are_adopted_by_the_next_process_once(tmp_path, caplog):
+    dead = died_spooling(tmp_path, "worker-1", ROWS)
+    assert dead.startswith("worker-1-")
     with caplog.at_level(logging.WARNING, logger="server.accounting.spool"):
         spool = Spool(tmp_path, "worker-1")
         recovered = spool.recover()
-    assert recovered == rows
+    assert recovered == ROWS
     assert [r.getMessage() for r in caplog.records] == [
-        "ledger: 3 records recovered from worker-1's spool (0 lines unreadable)"
+        f"ledger: 3 records recovered from 1 segments in {tmp_path} (0 lines unreadable)"
     ]
-    # The new process writes after the segments it found, never into one of them.
-    assert segments(tmp_path) == [
-        "worker-1.00000000.jsonl", "worker-1.00000001.jsonl", "worker-1.00000002.jsonl",
-        "worker-2.00000000.jsonl",
-    ]  # fmt: skip
+    # Adopted under the new process's name, the dead one's lock gone with it.
+    assert not [name for name in files(tmp_path) if name.startswith(dead)]
+    # A second process starting finds nothing left to adopt.
+    other = Spool(tmp_path, "worker-2")
+    assert other.recover() == []
     spool.append(replace(ROW, request_id="new"))
-    assert spool.recover() == rows  # its own current segment is not a dead one's
-    # Sealed with the recovered ones and written, they all go.
-    Spool.discard(spool.seal())
-    assert segments(tmp_path) == ["worker-1.00000003.jsonl", "worker-2.00000000.jsonl"]
+    Spool.discard(spool.seal())  # sealed with the adopted ones and written: all gone
+    assert [n for n in files(tmp_path) if n.endswith(".jsonl")] == [
+        f"{spool.name}.00000002.jsonl", f"{other.name}.00000000.jsonl"
+    ]  # fmt: skip
+
+
+def test_a_running_process_segments_are_never_recovered_by_another(tmp_path):
+    running = Spool(tmp_path, "gateway")
+    running.append(ROW)
+    running.seal()  # a flush under way: sealed, not yet written
+    running.append(ROW)
+    # Another process given the same base name has a name of its own and takes nothing.
+    second = Spool(tmp_path, "gateway")
+    assert second.name != running.name
+    assert second.recover() == []
+    second.append(replace(ROW, request_id="second's"))
+    assert len(running.seal()) == 2 and len(second.seal()) == 1
+    # Once the first is gone its unwritten rows are adopted; never the second's.
+    running.close()
+    assert Spool(tmp_path, "gateway").recover() == [ROW, ROW]
 
 
 def test_lines_cut_short_or_of_another_shape_are_counted_not_read(tmp_path, caplog):
-    dead = Spool(tmp_path, "w")
-    dead.append(ROW)
-    with open(tmp_path / "w.00000000.jsonl", "ab") as segment:
+    dead = died_spooling(tmp_path, "w", [ROW])
+    with open(tmp_path / f"{dead}.00000000.jsonl", "ab") as segment:
         segment.write(b'[1000.0, "r2", "k1"]\n')  # valid JSON, too few fields
+        segment.write(b"7\n")  # not a list at all
         segment.write(b'[1000.0, "r3", "k')  # the crash mid-write
     with caplog.at_level(logging.WARNING, logger="server.accounting.spool"):
         assert Spool(tmp_path, "w").recover() == [ROW]
-    assert [r.getMessage() for r in caplog.records] == [
-        "ledger: 1 records recovered from w's spool (2 lines unreadable)"
-    ]
+    assert caplog.records[-1].getMessage().endswith("(3 lines unreadable)")
 
 
-def test_nothing_left_behind_says_nothing(tmp_path, caplog):
+def test_a_stray_file_in_the_folder_is_skipped_with_a_warning_never_a_failed_start(
+    tmp_path, caplog
+):
+    (tmp_path / "gateway.bak.jsonl").write_bytes(b"not a row\n")
+    (tmp_path / "notes.jsonl").write_bytes(b"")
+    (tmp_path / "gateway.00000001.jsonl.swp").write_bytes(b"x")
+    (tmp_path / "old.00000004.jsonl").mkdir()  # named like a segment, not a file
+    died_spooling(tmp_path, "gateway", [ROW])
     with caplog.at_level(logging.WARNING, logger="server.accounting.spool"):
-        assert Spool(tmp_path / "new" / "folder", "w").recover() == []  # made as needed
-    assert caplog.records == []
+        spool = Spool(tmp_path, "gateway")
+        assert spool.recover() == [ROW]
+    said = " | ".join(r.getMessage() for r in caplog.records)
+    assert "gateway.bak.jsonl in the spool folder is not a segment; skipped" in said
+    assert "notes.jsonl in the spool folder is not a segment; skipped" in said
+    assert "old.00000004.jsonl in the spool folder is not a segment; skipped" in said
+    # The stray files stay as they were: they are not the spool's to delete.
+    Spool.discard(spool.seal())
+    assert {"gateway.bak.jsonl", "notes.jsonl", "gateway.00000001.jsonl.swp"} <= set(
+        files(tmp_path)
+    )
 
 
-def test_a_name_may_hold_dots(tmp_path):
-    dead = Spool(tmp_path, "gw-1.eu.example")
-    dead.append(ROW)
-    dead.seal()
-    spool = Spool(tmp_path, "gw-1.eu.example")
-    assert spool.recover() == [ROW]
-    spool.append(ROW)
-    # The dead one's two segments (the second empty), then its own.
-    assert [p.name for p in spool.seal()] == [f"gw-1.eu.example.0000000{i}.jsonl" for i in range(3)]
-    assert segments(tmp_path)[-1] == "gw-1.eu.example.00000003.jsonl"
+def test_a_full_disk_takes_no_row_and_costs_none_then_the_spool_resumes(tmp_path, caplog):
+    with full_disk(tmp_path / "disk", size_kb=64) as disk:
+        with caplog.at_level(logging.WARNING, logger="server.accounting.spool"):
+            spool = Spool(disk.path, "gateway")
+            taken = [spool.append(replace(ROW, request_id=f"r{i}")) for i in range(50)]
+        assert taken == [False] * 50
+        # Said once, not once per row.
+        said = [r.getMessage() for r in caplog.records]
+        assert len(said) == 1 and "takes no rows" in said[0] and "No space left" in said[0]
+        disk.make_room()
+        Spool.discard(spool.seal())  # the next flush opens a segment again
+        assert spool.append(ROW) is True
+        sealed = spool.seal()
+        assert [p.read_bytes().count(b"\n") for p in sealed] == [1]
+        spool.close()
 
 
-def test_a_clean_close_leaves_no_empty_segment_and_keeps_unwritten_rows(tmp_path):
+def test_a_clean_close_leaves_nothing_and_keeps_unwritten_rows(tmp_path):
     Spool(tmp_path, "idle").close()
-    assert segments(tmp_path) == []
+    assert files(tmp_path) == []
     busy = Spool(tmp_path, "busy")
     busy.append(ROW)
-    busy.close()  # its rows never reached the database: the next start recovers them
-    assert segments(tmp_path) == ["busy.00000000.jsonl"]
+    busy.close()  # its rows never reached the database: the next start adopts them
+    assert files(tmp_path) == [f"{busy.name}.00000000.jsonl"]
     assert Spool(tmp_path, "busy").recover() == [ROW]
 
 
-def test_segments_are_readable_by_their_owner_alone(tmp_path):
-    spool = Spool(tmp_path, "w")
+def test_segments_and_their_folder_are_their_owner_s_alone(tmp_path):
+    spool = Spool(tmp_path / "spool", "w")
     spool.append(ROW)
-    mode = (tmp_path / "w.00000000.jsonl").stat().st_mode
+    assert stat.S_IMODE((tmp_path / "spool").stat().st_mode) == 0o700
+    mode = (tmp_path / "spool" / f"{spool.name}.00000000.jsonl").stat().st_mode
     assert stat.S_IMODE(mode) == 0o600
