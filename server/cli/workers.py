@@ -23,10 +23,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import hashlib
 import os
 import signal
 import socket
-import hashlib
 import sys
 import tempfile
 import time
