@@ -18,7 +18,7 @@ from typing import Any
 from google.protobuf.descriptor import MethodDescriptor
 
 from server.accounting.admission import Admission, KeyRing
-from server.accounting.budget import Budgets
+from server.accounting.budget import Budgets, exhausted
 from server.accounting.ledger import Ledger
 from server.base.call import Call
 from server.base.caller import Principal
@@ -65,14 +65,29 @@ class Accounts:
         await self.admission.limit(principal, 0, call.record.ticket, call.response_metadata)
         return principal
 
+    async def count_request(self, call: Call, least_cost: float) -> None:
+        """Counts the identified caller's request against its request limit and checks
+        that its budget can cover `least_cost` (what the request costs whatever stored
+        state it brings in), before the handler reads that state on its behalf: a key
+        refused costs no storage read. `reserve` then counts only the tokens."""
+        record = call.record
+        principal = _identified(record.principal, "count_request")
+        metadata = call.response_metadata
+        await self.admission.limit(principal, 0, record.ticket, metadata, (True, False))
+        record.request_counted = True
+        spec = principal.budget
+        if spec is not None:
+            spent, reserved = await self.budgets.status(spec)
+            if spent >= spec.limit_usd or spent + reserved + least_cost > spec.limit_usd:
+                raise exhausted(spec, spent, reserved, least_cost)
+
     async def reserve(self, call: Call, tokens: int, max_cost: Callable[[], float]) -> None:
         """Counts `tokens` against the identified caller's rate limits and reserves
         `max_cost()` against its budget (computed only for a key with one)."""
         record = call.record
-        principal = record.principal
-        if principal is None:
-            raise RuntimeError("reserve() before the caller was identified")
-        await self.admission.limit(principal, tokens, record.ticket, call.response_metadata)
+        principal = _identified(record.principal, "reserve")
+        count = (not record.request_counted, True)
+        await self.admission.limit(principal, tokens, record.ticket, call.response_metadata, count)
         record.limited_tokens = bool(principal.tokens_per_minute)
         if (spec := principal.budget) is not None:
             record.reservation = await self.budgets.reserve(spec, max_cost())
@@ -152,6 +167,12 @@ class Accounts:
         if self._tasks:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
         await self.ledger.aclose(drain_timeout_s)
+
+
+def _identified(principal: Principal | None, step: str) -> Principal:
+    if principal is None:
+        raise RuntimeError(f"{step}() before the caller was identified")
+    return principal
 
 
 class Accounting(Middleware):

@@ -202,12 +202,20 @@ class Admission:
             return await self.keys.identify(metadata, kind, ring)
 
     async def limit(
-        self, principal: Principal, tokens: int, ticket: str, response_metadata: dict[str, str]
+        self,
+        principal: Principal,
+        tokens: int,
+        ticket: str,
+        response_metadata: dict[str, str],
+        count: tuple[bool, bool] = (True, True),
     ) -> None:
-        """Counts one request of up to `tokens` tokens; RateLimited when it does not fit."""
-        if not principal.limited:
+        """Counts one request of up to `tokens` tokens; RateLimited when it does not fit.
+        `count` says what is counted now, (the request, its tokens): a request counted
+        before its tokens are known is counted again for its tokens alone."""
+        rpm = principal.requests_per_minute if count[0] else None
+        tpm = principal.tokens_per_minute if count[1] else None
+        if not (rpm or tpm):
             return
-        rpm, tpm = principal.requests_per_minute, principal.tokens_per_minute
         with span("gateway.admission.limit"):
             decision = await self.limiter.acquire(principal.key_id, rpm, tpm, tokens, ticket)
         response_metadata.update(decision.headers())

@@ -372,6 +372,11 @@ class LimitsConfig(Strict):
     # Completion tokens assumed for a request without max_tokens, when reserving its
     # tokens (tokens_per_minute) and its maximum cost (budgets).
     default_max_tokens: int = Field(default=1024, ge=1)
+    # The most prompt tokens (estimated) one request may hold on a model without a
+    # `context_window`, as expanded (a Responses continuation's stored conversation and
+    # references included): beyond it, or beyond the model's window, the request is a
+    # 400 before any upstream is asked, anything is billed or stored.
+    max_prompt_tokens: int = Field(default=262_144, ge=1)
     # When Redis (shared rate limits) is unavailable: false refuses requests with
     # STORAGE_UNAVAILABLE, true lets them through unlimited (and logs it).
     fail_open: bool = False

@@ -112,8 +112,8 @@ class CallRecord:
 
     __slots__ = (
         "method", "started", "ticket", "principal", "model", "run", "limited_tokens",
-        "reservation", "route_profile", "difficulty", "prompt", "usage", "closed", "failure",
-        "streaming", "guardrails",
+        "request_counted", "reservation", "route_profile", "difficulty", "prompt", "usage",
+        "closed", "failure", "streaming", "guardrails",
     )  # fmt: skip
 
     def __init__(self) -> None:
@@ -126,6 +126,9 @@ class CallRecord:
         self.run: Metered | None = None
         # Whether tokens were counted against the key's per-minute limit (to settle).
         self.limited_tokens = False
+        # Whether the request was counted already (before reading stored state), so
+        # its reservation counts only its tokens.
+        self.request_counted = False
         self.reservation: Reservation | None = None
         # Set for routed requests; `prompt` only when the operator records prompts.
         self.route_profile = ""

@@ -105,7 +105,8 @@ class Generations:
     ) -> Run:
         """A run of one model's providers."""
         admitted, generation = await _guarded(admitted, generation, [model])
-        _fits(generation, model)
+        ceiling = admitted.state.config.limits.max_prompt_tokens
+        _fits(generation, model.context_window or ceiling, f"model {model.id!r}")
         generation = await self._reserve(admitted, generation, [model.price])
         upstreams = admitted.state.catalog.upstreams[model.id]
         return await self._open(admitted, upstreams, generation, subject)
@@ -114,6 +115,7 @@ class Generations:
         self, admitted: Admitted, generation: GenerationRequest, profile: str
     ) -> tuple[Run, router_pb.RouteDecision]:
         call, state, principal = admitted.call, admitted.state, admitted.principal
+        _fits(generation, state.config.limits.max_prompt_tokens, "this gateway")
         budget_left = await self.accounts.budget_left(principal)
         with span("gateway.routing", **{"gateway.profile": profile}) as current:
             # Keyed by key and request id, as feedback names its request.
@@ -227,15 +229,13 @@ async def _guarded(
     return dataclasses.replace(admitted, guard=guard), generation
 
 
-def _fits(generation: GenerationRequest, model: ModelConfig) -> None:
-    """A prompt that cannot fit the model's context window is refused before any
-    upstream is asked (and before it is billed)."""
-    window = model.context_window
-    if window is None:
-        return
+def _fits(generation: GenerationRequest, window: int, holder: str) -> None:
+    """A prompt that cannot fit the model's context window (or, for a model without
+    one, the gateway's ceiling) is refused before any upstream is asked, and before
+    anything is billed or stored."""
     prompt = tokens.estimate_prompt(generation)
     if prompt > window:
         field = "prompt" if generation.prompt is not None else "messages"
         raise InvalidArgument.for_field(
-            field, f"holds about {prompt} tokens; model {model.id!r} takes {window} at most"
+            field, f"holds about {prompt} tokens; {holder} takes {window} at most"
         )

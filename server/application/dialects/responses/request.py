@@ -19,7 +19,7 @@ native upstreams); the proto `InputItem` is only how they arrive.
 from __future__ import annotations
 
 import secrets
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass
 from typing import Any
 
@@ -95,8 +95,11 @@ class Previous:
 @dataclass(frozen=True)
 class Translated:
     generation: GenerationRequest
-    # The request's own input items, in OpenAI's shape, each with its id.
+    # The request's own input items, in OpenAI's shape, each with its id, as stored:
+    # an `item_reference` stays a reference (see `resolve`).
     input_items: tuple[Item, ...]
+    # The conversation it continues, as stored.
+    history: tuple[Item, ...]
     # What the response hands out beyond the defaults.
     include_encrypted: bool
     include_logprobs: bool
@@ -129,10 +132,14 @@ def translate(request: ResponsesRequest, previous: Previous | None) -> Translate
     native_only: list[str] = []
     context = previous.context if previous is not None else ()
     items = _input(request, context, native_only)
+    # The conversation as the upstream reads it: each reference the item it names (the
+    # same object, not a copy; the prompt's bound then counts every use of it).
+    whole = resolve((*context, *items))
+    resolved_context, resolved_items = whole[: len(context)], whole[len(context) :]
     messages: list[Message] = []
     if request.HasField("instructions") and request.instructions:
         messages.append(Message("system", request.instructions))
-    messages.extend(_messages([*context, *items], len(context)))
+    messages.extend(_messages(whole))
     if not any(m.role != "system" for m in messages):
         raise InvalidArgument.for_field("input", "is required")
     sampling = _sampling(request)
@@ -162,8 +169,8 @@ def translate(request: ResponsesRequest, previous: Previous | None) -> Translate
         user = user or request.safety_identifier
     native = Native(
         DIALECT,
-        {**_native_body(request, tool_objects), "input": tuple(items)},
-        history=context,
+        {**_native_body(request, tool_objects), "input": tuple(resolved_items)},
+        history=tuple(resolved_context),
         previous=(previous.provider, previous.upstream_id)
         if previous is not None and previous.upstream_id
         else None,
@@ -190,7 +197,9 @@ def translate(request: ResponsesRequest, previous: Previous | None) -> Translate
         ),
         native=native,
     )
-    return Translated(generation, tuple(items), ENCRYPTED_REASONING in include, LOGPROBS in include)
+    return Translated(
+        generation, tuple(items), context, ENCRYPTED_REASONING in include, LOGPROBS in include
+    )
 
 
 def _plain(request: ResponsesRequest) -> Translated:
@@ -202,7 +211,7 @@ def _plain(request: ResponsesRequest) -> Translated:
     stored = {"store": request.store} if request.HasField("store") else {}
     native = Native(DIALECT, {**stored, "input": (item,)})
     generation = GenerationRequest(messages=(Message("user", request.input),), native=native)
-    return Translated(generation, (item,), False, False)
+    return Translated(generation, (item,), (), False, False)
 
 
 def _refusals(request: ResponsesRequest) -> None:
@@ -262,16 +271,38 @@ def _input(
             {"id": new_id("msg"), "type": "message", "role": "user", "content": [text],
              "status": "completed"}
         ]  # fmt: skip
-    known = {str(item.get("id")): item for item in context if item.get("id")}
+    known = {str(item["id"]) for item in context if item.get("id")}
     items = []
-    for i, item in enumerate(request.input_items):
-        items.append(_item(item, f"input[{i}]", known, native_only))
+    ids: set[str] = set()
+    for i, given in enumerate(request.input_items):
+        item = _item(given, f"input[{i}]", known, native_only)
+        # An id names one item of the input: listed input items page by their ids.
+        if item["id"] in ids:
+            raise InvalidArgument.for_field(
+                f"input[{i}].id", f"duplicate item {item['id']!r}: an item appears once"
+            )
+        ids.add(item["id"])
+        items.append(item)
     return items
 
 
-def _item(
-    item: rpb.InputItem, where: str, known: Mapping[str, Item], native_only: list[str]
-) -> Item:
+def resolve(items: Sequence[Item]) -> list[Item]:
+    """The items with each `item_reference` replaced by the item before it that it
+    names. What is stored keeps the reference, so a conversation grows by what each
+    request sends, never by copies of what it points at."""
+    known: dict[str, Item] = {}
+    out = []
+    for item in items:
+        if item.get("type") == "item_reference":
+            out.append(known.get(str(item.get("id")), item))
+            continue
+        if item.get("id"):
+            known[str(item["id"])] = item
+        out.append(item)
+    return out
+
+
+def _item(item: rpb.InputItem, where: str, known: Set[str], native_only: list[str]) -> Item:
     kind = item.type if item.HasField("type") else "message"
     if kind not in ITEM_TYPES:
         raise InvalidArgument.for_field(f"{where}.type", f"must be one of {', '.join(ITEM_TYPES)}")
@@ -318,10 +349,9 @@ def _item(
             out["encrypted_content"] = item.encrypted_content
     else:  # item_reference
         ref = _required(item, "id", where)
-        found = known.get(ref)
-        if found is None:
+        if ref not in known:
             raise InvalidArgument.for_field(f"{where}.id", f"no item {ref!r} in the conversation")
-        return dict(found)
+        return {"type": "item_reference", "id": ref}
     return out
 
 
@@ -403,7 +433,7 @@ def _part(part: rpb.InputContent, where: str, role: str, native_only: list[str])
 # -- items -> chat messages ------------------------------------------------------------
 
 
-def _messages(items: Sequence[Item], offset: int) -> list[Message]:
+def _messages(items: Sequence[Item]) -> list[Message]:
     """Chat messages of a conversation's items: consecutive function calls join one
     assistant message (with the text before them); reasoning and native items of
     built-in tools stay out, except a reasoning item's encrypted content, which is the

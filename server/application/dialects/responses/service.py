@@ -31,6 +31,7 @@ from server.application.dialects.responses.request import (
     Translated,
     missing_previous,
     new_id,
+    resolve,
     translate,
 )
 from server.application.pipeline.engine import Run
@@ -38,8 +39,9 @@ from server.application.pipeline.generations import Admitted, Generations
 from server.application.pipeline.state import Live
 from server.base.call import Call
 from server.base.config import Config
-from server.base.errors import GatewayError, InvalidArgument, NotFound, Unsupported
-from server.base.generation import TextDelta, ToolCallDelta
+from server.base.costs import max_cost
+from server.base.errors import GatewayError, InvalidArgument, NotFound
+from server.base.generation import GenerationRequest, TextDelta, ToolCallDelta
 from server.storage.responses import ResponseStore, StoredResponse
 
 log = logging.getLogger(__name__)
@@ -136,11 +138,13 @@ class ResponsesService:
         admitted = await self.generations.admit(call, "api", request.model)
         previous = None
         if request.HasField("previous_response_id"):
+            # A key refused by its limits or budget costs no read of stored state.
+            await self.accounts.count_request(call, _least_cost(admitted, request))
             previous = await self._previous(request.previous_response_id, admitted)
         translated = translate(request, previous)
         try:
             run = await self.generations.run(admitted, request.model, translated.generation)
-        except Unsupported as exc:
+        except InvalidArgument as exc:
             raise _renamed(exc) from None
         return admitted, translated, run
 
@@ -165,8 +169,6 @@ class ResponsesService:
         if not _stored(request):
             return
         config = admitted.state.config
-        native = translated.generation.native
-        history = native.history if native is not None else ()
         now = time.time()
         retention_s = config.responses.retention_days * 86_400
         stored = StoredResponse(
@@ -178,7 +180,7 @@ class ResponsesService:
             upstream_id=run.upstream_response_id or "",
             response=builder.response.SerializeToString(),
             input_items=translated.input_items,
-            context=(*(dict(i) for i in history), *translated.input_items, *builder.items),
+            context=(*translated.history, *translated.input_items, *builder.items),
         )
         try:
             await _bounded(self.store.save(stored), config)
@@ -217,7 +219,8 @@ class ResponsesService:
         order = request.order if request.HasField("order") else "desc"
         if order not in ("asc", "desc"):
             raise InvalidArgument.for_field("order", "must be asc or desc")
-        items = list(stored.input_items)
+        # References listed as the items they name (each id once in an input).
+        items = resolve((*stored.context, *stored.input_items))[len(stored.context) :]
         if order == "desc":
             items.reverse()
         ids = [str(item.get("id")) for item in items]
@@ -269,16 +272,34 @@ async def _bounded(work: Awaitable[T], config: Config) -> T:
     return await bounded("stored responses", work, config.storage_timeout_s)
 
 
+def _least_cost(admitted: Admitted, request: ResponsesRequest) -> float:
+    """What a continuation costs at least, whatever it continues: the output it may
+    generate, at its model's price (0 for a routing profile or an unknown model, which
+    the run names later)."""
+    catalog = admitted.state.catalog
+    if catalog.is_profile(request.model):
+        return 0.0
+    try:
+        model = catalog.model(request.model)
+    except NotFound:
+        return 0.0
+    most = request.max_output_tokens if request.HasField("max_output_tokens") else None
+    bare = GenerationRequest(messages=(), max_tokens=most)
+    return max_cost([model.price], bare, admitted.state.config.limits.default_max_tokens)
+
+
 def _stored(request: ResponsesRequest) -> bool:
     return request.store if request.HasField("store") else True
 
 
-def _renamed(exc: Unsupported) -> Unsupported:
-    """The capability error with the field as the Responses API names it."""
+def _renamed(exc: InvalidArgument) -> InvalidArgument:
+    """The refusal with the field as the Responses API names it."""
     param = exc.param or ""
     name = FIELD_NAMES.get(param, param)
+    if name == param:
+        return exc
     message = name + exc.message[len(param) :] if exc.message.startswith(param) else exc.message
-    return Unsupported(message, {**exc.metadata, "field": name})
+    return type(exc)(message, {**exc.metadata, "field": name})
 
 
 def _required_id(response_id: str) -> None:
