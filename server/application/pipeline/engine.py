@@ -141,6 +141,18 @@ class Run:
         self._recorded: list[Event] = []
         # The call's guardrails: the answer passes them before anything else sees it.
         self.guard = guard
+        # Bytes of generated text the run may still relay (None: no max_tokens): an
+        # upstream that ignores max_tokens is cut at it, with the slack a usage report
+        # may exceed it by, for every choice (`_spend`).
+        most = request.max_tokens
+        self._left = (
+            None
+            if most is None
+            else (most + tokens.COMPLETION_SLACK_TOKENS)
+            * tokens.BYTES_PER_TOKEN
+            * request.choice_count
+        )
+        self._cut = False
 
     @property
     def response_cached(self) -> bool:
@@ -180,6 +192,9 @@ class Run:
             fragment = self._take(event)
             if fragment is not None and type(fragment) not in _WHOLE:
                 yield cast(TextDelta | ToolCallDelta, fragment)
+            if self._cut:
+                await self._cut_off()
+                return
             waited = time.perf_counter()
 
     async def stream(self) -> AsyncIterator[Fragment]:
@@ -192,6 +207,9 @@ class Run:
             self.upstream_s += time.perf_counter() - waited
             if (fragment := self._take(event)) is not None:
                 yield fragment
+            if self._cut:
+                await self._cut_off()
+                return
             waited = time.perf_counter()
 
     def _take(self, event: Event) -> Fragment | None:
@@ -206,17 +224,53 @@ class Run:
             return None
         if self.recorder is not None:
             self._recorded.append(event)
+        if isinstance(event, NativeEvent):
+            return event  # passed on, nothing to gather
+        if self._left is not None:
+            self._spend(event)
         if isinstance(event, ReasoningDelta):
             self.choices[0].reasoning.append(event.text)  # counted when usage is missing
             return event
-        if isinstance(event, NativeEvent):
-            return event  # passed on, nothing to gather
         if event.choice >= len(self.choices):
             return None  # a choice nobody asked for
         if isinstance(event, TextDelta) and not event.text:
             return None
         self.choices[event.choice].add(event)
         return event
+
+    def _spend(self, event: TextDelta | ToolCallDelta | ReasoningDelta) -> None:
+        """Counts a fragment's text against what the run may relay; the fragment that
+        crosses it is shortened to fit, and the run ends after it (`_cut_off`)."""
+        assert self._left is not None
+        text = event.arguments if type(event) is ToolCallDelta else event.text
+        size = len(text) if text.isascii() else len(text.encode())
+        if size <= self._left:
+            self._left -= size
+            return
+        kept = text.encode()[: self._left].decode(errors="ignore")
+        if type(event) is ToolCallDelta:
+            event.arguments = kept
+        else:
+            event.text = kept
+        self._left = 0
+        self._cut = True
+
+    async def _cut_off(self) -> None:
+        """Ends a run whose upstream generated past max_tokens: its stream closed, the
+        run finished for `length`, billed for at most max_tokens a choice."""
+        assert self._events is not None and self.request.max_tokens is not None
+        await self._events.aclose()
+        provider = self.provider_id
+        warn_throttled(
+            log, provider,
+            f"{provider}: generated past max_tokens {self.request.max_tokens}; cut there",
+        )  # fmt: skip
+        counts = self.counts()
+        most = self.request.max_tokens * self.request.choice_count
+        billed = dataclasses.replace(counts, completion_tokens=min(counts.completion_tokens, most))
+        self._finished = Finished("length", billed)
+        for choice in self.choices:
+            choice.finish_reason = "length"
 
     async def aclose(self) -> None:
         """Stops the generation: closes the upstream's stream (and its request) now,
