@@ -84,61 +84,61 @@ def _sse_text(body: str) -> tuple[str, str | None, dict[str, Any] | None]:
 
 
 async def test_a_stream_past_max_tokens_is_cut_there_and_billed_within_it(tmp_path: Path) -> None:
-    async with raw_upstream(_flooding(64 * 1024, 200)) as liar:
-        async with (
-            running_gateway(_config(liar.url, tmp_path)) as gw,
-            httpx.AsyncClient(base_url=f"http://127.0.0.1:{gw.http_port}", timeout=30) as c,
-        ):
-            reply = await c.post("/v1/chat/completions", headers=HEADERS, json={
-                "model": "liar", "max_tokens": 100, "stream": True,
-                "stream_options": {"include_usage": True},
-                "messages": [{"role": "user", "content": "Be brief."}]})  # fmt: skip
-            assert reply.status_code == 200
-            text, finish, usage = _sse_text(reply.text)
-            # Cut at max_tokens and its slack, not after 12 MiB; the upstream let go.
-            slack = (100 + tokens.COMPLETION_SLACK_TOKENS) * tokens.BYTES_PER_TOKEN
-            assert 0 < len(text) <= slack
-            assert finish == "length"
-            assert usage is not None and usage["completion_tokens"] <= 100
-            await asyncio.wait_for(liar.closed.wait(), 5)
-            rows = await _ledger(gw)
+    async with (
+        raw_upstream(_flooding(64 * 1024, 200)) as liar,
+        running_gateway(_config(liar.url, tmp_path)) as gw,
+        httpx.AsyncClient(base_url=f"http://127.0.0.1:{gw.http_port}", timeout=30) as c,
+    ):
+        reply = await c.post("/v1/chat/completions", headers=HEADERS, json={
+            "model": "liar", "max_tokens": 100, "stream": True,
+            "stream_options": {"include_usage": True},
+            "messages": [{"role": "user", "content": "Be brief."}]})  # fmt: skip
+        assert reply.status_code == 200
+        text, finish, usage = _sse_text(reply.text)
+        # Cut at max_tokens and its slack, not after 12 MiB; the upstream let go.
+        slack = (100 + tokens.COMPLETION_SLACK_TOKENS) * tokens.BYTES_PER_TOKEN
+        assert 0 < len(text) <= slack
+        assert finish == "length"
+        assert usage is not None and usage["completion_tokens"] <= 100
+        await asyncio.wait_for(liar.closed.wait(), 5)
+        rows = await _ledger(gw)
     assert [(r["status"], r["completion_tokens"]) for r in rows] == [("OK", 100)]
 
 
 async def test_a_whole_answer_past_max_tokens_is_cut_there_and_billed_within_it(
     tmp_path: Path,
 ) -> None:
-    async with raw_upstream(_whole(200_000)) as liar:
-        async with (
-            running_gateway(_config(liar.url, tmp_path, stream=False)) as gw,
-            httpx.AsyncClient(base_url=f"http://127.0.0.1:{gw.http_port}", timeout=30) as c,
-        ):
-            reply = await c.post("/v1/chat/completions", headers=HEADERS, json={
-                "model": "liar", "max_tokens": 50,
-                "messages": [{"role": "user", "content": "Be brief."}]})  # fmt: skip
-            assert reply.status_code == 200, reply.text
-            answer = reply.json()
-            choice = answer["choices"][0]
-            slack = (50 + tokens.COMPLETION_SLACK_TOKENS) * tokens.BYTES_PER_TOKEN
-            assert 0 < len(choice["message"]["content"]) <= slack
-            assert choice["finish_reason"] == "length"
-            assert answer["usage"]["completion_tokens"] <= 50
-            rows = await _ledger(gw)
+    async with (
+        raw_upstream(_whole(200_000)) as liar,
+        running_gateway(_config(liar.url, tmp_path, stream=False)) as gw,
+        httpx.AsyncClient(base_url=f"http://127.0.0.1:{gw.http_port}", timeout=30) as c,
+    ):
+        reply = await c.post("/v1/chat/completions", headers=HEADERS, json={
+            "model": "liar", "max_tokens": 50,
+            "messages": [{"role": "user", "content": "Be brief."}]})  # fmt: skip
+        assert reply.status_code == 200, reply.text
+        answer = reply.json()
+        choice = answer["choices"][0]
+        slack = (50 + tokens.COMPLETION_SLACK_TOKENS) * tokens.BYTES_PER_TOKEN
+        assert 0 < len(choice["message"]["content"]) <= slack
+        assert choice["finish_reason"] == "length"
+        assert answer["usage"]["completion_tokens"] <= 50
+        rows = await _ledger(gw)
     assert [(r["status"], r["completion_tokens"]) for r in rows] == [("OK", 50)]
 
 
 async def test_a_failed_call_is_billed_for_what_was_relayed_and_asked_for(tmp_path: Path) -> None:
     # Twenty 512 KiB deltas, then the connection cut: the call fails after its first token.
-    async with raw_upstream(_flooding(512 * 1024, 20, fail=True)) as liar:
-        async with (
-            running_gateway(_config(liar.url, tmp_path, budget_usd=1.0)) as gw,
-            httpx.AsyncClient(base_url=f"http://127.0.0.1:{gw.http_port}", timeout=30) as c,
-        ):
-            reply = await c.post("/v1/chat/completions", headers=HEADERS, json={
-                "model": "liar", "stream": True,
-                "messages": [{"role": "user", "content": "Hi"}]})  # fmt: skip
-            text, finish, _ = _sse_text(reply.text)
-            rows = await _ledger(gw)
+    async with (
+        raw_upstream(_flooding(512 * 1024, 20, fail=True)) as liar,
+        running_gateway(_config(liar.url, tmp_path, budget_usd=1.0)) as gw,
+        httpx.AsyncClient(base_url=f"http://127.0.0.1:{gw.http_port}", timeout=30) as c,
+    ):
+        reply = await c.post("/v1/chat/completions", headers=HEADERS, json={
+            "model": "liar", "stream": True,
+            "messages": [{"role": "user", "content": "Hi"}]})  # fmt: skip
+        text, finish, _ = _sse_text(reply.text)
+        rows = await _ledger(gw)
     # A budgeted key's request is bounded by the reservation's max_tokens (1,024).
     assert len(text) <= (1024 + tokens.COMPLETION_SLACK_TOKENS) * tokens.BYTES_PER_TOKEN
     assert finish == "length"
@@ -149,20 +149,20 @@ async def test_a_failed_call_is_billed_for_what_was_relayed_and_asked_for(tmp_pa
 async def test_a_budget_holds_within_one_reservation_against_a_lying_upstream(
     tmp_path: Path,
 ) -> None:
-    async with raw_upstream(_flooding(64 * 1024, 50)) as liar:
-        async with (
-            running_gateway(_config(liar.url, tmp_path, budget_usd=0.02)) as gw,
-            httpx.AsyncClient(base_url=f"http://127.0.0.1:{gw.http_port}", timeout=30) as c,
-        ):
-            statuses = []
-            for _ in range(12):
-                reply = await c.post("/v1/chat/completions", headers=HEADERS, json={
-                    "model": "liar", "stream": True,
-                    "messages": [{"role": "user", "content": "Hi"}]})  # fmt: skip
-                statuses.append(reply.status_code)
-                if reply.status_code == 429:
-                    break
-            rows = await _ledger(gw)
+    async with (
+        raw_upstream(_flooding(64 * 1024, 50)) as liar,
+        running_gateway(_config(liar.url, tmp_path, budget_usd=0.02)) as gw,
+        httpx.AsyncClient(base_url=f"http://127.0.0.1:{gw.http_port}", timeout=30) as c,
+    ):
+        statuses = []
+        for _ in range(12):
+            reply = await c.post("/v1/chat/completions", headers=HEADERS, json={
+                "model": "liar", "stream": True,
+                "messages": [{"role": "user", "content": "Hi"}]})  # fmt: skip
+            statuses.append(reply.status_code)
+            if reply.status_code == 429:
+                break
+        rows = await _ledger(gw)
     assert statuses[-1] == 429 and statuses.count(200) >= 2, statuses
     spent = sum(r["total_cost_usd"] or 0 for r in rows)
     assert spent <= 0.02, spent
