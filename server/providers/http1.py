@@ -23,6 +23,19 @@ import httptools
 
 # Reading pauses while this much of a body waits unread (a caller slower than the upstream).
 HIGH_WATER = 256 * 1024
+# An answer's head (status line and headers, interim answers included), its number of
+# headers and one header's name and value may not exceed these: an upstream sending
+# headers without end is a bad answer, never buffered.
+MAX_HEAD_BYTES = 64 * 1024
+MAX_HEADERS = 128
+MAX_HEADER_BYTES = 16 * 1024
+# A compressed body may inflate to at most this, and past the first INFLATE_FREE bytes
+# to at most MAX_RATIO times what came compressed (a gzip bomb is a bad answer, found
+# after about a megabyte of work, not a gigabyte). Inflated a slice at a time.
+MAX_INFLATED_BYTES = 64 * 1024 * 1024
+INFLATE_FREE = 1 << 20
+MAX_RATIO = 200
+INFLATE_SLICE = 256 * 1024
 # Seconds a host's resolved addresses are used before it is resolved again.
 DNS_TTL_S = 300
 # What a path may hold unescaped; anything else is %-escaped, as a URL library would.
@@ -102,6 +115,7 @@ class _Connection(asyncio.Protocol):
         self.paused = False
         self.heard = 0.0  # when the upstream last sent something
         self.heard_any = False
+        self.head_bytes = 0
         self.waiter: asyncio.Future[None] | None = None
 
     # asyncio.Protocol
@@ -115,12 +129,16 @@ class _Connection(asyncio.Protocol):
             return
         self.heard = self.pool.loop.time()
         self.heard_any = True
+        if not self.headers_done:
+            self.head_bytes += len(data)
         try:
             self.parser.feed_data(data)
         except httptools.HttpParserError as exc:
             self.fail(BadAnswer(f"unreadable HTTP answer ({exc})"))
         except httptools.HttpParserUpgrade:
             self.fail(BadAnswer("an upgrade was answered"))
+        if not self.headers_done and self.head_bytes > MAX_HEAD_BYTES:
+            self.fail(BadAnswer(f"an answer head larger than {MAX_HEAD_BYTES} bytes"))
 
     def eof_received(self) -> bool:
         return False  # close: a half-closed upstream will send nothing more
@@ -142,6 +160,12 @@ class _Connection(asyncio.Protocol):
             raise BadAnswer  # (seen by feed_data as a callback's error)
 
     def on_header(self, name: bytes, value: bytes) -> None:
+        if len(name) + len(value) > MAX_HEADER_BYTES:
+            self.fail(BadAnswer(f"an answer header larger than {MAX_HEADER_BYTES} bytes"))
+            raise BadAnswer  # parsing stops (seen by feed_data as a callback's error)
+        if len(self.raw_headers) >= MAX_HEADERS:
+            self.fail(BadAnswer(f"an answer with more than {MAX_HEADERS} headers"))
+            raise BadAnswer
         self.raw_headers.append((name, value))
 
     def on_headers_complete(self) -> None:
@@ -251,19 +275,17 @@ class Answer:
         )
         inflate = None
         if encoding in ("gzip", "x-gzip", "deflate"):
-            inflate = zlib.decompressobj(zlib.MAX_WBITS | 32)  # gzip or zlib, by its header
+            inflate = _Inflate()
         elif encoding != "identity":
             raise BadAnswer(f"an unsupported content-encoding: {encoding[:40]}")
         while True:
             if conn.body:
                 data = conn.take()
-                if inflate is not None:
-                    try:
-                        data = inflate.decompress(data)
-                    except zlib.error:
-                        raise BadAnswer("a body that does not decompress") from None
-                if data:
+                if inflate is None:
                     yield data
+                    continue
+                for piece in inflate.feed(data):
+                    yield piece
             elif conn.complete:
                 return
             else:
@@ -271,6 +293,35 @@ class Answer:
 
     def release(self) -> None:
         self._pool.release(self._conn)
+
+
+class _Inflate:
+    """A gzip or zlib body inflated a slice at a time, within MAX_INFLATED_BYTES and
+    MAX_RATIO."""
+
+    __slots__ = ("_inflate", "_taken", "_given")
+
+    def __init__(self) -> None:
+        self._inflate = zlib.decompressobj(zlib.MAX_WBITS | 32)  # gzip or zlib, by its header
+        self._taken = 0  # compressed bytes in
+        self._given = 0  # inflated bytes out
+
+    def feed(self, data: bytes) -> Iterator[bytes]:
+        while data:
+            try:
+                piece = self._inflate.decompress(data, INFLATE_SLICE)
+            except zlib.error:
+                raise BadAnswer("a body that does not decompress") from None
+            rest = self._inflate.unconsumed_tail
+            self._taken += len(data) - len(rest)  # what this slice was inflated from
+            data = rest
+            self._given += len(piece)
+            if self._given > MAX_INFLATED_BYTES:
+                raise BadAnswer(f"a body inflating past {MAX_INFLATED_BYTES} bytes")
+            if self._given > INFLATE_FREE and self._given > MAX_RATIO * self._taken:
+                raise BadAnswer(f"a body inflating more than {MAX_RATIO} times (a gzip bomb)")
+            if piece:
+                yield piece
 
 
 class Pool:
