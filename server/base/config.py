@@ -447,8 +447,10 @@ class ResponseCacheConfig(Strict):
     models: list[str] = Field(default_factory=list)
     # Seconds an answer is kept; a request's `Cache-Control: max-age` may ask for less.
     ttl_s: float = Field(default=3600, gt=0)
-    # Answers kept per process without Redis; the least recently used go first.
+    # Answers kept per process without Redis, and the bytes they may hold together;
+    # the least recently used go first.
     max_entries: int = Field(default=10_000, ge=1)
+    max_bytes: int = Field(default=64 * 1024 * 1024, ge=1024)
     # An answer larger than this (encoded) is not kept.
     max_entry_bytes: int = Field(default=256 * 1024, ge=1024)
     # Whether one key's stored answers may serve another key's requests.

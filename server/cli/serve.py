@@ -196,13 +196,19 @@ def assemble(
     )  # fmt: skip
 
 
+def _answers(config: Config) -> expiring.MemoryStore:
+    """The response cache's store in memory, bounded in entries and bytes."""
+    cache = config.response_cache
+    return expiring.MemoryStore(cache.max_entries, cache.max_bytes)
+
+
 def in_memory(config: Config) -> State:
     """Config keys only, limits and budgets in memory, no ledger storage."""
     return State(
         None, BucketLimiter(window_s=config.limits.window_s),
         MemoryBudgets(_nothing_spent), Ledger(None),
         expiring.MemoryStore(config.affinity.max_entries),
-        expiring.MemoryStore(config.response_cache.max_entries),
+        _answers(config),
     )  # fmt: skip
 
 
@@ -259,7 +265,7 @@ async def open_state(config: Config, shared_state: str | None, spool: Spool | No
     limiter: Limiter
     budgets: Budgets
     remembered: expiring.Store = expiring.MemoryStore(config.affinity.max_entries)
-    answers: expiring.Store = expiring.MemoryStore(config.response_cache.max_entries)
+    answers: expiring.Store = _answers(config)
     ledger = Ledger(
         store.usage, config.ledger.batch_size, config.ledger.flush_interval_s,
         config.ledger.max_buffered, spool,

@@ -28,28 +28,50 @@ class Store(Protocol):
 
 
 class MemoryStore:
-    """At most `max_entries` keys, the least recently used dropped first."""
+    """At most `max_entries` keys holding at most `max_bytes` of values (keys and
+    values counted), the least recently used dropped first."""
 
-    def __init__(self, max_entries: int, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        max_entries: int,
+        max_bytes: int | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._entries: OrderedDict[str, tuple[bytes, float]] = OrderedDict()
         self._max = max_entries
+        self._max_bytes = max_bytes
+        self._bytes = 0
         self._clock = clock
+
+    @property
+    def size_bytes(self) -> int:
+        return self._bytes
 
     async def get(self, key: str) -> bytes | None:
         entry = self._entries.get(key)
         if entry is None:
             return None
         if entry[1] <= self._clock():
-            del self._entries[key]
+            self._drop(key)
             return None
         self._entries.move_to_end(key)
         return entry[0]
 
     async def put(self, key: str, value: bytes, ttl_s: float) -> None:
+        if key in self._entries:
+            self._drop(key)
+        if self._max_bytes is not None and len(key) + len(value) > self._max_bytes:
+            return  # larger than the whole store: not kept
         self._entries[key] = (value, self._clock() + ttl_s)
-        self._entries.move_to_end(key)
-        while len(self._entries) > self._max:
-            self._entries.popitem(last=False)
+        self._bytes += len(key) + len(value)
+        while len(self._entries) > self._max or (
+            self._max_bytes is not None and self._bytes > self._max_bytes
+        ):
+            self._drop(next(iter(self._entries)))
+
+    def _drop(self, key: str) -> None:
+        value, _ = self._entries.pop(key)
+        self._bytes -= len(key) + len(value)
 
 
 class RedisStore:

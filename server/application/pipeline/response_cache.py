@@ -16,7 +16,7 @@ the finish with its usage), so a hit is replayed by the same steps as an upstrea
 answer and comes out in the caller's dialect, streamed or whole. A hit is marked (the
 `x-gateway-cache: hit` header, `response_cached` in usage and the ledger), reports the
 answer's tokens without prompt-cache reads or writes (no upstream cache took part), and
-costs what `billing` says: nothing, or those tokens at the model's prices. Stores: a bounded LRU per process, or Redis when configured
+costs what `billing` says: nothing, or those tokens at the model's prices. Stores: an LRU per process bounded in entries and bytes, or Redis when configured
 (`{prefix}response:{key}`, expiring with the entry). An entry larger than
 `max_entry_bytes` is not kept; one that cannot be read, or a store that fails, is a
 miss, never an error.
@@ -199,6 +199,40 @@ def decode(data: bytes) -> Entry | None:
         return None
 
 
+_OPTIONAL = (str, type(None))
+# What each event's fields hold in a readable entry: one of another type (a damaged
+# or forged value, `text` as a number) makes the entry unreadable, a miss, rather than
+# an answer that fails on its way out.
+_FIELD_TYPES: dict[type, dict[str, Any]] = {
+    TextDelta: {"text": str, "choice": int},
+    ToolCallDelta: {"index": int, "id": _OPTIONAL, "name": _OPTIONAL, "arguments": str,
+                    "choice": int, "signature": _OPTIONAL},
+    ReasoningDelta: {"text": str, "summary_index": int, "signature": _OPTIONAL},
+    NativeEvent: {"dialect": str, "data": dict},
+    Finished: {"finish_reason": str, "response_id": _OPTIONAL, "stop_sequence": _OPTIONAL},
+}  # fmt: skip
+
+
+def _checked(event: Event) -> Event:
+    for name, kind in _FIELD_TYPES[type(event)].items():
+        value = getattr(event, name)
+        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            raise TypeError(f"{type(event).__name__}.{name} holds a {type(value).__name__}")
+    if isinstance(event, Finished):
+        counts = event.counts
+        if counts is not None and not all(
+            type(getattr(counts, f.name)) is int for f in dataclasses.fields(counts)
+        ):
+            raise TypeError("Finished.counts holds a count that is not an integer")
+        if not all(isinstance(r, str) for r in event.finish_reasons):
+            raise TypeError("Finished.finish_reasons holds a reason that is not a string")
+    elif isinstance(event, TextDelta):
+        pairs = [(p.token, p.logprob) for t in event.logprobs for p in (t, *t.top)]
+        if not all(isinstance(a, str) and type(b) in (int, float) for a, b in pairs):
+            raise TypeError("TextDelta.logprobs holds a malformed log probability")
+    return event
+
+
 def _event(name: str, fields: dict[str, Any]) -> Event:
     kind = _TYPES[name]
     if kind is TextDelta:
@@ -211,7 +245,7 @@ def _event(name: str, fields: dict[str, Any]) -> Event:
         fields["counts"] = TokenCounts(**counts) if counts is not None else None
         fields["finish_reasons"] = tuple(fields["finish_reasons"])
     event: Event = kind(**fields)
-    return event
+    return _checked(event)
 
 
 def _uncached(event: Event) -> Event:

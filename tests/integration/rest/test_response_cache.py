@@ -247,3 +247,66 @@ async def test_a_hit_in_the_responses_dialect_can_be_continued(fake):
     sent = fake.seen[-1].body["messages"]
     assert [m["role"] for m in sent] == ["user", "assistant", "user"]
     assert sent[1]["content"] == "Hello there!"
+
+
+@pytest.mark.redis
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda e: e["events"][0][1].update(text=5),  # text as a number
+        lambda e: e["events"][0][1].update(choice="0"),
+        lambda e: e["events"][-1][1].update(counts={**e["events"][-1][1]["counts"],
+                                                     "prompt_tokens": "9"}),
+        lambda e: e["events"][-1][1].update(finish_reason=None),
+        lambda e: e["events"].insert(0, ["ToolCallDelta", {"index": 0, "arguments": 1}]),
+    ],
+    ids=["text-number", "choice-string", "count-string", "reason-null", "arguments-number"],
+)  # fmt: skip
+async def test_an_entry_with_a_field_of_another_type_is_a_miss_with_its_ledger_row(
+    fake, redis_prefix, tmp_path, damage
+):
+    prefix = f"{redis_prefix}{uuid.uuid4().hex[:6]}:"
+    data = config(fake)
+    data["storage"] = {"redis_url": REDIS_URL, "redis_prefix": prefix,
+                       "sqlite_path": str(tmp_path / "gw.db")}  # fmt: skip
+    async with running_gateway(data) as gw, httpx.AsyncClient(
+        base_url=f"http://127.0.0.1:{gw.http_port}", timeout=10,
+        headers={"authorization": f"Bearer {API_KEY}"},
+    ) as http:  # fmt: skip
+        await http.post("/v1/chat/completions", json=HELLO)
+        redis = Redis.from_url(REDIS_URL)
+        try:
+            [key] = [k async for k in redis.scan_iter(f"{prefix}response:*")]
+            entry = json.loads(await redis.get(key))
+            damage(entry)
+            await redis.set(key, json.dumps(entry))
+        finally:
+            await redis.aclose()
+        reply = await http.post("/v1/chat/completions", json=HELLO)
+        assert reply.status_code == 200, reply.text
+        assert reply.headers["x-gateway-cache"] == "miss"
+        assert reply.json()["choices"][0]["message"]["content"] == "Hello there!"
+        assert gw.gateway is not None and gw.gateway.store is not None
+        await gw.gateway.accounts.ledger.flush()
+        rows = await gw.gateway.store.db.fetch(
+            "SELECT status, provider, response_cached FROM usage_records ORDER BY id"
+        )
+    assert [(r["status"], r["provider"]) for r in rows] == [("OK", "m-p")] * 2
+    assert len(fake.seen) == 2
+
+
+async def test_the_memory_cache_is_bounded_in_bytes():
+    async with serving(OpenAIWire(), text=("x" * 20_000,)) as big:
+        data = config(big, max_entries=10_000, max_bytes=100_000)
+        async with gateway(data) as http:
+            for i in range(20):
+                ask = {**HELLO, "messages": [{"role": "user", "content": f"Say {i}."}]}
+                assert (await http.post("/v1/chat/completions", json=ask)).status_code == 200
+            # 20 answers of 20 KB with room for 10,000: the bytes bound them. The newest
+            # stay; the oldest went first.
+            cached = []
+            for i in (19, 16, 0):
+                ask = {**HELLO, "messages": [{"role": "user", "content": f"Say {i}."}]}
+                reply = await http.post("/v1/chat/completions", json=ask)
+                cached.append(reply.headers["x-gateway-cache"])
+    assert cached == ["hit", "hit", "miss"]
