@@ -357,6 +357,9 @@ class StorageConfig(Strict):
     redis_url: str | None = None
     # Prefixes every Redis key, so several gateways (or test runs) can share one Redis.
     redis_prefix: str = "gateway:"
+    # Connections to Redis each process keeps at most; a request finding them all busy
+    # waits for one (within timeout_s), so a burst is back-pressure, never a 503.
+    redis_max_connections: int = Field(default=64, ge=1)
     # Seconds a key lookup is cached; a revoked key stops working within this time.
     key_cache_ttl_s: float = Field(default=1.0, ge=0)
     # Seconds one storage call on the request path (key lookup, spend lookup, Redis

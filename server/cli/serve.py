@@ -278,7 +278,9 @@ async def open_state(config: Config, shared_state: str | None, spool: Spool | No
 
     if storage.redis_url:
         try:
-            client = await connect_redis(storage.redis_url, timeout_s)
+            client = await connect_redis(
+                storage.redis_url, timeout_s, storage.redis_max_connections
+            )
         except BaseException:
             await store.aclose()
             raise
@@ -308,16 +310,20 @@ class StartupError(ConfigError):
     """A service the config names cannot be used; the message says which and why."""
 
 
-async def connect_redis(url: str, timeout_s: float) -> Redis:
+async def connect_redis(url: str, timeout_s: float, max_connections: int) -> Redis:
     """A Redis client whose every command is bounded; StartupError (one line, no
-    traceback) when the URL is malformed or nothing answers there."""
-    from redis.asyncio import Redis
+    traceback) when the URL is malformed or nothing answers there. Its pool holds
+    `max_connections`, and a command finding them all busy waits for one (within the
+    storage bound): a burst of requests is back-pressure, never a refusal."""
+    from redis.asyncio import BlockingConnectionPool, Redis
     from redis.exceptions import RedisError
 
     try:
-        client = Redis.from_url(
-            url, socket_timeout=timeout_s, socket_connect_timeout=timeout_s,
+        pool = BlockingConnectionPool.from_url(
+            url, max_connections=max_connections, timeout=timeout_s,
+            socket_timeout=timeout_s, socket_connect_timeout=timeout_s,
         )  # fmt: skip
+        client = Redis.from_pool(pool)  # closed with the client
     except (ValueError, RedisError) as exc:
         raise StartupError(f"storage.redis_url: not a usable Redis URL ({exc})") from None
     try:

@@ -196,3 +196,33 @@ async def test_listings_take_nothing_from_the_limit_unless_configured(shared):
             if not counted:
                 assert chat_reply.headers["x-ratelimit-remaining-requests"] == "1"
                 assert "x-ratelimit-remaining-requests" not in listed.headers
+
+
+@pytest.mark.redis
+async def test_a_redis_pool_exhausted_is_back_pressure_never_an_error(redis_prefix):
+    # Two connections for 200 requests at once, in two dialects (Anthropic's says 529
+    # for what would be a 503): each waits its turn, and the limit holds (60, and the
+    # one a second its bucket refills while they run).
+    data = config_with(redis_url=REDIS_URL, redis_prefix=f"{redis_prefix}{uuid.uuid4().hex[:6]}:")
+    data["storage"]["redis_max_connections"] = 2
+    data["keys"][0]["requests_per_minute"] = 60
+    key = data["keys"][0]["secret"]
+    chat_body = {"model": "sim-mini", "messages": [{"role": "user", "content": "hi"}]}
+    messages_body = {**chat_body, "max_tokens": 16}
+    async with (
+        running_gateway(data) as gw,
+        httpx.AsyncClient(
+            base_url=f"http://127.0.0.1:{gw.http_port}", timeout=30,
+            limits=httpx.Limits(max_connections=200), headers={"x-api-key": key},
+        ) as client,
+    ):  # fmt: skip
+
+        async def one(i: int) -> int:
+            path, body = (
+                ("/v1/chat/completions", chat_body) if i % 2 else ("/v1/messages", messages_body)
+            )
+            return (await client.post(path, json=body)).status_code
+
+        statuses = await asyncio.gather(*(one(i) for i in range(200)))
+    assert set(statuses) <= {200, 429}, sorted(set(statuses))
+    assert 60 <= statuses.count(200) <= 65
