@@ -45,7 +45,7 @@ from google.protobuf import struct_pb2
 from google.protobuf.message import Message as ProtoMessage
 from pydantic import Field
 
-from server.base import structs
+from server.base import structs, urls
 from server.base.errors import UpstreamError
 from server.base.generation import (
     GATEWAY_SIGNATURE,
@@ -472,7 +472,7 @@ def _cache_control(lifetime: str) -> dict[str, str]:
 def _image_source(url: str) -> dict[str, Any]:
     match = DATA_URL.match(url)
     if match is None:
-        return {"type": "url", "url": url}
+        return {"type": "url", "url": urls.check(url, "image_url")}
     return {"type": "base64", "media_type": match.group(1), "data": match.group(2)}
 
 

@@ -71,6 +71,7 @@ from urllib.parse import quote
 
 from pydantic import Field
 
+from server.base import urls
 from server.base.embedding import EmbeddingRequest, Embeddings
 from server.base.errors import UpstreamError, UpstreamRejected
 from server.base.generation import (
@@ -532,7 +533,7 @@ def _image(url: str) -> dict[str, Any]:
     if match is not None:
         return {"inlineData": {"mimeType": match.group(1), "data": match.group(2)}}
     mime = mimetypes.guess_type(url.split("?", 1)[0])[0] or "image/jpeg"
-    return {"fileData": {"mimeType": mime, "fileUri": url}}
+    return {"fileData": {"mimeType": mime, "fileUri": urls.check(url, "image_url")}}
 
 
 def _response(content: str) -> dict[str, Any]:

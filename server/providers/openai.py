@@ -29,6 +29,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from server.base import urls
 from server.base.embedding import EmbeddingRequest, Embeddings
 from server.base.errors import UpstreamError
 from server.base.generation import (
@@ -299,7 +300,8 @@ def _part(part: Part) -> dict[str, Any]:
 
 
 def _image(part: ImagePart) -> dict[str, Any]:
-    return {"url": part.url, **({"detail": part.detail} if part.detail else {})}
+    url = part.url if part.url.startswith("data:") else urls.check(part.url, "image_url")
+    return {"url": url, **({"detail": part.detail} if part.detail else {})}
 
 
 def _chat_fields(request: GenerationRequest, body: dict[str, Any]) -> None:

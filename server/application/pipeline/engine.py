@@ -242,13 +242,13 @@ class Run:
         """Counts a fragment's text against what the run may relay; the fragment that
         crosses it is shortened to fit, and the run ends after it (`_cut_off`)."""
         assert self._left is not None
-        text = event.arguments if type(event) is ToolCallDelta else event.text
+        text = event.arguments if isinstance(event, ToolCallDelta) else event.text
         size = len(text) if text.isascii() else len(text.encode())
         if size <= self._left:
             self._left -= size
             return
         kept = text.encode()[: self._left].decode(errors="ignore")
-        if type(event) is ToolCallDelta:
+        if isinstance(event, ToolCallDelta):
             event.arguments = kept
         else:
             event.text = kept

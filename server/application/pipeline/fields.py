@@ -11,6 +11,7 @@ from typing import Any, Protocol
 from google.protobuf import struct_pb2
 from google.protobuf.message import Message
 
+from server.base import urls
 from server.base.errors import InvalidArgument
 
 MAX_STOP_SEQUENCES = 4
@@ -24,6 +25,18 @@ RESPONSE_FORMATS = ("text", "json_object", "json_schema")
 CACHE_RETENTIONS = ("in_memory", "24h")
 NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 DATA_URL = re.compile(r"^data:image/(png|jpeg|gif|webp);base64,[A-Za-z0-9+/=\s]+$")
+
+
+def image_url(url: str, field: str) -> str:
+    """An image's URL as OpenAI's formats take it: a base64 data URL of a png, jpeg, gif
+    or webp image, or a URL an upstream may fetch (server/base/urls.py)."""
+    if url.startswith("data:"):
+        if not DATA_URL.match(url):
+            raise InvalidArgument.for_field(
+                field, "must be a base64 data URL of a png, jpeg, gif or webp image"
+            )
+        return url
+    return urls.check(url, field)
 
 
 class HasMetadata(Protocol):

@@ -227,7 +227,8 @@ def _checked(event: Event) -> Event:
         if not all(isinstance(r, str) for r in event.finish_reasons):
             raise TypeError("Finished.finish_reasons holds a reason that is not a string")
     elif isinstance(event, TextDelta):
-        pairs = [(p.token, p.logprob) for t in event.logprobs for p in (t, *t.top)]
+        pairs = [(t.token, t.logprob) for t in event.logprobs]
+        pairs += [(p.token, p.logprob) for t in event.logprobs for p in t.top]
         if not all(isinstance(a, str) and type(b) in (int, float) for a, b in pairs):
             raise TypeError("TextDelta.logprobs holds a malformed log probability")
     return event

@@ -109,10 +109,10 @@ def test_refusals_name_the_field(fields: dict[str, Any], field: str) -> None:
     ("fields", "field"),
     [
         ({"tools": [{"type": "web_search_20250305", "name": "web_search"}]}, "tools[0]"),
-        ({"mcp_servers": [{"type": "url", "url": "https://x", "name": "x"}]}, "mcp_servers"),
+        ({"mcp_servers": [{"type": "url", "url": "https://mcp.example.com", "name": "x"}]}, "mcp_servers"),
         ({"container": "c1"}, "container"),
         ({"messages": [{"role": "user", "content": [{"type": "document", "source": {
-            "type": "url", "url": "https://x/a.pdf"}}]}]}, "messages[0].content[0].source"),
+            "type": "url", "url": "https://docs.example.com/a.pdf"}}]}]}, "messages[0].content[0].source"),
         ({"messages": [USER, {"role": "assistant", "content": [
             {"type": "server_tool_use", "id": "s", "name": "web_search", "input": {}}]}]},
          "messages[1].content[0]"),

@@ -16,13 +16,13 @@ from gateway.v1 import completion_service_pb2 as completion_pb
 from server.application.pipeline import cache_marks, schemas
 from server.application.pipeline.fields import (
     CACHE_RETENTIONS,
-    DATA_URL,
     MAX_TOOLS,
     MAX_TOP_LOGPROBS,
     NAME,
     RESPONSE_FORMATS,
     TOOL_CHOICES,
     between,
+    image_url,
     metadata,
     non_empty,
     one_of,
@@ -88,12 +88,7 @@ def _part(part: chat_pb2.ContentPart, where: str, role: str) -> Part:
     if part.type == "image_url":
         if role != "user":
             raise InvalidArgument.for_field(f"{where}.type", "images are allowed in user messages")
-        url = part.image_url.url
-        if not (url.startswith("https://") or DATA_URL.match(url)):
-            raise InvalidArgument.for_field(
-                f"{where}.image_url.url",
-                "must be an https URL or a base64 data URL of a png, jpeg, gif or webp image",
-            )
+        url = image_url(part.image_url.url, f"{where}.image_url.url")
         detail = part.image_url.detail if present(part.image_url, "detail") else None
         if detail is not None and detail not in IMAGE_DETAILS:
             raise InvalidArgument.for_field(

@@ -36,7 +36,7 @@ from gateway.v1 import messages_service_pb2 as service
 
 from server.application.pipeline import cache_marks, schemas
 from server.application.pipeline.fields import MAX_TOKENS_CEILING
-from server.base import structs
+from server.base import structs, urls
 from server.base.errors import InvalidArgument
 from server.base.generation import (
     GATEWAY_SIGNATURE,
@@ -217,9 +217,7 @@ class Reader:
                 raise InvalidArgument.for_field(f"{at}.source.data", "is required")
             return ImagePart(f"data:{source.media_type};base64,{source.data}")
         if source.type == "url":
-            if not source.url.startswith(("https://", "http://")):
-                raise InvalidArgument.for_field(f"{at}.source.url", "must be an http(s) URL")
-            return ImagePart(source.url)
+            return ImagePart(urls.check(source.url, f"{at}.source.url"))
         if source.type == "file":
             self.native(f"{at}.source")
             return None
@@ -243,6 +241,8 @@ class Reader:
             heading = "\n".join(x for x in (title, block.context) if x)
             return TextPart(f"{heading}\n\n{source.data}" if heading else source.data)
         if source.type in ("url", "file", "content"):
+            if source.type == "url":  # fetched by the upstream that serves it
+                urls.check(source.url, f"{at}.source.url")
             self.native(f"{at}.source")
             return None
         raise InvalidArgument.for_field(
@@ -466,6 +466,9 @@ def generation(request: AnyRequest, headers: tuple[tuple[str, str], ...] = ()) -
     fields = request.DESCRIPTOR.fields_by_name
     if request.mcp_servers:
         reader.native("mcp_servers")
+        for i, server in enumerate(request.mcp_servers):
+            url = structs.read(server, f"mcp_servers[{i}]").get("url")
+            urls.check(url if isinstance(url, str) else "", f"mcp_servers[{i}].url")
     for name in NATIVE_FIELDS:
         if name != "mcp_servers" and name in fields and request.HasField(name):
             reader.native(name)

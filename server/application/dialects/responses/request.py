@@ -29,7 +29,7 @@ from google.protobuf import json_format, struct_pb2
 
 from server.application.pipeline import fields, schemas
 from server.application.pipeline.fields import MAX_TOKENS_CEILING
-from server.base import structs
+from server.base import structs, urls
 from server.base.errors import InvalidArgument, NotFound
 from server.base.generation import (
     GenerationRequest,
@@ -410,12 +410,8 @@ def _part(part: rpb.InputContent, where: str, role: str, native_only: list[str])
             native_only.append(f"{where}.file_id")
             out["file_id"] = part.file_id
             return out
-        url = part.image_url if part.HasField("image_url") else ""
-        if not (url.startswith("https://") or fields.DATA_URL.match(url)):
-            raise InvalidArgument.for_field(
-                f"{where}.image_url",
-                "must be an https URL or a base64 data URL of a png, jpeg, gif or webp image",
-            )
+        url = fields.image_url(part.image_url if part.HasField("image_url") else "",
+                               f"{where}.image_url")  # fmt: skip
         if out["detail"] not in ("auto", "low", "high", "original"):
             raise InvalidArgument.for_field(f"{where}.detail", "must be one of auto, low, high")
         out["image_url"] = url
@@ -426,6 +422,8 @@ def _part(part: rpb.InputContent, where: str, role: str, native_only: list[str])
         for name in ("file_id", "file_data", "file_url", "filename"):
             if part.HasField(name):
                 out[name] = getattr(part, name)
+        if "file_url" in out:
+            urls.check(out["file_url"], f"{where}.file_url")
         return out
     raise InvalidArgument.for_field(f"{where}.type", f"must be one of {', '.join(PART_TYPES)}")
 
@@ -510,6 +508,8 @@ def _tools(
         kind = tool.get("type")
         if kind in BUILT_IN_TOOLS:
             native_only.append(f"{where}.type")
+            if isinstance(server := tool.get("server_url"), str):  # an MCP server's
+                urls.check(server, f"{where}.server_url")
             continue
         if kind != "function":
             raise InvalidArgument.for_field(f"{where}.type", "must be function or a built-in tool")
