@@ -13,6 +13,11 @@ caller's side.
     MAX_HEAD_BYTES    a request head (request line and headers) larger than this is
                       answered 400 and closed, not buffered
     malformed framing is answered with the usual JSON error body, not plain text
+    LINGER_S          a request answered before its body was read (a 413 on its
+                      content-length) ends its connection: the answer goes out, the
+                      write side closes (so the client reads the answer, not a reset),
+                      and what it still sends is read and dropped, up to LINGER_BYTES
+                      or this long; never parsed as another request
 
 Each request's scope carries the connection's CONNECTION_GONE future, completed when
 the client closes the connection: the facade cancels a request's work on it directly,
@@ -43,6 +48,9 @@ from server.base.errors import Cancelled, InvalidArgument
 log = logging.getLogger(__name__)
 # The largest request head read, as a browser or SDK never comes near it.
 MAX_HEAD_BYTES = 32 * 1024
+# What a connection answered before its request's body was read may still send.
+LINGER_S = 2.0
+LINGER_BYTES = 16 * 1024 * 1024
 # The scope key of the future completed when the request's connection is lost.
 CONNECTION_GONE = "gateway.connection_gone"
 # The scope key of the connection's own ASGI send (a weak reference to it), beneath
@@ -110,6 +118,8 @@ def bounded_protocol(header_timeout_s: float, send_timeout_s: float) -> type[Htt
         _head_bytes = 0
         _in_head = True
         _head_too_large = False
+        # Answered before its request's body was read: the bytes dropped since.
+        _lingered: int | None = None
 
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
@@ -131,6 +141,11 @@ def bounded_protocol(header_timeout_s: float, send_timeout_s: float) -> type[Htt
             self.scope[CONNECTION_GONE] = self._gone  # type: ignore[literal-required]
 
         def data_received(self, data: bytes) -> None:
+            if self._lingered is not None:
+                self._lingered += len(data)
+                if self._lingered > LINGER_BYTES:
+                    self.transport.close()
+                return
             if self._in_head:
                 self._head_bytes += len(data)
             super().data_received(data)
@@ -161,10 +176,15 @@ def bounded_protocol(header_timeout_s: float, send_timeout_s: float) -> type[Htt
                 self.scope[CONNECTION_SEND] = send  # type: ignore[literal-required]
 
         def on_response_complete(self) -> None:
+            unread = self.cycle is not None and self.cycle.more_body
             super().on_response_complete()
+            if self.transport.is_closing():
+                return
+            if unread:
+                self._linger()
+                return
             self._head_bytes, self._in_head = 0, True
-            if not self.transport.is_closing():
-                self._arm_header_timer()
+            self._arm_header_timer()
 
         def pause_writing(self) -> None:
             super().pause_writing()
@@ -190,6 +210,18 @@ def bounded_protocol(header_timeout_s: float, send_timeout_s: float) -> type[Htt
             if self._header_timer is not None:
                 self._header_timer.cancel()
             self._header_timer = self.loop.call_later(header_timeout_s, self._header_timed_out)
+
+        def _linger(self) -> None:
+            """Ends a connection whose request was answered before its body was read
+            (see LINGER_S): nothing it sends after is another request."""
+            self._lingered = 0
+            self._cancel_timers()
+            if self.timeout_keep_alive_task is not None:
+                self.timeout_keep_alive_task.cancel()
+                self.timeout_keep_alive_task = None
+            if self.transport.can_write_eof():
+                self.transport.write_eof()  # once the answer is out
+            self._header_timer = self.loop.call_later(LINGER_S, self.transport.close)
 
         def _cancel_timers(self) -> None:
             for timer in (self._header_timer, self._send_timer):

@@ -170,3 +170,34 @@ async def test_a_client_that_never_reads_releases_its_stream_and_upstream():
                 "SELECT status FROM usage_records WHERE model = 'm'"
             )
     assert [r["status"] for r in rows] == ["CANCELLED"]
+
+
+@pytest.mark.parametrize("framing", ["content-length", "chunked"])
+async def test_a_413_before_the_body_is_read_ends_the_connection_with_no_second_answer(
+    framing: str,
+) -> None:
+    data = default_config_dict()
+    data["server"].update(BOUNDS, max_body_bytes=1024)
+    body = json.dumps({"model": "sim-mini", "messages": [
+        {"role": "user", "content": "a" * 400_000}]}).encode()  # fmt: skip
+    head = (b"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+            b"x-api-key: " + API_KEY.encode() + b"\r\n")  # fmt: skip
+    if framing == "chunked":
+        head += b"transfer-encoding: chunked\r\n\r\n"
+        body = b"%x\r\n" % len(body) + body + b"\r\n0\r\n\r\n"
+    else:
+        head += b"content-length: %d\r\n\r\n" % len(body)
+    # What a client pipelines after it: never answered on this connection.
+    after = b"GET /v1/models HTTP/1.1\r\nhost: x\r\nx-api-key: " + API_KEY.encode() + b"\r\n\r\n"
+    async with running_gateway(data) as gw:
+        reader, writer = await asyncio.open_connection("127.0.0.1", gw.http_port)
+        writer.write(head)
+        await writer.drain()
+        await asyncio.sleep(0.2)  # answered on its head, before the body is read
+        writer.write(body + after)
+        await writer.drain()
+        raw = await _read_all(reader)  # the connection ends (a FIN: the answer is read)
+        writer.close()
+    assert raw.count(b"HTTP/1.1 ") == 1, raw
+    status, error = _status_and_json(raw)
+    assert status == 413 and "exceeds 1024 bytes" in error["error"]["message"]
