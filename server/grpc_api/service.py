@@ -55,8 +55,16 @@ def _internal(exc: BaseException, call: Call) -> Internal:
 
 
 async def _abort(context: grpc.aio.ServicerContext, error: GatewayError, call: Call) -> None:
+    """Ends the call with `error`'s status (by raising, as gRPC's abort does); returns
+    when its caller has left, as nobody is there to be told (the call's record carries
+    the error all the same)."""
+    if context.done() or context.cancelled():
+        return
     code, message, trailers = abort_args(error, call.response_metadata)
-    await context.abort(code, message, trailers)
+    try:
+        await context.abort(code, message, trailers)
+    except grpc.aio.InternalError:
+        return  # the caller left as the status went out: gRPC could not send it
 
 
 def _unary(method: RpcMethod, timeout_s: float) -> grpc.RpcMethodHandler:
@@ -75,7 +83,7 @@ def _unary(method: RpcMethod, timeout_s: float) -> grpc.RpcMethodHandler:
                 await context.send_initial_metadata(tuple(call.response_metadata.items()))
             return response
         await _abort(context, error, call)
-        raise AssertionError("abort returns only by raising")
+        raise asyncio.CancelledError  # the caller left: nothing to answer
 
     return grpc.unary_unary_rpc_method_handler(
         handle,

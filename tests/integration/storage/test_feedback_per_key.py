@@ -9,8 +9,12 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import grpc
 import httpx
 import pytest
+from gateway.v1 import feedback_service_pb2 as fb
+from gateway.v1 import feedback_service_pb2_grpc, router_service_pb2_grpc
+from gateway.v1 import router_service_pb2 as rt
 
 from server.base import config
 from server.storage import migrations, open_store
@@ -92,3 +96,40 @@ async def test_the_migration_keeps_feedback_given_before(
         assert [(r["key_id"], r["comment"]) for r in rows] == [("k1", "kept"), ("k2", "")]
     finally:
         await store.aclose()
+
+
+async def test_a_key_reusing_another_key_s_request_id_never_replaces_its_feedback(
+    storage: dict[str, Any],
+) -> None:
+    """Over gRPC: the second key takes the first's request id as its own x-request-id and
+    rates it again and again; the first key's word stays as it gave it."""
+    data = default_config_dict()
+    data["storage"] = storage
+    data["keys"].append({"name": "other", "kind": "router", "secret": OTHER})
+    taken = f"taken-{uuid.uuid4().hex[:8]}"
+    async with running_gateway(data) as gw, grpc.aio.insecure_channel(
+        f"127.0.0.1:{gw.grpc_port}"
+    ) as channel:  # fmt: skip
+        router = router_service_pb2_grpc.RouterServiceStub(channel)
+        feedback = feedback_service_pb2_grpc.FeedbackServiceStub(channel)
+        first = (("x-router-key", ROUTER_KEY), ("x-request-id", taken))
+        second = (("x-router-key", OTHER), ("x-request-id", taken))
+        await router.Infer(rt.InferRequest(prompt="mine", profile="economy"), metadata=first)
+        await feedback.SubmitFeedback(
+            fb.SubmitFeedbackRequest(request_id=taken, label="correct", comment="mine"),
+            metadata=first[:1],
+        )
+        await router.Infer(rt.InferRequest(prompt="theirs", profile="economy"), metadata=second)
+        for comment in ("replaced?", "replaced again?"):
+            await feedback.SubmitFeedback(
+                fb.SubmitFeedbackRequest(request_id=taken, label="incorrect", comment=comment),
+                metadata=second[:1],
+            )
+        assert gw.gateway is not None and gw.gateway.store is not None
+        rows = await gw.gateway.store.db.fetch(
+            "SELECT key_id, score, comment FROM feedback WHERE request_id = ? ORDER BY key_id",
+            taken,
+        )
+    assert [(r["key_id"], r["score"], r["comment"]) for r in rows] == [
+        ("cfg-dev-router", 1.0, "mine"), ("cfg-other", 0.0, "replaced again?"),
+    ]  # fmt: skip
