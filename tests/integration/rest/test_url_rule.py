@@ -67,6 +67,12 @@ def _responses(part: dict[str, Any] | None = None, **more: Any) -> tuple[str, di
                              "input": [{"role": "user", "content": content}]}  # fmt: skip
 
 
+def _gemini(url: str) -> tuple[str, dict[str, Any]]:
+    part = {"fileData": {"mimeType": "image/png", "fileUri": url}}
+    return "/v1beta/models/sim-mini:generateContent", {
+        "contents": [{"role": "user", "parts": [{"text": "What is it?"}, part]}]}  # fmt: skip
+
+
 # Every field of every dialect that carries a URL for an upstream to fetch.
 FIELDS: dict[str, tuple[Callable[[str], tuple[str, dict[str, Any]]], str]] = {
     "chat image": (_chat, "messages[0].content[1].image_url.url"),
@@ -86,6 +92,7 @@ FIELDS: dict[str, tuple[Callable[[str], tuple[str, dict[str, Any]]], str]] = {
     "responses mcp tool": (
         lambda u: _responses(tools=[{"type": "mcp", "server_label": "x", "server_url": u}]),
         "tools[0].server_url"),
+    "gemini file": (_gemini, "contents[0].parts[1].fileData.fileUri"),
 }  # fmt: skip
 
 

@@ -45,7 +45,7 @@ from google.protobuf.message import Message as ProtoMessage
 
 from server.application.pipeline import schemas
 from server.application.pipeline.fields import MAX_TOKENS_CEILING
-from server.base import structs
+from server.base import structs, urls
 from server.base.errors import InvalidArgument
 from server.base.generation import (
     DocumentPart,
@@ -265,7 +265,8 @@ class Reader:
         if part.HasField("file_data"):
             data = part.file_data
             self.others(data, f"{at}.fileData")
-            if data.mime_type in IMAGE_TYPES and data.file_uri.startswith("https://"):
+            urls.check(data.file_uri, f"{at}.fileData.fileUri")  # the upstream fetches it
+            if data.mime_type in IMAGE_TYPES:
                 return ImagePart(data.file_uri)
             self.native(f"{at}.fileData")  # a Files API file, or media only Gemini reads
             return None
