@@ -7,6 +7,7 @@ its stored state is read; listed input items page to an end."""
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -19,6 +20,7 @@ from tests.support.gateways import API_KEY, running_gateway
 from tests.support.shared_state import config_with
 
 HEADERS = {"x-api-key": API_KEY}
+SECRET = "gw-test-stored-state-key-000"
 # About 5,000 tokens of text: one stored item a continuation may point at many times.
 BIG = "lorem ipsum dolor sit amet " * 740
 
@@ -203,8 +205,9 @@ async def test_a_key_its_limits_refuse_is_refused_before_its_stored_state_is_rea
     async with tcp_proxy("127.0.0.1", target.port or 5432) as proxy:
         url = f"postgresql://postgres@127.0.0.1:{proxy.port}{target.path}"
         data = config_with(database_url=url)
-        key = data["keys"][0]
-        assert key["secret"] == API_KEY
+        # A key of its own: the database may hold other tests' spending by the dev key.
+        key = {"name": f"stored-{uuid.uuid4().hex[:8]}", "kind": "api", "secret": SECRET}
+        data["keys"].append(key)
         if refusal == "requests":
             key["requests_per_minute"] = 1
         else:  # covers the first answer, not the 1,024 tokens a second may generate
@@ -214,14 +217,15 @@ async def test_a_key_its_limits_refuse_is_refused_before_its_stored_state_is_rea
             running_gateway(data) as gw,
             httpx.AsyncClient(base_url=f"http://127.0.0.1:{gw.http_port}", timeout=30) as client,
         ):
-            first = await client.post("/v1/responses", headers=HEADERS, json={
+            mine = {"x-api-key": SECRET}
+            first = await client.post("/v1/responses", headers=mine, json={
                 "model": "sim-mini", "input": "Hi", "max_output_tokens": 16})  # fmt: skip
             assert first.status_code == 200, first.text
             # The database stops answering: a read of the stored response would wait for
             # the storage bound and fail with 503.
             proxy.stall()
             try:
-                refused = await client.post("/v1/responses", headers=HEADERS, json={
+                refused = await client.post("/v1/responses", headers=mine, json={
                     "model": "sim-mini", "input": "And?",
                     "previous_response_id": first.json()["id"]})  # fmt: skip
             finally:
