@@ -23,7 +23,7 @@ from server.accounting.ledger import Ledger
 from server.accounting.ratelimit import BucketLimiter
 from server.base.call import Call
 from server.base.config import KeyConfig
-from server.base.errors import RateLimited, UpstreamError
+from server.base.errors import BudgetExhausted, RateLimited, UpstreamError
 from tests.support.faults import tcp_proxy
 
 SECRET = "sk-accounts-test-0123456789"
@@ -190,3 +190,70 @@ async def test_a_rows_latency_is_the_calls_in_milliseconds_to_the_microsecond() 
     assert 0 < quick.record.usage.latency_ms < 50
     latency = quick.record.usage.latency_ms
     assert latency == round(latency, 3)
+
+
+async def spent_90_cents(key_id: str, since: float) -> float:
+    return 0.9
+
+
+async def test_count_request_counts_the_request_once_and_reserve_then_only_its_tokens() -> None:
+    accounts, _ = accounts_over(MemoryBudgets(nothing_spent))
+    first = call()
+    await accounts.identify(first, "api", RING)
+    await accounts.count_request(first, 0.0)
+    assert first.response_metadata["x-ratelimit-remaining-requests"] == "1"
+    assert "x-ratelimit-remaining-tokens" not in first.response_metadata
+    await accounts.reserve(first, 400, lambda: 0.01)
+    # Its tokens taken, its request not a second time.
+    assert first.response_metadata["x-ratelimit-remaining-requests"] == "1"
+    assert first.response_metadata["x-ratelimit-remaining-tokens"] == "600"
+    assert first.record.limited_tokens and first.record.reservation is not None
+    second = call()
+    await accounts.identify(second, "api", RING)
+    await accounts.count_request(second, 0.0)
+    with pytest.raises(RateLimited, match="2 requests per minute"):
+        third = call()
+        await accounts.identify(third, "api", RING)
+        await accounts.count_request(third, 0.0)
+
+
+@pytest.mark.parametrize("least, refused", [(0.1, False), (0.1000001, True), (0.0, False)])
+async def test_count_request_refuses_a_budget_that_cannot_cover_the_least_the_request_costs(
+    least: float, refused: bool
+) -> None:
+    accounts, _ = accounts_over(MemoryBudgets(spent_90_cents))  # of a $1.00 budget
+    one = call()
+    await accounts.identify(one, "api", RING)
+    if not refused:
+        await accounts.count_request(one, least)
+        return
+    with pytest.raises(BudgetExhausted, match=r"cannot cover this request \(up to \$0\.1"):
+        await accounts.count_request(one, least)
+
+
+async def test_count_request_counts_what_requests_in_flight_reserved() -> None:
+    accounts, _ = accounts_over(MemoryBudgets(spent_90_cents))
+    held = call()
+    await accounts.identify(held, "api", RING)
+    await accounts.reserve(held, 0, lambda: 0.05)
+    late = call()
+    await accounts.identify(late, "api", RING)
+    with pytest.raises(BudgetExhausted, match=r"\$0\.050000 reserved"):
+        await accounts.count_request(late, 0.06)
+
+
+async def test_count_request_refuses_a_spent_budget_whatever_the_request_costs() -> None:
+    async def all_spent(key_id: str, since: float) -> float:
+        return 1.0
+
+    accounts, _ = accounts_over(MemoryBudgets(all_spent))
+    one = call()
+    await accounts.identify(one, "api", RING)
+    with pytest.raises(BudgetExhausted, match="is exhausted"):
+        await accounts.count_request(one, 0.0)
+
+
+async def test_count_request_before_identify_is_a_programming_error() -> None:
+    accounts, _ = accounts_over(MemoryBudgets(nothing_spent))
+    with pytest.raises(RuntimeError, match=r"^count_request\(\) before the caller was identified$"):
+        await accounts.count_request(call(), 0.0)
