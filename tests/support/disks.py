@@ -24,8 +24,10 @@ class FullDisk:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._filler = path / "filler.bin"
+        self._page = path / "page.bin"
 
     def fill(self) -> None:
+        self._page.write_bytes(b"\0")  # holds one page, for free_page()
         with open(self._filler, "ab", buffering=0) as filler:
             while True:
                 try:
@@ -40,6 +42,10 @@ class FullDisk:
 
     def make_room(self) -> None:
         self._filler.unlink(missing_ok=True)
+
+    def free_page(self) -> None:
+        """Room for one page (4 KiB) more: the write that crosses it is cut short."""
+        self._page.unlink(missing_ok=True)
 
 
 @contextmanager

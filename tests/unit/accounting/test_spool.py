@@ -109,6 +109,22 @@ def test_a_full_disk_takes_no_row_and_costs_none_then_the_spool_resumes(tmp_path
         spool.close()
 
 
+def test_a_line_cut_short_by_the_disk_ends_its_segment(tmp_path, caplog):
+    with full_disk(tmp_path / "disk", size_kb=64) as disk:
+        spool = Spool(disk.path, "gateway")
+        disk.free_page()
+        with caplog.at_level(logging.WARNING, logger="server.accounting.spool"):
+            taken = [spool.append(replace(ROW, request_id=f"r{i:03d}")) for i in range(40)]
+        fit = taken.index(False)
+        assert 0 < fit < 40 and not any(taken[fit:])
+        assert "bytes written" in caplog.text
+        [segment] = spool.seal()
+        lines = segment.read_bytes().split(b"\n")
+        # The rows that fit, then the one cut short: no row after it joined it.
+        assert len(lines) == fit + 1 and lines[-1] and not lines[-1].endswith(b"]")
+        spool.close()
+
+
 def test_a_clean_close_leaves_nothing_and_keeps_unwritten_rows(tmp_path):
     Spool(tmp_path, "idle").close()
     assert files(tmp_path) == []
