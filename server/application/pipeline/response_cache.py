@@ -16,7 +16,8 @@ the finish with its usage), so a hit is replayed by the same steps as an upstrea
 answer and comes out in the caller's dialect, streamed or whole. A hit is marked (the
 `x-gateway-cache: hit` header, `response_cached` in usage and the ledger), reports the
 answer's tokens without prompt-cache reads or writes (no upstream cache took part), and
-costs what `billing` says: nothing, or those tokens at the model's prices. Stores: an LRU per process bounded in entries and bytes, or Redis when configured
+costs what `billing` says: nothing, or those tokens at the model's prices. Stores: an
+LRU per process bounded in entries and bytes, or Redis when configured
 (`{prefix}response:{key}`, expiring with the entry). An entry larger than
 `max_entry_bytes` is not kept; one that cannot be read, or a store that fails, is a
 miss, never an error.
