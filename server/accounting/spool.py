@@ -108,6 +108,8 @@ class Spool:
             path.unlink(missing_ok=True)
 
     def close(self) -> None:
+        """Closes the current segment (deleted when it holds nothing) and gives up the
+        name; a second close does nothing."""
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None

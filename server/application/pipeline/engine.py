@@ -268,9 +268,7 @@ class Run:
         counts = self.counts()
         most = self.request.max_tokens * self.request.choice_count
         billed = dataclasses.replace(counts, completion_tokens=min(counts.completion_tokens, most))
-        self._finished = Finished("length", billed)
-        for choice in self.choices:
-            choice.finish_reason = "length"
+        self._finished = Finished("length", billed)  # every choice's (see choice_finish)
 
     async def aclose(self) -> None:
         """Stops the generation: closes the upstream's stream (and its request) now,

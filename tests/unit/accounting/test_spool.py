@@ -7,6 +7,7 @@ leaves nothing; the rows stay private."""
 from __future__ import annotations
 
 import logging
+import os
 import stat
 from dataclasses import replace
 
@@ -100,7 +101,8 @@ def test_a_full_disk_takes_no_row_and_costs_none_then_the_spool_resumes(tmp_path
         assert taken == [False] * 50
         # Said once, not once per row.
         said = [r.getMessage() for r in caplog.records]
-        assert len(said) == 1 and "takes no rows" in said[0] and "No space left" in said[0]
+        assert len(said) == 1 and "No space left" in said[0]
+        assert said[0].endswith("rows are kept in memory until the database has them")
         disk.make_room()
         Spool.discard(spool.seal())  # the next flush opens a segment again
         assert spool.append(ROW) is True
@@ -141,3 +143,26 @@ def test_segments_and_their_folder_are_their_owner_s_alone(tmp_path):
     assert stat.S_IMODE((tmp_path / "spool").stat().st_mode) == 0o700
     mode = (tmp_path / "spool" / f"{spool.name}.00000000.jsonl").stat().st_mode
     assert stat.S_IMODE(mode) == 0o600
+
+
+def open_descriptors() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def test_a_spool_closed_holds_no_descriptor_full_disk_or_not(tmp_path):
+    before = open_descriptors()
+    Spool(tmp_path / "plain", "w").close()
+    with full_disk(tmp_path / "disk", size_kb=64) as disk:
+        failed = Spool(disk.path, "w")
+        assert failed.append(ROW) is False
+        failed.close()
+        assert open_descriptors() == before
+
+
+def test_closing_twice_or_after_the_folder_was_emptied_is_harmless(tmp_path):
+    spool = Spool(tmp_path, "w")
+    for path in tmp_path.iterdir():  # an operator cleaning the folder under it
+        path.unlink()
+    spool.close()
+    spool.close()
+    assert files(tmp_path) == []

@@ -5,6 +5,8 @@ shortened (never mid-character), the upstream's stream closed, the run finished 
 
 from __future__ import annotations
 
+import logging
+import uuid
 from collections.abc import Sequence
 
 import pytest
@@ -48,16 +50,14 @@ class Closing(Replay):
 
 
 async def run(
-    events: Sequence[Event], max_tokens: int | None = 10, n: int = 1
+    events: Sequence[Event], max_tokens: int | None = 10, n: int = 1, provider: str = "p"
 ) -> tuple[Run, Closing]:
     request = GenerationRequest(messages=(Message("user", "hi"),), max_tokens=max_tokens, n=n)
-    provider = Closing(events, request)
-    upstream = Upstream(
-        ProviderConfig(id="p", type="primary", adapter="simulated"), provider, MODEL
-    )
-    done = Run([upstream], request, None)
+    replay = Closing(events, request)
+    config = ProviderConfig(id=provider, type="primary", adapter="simulated")
+    done = Run([Upstream(config, replay, MODEL)], request, None)
     await done.open("model m")
-    return done, provider
+    return done, replay
 
 
 async def relayed(done: Run) -> list[Event]:
@@ -121,3 +121,17 @@ async def test_events_cut_as_stream_does() -> None:
     done, provider = await run([TextDelta("a" * ROOM), TextDelta("b"), Finished("stop")])
     assert [f.text async for f in done.events()] == ["a" * ROOM]  # type: ignore[union-attr]
     assert done.finish_reason == "length" and provider.closed_early
+
+
+async def test_a_cut_is_logged_once_per_provider_and_interval(caplog) -> None:  # type: ignore[no-untyped-def]
+    caplog.set_level(logging.WARNING, logger="server.application.pipeline.engine")
+    for provider in (f"p-{uuid.uuid4().hex[:6]}", f"q-{uuid.uuid4().hex[:6]}"):
+        for _ in range(2):
+            done, _ = await run(
+                [TextDelta("a" * ROOM), TextDelta("b"), Finished("stop")], provider=provider
+            )
+            await relayed(done)
+    # One line per provider (its second cut within the interval held back), naming it.
+    said = [r.getMessage() for r in caplog.records]
+    assert [m.split(":")[0][0] for m in said] == ["p", "q"]
+    assert all(m.endswith(": generated past max_tokens 10; cut there") for m in said)
