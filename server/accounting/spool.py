@@ -41,15 +41,18 @@ SEGMENT = re.compile(r"^(?P<owner>.+)\.(?P<serial>\d{8,})\.jsonl$")
 
 
 class Spool:
+    # The current segment: its path, its descriptor (None when the disk took none), and
+    # whether a row went into it (set by `_open`).
+    _current: Path
+    _fd: int | None
+    _written: bool
+
     def __init__(self, folder: str | Path, base: str) -> None:
         self.folder = Path(folder)
         self.name = f"{base}-{os.getpid()}-{secrets.token_hex(3)}"
         self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
         self._lock = _hold(self.folder / f"{self.name}.lock")
         self._next = 0
-        self._fd: int | None = None
-        self._current = self._path(0)
-        self._written = False
         self._open()
 
     def append(self, row: UsageRecord) -> bool:

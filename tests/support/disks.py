@@ -49,22 +49,29 @@ class FullDisk:
 
 
 @contextmanager
-def full_disk(path: Path, size_kb: int = 256) -> Iterator[FullDisk]:
-    """A real small filesystem at `path` (made as needed), filled; skips the test where
-    this machine cannot mount one (mounting needs root)."""
+def small_filesystem(path: Path, options: str) -> Iterator[Path]:
+    """A real tmpfs at `path` (made as needed) mounted with `options`; skips the test
+    where this machine cannot mount one (mounting needs root)."""
     path.mkdir(parents=True, exist_ok=True)
     mounted = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", f"size={size_kb}k,mode=0700", "tmpfs", str(path)],
+        ["mount", "-t", "tmpfs", "-o", f"{options},mode=0700", "tmpfs", str(path)],
         capture_output=True,
     )
     if mounted.returncode != 0:
         pytest.skip(f"cannot mount a small filesystem here: {mounted.stderr.decode()[:200]}")
-    disk = FullDisk(path)
     try:
-        disk.fill()
-        yield disk
+        yield path
     finally:
         subprocess.run(["umount", "-l", str(path)], capture_output=True)
+
+
+@contextmanager
+def full_disk(path: Path, size_kb: int = 256) -> Iterator[FullDisk]:
+    """A real small filesystem at `path`, filled to its last byte."""
+    with small_filesystem(path, f"size={size_kb}k"):
+        disk = FullDisk(path)
+        disk.fill()
+        yield disk
 
 
 # Run in a child: spool the rows given on stdin, then die as a killed process does.

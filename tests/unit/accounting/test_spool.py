@@ -12,7 +12,7 @@ import stat
 from dataclasses import replace
 
 from server.accounting.spool import Spool
-from tests.support.disks import died_spooling, full_disk
+from tests.support.disks import died_spooling, full_disk, small_filesystem
 from tests.unit.accounting.test_ledger import ROW
 
 ROWS = [replace(ROW, request_id=f"r{i}", prompt=f"p{i}") for i in range(3)]
@@ -82,12 +82,17 @@ def test_a_stray_file_in_the_folder_is_skipped_with_a_warning_never_a_failed_sta
     with caplog.at_level(logging.WARNING, logger="server.accounting.spool"):
         spool = Spool(tmp_path, "gateway")
         assert spool.recover() == [ROW]
-    said = " | ".join(r.getMessage() for r in caplog.records)
-    assert "gateway.bak.jsonl in the spool folder is not a segment; skipped" in said
-    assert "notes.jsonl in the spool folder is not a segment; skipped" in said
-    assert "old.00000004.jsonl in the spool folder is not a segment; skipped" in said
-    # The stray files stay as they were: they are not the spool's to delete.
-    Spool.discard(spool.seal())
+    said = [r.getMessage() for r in caplog.records]
+    strays = sorted(("gateway.bak.jsonl", "notes.jsonl", "old.00000004.jsonl"))
+    assert sorted(m for m in said if "not a segment" in m) == [
+        f"ledger: {name} in the spool folder is not a segment; skipped" for name in strays
+    ]
+    # The stray files stay as they were: they are not the spool's to delete, and a flush
+    # says nothing more of them.
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="server.accounting.spool"):
+        Spool.discard(spool.seal())
+    assert caplog.records == []
     assert {"gateway.bak.jsonl", "notes.jsonl", "gateway.00000001.jsonl.swp"} <= set(
         files(tmp_path)
     )
@@ -138,11 +143,30 @@ def test_a_clean_close_leaves_nothing_and_keeps_unwritten_rows(tmp_path):
 
 
 def test_segments_and_their_folder_are_their_owner_s_alone(tmp_path):
-    spool = Spool(tmp_path / "spool", "w")
+    spool = Spool(tmp_path / "new" / "spool", "w")  # its folder made as needed
     spool.append(ROW)
-    assert stat.S_IMODE((tmp_path / "spool").stat().st_mode) == 0o700
-    mode = (tmp_path / "spool" / f"{spool.name}.00000000.jsonl").stat().st_mode
-    assert stat.S_IMODE(mode) == 0o600
+    assert stat.S_IMODE((tmp_path / "new" / "spool").stat().st_mode) == 0o700
+    for name in (f"{spool.name}.00000000.jsonl", f"{spool.name}.lock"):
+        mode = (tmp_path / "new" / "spool" / name).stat().st_mode
+        assert stat.S_IMODE(mode) == 0o600, name
+
+
+def test_a_disk_without_inodes_costs_no_start_and_says_why(tmp_path, caplog):
+    # Room for the folder alone: neither the lock nor a segment can be made.
+    with (
+        small_filesystem(tmp_path / "disk", "size=64k,nr_inodes=1") as path,
+        caplog.at_level(logging.WARNING, logger="server.accounting.spool"),
+    ):
+        spool = Spool(path, "w")
+        assert spool.append(ROW) is False
+        assert spool.recover() == []
+        spool.seal()
+        spool.close()
+    said = [r.getMessage() for r in caplog.records]
+    assert said[0].startswith(f"ledger: cannot create {path}/{spool.name}.lock (")
+    assert "No space left" in said[0]
+    assert said[1].startswith(f"ledger: the spool in {path} takes no rows (")
+    assert "No space left" in said[1] and len(said) == 2
 
 
 def open_descriptors() -> int:
