@@ -61,6 +61,13 @@ class UsageRecord:
     cache_write_cost_usd: float | None = None
     # Whether the answer came from the gateway's response cache.
     response_cached: bool = False
+    # For an MCP tool call: the server, the tool's name there, how the call ended
+    # (ok, tool_error, denied, timeout, upstream_error, too_large, cancelled) and the
+    # bytes of the result relayed.
+    mcp_server: str = ""
+    mcp_tool: str = ""
+    mcp_outcome: str = ""
+    result_bytes: int = 0
 
 
 class Metered(Protocol):

@@ -1,0 +1,78 @@
+"""An upstream MCP server built with the official `mcp` SDK, run as its own process:
+
+    python -m tests.support.mcp.server stdio
+    python -m tests.support.mcp.server http PORT
+
+Its tools cover what a gateway must relay unchanged or survive: a plain answer with
+whole numbers and structured content, a slow tool, a tool that reports its own failure
+(`isError`), a 5 MiB result, and a tool that kills its own process mid-call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+
+from mcp.server.mcpserver import MCPServer
+from mcp_types import CallToolResult, TextContent
+
+NAME = os.environ.get("MCP_TEST_NAME", "tests")
+server = MCPServer(NAME)
+BIG_BYTES = 5 * 1024 * 1024
+
+
+@server.tool()
+def add(a: int, b: int) -> dict[str, int]:
+    """Adds two whole numbers."""
+    return {"sum": a + b}
+
+
+@server.tool()
+def echo(text: str) -> str:
+    """Says the text back, with the server's name and pid."""
+    return f"{NAME}:{os.getpid()}:{text}"
+
+
+@server.tool()
+def whoami() -> str:
+    """The environment the server sees: the variables whose names start with MCP_ or
+    hold a secret the gateway itself has."""
+    seen = {k: v for k, v in os.environ.items() if k.startswith(("MCP_", "GW_"))}
+    return repr(sorted(seen.items()))
+
+
+@server.tool()
+async def slow(seconds: float) -> str:
+    """Waits, then answers."""
+    await asyncio.sleep(seconds)
+    return f"slept {seconds}"
+
+
+@server.tool()
+def fail(reason: str) -> CallToolResult:
+    """Reports its own failure as a result."""
+    return CallToolResult(content=[TextContent(type="text", text=reason)], is_error=True)
+
+
+@server.tool()
+def big() -> str:
+    """A 5 MiB answer."""
+    return "x" * BIG_BYTES
+
+
+@server.tool()
+def die() -> str:
+    """Kills its own process mid-call."""
+    os._exit(17)
+
+
+def main() -> None:
+    if sys.argv[1] == "stdio":
+        server.run("stdio")
+    else:
+        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+
+
+if __name__ == "__main__":
+    main()
