@@ -377,8 +377,8 @@ def _check_mirrors(exchange: Exchange) -> None:
     if method is not None and method != exchange.method:
         raise RpcError(HEADER_MISMATCH, "Mcp-Method header does not match the body's method",
                        status=400)  # fmt: skip
-    name = exchange.headers.get("mcp-name")
-    if exchange.method == "tools/call" and name is not None and name != exchange.params.get("name"):
+    name, named = exchange.headers.get("mcp-name"), exchange.params.get("name")
+    if exchange.method == "tools/call" and None not in (name, named) and name != named:
         raise RpcError(HEADER_MISMATCH, "Mcp-Name header does not match the body's name",
                            status=400)  # fmt: skip
 
@@ -397,7 +397,8 @@ def _check_envelope(exchange: Exchange, version: str | None) -> None:
         raise RpcError(HEADER_MISMATCH, "Mcp-Method header does not match the body's method",
                        status=400)  # fmt: skip
     _check_mirrors(exchange)
-    if exchange.method == "tools/call" and exchange.headers.get("mcp-name") is None:
+    named = exchange.params.get("name") is not None
+    if exchange.method == "tools/call" and named and exchange.headers.get("mcp-name") is None:
         raise RpcError(HEADER_MISMATCH, "Mcp-Name header is required for tools/call",
                        status=400)  # fmt: skip
     if meta[VERSION_META] not in MODERN:

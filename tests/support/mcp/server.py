@@ -14,7 +14,7 @@ import asyncio
 import os
 import sys
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import CallToolResult, TextContent
 
 NAME = os.environ.get("MCP_TEST_NAME", "tests")
@@ -36,10 +36,21 @@ def echo(text: str) -> str:
 
 @server.tool()
 def whoami() -> str:
-    """The environment the server sees: the variables whose names start with MCP_ or
-    hold a secret the gateway itself has."""
+    """The variables of the server's environment whose names start with MCP_ or GW_."""
     seen = {k: v for k, v in os.environ.items() if k.startswith(("MCP_", "GW_"))}
     return repr(sorted(seen.items()))
+
+
+@server.tool()
+def headers(ctx: Context) -> dict[str, str]:
+    """The HTTP headers the call came with (none over stdio)."""
+    return dict(ctx.headers or {})
+
+
+@server.tool()
+def hidden() -> str:
+    """A tool the gateway's config denies."""
+    return "you should not see this"
 
 
 @server.tool()

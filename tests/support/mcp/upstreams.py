@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import socket
 import subprocess
 import sys
@@ -18,6 +19,10 @@ ALICE = "gw-mcp-alice-key-0000000"  # every tool of both servers
 BOB = "gw-mcp-bob-key-000000000"  # web__echo and web__add only
 NOBODY = "gw-mcp-nobody-key-00000"  # no grant
 STDIO_ARGS = ["-m", "tests.support.mcp.server", "stdio"]
+# The value the stdio child gets as MCP_TEST_TOKEN (by name, in the config), and a
+# variable of the gateway's own it must not see.
+os.environ.setdefault("GW_TEST_CHILD_TOKEN", "child-token-1234")
+os.environ.setdefault("GW_TEST_GATEWAY_SECRET", "the-gateway-keeps-this")
 
 
 def free_port() -> int:
@@ -57,7 +62,7 @@ def mcp_config(url: str, **mcp: Any) -> dict[str, Any]:
              "price_per_call": 0.002},
             {"id": "local", "transport": "stdio", "command": sys.executable,
              "args": STDIO_ARGS, "timeout_s": 5, "price_per_call": 0.001,
-             "tools": {"deny": ["whoami"]}},
+             "env": {"MCP_TEST_TOKEN": "GW_TEST_CHILD_TOKEN"}, "tools": {"deny": ["hidden"]}},
         ],
         "max_result_bytes": 1024 * 1024,
         **mcp,
@@ -68,3 +73,14 @@ def mcp_config(url: str, **mcp: Any) -> dict[str, Any]:
         {"name": "nobody", "kind": "api", "secret": NOBODY},
     ]
     return data
+
+
+def sdk_client(url: str, key: str, mode: str = "auto") -> Any:
+    """The official SDK's client of `url` sending `key` as a Bearer token; `mode` is
+    "auto" (2026-07-28 through server/discover) or "legacy" (the hand-shake)."""
+    import httpx2
+    from mcp.client.client import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    http = httpx2.AsyncClient(headers={"authorization": f"Bearer {key}"}, timeout=30)
+    return Client(streamable_http_client(url, http_client=http), mode=mode)
