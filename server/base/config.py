@@ -353,7 +353,7 @@ class McpConfig(Strict):
 
     servers: list[McpServerConfig] = Field(default_factory=list)
     # Bytes of one tool result the gateway relays; a larger one is refused.
-    max_result_bytes: int = Field(default=4 * 1024 * 1024, ge=1024)
+    max_result_bytes: int = Field(default=4 * 1024 * 1024, ge=1024, le=15 * 1024 * 1024)
     # Origins a browser page may call /mcp from; a request with another Origin is 403.
     allowed_origins: list[str] = Field(default_factory=list)
     # The environment variable holding the secret that signs handshake sessions; every
