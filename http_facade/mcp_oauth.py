@@ -25,9 +25,13 @@ from server.base.errors import Unauthenticated
 JWKS_TTL_S = 300.0
 JWKS_RETRY_S = 30.0
 FETCH_TIMEOUT_S = 5.0
-# Signature algorithms a token may use: asymmetric ones only (a shared secret cannot be
-# published in a JWKS).
-ALGORITHMS = ["RS256", "RS384", "RS512", "PS256", "ES256", "ES384", "EdDSA"]
+# Signature algorithms a token may use, by the kind of key that checks them: asymmetric
+# ones only (a shared secret cannot be published in a JWKS).
+ALGORITHMS = {
+    "RSA": ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512"),
+    "EC": ("ES256", "ES384", "ES512"),
+    "OKP": ("EdDSA",),
+}
 WELL_KNOWN = "/.well-known/oauth-protected-resource"
 
 
@@ -73,8 +77,8 @@ class OAuth:
             raise _invalid("malformed") from None
         key = await self._key(header.get("kid"))
         algorithm = header.get("alg")
-        if algorithm not in ALGORITHMS:
-            raise _invalid("its algorithm is not accepted")
+        if algorithm not in ALGORITHMS.get(key.key_type, ()):
+            raise _invalid("signed with an algorithm its key does not take")
         try:
             claims = jwt.decode(
                 token, key.key, algorithms=[algorithm], audience=self.config.audience,
