@@ -1,8 +1,9 @@
 """The Claude Code CLI in non-interactive print mode, pointed at the gateway with
 ANTHROPIC_BASE_URL and served by a simulated model: its real requests (system blocks
 with cache_control, adaptive thinking, effort, context management, a mid-conversation
-system turn, tools, metadata.user_id, anthropic-beta) through a whole tool loop; and the gateway as
-its MCP server (`claude mcp add --transport http`), a granted tool called in print mode.
+system turn, tools, metadata.user_id, anthropic-beta) through a whole tool loop; and
+the gateway as its MCP server (`claude mcp add --transport http`), a granted tool
+called in print mode.
 
 The CLI is an npm package with a native binary: `make claude-code` installs the pinned
 version under build/claude-code (CI does); without it this test is skipped.
