@@ -77,7 +77,7 @@ class OAuth:
             raise _invalid("malformed") from None
         key = await self._key(header.get("kid"))
         algorithm = header.get("alg")
-        if algorithm not in ALGORITHMS.get(key.key_type, ()):
+        if algorithm not in ALGORITHMS.get(key.key_type or "", ()):
             raise _invalid("signed with an algorithm its key does not take")
         try:
             claims = jwt.decode(

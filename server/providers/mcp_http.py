@@ -1,9 +1,13 @@
 """A client of one MCP server over streamable HTTP: each request a POST to the server's
 URL, answered with one JSON message or an event stream carrying it.
 
-The hand-shake opens a session (its `Mcp-Session-Id` sent with every request after);
-when the server forgets it (404), the client shakes hands again and retries once.
-Configured headers take their values from the environment when the client is built.
+The client asks `server/discover` first: a server that speaks 2026-07-28 is then
+spoken to statelessly (every request carrying its envelope in `params._meta` and the
+`Mcp-Method` and `Mcp-Name` headers). Any other answer means the hand-shake
+generation: `initialize` opens a session (its `Mcp-Session-Id` sent with every
+request after), and when the server forgets it (404) the client shakes hands again
+and retries once. Configured headers take their values from the environment when the
+client is built.
 """
 
 from __future__ import annotations
@@ -21,6 +25,13 @@ from server.providers.http1 import Answer, Pool, TransportError
 
 CONNECT_TIMEOUT_S = 5.0
 MAX_CONNECTIONS = 32
+MODERN_VERSION = "2026-07-28"
+# The stateless generation's envelope, in every request's params._meta.
+ENVELOPE = {
+    "io.modelcontextprotocol/protocolVersion": MODERN_VERSION,
+    "io.modelcontextprotocol/clientCapabilities": {},
+    "io.modelcontextprotocol/clientInfo": mcp_client.CLIENT_INFO,
+}
 
 
 class SessionLost(Exception):
@@ -37,6 +48,7 @@ class HttpMcpClient(mcp_client.McpClient):
         self._session: str | None = None
         self._version: str | None = None
         self._handshake: asyncio.Lock | None = None
+        self._modern = False
         self._ids = 0
 
     def _open(self) -> Pool:
@@ -64,22 +76,45 @@ class HttpMcpClient(mcp_client.McpClient):
             if self._version is not None:
                 return
             self._session = None
+            if await self._discover():
+                return
             message, _ = await self._post("initialize", mcp_client.initialize_params())
             result = mcp_client.result_of(self.server, message)
             version = result.get("protocolVersion")
             self._version = version if isinstance(version, str) else UPSTREAM_PROTOCOL_VERSION
             await self._send(mcp_client.notification("notifications/initialized"), None)
 
+    async def _discover(self) -> bool:
+        """Whether the server speaks the stateless generation (then spoken so)."""
+        self._modern, self._version = True, MODERN_VERSION
+        try:
+            message, _ = await self._post("server/discover", {})
+            result = mcp_client.result_of(self.server, message)
+        except ToolServerError:
+            result = {}
+        versions = result.get("supportedVersions")
+        self._modern = isinstance(versions, list) and MODERN_VERSION in versions
+        self._version = MODERN_VERSION if self._modern else None
+        return self._modern
+
     async def _post(self, method: str, params: dict[str, Any] | None) -> tuple[Any, int]:
         self._ids += 1
         request_id = self._ids
-        return await self._send(mcp_client.request(request_id, method, params), request_id)
+        headers: dict[str, str] = {}
+        if self._modern:
+            params = {**(params or {}), "_meta": ENVELOPE}
+            headers["mcp-method"] = method
+            if method == "tools/call":
+                headers["mcp-name"] = params["name"]
+        message = mcp_client.request(request_id, method, params)
+        return await self._send(message, request_id, headers)
 
-    def _head(self) -> bytes:
+    def _head(self, extra: dict[str, str]) -> bytes:
         headers = {
             "content-type": "application/json",
             "accept": "application/json, text/event-stream",
             **self.headers,
+            **extra,
         }
         if self._version is not None:
             headers["mcp-protocol-version"] = self._version
@@ -88,12 +123,14 @@ class HttpMcpClient(mcp_client.McpClient):
         spans.inject(headers)
         return "".join(f"{k}: {v}\r\n" for k, v in headers.items()).encode("latin-1")
 
-    async def _send(self, body: bytes, request_id: int | None) -> tuple[Any, int]:
+    async def _send(
+        self, body: bytes, request_id: int | None, headers: dict[str, str] | None = None
+    ) -> tuple[Any, int]:
         """Posts one message; for a request (`request_id`), returns its response."""
         pool = self._open()
         target = "" if pool.base_path else "/"
         try:
-            answer = await pool.request("POST", target, self._head(), body)
+            answer = await pool.request("POST", target, self._head(headers or {}), body)
             try:
                 return await self._read(answer, request_id)
             finally:

@@ -200,3 +200,26 @@ async def test_a_session_opened_on_one_gateway_continues_on_another(upstream, mo
         assert (
             await http.post(mcp_url(other), json=call, headers=headers | session)
         ).status_code == 404
+
+
+@pytest.mark.parametrize("flags", [(), ("--handshake-only",)], ids=["stateless", "handshake"])
+async def test_upstreams_of_either_generation(flags) -> None:
+    """The gateway speaks 2026-07-28 to a server that answers server/discover, and shakes
+    hands with one that does not (keeping its session)."""
+    async with (
+        http_upstream(*flags) as url,
+        running_gateway(mcp_config(url)) as gw,
+        sdk_client(mcp_url(gw), ALICE) as client,
+    ):
+        sent = (await client.call_tool("web__headers", {})).structured_content
+        again = (await client.call_tool("web__headers", {})).structured_content
+        assert (await client.call_tool("web__add", {"a": 1, "b": 2})).structured_content == {
+            "sum": 3
+        }
+    if flags:
+        assert sent["mcp-protocol-version"] == "2025-11-25"
+        assert sent["mcp-session-id"] and sent["mcp-session-id"] == again["mcp-session-id"]
+    else:
+        assert sent["mcp-protocol-version"] == "2026-07-28"
+        assert sent["mcp-method"] == "tools/call" and sent["mcp-name"] == "headers"
+        assert "mcp-session-id" not in sent

@@ -1,16 +1,20 @@
 """An upstream MCP server built with the official `mcp` SDK, run as its own process:
 
     python -m tests.support.mcp.server stdio
-    python -m tests.support.mcp.server http PORT
+    python -m tests.support.mcp.server http PORT [--handshake-only]
 
 Its tools cover what a gateway must relay unchanged or survive: a plain answer with
 whole numbers and structured content, a slow tool, a tool that reports its own failure
-(`isError`), a 5 MiB result, and a tool that kills its own process mid-call.
+(`isError`), a 5 MiB result, and a tool that kills its own process mid-call. With
+`--handshake-only` it answers a 2026-07-28 request as a server of the hand-shake
+generation does (400, -32022 naming its versions), so clients fall back to
+`initialize`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import sys
 
@@ -78,9 +82,32 @@ def die() -> str:
     os._exit(17)
 
 
+def handshake_only(app):
+    """`app` as a server that predates the stateless generation."""
+
+    async def serve(scope, receive, send):
+        headers = dict(scope.get("headers") or ())
+        if headers.get(b"mcp-protocol-version") == b"2026-07-28":
+            error = {"code": -32022, "message": "Unsupported protocol version",
+                     "data": {"supported": ["2025-11-25"], "requested": "2026-07-28"}}  # fmt: skip
+            body = json.dumps({"jsonrpc": "2.0", "id": None, "error": error}).encode()
+            await send({"type": "http.response.start", "status": 400,
+                        "headers": [(b"content-type", b"application/json")]})  # fmt: skip
+            await send({"type": "http.response.body", "body": body})
+            return
+        await app(scope, receive, send)
+
+    return serve
+
+
 def main() -> None:
     if sys.argv[1] == "stdio":
         server.run("stdio")
+    elif "--handshake-only" in sys.argv:
+        import uvicorn
+
+        app = handshake_only(server.streamable_http_app())
+        uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[2]), log_level="warning")
     else:
         server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
 

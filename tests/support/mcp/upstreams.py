@@ -32,11 +32,12 @@ def free_port() -> int:
 
 
 @contextlib.asynccontextmanager
-async def http_upstream() -> AsyncIterator[str]:
-    """The upstream server on streamable HTTP in its own process; yields its URL."""
+async def http_upstream(*flags: str) -> AsyncIterator[str]:
+    """The upstream server on streamable HTTP in its own process (`--handshake-only`:
+    as a server of the hand-shake generation); yields its URL."""
     port = free_port()
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "tests.support.mcp.server", "http", str(port),
+        sys.executable, "-m", "tests.support.mcp.server", "http", str(port), *flags,
         cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     try:
