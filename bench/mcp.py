@@ -18,8 +18,6 @@ import argparse
 import asyncio
 import os
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -28,7 +26,7 @@ from typing import Any
 import httpx
 import yaml
 
-from bench.overhead import free_port, measure, wait_port
+from bench.overhead import free_port, measure, spawn, wait_port
 
 ROOT = Path(__file__).resolve().parent.parent
 KEY = "bench-mcp-key-0000000000"
@@ -150,12 +148,9 @@ async def run(requests: int, concurrency: list[int], count: int, streams: int) -
     with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
         yaml.safe_dump(config(upstream, http_port), f)
     processes = [
-        subprocess.Popen([sys.executable, "-m", "tests.support.mcp.server", "http",
-                          str(upstream_port)], cwd=ROOT, stdout=subprocess.DEVNULL,
-                         stderr=subprocess.DEVNULL),
-        subprocess.Popen([sys.executable, "-m", "server.cli.main", "--config", f.name,
-                          "--log-level", "WARNING"], cwd=ROOT, stdout=subprocess.DEVNULL),
-    ]  # fmt: skip
+        spawn("-m", "tests.support.mcp.server", "http", str(upstream_port)),
+        spawn("-m", "server.cli.main", "--config", f.name, "--log-level", "WARNING"),
+    ]
     try:
         for port in (upstream_port, http_port):
             await wait_port(port)
