@@ -73,7 +73,7 @@ def exposed_name(server: McpServerConfig, tool: str) -> str | None:
     """The name a caller sees for `tool`, or None when the server's filter leaves it
     out or the name is not one every model API accepts."""
     name = exposed_tool_name(server.id, tool)
-    if not TOOL_NAME.fullmatch(name) or not exposes(server.tools, tool):
+    if not tool or not TOOL_NAME.fullmatch(name) or not exposes(server.tools, tool):
         return None
     return name
 
