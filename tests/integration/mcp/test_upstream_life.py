@@ -15,7 +15,14 @@ from mcp.shared.exceptions import MCPError
 
 from server.base import config
 from tests.support.gateways import running_gateway
-from tests.support.mcp.upstreams import ALICE, BOB, http_upstream, mcp_config, sdk_client
+from tests.support.mcp.upstreams import (
+    ALICE,
+    BOB,
+    free_port,
+    http_upstream,
+    mcp_config,
+    sdk_client,
+)
 
 
 def mcp_url(gw) -> str:
@@ -223,3 +230,15 @@ async def test_upstreams_of_either_generation(flags) -> None:
         assert sent["mcp-protocol-version"] == "2026-07-28"
         assert sent["mcp-method"] == "tools/call" and sent["mcp-name"] == "headers"
         assert "mcp-session-id" not in sent
+
+
+async def test_a_restarted_upstream_that_forgot_the_session_gets_a_new_hand_shake() -> None:
+    port = free_port()
+    data = mcp_config(f"http://127.0.0.1:{port}/mcp")
+    async with running_gateway(data) as gw, sdk_client(mcp_url(gw), ALICE) as client:
+        async with http_upstream("--handshake-only", port=port):
+            first = (await client.call_tool("web__headers", {})).structured_content
+        async with http_upstream("--handshake-only", port=port):
+            second = (await client.call_tool("web__headers", {})).structured_content
+    assert first["mcp-session-id"] and second["mcp-session-id"]
+    assert first["mcp-session-id"] != second["mcp-session-id"]

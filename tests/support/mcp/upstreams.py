@@ -32,10 +32,10 @@ def free_port() -> int:
 
 
 @contextlib.asynccontextmanager
-async def http_upstream(*flags: str) -> AsyncIterator[str]:
+async def http_upstream(*flags: str, port: int | None = None) -> AsyncIterator[str]:
     """The upstream server on streamable HTTP in its own process (`--handshake-only`:
-    as a server of the hand-shake generation); yields its URL."""
-    port = free_port()
+    as a server of the hand-shake generation), on `port` or a free one; yields its URL."""
+    port = port or free_port()
     process = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "tests.support.mcp.server", "http", str(port), *flags,
         cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
