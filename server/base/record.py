@@ -25,6 +25,11 @@ _TICKET_PREFIX = os.urandom(8).hex() + "-"
 _tickets = itertools.count()
 
 
+def new_ticket() -> str:
+    """A rate-limit ticket no other call of any process holds."""
+    return f"{_TICKET_PREFIX}{next(_tickets):x}"
+
+
 @dataclass(frozen=True, slots=True)
 class UsageRecord:
     ts: float
@@ -126,7 +131,7 @@ class CallRecord:
     def __init__(self) -> None:
         self.method = ""
         self.started = time.time()
-        self.ticket = f"{_TICKET_PREFIX}{next(_tickets):x}"
+        self.ticket = new_ticket()
         self.principal: Principal | None = None
         # The model asked for, until a run says which one answered.
         self.model = ""

@@ -39,7 +39,7 @@ from server.base.errors import (
     UpstreamError,
     status_of,
 )
-from server.base.record import CallRecord, UsageRecord
+from server.base.record import UsageRecord, new_ticket
 from server.base.spans import span
 from server.base.tools import Tool, ToolAnswer, ToolServerError, ToolTimeout
 
@@ -98,11 +98,16 @@ class Tools:
         self.tallies: dict[str, Tally] = {}
         self.recent: deque[UsageRecord] = deque(maxlen=RECENT_CALLS)
 
-    def _upstreams(self, server: str | None) -> list[Upstream]:
+    def _current(self) -> Toolbox:
+        """The toolbox, on the current config's servers."""
         self.toolbox.reconcile(self.live.current.config.mcp)
+        return self.toolbox
+
+    def _upstreams(self, server: str | None) -> list[Upstream]:
+        toolbox = self._current()
         if server is None:
-            return self.toolbox.upstreams()
-        upstream = self.toolbox.upstream(server)
+            return toolbox.upstreams()
+        upstream = toolbox.upstream(server)
         if upstream is None:
             raise NotFound(f"MCP server {server!r} not found", {"server": server})
         return [upstream]
@@ -145,8 +150,7 @@ class Tools:
         DeadlineExceeded, UpstreamError (the server failed or its result is too large)."""
         started, clock = time.time(), time.perf_counter()
         server_id, _, tool = name.partition("__")
-        upstreams = self._upstreams(None)
-        upstream = next((u for u in upstreams if u.config.id == server_id), None)
+        upstream = self._current().upstream(server_id)
         # A name no server holds is the caller's text: kept short, and no server named.
         known = server_id if upstream is not None else ""
         ledger = _Row(principal, request_id, started, clock, known, tool[:64])
@@ -161,30 +165,30 @@ class Tools:
         price = upstream.config.price_per_call
         try:
             reservation = await self.accounts.hold(
-                principal, CallRecord().ticket, response_metadata, price
+                principal, new_ticket(), response_metadata, price
             )
         except GatewayError as refused:
             self._write(ledger.ended("denied", 0.0, 0, refused))
             raise
-        outcome, cost, size = "cancelled", 0.0, 0
+        outcome, cost, size = "", 0.0, 0
         error: BaseException | None = None
         attributes = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name,
                       "mcp.server": server_id}  # fmt: skip
         try:
             with span(f"execute_tool {name}", **attributes) as traced:
-                try:
-                    answer = await self._run(upstream, name, tool, arguments)
-                except GatewayError as exc:
-                    error, outcome = exc, exc.metadata.get("outcome", "denied")
-                    cost = price if outcome == "too_large" else 0.0
-                    raise
+                answer = await self._run(upstream, name, tool, arguments)
                 outcome = "tool_error" if answer.is_error else "ok"
                 cost, size = price, answer.size
                 if traced is not None:
                     traced.set_attribute("gateway.mcp.outcome", outcome)
                 return replace(answer, cost_usd=cost)
-        except asyncio.CancelledError as exc:
+        except GatewayError as exc:
+            error, outcome = exc, exc.metadata.get("outcome", "denied")
+            cost = price if outcome == "too_large" else 0.0  # the server did the work
+            raise
+        except BaseException as exc:  # the caller went away (or a bug): nothing charged
             error = exc
+            outcome = "cancelled" if isinstance(exc, asyncio.CancelledError) else "upstream_error"
             raise
         finally:
             self.accounts.release(reservation, cost)
