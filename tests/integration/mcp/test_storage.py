@@ -69,3 +69,27 @@ async def test_a_tool_calls_row_and_its_price(storage) -> None:
     finally:
         await store.db.execute("DELETE FROM usage_records WHERE key_id = ?", "key_mcp_storage")
         await store.aclose()
+
+
+def test_the_keys_command_grants_tools(tmp_path) -> None:
+    import json
+    import subprocess
+    import sys
+
+    from tests.support.gateways import ROOT
+
+    def keys(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "server.cli.main", "keys", *args, "--sqlite-path",
+             str(tmp_path / "cli.db")], capture_output=True, text=True, timeout=30, cwd=ROOT,
+        )  # fmt: skip
+
+    made = keys("create", "--name", "agent", "--kind", "api", "--mcp-tool", "web__*",
+                "--mcp-tool", "files__read_file", "--json")  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    assert json.loads(made.stdout)["mcp_tools"] == ["web__*", "files__read_file"]
+    assert json.loads(keys("show", "agent", "--json").stdout)["mcp_tools"] == [
+        "web__*", "files__read_file",
+    ]  # fmt: skip
+    refused = keys("create", "--name", "b", "--kind", "api", "--mcp-tool", "web/x")
+    assert refused.returncode == 2 and "--mcp-tool [0]: 'web/x' is not a glob" in refused.stderr
