@@ -137,6 +137,16 @@ async def test_grpc_and_rest_serve_the_same_filtered_set(gw) -> None:
         only = await http.get("/v1/mcp/tools", params={"server": "local"},
                               headers={"x-api-key": ALICE})  # fmt: skip
         assert {t["server"] for t in only.json()["tools"]} == {"local"}
+        called = await http.post("/v1/mcp/tools:call", headers={"x-api-key": BOB},
+                                 json={"name": "web__add", "arguments": {"a": 1, "b": 2}})  # fmt: skip
+        assert called.status_code == 200, called.text
+        assert called.json()["result"]["structuredContent"] == {"sum": 3}
+        refused = await http.post("/v1/mcp/tools:call", headers={"x-api-key": BOB},
+                                  json={"name": "local__add"})  # fmt: skip
+        assert refused.status_code == 404
+        assert refused.json()["error"] == {"message": "tool 'local__add' not found",
+                                           "type": "not_found_error", "code": "tool_not_found",
+                                           "param": None}  # fmt: skip
 
 
 async def test_grpcurl_lists_and_calls(gw) -> None:
