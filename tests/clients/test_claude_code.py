@@ -98,6 +98,9 @@ async def test_print_mode_calls_a_granted_mcp_tool_through_the_gateway(tmp_path:
                 "ANTHROPIC_BASE_URL": base,
                 "ANTHROPIC_API_KEY": BOB,
                 "ANTHROPIC_SMALL_FAST_MODEL": "sim-mini",
+                # The first turn waits for the MCP servers to connect (print mode would
+                # start without tools still connecting on a loaded machine).
+                "MCP_CONNECTION_NONBLOCKING": "false",
                 "DISABLE_TELEMETRY": "1",
                 "DISABLE_AUTOUPDATER": "1",
                 "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
@@ -132,7 +135,8 @@ async def test_print_mode_calls_a_granted_mcp_tool_through_the_gateway(tmp_path:
         for block in e["message"]["content"]
     ]
     uses = [b for b in blocks if b["type"] == "tool_use"]
-    assert [u["name"] for u in uses] == ["mcp__gw__web__echo"]
+    init = next((e for e in events if e.get("subtype") == "init"), {})
+    assert [u["name"] for u in uses] == ["mcp__gw__web__echo"], (init.get("mcp_servers"), blocks)
     results = [b for b in blocks if b["type"] == "tool_result"]
     assert len(results) == 1 and not results[0].get("is_error")
     assert "tests:" in json.dumps(results[0]["content"])

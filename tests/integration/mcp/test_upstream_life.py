@@ -104,16 +104,25 @@ async def test_the_callers_credentials_never_go_upstream(upstream) -> None:
     assert ALICE not in repr(sent)
 
 
-async def test_slow_and_oversized_answers(upstream) -> None:
+async def test_a_slow_answer_is_a_timeout_naming_the_server(upstream) -> None:
     data = mcp_config(upstream)
     for server in data["mcp"]["servers"]:
         server["timeout_s"] = 1.5
     async with running_gateway(data) as gw, sdk_client(mcp_url(gw), ALICE) as client:
         for server in ("web", "local"):
+            await client.call_tool(f"{server}__add", {"a": 1, "b": 2})  # started, listed
             with pytest.raises(MCPError) as slow:
                 await client.call_tool(f"{server}__slow", {"seconds": 4})
             assert slow.value.error.data == {"server": server, "reason": "timeout"}
             assert slow.value.error.message.startswith(f"{server}: no answer within 1.5s")
+
+
+async def test_an_oversized_answer_is_refused_and_a_larger_limit_relays_it(upstream) -> None:
+    data = mcp_config(upstream)
+    for server in data["mcp"]["servers"]:
+        server["timeout_s"] = 60  # a 5 MiB answer on a loaded machine
+    async with running_gateway(data) as gw, sdk_client(mcp_url(gw), ALICE) as client:
+        for server in ("web", "local"):
             with pytest.raises(MCPError) as big:
                 await client.call_tool(f"{server}__big", {})
             assert big.value.error.data == {"server": server, "reason": "too_large"}
