@@ -299,8 +299,10 @@ async def test_listing_a_keys_tools() -> None:
     assert [t.name for t in some] == ["web__search", "files__read_file"]
     only = await world.tools.list_tools(key("*"), "files")
     assert [t.server for t in only] == ["files", "files"]
-    with pytest.raises(NotFound):
+    with pytest.raises(NotFound) as unknown:
         await world.tools.list_tools(key("*"), "nope")
+    assert unknown.value.message == "MCP server 'nope' not found"
+    assert unknown.value.metadata == {"server": "nope"}
     listings = world.servers["web"].listings
     assert await world.tools.list_tools(key()) == []
     assert world.servers["web"].listings == listings  # an empty grant asks no server

@@ -65,6 +65,9 @@ def test_where_the_metadata_is_and_what_it_says() -> None:
     assert checks.challenge(AUDIENCE) == (
         'Bearer resource_metadata="https://gw.example/.well-known/oauth-protected-resource/mcp"'
     )
+    scoped = OAuth(McpOAuthConfig(issuer=ISSUER, jwks_uri="x", audience=AUDIENCE,
+                                  scopes=["tools", "read"]))  # fmt: skip
+    assert scoped.metadata(AUDIENCE)["scopes_supported"] == ["tools", "read"]
     assert checks.challenge(AUDIENCE, "invalid_token").endswith(', error="invalid_token"')
     assert looks_like_jwt(token()) and not looks_like_jwt("gw-api-abc.def.ghi")
     assert not looks_like_jwt("eyJabc.def")

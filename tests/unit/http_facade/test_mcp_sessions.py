@@ -96,3 +96,12 @@ def test_the_shared_secret(monkeypatch) -> None:
     monkeypatch.delenv(SECRET_VARIABLE)
     made = shared_secret(None)
     assert len(made) == 32 and made != shared_secret(None)
+
+
+def test_a_session_ends_exactly_at_its_expiry() -> None:
+    sessions = Sessions(SECRET, 100)
+    opened = sessions.open("key-a", "2025-11-25", now=1000.0)
+    assert sessions.version(opened, "key-a", now=1099.0) == "2025-11-25"
+    assert sessions.version(opened, "key-a", now=1100.0) is None
+    # Opened long ago: over now, whatever the clock of the one that opened it said.
+    assert sessions.version(opened, "key-a") is None
