@@ -65,7 +65,7 @@ class Endpoint:
             return {}
         try:
             async with asyncio.timeout(self.limits.body_timeout_s):
-                raw = await _body(request, self.limits.max_body_bytes)
+                raw = await read_body(request, self.limits.max_body_bytes)
         except TimeoutError:
             raise RequestTimeout(
                 f"the request body did not arrive within {self.limits.body_timeout_s:g}s"
@@ -149,7 +149,8 @@ def _refuse(payload: dict[str, Any], refused: frozenset[str]) -> None:
             raise InvalidArgument.for_field(key, "is not supported by this gateway")
 
 
-async def _body(request: Request, limit: int) -> bytes:
+async def read_body(request: Request, limit: int) -> bytes:
+    """The request body, at most `limit` bytes (PayloadTooLarge past it)."""
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > limit:
         raise PayloadTooLarge(f"the request body exceeds {limit} bytes")

@@ -21,7 +21,7 @@ from server.accounting.admission import Admission, KeyRing
 from server.accounting.budget import Budgets, exhausted
 from server.accounting.ledger import Ledger
 from server.base.call import Call
-from server.base.caller import Principal
+from server.base.caller import Principal, Reservation
 from server.base.config import KeyKind
 from server.base.errors import status_of
 from server.base.generation import TokenCounts
@@ -91,6 +91,22 @@ class Accounts:
         record.limited_tokens = bool(principal.tokens_per_minute)
         if (spec := principal.budget) is not None:
             record.reservation = await self.budgets.reserve(spec, max_cost())
+
+    async def hold(
+        self, principal: Principal, ticket: str, response_metadata: dict[str, str], cost: float
+    ) -> Reservation | None:
+        """Counts one request of work that is not a generation (an MCP tool call) against
+        the principal's rate limit and reserves its `cost` against its budget; None when
+        the key has no budget. Settle it with `release`."""
+        await self.admission.limit(principal, 0, ticket, response_metadata)
+        if (spec := principal.budget) is not None:
+            return await self.budgets.reserve(spec, cost)
+        return None
+
+    def release(self, reservation: Reservation | None, actual: float) -> None:
+        """Settles what `hold` reserved to what the work cost, in the background."""
+        if reservation is not None:
+            self._spawn(self.budgets.settle(reservation, actual))
 
     async def budget_left(self, principal: Principal) -> float | None:
         """What the key may still spend this period; None when it has no budget."""

@@ -46,7 +46,7 @@ def principal_of(key: KeyRecord) -> Principal:
     """The principal of a key from the key store."""
     return Principal(
         key.id, key.name, key.kind, key.owner, key.requests_per_minute,  # type: ignore[arg-type]
-        key.tokens_per_minute, key.budget_usd, key.budget_period,
+        key.tokens_per_minute, key.budget_usd, key.budget_period, mcp_tools=key.mcp_tools,
     )  # fmt: skip
 
 
@@ -108,6 +108,8 @@ class KeyDirectory:
         # hex digest -> (fetched at, record or None when no such key)
         self._cache: dict[str, tuple[float, KeyRecord | None]] = {}
         self._inflight: dict[str, asyncio.Future[KeyRecord | None]] = {}
+        # id or name -> (fetched at, record or None): the keys OAuth tokens name.
+        self._named: dict[str, tuple[float, KeyRecord | None]] = {}
 
     async def identify(
         self, metadata: Mapping[str, str], kind: KeyKind, ring: KeyRing
@@ -130,6 +132,30 @@ class KeyDirectory:
         if record.expired():
             raise Unauthenticated(f"the {shown} has expired", {"header": header})
         return principal_of(record)
+
+    async def named(self, id_or_name: str, kind: KeyKind, ring: KeyRing) -> Principal:
+        """The principal of the live key of `kind` with this id or name (the subject of
+        an OAuth token); Unauthenticated when there is none. Store lookups are cached
+        as digests are."""
+        found = ring.by_id_or_name(id_or_name)
+        if found is None and self.store is not None:
+            now = self._clock()
+            cached = self._named.get(id_or_name)
+            if cached is not None and now - cached[0] < self.ttl_s:
+                record = cached[1]
+            else:
+                lookup = self.store.get(id_or_name)
+                record = await bounded("key store", lookup, self.timeout_s)
+                if len(self._named) > 10_000:
+                    self._named.clear()
+                self._named[id_or_name] = (now, record)
+            live = record is not None and not record.revoked and not record.expired()
+            found = principal_of(record) if live and record is not None else None
+        if found is None or found.kind != kind:
+            raise Unauthenticated(
+                f"the token names no live {kind} key of this gateway", {"header": AUTHORIZATION}
+            )
+        return found
 
     async def bearer_kind(self, metadata: Mapping[str, str], ring: KeyRing) -> KeyKind | None:
         """The kind of the key sent as a Bearer token alone, None when there is no such

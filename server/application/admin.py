@@ -13,6 +13,7 @@ from server.application.dashboard import Dashboard
 from server.application.pipeline.state import Live
 from server.application.provider import provider_message
 from server.base.call import Call
+from server.base.config import check_tool_globs
 from server.base.errors import Internal, InvalidArgument, NotFound
 from server.storage import Store
 from server.storage.keys import KeyRecord
@@ -25,6 +26,7 @@ def key_message(key: KeyRecord) -> admin_pb.ApiKey:
     out = admin_pb.ApiKey(
         id=key.id, prefix=key.prefix, kind=key.kind, name=key.name, owner=key.owner,
         budget_period=key.budget_period, create_time=int(key.created_at), revoked=key.revoked,
+        mcp_tools=key.mcp_tools,
     )  # fmt: skip
     if key.requests_per_minute is not None:
         out.requests_per_minute = key.requests_per_minute
@@ -64,6 +66,11 @@ def validate_new_key(request: admin_pb.CreateKeyRequest) -> dict[str, object]:
         if request.expire_time <= time.time():
             raise InvalidArgument.for_field("expire_time", "must be in the future")
         args["expires_at"] = float(request.expire_time)
+    if request.mcp_tools:
+        try:
+            args["mcp_tools"] = tuple(check_tool_globs(list(request.mcp_tools)))
+        except ValueError as exc:
+            raise InvalidArgument.for_field("mcp_tools", str(exc)) from None
     return args
 
 

@@ -12,6 +12,7 @@ from gateway.v1 import admin_service_pb2 as admin_pb
 
 from server.accounting.accounts import Accounts
 from server.accounting.admission import principal_of
+from server.application.mcp.tools import Tally, Tools
 from server.application.pipeline.state import Live
 from server.base.caller import Principal
 from server.base.config import KeyConfig
@@ -47,12 +48,13 @@ class Dashboard:
     """What the admin page shows, gathered in one call."""
 
     def __init__(
-        self, live: Live, accounts: Accounts, store: Store | None, recent: RecentView
+        self, live: Live, accounts: Accounts, store: Store | None, recent: RecentView, tools: Tools
     ) -> None:
         self.live = live
         self.accounts = accounts
         self.store = store
         self.recent = recent
+        self.tools = tools
 
     async def gather(self) -> admin_pb.GetDashboardResponse:
         state = self.live.current
@@ -86,6 +88,7 @@ class Dashboard:
                     cost_usd=round(minute.cost_usd, 9),
                 )  # fmt: skip
             )
+        self._tool_calls(answer)
         for ts, request_id, profile, model in reversed(self.recent.routes):
             answer.routes.append(
                 admin_pb.RoutingRecord(
@@ -93,6 +96,35 @@ class Dashboard:
                 )
             )
         return answer
+
+    def _tool_calls(self, answer: admin_pb.GetDashboardResponse) -> None:
+        tools = self.tools
+        for upstream in tools.toolbox.upstreams():
+            server = upstream.config
+            tally = tools.tallies.get(server.id, Tally())
+            answer.mcp_servers.append(
+                admin_pb.McpServerStats(
+                    id=server.id,
+                    transport=server.transport,
+                    up=upstream.up,
+                    tools=len(upstream.tools),
+                    calls=tally.calls,
+                    errors=tally.errors,
+                    cost_usd=round(tally.cost_usd, 9),
+                )  # fmt: skip
+            )
+        for row in reversed(tools.recent):
+            answer.mcp_calls.append(
+                admin_pb.McpCallRecord(
+                    time=int(row.ts),
+                    key=row.key_name,
+                    server=row.mcp_server,
+                    tool=row.mcp_tool,
+                    outcome=row.mcp_outcome,
+                    latency_ms=row.latency_ms,
+                    cost_usd=row.total_cost_usd or 0.0,
+                )  # fmt: skip
+            )
 
     async def _keys(self, configured: Iterable[KeyConfig], now: float) -> list[admin_pb.KeySummary]:
         principals = [Principal.of_config(k) for k in configured]

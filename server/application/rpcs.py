@@ -20,6 +20,7 @@ from server.application.dialects.responses.service import ResponsesService
 from server.application.dialects.routing.service import DeploymentService, RouterService
 from server.application.embedding import EmbeddingService
 from server.application.feedback import FeedbackService
+from server.application.mcp.service import McpService
 from server.application.model import ModelService
 from server.application.provider import ProviderService
 from server.application.usage import UsageService
@@ -43,6 +44,7 @@ class Services:
     messages: MessagesService
     responses: ResponsesService
     gemini: GeminiService
+    mcp: McpService
 
 
 def handlers(s: Services) -> dict[str, Handler]:
@@ -92,6 +94,8 @@ def handlers(s: Services) -> dict[str, Handler]:
         "gateway.v1.GeminiService.BatchEmbedContents": s.gemini.batch_embed_contents,
         "gateway.v1.GeminiService.ListGeminiModels": s.gemini.list_gemini_models,
         "gateway.v1.GeminiService.GetGeminiModel": s.gemini.get_gemini_model,
+        "gateway.v1.McpService.ListTools": s.mcp.list_tools,
+        "gateway.v1.McpService.CallTool": s.mcp.call_tool,
     }
 
 

@@ -40,6 +40,8 @@ class Principal:
     # The key's own guardrails (ids), and whether it may ask to skip them.
     guardrails: tuple[str, ...] = ()
     may_skip_guardrails: bool = False
+    # Globs over the MCP tools the key may list and call; none: no tools.
+    mcp_tools: tuple[str, ...] = ()
 
     @property
     def limited(self) -> bool:
@@ -58,4 +60,5 @@ class Principal:
             "cfg-" + key.name, key.name, key.kind, key.owner, key.requests_per_minute,
             key.tokens_per_minute, key.budget_usd, key.budget_period, tuple(key.guardrails),
             key.may_skip_guardrails,
+            mcp_tools=tuple(key.mcp_tools),
         )  # fmt: skip

@@ -6,7 +6,9 @@ A bad file stops start-up with a ConfigError naming the field (`models[0].price.
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal, cast, get_args
@@ -210,6 +212,167 @@ class KeyConfig(Strict):
     guardrails: list[str] = Field(default_factory=list)
     # Whether a call of this key may ask to skip guardrails (x-gateway-guardrails: off).
     may_skip_guardrails: bool = False
+
+    # The MCP tools the key may list and call: globs over exposed names
+    # (`{server}__{tool}`, `files__*`, `*`). Absent or empty: none.
+    mcp_tools: list[str] = Field(default_factory=list)
+
+    @field_validator("mcp_tools")
+    @classmethod
+    def _globs(cls, globs: list[str]) -> list[str]:
+        return check_tool_globs(globs)
+
+
+# An MCP server's id; with `__` and the tool's name it makes the name a model sees.
+MCP_SERVER_ID = re.compile(r"[a-z0-9-]{1,24}")
+# A function name that OpenAI, Anthropic and Gemini all accept.
+TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+# What a grant glob may hold: a tool name's characters and the glob's own.
+TOOL_GLOB = re.compile(r"[A-Za-z0-9_*?\[\]!-]{1,128}")
+# An environment variable's name.
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def check_tool_globs(globs: list[str]) -> list[str]:
+    """Grant globs as they came; ValueError naming the first one that is not a glob
+    over tool names."""
+    for i, glob in enumerate(globs):
+        if not TOOL_GLOB.fullmatch(glob):
+            raise ValueError(f"[{i}]: {glob!r} is not a glob over tool names ({TOOL_GLOB.pattern})")
+    return globs
+
+
+def exposed_tool_name(server: str, tool: str) -> str:
+    """The name a caller sees for `tool` of `server`."""
+    return f"{server}__{tool}"
+
+
+def _env_names(values: dict[str, str], what: str) -> dict[str, str]:
+    """Values that name environment variables, each set; ValueError otherwise."""
+    for name, env in values.items():
+        if not ENV_NAME.fullmatch(env):
+            raise ValueError(f"{what}.{name}: {env!r} is not an environment variable's name")
+        if env not in os.environ:
+            raise ValueError(f"{what}.{name}: environment variable {env} is not set")
+    return values
+
+
+class McpToolFilter(Strict):
+    """Which of a server's tools the gateway exposes: those `allow` matches (all when
+    empty), less those `deny` matches; globs over the server's own tool names."""
+
+    allow: list[str] = Field(default_factory=list)
+    deny: list[str] = Field(default_factory=list)
+
+    @field_validator("allow", "deny")
+    @classmethod
+    def _globs(cls, globs: list[str]) -> list[str]:
+        return check_tool_globs(globs)
+
+
+class McpServerConfig(Strict):
+    """One upstream MCP server: over streamable HTTP (`url`) or a child process speaking
+    on its stdin and stdout (`command`). Credentials never appear here: `headers` and
+    `env` map a name to the environment variable that holds its value."""
+
+    id: str
+    transport: Literal["http", "stdio"]
+    url: str | None = None
+    # Header name -> environment variable holding its value (`Authorization: MY_TOKEN`).
+    headers: dict[str, str] = Field(default_factory=dict)
+    command: str | None = None
+    args: list[str] = Field(default_factory=list)
+    # The child's variable -> the gateway's environment variable whose value it gets.
+    # The child sees only these, PATH, HOME and the locale: none of the gateway's own.
+    env: dict[str, str] = Field(default_factory=dict)
+    # Seconds one call may take, the upstream's part of it.
+    timeout_s: float = Field(default=60.0, gt=0, le=3600)
+    tools: McpToolFilter = Field(default_factory=McpToolFilter)
+    # USD charged per call that reached the server (reserved against the key's budget).
+    price_per_call: float = Field(default=0.0, ge=0)
+
+    @field_validator("id")
+    @classmethod
+    def _id(cls, value: str) -> str:
+        if not MCP_SERVER_ID.fullmatch(value):
+            raise ValueError(f"{value!r} must match {MCP_SERVER_ID.pattern}")
+        return value
+
+    @field_validator("headers")
+    @classmethod
+    def _headers(cls, value: dict[str, str]) -> dict[str, str]:
+        return _env_names(value, "headers")
+
+    @field_validator("env")
+    @classmethod
+    def _env(cls, value: dict[str, str]) -> dict[str, str]:
+        return _env_names(value, "env")
+
+    @model_validator(mode="after")
+    def _transport(self) -> McpServerConfig:
+        if self.transport == "http":
+            if not self.url or not self.url.startswith(("http://", "https://")):
+                raise ValueError("url: an http or https URL is required for transport http")
+            if self.command is not None or self.args or self.env:
+                raise ValueError("command, args and env are for transport stdio")
+        else:
+            if not self.command:
+                raise ValueError("command: required for transport stdio")
+            if shutil.which(self.command) is None:
+                raise ValueError(f"command: {self.command!r} is not found")
+            if self.url is not None or self.headers:
+                raise ValueError("url and headers are for transport http")
+        for glob in self.tools.allow:
+            if not any(c in glob for c in "*?[") and not TOOL_NAME.fullmatch(
+                exposed_tool_name(self.id, glob)
+            ):
+                raise ValueError(
+                    f"tools.allow: {exposed_tool_name(self.id, glob)!r} is not a valid tool "
+                    f"name for every model API ({TOOL_NAME.pattern})"
+                )
+        _unique("tools.allow", self.tools.allow)
+        return self
+
+
+class McpOAuthConfig(Strict):
+    """OAuth 2.1 resource-server mode: Bearer JWTs from `issuer`, checked against the
+    keys at `jwks_uri`, for `audience` (the MCP URL the client was given). The token's
+    `key_claim` names the gateway key (by name or id) whose grants, limits and budget
+    apply."""
+
+    issuer: str = Field(min_length=1)
+    jwks_uri: str = Field(min_length=1)
+    audience: str = Field(min_length=1)
+    key_claim: str = "sub"
+    # Scopes a client should ask for, advertised in the resource metadata.
+    scopes: list[str] = Field(default_factory=list)
+
+
+class McpConfig(Strict):
+    """The MCP gateway: `/mcp` over the configured servers."""
+
+    servers: list[McpServerConfig] = Field(default_factory=list)
+    # Bytes of one tool result the gateway relays; a larger one is refused.
+    max_result_bytes: int = Field(default=4 * 1024 * 1024, ge=1024, le=15 * 1024 * 1024)
+    # Origins a browser page may call /mcp from; a request with another Origin is 403.
+    allowed_origins: list[str] = Field(default_factory=list)
+    # The environment variable holding the secret that signs handshake sessions; every
+    # replica behind one load balancer needs the same. Absent: one per gateway (its
+    # workers share it).
+    session_secret_env: str | None = None
+    # Seconds a handshake session stays valid after it opens.
+    session_ttl_s: float = Field(default=24 * 3600, gt=0)
+    oauth: McpOAuthConfig | None = None
+
+    @model_validator(mode="after")
+    def _unique_ids(self) -> McpConfig:
+        _unique("servers", [s.id for s in self.servers])
+        if self.session_secret_env is not None:
+            _env_names({"session_secret_env": self.session_secret_env}, "mcp")
+        return self
+
+    def server(self, server_id: str) -> McpServerConfig | None:
+        return next((s for s in self.servers if s.id == server_id), None)
 
 
 # What a guardrail does with what it finds, per phase.
@@ -500,6 +663,7 @@ class Config(Strict):
     guardrails: list[GuardrailConfig] = Field(default_factory=list)
     # Guardrails applied to every call (ids of `guardrails`).
     default_guardrails: list[str] = Field(default_factory=list)
+    mcp: McpConfig = Field(default_factory=McpConfig)
     # The model that answers a request naming the placeholders of clients that talk to
     # one endpoint (Hugging Face's InferenceClient sends `dummy` to a URL it is given).
     default_model: str | None = None

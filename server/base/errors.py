@@ -7,7 +7,8 @@
     ├── Unauthenticated          UNAUTHENTICATED      401  missing or wrong key
     ├── PermissionDenied         PERMISSION_DENIED    403  key valid, not allowed here
     ├── NotFound                 NOT_FOUND            404  unknown deployment, key or path
-    │   └── ModelNotFound        NOT_FOUND            404  unknown model
+    │   ├── ModelNotFound        NOT_FOUND            404  unknown model
+    │   └── ToolNotFound         NOT_FOUND            404  unknown MCP tool, or one not granted
     ├── RateLimited              RESOURCE_EXHAUSTED   429  per-key limit spent
     ├── BudgetExhausted          RESOURCE_EXHAUSTED   429  per-key budget spent
     ├── DeadlineExceeded         DEADLINE_EXCEEDED    504  the request's deadline passed
@@ -154,6 +155,12 @@ class NotFound(GatewayError):
 
 class ModelNotFound(NotFound):
     reason = "MODEL_NOT_FOUND"
+
+
+class ToolNotFound(NotFound):
+    """An MCP tool that does not exist and one the key is not granted: one answer."""
+
+    reason = "TOOL_NOT_FOUND"
 
 
 class RateLimited(GatewayError):

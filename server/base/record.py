@@ -25,6 +25,11 @@ _TICKET_PREFIX = os.urandom(8).hex() + "-"
 _tickets = itertools.count()
 
 
+def new_ticket() -> str:
+    """A rate-limit ticket no other call of any process holds."""
+    return f"{_TICKET_PREFIX}{next(_tickets):x}"
+
+
 @dataclass(frozen=True, slots=True)
 class UsageRecord:
     ts: float
@@ -61,6 +66,13 @@ class UsageRecord:
     cache_write_cost_usd: float | None = None
     # Whether the answer came from the gateway's response cache.
     response_cached: bool = False
+    # For an MCP tool call: the server, the tool's name there, how the call ended
+    # (ok, tool_error, denied, timeout, upstream_error, too_large, cancelled) and the
+    # bytes of the result relayed.
+    mcp_server: str = ""
+    mcp_tool: str = ""
+    mcp_outcome: str = ""
+    result_bytes: int = 0
 
 
 class Metered(Protocol):
@@ -119,7 +131,7 @@ class CallRecord:
     def __init__(self) -> None:
         self.method = ""
         self.started = time.time()
-        self.ticket = f"{_TICKET_PREFIX}{next(_tickets):x}"
+        self.ticket = new_ticket()
         self.principal: Principal | None = None
         # The model asked for, until a run says which one answered.
         self.model = ""

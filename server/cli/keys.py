@@ -8,6 +8,7 @@ import sys
 import time
 from typing import Any
 
+from server.base.config import check_tool_globs
 from server.cli.options import load, storage_options
 from server.storage import open_store
 from server.storage.keys import KeyRecord
@@ -31,6 +32,9 @@ def add_parser(commands: Any) -> None:
     create.add_argument("--budget-usd", type=float, help="spend per period in USD")
     create.add_argument("--budget-period", default="monthly", choices=["daily", "monthly", "none"])
     create.add_argument("--expires-in-days", type=float, help="expiry (default: never)")
+    create.add_argument("--mcp-tool", action="append", default=[], metavar="GLOB",
+                        help="an MCP tool the key may use, a glob over {server}__{tool} "
+                        "names; repeat for more (default: none)")  # fmt: skip
     create.add_argument("--json", action="store_true", help="print JSON")
     listing = sub.add_parser("list", help="list keys")
     storage_options(listing)
@@ -52,6 +56,7 @@ def _key_dict(key: KeyRecord) -> dict[str, Any]:
         "tokens_per_minute": key.tokens_per_minute, "budget_usd": key.budget_usd,
         "budget_period": key.budget_period, "created_at": _when(key.created_at),
         "expires_at": _when(key.expires_at), "revoked_at": _when(key.revoked_at),
+        "mcp_tools": list(key.mcp_tools),
     }  # fmt: skip
 
 
@@ -73,6 +78,11 @@ async def run(args: argparse.Namespace) -> int:
     store = await open_store(cfg.storage)
     try:
         if args.command == "create":
+            try:
+                check_tool_globs(args.mcp_tool)
+            except ValueError as exc:
+                print(f"gateway: --mcp-tool {exc}", file=sys.stderr)
+                return 2
             expires = None
             if args.expires_in_days is not None:
                 expires = time.time() + args.expires_in_days * 86400
@@ -80,6 +90,7 @@ async def run(args: argparse.Namespace) -> int:
                 kind=args.kind, name=args.name, owner=args.owner, requests_per_minute=args.rpm,
                 tokens_per_minute=args.tpm, budget_usd=args.budget_usd,
                 budget_period=args.budget_period, expires_at=expires,
+                mcp_tools=tuple(args.mcp_tool),
             )  # fmt: skip
             if args.json:
                 print(json.dumps({**_key_dict(key), "secret": secret}))

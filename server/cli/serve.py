@@ -38,6 +38,9 @@ from server.application.dialects.responses.service import ResponsesService
 from server.application.dialects.routing.service import DeploymentService, RouterService
 from server.application.embedding import EmbeddingService
 from server.application.feedback import FeedbackService
+from server.application.mcp.service import McpService
+from server.application.mcp.toolbox import Toolbox
+from server.application.mcp.tools import Tools
 from server.application.model import ModelService
 from server.application.pipeline import affinity, expiring, response_cache
 from server.application.pipeline.generations import Generations
@@ -106,6 +109,8 @@ class Gateway:
     health: GatewayHealth
     metrics: Metrics
     observer: Observer
+    # The MCP gateway's core: the upstream MCP servers and the calls to their tools.
+    tools: Tools
     closers: tuple[Closer, ...]
 
     def unknown_route(self, method: str, path: str, client: str, status: int) -> None:
@@ -119,6 +124,7 @@ class Gateway:
         self.metrics.sample(
             current.catalog, self.accounts.ledger, self.observer.in_flight, current.router.shares()
         )
+        self.metrics.sample_tool_servers(self.tools.toolbox.health())
 
     def render_metrics(self) -> bytes:
         self.sample_metrics()
@@ -128,6 +134,7 @@ class Gateway:
         """Closes providers, waits for settlements, drains the ledger, closes storage."""
         await self.live.current.catalog.aclose()
         await self.control.aclose()
+        await self.tools.toolbox.aclose()
         await self.accounts.aclose(self.live.current.config.ledger.drain_timeout_s)
         for close in self.closers:
             await close()
@@ -149,10 +156,14 @@ def assemble(
     accounts = Accounts(admission, state.ledger, state.budgets)
     metrics = Metrics()
     recent = Recent()
-    control = Control(
-        live, registry.build, build_router, source,
-        on_reload=lambda result: metrics.reloads.labels(result).inc(),
-    )  # fmt: skip
+    toolbox = Toolbox(registry.build_tool_server, config.mcp)
+
+    def reloaded(result: str) -> None:
+        metrics.reloads.labels(result).inc()
+        toolbox.reconcile(live.current.config.mcp)  # stops the children of servers gone
+
+    control = Control(live, registry.build, build_router, source, on_reload=reloaded)
+    tools = Tools(live, accounts, toolbox, report=metrics.tool_called)
     generations = Generations(
         live, accounts, affinity.Affinity(state.affinity),
         response_cache.ResponseCache(state.responses),
@@ -166,7 +177,8 @@ def assemble(
         router=RouterService(generations),
         deployment=DeploymentService(live, accounts, generations),
         admin=AdminService(
-            live, accounts, state.store, control, Dashboard(live, accounts, state.store, recent)
+            live, accounts, state.store, control,
+            Dashboard(live, accounts, state.store, recent, tools),
         ),
         usage=UsageService(live, accounts, state.store),
         feedback=FeedbackService(live, accounts, state.store),
@@ -176,6 +188,7 @@ def assemble(
             state.store.responses if state.store else MemoryResponses(),
         ),
         gemini=GeminiService(generations, live, accounts),
+        mcp=McpService(live, accounts, tools),
     )  # fmt: skip
 
     def log_request(outcome: Outcome) -> None:
@@ -192,7 +205,7 @@ def assemble(
     return Gateway(
         live, accounts, state.store, control, services, middlewares,
         rpcs.table(services, middlewares), GatewayHealth(live, state.store), metrics, observer,
-        state.closers,
+        tools, state.closers,
     )  # fmt: skip
 
 
@@ -499,6 +512,8 @@ async def start(
     `source` reads the config file again on a reload."""
     from http_facade.app import create_app
     from http_facade.edge_health import EdgeHealth
+    from http_facade.mcp import McpEndpoint, mcp_routes
+    from http_facade.mcp_sessions import Sessions, shared_secret
     from http_facade.ops import ops_routes
 
     settings = config.server
@@ -520,6 +535,10 @@ async def start(
     table = gateway.table
     health_servicer = health.aio.HealthServicer()
     extra = ops_routes(gateway.health, gateway.render_metrics)
+    sessions = Sessions(shared_secret(config.mcp.session_secret_env), config.mcp.session_ttl_s)
+    mcp = McpEndpoint(
+        gateway.live, gateway.accounts.admission, gateway.tools, sessions, settings.max_body_bytes
+    )
     # What has started, stopped in reverse when a later listener cannot start.
     started: list[Closer] = [gateway.aclose]
     try:
@@ -530,8 +549,9 @@ async def start(
         http: HttpListener | None = None
         if serve_http:
             app = create_app(
-                settings, table=table, extra_routes=extra, on_unknown_route=gateway.unknown_route
-            )
+                settings, table=table, extra_routes=[*extra, *mcp_routes(mcp)],
+                on_unknown_route=gateway.unknown_route,
+            )  # fmt: skip
             app.state.stopping = stopping
             http = await start_http(app, settings, grace_s=grace, reuse_port=reuse_port)
             started.append(http.stop)

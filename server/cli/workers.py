@@ -25,6 +25,7 @@ import asyncio
 import contextlib
 import hashlib
 import os
+import secrets
 import signal
 import socket
 import sys
@@ -35,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from http_facade.mcp_sessions import SECRET_VARIABLE
 from server.accounting.shared import StateServer
 from server.base.config import Config
 from server.cli import serve as app
@@ -131,6 +133,8 @@ async def supervise(
 ) -> Workers:
     """Starts the workers; returns once every one is serving."""
     os.environ.setdefault("PROMETHEUS_MULTIPROC_DIR", tempfile.mkdtemp(prefix="gateway-metrics-"))
+    # One secret signs every worker's MCP sessions, so a session continues on any of them.
+    os.environ.setdefault(SECRET_VARIABLE, secrets.token_hex(32))
     settings = cfg.server
     held: list[socket.socket] = []
     grpc_port = http_port = None

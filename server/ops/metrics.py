@@ -29,7 +29,7 @@ from prometheus_client import (
     multiprocess,
 )
 
-from server.base.record import GuardrailReport
+from server.base.record import GuardrailReport, UsageRecord
 from server.ops.observe import Outcome
 
 if TYPE_CHECKING:
@@ -52,6 +52,24 @@ GUARDRAIL_BUCKETS = (0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.0
 OVERHEAD_BUCKETS = (
     0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
 )  # fmt: skip
+# MCP tool calls: from a local tool's milliseconds to a slow one's minute.
+TOOL_BUCKETS = (
+    0.001,
+    0.0025,
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1.0,
+    2.5,
+    5.0,
+    10.0,
+    30.0,
+    60.0,
+)
 BREAKER_STATE = {"healthy": 0, "half_open": 1, "open": 2}
 GENAI = ("gen_ai_operation_name", "gen_ai_provider_name", "gen_ai_response_model")
 
@@ -210,6 +228,27 @@ class Metrics:
             ["result"],
             registry=registry,
         )
+        self.tool_calls = Counter(
+            "gateway_mcp_tool_calls",
+            "MCP tool calls, by server, exposed tool name and outcome (ok, tool_error, "
+            "denied, timeout, upstream_error, too_large, cancelled).",
+            ["server", "tool", "outcome"], registry=registry,
+        )  # fmt: skip
+        self.tool_duration = Histogram(
+            "gateway_mcp_tool_call_duration_seconds",
+            "MCP tool calls' duration through the gateway, by server and outcome.",
+            ["server", "outcome"], buckets=TOOL_BUCKETS,
+            registry=registry,
+        )  # fmt: skip
+        self.tool_cost = Counter(
+            "gateway_mcp_tool_cost_usd", "What MCP tool calls were charged, in USD, by server.",
+            ["server"], registry=registry,
+        )  # fmt: skip
+        self.tool_server_up = Gauge(
+            "gateway_mcp_server_up",
+            "1 when the MCP server's last exchange succeeded, 0 when it failed (worst worker).",
+            ["server"], multiprocess_mode="livemin", registry=registry,
+        )  # fmt: skip
         self._ledger_seen = (0, 0)
         # (metric, label values) -> child: labels() validates and locks on every call,
         # a dict lookup does not (the hot path asks for the same few children).
@@ -274,7 +313,19 @@ class Metrics:
         for guardrail, n in report.failures.items():
             of(self.guardrail_failures, guardrail).inc(n)
 
+    def tool_called(self, row: UsageRecord) -> None:
+        """Counts one MCP tool call from its ledger row."""
+        tool = f"{row.mcp_server}__{row.mcp_tool}" if row.mcp_outcome != "denied" else ""
+        self._of(self.tool_calls, row.mcp_server, tool, row.mcp_outcome).inc()
+        self._of(self.tool_duration, row.mcp_server, row.mcp_outcome).observe(row.latency_ms / 1000)
+        if row.total_cost_usd:
+            self._of(self.tool_cost, row.mcp_server).inc(row.total_cost_usd)
+
     # -- sampled state ---------------------------------------------------------------
+
+    def sample_tool_servers(self, health: Mapping[str, bool]) -> None:
+        for server, up in health.items():
+            self._of(self.tool_server_up, server).set(1 if up else 0)
 
     def sample(
         self,

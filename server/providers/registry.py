@@ -7,17 +7,21 @@ it came from (named in errors).
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from server.base.config import ConfigError, ProviderConfig
+from server.base.config import ConfigError, McpServerConfig, ProviderConfig
 from server.base.generation import Provider
+from server.base.tools import ToolServer
 from server.providers.anthropic import AnthropicParams, AnthropicProvider
 from server.providers.azure_openai import AzureOpenAIParams, AzureOpenAIProvider
 from server.providers.bedrock import BedrockParams, BedrockProvider
 from server.providers.gemini import GeminiParams, GeminiProvider
+from server.providers.mcp_http import HttpMcpClient
+from server.providers.mcp_stdio import StdioMcpClient
 from server.providers.openai import OpenAIParams, OpenAIProvider
 from server.providers.simulated import SimulatedParams, SimulatedProvider
 from server.providers.tgi import TgiParams, TgiProvider
@@ -76,3 +80,13 @@ def build(config: ProviderConfig, where: str) -> Provider:
         path = ".".join(str(p) for p in err["loc"])
         message = err["msg"].removeprefix("Value error, ")
         raise ConfigError(f"{where}.params.{path}: {message}") from None
+
+
+def build_tool_server(
+    config: McpServerConfig, max_result_bytes: int, after: asyncio.Task[None] | None = None
+) -> ToolServer:
+    """A client of one MCP server, by its transport. A stdio client replacing another
+    starts its child once `after` (the old client's stop) is done."""
+    if config.transport == "stdio":
+        return StdioMcpClient(config, max_result_bytes, after)
+    return HttpMcpClient(config, max_result_bytes)

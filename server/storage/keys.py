@@ -16,7 +16,7 @@ from server.storage.db import Database
 PREFIX_RANDOM_CHARS = 4
 COLUMNS = (
     "id, prefix, digest, kind, name, owner, requests_per_minute, tokens_per_minute, "
-    "budget_usd, budget_period, created_at, expires_at, revoked_at"
+    "budget_usd, budget_period, created_at, expires_at, revoked_at, mcp_tools"
 )
 
 
@@ -48,6 +48,8 @@ class KeyRecord:
     created_at: float
     expires_at: float | None
     revoked_at: float | None
+    # Globs over the MCP tools the key may use (stored one per line).
+    mcp_tools: tuple[str, ...] = ()
 
     @property
     def revoked(self) -> bool:
@@ -58,7 +60,9 @@ class KeyRecord:
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> KeyRecord:
-        return cls(**{k: row[k] for k in COLUMNS.split(", ")})
+        values = {k: row[k] for k in COLUMNS.split(", ")}
+        values["mcp_tools"] = tuple(filter(None, (values["mcp_tools"] or "").split("\n")))
+        return cls(**values)
 
 
 class KeyStore:
@@ -76,6 +80,7 @@ class KeyStore:
         budget_usd: float | None = None,
         budget_period: str = "monthly",
         expires_at: float | None = None,
+        mcp_tools: tuple[str, ...] = (),
     ) -> tuple[KeyRecord, str]:
         """Creates a key; returns it and its secret, which is not stored anywhere."""
         secret = new_secret(kind)
@@ -93,8 +98,10 @@ class KeyStore:
             created_at=time.time(),
             expires_at=expires_at,
             revoked_at=None,
+            mcp_tools=tuple(mcp_tools),
         )
         values = [getattr(record, c) for c in COLUMNS.split(", ")]
+        values[-1] = "\n".join(record.mcp_tools)
         marks = ", ".join("?" for _ in values)
         await self.db.execute(f"INSERT INTO api_keys ({COLUMNS}) VALUES ({marks})", *values)
         return record, secret

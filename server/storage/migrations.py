@@ -143,6 +143,20 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
             "ALTER TABLE usage_records ADD COLUMN response_cached BOOLEAN NOT NULL DEFAULT FALSE",
         ],
     ),
+    (
+        7,
+        "MCP tool grants and tool calls",
+        [
+            # Globs over the MCP tools a key may use, one per line; empty: none.
+            "ALTER TABLE api_keys ADD COLUMN mcp_tools TEXT NOT NULL DEFAULT ''",
+            # A tool call's row: its server, the tool's name there, how it ended
+            # (ok, tool_error, denied...) and the bytes of its result.
+            "ALTER TABLE usage_records ADD COLUMN mcp_server TEXT NOT NULL DEFAULT ''",
+            "ALTER TABLE usage_records ADD COLUMN mcp_tool TEXT NOT NULL DEFAULT ''",
+            "ALTER TABLE usage_records ADD COLUMN mcp_outcome TEXT NOT NULL DEFAULT ''",
+            "ALTER TABLE usage_records ADD COLUMN result_bytes INTEGER NOT NULL DEFAULT 0",
+        ],
+    ),
 ]
 
 

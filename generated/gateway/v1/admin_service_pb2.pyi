@@ -9,7 +9,7 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class ApiKey(_message.Message):
-    __slots__ = ("id", "prefix", "kind", "name", "owner", "requests_per_minute", "tokens_per_minute", "budget_usd", "budget_period", "create_time", "expire_time", "revoked", "revoke_time")
+    __slots__ = ("id", "prefix", "kind", "name", "owner", "requests_per_minute", "tokens_per_minute", "budget_usd", "budget_period", "create_time", "expire_time", "revoked", "revoke_time", "mcp_tools")
     ID_FIELD_NUMBER: _ClassVar[int]
     PREFIX_FIELD_NUMBER: _ClassVar[int]
     KIND_FIELD_NUMBER: _ClassVar[int]
@@ -23,6 +23,7 @@ class ApiKey(_message.Message):
     EXPIRE_TIME_FIELD_NUMBER: _ClassVar[int]
     REVOKED_FIELD_NUMBER: _ClassVar[int]
     REVOKE_TIME_FIELD_NUMBER: _ClassVar[int]
+    MCP_TOOLS_FIELD_NUMBER: _ClassVar[int]
     id: str
     prefix: str
     kind: str
@@ -36,10 +37,11 @@ class ApiKey(_message.Message):
     expire_time: int
     revoked: bool
     revoke_time: int
-    def __init__(self, id: _Optional[str] = ..., prefix: _Optional[str] = ..., kind: _Optional[str] = ..., name: _Optional[str] = ..., owner: _Optional[str] = ..., requests_per_minute: _Optional[int] = ..., tokens_per_minute: _Optional[int] = ..., budget_usd: _Optional[float] = ..., budget_period: _Optional[str] = ..., create_time: _Optional[int] = ..., expire_time: _Optional[int] = ..., revoked: _Optional[bool] = ..., revoke_time: _Optional[int] = ...) -> None: ...
+    mcp_tools: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, id: _Optional[str] = ..., prefix: _Optional[str] = ..., kind: _Optional[str] = ..., name: _Optional[str] = ..., owner: _Optional[str] = ..., requests_per_minute: _Optional[int] = ..., tokens_per_minute: _Optional[int] = ..., budget_usd: _Optional[float] = ..., budget_period: _Optional[str] = ..., create_time: _Optional[int] = ..., expire_time: _Optional[int] = ..., revoked: _Optional[bool] = ..., revoke_time: _Optional[int] = ..., mcp_tools: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class CreateKeyRequest(_message.Message):
-    __slots__ = ("name", "kind", "owner", "requests_per_minute", "tokens_per_minute", "budget_usd", "budget_period", "expire_time")
+    __slots__ = ("name", "kind", "owner", "requests_per_minute", "tokens_per_minute", "budget_usd", "budget_period", "expire_time", "mcp_tools")
     NAME_FIELD_NUMBER: _ClassVar[int]
     KIND_FIELD_NUMBER: _ClassVar[int]
     OWNER_FIELD_NUMBER: _ClassVar[int]
@@ -48,6 +50,7 @@ class CreateKeyRequest(_message.Message):
     BUDGET_USD_FIELD_NUMBER: _ClassVar[int]
     BUDGET_PERIOD_FIELD_NUMBER: _ClassVar[int]
     EXPIRE_TIME_FIELD_NUMBER: _ClassVar[int]
+    MCP_TOOLS_FIELD_NUMBER: _ClassVar[int]
     name: str
     kind: str
     owner: str
@@ -56,7 +59,8 @@ class CreateKeyRequest(_message.Message):
     budget_usd: float
     budget_period: str
     expire_time: int
-    def __init__(self, name: _Optional[str] = ..., kind: _Optional[str] = ..., owner: _Optional[str] = ..., requests_per_minute: _Optional[int] = ..., tokens_per_minute: _Optional[int] = ..., budget_usd: _Optional[float] = ..., budget_period: _Optional[str] = ..., expire_time: _Optional[int] = ...) -> None: ...
+    mcp_tools: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, name: _Optional[str] = ..., kind: _Optional[str] = ..., owner: _Optional[str] = ..., requests_per_minute: _Optional[int] = ..., tokens_per_minute: _Optional[int] = ..., budget_usd: _Optional[float] = ..., budget_period: _Optional[str] = ..., expire_time: _Optional[int] = ..., mcp_tools: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class CreateKeyResponse(_message.Message):
     __slots__ = ("key", "secret")
@@ -155,20 +159,60 @@ class GetDashboardRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class GetDashboardResponse(_message.Message):
-    __slots__ = ("time", "providers", "models", "keys", "minutes", "routes")
+    __slots__ = ("time", "providers", "models", "keys", "minutes", "routes", "mcp_servers", "mcp_calls")
     TIME_FIELD_NUMBER: _ClassVar[int]
     PROVIDERS_FIELD_NUMBER: _ClassVar[int]
     MODELS_FIELD_NUMBER: _ClassVar[int]
     KEYS_FIELD_NUMBER: _ClassVar[int]
     MINUTES_FIELD_NUMBER: _ClassVar[int]
     ROUTES_FIELD_NUMBER: _ClassVar[int]
+    MCP_SERVERS_FIELD_NUMBER: _ClassVar[int]
+    MCP_CALLS_FIELD_NUMBER: _ClassVar[int]
     time: int
     providers: _containers.RepeatedCompositeFieldContainer[ProviderStats]
     models: _containers.RepeatedCompositeFieldContainer[ModelPrice]
     keys: _containers.RepeatedCompositeFieldContainer[KeySummary]
     minutes: _containers.RepeatedCompositeFieldContainer[MinuteStats]
     routes: _containers.RepeatedCompositeFieldContainer[RoutingRecord]
-    def __init__(self, time: _Optional[int] = ..., providers: _Optional[_Iterable[_Union[ProviderStats, _Mapping]]] = ..., models: _Optional[_Iterable[_Union[ModelPrice, _Mapping]]] = ..., keys: _Optional[_Iterable[_Union[KeySummary, _Mapping]]] = ..., minutes: _Optional[_Iterable[_Union[MinuteStats, _Mapping]]] = ..., routes: _Optional[_Iterable[_Union[RoutingRecord, _Mapping]]] = ...) -> None: ...
+    mcp_servers: _containers.RepeatedCompositeFieldContainer[McpServerStats]
+    mcp_calls: _containers.RepeatedCompositeFieldContainer[McpCallRecord]
+    def __init__(self, time: _Optional[int] = ..., providers: _Optional[_Iterable[_Union[ProviderStats, _Mapping]]] = ..., models: _Optional[_Iterable[_Union[ModelPrice, _Mapping]]] = ..., keys: _Optional[_Iterable[_Union[KeySummary, _Mapping]]] = ..., minutes: _Optional[_Iterable[_Union[MinuteStats, _Mapping]]] = ..., routes: _Optional[_Iterable[_Union[RoutingRecord, _Mapping]]] = ..., mcp_servers: _Optional[_Iterable[_Union[McpServerStats, _Mapping]]] = ..., mcp_calls: _Optional[_Iterable[_Union[McpCallRecord, _Mapping]]] = ...) -> None: ...
+
+class McpServerStats(_message.Message):
+    __slots__ = ("id", "transport", "up", "tools", "calls", "errors", "cost_usd")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    TRANSPORT_FIELD_NUMBER: _ClassVar[int]
+    UP_FIELD_NUMBER: _ClassVar[int]
+    TOOLS_FIELD_NUMBER: _ClassVar[int]
+    CALLS_FIELD_NUMBER: _ClassVar[int]
+    ERRORS_FIELD_NUMBER: _ClassVar[int]
+    COST_USD_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    transport: str
+    up: bool
+    tools: int
+    calls: int
+    errors: int
+    cost_usd: float
+    def __init__(self, id: _Optional[str] = ..., transport: _Optional[str] = ..., up: _Optional[bool] = ..., tools: _Optional[int] = ..., calls: _Optional[int] = ..., errors: _Optional[int] = ..., cost_usd: _Optional[float] = ...) -> None: ...
+
+class McpCallRecord(_message.Message):
+    __slots__ = ("time", "key", "server", "tool", "outcome", "latency_ms", "cost_usd")
+    TIME_FIELD_NUMBER: _ClassVar[int]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    SERVER_FIELD_NUMBER: _ClassVar[int]
+    TOOL_FIELD_NUMBER: _ClassVar[int]
+    OUTCOME_FIELD_NUMBER: _ClassVar[int]
+    LATENCY_MS_FIELD_NUMBER: _ClassVar[int]
+    COST_USD_FIELD_NUMBER: _ClassVar[int]
+    time: int
+    key: str
+    server: str
+    tool: str
+    outcome: str
+    latency_ms: float
+    cost_usd: float
+    def __init__(self, time: _Optional[int] = ..., key: _Optional[str] = ..., server: _Optional[str] = ..., tool: _Optional[str] = ..., outcome: _Optional[str] = ..., latency_ms: _Optional[float] = ..., cost_usd: _Optional[float] = ...) -> None: ...
 
 class ProviderStats(_message.Message):
     __slots__ = ("id", "model", "type", "enabled", "health", "requests", "errors", "error_rate", "mean_latency_ms")

@@ -1,0 +1,87 @@
+"""The MCP gateway's test set-up: the SDK-built upstream server over streamable HTTP in
+a process of its own, the same server as a stdio child, and a gateway config fronting
+both with keys granted different tools."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from typing import Any
+
+from tests.support.gateways import ROOT, default_config_dict
+
+ALICE = "gw-mcp-alice-key-0000000"  # every tool of both servers
+BOB = "gw-mcp-bob-key-000000000"  # web__echo and web__add only
+NOBODY = "gw-mcp-nobody-key-00000"  # no grant
+STDIO_ARGS = ["-m", "tests.support.mcp.server", "stdio"]
+# The value the stdio child gets as MCP_TEST_TOKEN (by name, in the config), and a
+# variable of the gateway's own it must not see.
+os.environ.setdefault("GW_TEST_CHILD_TOKEN", "child-token-1234")
+os.environ.setdefault("GW_TEST_GATEWAY_SECRET", "the-gateway-keeps-this")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextlib.asynccontextmanager
+async def http_upstream(*flags: str, port: int | None = None) -> AsyncIterator[str]:
+    """The upstream server on streamable HTTP in its own process (`--handshake-only`:
+    as a server of the hand-shake generation), on `port` or a free one; yields its URL."""
+    port = port or free_port()
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "tests.support.mcp.server", "http", str(port), *flags,
+        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        for _ in range(200):
+            with contextlib.suppress(OSError):
+                _, writer = await asyncio.open_connection("127.0.0.1", port)
+                writer.close()
+                break
+            await asyncio.sleep(0.05)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        process.terminate()
+        await process.wait()
+
+
+def mcp_config(url: str, **mcp: Any) -> dict[str, Any]:
+    """The default config plus the two servers (`web` over HTTP, `local` over stdio)
+    and the three keys."""
+    data = default_config_dict()
+    data["mcp"] = {
+        "servers": [
+            {"id": "web", "transport": "http", "url": url, "timeout_s": 5,
+             "price_per_call": 0.002},
+            {"id": "local", "transport": "stdio", "command": sys.executable,
+             "args": STDIO_ARGS, "timeout_s": 5, "price_per_call": 0.001,
+             "env": {"MCP_TEST_TOKEN": "GW_TEST_CHILD_TOKEN"}, "tools": {"deny": ["hidden"]}},
+        ],
+        "max_result_bytes": 1024 * 1024,
+        **mcp,
+    }  # fmt: skip
+    data["keys"] = [
+        {"name": "alice", "kind": "api", "secret": ALICE, "mcp_tools": ["web__*", "local__*"]},
+        {"name": "bob", "kind": "api", "secret": BOB, "mcp_tools": ["web__echo", "web__add"]},
+        {"name": "nobody", "kind": "api", "secret": NOBODY},
+    ]
+    return data
+
+
+def sdk_client(url: str, key: str, mode: str = "auto") -> Any:
+    """The official SDK's client of `url` sending `key` as a Bearer token; `mode` is
+    "auto" (2026-07-28 through server/discover) or "legacy" (the hand-shake)."""
+    import httpx2
+    from mcp.client.client import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    http = httpx2.AsyncClient(headers={"authorization": f"Bearer {key}"}, timeout=30)
+    return Client(streamable_http_client(url, http_client=http), mode=mode)
