@@ -143,6 +143,14 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
             "ALTER TABLE usage_records ADD COLUMN response_cached BOOLEAN NOT NULL DEFAULT FALSE",
         ],
     ),
+    (
+        7,
+        "routing tags",
+        [
+            # A routed request's tags, comma-separated: what routing learns per kind.
+            "ALTER TABLE usage_records ADD COLUMN tags TEXT NOT NULL DEFAULT ''",
+        ],
+    ),
 ]
 
 
