@@ -179,3 +179,33 @@ async def test_a_retrain_without_ratings_says_so_and_keeps_the_scorer(tmp_path: 
     assert not answer.HasField("held_out_auc")
     assert kept is scorer and after == before
     assert refused.value.code() == grpc.StatusCode.UNAUTHENTICATED
+
+
+async def test_exploration_never_goes_past_the_keys_budget_nor_to_deployments() -> None:
+    data = config_with()
+    data["routing"]["explore_share"] = 1.0
+    data["keys"] = [
+        {"name": "tight", "kind": "router", "secret": HEADERS["x-router-key"], "budget_usd": 0.01}
+    ]
+    async with running_gateway(data) as gw:
+        url = f"http://127.0.0.1:{gw.http_port}"
+        async with httpx.AsyncClient(base_url=url) as c:
+            # sim-pro may cost up to 1000 x $20 per million: more than the key has left.
+            quality = [
+                (await routed(c, f"prove lemma {i}", profile="quality", max_tokens=1000))
+                for i in range(30)
+            ]
+            balanced = [(await routed(c, f"q {i}", profile="balanced")) for i in range(30)]
+            deployed = await c.post(
+                "/v1/deployments/summarizer/invoke", headers=HEADERS, json={"prompt": "x"}
+            )
+    assert {a["model"] for a in quality} == {"sim-standard"}  # the only affordable one
+    assert all(a["route"]["skipped"][0]["reason"] == "OVER_BUDGET" for a in quality)
+    # Every call with another affordable candidate explores; none reaches sim-pro.
+    for answer in balanced:
+        route = answer["route"]
+        assert "EXPLORE" in route["reason_codes"] or len(route["candidates"]) == 1
+        assert "sim-pro" in {s["model"] for s in route["skipped"]}
+        assert answer["model"] in {c["model"] for c in route["candidates"]} - {"sim-pro"}
+    assert any("EXPLORE" in a["route"]["reason_codes"] for a in balanced)
+    assert deployed.status_code == 200 and "route" not in deployed.json()
