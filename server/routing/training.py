@@ -231,8 +231,10 @@ def _platt(
         det = h_aa * h_bb - h_ab * h_ab
         if abs(det) < 1e-12:
             break
-        step_a = (h_bb * g_a - h_ab * g_b) / det
-        step_b = (h_aa * g_b - h_ab * g_a) / det
+        # At most 1 a step: where the scores saturate the Hessian vanishes, and an
+        # undamped step would throw the scale far past the optimum.
+        step_a = max(-1.0, min(1.0, (h_bb * g_a - h_ab * g_b) / det))
+        step_b = max(-1.0, min(1.0, (h_aa * g_b - h_ab * g_a) / det))
         scale, shift = scale - step_a, shift - step_b
         if abs(step_a) + abs(step_b) < 1e-7:
             break
