@@ -66,9 +66,7 @@ def test_the_offsets_of_a_prompts_tags_add_up_and_unseen_tags_weigh_nothing() ->
 
 @pytest.fixture(scope="module")
 def base() -> dict:
-    examples = [training.Example(p, 0.0) for p in EASY] + [
-        training.Example(p, 1.0) for p in HARD
-    ]
+    examples = [training.Example(p, 0.0) for p in EASY] + [training.Example(p, 1.0) for p in HARD]
     return train(examples * 10, TrainingOptions(hash_bits=10, calibration_folds=1))
 
 
