@@ -1,12 +1,14 @@
 """How the difficulty scorers transfer to traffic they never saw: leave-one-benchmark-out and
 leave-subject-out APGR with bootstrap 95% intervals, next to in-domain cross-validation; live
-calibration's realised shares on each unseen benchmark; and a simulated feedback stream.
+calibration's realised shares on each unseen benchmark; and learning from served traffic.
 
 Data: RouteLLM's MMLU and GSM8K outcomes (`--data`, ../shared/routing-eval); when
 `--alpaca-eval` names a checkout of tatsu-lab/alpaca_eval, its open-ended chat prompts judged
 against gpt-4-1106-preview for Mixtral-8x7B-Instruct-v0.1 (the same pair as RouteLLM's data);
 when `--routerbench` names a checkout of shuhao02/RouterDC, RouterBench's outcomes of the same
-pair on ARC-Challenge, MBPP and Winogrande. Nothing is copied into the project. Writes docs/routing-transfer.md and
+pair on ARC-Challenge, MBPP and Winogrande. Nothing is copied into the project.
+Learning from traffic: the scorer refitted on ratings of the rung that served each prompt,
+with exploration, on each unseen benchmark and on traffic mixing MMLU's subjects. Writes docs/routing-transfer.md and
 bench/results/routing_transfer.json.
 
 Run: python -m bench.routing_transfer [--alpaca-eval PATH] [--routerbench PATH] [--bootstrap 100]
@@ -43,7 +45,8 @@ from server.routing.outcomes import (
     target,
 )
 from server.routing.scorer import LearnedScorer
-from server.routing.training import Encoded, TrainingOptions, refit, train_encoded
+from server.routing.tags import Rated, offset, offsets
+from server.routing.training import Encoded, TrainingOptions, encode, refit, train_encoded
 
 ROOT = Path(__file__).resolve().parent.parent
 ALPACA_MODEL = "Mixtral-8x7B-Instruct-v0.1"
@@ -254,35 +257,112 @@ def live_shares(rows: Sequence[Row], window: int = 500) -> dict[str, Any]:
     return out
 
 
-def feedback_stream(rows: Sequence[Row], chunk: int = 250) -> dict[str, Any]:
-    """Per unseen benchmark: a scorer trained on the others, then refitted (`gateway router
-    train --from-ledger`, in effect) on feedback from half the benchmark's prompts arriving
-    in chunks; APGR on the other half after each chunk."""
+# Learning from traffic: the share of routed calls explored, the share the router sends
+# past the cheapest model (balanced's target), and how often the scorer is refitted.
+EXPLORE_SHARE = 0.2
+UPWARD_SHARE = 0.45
+REFIT_EVERY = 100
+
+
+def served_stream(
+    base: dict[str, Any], stream: Sequence[Row], tagged: Callable[[Row], tuple[str, ...]], n: int
+) -> list[tuple[int, dict[str, Any], list[Rated]]]:
+    """The first `n` prompts of `stream` served as the gateway serves them: each chunk
+    of `REFIT_EVERY` routed by the scorer refitted on the ratings so far (the top
+    `UPWARD_SHARE` of its scores past the cheapest model, `EXPLORE_SHARE` of the calls
+    to the other rung at random), rated on the rung that served it. Returns (rated so
+    far, scorer, the ratings) after every chunk."""
+    rng = random.Random(3)
+    document, rated = base, []
+    out = [(0, base, [])]
+    for start in range(0, min(n, len(stream)), REFIT_EVERY):
+        chunk = stream[start : min(n, start + REFIT_EVERY)]
+        scorer = LearnedScorer(document)
+        scores = [scorer.logit_of(r.buckets, r.values, tagged(r)) for r in chunk]
+        cut = sorted(scores, reverse=True)[int(UPWARD_SHARE * len(chunk))]
+        for row, score in zip(chunk, scores, strict=True):
+            upward = score > cut
+            if rng.random() < EXPLORE_SHARE:
+                upward = not upward
+            served = row.outcome.strong if upward else row.outcome.weak
+            rated.append(Rated(row.outcome.prompt, tagged(row), not upward, served))
+        document = refit(base, rated)
+        out.append((len(rated), document, list(rated)))
+    return out
+
+
+def learning_figures(
+    base: dict[str, Any],
+    stream: Sequence[Row],
+    judged: Sequence[Row],
+    tagged: Callable[[Row], tuple[str, ...]],
+    n: int,
+) -> dict[str, Any]:
+    """APGR on `judged` of the scorer refitted on served ratings after each chunk; and,
+    on the ratings of `n` prompts, of the parts alone and of a model fitted from scratch
+    on the cheapest rung's rated answers of the same prompts."""
+    served = served_stream(base, stream, tagged, n)
+    curve = [[count, round(_apgr_of(doc, judged, tagged), 4)] for count, doc, _ in served]
+    rated = served[-1][2]
+    untagged = [Rated(r.prompt, (), r.cheapest, r.score) for r in rated]
+    known = offsets(rated)
+    weak_rows = [r for r in rated if r.cheapest]
+    scratch = train_encoded(
+        encode([Example(r.prompt, 1.0 - r.score) for r in weak_rows], TrainingOptions().hash_bits),
+        replace(TrainingOptions(), label="weak-fails", calibration_folds=1),
+    )
+    return {
+        "curve": curve,
+        "rated": len(rated),
+        "cheapest_rated": len(weak_rows),
+        "refit": curve[-1][1],
+        "scratch": round(_apgr_of(scratch, judged, tagged), 4),
+        "prompt_scorer_alone": round(_apgr_of(refit(base, untagged), judged, tagged), 4),
+        "tags_alone": round(apgr([offset(known, tagged(r)) for r in judged], judged), 4),
+        "before": curve[0][1],
+    }
+
+
+def learn_unseen(rows: Sequence[Row], n: int = 500) -> dict[str, Any]:
+    """Per unseen benchmark, its name as every prompt's tag: the shipped kind of scorer
+    trained on the others, then `n` prompts served and rated; APGR on the rest."""
     out = {}
     for held in sorted({r.benchmark for r in rows}):
         train = [r for r in rows if r.benchmark != held]
         test = [r for r in rows if r.benchmark == held]
         random.Random(2).shuffle(test)
-        stream, judged = test[: len(test) // 2], test[len(test) // 2 :]
-        document = train_encoded(encoded(train), replace(TrainingOptions(), calibration_folds=1))
-        curve = [[0, round(_apgr_of(document, judged), 4)]]
-        seen = 0
-        for start in range(0, min(len(stream), 8 * chunk), chunk):
-            batch = stream[start : start + chunk]
-            # Feedback says whether the cheaper model's answer was good enough.
-            document = refit(
-                document, [Example(r.outcome.prompt, 1 - r.outcome.weak) for r in batch]
-            )
-            seen += len(batch)
-            curve.append([seen, round(_apgr_of(document, judged), 4)])
-        out[held] = curve
-        print(f"feedback stream {held}: done", flush=True)
+        base = train_encoded(encoded(train), replace(TrainingOptions(), calibration_folds=1))
+        out[held] = learning_figures(base, test[:n], test[n:], lambda r: (r.benchmark,), n)
+        print(f"learn unseen {held}: {out[held]}", flush=True)
     return out
 
 
-def _apgr_of(document: dict[str, Any], test: Sequence[Row]) -> float:
+def learn_mixed(rows: Sequence[Row], n: int = 400, groups: int = 5) -> dict[str, Any]:
+    """Traffic mixing many kinds: each of `groups` groups of MMLU subjects held out in
+    turn, each prompt tagged with its subject, the shipped kind of scorer trained on the
+    rest; `n` prompts served and rated, APGR on the rest."""
+    subjects = sorted({r.subject for r in rows if r.benchmark == "mmlu"})
+    out = {}
+    for g in range(groups):
+        held = set(subjects[g::groups])
+        train = [r for r in rows if r.subject not in held]
+        test = [r for r in rows if r.subject in held]
+        random.Random(2).shuffle(test)
+        base = train_encoded(encoded(train), replace(TrainingOptions(), calibration_folds=1))
+        out[f"group {g + 1}"] = learning_figures(
+            base, test[:n], test[n:], lambda r: (r.subject,), n
+        )
+        print(f"learn mixed group {g + 1}: {out[f'group {g + 1}']}", flush=True)
+    return out
+
+
+def _apgr_of(
+    document: dict[str, Any],
+    test: Sequence[Row],
+    tagged: Callable[[Row], tuple[str, ...]] = lambda r: (),
+) -> float:
     scorer = LearnedScorer(document)
-    return apgr([scorer.logit_of(r.buckets, r.values) for r in test], test)
+    return apgr([scorer.logit_of(r.buckets, r.values, tagged(r)) for r in test], test)
 
 
 # -- report -------------------------------------------------------------------------------
@@ -330,19 +410,51 @@ def render(report: dict[str, Any], command: str) -> str:
                 f"| {bench} | {profile} | {v['target']:.0%} | {v['first_window']:.1%} "
                 f"| {v['after_window']:.1%} |"
             )
-    lines += ["", "## Feedback stream", ""]
+    lines += ["", "## Learning from traffic", ""]
     lines += [
-        "Scorer trained on the other benchmarks, refitted on feedback (whether the cheaper",
-        "model's answer was good enough) from half the unseen benchmark's prompts; APGR on the",
-        "other half after N feedback rows.",
+        "Scorer of the shipped kind trained on the rest; then prompts served by it, refitted",
+        f"every {REFIT_EVERY} ratings (`training.refit`: a fresh fit on every rating, the",
+        "scorer it started from as a weighted prior, per-tag estimates): the top",
+        f"{UPWARD_SHARE:.0%} of each chunk's scores past the cheapest model, "
+        f"{EXPLORE_SHARE:.0%} of the calls explored",
+        "(the other rung, at random), each rated on the rung that served it. APGR on the",
+        "prompts not served. `scratch`: the shipped kind fitted from nothing on the cheapest",
+        "rung's rated answers of the same prompts; `prompt scorer alone`: the refit without",
+        "tags; `tags alone`: the tag estimates alone.",
         "",
-        "| unseen | N: APGR |",
-        "|---|---|",
     ]
-    for bench, curve in report["feedback_stream"].items():
-        lines.append(f"| {bench} | " + ", ".join(f"{n}: {v:.3f}" for n, v in curve) + " |")
-    lines += ["", f"Run took {report['seconds']:.0f} s on {report['cpus']} CPUs.", ""]
+    sections = [
+        ("Each unseen benchmark, its name as the tag", report["learn_unseen"]),
+        ("Traffic mixing many kinds: a held-out group of MMLU subjects, each its subject as "
+         "the tag", report["learn_mixed"]),
+    ]  # fmt: skip
+    for title, runs in sections:
+        lines += [f"{title}:", ""]
+        lines += [
+            "| traffic | rated (cheapest rung) | before | refit | scratch | prompt scorer alone "
+            "| tags alone | after N rated |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
+        for name, v in runs.items():
+            lines.append(
+                f"| {name} | {v['rated']} ({v['cheapest_rated']}) | {v['before']:.3f} "
+                f"| {v['refit']:.3f} | {v['scratch']:.3f} | {v['prompt_scorer_alone']:.3f} "
+                f"| {v['tags_alone']:.3f} | "
+                + ", ".join(f"{n}: {a:.3f}" for n, a in v["curve"])
+                + " |"
+            )
+        mean = {k: sum(v[k] for v in runs.values()) / len(runs) for k in _MEANS}
+        lines.append("| mean | | " + " | ".join(f"{mean[k]:.3f}" for k in _MEANS) + " | |")
+        lines.append("")
+    lines += [
+        f"Run took {report['seconds']:.0f} s on {report['cpus']} CPUs; learning from traffic "
+        f"{report['learning_seconds']:.0f} s.",
+        "",
+    ]
     return "\n".join(lines)
+
+
+_MEANS = ("before", "refit", "scratch", "prompt_scorer_alone", "tags_alone")
 
 
 def _ci(value: Sequence[float]) -> str:
@@ -355,6 +467,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--alpaca-eval", type=Path, help="a checkout of tatsu-lab/alpaca_eval")
     parser.add_argument("--routerbench", type=Path, help="a checkout of shuhao02/RouterDC")
     parser.add_argument("--bootstrap", type=int, default=100)
+    parser.add_argument(
+        "--learning-only",
+        action="store_true",
+        help="run only learning from traffic (on --data's benchmarks); the other "
+        "sections are read from the stored results",
+    )
     args = parser.parse_args(argv)
     started = time.monotonic()
     rows = load(args.data, args.alpaca_eval, args.routerbench, TrainingOptions().hash_bits)
@@ -371,21 +489,32 @@ def main(argv: Sequence[str] | None = None) -> int:
             "; RouterBench's ARC-Challenge, MBPP and Winogrande outcomes for the same pair "
             "(withmartian/routerbench, MIT, as shuhao02/RouterDC holds them)"
         )
-    report: dict[str, Any] = {"sources": sources}
-    report["leave_one_benchmark_out"] = leave_one_benchmark_out(rows, args.bootstrap)
-    report["leave_subjects_out"] = leave_subjects_out(rows, args.bootstrap)
-    report["in_domain"] = in_domain(rows)
-    report["live_shares"] = live_shares(rows)
-    report["feedback_stream"] = feedback_stream(rows)
-    report["seconds"] = time.monotonic() - started
-    report["cpus"] = os.cpu_count()
     command = "python -m bench.routing_transfer"
     command += " --alpaca-eval ../alpaca_eval" if args.alpaca_eval else ""
     command += " --routerbench ../RouterDC" if args.routerbench else ""
-    (ROOT / "bench" / "results").mkdir(exist_ok=True)
-    (ROOT / "bench" / "results" / "routing_transfer.json").write_text(
-        json.dumps(report, indent=1) + "\n", encoding="utf-8"
-    )
+    stored = ROOT / "bench" / "results" / "routing_transfer.json"
+    if args.learning_only:
+        report = json.loads(stored.read_text(encoding="utf-8"))
+        report.pop("feedback_stream", None)  # the section learning from traffic replaced
+    else:
+        report = {"sources": sources, "command": command}
+        report["leave_one_benchmark_out"] = leave_one_benchmark_out(rows, args.bootstrap)
+        report["leave_subjects_out"] = leave_subjects_out(rows, args.bootstrap)
+        report["in_domain"] = in_domain(rows)
+        report["live_shares"] = live_shares(rows)
+        report["seconds"] = time.monotonic() - started
+        report["cpus"] = os.cpu_count()
+    learning = time.monotonic()
+    report["learn_unseen"] = learn_unseen(rows)
+    report["learn_mixed"] = learn_mixed(rows)
+    report["learning_seconds"] = time.monotonic() - learning
+    # Runs before the command was stored had these sources.
+    command = report.setdefault(
+        "command", "python -m bench.routing_transfer --alpaca-eval ../alpaca_eval "
+        "--routerbench ../RouterDC"
+    )  # fmt: skip
+    stored.parent.mkdir(exist_ok=True)
+    stored.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
     (ROOT / "docs" / "routing-transfer.md").write_text(render(report, command), encoding="utf-8")
     print(render(report, command))
     return 0

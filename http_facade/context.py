@@ -15,6 +15,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from http_facade.errors import error_response, internal
 from server.accounting.admission import KEY_HEADERS
+from server.application.pipeline.fields import TAGS_HEADER
 from server.base.call import request_id_or_new
 from server.base.config import SESSION_HEADERS
 from server.guardrails.guard import HEADER as GUARDRAILS_HEADER
@@ -23,7 +24,8 @@ REQUEST_ID = "x-request-id"
 # Headers forwarded to the RPC as metadata: the key headers the core reads (the
 # `authorization` Bearer form included), the W3C trace context, the session headers
 # cache affinity reads (its defaults), the response cache's Cache-Control, the ask to
-# skip guardrails, plus the request id; nothing else crosses (grpc-gateway's header matcher).
+# skip guardrails, a routed request's tags, plus the request id; nothing else crosses
+# (grpc-gateway's header matcher).
 FORWARDED = tuple(
     sorted(
         {
@@ -33,6 +35,7 @@ FORWARDED = tuple(
             "cache-control",
             *SESSION_HEADERS,
             GUARDRAILS_HEADER,
+            TAGS_HEADER,
         }
     )  # fmt: skip
 )

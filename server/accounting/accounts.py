@@ -159,6 +159,7 @@ class Accounts:
             route_profile=record.route_profile,
             difficulty=record.difficulty,
             prompt=record.prompt,
+            tags=",".join(record.tags),
             cached_tokens=counts.cached_tokens,
             cache_write_tokens=counts.cache_write_tokens,
             cache_write_1h_tokens=counts.cache_write_1h_tokens,

@@ -12,6 +12,7 @@ from server.application.control import Control
 from server.application.dashboard import Dashboard
 from server.application.pipeline.state import Live
 from server.application.provider import provider_message
+from server.application.retrain import retrain_from_ledger
 from server.base.call import Call
 from server.base.config import check_tool_globs
 from server.base.errors import Internal, InvalidArgument, NotFound
@@ -155,6 +156,18 @@ class AdminService:
     ) -> admin_pb.ReloadConfigResponse:
         await self._admit(call)
         return await self.control.reload()
+
+    async def retrain_router(
+        self, request: admin_pb.RetrainRouterRequest, call: Call
+    ) -> admin_pb.RetrainRouterResponse:
+        await self._admit(call)
+        await self.accounts.ledger.flush()  # the rows of the latest rated answers
+        outcome = await retrain_from_ledger(self.live, self.store)
+        return admin_pb.RetrainRouterResponse(
+            retrained=outcome.retrained, detail=outcome.detail,
+            cheapest_rows=outcome.cheapest, above_rows=outcome.above,
+            held_out_auc=outcome.held_out_auc, previous_auc=outcome.previous_auc,
+        )  # fmt: skip
 
     async def enable_provider(
         self, request: admin_pb.EnableProviderRequest, call: Call

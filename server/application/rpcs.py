@@ -75,6 +75,7 @@ def handlers(s: Services) -> dict[str, Handler]:
         "gateway.v1.AdminService.EnableProvider": s.admin.enable_provider,
         "gateway.v1.AdminService.DisableProvider": s.admin.disable_provider,
         "gateway.v1.AdminService.GetDashboard": s.admin.get_dashboard,
+        "gateway.v1.AdminService.RetrainRouter": s.admin.retrain_router,
         "gateway.v1.UsageService.GetUsage": s.usage.get_usage,
         "gateway.v1.FeedbackService.SubmitFeedback": s.feedback.submit_feedback,
         "gateway.v1.MessagesService.CreateMessage": s.messages.create_message,

@@ -181,6 +181,10 @@ class RoutingConfig(Strict):
     # (needs record_prompts and storage); 0: only `gateway router train` retrains.
     retrain_every_s: float = Field(default=0, ge=0)
     retrain_min_feedback: int = Field(default=100, ge=1)
+    # The share of routed calls sent to another candidate of the profile at random, so
+    # that feedback rates every rung and not only the one the router picks: one share,
+    # or one per profile (absent: 0). Never past the key's budget, never on deployments.
+    explore_share: float | dict[ProfileName, float] = 0.0
 
     @model_validator(mode="after")
     def _every_profile(self) -> RoutingConfig:
@@ -192,6 +196,12 @@ class RoutingConfig(Strict):
         for name, value in self.thresholds.items():
             if not 0 <= value <= 1:
                 raise ValueError(f"thresholds.{name}: must be between 0 and 1")
+        shares = self.explore_share
+        named = shares.items() if isinstance(shares, dict) else [("", shares)]
+        for profile, value in named:
+            if not 0 <= value <= 1:
+                where = f"explore_share.{profile}" if profile else "explore_share"
+                raise ValueError(f"{where}: must be between 0 and 1")
         return self
 
 

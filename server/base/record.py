@@ -56,6 +56,8 @@ class UsageRecord:
     route_profile: str = ""
     difficulty: float | None = None
     prompt: str | None = None
+    # The routed request's tags, comma-separated (none: empty).
+    tags: str = ""
     # The prompt tokens read from and written to the upstream's prompt cache (the
     # hour-long writes among them), the reasoning tokens among the completion tokens,
     # and what the writes cost.
@@ -124,8 +126,8 @@ class CallRecord:
 
     __slots__ = (
         "method", "started", "ticket", "principal", "model", "run", "limited_tokens",
-        "request_counted", "reservation", "route_profile", "difficulty", "prompt", "usage",
-        "closed", "failure", "streaming", "guardrails",
+        "request_counted", "reservation", "route_profile", "difficulty", "prompt", "tags",
+        "usage", "closed", "failure", "streaming", "guardrails",
     )  # fmt: skip
 
     def __init__(self) -> None:
@@ -146,6 +148,7 @@ class CallRecord:
         self.route_profile = ""
         self.difficulty: float | None = None
         self.prompt: str | None = None
+        self.tags: tuple[str, ...] = ()
         # The ledger row, once closed (None for a call never admitted): what the
         # metrics and the request log report, so they agree with the ledger.
         self.usage: UsageRecord | None = None
@@ -172,9 +175,17 @@ class CallRecord:
         """The work this call runs: what the ledger meters when the call ends."""
         self.run = run
 
-    def routed(self, profile: str, difficulty: float | None, prompt: str | None) -> None:
-        """The router's decision (and the prompt, when the operator records prompts)."""
+    def routed(
+        self,
+        profile: str,
+        difficulty: float | None,
+        prompt: str | None,
+        tags: tuple[str, ...] = (),
+    ) -> None:
+        """The router's decision (and the prompt, when the operator records prompts),
+        with the request's tags."""
         self.route_profile, self.difficulty, self.prompt = profile, difficulty, prompt
+        self.tags = tags
 
     def failed(self, error: BaseException) -> None:
         """The call failed although its handler ends normally, having told the caller

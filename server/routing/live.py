@@ -141,8 +141,8 @@ class LiveCalibration:
         elif not self._drifting and worst > self.tolerance:
             self._drifting = True
         if len(self._labelled) >= self.min_labelled:
-            learned_auc = _auc([(lr, y) for lr, _, y in self._labelled])
-            blended_auc = _auc([(self._blend(lr, f), y) for lr, f, y in self._labelled])
+            learned_auc = auc([(lr, y) for lr, _, y in self._labelled])
+            blended_auc = auc([(self._blend(lr, f), y) for lr, f, y in self._labelled])
             self._blending = blended_auc > learned_auc
             self.blend_reason = "feedback"
         else:
@@ -154,7 +154,7 @@ class LiveCalibration:
         self._thresholds = {p: threshold_for_share(served, s) for p, s in self._targets.items()}
 
 
-def _auc(scored: Sequence[tuple[float, float]]) -> float:
+def auc(scored: Sequence[tuple[float, float]]) -> float:
     """How often a prompt whose cheaper answer fell short (target above 0.5) scores above
     one whose did not; ties count half. 0.5 when either kind is missing."""
     ordered = sorted(scored)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import OrderedDict
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -12,10 +13,10 @@ from server.routing import training
 from server.routing.calibration import Calibration
 from server.routing.features import FeatureScorer
 from server.routing.live import LiveCalibration
-from server.routing.outcomes import examples_from_feedback
 from server.routing.router import OrderedProfiles, Router
 from server.routing.scored import ScoredRouter, Scorer
 from server.routing.scorer import DEFAULT_MODEL_PATH, LearnedScorer
+from server.routing.tags import Rated
 from server.routing.view import CatalogView
 
 
@@ -40,6 +41,8 @@ class LiveScorer:
     ) -> None:
         self.name = name
         self._scorer = scorer
+        # The configured model: every refit starts from it, not from the last refit.
+        self._base = scorer.document if isinstance(scorer, LearnedScorer) else None
         self._live = LiveCalibration(
             calibration, feature_calibration.score_quantiles if feature_calibration else ()
         )
@@ -52,9 +55,15 @@ class LiveScorer:
     def drifting(self) -> bool:
         return self._live.drifting
 
-    def difficulty(self, prompt: str, max_tokens: int | None, request_id: str = "") -> float:
+    def difficulty(
+        self,
+        prompt: str,
+        max_tokens: int | None,
+        request_id: str = "",
+        tags: Sequence[str] = (),
+    ) -> float:
         if isinstance(self._scorer, LearnedScorer):
-            learned, feature = self._scorer.difficulties(prompt, max_tokens)
+            learned, feature = self._scorer.difficulties(prompt, max_tokens, tags)
         else:
             learned = feature = self._scorer.difficulty(prompt, max_tokens)
         self._live.observe(learned, feature)
@@ -73,12 +82,20 @@ class LiveScorer:
     def shares(self) -> dict[str, tuple[float, float | None]]:
         return self._live.shares()
 
-    def refitted(self, rated: list[tuple[str, float]]) -> LearnedScorer | None:
-        """The learned model trained further on (prompt, score) feedback on the cheaper
-        model's answers; None for the feature scorer. Pure: safe to run in a thread."""
-        if not isinstance(self._scorer, LearnedScorer):
-            return None
-        return LearnedScorer(training.refit(self._scorer.document, examples_from_feedback(rated)))
+    @property
+    def learns(self) -> bool:
+        """Whether ratings can refit this scorer (the feature scorer has no fit)."""
+        return self._base is not None
+
+    def refitted(self, rated: Sequence[Rated]) -> LearnedScorer:
+        """A scorer fitted anew on `rated`, with the configured model as its prior (see
+        `training.refit`). Pure: safe to run in a thread."""
+        if self._base is None:
+            raise ValueError("the feature scorer is not refitted")
+        return LearnedScorer(training.refit(self._base, rated))
+
+    def current(self) -> LearnedScorer | FeatureScorer:
+        return self._scorer
 
     def use(self, scorer: LearnedScorer) -> None:
         """Serves `scorer` from now on; the live window and its thresholds carry over."""

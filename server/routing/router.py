@@ -9,6 +9,7 @@ the cheapest model expected to meet the profile's bar.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -103,10 +104,11 @@ class Router(Protocol):
         profile: str,
         budget_usd: float | None = None,
         request_id: str = "",
+        tags: Sequence[str] = (),
     ) -> Route:
         """The models to try for `request` under `profile`; `budget_usd` is what the
         caller may still spend, when its key has a budget; `request_id` lets feedback on
-        the answer reach the router."""
+        the answer reach the router; `tags` say what kind of traffic it is."""
         ...
 
     def feedback(self, request_id: str, score: float) -> bool:
@@ -132,6 +134,7 @@ class OrderedProfiles:
         profile: str,
         budget_usd: float | None = None,
         request_id: str = "",
+        tags: Sequence[str] = (),
     ) -> Route:
         models = self._profiles[profile]  # type: ignore[index]
         return Route(

@@ -11,6 +11,8 @@ that is expected to answer it well enough.
                       strongest always does, the weakest when d <= t
     choice            the cheapest candidate meeting the bar; equal costs go to the
                       lower observed time to first token; none meeting it: the strongest
+    exploration       `routing.explore_share` of the calls go to another candidate at
+                      random (reason EXPLORE), so that feedback rates every rung
     fallback          the other candidates, in the profile's order
     predicted success with a quality prior q per model (the config's `quality`, else the
                       scorer file's prior for that model), each candidate's chance of
@@ -26,7 +28,9 @@ thresholds re-centred on recent traffic toward each profile's target share.
 from __future__ import annotations
 
 import math
+import random
 import time
+from collections.abc import Sequence
 from typing import Protocol
 
 from server.base import tokens
@@ -52,8 +56,15 @@ class Scorer(Protocol):
         """True while recent traffic's scores stray from the training distribution."""
         ...
 
-    def difficulty(self, prompt: str, max_tokens: int | None, request_id: str = "") -> float:
-        """A probability, 0 to 1; `request_id` lets feedback on the answer label it."""
+    def difficulty(
+        self,
+        prompt: str,
+        max_tokens: int | None,
+        request_id: str = "",
+        tags: Sequence[str] = (),
+    ) -> float:
+        """A probability, 0 to 1; `request_id` lets feedback on the answer label it;
+        `tags` are features of the estimate."""
         ...
 
     def threshold(self, profile: str) -> float:
@@ -83,6 +94,9 @@ class ScoredRouter:
         self._scorer = scorer
         self._default_max = default_max_tokens
         self._overrides = routing.thresholds
+        share = routing.explore_share
+        self._explore = share if isinstance(share, dict) else dict.fromkeys(PROFILES, share)
+        self._random = random.Random()
         # A cheaper profile never holds a higher bar, so it never picks a stronger model.
         economy, balanced, quality = (self._threshold(p) for p in PROFILES)
         if not economy >= balanced >= quality:
@@ -113,6 +127,7 @@ class ScoredRouter:
         profile: str,
         budget_usd: float | None = None,
         request_id: str = "",
+        tags: Sequence[str] = (),
     ) -> Route:
         started = time.perf_counter()
         models = self._profiles[profile]  # type: ignore[index]
@@ -125,7 +140,7 @@ class ScoredRouter:
                 decision_ms=_ms_since(started),
             )  # fmt: skip
         scorer = self._scorer
-        difficulty = scorer.difficulty(_prompt_text(request), request.max_tokens, request_id)
+        difficulty = scorer.difficulty(prompt_text(request), request.max_tokens, request_id, tags)
         threshold = self._threshold(profile)
         costs = {m: self._cost(m, request) for m in eligible}
         shift = _logit(1 - difficulty) - self._average
@@ -160,8 +175,18 @@ class ScoredRouter:
             chosen = max(eligible, key=lambda m: (self._ladder[m], -_or_inf(costs[m])))
             codes = ["STRONGEST_AVAILABLE"]
             reason = f"no model meets the {profile} bar; the strongest available serves"
-        order = (chosen, *(m for m in eligible if m != chosen))
-        scorer.decided(profile, chosen != candidates[0].model)
+        others = [m for m in eligible if m != chosen]
+        share = self._explore.get(profile, 0.0)  # type: ignore[call-overload]
+        if others and self._random.random() < share:
+            # Feedback on the answer then says what another rung does on such prompts;
+            # the explored call stays out of the shares live calibration keeps.
+            chosen = self._random.choice(others)
+            others = [m for m in eligible if m != chosen]
+            codes = ["EXPLORE"]
+            reason = f"exploring: another candidate of the {profile} profile, at random"
+        else:
+            scorer.decided(profile, chosen != candidates[0].model)
+        order = (chosen, *others)
         target, realised = scorer.shares().get(profile, (None, None))
         return Route(
             profile, order, reason=reason, reason_codes=tuple(codes), difficulty=difficulty,
@@ -252,7 +277,8 @@ def _ladder(models: list[ModelConfig], priors: dict[str, float]) -> dict[str, fl
     return {m: 1.0 if high == low else (q - low) / (high - low) for m, q in raw.items()}
 
 
-def _prompt_text(request: GenerationRequest) -> str:
+def prompt_text(request: GenerationRequest) -> str:
+    """The text a routed request is scored on (and, recorded, retrained on)."""
     if request.prompt is not None:
         return request.prompt
     return "\n".join(m.content for m in request.messages)

@@ -26,10 +26,11 @@ import json
 import math
 import struct
 from array import array
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from server.routing import features, text
+from server.routing import features, tags, text
 from server.routing.calibration import Calibration
 from server.routing.features import sigmoid
 
@@ -84,6 +85,14 @@ class LearnedScorer:
         self._scale = float(ensemble.get("scale", 1.0))
         self._shift = float(ensemble.get("shift", 0.0))
         self._prior = features.FeatureScorer()
+        # A refitted model (`training.refit`) weighs the model it was refitted from and
+        # adds what its traffic's tags say.
+        self._base = LearnedScorer(document["prior"]) if "prior" in document else None
+        self._base_weight = float(model.get("prior_weight", 0.0))
+        self.tag_offsets: dict[str, tuple[float, float]] = {
+            str(tag): (float(fail), float(success))
+            for tag, (fail, success) in document.get("tags", {}).get("offsets", {}).items()
+        }
         self.calibration = Calibration.from_json(document["calibration"])
         # Each model's share of prompts answered well enough, from outcome files.
         self.quality_priors: dict[str, float] = {
@@ -96,18 +105,26 @@ class LearnedScorer:
         with open(path, encoding="utf-8") as model_file:
             return cls(json.load(model_file))
 
-    def logit(self, prompt: str, max_tokens: int | None = None) -> float:
+    def logit(
+        self, prompt: str, max_tokens: int | None = None, tagged: Sequence[str] = ()
+    ) -> float:
         """The log-odds behind `difficulty`."""
-        return self.logit_of(text.buckets(prompt, self.bits), features.extract(prompt, max_tokens))
+        found, values = text.buckets(prompt, self.bits), features.extract(prompt, max_tokens)
+        return self.logit_of(found, values, tagged)
 
-    def logit_of(self, found: list[int], values: list[float]) -> float:
-        """The log-odds of an already encoded prompt: its buckets and feature values."""
+    def logit_of(self, found: list[int], values: list[float], tagged: Sequence[str] = ()) -> float:
+        """The log-odds of an already encoded prompt: its buckets, feature values and tags."""
         prior = self._prior.logit(values) if self._feature_weight else 0.0
-        return self._combined(found, values, prior)
+        return self._combined(found, values, prior, tagged)
 
-    def _combined(self, found: list[int], values: list[float], prior: float) -> float:
+    def _combined(
+        self, found: list[int], values: list[float], prior: float, tagged: Sequence[str]
+    ) -> float:
         z = self.fitted_logit(found, values) * self._learned_weight + prior * self._feature_weight
-        return z * self._scale + self._shift
+        z = z * self._scale + self._shift
+        if self._base is not None:
+            z += self._base_weight * self._base.logit_of(found, values)
+        return z + tags.offset(self.tag_offsets, tagged) if tagged else z
 
     def fitted_logit(self, found: list[int], values: list[float]) -> float:
         """The fitted model's own log-odds, without the hand-set prior."""
@@ -119,13 +136,17 @@ class LearnedScorer:
             + sum(w * v for w, v in zip(self._feature_weights, values, strict=True))
         )
 
-    def difficulty(self, prompt: str, max_tokens: int | None = None) -> float:
+    def difficulty(
+        self, prompt: str, max_tokens: int | None = None, tagged: Sequence[str] = ()
+    ) -> float:
         """The estimated probability in [0, 1] that the cheaper model falls short."""
-        return sigmoid(self.logit(prompt, max_tokens))
+        return sigmoid(self.logit(prompt, max_tokens, tagged))
 
-    def difficulties(self, prompt: str, max_tokens: int | None = None) -> tuple[float, float]:
+    def difficulties(
+        self, prompt: str, max_tokens: int | None = None, tagged: Sequence[str] = ()
+    ) -> tuple[float, float]:
         """This model's difficulty and the hand-set feature scorer's, from one encoding."""
         values = features.extract(prompt, max_tokens)
         prior = self._prior.logit(values)
         found = text.buckets(prompt, self.bits)
-        return sigmoid(self._combined(found, values, prior)), sigmoid(prior)
+        return sigmoid(self._combined(found, values, prior, tagged)), sigmoid(prior)

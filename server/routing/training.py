@@ -24,7 +24,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from server.routing import features, text
+from server.routing import features, tags, text
 from server.routing.calibration import DEFAULT_STRONG_SHARES, Calibration
 from server.routing.features import FeatureScorer, sigmoid
 from server.routing.outcomes import (
@@ -44,8 +44,8 @@ from server.routing.scorer import (
     NO_ENSEMBLE,
     LearnedScorer,
     pack_weights,
-    unpack_weights,
 )
+from server.routing.tags import Rated
 
 
 @dataclass(frozen=True)
@@ -76,6 +76,10 @@ class Encoded:
     buckets: list[int]
     values: list[float]
     target: float
+    # Log-odds the fit takes as given: what the prompt's tags say.
+    offset: float = 0.0
+    # A prior scorer's log-odds, which the fit weighs (from 1) beside its own.
+    prior: float = 0.0
 
 
 def encode(examples: Iterable[Example], bits: int) -> list[Encoded]:
@@ -96,33 +100,25 @@ def _standardisation(rows: Sequence[Encoded]) -> tuple[list[float], list[float]]
     return means, scales
 
 
-def _fit(
-    rows: Sequence[Encoded], options: TrainingOptions, start: dict[str, Any] | None = None
-) -> dict[str, Any]:
-    """AdaGrad on the logistic loss; L2 is applied to the weights an example touches.
-    With `start` (a model's "model" entry) the fit continues from its weights and keeps
-    its standardisation: new rows adjust the model instead of replacing it."""
-    if start is None:
-        means, scales = _standardisation(rows)
-        size = 1 << options.hash_bits
-        bucket_w = [0.0] * size
-        feature_w = [0.0] * len(means)
-        prior = min(0.99, max(0.01, sum(r.target for r in rows) / len(rows)))
-        bias = math.log(prior / (1 - prior))
-    else:
-        specs = [start["features"][name] for name in features.FEATURE_NAMES]
-        means = [float(f["mean"]) for f in specs]
-        scales = [float(f["scale"]) for f in specs]
-        feature_w = [float(f["weight"]) for f in specs]
-        bucket_w = list(unpack_weights(start["bucket_weights_f16"]))
-        size = len(bucket_w)
-        bias = float(start["intercept"])
+def _fit(rows: Sequence[Encoded], options: TrainingOptions) -> dict[str, Any]:
+    """AdaGrad on the logistic loss, from zero weights; L2 is applied to the weights an
+    example touches. A row's `offset` is added as given; its `prior` (a prior scorer's
+    log-odds) is weighed, from 1 and drawn back toward 1, when any row has one."""
+    means, scales = _standardisation(rows)
+    size = 1 << options.hash_bits
+    bucket_w = [0.0] * size
+    feature_w = [0.0] * len(means)
+    prior = min(0.99, max(0.01, sum(r.target for r in rows) / len(rows)))
+    bias = math.log(prior / (1 - prior))
     standardised = [
         [(v - m) / s for v, m, s in zip(r.values, means, scales, strict=True)] for r in rows
     ]
     bucket_g = [1e-8] * size
     feature_g = [1e-8] * len(means)
     bias_g = 1e-8
+    weighs_prior = any(r.prior for r in rows)
+    prior_w = 1.0
+    prior_g = 1e-8
     rate, l2 = options.learning_rate, options.l2
     order = list(range(len(rows)))
     shuffler = random.Random(options.seed)
@@ -132,12 +128,16 @@ def _fit(
             row = rows[index]
             values = standardised[index]
             scale = 1.0 / math.sqrt(len(row.buckets)) if row.buckets else 0.0
-            z = bias + scale * sum(bucket_w[i] for i in row.buckets)
+            z = bias + scale * sum(bucket_w[i] for i in row.buckets) + row.offset
             z += sum(w * v for w, v in zip(feature_w, values, strict=True))
-            z = max(-30.0, min(30.0, z))
+            z = max(-30.0, min(30.0, z + prior_w * row.prior))
             error = 1.0 / (1.0 + math.exp(-z)) - row.target
             bias_g += error * error
             bias -= rate * error / math.sqrt(bias_g)
+            if weighs_prior:
+                g = error * row.prior + l2 * (prior_w - 1.0)
+                prior_g += g * g
+                prior_w -= rate * g / math.sqrt(prior_g)
             step = error * scale
             for i in row.buckets:
                 g = step + l2 * bucket_w[i]
@@ -147,7 +147,8 @@ def _fit(
                 g = error * v + l2 * feature_w[j]
                 feature_g[j] += g * g
                 feature_w[j] -= rate * g / math.sqrt(feature_g[j])
-    return {
+    fitted: dict[str, Any] = {"prior_weight": round(prior_w, 6)} if weighs_prior else {}
+    return fitted | {
         "hash_bits": size.bit_length() - 1,
         "intercept": round(bias, 6),
         "features": {
@@ -204,14 +205,23 @@ def _out_of_fold_logits(
     return pairs
 
 
-def _platt(pairs: Sequence[tuple[float, float]]) -> tuple[float, float]:
+def _platt(
+    pairs: Sequence[tuple[float, float]],
+    offsets: Sequence[float] | None = None,
+    ridge: float = 0.0,
+) -> tuple[float, float]:
     """Scale and shift that turn log-odds into calibrated ones (Newton's method on the
-    logistic loss of sigmoid(scale * z + shift) against the targets)."""
+    logistic loss of sigmoid(scale * z + shift + offset) against the targets). `ridge`
+    draws them toward 1 and 0: a few ratings of near-equal prompts cannot tell the two
+    apart, and would send both far off."""
     scale, shift = 1.0, 0.0
+    offsets = offsets or [0.0] * len(pairs)
     for _ in range(25):
-        g_a = g_b = h_aa = h_ab = h_bb = 0.0
-        for z, y in pairs:
-            p = sigmoid(scale * z + shift)
+        g_a, g_b = ridge * (scale - 1.0), ridge * shift
+        h_aa = h_bb = ridge
+        h_ab = 0.0
+        for (z, y), o in zip(pairs, offsets, strict=True):
+            p = sigmoid(scale * z + shift + o)
             w = max(p * (1 - p), 1e-9)
             g_a += (p - y) * z
             g_b += p - y
@@ -221,8 +231,10 @@ def _platt(pairs: Sequence[tuple[float, float]]) -> tuple[float, float]:
         det = h_aa * h_bb - h_ab * h_ab
         if abs(det) < 1e-12:
             break
-        step_a = (h_bb * g_a - h_ab * g_b) / det
-        step_b = (h_aa * g_b - h_ab * g_a) / det
+        # At most 1 a step: where the scores saturate the Hessian vanishes, and an
+        # undamped step would throw the scale far past the optimum.
+        step_a = max(-1.0, min(1.0, (h_bb * g_a - h_ab * g_b) / det))
+        step_b = max(-1.0, min(1.0, (h_aa * g_b - h_ab * g_a) / det))
         scale, shift = scale - step_a, shift - step_b
         if abs(step_a) + abs(step_b) < 1e-7:
             break
@@ -276,39 +288,88 @@ def train(
     return document
 
 
-# Smaller steps than a fresh fit: a few hundred rated prompts nudge a model trained on
-# thousands instead of overwriting it (bench/routing_transfer's feedback stream).
-REFIT_LEARNING_RATE = 0.01
+# A refit fits a few hundred rated prompts on top of a prior fitted on thousands: a
+# smaller rate than a fresh fit's keeps the prompt model from chasing their noise
+# (bench/routing_transfer's learning from traffic: 0.02 reaches a fresh fit's figure
+# on the same rows, 0.05 falls 0.02-0.03 short).
+REFIT_LEARNING_RATE = 0.02
+# Pseudo-ratings that hold the prior's weight at 1 until the ratings say otherwise.
+PLATT_RIDGE = 1.0
 
 
 def refit(
-    document: dict[str, Any], examples: Iterable[Example], options: TrainingOptions | None = None
+    base: dict[str, Any], rated: Sequence[Rated], options: TrainingOptions | None = None
 ) -> dict[str, Any]:
-    """A copy of the model `document` trained further on `examples` (feedback, say) and
-    recalibrated on their scores; its priors, ensemble weights and credit are kept."""
-    chosen = list(examples)
-    if not chosen:
-        raise ValueError("no training examples")
-    start = document["model"]
-    ensemble = start.get("ensemble") or NO_ENSEMBLE
+    """A scorer fitted anew on every rated answer, with the model `base` (the configured
+    one, fitted on the shipped data) as its prior: its log-odds enter the fit with a
+    weight that starts at 1 and that the ratings move.
+
+    The ratings of the cheapest rung's answers train the prompt model (a rating below 1
+    says it fell short); every rating, of any rung, counts toward its tags' estimates
+    (`server.routing.tags`), which the fit takes as given. Thresholds are recalibrated on
+    the rated prompts; priors, the feature scorer's calibration and credit are kept."""
+    if not rated:
+        raise ValueError("no rated rows")
+    prior = LearnedScorer(base)
+    known = tags.offsets(rated)
+    rows = []
+    for row in rated:
+        if row.cheapest:
+            found = text.buckets(row.prompt, prior.bits)
+            values = features.extract(row.prompt, None)
+            rows.append(Encoded(
+                found, values, 1.0 - min(1.0, max(0.0, row.score)),
+                offset=tags.failure_offset(known, row.tags), prior=prior.logit_of(found, values),
+            ))  # fmt: skip
     options = replace(
         options or TrainingOptions(learning_rate=REFIT_LEARNING_RATE),
-        hash_bits=int(start["hash_bits"]),
-        learned_weight=float(ensemble["learned_weight"]),
-        feature_weight=float(ensemble["feature_weight"]),
-    )
-    rows = encode(chosen, options.hash_bits)
-    refitted = dict(document)
-    refitted["model"] = _fit(rows, options, start)
-    # The probability rescale fitted with the model holds for the refitted one too.
-    refitted["model"]["ensemble"].update(
-        scale=float(ensemble.get("scale", 1.0)), shift=float(ensemble.get("shift", 0.0))
-    )
-    scores = _scores(LearnedScorer(refitted), rows)
-    shares = Calibration.from_json(document["calibration"]).strong_shares
-    refitted["calibration"] = Calibration.fit(scores, shares).to_json()
-    refitted["refitted_on"] = int(document.get("refitted_on", 0)) + len(rows)
+        hash_bits=prior.bits, label="weak-fails", learned_weight=1.0, feature_weight=0.0,
+    )  # fmt: skip
+    refitted = {k: v for k, v in base.items() if k not in ("model", "calibration", "training")}
+    refitted |= {
+        "label": LABELS["weak-fails"],
+        "prior": base,
+        "tags": {"shrink": tags.SHRINK, "offsets": {t: list(o) for t, o in known.items()}},
+        "refit": {"cheapest": len(rows), "above": len(rated) - len(rows)},
+    }
+    if rows:
+        # How far the prior's log-odds carry to this traffic, beside its tags: the fit
+        # starts from that weight instead of 1.
+        weight, shift = _platt(_smoothed(rows), [r.offset for r in rows], PLATT_RIDGE)
+        model = _fit([replace(r, prior=weight * r.prior + shift) for r in rows], options)
+        # The fitted weight w scaled the shifted prior: w * (weight * prior + shift).
+        fitted = model.pop("prior_weight", 1.0)
+        model["prior_weight"] = round(fitted * weight, 6)
+        model["intercept"] = round(model["intercept"] + fitted * shift, 6)
+        refitted["model"] = model
+    else:  # no answer of the cheapest rung rated: the prior as it is, and the tags
+        refitted["model"] = _unchanged(prior.bits)
+    scorer = LearnedScorer(refitted | {"calibration": base["calibration"]})
+    scores = [sigmoid(scorer.logit(r.prompt, None, r.tags)) for r in rated]
+    refitted["calibration"] = Calibration.fit(scores, prior.calibration.strong_shares).to_json()
     return refitted
+
+
+def _smoothed(rows: Sequence[Encoded]) -> list[tuple[float, float]]:
+    """(prior, target) with Platt's smoothed targets: (n+ + 1) / (n+ + 2) for a failure,
+    1 / (n- + 2) for a success, so that ratings the prior separates perfectly give a
+    finite weight."""
+    positives = sum(r.target for r in rows)
+    high = (positives + 1) / (positives + 2)
+    low = 1 / (len(rows) - positives + 2)
+    return [(r.prior, low + r.target * (high - low)) for r in rows]
+
+
+def _unchanged(bits: int) -> dict[str, Any]:
+    """A fitted part that adds nothing to its prior."""
+    return {
+        "prior_weight": 1.0,
+        "hash_bits": bits,
+        "intercept": 0.0,
+        "features": {n: {"weight": 0.0, "mean": 0.0, "scale": 1.0} for n in features.FEATURE_NAMES},
+        "bucket_weights_f16": pack_weights([0.0] * (1 << bits)),
+        "ensemble": NO_ENSEMBLE,
+    }
 
 
 def _read_feedback(path: Path) -> list[tuple[str, float]]:

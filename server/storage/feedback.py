@@ -36,3 +36,17 @@ class FeedbackStore:
             model,
         )
         return [(str(r["prompt"]), float(r["score"])) for r in rows]
+
+    async def rated_answers(self) -> list[tuple[str, str, str, float]]:
+        """(prompt, tags comma-separated, model that answered, score) of every rated
+        routed request whose prompt was recorded, oldest first: every rung's answers."""
+        rows = await self.db.fetch(
+            "SELECT u.prompt AS prompt, u.tags AS tags, u.model AS model, f.score AS score "
+            "FROM feedback f JOIN usage_records u "
+            "ON u.key_id = f.key_id AND u.request_id = f.request_id "
+            "WHERE u.route_profile != '' AND u.status = 'OK' AND u.prompt IS NOT NULL "
+            "ORDER BY f.ts",
+        )
+        return [
+            (str(r["prompt"]), str(r["tags"]), str(r["model"]), float(r["score"])) for r in rows
+        ]

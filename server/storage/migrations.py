@@ -157,6 +157,14 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
             "ALTER TABLE usage_records ADD COLUMN result_bytes INTEGER NOT NULL DEFAULT 0",
         ],
     ),
+    (
+        8,
+        "routing tags",
+        [
+            # A routed request's tags, comma-separated: what routing learns per kind.
+            "ALTER TABLE usage_records ADD COLUMN tags TEXT NOT NULL DEFAULT ''",
+        ],
+    ),
 ]
 
 

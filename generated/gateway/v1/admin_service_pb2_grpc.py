@@ -80,6 +80,11 @@ class AdminServiceStub:
                 request_serializer=gateway_dot_v1_dot_admin__service__pb2.GetDashboardRequest.SerializeToString,
                 response_deserializer=gateway_dot_v1_dot_admin__service__pb2.GetDashboardResponse.FromString,
                 _registered_method=True)
+        self.RetrainRouter = channel.unary_unary(
+                '/gateway.v1.AdminService/RetrainRouter',
+                request_serializer=gateway_dot_v1_dot_admin__service__pb2.RetrainRouterRequest.SerializeToString,
+                response_deserializer=gateway_dot_v1_dot_admin__service__pb2.RetrainRouterResponse.FromString,
+                _registered_method=True)
 
 
 class AdminServiceServicer:
@@ -176,6 +181,18 @@ class AdminServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def RetrainRouter(self, request, context):
+        """Refits the routing scorer now from the ledger's rated answers of routed prompts
+        (every rung's; `routing.record_prompts` keeps the prompts) and serves it in place
+        of the current one. Without rated answers, storage, or a scorer that learns (a
+        fixed order, the feature scorer) the scorer is kept and the response says so.
+
+        Errors: UNAUTHENTICATED.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AdminServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -218,6 +235,11 @@ def add_AdminServiceServicer_to_server(servicer, server):
                     servicer.GetDashboard,
                     request_deserializer=gateway_dot_v1_dot_admin__service__pb2.GetDashboardRequest.FromString,
                     response_serializer=gateway_dot_v1_dot_admin__service__pb2.GetDashboardResponse.SerializeToString,
+            ),
+            'RetrainRouter': grpc.unary_unary_rpc_method_handler(
+                    servicer.RetrainRouter,
+                    request_deserializer=gateway_dot_v1_dot_admin__service__pb2.RetrainRouterRequest.FromString,
+                    response_serializer=gateway_dot_v1_dot_admin__service__pb2.RetrainRouterResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -442,6 +464,33 @@ class AdminService:
             '/gateway.v1.AdminService/GetDashboard',
             gateway_dot_v1_dot_admin__service__pb2.GetDashboardRequest.SerializeToString,
             gateway_dot_v1_dot_admin__service__pb2.GetDashboardResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RetrainRouter(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/gateway.v1.AdminService/RetrainRouter',
+            gateway_dot_v1_dot_admin__service__pb2.RetrainRouterRequest.SerializeToString,
+            gateway_dot_v1_dot_admin__service__pb2.RetrainRouterResponse.FromString,
             options,
             channel_credentials,
             insecure,

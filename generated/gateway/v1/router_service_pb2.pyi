@@ -65,7 +65,7 @@ class SkippedModel(_message.Message):
     def __init__(self, model: _Optional[str] = ..., reason: _Optional[str] = ..., detail: _Optional[str] = ...) -> None: ...
 
 class InferRequest(_message.Message):
-    __slots__ = ("prompt", "max_tokens", "temperature", "top_p", "stream", "profile", "stream_options")
+    __slots__ = ("prompt", "max_tokens", "temperature", "top_p", "stream", "profile", "stream_options", "tags")
     PROMPT_FIELD_NUMBER: _ClassVar[int]
     MAX_TOKENS_FIELD_NUMBER: _ClassVar[int]
     TEMPERATURE_FIELD_NUMBER: _ClassVar[int]
@@ -73,6 +73,7 @@ class InferRequest(_message.Message):
     STREAM_FIELD_NUMBER: _ClassVar[int]
     PROFILE_FIELD_NUMBER: _ClassVar[int]
     STREAM_OPTIONS_FIELD_NUMBER: _ClassVar[int]
+    TAGS_FIELD_NUMBER: _ClassVar[int]
     prompt: str
     max_tokens: int
     temperature: float
@@ -80,7 +81,8 @@ class InferRequest(_message.Message):
     stream: bool
     profile: str
     stream_options: _streaming_pb2.StreamOptions
-    def __init__(self, prompt: _Optional[str] = ..., max_tokens: _Optional[int] = ..., temperature: _Optional[float] = ..., top_p: _Optional[float] = ..., stream: _Optional[bool] = ..., profile: _Optional[str] = ..., stream_options: _Optional[_Union[_streaming_pb2.StreamOptions, _Mapping]] = ...) -> None: ...
+    tags: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, prompt: _Optional[str] = ..., max_tokens: _Optional[int] = ..., temperature: _Optional[float] = ..., top_p: _Optional[float] = ..., stream: _Optional[bool] = ..., profile: _Optional[str] = ..., stream_options: _Optional[_Union[_streaming_pb2.StreamOptions, _Mapping]] = ..., tags: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class InferResponse(_message.Message):
     __slots__ = ("id", "object", "created", "model", "choices", "usage", "route")
@@ -101,7 +103,7 @@ class InferResponse(_message.Message):
     def __init__(self, id: _Optional[str] = ..., object: _Optional[str] = ..., created: _Optional[int] = ..., model: _Optional[str] = ..., choices: _Optional[_Iterable[_Union[_completion_pb2.CompletionChoice, _Mapping]]] = ..., usage: _Optional[_Union[_usage_pb2.Usage, _Mapping]] = ..., route: _Optional[_Union[RouteDecision, _Mapping]] = ...) -> None: ...
 
 class StreamInferRequest(_message.Message):
-    __slots__ = ("prompt", "max_tokens", "temperature", "top_p", "stream", "profile", "stream_options")
+    __slots__ = ("prompt", "max_tokens", "temperature", "top_p", "stream", "profile", "stream_options", "tags")
     PROMPT_FIELD_NUMBER: _ClassVar[int]
     MAX_TOKENS_FIELD_NUMBER: _ClassVar[int]
     TEMPERATURE_FIELD_NUMBER: _ClassVar[int]
@@ -109,6 +111,7 @@ class StreamInferRequest(_message.Message):
     STREAM_FIELD_NUMBER: _ClassVar[int]
     PROFILE_FIELD_NUMBER: _ClassVar[int]
     STREAM_OPTIONS_FIELD_NUMBER: _ClassVar[int]
+    TAGS_FIELD_NUMBER: _ClassVar[int]
     prompt: str
     max_tokens: int
     temperature: float
@@ -116,7 +119,8 @@ class StreamInferRequest(_message.Message):
     stream: bool
     profile: str
     stream_options: _streaming_pb2.StreamOptions
-    def __init__(self, prompt: _Optional[str] = ..., max_tokens: _Optional[int] = ..., temperature: _Optional[float] = ..., top_p: _Optional[float] = ..., stream: _Optional[bool] = ..., profile: _Optional[str] = ..., stream_options: _Optional[_Union[_streaming_pb2.StreamOptions, _Mapping]] = ...) -> None: ...
+    tags: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, prompt: _Optional[str] = ..., max_tokens: _Optional[int] = ..., temperature: _Optional[float] = ..., top_p: _Optional[float] = ..., stream: _Optional[bool] = ..., profile: _Optional[str] = ..., stream_options: _Optional[_Union[_streaming_pb2.StreamOptions, _Mapping]] = ..., tags: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class StreamInferResponse(_message.Message):
     __slots__ = ("id", "object", "created", "model", "choices", "usage", "route")

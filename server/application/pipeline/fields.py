@@ -5,7 +5,7 @@ Every failure is InvalidArgument naming the field.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from google.protobuf import struct_pb2
@@ -13,6 +13,7 @@ from google.protobuf.message import Message
 
 from server.base import urls
 from server.base.errors import InvalidArgument
+from server.routing.tags import MAX_TAGS, TAG_CHARS
 
 MAX_STOP_SEQUENCES = 4
 MAX_TOKENS_CEILING = 1_000_000
@@ -133,3 +134,33 @@ def metadata(request: HasMetadata) -> tuple[tuple[str, str], ...]:
         if len(value) > 512:
             raise InvalidArgument.for_field(f"metadata.{key}", "values are at most 512 characters")
     return tuple(sorted(request.metadata.items()))
+
+
+# Where a request of a model path may carry its tags, comma-separated, when its
+# dialect has no `metadata.tags` (or the caller prefers a header).
+TAGS_HEADER = "x-gateway-tags"
+
+
+def tags(values: Sequence[str], field: str) -> tuple[str, ...]:
+    """A request's tags, each once, in order: at most MAX_TAGS of 1 to TAG_CHARS
+    characters."""
+    if len(values) > MAX_TAGS:
+        raise InvalidArgument.for_field(field, f"at most {MAX_TAGS} tags")
+    for index, tag in enumerate(values):
+        if not 1 <= len(tag) <= TAG_CHARS:
+            raise InvalidArgument.for_field(
+                f"{field}[{index}]", f"must be 1 to {TAG_CHARS} characters"
+            )
+    return tuple(dict.fromkeys(values))
+
+
+def listed_tags(metadata: Sequence[tuple[str, str]], headers: Mapping[str, str]) -> tuple[str, ...]:
+    """The tags of a model path's request: its `metadata.tags`, else the TAGS_HEADER
+    header, comma-separated."""
+    listed = dict(metadata).get("tags")
+    field = "metadata.tags"
+    if listed is None:
+        listed, field = headers.get(TAGS_HEADER), TAGS_HEADER
+    if listed is None:
+        return ()
+    return tags([tag.strip() for tag in listed.split(",")], field)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from gateway.v1 import router_service_pb2 as router_pb
 
 from server.accounting.accounts import Accounts
-from server.application.pipeline import affinity, response_cache
+from server.application.pipeline import affinity, fields, response_cache
 from server.application.pipeline.affinity import Affinity
 from server.application.pipeline.catalog import Upstream, spread
 from server.application.pipeline.engine import Recorder, Run
@@ -32,6 +32,7 @@ from server.base.errors import InvalidArgument
 from server.base.generation import GenerationRequest
 from server.base.spans import span
 from server.guardrails.guard import Guard
+from server.routing.scored import prompt_text
 
 # Where a request that named a routing profile as its model says what was chosen.
 ROUTE_HEADER = "x-gateway-route"
@@ -72,8 +73,9 @@ class Generations:
         routing profile named as the model is routed as /v1/infer routes it; the
         decision goes back in the `x-gateway-route` header."""
         call, catalog = admitted.call, admitted.state.catalog
+        tags = fields.listed_tags(generation.metadata, call.metadata)
         if catalog.is_profile(model):
-            run, decision = await self._routed(admitted, generation, model)
+            run, decision = await self._routed(admitted, generation, model, tags)
             call.response_metadata[ROUTE_HEADER] = (
                 f"profile={decision.profile}; model={decision.model}; "
                 f"provider={decision.provider}; reason={decision.reason}"
@@ -83,12 +85,16 @@ class Generations:
         return await self._one(admitted, config, generation, f"model {config.id}")
 
     async def route(
-        self, admitted: Admitted, profile: str | None, generation: GenerationRequest
+        self,
+        admitted: Admitted,
+        profile: str | None,
+        generation: GenerationRequest,
+        tags: tuple[str, ...] = (),
     ) -> tuple[Run, router_pb.RouteDecision]:
         """A run of the model the router picks for `profile` (interface B; absent: the
         config's default profile)."""
         chosen = profile or admitted.state.config.routing.default_profile
-        return await self._routed(admitted, generation, chosen)
+        return await self._routed(admitted, generation, chosen, tags)
 
     async def deploy(
         self, admitted: Admitted, deployment_id: str, generation: GenerationRequest
@@ -112,7 +118,7 @@ class Generations:
         return await self._open(admitted, upstreams, generation, subject)
 
     async def _routed(
-        self, admitted: Admitted, generation: GenerationRequest, profile: str
+        self, admitted: Admitted, generation: GenerationRequest, profile: str, tags: tuple[str, ...]
     ) -> tuple[Run, router_pb.RouteDecision]:
         call, state, principal = admitted.call, admitted.state, admitted.principal
         _fits(generation, state.config.limits.max_prompt_tokens, "this gateway")
@@ -120,15 +126,16 @@ class Generations:
         with span("gateway.routing", **{"gateway.profile": profile}) as current:
             # Keyed by key and request id, as feedback names its request.
             asker = f"{principal.key_id}/{call.request_id}"
-            route = state.router.route(generation, profile, budget_left, asker)
+            route = state.router.route(generation, profile, budget_left, asker, tags)
             if current is not None:
                 current.set_attribute("gateway.models", list(route.models))
-        recorded = generation.prompt if state.config.routing.record_prompts else None
-        call.record.routed(route.profile, route.difficulty, recorded)
         ranked = route.models
         catalog = state.catalog
         chosen = [catalog.model(m) for m in ranked]
         admitted, generation = await _guarded(admitted, generation, chosen)
+        # The prompt as the guardrails leave it: the ledger keeps what the models read.
+        recorded = prompt_text(generation) if state.config.routing.record_prompts else None
+        call.record.routed(route.profile, route.difficulty, recorded, tags)
         prices = [catalog.model(m).price for m in ranked]
         generation = await self._reserve(admitted, generation, prices)
         upstreams = [u for m in ranked for u in catalog.upstreams[m]]

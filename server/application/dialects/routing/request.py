@@ -8,7 +8,13 @@ from __future__ import annotations
 from gateway.v1 import deployment_service_pb2 as deployment_pb
 from gateway.v1 import router_service_pb2 as router_pb
 
-from server.application.pipeline.fields import present, read_sampling, required, stop_sequences
+from server.application.pipeline.fields import (
+    present,
+    read_sampling,
+    required,
+    stop_sequences,
+    tags,
+)
 from server.base.config import PROFILES
 from server.base.errors import InvalidArgument
 from server.base.generation import GenerationRequest
@@ -22,13 +28,15 @@ InvokeRequest = deployment_pb.InvokeDeploymentRequest | deployment_pb.StreamInvo
 ROUTER_TEMPERATURE = 1.0
 
 
-def infer(request: InferRequest) -> tuple[GenerationRequest, str | None]:
-    """Validates an (Stream)InferRequest; returns it and the profile asked for, if any."""
+def infer(request: InferRequest) -> tuple[GenerationRequest, str | None, tuple[str, ...]]:
+    """Validates an (Stream)InferRequest; returns it, the profile asked for, if any,
+    and its tags."""
     prompt = required(request.prompt, "prompt")
     profile = request.profile if present(request, "profile") else None
     if profile is not None and profile not in PROFILES:
         raise InvalidArgument.for_field("profile", f"must be one of {', '.join(PROFILES)}")
-    return GenerationRequest(prompt=prompt, **read_sampling(request, ROUTER_TEMPERATURE)), profile
+    generation = GenerationRequest(prompt=prompt, **read_sampling(request, ROUTER_TEMPERATURE))
+    return generation, profile, tags(request.tags, "tags")
 
 
 def invocation(request: InvokeRequest) -> tuple[GenerationRequest, bool]:

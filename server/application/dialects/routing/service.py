@@ -55,8 +55,8 @@ class RouterService:
 
     async def _run(self, request: InferRequest, call: Call) -> tuple[Run, router.RouteDecision]:
         admitted = await self.generations.admit(call, "router")
-        generation, profile = translation.infer(request)
-        return await self.generations.route(admitted, profile, generation)
+        generation, profile, tags = translation.infer(request)
+        return await self.generations.route(admitted, profile, generation, tags)
 
 
 class DeploymentService:
