@@ -218,6 +218,11 @@ class Guard:
             return self.text(arguments, phase)
         return json.dumps(self._json(value, phase))
 
+    def value(self, value: Any, phase: str) -> Any:
+        """A JSON value (an MCP tool's arguments or result) redacted in its prose
+        strings only."""
+        return self._json(value, phase) if self.active(phase) else value
+
     def _json(self, value: Any, phase: str, key: str = "") -> Any:
         if isinstance(value, str):
             return value if key in OPAQUE else self.text(value, phase)

@@ -42,6 +42,7 @@ from server.base.errors import (
 from server.base.record import UsageRecord, new_ticket
 from server.base.spans import span
 from server.base.tools import Tool, ToolAnswer, ToolServerError, ToolTimeout
+from server.guardrails.guard import Guard
 
 # The ledger's method for a tool call, whichever transport it came by.
 METHOD = "CallTool"
@@ -162,6 +163,13 @@ class Tools:
         ):
             self._write(ledger.ended("denied", 0.0, 0, not_found(name)))
             raise not_found(name)
+        guard = self.live.current.guardrails.guard(principal, [], {}, True, response_metadata)
+        if guard is not None:
+            try:
+                arguments = await _scanned(guard, arguments, "tool_calls")
+            except GatewayError as refused:  # a guardrail blocks the arguments
+                self._write(ledger.ended("denied", 0.0, 0, refused))
+                raise
         price = upstream.config.price_per_call
         try:
             reservation = await self.accounts.hold(
@@ -177,6 +185,10 @@ class Tools:
         try:
             with span(f"execute_tool {name}", **attributes) as traced:
                 answer = await self._run(upstream, name, tool, arguments)
+                if guard is not None:  # the result, before the caller or a model reads it
+                    result = await _scanned(guard, answer.result, "tool_results")
+                    answer = replace(answer, result=result)
+                    guard.report()
                 outcome = "tool_error" if answer.is_error else "ok"
                 cost, size = price, answer.size
                 if traced is not None:
@@ -247,3 +259,10 @@ class _Row:
             status=status, error_reason=reason, mcp_server=self.server, mcp_tool=self.tool,
             mcp_outcome=outcome, result_bytes=size,
         )  # fmt: skip
+
+
+async def _scanned(guard: Guard, value: Any, phase: str) -> Any:
+    """`value` past the call's guardrails for `phase` (a model's scan off the loop)."""
+    if guard.slow:
+        return await asyncio.to_thread(guard.value, value, phase)
+    return guard.value(value, phase)
