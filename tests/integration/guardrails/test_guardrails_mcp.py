@@ -37,9 +37,12 @@ def text(result: Any) -> str:
 async def test_arguments_and_results_pass_the_guardrails(
     guardrail: dict[str, Any], seen: str
 ) -> None:
-    async with http_upstream() as url, running_gateway(config(url, **guardrail)) as gw:
-        async with sdk_client(f"http://127.0.0.1:{gw.http_port}/mcp", ALICE) as client:
-            result = await client.call_tool("web__echo", {"text": f"mail {EMAIL}"})
+    async with (
+        http_upstream() as url,
+        running_gateway(config(url, **guardrail)) as gw,
+        sdk_client(f"http://127.0.0.1:{gw.http_port}/mcp", ALICE) as client,
+    ):
+        result = await client.call_tool("web__echo", {"text": f"mail {EMAIL}"})
     assert text(result).endswith(f":mail {seen}")  # the echo tool names its process first
 
 
