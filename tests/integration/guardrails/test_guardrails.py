@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ import openai
 import pytest
 
 from server.base.config import ConfigError, parse
-from tests.support.gateways import API_KEY, ROOT, running_gateway
+from tests.support.gateways import API_KEY, running_gateway
 from tests.support.upstreams import shapes
 from tests.support.upstreams.anthropic import AnthropicWire
 from tests.support.upstreams.base import FakeUpstream, serving
@@ -249,7 +250,8 @@ async def test_a_key_may_skip_only_when_allowed(env: Env) -> None:
 
 async def test_grpcurl_sees_redacted_text_and_metrics_count(env: Env) -> None:
     env.oa.text = ("Reach ", EMAIL, ".")
-    grpcurl = ROOT / ".venv" / "bin" / "grpcurl"
+    # Beside the running interpreter: found from a copy of the tree too (mutation runs).
+    grpcurl = Path(sys.executable).parent / "grpcurl"
     body = json.dumps({"model": "oa", "messages": [{"role": "user", "content": f"card {CARD}"}]})
     process = await asyncio.create_subprocess_exec(
         str(grpcurl), "-plaintext", "-H", f"x-api-key: {API_KEY}", "-d", body,
