@@ -6,6 +6,10 @@ the hand-set feature scorer's log-odds. The hand-set prior carries across domain
 fitted part adds what the training data showed (see docs/routing-transfer.md for the weights
 chosen on leave-one-benchmark-out transfer).
 
+A refitted model (`training.refit`, from the ledger's ratings) holds the model it was
+refitted from as its "prior", weighed by its "prior_weight", and per-tag offsets under
+"tags" (see `server.routing.tags`): the prompt's tags add their log-odds to the sum.
+
 Serving is pure Python: a few regex passes and a few hundred array lookups per prompt.
 
 The shipped default_scorer.json, next to this module, was trained on all of RouteLLM's

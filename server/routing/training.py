@@ -301,8 +301,9 @@ def refit(
     base: dict[str, Any], rated: Sequence[Rated], options: TrainingOptions | None = None
 ) -> dict[str, Any]:
     """A scorer fitted anew on every rated answer, with the model `base` (the configured
-    one, fitted on the shipped data) as its prior: its log-odds enter the fit with a
-    weight that starts at 1 and that the ratings move.
+    one, fitted on the shipped data) as its prior: its log-odds enter the fit weighed by
+    how well they order the ratings (a Platt fit, drawn toward 1 and 0), a weight the
+    fit then moves further.
 
     The ratings of the cheapest rung's answers train the prompt model (a rating below 1
     says it fell short); every rating, of any rung, counts toward its tags' estimates

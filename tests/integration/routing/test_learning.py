@@ -3,6 +3,7 @@ that routes, exploration's share, and a retrain that moves the decisions."""
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,11 @@ import pytest
 from gateway.v1 import admin_service_pb2 as admin
 from gateway.v1 import admin_service_pb2_grpc
 
+from server.application.retrain import retrain
+from server.routing.live import auc
+from server.routing.scorer import LearnedScorer
+from server.routing.tags import Rated
+from server.routing.training import refit
 from tests.integration.routing.test_routing import HEADERS
 from tests.support.gateways import API_KEY, running_gateway
 from tests.support.shared_state import ADMIN_KEY, config_with
@@ -209,3 +215,53 @@ async def test_exploration_never_goes_past_the_keys_budget_nor_to_deployments() 
         assert answer["model"] in {c["model"] for c in route["candidates"]} - {"sim-pro"}
     assert any("EXPLORE" in a["route"]["reason_codes"] for a in balanced)
     assert deployed.status_code == 200 and "route" not in deployed.json()
+
+
+@pytest.mark.parametrize(
+    ("routing", "detail"),
+    [
+        ({"policy": "ordered"}, "routing by a fixed order learns nothing from ratings"),
+        ({"scorer": "features"}, "the feature scorer is not refitted"),
+    ],
+)
+async def test_a_router_that_does_not_learn_keeps_its_scorer(
+    tmp_path: Path, routing: dict[str, str], detail: str
+) -> None:
+    async with running_gateway(learning(tmp_path, **routing)) as gw:
+        url = f"http://127.0.0.1:{gw.http_port}"
+        async with httpx.AsyncClient(base_url=url) as c:
+            response = await c.post("/v1/admin/router:retrain", headers=ADMIN, json={})
+    assert response.status_code == 200, response.text
+    assert response.json() == {
+        "retrained": False, "detail": f"{detail}: the scorer is kept",
+        "cheapest_rows": 0, "above_rows": 0,
+    }  # fmt: skip
+
+
+async def test_the_refit_is_measured_on_every_fifth_rating_fitted_on_the_rest(
+    tmp_path: Path,
+) -> None:
+    ratings = [Rated(CLAUSE.format(i), ("leases", "q3"), True, 0.0) for i in range(30)]
+    ratings += [Rated(f"hello, friend number {i}", (), True, 1.0) for i in range(30)]
+    ratings += [Rated(f"prove lemma {i}", ("maths",), False, 1.0) for i in range(10)]
+    random.Random(4).shuffle(ratings)
+    async with running_gateway(learning(tmp_path)) as gw:
+        router = gw.gateway.live.current.router
+        base = router.scorer.current()  # type: ignore[attr-defined]
+        outcome = await retrain(router, ratings)  # type: ignore[arg-type]
+        served = router.scorer.current()  # type: ignore[attr-defined]
+    held = [r for i, r in enumerate(ratings) if i % 5 == 4 and r.cheapest]
+    kept = [r for i, r in enumerate(ratings) if i % 5 != 4]
+    measured = LearnedScorer(refit(base.document, kept))
+
+    def figure(scorer: LearnedScorer) -> float:
+        return round(auc([(scorer.logit(r.prompt, None, r.tags), 1 - r.score) for r in held]), 4)
+
+    assert (outcome.retrained, outcome.cheapest, outcome.above) == (True, 60, 10)
+    assert outcome.detail == (
+        "scorer refitted on 60 rated answers of the cheapest rung and 10 of the rungs above"
+    )
+    assert outcome.held_out_auc == figure(measured)
+    assert outcome.previous_auc == figure(base)
+    assert served.document["refit"] == {"cheapest": 60, "above": 10}
+    assert served.tag_offsets.keys() == {"leases", "q3", "maths"}

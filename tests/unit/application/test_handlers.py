@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import pytest
@@ -83,7 +83,12 @@ async def test_errors_are_typed(
 async def test_infer_asks_the_router_and_reports_its_decision(gateway: Gateway) -> None:
     class Reversed:
         def route(
-            self, request: Any, profile: str, budget_usd: float | None = None, asker: str = ""
+            self,
+            request: Any,
+            profile: str,
+            budget_usd: float | None = None,
+            asker: str = "",
+            tags: Sequence[str] = (),
         ) -> Route:
             return Route(profile, ("sim-pro", "sim-mini"), reason="reversed")
 

@@ -132,3 +132,9 @@ def test_the_ridge_holds_the_weight_where_the_ratings_cannot_tell() -> None:
     assert scale + shift == pytest.approx(logit(0.9), abs=0.5)
     assert 1 < scale < logit(0.9) and 0 < shift < scale
     assert training._platt([(0.0, 0.5), (1.0, 0.5)]) == pytest.approx((0.0, 0.0), abs=1e-6)
+
+
+def test_a_rate_of_all_or_nothing_stays_finite() -> None:
+    # Every cheapest answer failed, every upper one succeeded: global rates of 1.
+    known = offsets(rated("a", True, 0.0, 5) + rated("a", False, 1.0, 5))
+    assert known == {"a": (0.0, 0.0)}
