@@ -14,6 +14,7 @@ from starlette.requests import Request
 
 from http_facade.errors import (
     ANTHROPIC,
+    FORMATS,
     OPENAI,
     MethodNotAllowed,
     PayloadTooLarge,
@@ -140,6 +141,47 @@ def test_retry_after_in_whole_seconds_on_429_and_503(error: GatewayError, expect
     headers = error_response(error).headers
     assert headers.get("retry-after") == expected
     assert headers.get("retry_after") == expected
+
+
+# What `x-should-retry` says per error, written out from the SDKs' documented rule (retry
+# rate limits, timeouts and server faults) less the refusals a retry would meet again.
+SHOULD_RETRY = [
+    (InvalidArgument("bad", {}), "false"),
+    (UpstreamRejected("refused", {}), "false"),
+    (Unauthenticated("who", {}), "false"),
+    (PermissionDenied("no", {}), "false"),
+    (NotFound("gone", {}), "false"),
+    (ModelNotFound("which", {}), "false"),
+    (PayloadTooLarge("big", {}), "false"),
+    (MethodNotAllowed("no GET", {}), "false"),
+    (Cancelled("gone", {}), "false"),
+    (BudgetExhausted("spent", {}, retry_after_s=60), "false"),
+    (RateLimited("slow", {}, retry_after_s=2), "true"),
+    (RequestTimeout("too slow", {}), "true"),
+    (DeadlineExceeded("late", {}), "true"),
+    (Internal("bug", {}), "true"),
+    (StorageUnavailable("db", {}), "true"),
+    (UpstreamError("down", {}), "true"),
+    (UpstreamError("broke", {}, upstream_answered=True), "true"),
+    (AllProvidersFailed.of("m", []), "true"),
+]
+
+
+@pytest.mark.parametrize("dialect", sorted(FORMATS))
+@pytest.mark.parametrize("error, expected", SHOULD_RETRY,
+                         ids=[type(e).__name__ for e, _ in SHOULD_RETRY])  # fmt: skip
+def test_every_error_in_every_dialect_says_whether_to_retry(
+    error: GatewayError, expected: str, dialect: int
+) -> None:
+    headers = error_response(error, dialect=dialect).headers
+    assert headers.getlist("x-should-retry") == [expected]
+
+
+def test_an_unimplemented_method_is_not_retried() -> None:
+    unimplemented = GatewayError("not here", {})
+    unimplemented.code = Code.UNIMPLEMENTED
+    response = error_response(unimplemented)
+    assert (response.status_code, response.headers["x-should-retry"]) == (501, "false")
 
 
 def test_retry_after_on_anthropics_529() -> None:
