@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import anthropic
+import pydantic
 import httpx
 import pytest
 
@@ -305,3 +306,24 @@ async def test_aliases_and_routing_profiles_as_the_model() -> None:
     assert routed.model in ("sim-mini", "sim-standard")
     decision = raw.headers["x-gateway-route"]
     assert decision.startswith("profile=economy; model=") and f"model={routed.model};" in decision
+
+
+class Person(pydantic.BaseModel):
+    name: str
+    age: int
+    languages: list[str]
+
+
+async def test_parse_gives_a_typed_answer_on_any_model(sdk: anthropic.AsyncAnthropic) -> None:
+    """messages.parse sends output_config.format (json_schema), which every model serves."""
+    ask: Any = [{"role": "user", "content": "Ada, 36, speaks English and French."}]
+    for model in ("sim-mini", "sim-pro"):
+        reply = await sdk.messages.parse(
+            model=model, max_tokens=300, messages=ask, output_format=Person
+        )
+        assert isinstance(reply.parsed_output, Person), reply.content
+        async with sdk.messages.stream(
+            model=model, max_tokens=300, messages=ask, output_format=Person
+        ) as stream:
+            streamed = await stream.get_final_message()
+        assert streamed.parsed_output == reply.parsed_output

@@ -12,11 +12,12 @@ Every field is honoured, carried, or refused with a 400 naming it:
   let earlier thinking be left out) and reach only an Anthropic upstream, in the
   request's native form;
 - tools, tool_choice (`disable_parallel_tool_use` as parallel_tool_calls false),
-  stop_sequences, temperature, top_p, top_k, thinking, metadata.user_id as `user`;
+  stop_sequences, temperature, top_p, top_k, thinking, metadata.user_id as `user`,
+  output_config's effort and its `json_schema` format (the gateway's structured output);
   `cache_control` and `service_tier` are hints a provider may ignore;
 - what only Anthropic's own format carries (server tools, MCP servers, a container,
-  context management, output config, server tool blocks, documents by URL or file
-  id...) sets the native request's `required_by`, so only an Anthropic provider of the
+  context management, output_config keys other than effort and format, server tool
+  blocks, documents by URL or file id...) sets the native request's `required_by`, so only an Anthropic provider of the
   model may take the request, and any other model answers a 400 naming the field.
 
 The request itself rides along as a `Native` request of this dialect, which the
@@ -46,6 +47,7 @@ from server.base.generation import (
     Message,
     Native,
     Part,
+    ResponseFormat,
     TextPart,
     Thinking,
     Thought,
@@ -396,20 +398,38 @@ def _thinking(request: AnyRequest, max_tokens: int | None, effort: str | None) -
     return Thinking("enabled", budget, effort)
 
 
-def _effort(request: AnyRequest, reader: Reader) -> str | None:
-    """output_config.effort; its other keys (`format`...) only Anthropic reads."""
+def _output_config(request: AnyRequest, reader: Reader) -> tuple[str | None, ResponseFormat | None]:
+    """output_config's effort and its `json_schema` format, which every model serves
+    (as the gateway's structured output); any other key only Anthropic reads."""
     if not request.HasField("output_config"):
-        return None
+        return None, None
     config = structs.read(request.output_config, "output_config")
     for key in config:
-        if key != "effort":
+        if key not in ("effort", "format"):
             reader.native(f"output_config.{key}")
     effort = config.get("effort")
     if effort is not None and effort not in EFFORTS:
         raise InvalidArgument.for_field(
             "output_config.effort", f"must be one of {', '.join(EFFORTS)}"
         )
-    return effort
+    fmt = config.get("format")
+    return effort, None if fmt is None else _format(fmt, "output_config.format")
+
+
+def _format(fmt: Any, at: str) -> ResponseFormat:
+    """Anthropic's output format, `{"type": "json_schema", "schema": {...}}`."""
+    if not isinstance(fmt, dict):
+        raise InvalidArgument.for_field(at, "must be an object")
+    if fmt.get("type") != "json_schema":
+        raise InvalidArgument.for_field(f"{at}.type", "must be json_schema")
+    for key in fmt:
+        if key not in ("type", "schema"):
+            raise InvalidArgument.for_field(f"{at}.{key}", "is not a known parameter")
+    schema = fmt.get("schema")
+    if not isinstance(schema, dict):
+        raise InvalidArgument.for_field(f"{at}.schema", "is required, a JSON Schema object")
+    schemas.check(schema, f"{at}.schema")
+    return ResponseFormat("json_schema", name="output", schema=schema)
 
 
 def _context_edits(request: AnyRequest, reader: Reader) -> None:
@@ -472,7 +492,7 @@ def generation(request: AnyRequest, headers: tuple[tuple[str, str], ...] = ()) -
     for name in NATIVE_FIELDS:
         if name != "mcp_servers" and name in fields and request.HasField(name):
             reader.native(name)
-    effort = _effort(request, reader)
+    effort, response_format = _output_config(request, reader)
     _context_edits(request, reader)
     counting = isinstance(request, service.CountMessageTokensRequest)
     sampling = {} if counting else _sampling(request)
@@ -482,6 +502,7 @@ def generation(request: AnyRequest, headers: tuple[tuple[str, str], ...] = ()) -
         **_choice(request, names),
         **sampling,
         thinking=_thinking(request, sampling.get("max_tokens"), effort),
+        response_format=response_format,
         native=Native(DIALECT, request, headers, reader.native_only),
     )
 
