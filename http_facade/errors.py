@@ -155,7 +155,11 @@ def _anthropic_body(error: GatewayError) -> dict[str, Any]:
         kind = "api_error"  # an upstream answered badly: not a capacity problem
     else:
         kind = ANTHROPIC_ERROR_TYPE.get(error.code, "api_error")
-    return {"type": "error", "error": {"type": kind, "message": error.message}}
+    body: dict[str, Any] = {"type": kind, "message": error.message}
+    if code := error.metadata.get("error_code"):
+        # Anthropic's machine-readable cause, which its SDKs act on (see its `details`).
+        body["details"] = {"error_code": code}
+    return {"type": "error", "error": body}
 
 
 def _anthropic_status(error: GatewayError) -> int:

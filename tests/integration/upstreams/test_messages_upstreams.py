@@ -396,3 +396,37 @@ async def test_a_bad_output_format_is_refused_by_name(env: Env, output_format: A
     response = await env.messages(body)
     assert response.status_code == 400, response.text
     assert response.json()["error"]["message"].startswith(f"{field}:"), response.text
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_tuning_hints_are_served_on_every_kind(env: Env, kind: str) -> None:
+    """A tool's eager_input_streaming (the Vercel AI SDK sends it by default), `speed` and
+    output_config.task_budget only tune Anthropic's serving: every kind takes them, and an
+    Anthropic upstream gets them as sent."""
+    tool = {**claude_code_request(False)["tools"][0], "eager_input_streaming": True}
+    body = {"model": MODEL[kind], "max_tokens": 100, "speed": "fast",
+            "output_config": {"task_budget": {"type": "tokens", "total": 20000}},
+            "messages": [{"role": "user", "content": "Hi"}]}  # fmt: skip
+    if kind != "tgi":  # TGI's native API has no tools
+        body["tools"] = [tool]
+    response = await env.messages(body, **{"anthropic-beta": "fast-mode-2026-02-01"})
+    assert response.status_code == 200, response.text
+    if kind == "anthropic":
+        sent = env.last("anthropic").body
+        assert sent["tools"] == [tool] and sent["speed"] == "fast"
+        assert sent["output_config"] == body["output_config"]
+    bad = await env.messages({**body, "speed": "warp"})
+    assert bad.status_code == 400 and bad.json()["error"]["message"].startswith("speed:")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_a_thread_is_refused_as_anthropic_refuses_it(env: Env, kind: str) -> None:
+    body = {"model": MODEL[kind], "max_tokens": 50, "thread": {"type": "create"},
+            "messages": [{"role": "user", "content": "Hi"}]}  # fmt: skip
+    response = await env.messages(body)
+    assert response.status_code == 400, response.text
+    assert response.headers["x-should-retry"] == "false"
+    error = response.json()["error"]
+    assert error["type"] == "invalid_request_error" and error["message"].startswith("thread:")
+    assert error["details"] == {"error_code": "thread_unsupported_request"}
+    assert kind not in env.fakes or not env.fakes[kind].seen

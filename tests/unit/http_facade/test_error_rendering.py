@@ -293,3 +293,13 @@ async def test_a_gateway_error_in_the_endpoints_format_with_its_exchanges_header
         "error": {"message": "no route", "type": "not_found_error", "code": "not_found",
                   "param": None}
     }  # fmt: skip
+
+
+def test_anthropics_error_code_goes_in_its_details_only() -> None:
+    refused = InvalidArgument(
+        "thread: no", {"field": "thread", "error_code": "thread_unsupported_request"}
+    )
+    body = error_body(refused, ANTHROPIC)["error"]
+    assert body["details"] == {"error_code": "thread_unsupported_request"}
+    assert "details" not in error_body(InvalidArgument("bad", {}), ANTHROPIC)["error"]
+    assert "details" not in error_body(refused, OPENAI)["error"]
