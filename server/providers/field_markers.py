@@ -64,9 +64,9 @@ def _note(system: str, name: str) -> str:
 
 
 def _value(note: str, rng: random.Random, words: tuple[str, ...]) -> str:
-    for pattern, schema in NOTES:
+    for pattern, typed in NOTES:
         if pattern.search(note):
-            return json.dumps(instance(schema, rng.randrange(1 << 30), words))
+            return json.dumps(instance(typed, rng.randrange(1 << 30), words))
     if options := ONE_OF.search(note):
         return options.group(1).split("; ")[0].strip()
     if (schema := _schema(note)) is not None:

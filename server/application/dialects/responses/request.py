@@ -302,6 +302,14 @@ def resolve(items: Sequence[Item]) -> list[Item]:
     return out
 
 
+def items_of(given: Sequence[rpb.InputItem], where: str, known: Sequence[Item] = ()) -> list[Item]:
+    """Items as a conversation keeps them (OpenAI's shape, each with an id; a reference
+    kept as one, see `resolve`), references checked against `known`; every failure names
+    the item's field."""
+    ids = {str(item["id"]) for item in known if item.get("id")}
+    return [_item(item, f"{where}[{i}]", ids, []) for i, item in enumerate(given)]
+
+
 def _item(item: rpb.InputItem, where: str, known: Set[str], native_only: list[str]) -> Item:
     kind = item.type if item.HasField("type") else "message"
     if kind not in ITEM_TYPES:
