@@ -101,7 +101,8 @@ class ResponsesService:
         admitted, translated, run = await self._run(request, call)
         answer = rs.CreateResponseResponse(response=_head(request, run))  # then filled in place
         builder = Builder(answer.response, run.provider_id, translated.include_encrypted,
-                          emit=False, keep=_stored(request))  # fmt: skip
+                          emit=False, keep=_stored(request),
+                          namespaces=translated.namespaces)  # fmt: skip
         async for fragment in run.stream():
             # The run gathers text and calls itself: only whole items go through here.
             if type(fragment) is not TextDelta and type(fragment) is not ToolCallDelta:
@@ -116,7 +117,8 @@ class ResponsesService:
     ) -> AsyncGenerator[rs.StreamResponseResponse, None]:
         admitted, translated, run = await self._run(request, call)
         builder = Builder(_head(request, run), run.provider_id, translated.include_encrypted,
-                          emit=True, keep=_stored(request))  # fmt: skip
+                          emit=True, keep=_stored(request),
+                          namespaces=translated.namespaces)  # fmt: skip
         for event in builder.start():
             yield event
         text = builder.text_delta
