@@ -20,6 +20,8 @@ from typing import Any
 from server.providers.schema_instance import instance
 
 MARKER = re.compile(r"\[\[ ## (\w{1,64}) ## \]\]")
+# How every marker starts: a prompt without it asks for none (a cheap first look).
+OPENING = "[[ ## "
 # What a field's note says about its type, read from its line in the system message.
 NOTES: tuple[tuple[re.Pattern[str], dict[str, Any]], ...] = (
     (re.compile(r"single float value"), {"type": "number"}),

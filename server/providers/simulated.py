@@ -216,11 +216,13 @@ class SimulatedProvider:
             else:
                 value = {"text": "".join(words)}
             return _written(json.dumps(value), request)
-        seed = int.from_bytes(_seed(request, choice), "big")
-        system = "\n".join(m.content for m in request.messages if m.role == "system")
-        marked = field_markers.reply(system, _last_user(request), seed, WORDS)
-        if marked is not None:
-            return _written(marked, request)
+        user = _last_user(request)
+        if field_markers.OPENING in user:
+            seed = int.from_bytes(_seed(request, choice), "big")
+            system = "\n".join(m.content for m in request.messages if m.role == "system")
+            marked = field_markers.reply(system, user, seed, WORDS)
+            if marked is not None:
+                return _written(marked, request)
         pieces, finish, stopped_by = self._reply(request, choice)
         return Planned(pieces, finish, stop_sequence=stopped_by)
 

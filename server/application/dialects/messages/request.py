@@ -21,8 +21,9 @@ Every field is honoured, carried, or refused with a 400 naming it:
   SDKs' tool runners send the whole conversation instead;
 - what only Anthropic's own format carries (server tools, MCP servers, a container,
   context management, output_config keys other than effort and format, server tool
-  blocks, documents by URL or file id...) sets the native request's `required_by`, so only an Anthropic provider of the
-  model may take the request, and any other model answers a 400 naming the field.
+  blocks, documents by URL or file id...) sets the native request's `required_by`, so
+  only an Anthropic provider of the model may take the request, and any other model
+  answers a 400 naming the field.
 
 The request itself rides along as a `Native` request of this dialect, which the
 Anthropic adapter sends as it came (with `anthropic-beta`), so nothing is lost on an Anthropic upstream.

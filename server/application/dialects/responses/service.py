@@ -148,12 +148,19 @@ class ResponsesService:
         translated and run."""
         admitted = await self.generations.admit(call, "api", request.model)
         previous = None
-        if request.HasField("previous_response_id"):
+        conversation = conversation_of(request)
+        continues = request.HasField("previous_response_id")
+        if conversation is not None and continues:
+            raise InvalidArgument.for_field(
+                "conversation", "cannot be used with previous_response_id"
+            )
+        if conversation is not None or continues:
             # A key refused by its limits or budget costs no read of stored state.
             await self.accounts.count_request(call, _least_cost(admitted, request))
+        if conversation is not None:
+            previous = await self._conversation(conversation, admitted)
+        elif continues:
             previous = await self._previous(request.previous_response_id, admitted)
-        if (conversation := conversation_of(request)) is not None:
-            previous = await self._conversation(conversation, request, admitted)
         translated = translate(request, previous)
         try:
             run = await self.generations.run(admitted, request.model, translated.generation)
@@ -169,15 +176,9 @@ class ResponsesService:
             raise missing_previous(response_id)
         return Previous(stored.id, stored.context, stored.provider, stored.upstream_id)
 
-    async def _conversation(
-        self, conversation_id: str, request: ResponsesRequest, admitted: Admitted
-    ) -> Previous:
+    async def _conversation(self, conversation_id: str, admitted: Admitted) -> Previous:
         """The items of the conversation a request continues; 404 when it is not the
         caller's."""
-        if request.HasField("previous_response_id"):
-            raise InvalidArgument.for_field(
-                "conversation", "cannot be used with previous_response_id"
-            )
         work = self.conversations.items(conversation_id, admitted.principal.key_id)
         items = await _bounded(work, admitted.state.config)
         if items is None:
