@@ -177,6 +177,11 @@ def test_every_error_in_every_dialect_says_whether_to_retry(
     assert headers.getlist("x-should-retry") == [expected]
 
 
+def test_the_errors_own_retry_hint_replaces_the_metadatas() -> None:
+    headers = error_response(InvalidArgument("bad", {}), {"x-should-retry": "true"}).headers
+    assert headers.getlist("x-should-retry") == ["false"]
+
+
 def test_an_unimplemented_method_is_not_retried() -> None:
     unimplemented = GatewayError("not here", {})
     unimplemented.code = Code.UNIMPLEMENTED
