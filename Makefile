@@ -14,7 +14,7 @@ UV_VERSION := 0.13.9
 # Extra flags for `make lock`, e.g. LOCK_FLAGS=--upgrade, or LOCK_FLAGS='--upgrade-package ruff'.
 LOCK_FLAGS ?=
 
-.PHONY: setup lock hooks run generate check-generated third_party breaking lint typecheck test bench mutate clean claude-code gemini-cli
+.PHONY: setup lock hooks run generate check-generated third_party breaking lint typecheck test bench mutate clean claude-code gemini-cli js-clients codex-cli opencode
 
 # The venv gets what the lock pins, hash-checked, and nothing newer; then the project itself,
 # without resolving again. `pip check` fails when a runtime dependency added to pyproject.toml
@@ -59,6 +59,25 @@ GEMINI_CLI_VERSION := 0.61.0
 gemini-cli:
 	npm install --silent --no-audit --no-fund --no-save --prefix build/gemini-cli \
 		@google/gemini-cli@$(GEMINI_CLI_VERSION)
+
+# Codex CLI (about 400 MB with its native binary), for the test that drives it through
+# the gateway (tests/clients/test_codex_cli.py); optional, not in setup.
+CODEX_CLI_VERSION := 0.171.0
+codex-cli:
+	npm install --silent --no-audit --no-fund --no-save --prefix build/codex-cli \
+		@openai/codex@$(CODEX_CLI_VERSION)
+
+# opencode (about 350 MB with its native binary), for the test that drives it through
+# the gateway (tests/clients/test_opencode.py); optional, not in setup.
+OPENCODE_VERSION := 1.18.33
+opencode:
+	npm install --silent --no-audit --no-fund --no-save --prefix build/opencode \
+		opencode-ai@$(OPENCODE_VERSION)
+
+# The JavaScript SDKs the client tests drive (tests/clients/test_js_clients.py), at the
+# versions tests/js/package-lock.json pins; optional, not in setup.
+js-clients:
+	npm ci --silent --no-audit --no-fund --prefix tests/js
 
 hooks: setup
 	$(BIN)/pre-commit install

@@ -7,7 +7,8 @@ GatewayError rendered by `error_response`, in the format of the dialect its path
     {"error": {"message": ..., "type": ..., "code": ..., "param": ...}}
 
 with the status from the error's `http_status`, the response metadata the core filled
-(x-ratelimit-*), and on 429 both `Retry-After` and `retry_after` in whole seconds.
+(x-ratelimit-*), on 429 both `Retry-After` and `retry_after` in whole seconds, and on
+every error `x-should-retry`, which the official SDKs obey over their own rule by status.
 """
 
 from __future__ import annotations
@@ -99,6 +100,19 @@ class MethodNotAllowed(GatewayError):
         return 405
 
 
+# Refusals whose status alone would invite a retry that meets the same refusal.
+NOT_RETRIED = frozenset({"BUDGET_EXHAUSTED"})
+
+
+def should_retry(error: GatewayError, status: int) -> bool:
+    """Whether the caller may succeed by asking again: after a rate limit, a timeout or a
+    failure on the serving side, never after a refusal of the request itself (a wrong key,
+    an unknown model, a bad field, a spent budget, a path or method the API lacks)."""
+    if error.reason in NOT_RETRIED:
+        return False
+    return status in (408, 429) or (status >= 500 and status != 501)
+
+
 def internal(exc: BaseException, request_id: str) -> Internal:
     """An unexpected failure: logged whole here, shown to the caller only generically."""
     log.error("request %s failed", request_id, exc_info=exc)
@@ -141,7 +155,11 @@ def _anthropic_body(error: GatewayError) -> dict[str, Any]:
         kind = "api_error"  # an upstream answered badly: not a capacity problem
     else:
         kind = ANTHROPIC_ERROR_TYPE.get(error.code, "api_error")
-    return {"type": "error", "error": {"type": kind, "message": error.message}}
+    body: dict[str, Any] = {"type": kind, "message": error.message}
+    if code := error.metadata.get("error_code"):
+        # Anthropic's machine-readable cause, which its SDKs act on (see its `details`).
+        body["details"] = {"error_code": code}
+    return {"type": "error", "error": body}
 
 
 def _anthropic_status(error: GatewayError) -> int:
@@ -252,6 +270,9 @@ def error_response(
         seconds = str(max(1, math.ceil(retry_after)))
         # The HTTP header and the spec's `retry_after`, over any the metadata carried.
         headers["retry-after"] = headers["retry_after"] = seconds
+    # The openai and anthropic SDKs (and the agents built on them) obey it over their own
+    # rule by status: a spent budget's 429 is not retried, a wrong key not asked again.
+    headers["x-should-retry"] = "true" if should_retry(error, status) else "false"
     return Response(error_json(error, dialect), status, headers, media_type="application/json")
 
 

@@ -42,7 +42,7 @@ from typing import Any, TypeVar
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from http_facade.errors import RequestTimeout, error_json
+from http_facade.errors import RequestTimeout, error_json, should_retry
 from server.base.errors import Cancelled, InvalidArgument
 
 log = logging.getLogger(__name__)
@@ -254,10 +254,11 @@ def bounded_protocol(header_timeout_s: float, send_timeout_s: float) -> type[Htt
             refuses to frame one) and closes the connection."""
             body = error_json(error)
             phrase = {400: b"Bad Request", 408: b"Request Timeout"}[status]
+            retry = b"true" if should_retry(error, status) else b"false"
             head = (
                 b"HTTP/1.1 %d %s\r\ncontent-type: application/json\r\n"
-                b"content-length: %d\r\nconnection: close\r\n\r\n"
-            ) % (status, phrase, len(body))
+                b"content-length: %d\r\nx-should-retry: %s\r\nconnection: close\r\n\r\n"
+            ) % (status, phrase, len(body), retry)
             self.transport.write(head + body)
             self.transport.close()
 

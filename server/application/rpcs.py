@@ -16,6 +16,7 @@ from server.application.admin import AdminService
 from server.application.dialects.chat.service import ChatService, CompletionService
 from server.application.dialects.gemini.service import GeminiService
 from server.application.dialects.messages.service import MessagesService
+from server.application.dialects.responses.conversations import ConversationsService
 from server.application.dialects.responses.service import ResponsesService
 from server.application.dialects.routing.service import DeploymentService, RouterService
 from server.application.embedding import EmbeddingService
@@ -45,6 +46,7 @@ class Services:
     responses: ResponsesService
     gemini: GeminiService
     mcp: McpService
+    conversations: ConversationsService
 
 
 def handlers(s: Services) -> dict[str, Handler]:
@@ -97,6 +99,22 @@ def handlers(s: Services) -> dict[str, Handler]:
         "gateway.v1.GeminiService.GetGeminiModel": s.gemini.get_gemini_model,
         "gateway.v1.McpService.ListTools": s.mcp.list_tools,
         "gateway.v1.McpService.CallTool": s.mcp.call_tool,
+        "gateway.v1.ConversationsService.CreateConversation": s.conversations.create_conversation,
+        "gateway.v1.ConversationsService.GetConversation": s.conversations.get_conversation,
+        "gateway.v1.ConversationsService.UpdateConversation": s.conversations.update_conversation,
+        "gateway.v1.ConversationsService.DeleteConversation": s.conversations.delete_conversation,
+        "gateway.v1.ConversationsService.ListConversationItems": (
+            s.conversations.list_conversation_items
+        ),
+        "gateway.v1.ConversationsService.CreateConversationItems": (
+            s.conversations.create_conversation_items
+        ),
+        "gateway.v1.ConversationsService.GetConversationItem": (
+            s.conversations.get_conversation_item
+        ),
+        "gateway.v1.ConversationsService.DeleteConversationItem": (
+            s.conversations.delete_conversation_item
+        ),
     }
 
 

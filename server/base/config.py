@@ -459,10 +459,10 @@ class GuardrailConfig(Strict):
         return self
 
 
-# Response headers a browser page may read: the request id, when to retry, the
-# rate-limit headers, and what guardrails did.
+# Response headers a browser page may read: the request id, whether and when to retry,
+# the rate-limit headers, and what guardrails did.
 EXPOSED_HEADERS = [
-    "x-request-id", "retry-after", "retry-after-ms", "x-gateway-guardrails",
+    "x-request-id", "x-should-retry", "retry-after", "retry-after-ms", "x-gateway-guardrails",
     "x-ratelimit-limit-requests", "x-ratelimit-remaining-requests", "x-ratelimit-reset-requests",
     "x-ratelimit-limit-tokens", "x-ratelimit-remaining-tokens", "x-ratelimit-reset-tokens",
 ]  # fmt: skip

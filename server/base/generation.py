@@ -417,6 +417,12 @@ class ToolCallDelta:
     signature: str | None = None
 
 
+def namespaced(namespace: str, name: str) -> str:
+    """A function inside a namespace tool (the Responses API's) as the one tool name
+    upstreams without namespaces get and answer with."""
+    return f"{namespace}__{name}"
+
+
 @dataclass(slots=True)  # not frozen: see TextDelta
 class ReasoningDelta:
     """A fragment of the model's reasoning: a summary's part `summary_index`

@@ -34,6 +34,7 @@ from server.application.dashboard import Dashboard
 from server.application.dialects.chat.service import ChatService, CompletionService
 from server.application.dialects.gemini.service import GeminiService
 from server.application.dialects.messages.service import MessagesService
+from server.application.dialects.responses.conversations import ConversationsService
 from server.application.dialects.responses.service import ResponsesService
 from server.application.dialects.routing.service import DeploymentService, RouterService
 from server.application.embedding import EmbeddingService
@@ -61,6 +62,7 @@ from server.ops.tracing import Tracing
 from server.providers import registry
 from server.routing.policies import build_router
 from server.storage import Store, open_store
+from server.storage.conversations import MemoryConversations
 from server.storage.responses import MemoryResponses
 
 if TYPE_CHECKING:
@@ -168,6 +170,7 @@ def assemble(
         live, accounts, affinity.Affinity(state.affinity),
         response_cache.ResponseCache(state.responses),
     )  # fmt: skip
+    conversations = state.store.conversations if state.store else MemoryConversations()
     services = Services(
         chat=ChatService(generations),
         completion=CompletionService(generations),
@@ -185,8 +188,9 @@ def assemble(
         messages=MessagesService(generations, live, accounts),
         responses=ResponsesService(
             live, accounts, generations,
-            state.store.responses if state.store else MemoryResponses(),
+            state.store.responses if state.store else MemoryResponses(), conversations,
         ),
+        conversations=ConversationsService(live, accounts, conversations),
         gemini=GeminiService(generations, live, accounts),
         mcp=McpService(live, accounts, tools),
     )  # fmt: skip

@@ -34,6 +34,7 @@ from server.base.generation import (
     TextDelta,
     TokenCounts,
     ToolCallDelta,
+    namespaced,
     seal,
     unseal,
 )
@@ -93,7 +94,7 @@ class Reader:
             if item.get("type") == "function_call":
                 index = self.calls.setdefault(str(item.get("id")), len(self.calls))
                 self.called = True
-                return [ToolCallDelta(index, str(item["call_id"]), str(item["name"]))]
+                return [ToolCallDelta(index, str(item["call_id"]), _tool_name(item))]
             return []
         if kind == "response.function_call_arguments.delta":
             index = self.calls.get(str(event.get("item_id")), 0)
@@ -135,7 +136,7 @@ class Reader:
                     ToolCallDelta(
                         index,
                         str(item["call_id"]),
-                        str(item["name"]),
+                        _tool_name(item),
                         str(item.get("arguments") or ""),
                     )  # fmt: skip
                 )
@@ -191,3 +192,10 @@ async def events(reader: Reader, sse: AsyncIterator[Any]) -> AsyncIterator[Event
             if isinstance(event, Finished):
                 return
     raise ProtocolViolation("stream ended without response.completed")
+
+
+def _tool_name(item: Mapping[str, Any]) -> str:
+    """A called function's tool name, its namespace's in front when it is in one."""
+    name = str(item["name"])
+    namespace = item.get("namespace")
+    return namespaced(namespace, name) if isinstance(namespace, str) else name

@@ -4,7 +4,8 @@ Covers what tool definitions and structured-output schemas use: `type` (one or a
 `enum`, `const`, `properties` with `required` (every property is filled, which also
 satisfies strict schemas), `items` with `minItems`/`maxItems`, `anyOf`/`oneOf` (the
 first branch that is not null), `allOf` (merged), `$ref` into `$defs`/`definitions`
-(pydantic's nested models), numeric bounds, string lengths and common `format`s.
+(pydantic's nested models), numeric bounds (a `number` is whole where they allow),
+string lengths and common `format`s.
 `pattern` is not honoured. The same schema and seed always give the same value.
 
 The work and the answer are bounded whatever the schema asks (a `$ref` cycle,
@@ -154,7 +155,12 @@ class _Maker:
         return self.rng.randint(low, high)
 
     def make_number(self, schema: dict[str, Any], depth: int) -> Any:
+        """A whole number when the bounds hold one, as models write counts and
+        milliseconds (clients often read a `number` into an integer type); else a
+        fraction within them."""
         low, high = _bounds(schema, integer=False)
+        if math.ceil(low) <= math.floor(high):
+            return self.rng.randint(math.ceil(low), math.floor(high))
         return round(self.rng.uniform(low, high), 2) if low < high else low
 
     def make_boolean(self, schema: dict[str, Any], depth: int) -> Any:

@@ -15,12 +15,15 @@ It has every capability, so the embedded default shows the whole request surface
   valid against each schema, it calls the forced tool, else the tools the user's last
   message names (words of a tool's name, `get_weather` for "weather"), all in one turn
   unless parallel_tool_calls is false, else the first tool; once this turn's calls have
-  results it answers in text, or, when a tool is required, calls one not called yet,
-  an output tool first (`final_result`, `submit_answer`...), as agent frameworks hand
-  in their answers;
+  results (tool messages, or observations after calls kept as text, as smolagents
+  writes them) it answers in text, or, when a tool is required, calls one not called
+  yet, an output tool first (`final_answer`, `submit_answer`...), as agent frameworks
+  hand in their answers;
 - response_format: JSON valid against the schema (`json_object`: an object with the
   keys the prompt names, quoted or after "keys"/"fields", else one holding the
   simulated text), strings inside labelled "(simulated)";
+- a reply format prescribed by field markers (dspy's `[[ ## answer ## ]]`): each asked
+  field under its marker, valued as the prompt's note on it says (field_markers);
 - n: distinct deterministic choices; logprobs: deterministic made-up values;
 - thinking: a few words of labelled reasoning before the reply, signed with a
   signature of its own (GATEWAY_SIGNATURE), never one an Anthropic upstream would
@@ -61,6 +64,7 @@ from server.base.generation import (
     ToolCallDelta,
     TopLogprob,
 )
+from server.providers import field_markers
 from server.providers.schema_instance import instance
 
 PHRASE = (
@@ -211,11 +215,14 @@ class SimulatedProvider:
                 }
             else:
                 value = {"text": "".join(words)}
-            text = json.dumps(value)
-            pieces = [text[i : i + 4] for i in range(0, len(text), 4)]
-            if request.max_tokens is not None and request.max_tokens < len(pieces):
-                return Planned(pieces[: request.max_tokens], "length")
-            return Planned(pieces, "stop")
+            return _written(json.dumps(value), request)
+        user = _last_user(request)
+        if field_markers.OPENING in user:
+            seed = int.from_bytes(_seed(request, choice), "big")
+            system = "\n".join(m.content for m in request.messages if m.role == "system")
+            marked = field_markers.reply(system, user, seed, WORDS)
+            if marked is not None:
+                return _written(marked, request)
         pieces, finish, stopped_by = self._reply(request, choice)
         return Planned(pieces, finish, stop_sequence=stopped_by)
 
@@ -347,12 +354,15 @@ def _tools_to_call(request: GenerationRequest) -> tuple[str, ...]:
         return ()
     if request.forced_tool is not None:
         return (request.forced_tool,)
-    turn = _this_turn(request.messages)
-    called = {c.name for m in turn for c in m.tool_calls}
-    answered = bool(turn) and turn[-1].role == "tool"
+    names = [t.name for t in request.tools]
+    turn = _this_turn(request.messages, names)
+    called = {c.name for m in turn for c in m.tool_calls} | {
+        n for m in turn if m.role == "assistant" for n in _quoted_calls(m.content, names)
+    }
+    # A result: a tool message, or a user message after calls kept as text.
+    answered = bool(turn) and turn[-1].role in ("tool", "user")
     if answered and request.tool_choice != "required":
         return ()
-    names = [t.name for t in request.tools]
     outputs = [n for n in names if OUTPUT_TOOL.search(n)]
     fresh = [n for n in names if n not in called]
     work = [n for n in fresh if n not in outputs]
@@ -365,10 +375,31 @@ def _tools_to_call(request: GenerationRequest) -> tuple[str, ...]:
     return tuple(relevant[:1] if request.parallel_tool_calls is False else relevant)
 
 
-def _this_turn(messages: tuple[Message, ...]) -> tuple[Message, ...]:
-    """The messages after the last user message: this turn's calls and results."""
-    last_user = max((i for i, m in enumerate(messages) if m.role == "user"), default=-1)
-    return messages[last_user + 1 :]
+def _this_turn(messages: tuple[Message, ...], tools: list[str]) -> tuple[Message, ...]:
+    """The messages after the last user message that asks something: this turn's calls
+    and results. Frameworks that keep tool calls as text (smolagents: an assistant
+    message quoting the call, then a user message with its observation) make a user
+    message after a quoted call its result, part of the turn."""
+    start = len(messages)
+    while start > 0:
+        message = messages[start - 1]
+        if message.role == "user":
+            before = messages[start - 2] if start >= 2 else None
+            if before is None or before.role != "assistant":
+                break
+            if not _quoted_calls(before.content, tools):
+                break
+        start -= 1
+    return messages[start:]
+
+
+def _quoted_calls(text: str, tools: list[str]) -> set[str]:
+    """The tools a text quotes a call of, by a quoted `name` key and the tool's name
+    (`'name': 'get_weather'`, `"name": "get_weather"`)."""
+    if "name" not in text:
+        return set()
+    quoted = set(re.findall(r"""["']name["']\s*:\s*["']([^"']{1,128})["']""", text))
+    return quoted & set(tools)
 
 
 def _words(text: str) -> set[str]:
@@ -377,10 +408,22 @@ def _words(text: str) -> set[str]:
     return {w for w in re.split(r"[^a-z0-9]+", spaced.lower()) if w}
 
 
+def _written(text: str, request: GenerationRequest) -> Planned:
+    """A reply of a text written whole (JSON, fields under markers), in pieces of four
+    characters, cut at max_tokens."""
+    pieces = [text[i : i + 4] for i in range(0, len(text), 4)]
+    if request.max_tokens is not None and request.max_tokens < len(pieces):
+        return Planned(pieces[: request.max_tokens], "length")
+    return Planned(pieces, "stop")
+
+
+def _last_user(request: GenerationRequest) -> str:
+    return next((m.content for m in reversed(request.messages) if m.role == "user"), "")
+
+
 def _asked(request: GenerationRequest) -> set[str]:
     """The words of the last user message, singular and plural alike."""
-    user = next((m.content for m in reversed(request.messages) if m.role == "user"), "")
-    words = _words(user or request.prompt or "")
+    words = _words(_last_user(request) or request.prompt or "")
     return words | {w[:-1] for w in words if w.endswith("s")} | {w + "s" for w in words}
 
 

@@ -6,6 +6,7 @@ keys.py        the key store: hashed secrets, kinds, limits, expiry, revocation
 usage.py       the usage ledger's table: batched inserts, spend and usage queries
 feedback.py    feedback on earlier requests, and the rows routing trains on
 responses.py   stored responses of the Responses API, owned by the key that made them
+conversations.py  conversations of the Conversations API, owned by the key that made them
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from server.base.config import StorageConfig
+from server.storage.conversations import DatabaseConversations
 from server.storage.db import Database, connect
 from server.storage.feedback import FeedbackStore
 from server.storage.keys import KeyStore
@@ -28,6 +30,7 @@ class Store:
     usage: UsageStore
     feedback: FeedbackStore
     responses: DatabaseResponses
+    conversations: DatabaseConversations
 
     async def aclose(self) -> None:
         await self.db.close()
@@ -41,7 +44,10 @@ async def open_store(settings: StorageConfig) -> Store:
     except BaseException:
         await db.close()
         raise
-    return Store(db, KeyStore(db), UsageStore(db), FeedbackStore(db), DatabaseResponses(db))
+    return Store(
+        db, KeyStore(db), UsageStore(db), FeedbackStore(db), DatabaseResponses(db),
+        DatabaseConversations(db),
+    )  # fmt: skip
 
 
 __all__ = ["Database", "FeedbackStore", "KeyStore", "Store", "UsageStore", "open_store"]

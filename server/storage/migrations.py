@@ -165,6 +165,28 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
             "ALTER TABLE usage_records ADD COLUMN tags TEXT NOT NULL DEFAULT ''",
         ],
     ),
+    (
+        9,
+        "conversations",
+        [
+            # A Conversations API conversation, owned by the key that created it, and
+            # its items in OpenAI's JSON shape, in the order `seq` gives them.
+            """CREATE TABLE conversations (
+                id TEXT PRIMARY KEY,
+                key_id TEXT NOT NULL,
+                created_at {float} NOT NULL,
+                metadata TEXT NOT NULL
+            )""",
+            """CREATE TABLE conversation_items (
+                seq {serial},
+                conversation_id TEXT NOT NULL,
+                item_id TEXT NOT NULL,
+                item TEXT NOT NULL
+            )""",
+            "CREATE INDEX conversation_items_by_conversation "
+            "ON conversation_items (conversation_id, seq)",
+        ],
+    ),
 ]
 
 

@@ -139,3 +139,58 @@ async def test_json_object_has_the_keys_the_prompt_names(url: str) -> None:
     assert list(json.loads(listed.json()["choices"][0]["message"]["content"])) == [
         "title", "author", "year"
     ]  # fmt: skip
+
+
+async def test_smolagents_tool_calling_agent_hands_in_its_final_answer(url: str) -> None:
+    """smolagents keeps the calls as assistant text and the results as user
+    "Observation:" messages, with tool_choice required: once the result is in, the
+    model calls final_answer and the run ends in two steps."""
+    import asyncio
+
+    from smolagents import OpenAIServerModel, ToolCallingAgent
+    from smolagents import tool as smol_tool
+
+    calls: list[str] = []
+
+    @smol_tool
+    def get_weather(city: str) -> str:
+        """Gets the weather of a city.
+
+        Args:
+            city: The city.
+        """
+        calls.append(city)
+        return f"Sunny in {city}"
+
+    model = OpenAIServerModel(model_id="sim-mini", api_base=url, api_key=API_KEY)
+    agent = ToolCallingAgent(tools=[get_weather], model=model, max_steps=4, verbosity_level=0)
+    answer = await asyncio.to_thread(agent.run, "What is the weather in Paris?")
+    steps = [s for s in agent.memory.steps if getattr(s, "tool_calls", None)]
+    assert [[c.name for c in s.tool_calls] for s in steps] == [["get_weather"], ["final_answer"]]
+    assert len(calls) == 1 and str(answer).startswith("(simulated)")
+
+
+async def test_dspy_modules_parse_the_fields_they_prescribe(url: str) -> None:
+    """dspy's chat adapter prescribes `[[ ## field ## ]]` markers with a note on each
+    field's type; the reply is written in them, so no module falls back to JSON."""
+    import dspy
+
+    class Assess(dspy.Signature):
+        """Assess the question."""
+
+        question: str = dspy.InputField()
+        answer: str = dspy.OutputField()
+        confidence: float = dspy.OutputField()
+        steps: int = dspy.OutputField()
+        certain: bool = dspy.OutputField()
+        tags: list[str] = dspy.OutputField()
+
+    lm = dspy.LM("openai/sim-mini", api_base=url, api_key=API_KEY, cache=False, num_retries=0)
+    with dspy.context(lm=lm, adapter=dspy.ChatAdapter(use_json_adapter_fallback=False)):
+        plain = await dspy.Predict("question -> answer").acall(question="What is 2+2?")
+        reasoned = await dspy.ChainOfThought("question -> answer").acall(question="Why?")
+        typed = await dspy.Predict(Assess).acall(question="Is it raining?")
+    assert plain.answer.startswith("(simulated)")
+    assert reasoned.reasoning.startswith("(simulated)") and reasoned.answer
+    assert isinstance(typed.confidence, float) and isinstance(typed.steps, int)
+    assert isinstance(typed.certain, bool) and all(isinstance(t, str) for t in typed.tags)

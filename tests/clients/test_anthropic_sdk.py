@@ -5,11 +5,14 @@ each error class the SDK raises for the status and body the gateway writes."""
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator
 from typing import Any
 
 import anthropic
 import httpx
+import httpx2
+import pydantic
 import pytest
 
 from tests.support.facade import MODES, facade, set_params
@@ -305,3 +308,52 @@ async def test_aliases_and_routing_profiles_as_the_model() -> None:
     assert routed.model in ("sim-mini", "sim-standard")
     decision = raw.headers["x-gateway-route"]
     assert decision.startswith("profile=economy; model=") and f"model={routed.model};" in decision
+
+
+class Person(pydantic.BaseModel):
+    name: str
+    age: int
+    languages: list[str]
+
+
+async def test_parse_gives_a_typed_answer_on_any_model(sdk: anthropic.AsyncAnthropic) -> None:
+    """messages.parse sends output_config.format (json_schema), which every model serves."""
+    ask: Any = [{"role": "user", "content": "Ada, 36, speaks English and French."}]
+    for name in ("sim-mini", "sim-pro"):
+        reply = await sdk.messages.parse(
+            model=name, max_tokens=300, messages=ask, output_format=Person
+        )
+        assert isinstance(reply.parsed_output, Person), reply.content
+        async with sdk.messages.stream(
+            model=name, max_tokens=300, messages=ask, output_format=Person
+        ) as stream:
+            streamed = await stream.get_final_message()
+        assert streamed.parsed_output == reply.parsed_output
+
+
+async def test_the_tool_runner_falls_back_to_sending_the_conversation(
+    sdk: anthropic.AsyncAnthropic,
+) -> None:
+    """The runner asks for a server-held thread first; the gateway answers as Anthropic
+    does where threads are off, and the runner carries on with the whole conversation."""
+    sent: list[dict[str, Any]] = []
+
+    async def note(request: httpx2.Request) -> None:
+        sent.append(json.loads(request.content))
+
+    @anthropic.beta_async_tool
+    async def get_weather(city: str) -> str:
+        """Gets the weather of a city."""
+        return f"18°C in {city}"
+
+    watched = sdk.with_options(http_client=httpx2.AsyncClient(event_hooks={"request": [note]}))
+    runner = watched.beta.messages.tool_runner(
+        model="sim-mini", max_tokens=300, tools=[get_weather],
+        messages=[{"role": "user", "content": "Weather in Paris?"}],
+    )  # fmt: skip
+    replies = [message async for message in runner]
+    assert [r.stop_reason for r in replies] == ["tool_use", "end_turn"]
+    assert "thread" in sent[0] and not any("thread" in body for body in sent[1:])
+    last = sent[-1]["messages"]
+    assert [m["role"] for m in last] == ["user", "assistant", "user"]
+    assert last[-1]["content"][0]["type"] == "tool_result"

@@ -1,9 +1,10 @@
 """The Claude Code CLI in non-interactive print mode, pointed at the gateway with
-ANTHROPIC_BASE_URL and served by a simulated model: its real requests (system blocks
-with cache_control, adaptive thinking, effort, context management, a mid-conversation
-system turn, tools, metadata.user_id, anthropic-beta) through a whole tool loop; and
-the gateway as its MCP server (`claude mcp add --transport http`), a granted tool
-called in print mode.
+ANTHROPIC_BASE_URL and served by a simulated model of the embedded default, as the
+README runs it: its real requests (an 18,000-token first turn: system blocks with
+cache_control, its default tool set, adaptive thinking, effort, context management, a
+mid-conversation system turn, metadata.user_id, anthropic-beta) through a whole tool
+loop; a wrong key, which it gives up on at once; and the gateway as its MCP server
+(`claude mcp add --transport http`), a granted tool called in print mode.
 
 The CLI is an npm package with a native binary: `make claude-code` installs the pinned
 version under build/claude-code (CI does); without it this test is skipped.
@@ -15,6 +16,7 @@ import asyncio
 import json
 import os
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -34,34 +36,44 @@ pytestmark = pytest.mark.skipif(
 )
 
 
+async def claude(tmp_path: Path, port: int, key: str, prompt: str) -> tuple[int, str, str]:
+    """Runs `claude -p PROMPT --model sim-mini` in a fresh home and work folder; its exit
+    code, its stream-json output and its stderr."""
+    (tmp_path / "home").mkdir(exist_ok=True)
+    (tmp_path / "work").mkdir(exist_ok=True)
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": str(tmp_path / "home"),
+        "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{port}",
+        "ANTHROPIC_API_KEY": key,
+        "ANTHROPIC_SMALL_FAST_MODEL": "sim-mini",
+        "DISABLE_TELEMETRY": "1",
+        "DISABLE_AUTOUPDATER": "1",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+    }
+    argv = [str(claude_binary()), "-p", prompt, "--model", "sim-mini",
+            "--output-format", "stream-json", "--verbose"]  # fmt: skip
+    process = await asyncio.create_subprocess_exec(
+        *argv, env=env, cwd=tmp_path / "work",
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    out, err = await asyncio.wait_for(process.communicate(), timeout=120)
+    assert process.returncode is not None
+    return process.returncode, out.decode(), err.decode()
+
+
 async def test_print_mode_tool_loop(tmp_path: Path) -> None:
     data = default_config_dict()
     # The names Claude Code asks for on its own (its small, fast model) map to sim-mini.
     data["models"][0]["aliases"] = ["claude-haiku-4-5", "claude-haiku-4-5-20251001"]
-    (tmp_path / "home").mkdir()
-    (tmp_path / "work").mkdir()
     async with running_gateway(data) as gw:
-        env = {
-            "PATH": os.environ.get("PATH", ""),
-            "HOME": str(tmp_path / "home"),
-            "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{gw.http_port}",
-            "ANTHROPIC_API_KEY": API_KEY,
-            "ANTHROPIC_SMALL_FAST_MODEL": "sim-mini",
-            "DISABLE_TELEMETRY": "1",
-            "DISABLE_AUTOUPDATER": "1",
-            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-        }
-        argv = [str(claude_binary()), "-p", "Read the file notes.txt", "--model", "sim-mini",
-                "--tools", "Read", "--output-format", "stream-json", "--verbose"]  # fmt: skip
-        process = await asyncio.create_subprocess_exec(
-            *argv, env=env, cwd=tmp_path / "work",
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-        )  # fmt: skip
-        out, err = await asyncio.wait_for(process.communicate(), timeout=120)
+        code, out, err = await claude(tmp_path, gw.http_port, API_KEY, "Read the file notes.txt")
         await gw.gateway.accounts.ledger.flush()
-        rows = await gw.gateway.store.db.fetch("SELECT method, status, model FROM usage_records")
-    assert process.returncode == 0, err.decode()[-2000:]
-    events = [json.loads(line) for line in out.decode().splitlines() if line.strip()]
+        rows = await gw.gateway.store.db.fetch(
+            "SELECT method, status, model, prompt_tokens FROM usage_records"
+        )
+    assert code == 0, err[-2000:]
+    events = [json.loads(line) for line in out.splitlines() if line.strip()]
     blocks = [
         block
         for e in events
@@ -78,6 +90,20 @@ async def test_print_mode_tool_loop(tmp_path: Path) -> None:
     generations = [r for r in rows if r["method"] in ("CreateMessage", "StreamMessage")]
     assert len(generations) >= 2
     assert all(r["status"] == "OK" and r["model"] == "sim-mini" for r in generations)
+    # Its whole default tool set came along: a first turn larger than 16,384 tokens.
+    assert max(r["prompt_tokens"] for r in generations) > 16_384
+
+
+async def test_a_wrong_key_ends_the_run_at_once(tmp_path: Path) -> None:
+    async with running_gateway() as gw:
+        started = time.monotonic()
+        code, out, err = await claude(tmp_path, gw.http_port, "gw-wrong-key-0000000000", "Hi")
+        took = time.monotonic() - started
+        await gw.gateway.accounts.ledger.flush()
+        rows = await gw.gateway.store.db.fetch("SELECT status FROM usage_records")
+    # x-should-retry: false on the 401: no ten retries over minutes.
+    assert code != 0 and took < 30, (took, out[-1000:], err[-1000:])
+    assert len(rows) <= 2 and all(r["status"] == "UNAUTHENTICATED" for r in rows), rows
 
 
 async def test_print_mode_calls_a_granted_mcp_tool_through_the_gateway(tmp_path: Path) -> None:

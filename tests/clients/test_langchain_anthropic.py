@@ -49,3 +49,17 @@ async def test_tool_loop(chat: ChatAnthropic) -> None:
     )
     assert answer.response_metadata["stop_reason"] == "end_turn"
     assert not answer.tool_calls
+
+
+class Person(BaseModel):
+    """A person."""
+
+    name: str
+    age: int
+
+
+async def test_structured_output_by_json_schema(chat: ChatAnthropic) -> None:
+    """method="json_schema" sends Anthropic's output_config.format: served on any model."""
+    structured = chat.with_structured_output(Person, method="json_schema")
+    person = await structured.ainvoke("Ada is 36.")
+    assert isinstance(person, Person)

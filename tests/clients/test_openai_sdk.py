@@ -202,6 +202,7 @@ async def test_a_rate_limited_request_is_retried_after_the_next_slot_not_the_win
             refused = await http.post("/v1/chat/completions", headers={"x-api-key": API_KEY},
                                       json={"model": "sim-mini", "messages": MESSAGES})  # fmt: skip
             assert refused.status_code == 429 and refused.headers["retry-after"] == "1"
+            assert refused.headers["x-should-retry"] == "true"
             assert 900 < int(refused.headers["retry-after-ms"]) <= 1000
             started = time.monotonic()
             # The SDK reads retry-after-ms, waits that long (not a window), and succeeds.

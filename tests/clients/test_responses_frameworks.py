@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 import pytest
 from agents import (
     Agent,
+    OpenAIConversationsSession,
     Runner,
     function_tool,
     set_default_openai_client,
@@ -16,7 +17,7 @@ from agents import (
 )
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_openai import ChatOpenAI
-from openai import AsyncOpenAI
+from openai import AsyncOpenAI, NotFoundError
 from pydantic import BaseModel
 
 from tests.support.gateways import API_KEY, running_gateway
@@ -92,3 +93,29 @@ async def test_langchain_chat_openai_responses(base_url: str) -> None:
     assert call["name"] == "get_weather" and "city" in call["args"]
     answer = await tooled.ainvoke([asked, called, ToolMessage("18C", tool_call_id=call["id"])])
     assert answer.text.startswith("(simulated)")
+
+
+async def test_agents_conversations_session_keeps_the_history(base_url: str) -> None:
+    """OpenAIConversationsSession keeps the run's items in a gateway conversation: the
+    second run reads the first's, and clearing the session deletes the conversation."""
+    client = AsyncOpenAI(base_url=base_url, api_key=API_KEY, max_retries=0)
+    set_default_openai_client(client, use_for_tracing=False)
+    set_tracing_disabled(True)
+    session = OpenAIConversationsSession(openai_client=client)
+    agent = Agent(name="chat", instructions="Answer briefly.", model="sim-mini")
+    await Runner.run(agent, "My name is Ada.", session=session)
+    second = await Runner.run(agent, "What is my name?", session=session)
+    assert str(second.final_output).startswith("(simulated)")
+    items = await session.get_items()
+    asked = [i["content"] for i in items if i.get("role") == "user"]  # type: ignore[union-attr]
+    assert [a if isinstance(a, str) else a[0]["text"] for a in asked] == [
+        "My name is Ada.", "What is my name?",
+    ]  # fmt: skip
+    assert len(items) == 4
+    popped = await session.pop_item()
+    assert popped is not None and popped.get("role") == "assistant"  # type: ignore[union-attr]
+    assert len(await session.get_items()) == 3
+    conversation_id = session.session_id
+    await session.clear_session()
+    with pytest.raises(NotFoundError):
+        await client.conversations.retrieve(conversation_id)

@@ -75,6 +75,22 @@ CONTRACT_ERROR_TYPE = {
     "ALREADY_EXISTS": "api_error",
     "DATA_LOSS": "api_error",
 }
+# `x-should-retry` per code, as the official SDKs read it: a retry may help after a rate
+# limit, a timeout or a failure on the serving side; never after a refused request, a
+# cancelled one or a method the API does not have.
+CONTRACT_SHOULD_RETRY = {
+    "RESOURCE_EXHAUSTED": "true",
+    "DEADLINE_EXCEEDED": "true",
+    "UNAVAILABLE": "true",
+    "INTERNAL": "true",
+    "UNKNOWN": "true",
+    "DATA_LOSS": "true",
+} | {
+    name: "false"
+    for name in ("INVALID_ARGUMENT", "FAILED_PRECONDITION", "OUT_OF_RANGE", "UNAUTHENTICATED",
+                 "PERMISSION_DENIED", "NOT_FOUND", "ABORTED", "ALREADY_EXISTS", "CANCELLED",
+                 "UNIMPLEMENTED")
+}  # fmt: skip
 CODES = [code for code in Code if code != Code.OK]
 # An error's `model` names its code; this suffix makes it one an upstream answered.
 ANSWERED = "_ANSWERED"
@@ -82,6 +98,7 @@ ANSWERED = "_ANSWERED"
 
 def test_the_oracle_names_every_code():
     assert set(CONTRACT_HTTP_STATUS) == set(CONTRACT_ERROR_TYPE) == {c.name for c in CODES}
+    assert set(CONTRACT_SHOULD_RETRY) == set(CONTRACT_HTTP_STATUS)
 
 
 class Raised(GatewayError):
@@ -158,6 +175,7 @@ async def test_rest_maps_the_code_to_its_status_and_body(
     async with httpx.AsyncClient(base_url=servers["urls"][mode], timeout=10) as http:
         response = await http.get("/v1/providers", params={"model": code.name})
     assert response.status_code == CONTRACT_HTTP_STATUS[code.name], response.text
+    assert response.headers["x-should-retry"] == CONTRACT_SHOULD_RETRY[code.name]
     assert response.json() == {
         "error": {
             "message": f"failed with {code.name}",

@@ -14,7 +14,7 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class CreateMessageRequest(_message.Message):
-    __slots__ = ("model", "max_tokens", "messages", "system", "system_blocks", "stop_sequences", "temperature", "top_p", "top_k", "metadata", "tools", "tool_choice", "thinking", "stream", "service_tier", "cache_control", "container", "mcp_servers", "context_management", "output_config")
+    __slots__ = ("model", "max_tokens", "messages", "system", "system_blocks", "stop_sequences", "temperature", "top_p", "top_k", "metadata", "tools", "tool_choice", "thinking", "stream", "service_tier", "cache_control", "container", "mcp_servers", "context_management", "output_config", "thread", "speed")
     MODEL_FIELD_NUMBER: _ClassVar[int]
     MAX_TOKENS_FIELD_NUMBER: _ClassVar[int]
     MESSAGES_FIELD_NUMBER: _ClassVar[int]
@@ -35,6 +35,8 @@ class CreateMessageRequest(_message.Message):
     MCP_SERVERS_FIELD_NUMBER: _ClassVar[int]
     CONTEXT_MANAGEMENT_FIELD_NUMBER: _ClassVar[int]
     OUTPUT_CONFIG_FIELD_NUMBER: _ClassVar[int]
+    THREAD_FIELD_NUMBER: _ClassVar[int]
+    SPEED_FIELD_NUMBER: _ClassVar[int]
     model: str
     max_tokens: int
     messages: _containers.RepeatedCompositeFieldContainer[_messages_pb2.MessageParam]
@@ -55,7 +57,9 @@ class CreateMessageRequest(_message.Message):
     mcp_servers: _containers.RepeatedCompositeFieldContainer[_struct_pb2.Struct]
     context_management: _struct_pb2.Struct
     output_config: _struct_pb2.Struct
-    def __init__(self, model: _Optional[str] = ..., max_tokens: _Optional[int] = ..., messages: _Optional[_Iterable[_Union[_messages_pb2.MessageParam, _Mapping]]] = ..., system: _Optional[str] = ..., system_blocks: _Optional[_Iterable[_Union[_messages_pb2.ContentBlock, _Mapping]]] = ..., stop_sequences: _Optional[_Iterable[str]] = ..., temperature: _Optional[float] = ..., top_p: _Optional[float] = ..., top_k: _Optional[int] = ..., metadata: _Optional[_Union[_messages_pb2.MessageMetadata, _Mapping]] = ..., tools: _Optional[_Iterable[_Union[_messages_pb2.MessageTool, _Mapping]]] = ..., tool_choice: _Optional[_Union[_messages_pb2.MessageToolChoice, _Mapping]] = ..., thinking: _Optional[_Union[_messages_pb2.ThinkingConfig, _Mapping]] = ..., stream: _Optional[bool] = ..., service_tier: _Optional[str] = ..., cache_control: _Optional[_Union[_cache_pb2.CacheControl, _Mapping]] = ..., container: _Optional[str] = ..., mcp_servers: _Optional[_Iterable[_Union[_struct_pb2.Struct, _Mapping]]] = ..., context_management: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., output_config: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
+    thread: _struct_pb2.Struct
+    speed: str
+    def __init__(self, model: _Optional[str] = ..., max_tokens: _Optional[int] = ..., messages: _Optional[_Iterable[_Union[_messages_pb2.MessageParam, _Mapping]]] = ..., system: _Optional[str] = ..., system_blocks: _Optional[_Iterable[_Union[_messages_pb2.ContentBlock, _Mapping]]] = ..., stop_sequences: _Optional[_Iterable[str]] = ..., temperature: _Optional[float] = ..., top_p: _Optional[float] = ..., top_k: _Optional[int] = ..., metadata: _Optional[_Union[_messages_pb2.MessageMetadata, _Mapping]] = ..., tools: _Optional[_Iterable[_Union[_messages_pb2.MessageTool, _Mapping]]] = ..., tool_choice: _Optional[_Union[_messages_pb2.MessageToolChoice, _Mapping]] = ..., thinking: _Optional[_Union[_messages_pb2.ThinkingConfig, _Mapping]] = ..., stream: _Optional[bool] = ..., service_tier: _Optional[str] = ..., cache_control: _Optional[_Union[_cache_pb2.CacheControl, _Mapping]] = ..., container: _Optional[str] = ..., mcp_servers: _Optional[_Iterable[_Union[_struct_pb2.Struct, _Mapping]]] = ..., context_management: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., output_config: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., thread: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., speed: _Optional[str] = ...) -> None: ...
 
 class CreateMessageResponse(_message.Message):
     __slots__ = ("id", "type", "role", "content", "model", "stop_reason", "stop_sequence", "usage", "other")
@@ -80,7 +84,7 @@ class CreateMessageResponse(_message.Message):
     def __init__(self, id: _Optional[str] = ..., type: _Optional[str] = ..., role: _Optional[str] = ..., content: _Optional[_Iterable[_Union[_messages_pb2.ContentBlock, _Mapping]]] = ..., model: _Optional[str] = ..., stop_reason: _Optional[str] = ..., stop_sequence: _Optional[str] = ..., usage: _Optional[_Union[_messages_pb2.MessageUsage, _Mapping]] = ..., other: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
 
 class StreamMessageRequest(_message.Message):
-    __slots__ = ("model", "max_tokens", "messages", "system", "system_blocks", "stop_sequences", "temperature", "top_p", "top_k", "metadata", "tools", "tool_choice", "thinking", "stream", "service_tier", "cache_control", "container", "mcp_servers", "context_management", "output_config")
+    __slots__ = ("model", "max_tokens", "messages", "system", "system_blocks", "stop_sequences", "temperature", "top_p", "top_k", "metadata", "tools", "tool_choice", "thinking", "stream", "service_tier", "cache_control", "container", "mcp_servers", "context_management", "output_config", "thread", "speed")
     MODEL_FIELD_NUMBER: _ClassVar[int]
     MAX_TOKENS_FIELD_NUMBER: _ClassVar[int]
     MESSAGES_FIELD_NUMBER: _ClassVar[int]
@@ -101,6 +105,8 @@ class StreamMessageRequest(_message.Message):
     MCP_SERVERS_FIELD_NUMBER: _ClassVar[int]
     CONTEXT_MANAGEMENT_FIELD_NUMBER: _ClassVar[int]
     OUTPUT_CONFIG_FIELD_NUMBER: _ClassVar[int]
+    THREAD_FIELD_NUMBER: _ClassVar[int]
+    SPEED_FIELD_NUMBER: _ClassVar[int]
     model: str
     max_tokens: int
     messages: _containers.RepeatedCompositeFieldContainer[_messages_pb2.MessageParam]
@@ -121,7 +127,9 @@ class StreamMessageRequest(_message.Message):
     mcp_servers: _containers.RepeatedCompositeFieldContainer[_struct_pb2.Struct]
     context_management: _struct_pb2.Struct
     output_config: _struct_pb2.Struct
-    def __init__(self, model: _Optional[str] = ..., max_tokens: _Optional[int] = ..., messages: _Optional[_Iterable[_Union[_messages_pb2.MessageParam, _Mapping]]] = ..., system: _Optional[str] = ..., system_blocks: _Optional[_Iterable[_Union[_messages_pb2.ContentBlock, _Mapping]]] = ..., stop_sequences: _Optional[_Iterable[str]] = ..., temperature: _Optional[float] = ..., top_p: _Optional[float] = ..., top_k: _Optional[int] = ..., metadata: _Optional[_Union[_messages_pb2.MessageMetadata, _Mapping]] = ..., tools: _Optional[_Iterable[_Union[_messages_pb2.MessageTool, _Mapping]]] = ..., tool_choice: _Optional[_Union[_messages_pb2.MessageToolChoice, _Mapping]] = ..., thinking: _Optional[_Union[_messages_pb2.ThinkingConfig, _Mapping]] = ..., stream: _Optional[bool] = ..., service_tier: _Optional[str] = ..., cache_control: _Optional[_Union[_cache_pb2.CacheControl, _Mapping]] = ..., container: _Optional[str] = ..., mcp_servers: _Optional[_Iterable[_Union[_struct_pb2.Struct, _Mapping]]] = ..., context_management: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., output_config: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
+    thread: _struct_pb2.Struct
+    speed: str
+    def __init__(self, model: _Optional[str] = ..., max_tokens: _Optional[int] = ..., messages: _Optional[_Iterable[_Union[_messages_pb2.MessageParam, _Mapping]]] = ..., system: _Optional[str] = ..., system_blocks: _Optional[_Iterable[_Union[_messages_pb2.ContentBlock, _Mapping]]] = ..., stop_sequences: _Optional[_Iterable[str]] = ..., temperature: _Optional[float] = ..., top_p: _Optional[float] = ..., top_k: _Optional[int] = ..., metadata: _Optional[_Union[_messages_pb2.MessageMetadata, _Mapping]] = ..., tools: _Optional[_Iterable[_Union[_messages_pb2.MessageTool, _Mapping]]] = ..., tool_choice: _Optional[_Union[_messages_pb2.MessageToolChoice, _Mapping]] = ..., thinking: _Optional[_Union[_messages_pb2.ThinkingConfig, _Mapping]] = ..., stream: _Optional[bool] = ..., service_tier: _Optional[str] = ..., cache_control: _Optional[_Union[_cache_pb2.CacheControl, _Mapping]] = ..., container: _Optional[str] = ..., mcp_servers: _Optional[_Iterable[_Union[_struct_pb2.Struct, _Mapping]]] = ..., context_management: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., output_config: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., thread: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., speed: _Optional[str] = ...) -> None: ...
 
 class StreamMessageResponse(_message.Message):
     __slots__ = ("type", "message", "index", "content_block", "delta", "message_delta", "usage")

@@ -228,20 +228,22 @@ class TopTextLogprob(_message.Message):
     def __init__(self, token: _Optional[str] = ..., bytes: _Optional[_Iterable[int]] = ..., logprob: _Optional[float] = ...) -> None: ...
 
 class FunctionCallItem(_message.Message):
-    __slots__ = ("id", "type", "status", "arguments", "call_id", "name")
+    __slots__ = ("id", "type", "status", "arguments", "call_id", "name", "namespace")
     ID_FIELD_NUMBER: _ClassVar[int]
     TYPE_FIELD_NUMBER: _ClassVar[int]
     STATUS_FIELD_NUMBER: _ClassVar[int]
     ARGUMENTS_FIELD_NUMBER: _ClassVar[int]
     CALL_ID_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     id: str
     type: str
     status: str
     arguments: str
     call_id: str
     name: str
-    def __init__(self, id: _Optional[str] = ..., type: _Optional[str] = ..., status: _Optional[str] = ..., arguments: _Optional[str] = ..., call_id: _Optional[str] = ..., name: _Optional[str] = ...) -> None: ...
+    namespace: str
+    def __init__(self, id: _Optional[str] = ..., type: _Optional[str] = ..., status: _Optional[str] = ..., arguments: _Optional[str] = ..., call_id: _Optional[str] = ..., name: _Optional[str] = ..., namespace: _Optional[str] = ...) -> None: ...
 
 class ReasoningItem(_message.Message):
     __slots__ = ("id", "type", "summary", "encrypted_content")
@@ -264,7 +266,7 @@ class SummaryText(_message.Message):
     def __init__(self, type: _Optional[str] = ..., text: _Optional[str] = ...) -> None: ...
 
 class InputItem(_message.Message):
-    __slots__ = ("type", "role", "content", "content_parts", "id", "status", "call_id", "name", "arguments", "output", "output_parts", "summary", "encrypted_content", "phase")
+    __slots__ = ("type", "role", "content", "content_parts", "id", "status", "call_id", "name", "arguments", "output", "output_parts", "summary", "encrypted_content", "phase", "namespace")
     TYPE_FIELD_NUMBER: _ClassVar[int]
     ROLE_FIELD_NUMBER: _ClassVar[int]
     CONTENT_FIELD_NUMBER: _ClassVar[int]
@@ -279,6 +281,7 @@ class InputItem(_message.Message):
     SUMMARY_FIELD_NUMBER: _ClassVar[int]
     ENCRYPTED_CONTENT_FIELD_NUMBER: _ClassVar[int]
     PHASE_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     type: str
     role: str
     content: str
@@ -293,7 +296,8 @@ class InputItem(_message.Message):
     summary: _containers.RepeatedCompositeFieldContainer[SummaryText]
     encrypted_content: str
     phase: str
-    def __init__(self, type: _Optional[str] = ..., role: _Optional[str] = ..., content: _Optional[str] = ..., content_parts: _Optional[_Iterable[_Union[InputContent, _Mapping]]] = ..., id: _Optional[str] = ..., status: _Optional[str] = ..., call_id: _Optional[str] = ..., name: _Optional[str] = ..., arguments: _Optional[str] = ..., output: _Optional[str] = ..., output_parts: _Optional[_Iterable[_Union[InputContent, _Mapping]]] = ..., summary: _Optional[_Iterable[_Union[SummaryText, _Mapping]]] = ..., encrypted_content: _Optional[str] = ..., phase: _Optional[str] = ...) -> None: ...
+    namespace: str
+    def __init__(self, type: _Optional[str] = ..., role: _Optional[str] = ..., content: _Optional[str] = ..., content_parts: _Optional[_Iterable[_Union[InputContent, _Mapping]]] = ..., id: _Optional[str] = ..., status: _Optional[str] = ..., call_id: _Optional[str] = ..., name: _Optional[str] = ..., arguments: _Optional[str] = ..., output: _Optional[str] = ..., output_parts: _Optional[_Iterable[_Union[InputContent, _Mapping]]] = ..., summary: _Optional[_Iterable[_Union[SummaryText, _Mapping]]] = ..., encrypted_content: _Optional[str] = ..., phase: _Optional[str] = ..., namespace: _Optional[str] = ...) -> None: ...
 
 class InputContent(_message.Message):
     __slots__ = ("type", "text", "image_url", "detail", "file_id", "file_data", "file_url", "filename", "annotations", "logprobs", "refusal")

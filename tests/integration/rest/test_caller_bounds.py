@@ -36,6 +36,8 @@ def _status_and_json(raw: bytes) -> tuple[int, dict]:  # type: ignore[type-arg]
     head, _, body = raw.partition(b"\r\n\r\n")
     status = int(head.split(b" ", 2)[1])
     assert b"application/json" in head.lower(), head
+    # A timeout may pass on a retry; a malformed request never does.
+    assert f"x-should-retry: {str(status == 408).lower()}".encode() in head.lower(), head
     return status, json.loads(body)
 
 
@@ -91,6 +93,16 @@ async def test_an_unterminated_chunked_body_gets_408(gateway):
         b"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
         b"x-api-key: " + API_KEY.encode() + b'\r\ntransfer-encoding: chunked\r\n\r\n5\r\n{"mod\r\n'
     )
+    await writer.drain()
+    raw = await _read_all(reader)
+    writer.close()
+    status, body = _status_and_json(raw)
+    assert status == 408 and body["error"]["code"] == "request_timeout", body
+
+
+async def test_an_incomplete_head_gets_408(gateway):
+    reader, writer = await asyncio.open_connection("127.0.0.1", gateway.http_port)
+    writer.write(b"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\n")
     await writer.drain()
     raw = await _read_all(reader)
     writer.close()

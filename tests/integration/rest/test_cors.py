@@ -72,6 +72,7 @@ async def test_an_allowed_origin_gets_a_preflight_and_headers_on_every_answer() 
             assert response.headers["access-control-allow-origin"] == origin
             exposed = response.headers["access-control-expose-headers"].lower()
             assert "x-request-id" in exposed and "retry-after" in exposed
+            assert "x-should-retry" in exposed
             assert "x-ratelimit-remaining-requests" in exposed
         assert response.status_code == 200
         other = preflight("http://evil.test")

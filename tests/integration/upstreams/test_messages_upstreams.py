@@ -341,3 +341,92 @@ async def test_thinking_hints_and_requirements(env: Env) -> None:
         response = await env.messages({**required, "model": name})
         assert response.status_code == 400
         assert response.json()["error"]["message"].startswith("thinking:")
+
+
+PERSON = {"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
+          "required": ["name", "age"], "additionalProperties": False}  # fmt: skip
+
+
+@pytest.mark.parametrize("stream", [False, True])
+@pytest.mark.parametrize("kind", KINDS)
+async def test_a_json_schema_output_format_on_every_kind(env: Env, kind: str, stream: bool) -> None:
+    """output_config.format is the gateway's structured output: an Anthropic upstream gets
+    it as sent, an OpenAI-compatible one as response_format, the simulated model answers
+    valid JSON; a provider without structured output refuses it by name."""
+    body = {"model": MODEL[kind], "max_tokens": 200, "stream": stream,
+            "messages": [{"role": "user", "content": "Extract: Ada, 36."}],
+            "output_config": {"effort": "low",
+                              "format": {"type": "json_schema", "schema": PERSON}}}  # fmt: skip
+    response = await env.messages(body)
+    if kind == "tgi":
+        assert response.status_code == 400, response.text
+        return
+    assert response.status_code == 200, response.text
+    if kind == "anthropic":
+        assert env.last("anthropic").body["output_config"] == body["output_config"]
+    if kind == "openai":
+        sent = env.last("openai").body["response_format"]
+        assert sent["type"] == "json_schema" and sent["json_schema"]["schema"] == PERSON
+    if kind == "simulated":
+        if stream:
+            text = "".join(
+                json.loads(line[6:])["delta"].get("text", "")
+                for line in response.text.splitlines()
+                if line.startswith("data: ") and '"text_delta"' in line
+            )
+        else:
+            text = response.json()["content"][0]["text"]
+        answer = json.loads(text)
+        assert set(answer) == {"name", "age"} and isinstance(answer["age"], int)
+
+
+@pytest.mark.parametrize(
+    "output_format, field",
+    [
+        ({"type": "json_object"}, "output_config.format.type"),
+        ({"type": "json_schema"}, "output_config.format.schema"),
+        ({"type": "json_schema", "schema": {"type": 3}}, "output_config.format.schema.type"),
+        ({"type": "json_schema", "schema": PERSON, "name": "x"}, "output_config.format.name"),
+        ("json", "output_config.format"),
+    ],
+)
+async def test_a_bad_output_format_is_refused_by_name(env: Env, output_format: Any, field: str):
+    body = {"model": "sim-mini", "max_tokens": 50, "messages": [{"role": "user", "content": "Hi"}],
+            "output_config": {"format": output_format}}  # fmt: skip
+    response = await env.messages(body)
+    assert response.status_code == 400, response.text
+    assert response.json()["error"]["message"].startswith(f"{field}:"), response.text
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_tuning_hints_are_served_on_every_kind(env: Env, kind: str) -> None:
+    """A tool's eager_input_streaming (the Vercel AI SDK sends it by default), `speed` and
+    output_config.task_budget only tune Anthropic's serving: every kind takes them, and an
+    Anthropic upstream gets them as sent."""
+    tool = {**claude_code_request(False)["tools"][0], "eager_input_streaming": True}
+    body = {"model": MODEL[kind], "max_tokens": 100, "speed": "fast",
+            "output_config": {"task_budget": {"type": "tokens", "total": 20000}},
+            "messages": [{"role": "user", "content": "Hi"}]}  # fmt: skip
+    if kind != "tgi":  # TGI's native API has no tools
+        body["tools"] = [tool]
+    response = await env.messages(body, **{"anthropic-beta": "fast-mode-2026-02-01"})
+    assert response.status_code == 200, response.text
+    if kind == "anthropic":
+        sent = env.last("anthropic").body
+        assert sent["tools"] == [tool] and sent["speed"] == "fast"
+        assert sent["output_config"] == body["output_config"]
+    bad = await env.messages({**body, "speed": "warp"})
+    assert bad.status_code == 400 and bad.json()["error"]["message"].startswith("speed:")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_a_thread_is_refused_as_anthropic_refuses_it(env: Env, kind: str) -> None:
+    body = {"model": MODEL[kind], "max_tokens": 50, "thread": {"type": "create"},
+            "messages": [{"role": "user", "content": "Hi"}]}  # fmt: skip
+    response = await env.messages(body)
+    assert response.status_code == 400, response.text
+    assert response.headers["x-should-retry"] == "false"
+    error = response.json()["error"]
+    assert error["type"] == "invalid_request_error" and error["message"].startswith("thread:")
+    assert error["details"] == {"error_code": "thread_unsupported_request"}
+    assert kind not in env.fakes or not env.fakes[kind].seen

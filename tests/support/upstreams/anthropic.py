@@ -47,7 +47,7 @@ COUNT_FIELDS = frozenset({
 })  # fmt: skip
 COUNT_REQUIRED = ("model", "messages")
 # Fields of beta features, taken when an anthropic-beta header names one.
-BETA_FIELDS = frozenset({"context_management", "mcp_servers", "container"})
+BETA_FIELDS = frozenset({"context_management", "mcp_servers", "container", "speed"})
 CHECKS: dict[str, Check] = {
     "model": STRING,
     "max_tokens": integer(1),

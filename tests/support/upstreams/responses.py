@@ -122,12 +122,13 @@ class ResponsesWire:
                  "action": {"type": "search", "query": "fake"}}
             )  # fmt: skip
         calls = _functions_to_call(body)
-        for i, name in enumerate(calls):
-            items.append(
-                {"id": f"fc_up{n}_{i}", "type": "function_call", "status": "completed",
-                 "call_id": f"call_up{n}_{i}", "name": name,
-                 "arguments": json.dumps(shapes.ARGUMENTS)}
-            )  # fmt: skip
+        for i, (namespace, name) in enumerate(calls):
+            call = {"id": f"fc_up{n}_{i}", "type": "function_call", "status": "completed",
+                    "call_id": f"call_up{n}_{i}", "name": name,
+                    "arguments": json.dumps(shapes.ARGUMENTS)}  # fmt: skip
+            if namespace is not None:
+                call["namespace"] = namespace
+            items.append(call)
         if not calls:
             # The text in two parts, as a reply with an annotation boundary comes.
             parts = ["".join(reply.tokens[:1]), "".join(reply.tokens[1:])]
@@ -220,15 +221,21 @@ class ResponsesWire:
 FAILURE = {"code": "server_error", "message": "The model failed, key sk-proj-abcdefghijklmnopqrstu"}
 
 
-def _functions_to_call(body: dict[str, Any]) -> list[str]:
-    """The function tools a model calls now: the one `tool_choice` names, or every one
-    offered when it says `required`; none otherwise."""
-    functions = [t["name"] for t in body.get("tools") or () if t.get("type") == "function"]
+def _functions_to_call(body: dict[str, Any]) -> list[tuple[str | None, str]]:
+    """The functions a model calls now, each with its namespace (None outside one): the
+    one `tool_choice` names, or every one offered when it says `required` (those of
+    namespace tools too); none otherwise."""
+    functions: list[tuple[str | None, str]] = []
+    for tool in body.get("tools") or ():
+        if tool.get("type") == "function":
+            functions.append((None, tool["name"]))
+        elif tool.get("type") == "namespace":
+            functions.extend((tool["name"], t["name"]) for t in tool["tools"])
     choice = body.get("tool_choice")
     if choice == "required":
         return functions
     if isinstance(choice, dict) and choice.get("type") == "function":
-        return [str(choice["name"])]
+        return [(None, str(choice["name"]))]
     return []
 
 

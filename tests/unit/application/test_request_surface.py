@@ -76,6 +76,28 @@ def test_schema_instance_is_valid(seed: int) -> None:
     assert instance(SCHEMA, seed) == value  # deterministic
 
 
+# Codex's exec_command tool types its counts as `number` and reads them into integers.
+EXEC_COMMAND: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "cmd": {"type": "string"},
+        "yield_time_ms": {"type": "number"},
+        "max_output_tokens": {"type": "number"},
+        "timeout_s": {"type": "number", "minimum": 1.5, "maximum": 30},
+    },
+    "required": ["cmd"],
+}
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_a_number_is_whole_where_its_bounds_allow(seed: int) -> None:
+    value = instance(EXEC_COMMAND, seed)
+    assert all(type(value[k]) is int for k in ("yield_time_ms", "max_output_tokens"))
+    assert type(value["timeout_s"]) is int and 2 <= value["timeout_s"] <= 30
+    between = instance({"type": "number", "minimum": 0.25, "maximum": 0.75}, seed)
+    assert type(between) is float and 0.25 <= between <= 0.75
+
+
 def test_schema_instance_defaults_to_an_object() -> None:
     assert instance(None) == {} and instance({}) == {}
 

@@ -14,6 +14,7 @@ from starlette.requests import Request
 
 from http_facade.errors import (
     ANTHROPIC,
+    FORMATS,
     OPENAI,
     MethodNotAllowed,
     PayloadTooLarge,
@@ -142,6 +143,52 @@ def test_retry_after_in_whole_seconds_on_429_and_503(error: GatewayError, expect
     assert headers.get("retry_after") == expected
 
 
+# What `x-should-retry` says per error, written out from the SDKs' documented rule (retry
+# rate limits, timeouts and server faults) less the refusals a retry would meet again.
+SHOULD_RETRY = [
+    (InvalidArgument("bad", {}), "false"),
+    (UpstreamRejected("refused", {}), "false"),
+    (Unauthenticated("who", {}), "false"),
+    (PermissionDenied("no", {}), "false"),
+    (NotFound("gone", {}), "false"),
+    (ModelNotFound("which", {}), "false"),
+    (PayloadTooLarge("big", {}), "false"),
+    (MethodNotAllowed("no GET", {}), "false"),
+    (Cancelled("gone", {}), "false"),
+    (BudgetExhausted("spent", {}, retry_after_s=60), "false"),
+    (RateLimited("slow", {}, retry_after_s=2), "true"),
+    (RequestTimeout("too slow", {}), "true"),
+    (DeadlineExceeded("late", {}), "true"),
+    (Internal("bug", {}), "true"),
+    (StorageUnavailable("db", {}), "true"),
+    (UpstreamError("down", {}), "true"),
+    (UpstreamError("broke", {}, upstream_answered=True), "true"),
+    (AllProvidersFailed.of("m", []), "true"),
+]
+
+
+@pytest.mark.parametrize("dialect", sorted(FORMATS))
+@pytest.mark.parametrize("error, expected", SHOULD_RETRY,
+                         ids=[type(e).__name__ for e, _ in SHOULD_RETRY])  # fmt: skip
+def test_every_error_in_every_dialect_says_whether_to_retry(
+    error: GatewayError, expected: str, dialect: int
+) -> None:
+    headers = error_response(error, dialect=dialect).headers
+    assert headers.getlist("x-should-retry") == [expected]
+
+
+def test_the_errors_own_retry_hint_replaces_the_metadatas() -> None:
+    headers = error_response(InvalidArgument("bad", {}), {"x-should-retry": "true"}).headers
+    assert headers.getlist("x-should-retry") == ["false"]
+
+
+def test_an_unimplemented_method_is_not_retried() -> None:
+    unimplemented = GatewayError("not here", {})
+    unimplemented.code = Code.UNIMPLEMENTED
+    response = error_response(unimplemented)
+    assert (response.status_code, response.headers["x-should-retry"]) == (501, "false")
+
+
 def test_retry_after_on_anthropics_529() -> None:
     response = error_response(UpstreamError("busy", {}, retry_after_s=4), dialect=ANTHROPIC)
     assert response.status_code == 529
@@ -251,3 +298,13 @@ async def test_a_gateway_error_in_the_endpoints_format_with_its_exchanges_header
         "error": {"message": "no route", "type": "not_found_error", "code": "not_found",
                   "param": None}
     }  # fmt: skip
+
+
+def test_anthropics_error_code_goes_in_its_details_only() -> None:
+    refused = InvalidArgument(
+        "thread: no", {"field": "thread", "error_code": "thread_unsupported_request"}
+    )
+    body = error_body(refused, ANTHROPIC)["error"]
+    assert body["details"] == {"error_code": "thread_unsupported_request"}
+    assert "details" not in error_body(InvalidArgument("bad", {}), ANTHROPIC)["error"]
+    assert "details" not in error_body(refused, OPENAI)["error"]

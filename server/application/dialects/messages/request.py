@@ -12,12 +12,18 @@ Every field is honoured, carried, or refused with a 400 naming it:
   let earlier thinking be left out) and reach only an Anthropic upstream, in the
   request's native form;
 - tools, tool_choice (`disable_parallel_tool_use` as parallel_tool_calls false),
-  stop_sequences, temperature, top_p, top_k, thinking, metadata.user_id as `user`;
-  `cache_control` and `service_tier` are hints a provider may ignore;
+  stop_sequences, temperature, top_p, top_k, thinking, metadata.user_id as `user`,
+  output_config's effort and its `json_schema` format (the gateway's structured output);
+  `cache_control`, `service_tier`, `speed`, `output_config.task_budget` and a tool's
+  `eager_input_streaming` are hints a provider may ignore;
+- `thread` (a conversation the server would hold between turns) is refused as Anthropic
+  refuses it where threads are off (400, `thread_unsupported_request`), on which the
+  SDKs' tool runners send the whole conversation instead;
 - what only Anthropic's own format carries (server tools, MCP servers, a container,
-  context management, output config, server tool blocks, documents by URL or file
-  id...) sets the native request's `required_by`, so only an Anthropic provider of the
-  model may take the request, and any other model answers a 400 naming the field.
+  context management, output_config keys other than effort and format, server tool
+  blocks, documents by URL or file id...) sets the native request's `required_by`, so
+  only an Anthropic provider of the model may take the request, and any other model
+  answers a 400 naming the field.
 
 The request itself rides along as a `Native` request of this dialect, which the
 Anthropic adapter sends as it came (with `anthropic-beta`), so nothing is lost on an Anthropic upstream.
@@ -37,7 +43,7 @@ from gateway.v1 import messages_service_pb2 as service
 from server.application.pipeline import cache_marks, schemas
 from server.application.pipeline.fields import MAX_TOKENS_CEILING
 from server.base import structs, urls
-from server.base.errors import InvalidArgument
+from server.base.errors import InvalidArgument, Unsupported
 from server.base.generation import (
     GATEWAY_SIGNATURE,
     DocumentPart,
@@ -46,6 +52,7 @@ from server.base.generation import (
     Message,
     Native,
     Part,
+    ResponseFormat,
     TextPart,
     Thinking,
     Thought,
@@ -74,7 +81,17 @@ MIN_THINKING_BUDGET = 1024
 TOOL_CHOICES = ("auto", "any", "tool", "none")
 THINKING_TYPES = ("enabled", "adaptive", "disabled")
 # Custom-tool keys the gateway does not read: Anthropic upstreams only.
-NATIVE_TOOL_KEYS = ("input_examples", "defer_loading", "allowed_callers", "eager_input_streaming")
+NATIVE_TOOL_KEYS = ("input_examples", "defer_loading", "allowed_callers")
+# Custom-tool keys that only tune how Anthropic streams (the Vercel AI SDK sends
+# eager_input_streaming by default): Anthropic upstreams get them, other kinds need none.
+HINT_TOOL_KEYS = ("eager_input_streaming",)
+# output_config keys that only advise the model (how many tokens an agent's whole task
+# may take): Anthropic upstreams get them, other kinds serve the request without.
+HINT_OUTPUT_KEYS = ("task_budget",)
+SPEEDS = ("standard", "fast")
+# Anthropic's answer to a server-side conversation (`thread`) it cannot hold, on which its
+# SDKs' tool runners send the whole conversation instead.
+THREAD_UNSUPPORTED = "thread_unsupported_request"
 # Request fields only Anthropic's format carries.
 NATIVE_FIELDS = ("container", "mcp_servers")
 # Context edits every provider honours: earlier thinking reaches no other kind anyway.
@@ -308,6 +325,8 @@ class Reader:
                 raise InvalidArgument.for_field(f"{at}.input_schema", "is required")
             schema = schemas.read(tool.input_schema, f"{at}.input_schema")
             for key in tool.other.fields:
+                if key in HINT_TOOL_KEYS:
+                    continue
                 if key not in NATIVE_TOOL_KEYS:
                     raise InvalidArgument.for_field(f"{at}.{key}", "is not a known parameter")
                 self.native(f"{at}.{key}")
@@ -396,20 +415,38 @@ def _thinking(request: AnyRequest, max_tokens: int | None, effort: str | None) -
     return Thinking("enabled", budget, effort)
 
 
-def _effort(request: AnyRequest, reader: Reader) -> str | None:
-    """output_config.effort; its other keys (`format`...) only Anthropic reads."""
+def _output_config(request: AnyRequest, reader: Reader) -> tuple[str | None, ResponseFormat | None]:
+    """output_config's effort and its `json_schema` format, which every model serves
+    (as the gateway's structured output); any other key only Anthropic reads."""
     if not request.HasField("output_config"):
-        return None
+        return None, None
     config = structs.read(request.output_config, "output_config")
     for key in config:
-        if key != "effort":
+        if key not in ("effort", "format", *HINT_OUTPUT_KEYS):
             reader.native(f"output_config.{key}")
     effort = config.get("effort")
     if effort is not None and effort not in EFFORTS:
         raise InvalidArgument.for_field(
             "output_config.effort", f"must be one of {', '.join(EFFORTS)}"
         )
-    return effort
+    fmt = config.get("format")
+    return effort, None if fmt is None else _format(fmt, "output_config.format")
+
+
+def _format(fmt: Any, at: str) -> ResponseFormat:
+    """Anthropic's output format, `{"type": "json_schema", "schema": {...}}`."""
+    if not isinstance(fmt, dict):
+        raise InvalidArgument.for_field(at, "must be an object")
+    if fmt.get("type") != "json_schema":
+        raise InvalidArgument.for_field(f"{at}.type", "must be json_schema")
+    for key in fmt:
+        if key not in ("type", "schema"):
+            raise InvalidArgument.for_field(f"{at}.{key}", "is not a known parameter")
+    schema = fmt.get("schema")
+    if not isinstance(schema, dict):
+        raise InvalidArgument.for_field(f"{at}.schema", "is required, a JSON Schema object")
+    schemas.check(schema, f"{at}.schema")
+    return ResponseFormat("json_schema", name="output", schema=schema)
 
 
 def _context_edits(request: AnyRequest, reader: Reader) -> None:
@@ -450,6 +487,14 @@ def _sampling(request: GenerateRequest) -> dict[str, Any]:
     out["stop"] = tuple(request.stop_sequences)
     if request.HasField("service_tier") and request.service_tier not in ("auto", "standard_only"):
         raise InvalidArgument.for_field("service_tier", "must be auto or standard_only")
+    if request.HasField("speed") and request.speed not in SPEEDS:
+        raise InvalidArgument.for_field("speed", f"must be one of {', '.join(SPEEDS)}")
+    if request.HasField("thread"):
+        raise Unsupported(
+            "thread: the gateway does not hold conversations between turns; send the whole "
+            "conversation without `thread`",
+            {"field": "thread", "error_code": THREAD_UNSUPPORTED},
+        )
     if request.metadata.HasField("user_id"):
         out["user"] = request.metadata.user_id
     return out
@@ -472,7 +517,7 @@ def generation(request: AnyRequest, headers: tuple[tuple[str, str], ...] = ()) -
     for name in NATIVE_FIELDS:
         if name != "mcp_servers" and name in fields and request.HasField(name):
             reader.native(name)
-    effort = _effort(request, reader)
+    effort, response_format = _output_config(request, reader)
     _context_edits(request, reader)
     counting = isinstance(request, service.CountMessageTokensRequest)
     sampling = {} if counting else _sampling(request)
@@ -482,6 +527,7 @@ def generation(request: AnyRequest, headers: tuple[tuple[str, str], ...] = ()) -
         **_choice(request, names),
         **sampling,
         thinking=_thinking(request, sampling.get("max_tokens"), effort),
+        response_format=response_format,
         native=Native(DIALECT, request, headers, reader.native_only),
     )
 

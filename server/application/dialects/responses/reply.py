@@ -54,7 +54,9 @@ FAILURE_CODE = {
 class _Open:
     """The item being generated: its kind, index and what it holds so far."""
 
-    __slots__ = ("arguments", "call_id", "id", "index", "kind", "logprobs", "name", "parts")
+    __slots__ = (
+        "arguments", "call_id", "id", "index", "kind", "logprobs", "name", "namespace", "parts",
+    )  # fmt: skip
 
     def __init__(self, kind: str, index: int, item_id: str) -> None:
         self.kind = kind
@@ -65,6 +67,7 @@ class _Open:
         self.arguments: list[str] = []
         self.call_id = ""
         self.name = ""
+        self.namespace: str | None = None
 
 
 class Builder:
@@ -77,8 +80,12 @@ class Builder:
         include_encrypted: bool,
         emit: bool,
         keep: bool = True,
+        namespaces: Mapping[str, tuple[str, str]] | None = None,
     ) -> None:
         self.response = head
+        # The request's namespaced functions by tool name: their calls are written with
+        # the function's own name and its namespace.
+        self.namespaces = namespaces or {}
         # Whether the output is also wanted as conversation items (to be stored).
         self.keep = keep
         self.provider = provider
@@ -173,13 +180,13 @@ class Builder:
             out += self._close()
             current = self._begin("function_call", new_id("fc"))
             current.call_id = fragment.id or new_id("call")
-            current.name = fragment.name or ""
+            self._name(current, fragment.name or "")
             self._calls[fragment.index] = current
             if self.emit:
                 item = rpb.OutputItem(function_call=self._function_call(current, "in_progress"))
                 out.append(self._item_event("response.output_item.added", current, item))
         elif fragment.name:
-            current.name = fragment.name
+            self._name(current, fragment.name)
         if fragment.arguments:
             current.arguments.append(fragment.arguments)
             if self.emit and current is self._open:
@@ -188,6 +195,9 @@ class Builder:
                 )
                 out.append(self._event("response.function_call_arguments.delta", delta=delta))
         return out
+
+    def _name(self, current: _Open, name: str) -> None:
+        current.namespace, current.name = self.namespaces.get(name, (None, name))
 
     def _reasoning(self, fragment: ReasoningDelta) -> list[Event]:
         out: list[Event] = []
@@ -284,6 +294,7 @@ class Builder:
         return rpb.FunctionCallItem(
             id=current.id, type="function_call", status=status,
             arguments="".join(current.arguments), call_id=current.call_id, name=current.name,
+            namespace=current.namespace,
         )  # fmt: skip
 
     def _summary_done(self, current: _Open, index: int) -> list[Event]:
@@ -337,10 +348,13 @@ class Builder:
                 out.append(
                     self._event("response.function_call_arguments.done", arguments_done=done)
                 )
-            self.items.append(
-                {"id": current.id, "type": "function_call", "status": status,
-                 "call_id": call.call_id, "name": call.name, "arguments": call.arguments}
-            )  # fmt: skip
+            kept: Item = {
+                "id": current.id, "type": "function_call", "status": status,
+                "call_id": call.call_id, "name": call.name, "arguments": call.arguments,
+            }  # fmt: skip
+            if current.namespace is not None:
+                kept["namespace"] = current.namespace
+            self.items.append(kept)
         else:
             if self.emit and current.parts:
                 out.extend(self._summary_done(current, len(current.parts) - 1))

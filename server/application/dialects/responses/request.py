@@ -5,7 +5,9 @@ parts, `function_call`, `function_call_output`, `reasoning`, `item_reference`), 
 the stored conversation it continues, becomes chat messages: `instructions` a system
 message, function calls an assistant message's tool calls, their outputs `tool`
 messages. Reasoning items have no place in a chat: they reach only an upstream that
-serves the Responses API natively, and only the one that made them (`seal`).
+serves the Responses API natively, and only the one that made them (`seal`). A
+`namespace` tool's functions become tools named `{namespace}__{name}` (`namespaced`),
+and calls of them are written back with their `namespace`.
 
 Every field is honoured, passed on, or refused with a 400 naming it. What only an
 upstream serving the Responses API can honour (built-in tools, `input_file` parts,
@@ -18,6 +20,7 @@ native upstreams); the proto `InputItem` is only how they arrive.
 
 from __future__ import annotations
 
+import dataclasses
 import secrets
 from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass
@@ -41,6 +44,7 @@ from server.base.generation import (
     TextPart,
     ToolCall,
     ToolSpec,
+    namespaced,
     unseal,
 )
 
@@ -75,10 +79,11 @@ BUILT_IN_TOOLS = frozenset(
         "web_search", "web_search_preview", "web_search_2025_08_26",
         "web_search_preview_2025_03_11", "file_search", "computer_use_preview", "computer",
         "code_interpreter", "image_generation", "local_shell", "shell", "mcp", "custom",
-        "apply_patch", "tool_search", "namespace",
+        "apply_patch", "tool_search",
     }
 )  # fmt: skip
 FUNCTION_TOOL_KEYS = frozenset({"type", "name", "description", "parameters", "strict"})
+NAMESPACE_KEYS = frozenset({"type", "name", "description", "tools"})
 
 
 @dataclass(frozen=True)
@@ -103,6 +108,8 @@ class Translated:
     # What the response hands out beyond the defaults.
     include_encrypted: bool
     include_logprobs: bool
+    # The request's namespaced functions: each one's tool name -> (namespace, name).
+    namespaces: Mapping[str, tuple[str, str]] = dataclasses.field(default_factory=dict)
 
 
 def new_id(prefix: str) -> str:
@@ -146,7 +153,8 @@ def translate(request: ResponsesRequest, previous: Previous | None) -> Translate
     if len(request.tools) > fields.MAX_TOOLS:
         raise InvalidArgument.for_field("tools", f"at most {fields.MAX_TOOLS} tools")
     tool_objects = [_read_tool(tool, f"tools[{i}]") for i, tool in enumerate(request.tools)]
-    tools, forced, choice = _tools(request, tool_objects, native_only)
+    namespaces: dict[str, tuple[str, str]] = {}
+    tools, forced, choice = _tools(request, tool_objects, native_only, namespaces)
     include = _include(request, native_only)
     reasoning = request.reasoning if request.HasField("reasoning") else None
     effort = None
@@ -198,7 +206,12 @@ def translate(request: ResponsesRequest, previous: Previous | None) -> Translate
         native=native,
     )
     return Translated(
-        generation, tuple(items), context, ENCRYPTED_REASONING in include, LOGPROBS in include
+        generation,
+        tuple(items),
+        context,
+        ENCRYPTED_REASONING in include,
+        LOGPROBS in include,
+        namespaces,
     )
 
 
@@ -302,6 +315,14 @@ def resolve(items: Sequence[Item]) -> list[Item]:
     return out
 
 
+def items_of(given: Sequence[rpb.InputItem], where: str, known: Sequence[Item] = ()) -> list[Item]:
+    """Items as a conversation keeps them (OpenAI's shape, each with an id; a reference
+    kept as one, see `resolve`), references checked against `known`; every failure names
+    the item's field."""
+    ids = {str(item["id"]) for item in known if item.get("id")}
+    return [_item(item, f"{where}[{i}]", ids, []) for i, item in enumerate(given)]
+
+
 def _item(item: rpb.InputItem, where: str, known: Set[str], native_only: list[str]) -> Item:
     kind = item.type if item.HasField("type") else "message"
     if kind not in ITEM_TYPES:
@@ -328,8 +349,12 @@ def _item(item: rpb.InputItem, where: str, known: Set[str], native_only: list[st
             arguments=item.arguments if item.HasField("arguments") else "",
             status="completed",
         )
+        if item.HasField("namespace"):
+            out["namespace"] = item.namespace
     elif kind == "function_call_output":
         out.update(type="function_call_output", call_id=_required(item, "call_id", where))
+        if item.HasField("namespace"):
+            out["namespace"] = item.namespace
         if item.output_parts:
             parts = [_part(p, f"{where}.output[{j}]", "tool", native_only)
                      for j, p in enumerate(item.output_parts)]  # fmt: skip
@@ -357,8 +382,8 @@ def _item(item: rpb.InputItem, where: str, known: Set[str], native_only: list[st
 
 _ITEM_FIELDS = {
     "message": {"id", "role", "content", "content_parts", "status", "phase"},
-    "function_call": {"id", "call_id", "name", "arguments", "status"},
-    "function_call_output": {"id", "call_id", "output", "output_parts", "status"},
+    "function_call": {"id", "call_id", "name", "arguments", "status", "namespace"},
+    "function_call_output": {"id", "call_id", "output", "output_parts", "status", "namespace"},
     "reasoning": {"id", "summary", "encrypted_content", "content_parts", "status"},
     "item_reference": {"id"},
 }
@@ -451,9 +476,10 @@ def _messages(items: Sequence[Item]) -> list[Message]:
             images = any(isinstance(p, ImagePart) for p in kept)
             out.append(Message(role, text, kept if images else ()))
         elif kind == "function_call":
-            call = ToolCall(
-                str(item["call_id"]), str(item["name"]), str(item["arguments"]), signature
-            )
+            name = str(item["name"])
+            if isinstance(namespace := item.get("namespace"), str):
+                name = namespaced(namespace, name)
+            call = ToolCall(str(item["call_id"]), name, str(item["arguments"]), signature)
             signature = None
             last = out[-1] if out else None
             if last is not None and last.role == "assistant" and not last.parts:
@@ -500,7 +526,10 @@ def _read_tool(value: struct_pb2.Struct, where: str) -> dict[str, Any]:
 
 
 def _tools(
-    request: ResponsesRequest, tool_objects: list[dict[str, Any]], native_only: list[str]
+    request: ResponsesRequest,
+    tool_objects: list[dict[str, Any]],
+    native_only: list[str],
+    namespaces: dict[str, tuple[str, str]],
 ) -> tuple[tuple[ToolSpec, ...], str | None, str | None]:
     specs = []
     for i, tool in enumerate(tool_objects):
@@ -510,32 +539,12 @@ def _tools(
             native_only.append(f"{where}.type")
             if isinstance(server := tool.get("server_url"), str):  # an MCP server's
                 urls.check(server, f"{where}.server_url")
-            continue
-        if kind != "function":
+        elif kind == "namespace":
+            specs.extend(_namespace(tool, where, native_only, namespaces))
+        elif kind == "function":
+            specs.append(_function(tool, where))
+        else:
             raise InvalidArgument.for_field(f"{where}.type", "must be function or a built-in tool")
-        if extra := sorted(set(tool) - FUNCTION_TOOL_KEYS):
-            raise InvalidArgument.for_field(
-                f"{where}.{extra[0]}", "is not a field of a function tool"
-            )
-        name = tool.get("name")
-        if not isinstance(name, str) or not fields.NAME.match(name):
-            raise InvalidArgument.for_field(
-                f"{where}.name", "must be 1 to 64 letters, digits, _ or -"
-            )
-        parameters = tool.get("parameters")
-        if parameters is not None and (
-            not isinstance(parameters, dict) or parameters.get("type", "object") != "object"
-        ):
-            raise InvalidArgument.for_field(
-                f"{where}.parameters", "must be a JSON Schema of type object"
-            )
-        description = tool.get("description")
-        if description is not None and not isinstance(description, str):
-            raise InvalidArgument.for_field(f"{where}.description", "must be a string")
-        strict = tool.get("strict")
-        if strict is not None and not isinstance(strict, bool):
-            raise InvalidArgument.for_field(f"{where}.strict", "must be a boolean")
-        specs.append(ToolSpec(name, description, parameters, strict))
     choice = None
     forced = None
     if request.HasField("tool_choice"):
@@ -557,6 +566,61 @@ def _tools(
     if (choice not in (None, "none") or forced is not None) and not request.tools:
         raise InvalidArgument.for_field("tool_choice", "is allowed only with tools")
     return tuple(specs), forced, choice
+
+
+def _function(tool: dict[str, Any], where: str) -> ToolSpec:
+    if extra := sorted(set(tool) - FUNCTION_TOOL_KEYS):
+        raise InvalidArgument.for_field(f"{where}.{extra[0]}", "is not a field of a function tool")
+    name = tool.get("name")
+    if not isinstance(name, str) or not fields.NAME.match(name):
+        raise InvalidArgument.for_field(f"{where}.name", "must be 1 to 64 letters, digits, _ or -")
+    parameters = tool.get("parameters")
+    if parameters is not None and (
+        not isinstance(parameters, dict) or parameters.get("type", "object") != "object"
+    ):
+        raise InvalidArgument.for_field(
+            f"{where}.parameters", "must be a JSON Schema of type object"
+        )
+    description = tool.get("description")
+    if description is not None and not isinstance(description, str):
+        raise InvalidArgument.for_field(f"{where}.description", "must be a string")
+    strict = tool.get("strict")
+    if strict is not None and not isinstance(strict, bool):
+        raise InvalidArgument.for_field(f"{where}.strict", "must be a boolean")
+    return ToolSpec(name, description, parameters, strict)
+
+
+def _namespace(
+    tool: dict[str, Any],
+    where: str,
+    native_only: list[str],
+    namespaces: dict[str, tuple[str, str]],
+) -> list[ToolSpec]:
+    """A namespace tool's functions, each a tool named `{namespace}__{name}`; its other
+    tools (custom ones) only upstreams serving the Responses API take."""
+    if extra := sorted(set(tool) - NAMESPACE_KEYS):
+        raise InvalidArgument.for_field(f"{where}.{extra[0]}", "is not a field of a namespace")
+    name = tool.get("name")
+    if not isinstance(name, str) or not fields.NAME.match(name):
+        raise InvalidArgument.for_field(f"{where}.name", "must be 1 to 64 letters, digits, _ or -")
+    inner = tool.get("tools")
+    if not isinstance(inner, list) or not inner:
+        raise InvalidArgument.for_field(f"{where}.tools", "must list the namespace's tools")
+    specs = []
+    for j, member in enumerate(inner):
+        at = f"{where}.tools[{j}]"
+        if not isinstance(member, dict) or member.get("type") != "function":
+            native_only.append(f"{at}.type")
+            continue
+        spec = _function(member, at)
+        flat = namespaced(name, spec.name)
+        if not fields.NAME.match(flat):
+            raise InvalidArgument.for_field(
+                f"{at}.name", "with its namespace, must be at most 64 characters"
+            )
+        namespaces[flat] = (name, spec.name)
+        specs.append(dataclasses.replace(spec, name=flat))
+    return specs
 
 
 def _text_format(request: ResponsesRequest, native_only: list[str]) -> ResponseFormat | None:

@@ -6,8 +6,10 @@ A request is translated to the one generation request the core runs
 ledger apply as to a chat completion; the generation's events become the response and
 its stream (`reply.py`). With `store` (the default) the response, its input
 items and the conversation it ends are kept, owned by the caller's key, for
-`previous_response_id`, GET, DELETE and input_items. A failure after the stream
-started ends it with `response.failed`, and the call's record carries the failure.
+`previous_response_id`, GET, DELETE and input_items. A request naming a `conversation`
+(conversations.py) continues its items and adds its own input and output items to it.
+A failure after the stream started ends it with `response.failed`, and the call's
+record carries the failure.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from server.base.config import Config
 from server.base.costs import max_cost
 from server.base.errors import GatewayError, InvalidArgument, NotFound
 from server.base.generation import GenerationRequest, TextDelta, ToolCallDelta
+from server.storage.conversations import ConversationStore
 from server.storage.responses import ResponseStore, StoredResponse
 
 log = logging.getLogger(__name__)
@@ -77,12 +80,18 @@ DEFAULT_PAGE = 20
 
 class ResponsesService:
     def __init__(
-        self, live: Live, accounts: Accounts, generations: Generations, store: ResponseStore
+        self,
+        live: Live,
+        accounts: Accounts,
+        generations: Generations,
+        store: ResponseStore,
+        conversations: ConversationStore,
     ) -> None:
         self.live = live
         self.accounts = accounts
         self.generations = generations
         self.store = store
+        self.conversations = conversations
 
     # -- creating ------------------------------------------------------------------
 
@@ -92,7 +101,8 @@ class ResponsesService:
         admitted, translated, run = await self._run(request, call)
         answer = rs.CreateResponseResponse(response=_head(request, run))  # then filled in place
         builder = Builder(answer.response, run.provider_id, translated.include_encrypted,
-                          emit=False, keep=_stored(request))  # fmt: skip
+                          emit=False, keep=_stored(request),
+                          namespaces=translated.namespaces)  # fmt: skip
         async for fragment in run.stream():
             # The run gathers text and calls itself: only whole items go through here.
             if type(fragment) is not TextDelta and type(fragment) is not ToolCallDelta:
@@ -107,7 +117,8 @@ class ResponsesService:
     ) -> AsyncGenerator[rs.StreamResponseResponse, None]:
         admitted, translated, run = await self._run(request, call)
         builder = Builder(_head(request, run), run.provider_id, translated.include_encrypted,
-                          emit=True, keep=_stored(request))  # fmt: skip
+                          emit=True, keep=_stored(request),
+                          namespaces=translated.namespaces)  # fmt: skip
         for event in builder.start():
             yield event
         text = builder.text_delta
@@ -137,9 +148,18 @@ class ResponsesService:
         translated and run."""
         admitted = await self.generations.admit(call, "api", request.model)
         previous = None
-        if request.HasField("previous_response_id"):
+        conversation = conversation_of(request)
+        continues = request.HasField("previous_response_id")
+        if conversation is not None and continues:
+            raise InvalidArgument.for_field(
+                "conversation", "cannot be used with previous_response_id"
+            )
+        if conversation is not None or continues:
             # A key refused by its limits or budget costs no read of stored state.
             await self.accounts.count_request(call, _least_cost(admitted, request))
+        if conversation is not None:
+            previous = await self._conversation(conversation, admitted)
+        elif continues:
             previous = await self._previous(request.previous_response_id, admitted)
         translated = translate(request, previous)
         try:
@@ -156,6 +176,18 @@ class ResponsesService:
             raise missing_previous(response_id)
         return Previous(stored.id, stored.context, stored.provider, stored.upstream_id)
 
+    async def _conversation(self, conversation_id: str, admitted: Admitted) -> Previous:
+        """The items of the conversation a request continues; 404 when it is not the
+        caller's."""
+        work = self.conversations.items(conversation_id, admitted.principal.key_id)
+        items = await _bounded(work, admitted.state.config)
+        if items is None:
+            raise NotFound(
+                f"no conversation {conversation_id!r}",
+                {"conversation_id": conversation_id, "field": "conversation"},
+            )
+        return Previous(conversation_id, tuple(items))
+
     async def _keep(
         self,
         request: ResponsesRequest,
@@ -165,10 +197,15 @@ class ResponsesService:
         admitted: Admitted,
         quietly: bool = False,
     ) -> None:
-        """Stores the response when the request asked (`store`, true by default)."""
+        """Stores the response when the request asked (`store`, true by default), and
+        adds its items to the conversation it names (when it completed)."""
+        config = admitted.state.config
+        if not quietly and (conversation := conversation_of(request)) is not None:
+            added = (*translated.input_items, *builder.items)
+            key_id = admitted.principal.key_id
+            await _bounded(self.conversations.append(conversation, key_id, added), config)
         if not _stored(request):
             return
-        config = admitted.state.config
         now = time.time()
         retention_s = config.responses.retention_days * 86_400
         stored = StoredResponse(
@@ -286,6 +323,19 @@ def _least_cost(admitted: Admitted, request: ResponsesRequest) -> float:
     most = request.max_output_tokens if request.HasField("max_output_tokens") else None
     bare = GenerationRequest(messages=(), max_tokens=most)
     return max_cost([model.price], bare, admitted.state.config.limits.default_max_tokens)
+
+
+def conversation_of(request: ResponsesRequest) -> str | None:
+    """The conversation a request names, as an id or as `{"id": ...}`."""
+    if request.HasField("conversation"):
+        return request.conversation or _no_id()
+    if request.HasField("conversation_object"):
+        return request.conversation_object.id or _no_id()
+    return None
+
+
+def _no_id() -> str:
+    raise InvalidArgument.for_field("conversation", "must name a conversation id")
 
 
 def _stored(request: ResponsesRequest) -> bool:
