@@ -103,7 +103,8 @@ async def test_references_expanding_past_the_ceiling_are_refused_before_any_upst
 
 
 async def test_a_model_window_bounds_the_expanded_request_too(tmp_path: Path) -> None:
-    data = config_with(sqlite_path=str(tmp_path / "gw.db"))  # sim-mini: 16,384 tokens
+    data = config_with(sqlite_path=str(tmp_path / "gw.db"))
+    next(m for m in data["models"] if m["id"] == "sim-mini")["context_window"] = 16_384
     async with (
         running_gateway(data) as gw,
         httpx.AsyncClient(base_url=f"http://127.0.0.1:{gw.http_port}", timeout=30) as client,
