@@ -61,7 +61,8 @@ async def _exercise(data: dict[str, Any]) -> None:
         responses = gw.gateway.store.responses
         kept = second.json()["id"]
         assert await responses.delete_expired(time.time()) == 0
-        assert await responses.delete_expired(time.time() + 31 * 86_400) == 1
+        # At least this test's row: the session's PostgreSQL database holds other tests' too.
+        assert await responses.delete_expired(time.time() + 31 * 86_400) >= 1
         assert (await client.get(f"/v1/responses/{kept}", headers=mine)).status_code == 404
 
 
