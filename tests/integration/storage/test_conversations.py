@@ -35,11 +35,15 @@ async def _life(mine: openai.AsyncOpenAI, theirs: openai.AsyncOpenAI) -> None:
     assert conv.id.startswith("conv_") and conv.metadata == {"topic": "intro"}
     assert (await mine.conversations.retrieve(conv.id)) == conv
 
-    # A response naming it reads its items and adds its input and output.
-    answer = await mine.responses.create(model="sim-mini", input="Name?", conversation=conv.id)
+    # A response naming it reads its items and adds its input and output, stored or not
+    # (not here: the session's PostgreSQL database is shared with the stored-responses
+    # tests, which count what expires).
+    answer = await mine.responses.create(
+        model="sim-mini", input="Name?", conversation=conv.id, store=False
+    )
     assert answer.output_text.startswith("(simulated)")
     stream = await mine.responses.create(
-        model="sim-pro", input="Again?", conversation={"id": conv.id}, stream=True
+        model="sim-pro", input="Again?", conversation={"id": conv.id}, stream=True, store=False
     )
     async for _ in stream:
         pass

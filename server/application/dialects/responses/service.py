@@ -101,7 +101,7 @@ class ResponsesService:
         admitted, translated, run = await self._run(request, call)
         answer = rs.CreateResponseResponse(response=_head(request, run))  # then filled in place
         builder = Builder(answer.response, run.provider_id, translated.include_encrypted,
-                          emit=False, keep=_stored(request),
+                          emit=False, keep=_kept(request),
                           namespaces=translated.namespaces)  # fmt: skip
         async for fragment in run.stream():
             # The run gathers text and calls itself: only whole items go through here.
@@ -117,7 +117,7 @@ class ResponsesService:
     ) -> AsyncGenerator[rs.StreamResponseResponse, None]:
         admitted, translated, run = await self._run(request, call)
         builder = Builder(_head(request, run), run.provider_id, translated.include_encrypted,
-                          emit=True, keep=_stored(request),
+                          emit=True, keep=_kept(request),
                           namespaces=translated.namespaces)  # fmt: skip
         for event in builder.start():
             yield event
@@ -336,6 +336,12 @@ def conversation_of(request: ResponsesRequest) -> str | None:
 
 def _no_id() -> str:
     raise InvalidArgument.for_field("conversation", "must name a conversation id")
+
+
+def _kept(request: ResponsesRequest) -> bool:
+    """Whether the output is wanted as items: for the stored response or the conversation
+    the request names."""
+    return _stored(request) or conversation_of(request) is not None
 
 
 def _stored(request: ResponsesRequest) -> bool:
