@@ -187,6 +187,15 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
             "ON conversation_items (conversation_id, seq)",
         ],
     ),
+    (
+        11,
+        "rows of one response",
+        [
+            # The response a row belongs to: each model round and tool call of a chain
+            # the gateway runs inside one model call is a row of its own.
+            "ALTER TABLE usage_records ADD COLUMN response_id TEXT NOT NULL DEFAULT ''",
+        ],
+    ),
 ]
 
 
