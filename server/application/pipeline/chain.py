@@ -266,13 +266,7 @@ class Chain:
         return self.run
 
     async def _round(self) -> None:
-        """Opens the next round (its account the call's record from now on)."""
-        call = self.admitted.call
-        if self.rounds:
-            self._end_span()
-            self.accounts.close(call, None)
-            self.report(call)
-            call.record = call.record.next_round()
+        """Opens the next round, on the call's record."""
         tracer = spans.tracer()
         if tracer is not None:
             self._span = tracer.start_span(
@@ -283,6 +277,15 @@ class Chain:
                 },
             )
         self.rounds.append(await self.generations.run(self.admitted, self.model, self.generation))
+
+    def _round_ended(self) -> None:
+        """Writes the ended round's row now (its time without the calls after it), and
+        gives the call a new record for the rest."""
+        call = self.admitted.call
+        self._end_span()
+        self.accounts.close(call, None)
+        self.report(call)
+        call.record = call.record.next_round()
 
     def _end_span(self) -> None:
         if self._span is not None:
@@ -326,6 +329,11 @@ class Chain:
                     return
                 waiting = [(m, t, i) for (m, t), i in zip(mcp, ids, strict=True) if t.approval]
                 ready = [(m, t, i) for (m, t), i in zip(mcp, ids, strict=True) if not t.approval]
+                # The caller answers next when it has approvals or its own functions'
+                # results to give: the calls run, no round follows.
+                last = bool(waiting or own_calls)
+                if not last:
+                    self._round_ended()
                 ended = await self._calls(
                     [(m, t, None) for m, t, _ in ready], ids=[i for *_, i in ready]
                 )
@@ -333,8 +341,7 @@ class Chain:
                     yield event
                 for made, tool, call_id in waiting:
                     yield CallEnded(call_id, tool, made.arguments, "pending")
-                if waiting or own_calls:
-                    # The caller answers next: its approvals or its own functions' results.
+                if last:
                     self.finish_reason = "tool_calls" if own_calls else "stop"
                     return
                 text = "".join(run.choices[0].text)

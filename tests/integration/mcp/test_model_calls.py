@@ -8,7 +8,12 @@ from __future__ import annotations
 import httpx
 import openai
 import pytest
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from prometheus_client import generate_latest
 
+from server.ops import tracing
 from tests.support.gateways import running_gateway
 from tests.support.mcp.upstreams import ALICE, BOB, NOBODY, http_upstream, mcp_config
 
@@ -368,3 +373,61 @@ async def test_rest_answers_carry_the_items_for_raw_http_callers(gw) -> None:
     assert reply.status_code == 200
     call = reply.json()["output"][1]
     assert call["type"] == "mcp_call" and call["error"] is None
+
+
+def output_tokens_metric(gw) -> float:
+    text = generate_latest(gw.gateway.metrics.registry).decode()
+    return sum(
+        float(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        if line.startswith("gen_ai_client_token_usage_sum{") and 'token_type="output"' in line
+    )
+
+
+async def test_one_trace_holds_a_span_per_round_and_per_call_and_metrics_count_all() -> None:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracing.enable(provider)
+    try:
+        async with http_upstream() as url, running_gateway(config(url)) as traced:
+            async with sdk(traced) as client:
+                response = await client.responses.create(
+                    model="sim-mini", input="echo hello and add 2 and 3", tools=[web()]
+                )
+            counted = output_tokens_metric(traced)
+    finally:
+        tracing.enable(None)
+    finished = exporter.get_finished_spans()
+    rounds = [s for s in finished if s.name == "gateway.mcp.round"]
+    calls = [s for s in finished if s.name.startswith("execute_tool web__")]
+    assert len(rounds) == 2 and len(calls) == 2
+    assert len({s.context.trace_id for s in (*rounds, *calls)}) == 1
+    assert {dict(s.attributes or {})["gateway.response_id"] for s in rounds} == {response.id}
+    assert counted == response.usage.output_tokens
+
+
+async def test_a_stored_chain_is_replayed_to_the_model_on_continuation(gw) -> None:
+    async with sdk(gw) as client:
+        first = await client.responses.create(
+            model="sim-mini", input="Please echo the word hello", tools=[web()]
+        )
+        again = await client.responses.create(
+            model="sim-mini", previous_response_id=first.id, input="thanks",
+        )  # fmt: skip
+        items = await client.responses.input_items.list(again.id)
+        stored = await client.responses.retrieve(first.id)
+        fresh = await client.responses.create(model="sim-mini", input="thanks")
+    # The continuation's prompt holds the call and its result besides the question.
+    assert again.usage.input_tokens > fresh.usage.input_tokens + 20
+    assert [i.type for i in items.data] == ["message"]
+    assert [i.type for i in stored.output] == ["mcp_list_tools", "mcp_call", "message"]
+
+
+async def test_a_whole_response_whose_budget_runs_out_is_the_usual_429(gw) -> None:
+    async with sdk(gw, CAROL) as client:
+        with pytest.raises(openai.RateLimitError) as refused:
+            await client.responses.create(
+                model="sim-mini", input="echo hello, add 2 and 3, and whoami", tools=[web()]
+            )
+    assert refused.value.body["code"] == "budget_exhausted"
