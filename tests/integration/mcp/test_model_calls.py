@@ -5,9 +5,14 @@ question names and answer once the results are in) and a real MCP server."""
 
 from __future__ import annotations
 
+import grpc
 import httpx
 import openai
 import pytest
+from gateway.v1 import responses_pb2 as rpb
+from gateway.v1 import responses_service_pb2 as rs
+from gateway.v1 import responses_service_pb2_grpc
+from google.protobuf import struct_pb2
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -431,3 +436,34 @@ async def test_a_whole_response_whose_budget_runs_out_is_the_usual_429(gw) -> No
                 model="sim-mini", input="echo hello, add 2 and 3, and whoami", tools=[web()]
             )
     assert refused.value.body["code"] == "budget_exhausted"
+
+
+async def test_an_approval_answering_no_request_is_refused(gw) -> None:
+    answer = {"type": "mcp_approval_response", "approval_request_id": "mcpr_nothing",
+              "approve": True}  # fmt: skip
+    async with sdk(gw) as client:
+        with pytest.raises(openai.BadRequestError) as refused:
+            await client.responses.create(
+                model="sim-mini", input=[{"role": "user", "content": "echo"}, answer],
+                tools=[web()],
+            )  # fmt: skip
+    assert refused.value.body["param"] == "input[1].approval_request_id"
+
+
+async def test_over_grpc_the_items_and_events_are_typed_as_other(gw) -> None:
+    tool = struct_pb2.Struct()
+    tool.update(web())
+    request = rs.StreamResponseRequest(
+        model="sim-mini", input_items=[rpb.InputItem(role="user", content="echo hello")],
+        tools=[tool],
+    )  # fmt: skip
+    metadata = (("x-api-key", ALICE),)
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{gw.grpc_port}") as channel:
+        stub = responses_service_pb2_grpc.ResponsesServiceStub(channel)
+        events = [e async for e in stub.StreamResponse(request, metadata=metadata)]
+    assert [e.sequence_number for e in events] == list(range(len(events)))
+    progress = next(e for e in events if e.type == "response.mcp_call.completed")
+    assert progress.WhichOneof("event") == "other" and "item_id" in progress.other
+    final = events[-1].response_event.response
+    kinds = [item.other["type"] for item in final.output if item.WhichOneof("kind") == "other"]
+    assert kinds == ["mcp_list_tools", "mcp_call"]
