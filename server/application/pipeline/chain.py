@@ -261,7 +261,7 @@ class Chain:
             approved = [a for a in self.approvals if a.approve]
             ended = await self._calls([(a.call, a.tool, a.request_id) for a in approved])
             self._before.extend(ended)
-            self._fed(approved_calls=[a.call for a in approved], ended=ended, text="")
+            self._fed([a.call for a in approved], ended, "")
         await self._round()
         return self.run
 
@@ -301,51 +301,55 @@ class Chain:
             while True:
                 run = self.run
                 opened: dict[int, str] = {}  # MCP calls of this round by their index
+                plain: set[int] = set()  # the caller's own functions' calls
                 async for fragment in run.stream():
                     if isinstance(fragment, ToolCallDelta):
-                        call_id = opened.get(fragment.index)
-                        tool = self.toolset.tools.get(fragment.name or "")
-                        if call_id is None and tool is not None:
-                            call_id = opened[fragment.index] = new_call_id()
-                            yield CallOpened(call_id, tool)
+                        index = fragment.index
+                        call_id = opened.get(index)
+                        if call_id is None and index not in plain:
+                            # Its first fragment names it: an MCP tool's, or the caller's.
+                            tool = self.toolset.tools.get(fragment.name or "")
+                            if tool is None:
+                                plain.add(index)
+                            else:
+                                call_id = opened[index] = new_call_id()
+                                yield CallOpened(call_id, tool)
                         if call_id is not None:
                             if fragment.arguments:
                                 yield CallArguments(call_id, fragment.arguments)
                             continue
                     yield fragment
-                calls = run.choices[0].tool_calls
-                mcp = [
-                    (c, self.toolset.tools[c.name]) for c in calls if c.name in self.toolset.tools
-                ]
+                choice = run.choices[0]
+                calls = list(zip(sorted(choice.calls), choice.tool_calls, strict=True))
+                mcp = [(c, self.toolset.tools[c.name], opened[i]) for i, c in calls if i in opened]
                 if not mcp:
                     self.finish_reason = run.finish_reason
                     return
-                ids = [opened[i] for i in sorted(opened)]
                 own_calls = len(calls) > len(mcp)
                 if len(self.rounds) >= self.max_rounds:
-                    for (made, tool), call_id in zip(mcp, ids, strict=True):
-                        yield CallEnded(call_id, tool, made.arguments, "incomplete")
+                    for call, tool, call_id in mcp:
+                        yield CallEnded(call_id, tool, call.arguments, "incomplete")
                     self.finish_reason = MAX_ROUNDS
                     return
-                waiting = [(m, t, i) for (m, t), i in zip(mcp, ids, strict=True) if t.approval]
-                ready = [(m, t, i) for (m, t), i in zip(mcp, ids, strict=True) if not t.approval]
+                waiting = [(c, t, i) for c, t, i in mcp if t.approval]
+                ready = [(c, t, i) for c, t, i in mcp if not t.approval]
                 # The caller answers next when it has approvals or its own functions'
                 # results to give: the calls run, no round follows.
                 last = bool(waiting or own_calls)
                 if not last:
                     self._round_ended()
                 ended = await self._calls(
-                    [(m, t, None) for m, t, _ in ready], ids=[i for *_, i in ready]
+                    [(c, t, None) for c, t, _ in ready], ids=[i for *_, i in ready]
                 )
                 for event in ended:
                     yield event
-                for made, tool, call_id in waiting:
-                    yield CallEnded(call_id, tool, made.arguments, "pending")
+                for call, tool, call_id in waiting:
+                    yield CallEnded(call_id, tool, call.arguments, "pending")
                 if last:
                     self.finish_reason = "tool_calls" if own_calls else "stop"
                     return
                 text = "".join(run.choices[0].text)
-                self._fed([m for m, _, _ in ready], ended, text)
+                self._fed([c for c, _, _ in ready], ended, text)
                 await self._round()
         finally:
             self._end_span()
@@ -409,12 +413,12 @@ class Chain:
             "", tool, made.arguments, "completed", output=text, approval_request_id=approval
         )
 
-    def _fed(self, approved_calls: list[ToolCall], ended: list[CallEnded], text: str) -> None:
+    def _fed(self, calls: list[ToolCall], ended: list[CallEnded], text: str) -> None:
         """The next round's prompt: this round's calls and what they gave."""
-        if not approved_calls:
+        if not calls:
             return
-        messages = [Message("assistant", text, (), None, tuple(approved_calls))]
-        for made, end in zip(approved_calls, ended, strict=True):
+        messages = [Message("assistant", text, (), None, tuple(calls))]
+        for made, end in zip(calls, ended, strict=True):
             messages.append(Message("tool", fed_text(end), tool_call_id=made.id))
         generation = self.generation
         self.generation = dataclasses.replace(
