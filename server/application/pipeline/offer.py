@@ -82,6 +82,18 @@ async def offered(tools: ToolServers, principal: Principal, uses: list[ServerUse
     """The tools of every server `uses` names that the key may call and the request
     allows. A server that cannot list its tools offers none (its listing says why)."""
     toolset = Toolset()
+    try:
+        await _offer(tools, principal, uses, toolset)
+    except BaseException:
+        for upstream in toolset.own.values():  # the clients made for it
+            tools.retire(upstream)
+        raise
+    return toolset
+
+
+async def _offer(
+    tools: ToolServers, principal: Principal, uses: list[ServerUse], toolset: Toolset
+) -> None:
     seen: dict[str, str] = {}
     for use in uses:
         server_id = use.server.id
@@ -119,4 +131,3 @@ async def offered(tools: ToolServers, principal: Principal, uses: list[ServerUse
             toolset.tools[tool.name] = chained
         definitions = tuple({**t.definition, "name": t.upstream_name} for t in kept)
         toolset.listed.append(Listed(use.label, definitions))
-    return toolset

@@ -116,7 +116,7 @@ class ResponsesService:
         admitted, translated, run, chain = await self._run(request, call)
         answer = rs.CreateResponseResponse(response=_head(request, run, chain))  # filled in place
         builder = Builder(answer.response, run.provider_id, translated.include_encrypted,
-                          emit=False, keep=_kept(request) or chain is not None,
+                          emit=False, keep=_kept(request),
                           namespaces=translated.namespaces)  # fmt: skip
         if chain is not None:
             try:
@@ -145,7 +145,7 @@ class ResponsesService:
         admitted, translated, run, chain = await self._run(request, call)
         builder = Builder(_head(request, run, chain), run.provider_id,
                           translated.include_encrypted, emit=True,
-                          keep=_kept(request) or chain is not None,
+                          keep=_kept(request),
                           namespaces=translated.namespaces)  # fmt: skip
         for event in builder.start():
             yield event
