@@ -141,6 +141,7 @@ class CallEnded:
 
 
 ChainEvent = Listed | CallOpened | CallArguments | CallEnded
+CHAIN_EVENTS = (Listed, CallOpened, CallArguments, CallEnded)
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,6 +8,7 @@ whose servers carry `tool_configuration` instead, too). Every refusal names its 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from server.application.dialects.messages.request import BETA_HEADER, AnyRequest
@@ -110,9 +111,9 @@ def _narrowed(use: ServerUse, where: str, toolset: dict[str, Any]) -> ServerUse:
     named = tuple(enabled)
     if default.get("enabled", True) is False:
         allowed = tuple(n for n, on in enabled.items() if on)
-        return _with(use, allowed, named, f"{where}.configs.{{name}}")
+        return replace(use, allowed=allowed, named=named, named_where=f"{where}.configs.{{name}}")
     denied = frozenset(n for n, on in enabled.items() if not on)
-    return _with(use, None, named, f"{where}.configs.{{name}}", denied)
+    return replace(use, named=named, named_where=f"{where}.configs.{{name}}", denied=denied)
 
 
 def _configured(use: ServerUse, configuration: Any, where: str) -> ServerUse:
@@ -122,7 +123,7 @@ def _configured(use: ServerUse, configuration: Any, where: str) -> ServerUse:
     if not isinstance(configuration, dict):
         raise InvalidArgument.for_field(f"{where}.tool_configuration", "must be an object")
     if configuration.get("enabled", True) is False:
-        return _with(use, (), (), f"{where}.tool_configuration")
+        return replace(use, allowed=())
     allowed = configuration.get("allowed_tools")
     if allowed is None:
         return use
@@ -130,15 +131,5 @@ def _configured(use: ServerUse, configuration: Any, where: str) -> ServerUse:
         raise InvalidArgument.for_field(
             f"{where}.tool_configuration.allowed_tools", "must list tool names"
         )
-    where = f"{where}.tool_configuration.allowed_tools[{{j}}]"
-    return _with(use, tuple(allowed), tuple(allowed), where)
-
-
-def _with(
-    use: ServerUse,
-    allowed: tuple[str, ...] | None,
-    named: tuple[str, ...],
-    where: str,
-    denied: frozenset[str] = frozenset(),
-) -> ServerUse:
-    return ServerUse(use.where, use.label, use.server, use.headers, allowed, named, where, denied)
+    named_where = f"{where}.tool_configuration.allowed_tools[{{j}}]"
+    return replace(use, allowed=tuple(allowed), named=tuple(allowed), named_where=named_where)

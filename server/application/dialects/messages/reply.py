@@ -27,12 +27,12 @@ from gateway.v1 import usage_pb2
 
 from server.application.dialects.messages.request import DIALECT, TOOL_SIGNATURE
 from server.application.pipeline.chain import (
+    CHAIN_EVENTS,
     MAX_ROUNDS,
     CallArguments,
     CallEnded,
     CallOpened,
     ChainEvent,
-    Listed,
 )
 from server.application.pipeline.engine import Fragment, Run
 from server.base import tokens
@@ -43,7 +43,6 @@ from server.base.generation import NativeEvent, ReasoningDelta, TextDelta, ToolC
 Event = service.StreamMessageResponse
 
 _TEXT = ("text", 0)
-CHAIN_EVENTS = (Listed, CallOpened, CallArguments, CallEnded)
 STOP_REASONS = {
     "stop": "end_turn",
     "length": "max_tokens",

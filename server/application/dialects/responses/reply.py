@@ -31,6 +31,7 @@ from google.protobuf import struct_pb2
 
 from server.application.dialects.responses.request import DIALECT, Item, new_id
 from server.application.pipeline.chain import (
+    CHAIN_EVENTS,
     MAX_ROUNDS,
     CallArguments,
     CallEnded,
@@ -276,7 +277,13 @@ class Builder:
             out.append(self._item_event("response.output_item.done", current, item))
         return out
 
-    # -- MCP tools the gateway runs (server/application/mcp/chain.py) ---------------
+    # -- MCP tools the gateway runs (server/application/pipeline/chain.py) ---------------
+
+    def take(self, fragment: Fragment | ChainEvent) -> list[Event]:
+        """A run's fragment or a chain's event."""
+        if isinstance(fragment, CHAIN_EVENTS):
+            return self.chained(fragment)
+        return self.add(fragment)
 
     def chained(self, event: ChainEvent) -> list[Event]:
         """The items and events of a chain's own event."""

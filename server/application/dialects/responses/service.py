@@ -38,14 +38,7 @@ from server.application.dialects.responses.request import (
     resolve,
     translate,
 )
-from server.application.pipeline.chain import (
-    CallArguments,
-    CallEnded,
-    CallOpened,
-    Chain,
-    Chains,
-    Listed,
-)
+from server.application.pipeline.chain import Chain, Chains
 from server.application.pipeline.engine import Run
 from server.application.pipeline.generations import Admitted, Generations
 from server.application.pipeline.offer import offered
@@ -60,7 +53,6 @@ from server.storage.responses import ResponseStore, StoredResponse
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
-CHAIN_EVENTS = (Listed, CallOpened, CallArguments, CallEnded)
 
 # The generation request's field names, as the Responses API calls them.
 FIELD_NAMES = {
@@ -121,10 +113,7 @@ class ResponsesService:
         if chain is not None:
             try:
                 async for event in chain.events():
-                    if isinstance(event, CHAIN_EVENTS):
-                        builder.chained(event)
-                    else:
-                        builder.add(event)
+                    builder.take(event)
             finally:
                 await chain.aclose()
             builder.finish(chain.finish_reason, chain.usage())
@@ -188,12 +177,8 @@ class ResponsesService:
         call = admitted.call
         try:
             async for event in chain.events():
-                if isinstance(event, CHAIN_EVENTS):
-                    for out in builder.chained(event):
-                        yield out
-                else:
-                    for out in builder.add(event):
-                        yield out
+                for out in builder.take(event):
+                    yield out
             ending = builder.finish(chain.finish_reason, chain.usage())
             await self._keep(request, translated, chain.run, builder, admitted)
         except GatewayError as error:
