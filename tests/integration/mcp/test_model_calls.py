@@ -467,3 +467,23 @@ async def test_over_grpc_the_items_and_events_are_typed_as_other(gw) -> None:
     final = events[-1].response_event.response
     kinds = [item.other["type"] for item in final.output if item.WhichOneof("kind") == "other"]
     assert kinds == ["mcp_list_tools", "mcp_call"]
+
+
+async def test_an_approval_given_with_the_items_replayed_without_storage(gw) -> None:
+    async with sdk(gw) as client:
+        asked = await client.responses.create(
+            model="sim-mini", input="Please echo the word hello", tools=[web("always")],
+            store=False,
+        )  # fmt: skip
+        request = asked.output[-1]
+        replayed = [
+            {"role": "user", "content": "Please echo the word hello"},
+            *(item.model_dump(exclude_none=True) for item in asked.output),
+            {"type": "mcp_approval_response", "approval_request_id": request.id,
+             "approve": True},
+        ]  # fmt: skip
+        went_on = await client.responses.create(
+            model="sim-mini", input=replayed, tools=[web("always")], store=False
+        )
+    assert [i.type for i in went_on.output] == ["mcp_list_tools", "mcp_call", "message"]
+    assert went_on.output[1].approval_request_id == request.id
