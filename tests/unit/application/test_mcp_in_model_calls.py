@@ -245,6 +245,18 @@ def test_a_toolset_off_by_default_enables_only_what_its_configs_turn_on() -> Non
     on = messages_use({"default_config": {"enabled": False},
                        "configs": {"add": {"enabled": True}}})  # fmt: skip
     assert on.allowed == ("add",)
+    assert on.named_where.format(j=0, name="add") == "tools[0].configs.add"
+
+
+def test_a_config_that_says_nothing_follows_the_default() -> None:
+    use = messages_use({"configs": {"add": {}}})
+    assert (use.allowed, use.denied) == (None, frozenset())
+
+
+def test_betas_are_a_comma_separated_list() -> None:
+    request = messages_request([SERVER], [{"type": "mcp_toolset", "mcp_server_name": "web"}])
+    headers = {"anthropic-beta": "files-api-2025-04-14,mcp-client-2025-11-20"}
+    assert [u.label for u in messages_mcp.uses(request, headers, CONFIG)] == ["web"]
 
 
 def test_a_token_goes_to_its_server_as_a_bearer() -> None:
