@@ -5,6 +5,8 @@ question names and answer once the results are in) and a real MCP server."""
 
 from __future__ import annotations
 
+import json
+
 import grpc
 import httpx
 import openai
@@ -21,6 +23,11 @@ from prometheus_client import generate_latest
 from server.ops import tracing
 from tests.support.gateways import running_gateway
 from tests.support.mcp.upstreams import ALICE, BOB, NOBODY, http_upstream, mcp_config
+from tests.support.upstreams.anthropic import AnthropicWire
+from tests.support.upstreams.base import serving
+from tests.support.upstreams.config import model, provider
+from tests.support.upstreams.openai import OpenAIWire
+from tests.support.upstreams.shapes import ARGUMENTS
 
 CAROL = "gw-mcp-carol-key-0000000"  # a budget that runs out mid-chain
 NEVER = "never"
@@ -487,3 +494,32 @@ async def test_an_approval_given_with_the_items_replayed_without_storage(gw) -> 
         )
     assert [i.type for i in went_on.output] == ["mcp_list_tools", "mcp_call", "message"]
     assert went_on.output[1].approval_request_id == request.id
+
+
+@pytest.mark.parametrize("fmt", ["openai", "anthropic"])
+async def test_the_chain_over_strict_upstreams_of_each_wire_format(fmt: str) -> None:
+    """The fakes refuse what the real APIs refuse (a tool result answering no call, a
+    call without an id...): every round the chain sends is a valid conversation."""
+    wire = OpenAIWire() if fmt == "openai" else AnthropicWire()
+    async with http_upstream() as url, serving(wire) as fake:
+        data = config(url)
+        data["models"].append(model("fake-model", provider("fake-p", fmt, fake.url)))
+        async with running_gateway(data) as running, sdk(running) as client:
+            response = await client.responses.create(
+                model="fake-model", input="echo", tools=[web(allowed_tools=["echo"])]
+            )
+    assert not fake.problems, fake.problems
+    kinds = [i.type for i in response.output]  # Anthropic's fake writes a line first
+    assert kinds[0] == "mcp_list_tools" and kinds[-1] == "message"
+    (call,) = [i for i in response.output if i.type == "mcp_call"]
+    assert (call.name, call.arguments) == ("echo", json.dumps(ARGUMENTS))
+    first, second = (seen.body for seen in fake.seen)
+    assert len(second["messages"]) == len(first["messages"]) + 2
+    made, result = second["messages"][-2:]
+    if fmt == "openai":
+        assert made["role"] == "assistant" and result["role"] == "tool"
+        assert result["tool_call_id"] == made["tool_calls"][0]["id"]
+        assert made["tool_calls"][0]["function"]["name"] == "web__echo"
+    else:
+        assert (made["role"], result["role"]) == ("assistant", "user")
+        assert result["content"][0]["tool_use_id"] == made["content"][-1]["id"]
