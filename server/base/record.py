@@ -75,6 +75,12 @@ class UsageRecord:
     mcp_tool: str = ""
     mcp_outcome: str = ""
     result_bytes: int = 0
+    # Where the key sits when the row is written: its team, the team's organisation
+    # and its owner as a user (empty outside any team), so each level's spend is the
+    # sum of its rows.
+    team_id: str = ""
+    org_id: str = ""
+    user_id: str = ""
 
 
 class Metered(Protocol):
@@ -126,7 +132,7 @@ class CallRecord:
 
     __slots__ = (
         "method", "started", "ticket", "principal", "model", "run", "limited_tokens",
-        "request_counted", "reservation", "route_profile", "difficulty", "prompt", "tags",
+        "request_counted", "reservations", "route_profile", "difficulty", "prompt", "tags",
         "usage", "closed", "failure", "streaming", "guardrails",
     )  # fmt: skip
 
@@ -143,7 +149,8 @@ class CallRecord:
         # Whether the request was counted already (before reading stored state), so
         # its reservation counts only its tokens.
         self.request_counted = False
-        self.reservation: Reservation | None = None
+        # What the call holds against each level's budget until it settles.
+        self.reservations: list[Reservation] = []
         # Set for routed requests; `prompt` only when the operator records prompts.
         self.route_profile = ""
         self.difficulty: float | None = None

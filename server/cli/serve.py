@@ -29,6 +29,7 @@ from server.accounting.shared import SharedBudgets, SharedLimiter, StateClient
 from server.accounting.spool import Spool
 from server.application import rpcs
 from server.application.admin import AdminService
+from server.application.audit import Admins
 from server.application.control import Control
 from server.application.dashboard import Dashboard
 from server.application.dialects.chat.service import ChatService, CompletionService
@@ -39,6 +40,7 @@ from server.application.dialects.responses.service import ResponsesService
 from server.application.dialects.routing.service import DeploymentService, RouterService
 from server.application.embedding import EmbeddingService
 from server.application.feedback import FeedbackService
+from server.application.governance import Governance
 from server.application.mcp.service import McpService
 from server.application.mcp.toolbox import Toolbox
 from server.application.mcp.tools import Tools
@@ -171,6 +173,7 @@ def assemble(
         response_cache.ResponseCache(state.responses),
     )  # fmt: skip
     conversations = state.store.conversations if state.store else MemoryConversations()
+    admins = Admins(live, accounts, state.store)
     services = Services(
         chat=ChatService(generations),
         completion=CompletionService(generations),
@@ -181,8 +184,9 @@ def assemble(
         deployment=DeploymentService(live, accounts, generations),
         admin=AdminService(
             live, accounts, state.store, control,
-            Dashboard(live, accounts, state.store, recent, tools),
+            Dashboard(live, accounts, state.store, recent, tools), admins,
         ),
+        governance=Governance(accounts, state.store, admins),
         usage=UsageService(live, accounts, state.store),
         feedback=FeedbackService(live, accounts, state.store),
         messages=MessagesService(generations, live, accounts),

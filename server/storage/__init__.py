@@ -7,6 +7,8 @@ usage.py       the usage ledger's table: batched inserts, spend and usage querie
 feedback.py    feedback on earlier requests, and the rows routing trains on
 responses.py   stored responses of the Responses API, owned by the key that made them
 conversations.py  conversations of the Conversations API, owned by the key that made them
+governance.py  organisations, teams, users and memberships: the levels above keys
+audit.py       the audit log: administrative changes, chained by SHA-256
 """
 
 from __future__ import annotations
@@ -14,9 +16,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from server.base.config import StorageConfig
+from server.storage.audit import AuditLog
 from server.storage.conversations import DatabaseConversations
 from server.storage.db import Database, connect
 from server.storage.feedback import FeedbackStore
+from server.storage.governance import GovernanceStore
 from server.storage.keys import KeyStore
 from server.storage.migrations import migrate
 from server.storage.responses import DatabaseResponses
@@ -31,6 +35,8 @@ class Store:
     feedback: FeedbackStore
     responses: DatabaseResponses
     conversations: DatabaseConversations
+    governance: GovernanceStore
+    audit: AuditLog
 
     async def aclose(self) -> None:
         await self.db.close()
@@ -46,7 +52,7 @@ async def open_store(settings: StorageConfig) -> Store:
         raise
     return Store(
         db, KeyStore(db), UsageStore(db), FeedbackStore(db), DatabaseResponses(db),
-        DatabaseConversations(db),
+        DatabaseConversations(db), GovernanceStore(db), AuditLog(db),
     )  # fmt: skip
 
 

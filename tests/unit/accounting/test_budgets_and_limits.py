@@ -211,7 +211,7 @@ async def test_redis_budget_reservations_lapse(redis, redis_prefix):
     await b.reserve(key, 0.9)
     after = time.time()
     # An instance died holding it: once its time is up, it frees its room.
-    acct, res = b._keys(key.key_id, period_bounds("monthly")[0])
+    acct, res = b._keys(key, period_bounds("monthly")[0])
     (ticket,) = await redis.hkeys(res)
     # A reservation lapses RESERVATION_TTL_S after it was made.
     amount, expiry = (await redis.hget(res, ticket)).decode().split(":")
@@ -227,7 +227,7 @@ async def test_redis_budget_reservations_lapse(redis, redis_prefix):
     # A lifetime budget's account never expires.
     forever = spec(1.0, "none")
     await b.reserve(forever, 0.1)
-    acct, res = b._keys(forever.key_id, 0)
+    acct, res = b._keys(forever, 0)
     assert await redis.ttl(acct) == -1 and await redis.ttl(res) == -1
 
 
@@ -235,7 +235,7 @@ async def test_redis_status_reads_the_account_and_leaves_nothing_behind(redis, r
     b = RedisBudgets(redis, f"{redis_prefix}status{uuid.uuid4().hex[:6]}:", Ledger(spent=0.5))
     key = spec(1.0)
     held = await b.reserve(key, 0.25)
-    _, res = b._keys(key.key_id, held.period_start)
+    _, res = b._keys(key, held.period_start)
     assert await b.status(key) == (0.5, 0.25)  # room left: its probe was reserved
     await b.settle(held, 0.5)
     assert await b.status(key) == (1.0, 0)  # spent: its probe was refused
