@@ -144,14 +144,18 @@ class Governance:
     async def _actor(self, call: Call) -> Actor:
         return await self.admins.check(call)
 
-    async def _spent(self, level: str, level_id: str, name: str, limits: Limits) -> float:
+    async def _spent(
+        self, level: str, level_id: str, name: str, limits: Limits, org_id: str
+    ) -> float:
         """A level's spend this budget period: what its budget counts (the ledger's
         rows, and reservations settled since), or, without a budget, its rows."""
         account = account_of(level, level_id)
         if limits.budget_usd is not None:
+            # The accounts of an organisation's levels share its Redis hash tag.
             spec = BudgetSpec(
-                account, name, limits.budget_usd, limits.budget_period, level, level_id
-            )
+                account, name, limits.budget_usd, limits.budget_period, level, level_id,
+                account_of("org", org_id),
+            )  # fmt: skip
             spent, _ = await self.accounts.budgets.status(spec)
             return spent
         start, _ = period_bounds(limits.budget_period)
@@ -172,7 +176,7 @@ class Governance:
         return admin_pb.Organization(
             id=org.id, name=org.name, limits=limits_message(org.limits), version=org.version,
             create_time=int(org.created_at),
-            spent_usd=round(await self._spent("org", org.id, org.name, org.limits), 9),
+            spent_usd=round(await self._spent("org", org.id, org.name, org.limits, org.id), 9),
         )  # fmt: skip
 
     async def create_organization(
@@ -252,7 +256,7 @@ class Governance:
         out = admin_pb.Team(
             id=team.id, org_id=team.org_id, name=team.name, limits=limits_message(own),
             effective_models=models, version=team.version, create_time=int(team.created_at),
-            spent_usd=round(await self._spent("team", team.id, team.name, own), 9),
+            spent_usd=round(await self._spent("team", team.id, team.name, own, team.org_id), 9),
             keys=len([k for k in keys if not k.expired()]),
         )  # fmt: skip
         if budgets:

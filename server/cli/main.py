@@ -27,13 +27,13 @@ from server.accounting.spool import Spool
 from server.application.control import Control
 from server.base import config
 from server.base.errors import GatewayError
-from server.cli import keys, migrate, prices, router, workers
+from server.cli import audit, keys, migrate, prices, router, workers
 from server.cli import serve as app
 from server.cli.options import describe_storage, storage_options, with_overrides
 from server.cli.status import say
 from server.ops import metrics, requestlog, tracing
 
-COMMANDS = ("serve", "keys", "migrate", "router", "prices")
+COMMANDS = ("serve", "keys", "audit", "migrate", "router", "prices")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -71,6 +71,7 @@ def parser() -> argparse.ArgumentParser:
     serving.add_argument("--log-level", default="INFO")
     serving.set_defaults(run=None)
     keys.add_parser(commands)
+    audit.add_parser(commands)
     migrate.add_parser(commands)
     router.add_parser(commands)
     prices.add_parser(commands)

@@ -1,0 +1,170 @@
+"""The audit log: `gateway audit verify` passes on the chain the admin API wrote and
+names the first event edited in the database; a change whose event cannot be written
+is not made; paging, filters and the JSON Lines export; on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+import httpx
+import pytest
+
+from tests.support.gateways import ROOT, running_gateway
+from tests.support.shared_state import ADMIN_KEY, config_with
+
+ADMIN = {"x-admin-key": ADMIN_KEY}
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def storage(request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, Any]:
+    if request.param == "sqlite":
+        return {"sqlite_path": str(tmp_path / "gw.db")}
+    # A database of its own: the test edits the chain, which other tests would see.
+    return {"database_url": request.getfixturevalue("pg_url")}
+
+
+@pytest.fixture
+async def database(storage: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+    """`storage`, on PostgreSQL a fresh database of this test (its chain is edited)."""
+    if "database_url" not in storage:
+        yield storage
+        return
+    name = f"gw_audit_{uuid.uuid4().hex[:10]}"
+    admin = await asyncpg.connect(storage["database_url"])
+    try:
+        await admin.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        await admin.close()
+    url = storage["database_url"].rsplit("/", 1)[0] + f"/{name}"
+    yield {"database_url": url}
+    admin = await asyncpg.connect(storage["database_url"])
+    try:
+        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    finally:
+        await admin.close()
+
+
+async def execute(storage: dict[str, Any], sql: str) -> None:
+    if "database_url" in storage:
+        conn = await asyncpg.connect(storage["database_url"])
+        try:
+            await conn.execute(sql)
+        finally:
+            await conn.close()
+        return
+    with sqlite3.connect(storage["sqlite_path"]) as conn:
+        conn.executescript(sql)
+
+
+def verify(storage: dict[str, Any]) -> subprocess.CompletedProcess[str]:
+    where = (
+        ["--database-url", storage["database_url"]]
+        if "database_url" in storage
+        else ["--sqlite-path", storage["sqlite_path"]]
+    )
+    return subprocess.run(
+        [sys.executable, "-m", "server.cli.main", "audit", "verify", *where],
+        capture_output=True, text=True, cwd=ROOT, timeout=60,
+    )  # fmt: skip
+
+
+async def test_verify_passes_then_names_the_first_edited_event(database: dict[str, Any]) -> None:
+    async with (
+        running_gateway(config_with(**database)) as gw,
+        httpx.AsyncClient(base_url=f"http://127.0.0.1:{gw.http_port}") as http,
+    ):
+        org = (await http.post("/v1/admin/orgs", headers=ADMIN, json={"name": "a"})).json()["org"]
+        for name in ("t1", "t2", "t3"):
+            made = await http.post("/v1/admin/teams", headers=ADMIN,
+                                   json={"org_id": org["id"], "name": name})  # fmt: skip
+            assert made.status_code == 200
+        await http.post("/v1/admin/keys", headers=ADMIN, json={"name": "k", "kind": "api"})
+    result = verify(database)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "5 events chained" in result.stdout
+    # Someone with the database's password widens a team's budget after the fact.
+    await execute(
+        database,
+        'UPDATE audit_events SET after = replace(after, \'"name":"t2"\', \'"name":"t9"\') '
+        "WHERE seq = 3",
+    )
+    result = verify(database)
+    assert result.returncode == 1
+    assert "audit event 3 (team.create" in result.stdout
+    assert "does not match its hash" in result.stdout and "2 events before it fit" in result.stdout
+    # An event removed is found too.
+    await execute(database, "DELETE FROM audit_events WHERE seq = 3")
+    result = verify(database)
+    assert result.returncode == 1 and "event 3 is missing" in result.stdout
+
+
+async def test_a_change_whose_event_cannot_be_written_is_not_made(tmp_path: Path) -> None:
+    storage = {"sqlite_path": str(tmp_path / "gw.db")}
+    async with (
+        running_gateway(config_with(**storage)) as gw,
+        httpx.AsyncClient(base_url=f"http://127.0.0.1:{gw.http_port}") as http,
+    ):
+        await http.post("/v1/admin/orgs", headers=ADMIN, json={"name": "before"})
+        # The audit table refuses every new event from now on.
+        await execute(
+            storage,
+            "CREATE TRIGGER refuse BEFORE INSERT ON audit_events "
+            "BEGIN SELECT RAISE(ABORT, 'no'); END;",
+        )
+        refused = await http.post("/v1/admin/keys", headers=ADMIN,
+                                  json={"name": "ghost", "kind": "api"})  # fmt: skip
+        assert refused.status_code == 503
+        assert refused.json()["error"]["code"] == "audit_unavailable"
+        assert refused.json()["error"]["type"] == "api_error"
+        org = await http.post("/v1/admin/orgs", headers=ADMIN, json={"name": "ghost-org"})
+        assert org.status_code == 503
+        await execute(storage, "DROP TRIGGER refuse;")
+        keys = await http.get("/v1/admin/keys", headers=ADMIN)
+        assert "ghost" not in {k["name"] for k in keys.json()["keys"]}
+        orgs = await http.get("/v1/admin/orgs", headers=ADMIN)
+        assert [o["name"] for o in orgs.json()["orgs"]] == ["before"]
+
+
+async def test_paging_filters_and_the_json_lines_export(tmp_path: Path) -> None:
+    storage = {"sqlite_path": str(tmp_path / "gw.db")}
+    async with (
+        running_gateway(config_with(**storage)) as gw,
+        httpx.AsyncClient(base_url=f"http://127.0.0.1:{gw.http_port}") as http,
+    ):
+        org = (await http.post("/v1/admin/orgs", headers=ADMIN, json={"name": "o"})).json()["org"]
+        for i in range(5):
+            await http.post("/v1/admin/teams", headers=ADMIN,
+                            json={"org_id": org["id"], "name": f"t{i}"})  # fmt: skip
+        seen: list[int] = []
+        token = ""
+        while True:
+            page = await http.get("/v1/admin/audit", headers=ADMIN,
+                                  params={"page_size": 2, "page_token": token})  # fmt: skip
+            seen += [int(e["seq"]) for e in page.json()["events"]]
+            token = page.json()["next_page_token"]
+            if not token:
+                break
+        assert seen == [1, 2, 3, 4, 5, 6]
+        teams = await http.get("/v1/admin/audit", headers=ADMIN, params={"action": "team."})
+        assert [e["action"] for e in teams.json()["events"]] == ["team.create"] * 5
+        one = await http.get(
+            "/v1/admin/audit", headers=ADMIN, params={"target": f"org:{org['id']}"}
+        )
+        assert [int(e["seq"]) for e in one.json()["events"]] == [1]
+        export = await http.get("/v1/admin/audit", headers=ADMIN,
+                                params={"format": "jsonl", "action": "team."})  # fmt: skip
+        assert export.status_code == 200, export.text
+        assert export.headers["content-type"].startswith("application/jsonl")
+        lines = [json.loads(line) for line in export.text.splitlines()]
+        assert [e["action"] for e in lines] == ["team.create"] * 5
+        assert all(a["hash"] == b["prev_hash"] for a, b in zip(lines, lines[1:], strict=False))
+        wrong = await http.get("/v1/admin/audit", headers=ADMIN, params={"format": "csv"})
+        assert wrong.status_code == 400 and wrong.json()["error"]["param"] == "format"
