@@ -269,7 +269,8 @@ class AdminService:
     async def get_dashboard(
         self, request: admin_pb.GetDashboardRequest, call: Call
     ) -> admin_pb.GetDashboardResponse:
-        await self._admit(call)
+        actor = await self.admins.admit(call)
+        actor.require_reader()  # a viewer of the whole gateway reads the page too
         return await self.dashboard.gather()
 
 

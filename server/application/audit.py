@@ -14,17 +14,26 @@ import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from server.accounting.accounts import Accounts
+from server.accounting.admission import AUTHORIZATION, HEADER, presented
 from server.application.pipeline.state import Live
 from server.base.call import PEER, Call
 from server.base.caller import Principal
-from server.base.errors import AuditUnavailable, GatewayError, Internal, PermissionDenied
+from server.base.errors import (
+    AuditUnavailable,
+    GatewayError,
+    Internal,
+    PermissionDenied,
+    Unauthenticated,
+)
 from server.storage import Store
 from server.storage.db import Executor
 
 log = logging.getLogger(__name__)
+# The metadata entry the REST facade fills from the admin page's session cookie.
+SESSION = "x-gateway-session"
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +64,12 @@ class Actor:
                 f"{what} needs an administrator of the whole gateway", {"actor": self.id}
             )
 
+    def require_reader(self) -> None:
+        """PermissionDenied unless the actor may read everything (an administrator or a
+        viewer of the whole gateway)."""
+        if self.teams is not None or self.orgs is not None:
+            self.require_unrestricted("this page")
+
     def require_write(self) -> None:
         if self.read_only:
             raise PermissionDenied("this administrator may only read", {"actor": self.id})
@@ -77,6 +92,8 @@ class Change:
     before: Any = None
     after: Any = None
     recorded: bool = field(default=False)
+    # Who the event names when only the change itself learns it (a user signing in).
+    actor_id: str = ""
 
     def record(self, action: str, target: str, before: Any, after: Any) -> None:
         self.action, self.target, self.before, self.after = action, target, before, after
@@ -99,7 +116,7 @@ class Auditor:
                 change = Change(tx)
                 yield change
                 if change.recorded:
-                    await self._append(tx, call, actor.id, change)
+                    await self._append(tx, call, change.actor_id or actor.id, change)
         except (GatewayError, _AuditFailed) as exc:
             if isinstance(exc, _AuditFailed):
                 raise AuditUnavailable(
@@ -139,23 +156,67 @@ class Auditor:
 
 
 class Admins:
-    """Who is administering a call: an admin key (the headers every admin method takes)."""
+    """Who is administering a call: an admin key (`x-admin-key`, or as a Bearer token),
+    else, with sign-in configured, the provider's access token as a Bearer JWT or the
+    session of a signed-in user (the REST facade's cookie)."""
 
-    def __init__(self, live: Live, accounts: Accounts, store: Store | None) -> None:
+    def __init__(
+        self,
+        live: Live,
+        accounts: Accounts,
+        auditor: Auditor,
+        signin: SignInSource | None = None,
+    ) -> None:
         self.live = live
         self.accounts = accounts
-        self.store = store
-        self.auditor = Auditor(store)
+        self.auditor = auditor
+        self.signin = signin
+
+    async def _user(self, call: Call) -> Actor | None:
+        """The signed-in user or the provider's token of a call without an admin key."""
+        if self.signin is None or call.metadata.get(HEADER["admin"]):
+            return None
+        header, secret = presented(call.metadata, "admin")
+        if header == AUTHORIZATION and looks_like_jwt(secret):
+            return await self.signin.actor_of_bearer(secret)
+        session = call.metadata.get(SESSION, "")
+        if session and not secret:
+            found = await self.signin.actor_of_session(session)
+            if found is None:
+                raise Unauthenticated(
+                    "the sign-in session has ended (signed out, revoked or expired); "
+                    "sign in again", {"header": "cookie"},
+                )  # fmt: skip
+            return found[0]
+        return None
 
     async def check(self, call: Call) -> Actor:
         """The administrator of a call that leaves no ledger row (key management)."""
+        user = await self._user(call)
+        if user is not None:
+            return user
         principal = await self.accounts.check(call, "admin", self.live.current.keys)
         return actor_of_key(principal)
 
     async def admit(self, call: Call) -> Actor:
-        """The administrator of a call with a ledger row (live configuration)."""
+        """The administrator of a call with a ledger row (live configuration; a
+        signed-in user's call has none: it is no key's)."""
+        user = await self._user(call)
+        if user is not None:
+            return user
         principal = await self.accounts.admit(call, "admin", self.live.current.keys)
         return actor_of_key(principal)
+
+
+class SignInSource(Protocol):
+    """What administration needs of sign-in (server/application/signin.py)."""
+
+    async def actor_of_session(self, secret: str) -> tuple[Actor, str] | None: ...
+    async def actor_of_bearer(self, token: str) -> Actor: ...
+
+
+def looks_like_jwt(token: str) -> bool:
+    return token.count(".") == 2 and token.startswith("ey")
 
 
 def actor_of_key(principal: Principal) -> Actor:

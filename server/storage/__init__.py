@@ -9,6 +9,7 @@ responses.py   stored responses of the Responses API, owned by the key that made
 conversations.py  conversations of the Conversations API, owned by the key that made them
 governance.py  organisations, teams, users and memberships: the levels above keys
 audit.py       the audit log: administrative changes, chained by SHA-256
+sessions.py    admin sign-in: users' sessions and the sign-ins under way
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from server.storage.governance import GovernanceStore
 from server.storage.keys import KeyStore
 from server.storage.migrations import migrate
 from server.storage.responses import DatabaseResponses
+from server.storage.sessions import SessionStore
 from server.storage.usage import UsageStore
 
 
@@ -37,6 +39,7 @@ class Store:
     conversations: DatabaseConversations
     governance: GovernanceStore
     audit: AuditLog
+    sessions: SessionStore
 
     async def aclose(self) -> None:
         await self.db.close()
@@ -52,7 +55,7 @@ async def open_store(settings: StorageConfig) -> Store:
         raise
     return Store(
         db, KeyStore(db), UsageStore(db), FeedbackStore(db), DatabaseResponses(db),
-        DatabaseConversations(db), GovernanceStore(db), AuditLog(db),
+        DatabaseConversations(db), GovernanceStore(db), AuditLog(db), SessionStore(db),
     )  # fmt: skip
 
 

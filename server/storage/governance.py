@@ -18,12 +18,21 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from server.base.caller import Level
+from server.base.config import ORG_ROLES, TEAM_ROLES
 from server.storage.db import Database, Executor
 
-# A team's roles, and an organisation's (a membership without a team).
-TEAM_ROLES = ("team_admin", "member", "viewer")
-ORG_ROLES = ("org_admin", "viewer")
-ROLES = ("org_admin", "team_admin", "member", "viewer")
+__all__ = [
+    "ORG_ROLES",
+    "TEAM_ROLES",
+    "GovernanceStore",
+    "Limits",
+    "Membership",
+    "Org",
+    "Scope",
+    "Team",
+    "User",
+]
+
 LIMIT_COLUMNS = (
     "budget_usd", "budget_period", "requests_per_minute", "tokens_per_minute", "models",
 )  # fmt: skip

@@ -268,6 +268,31 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
             "CREATE INDEX audit_events_ts ON audit_events (ts)",
         ],
     ),
+    (
+        12,
+        "admin sign-in",
+        [
+            # A signed-in user's session, by the SHA-256 of its cookie's secret; the
+            # gateway-wide role its groups gave at sign-in; revoked at sign-out.
+            """CREATE TABLE admin_sessions (
+                digest TEXT PRIMARY KEY,
+                user_id TEXT NOT NULL,
+                role TEXT NOT NULL DEFAULT '',
+                created_at {float} NOT NULL,
+                expires_at {float} NOT NULL,
+                revoked_at {float}
+            )""",
+            "CREATE INDEX admin_sessions_user ON admin_sessions (user_id)",
+            # A sign-in under way: its state (by digest), nonce and PKCE verifier, taken
+            # once by the callback.
+            """CREATE TABLE oidc_logins (
+                state TEXT PRIMARY KEY,
+                nonce TEXT NOT NULL,
+                verifier TEXT NOT NULL,
+                created_at {float} NOT NULL
+            )""",
+        ],
+    ),
 ]
 
 

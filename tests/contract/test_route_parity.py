@@ -30,8 +30,10 @@ def annotated(with_header: bool = False) -> dict[tuple[str, ...], str]:
             assert options.HasExtension(annotations_pb2.http), f"{method.full_name} unannotated"
             rule = options.Extensions[annotations_pb2.http]
             selects = options.Extensions[rest_pb2.RestMethodOptions.rest_method]
-            header = f"{selects.when_header}?{selects.when_query}" if selects.when_query else (
-                selects.when_header
+            header = (
+                f"{selects.when_header}?{selects.when_query}"
+                if selects.when_query
+                else (selects.when_header)
             )
             for one in (rule, *rule.additional_bindings):
                 verb = one.WhichOneof("pattern")
