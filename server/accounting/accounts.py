@@ -170,6 +170,7 @@ class Accounts:
             reasoning_tokens=counts.reasoning_tokens,
             cache_write_cost_usd=cost.cache_write_usd if cost is not None else None,
             response_cached=run is not None and run.response_cached,
+            response_id=record.response_id,
             team_id=principal.team_id,
             org_id=principal.org_id,
             user_id=principal.user_id,
@@ -226,8 +227,7 @@ class Accounting(Middleware):
         close = self.accounts.close
 
         async def stream(request: Any, call: Call) -> AsyncGenerator[Any, None]:
-            record = call.record
-            record.open(name, streaming=True)
+            call.record.open(name, streaming=True)
             error: BaseException | None = None
             chunks = handler(request, call)
             try:
@@ -241,8 +241,9 @@ class Accounting(Middleware):
                 # below it and the upstream call now, not when the collector finds them.
                 try:
                     await chunks.aclose()
-                    if record.run is not None:
-                        await record.run.aclose()
+                    # The call's latest record: a chain of rounds has one per round.
+                    if (run := call.record.run) is not None:
+                        await run.aclose()
                 finally:
                     close(call, error)
 

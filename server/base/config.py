@@ -373,6 +373,20 @@ class McpConfig(Strict):
     # Seconds a handshake session stays valid after it opens.
     session_ttl_s: float = Field(default=24 * 3600, gt=0)
     oauth: McpOAuthConfig | None = None
+    # Model rounds of one response whose calls of MCP tools the gateway runs; a chain
+    # still calling tools after the last ends incomplete.
+    max_rounds: int = Field(default=8, ge=1, le=64)
+    # MCP servers outside the config a request's tool may name by URL (with its own
+    # headers); any other URL a caller names is refused.
+    remote_urls: list[str] = Field(default_factory=list)
+
+    @field_validator("remote_urls")
+    @classmethod
+    def _remote_urls(cls, value: list[str]) -> list[str]:
+        for i, url in enumerate(value):
+            if not url.startswith(("https://", "http://")):
+                raise ValueError(f"[{i}] {url!r} must be an http(s) URL")
+        return value
 
     @model_validator(mode="after")
     def _unique_ids(self) -> McpConfig:

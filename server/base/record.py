@@ -75,6 +75,9 @@ class UsageRecord:
     mcp_tool: str = ""
     mcp_outcome: str = ""
     result_bytes: int = 0
+    # The response a row belongs to when one response is several rows: each model round
+    # and each tool call of a chain the gateway runs (an MCP tool inside a model call).
+    response_id: str = ""
     # Where the key sits when the row is written: its team, the team's organisation
     # and its owner as a user (empty outside any team), so each level's spend is the
     # sum of its rows.
@@ -133,7 +136,7 @@ class CallRecord:
     __slots__ = (
         "method", "started", "ticket", "principal", "model", "run", "limited_tokens",
         "request_counted", "reservations", "route_profile", "difficulty", "prompt", "tags",
-        "usage", "closed", "failure", "streaming", "guardrails",
+        "usage", "closed", "failure", "streaming", "guardrails", "response_id",
     )  # fmt: skip
 
     def __init__(self) -> None:
@@ -167,6 +170,19 @@ class CallRecord:
         self.streaming = False
         # What the call's guardrails did (server/guardrails), when any applied.
         self.guardrails: GuardrailReport | None = None
+        # The response this call's row belongs to, when the call is one of its rounds.
+        self.response_id = ""
+
+    def next_round(self) -> CallRecord:
+        """A new account for the next model round of the same call (a chain of rounds
+        with tool calls between them): the same caller, method and response, its request
+        already counted, a ticket and reservation of its own."""
+        after = CallRecord()
+        after.method, after.streaming = self.method, self.streaming
+        after.principal, after.model = self.principal, self.model
+        after.request_counted = True
+        after.response_id = self.response_id
+        return after
 
     def open(self, method: str, streaming: bool = False) -> None:
         """Starts the account of a call of `method` (the accounting middleware)."""

@@ -38,6 +38,17 @@ class ToolAnswer:
         return self.result.get("isError") is True
 
 
+@dataclass(frozen=True, slots=True)
+class ExposedTool:
+    """A tool as a key sees it: its exposed name (`{server}__{tool}`), its server, its
+    name there, and its definition as the server listed it, under the exposed name."""
+
+    name: str
+    server: str
+    upstream_name: str
+    definition: Tool
+
+
 class ToolServerError(Exception):
     """A call the server did not answer with a result. The message names the server."""
 

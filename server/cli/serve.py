@@ -46,6 +46,7 @@ from server.application.mcp.toolbox import Toolbox
 from server.application.mcp.tools import Tools
 from server.application.model import ModelService
 from server.application.pipeline import affinity, expiring, response_cache
+from server.application.pipeline.chain import Chains
 from server.application.pipeline.generations import Generations
 from server.application.pipeline.state import Live, Snapshot, snapshot_of
 from server.application.provider import ProviderService
@@ -176,6 +177,7 @@ def assemble(
         response_cache.ResponseCache(state.responses),
     )  # fmt: skip
     conversations = state.store.conversations if state.store else MemoryConversations()
+    chains = Chains(generations, tools, accounts)
     auditor = Auditor(state.store)
     signin = SignIn(live, state.store, auditor)
     admins = Admins(live, accounts, auditor, signin)
@@ -194,10 +196,11 @@ def assemble(
         governance=Governance(accounts, state.store, admins),
         usage=UsageService(live, accounts, state.store),
         feedback=FeedbackService(live, accounts, state.store),
-        messages=MessagesService(generations, live, accounts),
+        messages=MessagesService(generations, live, accounts, chains),
         responses=ResponsesService(
             live, accounts, generations,
             state.store.responses if state.store else MemoryResponses(), conversations,
+            chains,
         ),
         conversations=ConversationsService(live, accounts, conversations),
         gemini=GeminiService(generations, live, accounts),
@@ -212,6 +215,7 @@ def assemble(
         [metrics.observe, recent.observe, log_request],
         with_text=lambda: live.current.config.operations.log_text,
     )
+    chains.report = observer.round_ended
     # Tracing outermost (the call's span is current while everything else runs), then
     # the observer (it reads the record accounting closes), then accounting.
     middlewares = (Tracing(), observer, Accounting(accounts))

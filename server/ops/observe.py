@@ -107,6 +107,12 @@ class Observer(Middleware):
 
         return unary
 
+    def round_ended(self, call: Call) -> None:
+        """Observes a model round that ended before its call did (a chain of rounds
+        with MCP tool calls between them): its ledger row, as a call of its own."""
+        elapsed = time.time() - call.record.started
+        self._emit(call.record.method, call, None, time.perf_counter() - elapsed, None)
+
     def wrap_stream(self, method: MethodDescriptor, handler: StreamHandler) -> StreamHandler:
         name = method.name
         routed = "route" in method.output_type.fields_by_name

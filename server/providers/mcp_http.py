@@ -7,7 +7,7 @@ spoken to statelessly (every request carrying its envelope in `params._meta` and
 generation: `initialize` opens a session (its `Mcp-Session-Id` sent with every
 request after), and when the server forgets it (404) the client shakes hands again
 and retries once. Configured headers take their values from the environment when the
-client is built.
+client is built; a client made for one request may add that request's own headers.
 """
 
 from __future__ import annotations
@@ -39,11 +39,18 @@ class SessionLost(Exception):
 
 
 class HttpMcpClient(mcp_client.McpClient):
-    def __init__(self, config: McpServerConfig, max_result_bytes: int) -> None:
+    def __init__(
+        self,
+        config: McpServerConfig,
+        max_result_bytes: int,
+        extra_headers: dict[str, str] | None = None,
+    ) -> None:
         super().__init__(config.id, config.timeout_s, max_result_bytes)
         assert config.url is not None
         self.url = config.url
         self.headers = {name.lower(): os.environ[env] for name, env in config.headers.items()}
+        # A request's own headers for this server (a model call's MCP tool), over them.
+        self.headers.update({name.lower(): value for name, value in (extra_headers or {}).items()})
         self._pool: Pool | None = None
         self._session: str | None = None
         self._version: str | None = None

@@ -83,10 +83,14 @@ def build(config: ProviderConfig, where: str) -> Provider:
 
 
 def build_tool_server(
-    config: McpServerConfig, max_result_bytes: int, after: asyncio.Task[None] | None = None
+    config: McpServerConfig,
+    max_result_bytes: int,
+    after: asyncio.Task[None] | None = None,
+    headers: dict[str, str] | None = None,
 ) -> ToolServer:
     """A client of one MCP server, by its transport. A stdio client replacing another
-    starts its child once `after` (the old client's stop) is done."""
+    starts its child once `after` (the old client's stop) is done; `headers`, an HTTP
+    server's own for one request, go to that server only."""
     if config.transport == "stdio":
         return StdioMcpClient(config, max_result_bytes, after)
-    return HttpMcpClient(config, max_result_bytes)
+    return HttpMcpClient(config, max_result_bytes, headers)

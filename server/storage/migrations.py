@@ -248,6 +248,15 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
     ),
     (
         11,
+        "rows of one response",
+        [
+            # The response a row belongs to: each model round and tool call of a chain
+            # the gateway runs inside one model call is a row of its own.
+            "ALTER TABLE usage_records ADD COLUMN response_id TEXT NOT NULL DEFAULT ''",
+        ],
+    ),
+    (
+        12,
         "audit log",
         [
             # Append-only: each event's `hash` is the SHA-256 of its canonical JSON,
@@ -269,7 +278,7 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
         ],
     ),
     (
-        12,
+        13,
         "admin sign-in",
         [
             # A signed-in user's session, by the SHA-256 of its cookie's secret; the

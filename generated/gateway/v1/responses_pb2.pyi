@@ -266,7 +266,7 @@ class SummaryText(_message.Message):
     def __init__(self, type: _Optional[str] = ..., text: _Optional[str] = ...) -> None: ...
 
 class InputItem(_message.Message):
-    __slots__ = ("type", "role", "content", "content_parts", "id", "status", "call_id", "name", "arguments", "output", "output_parts", "summary", "encrypted_content", "phase", "namespace")
+    __slots__ = ("type", "role", "content", "content_parts", "id", "status", "call_id", "name", "arguments", "output", "output_parts", "summary", "encrypted_content", "phase", "namespace", "server_label", "approval_request_id", "approve", "reason", "tools", "error")
     TYPE_FIELD_NUMBER: _ClassVar[int]
     ROLE_FIELD_NUMBER: _ClassVar[int]
     CONTENT_FIELD_NUMBER: _ClassVar[int]
@@ -282,6 +282,12 @@ class InputItem(_message.Message):
     ENCRYPTED_CONTENT_FIELD_NUMBER: _ClassVar[int]
     PHASE_FIELD_NUMBER: _ClassVar[int]
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    SERVER_LABEL_FIELD_NUMBER: _ClassVar[int]
+    APPROVAL_REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    APPROVE_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    TOOLS_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
     type: str
     role: str
     content: str
@@ -297,7 +303,13 @@ class InputItem(_message.Message):
     encrypted_content: str
     phase: str
     namespace: str
-    def __init__(self, type: _Optional[str] = ..., role: _Optional[str] = ..., content: _Optional[str] = ..., content_parts: _Optional[_Iterable[_Union[InputContent, _Mapping]]] = ..., id: _Optional[str] = ..., status: _Optional[str] = ..., call_id: _Optional[str] = ..., name: _Optional[str] = ..., arguments: _Optional[str] = ..., output: _Optional[str] = ..., output_parts: _Optional[_Iterable[_Union[InputContent, _Mapping]]] = ..., summary: _Optional[_Iterable[_Union[SummaryText, _Mapping]]] = ..., encrypted_content: _Optional[str] = ..., phase: _Optional[str] = ..., namespace: _Optional[str] = ...) -> None: ...
+    server_label: str
+    approval_request_id: str
+    approve: bool
+    reason: str
+    tools: _containers.RepeatedCompositeFieldContainer[_struct_pb2.Struct]
+    error: _struct_pb2.Value
+    def __init__(self, type: _Optional[str] = ..., role: _Optional[str] = ..., content: _Optional[str] = ..., content_parts: _Optional[_Iterable[_Union[InputContent, _Mapping]]] = ..., id: _Optional[str] = ..., status: _Optional[str] = ..., call_id: _Optional[str] = ..., name: _Optional[str] = ..., arguments: _Optional[str] = ..., output: _Optional[str] = ..., output_parts: _Optional[_Iterable[_Union[InputContent, _Mapping]]] = ..., summary: _Optional[_Iterable[_Union[SummaryText, _Mapping]]] = ..., encrypted_content: _Optional[str] = ..., phase: _Optional[str] = ..., namespace: _Optional[str] = ..., server_label: _Optional[str] = ..., approval_request_id: _Optional[str] = ..., approve: _Optional[bool] = ..., reason: _Optional[str] = ..., tools: _Optional[_Iterable[_Union[_struct_pb2.Struct, _Mapping]]] = ..., error: _Optional[_Union[_struct_pb2.Value, _Mapping]] = ...) -> None: ...
 
 class InputContent(_message.Message):
     __slots__ = ("type", "text", "image_url", "detail", "file_id", "file_data", "file_url", "filename", "annotations", "logprobs", "refusal")

@@ -13,8 +13,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from server.base.config import McpConfig, McpServerConfig
 from server.base.throttle import warn_throttled
@@ -25,9 +25,19 @@ log = logging.getLogger(__name__)
 # Seconds a server's tool list is used before it is asked again.
 LIST_TTL_S = 10.0
 
-# Builds the client of one server: its config, mcp.max_result_bytes, and the close of
-# the client it replaces (None when it replaces none).
-ToolServerBuilder = Callable[[McpServerConfig, int, "asyncio.Task[None] | None"], ToolServer]
+
+class ToolServerBuilder(Protocol):
+    """Builds the client of one server: its config, mcp.max_result_bytes, the close of
+    the client it replaces (None when it replaces none), and headers of its own for
+    one request (an HTTP server's)."""
+
+    def __call__(
+        self,
+        config: McpServerConfig,
+        max_result_bytes: int,
+        after: asyncio.Task[None] | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> ToolServer: ...
 
 
 @dataclass(slots=True)
@@ -101,6 +111,16 @@ class Toolbox:
         self._retiring.add(task)
         task.add_done_callback(self._retiring.discard)
         return task
+
+    def transient(self, config: McpServerConfig, headers: dict[str, str]) -> Upstream:
+        """A client of an HTTP server for one request, sending that request's own
+        `headers`; close it with `retire`."""
+        limit = self._config.max_result_bytes if self._config is not None else 4 * 1024 * 1024
+        return Upstream(config, self._build(config, limit, None, headers))
+
+    def retire(self, upstream: Upstream) -> None:
+        """Closes a client `transient` made, in the background."""
+        self._retire(upstream)
 
     def upstream(self, server_id: str) -> Upstream | None:
         return self._upstreams.get(server_id)

@@ -41,7 +41,7 @@ from server.base.errors import (
 )
 from server.base.record import UsageRecord, new_ticket
 from server.base.spans import span
-from server.base.tools import Tool, ToolAnswer, ToolServerError, ToolTimeout
+from server.base.tools import ExposedTool, Tool, ToolAnswer, ToolServerError, ToolTimeout
 from server.guardrails.guard import Guard
 
 # The ledger's method for a tool call, whichever transport it came by.
@@ -57,17 +57,6 @@ class Tally:
     calls: int = 0
     errors: int = 0
     cost_usd: float = 0.0
-
-
-@dataclass(frozen=True, slots=True)
-class ExposedTool:
-    """A tool as a key sees it: its exposed name, its server, and its definition as the
-    server listed it, under the exposed name."""
-
-    name: str
-    server: str
-    upstream_name: str
-    definition: Tool
 
 
 def exposed_name(server: McpServerConfig, tool: str) -> str | None:
@@ -125,15 +114,27 @@ class Tools:
         listed = await asyncio.gather(*(self.toolbox.listed(u) for u in upstreams))
         out: list[ExposedTool] = []
         for upstream, tools in zip(upstreams, listed, strict=True):
-            seen: set[str] = set()
-            for tool in tools:
-                name = exposed_name(upstream.config, tool["name"])
-                if name is None or name in seen or not granted(grant, name):
-                    continue
-                seen.add(name)
-                out.append(ExposedTool(name, upstream.config.id, tool["name"],
-                                       {**tool, "name": name}))  # fmt: skip
+            out.extend(_exposed(principal, upstream, tools))
         return out
+
+    def upstream(self, server_id: str) -> Upstream | None:
+        """The configured server `server_id`, on the current config."""
+        return self._current().upstream(server_id)
+
+    def transient(self, config: McpServerConfig, headers: dict[str, str]) -> Upstream:
+        """A client of a server for one request, with that request's own `headers`."""
+        return self.toolbox.transient(config, headers)
+
+    def retire(self, upstream: Upstream) -> None:
+        """Closes a client `transient` made, in the background."""
+        self.toolbox.retire(upstream)
+
+    async def listing(self, principal: Principal, upstream: Upstream) -> list[ExposedTool]:
+        """The tools of one server `principal` may call; ToolServerError when the
+        server cannot list them."""
+        if not principal.mcp_tools:
+            return []
+        return _exposed(principal, upstream, await upstream.list_tools())
 
     async def call_tool(
         self,
@@ -144,17 +145,22 @@ class Tools:
         request_id: str,
         response_metadata: dict[str, str],
         server: str | None = None,
+        response_id: str = "",
+        via: Upstream | None = None,
     ) -> ToolAnswer:
         """Calls the exposed tool `name` for `principal` (only among `server`'s tools
-        when given). A tool's own failure is an answer; everything else that stops the
-        call is a GatewayError: ToolNotFound, RateLimited or BudgetExhausted,
-        DeadlineExceeded, UpstreamError (the server failed or its result is too large)."""
+        when given; on `via`, a client made for one request, instead of the configured
+        server of that id). A tool's own failure is an answer; everything else that
+        stops the call is a GatewayError: ToolNotFound, RateLimited or BudgetExhausted,
+        DeadlineExceeded, UpstreamError (the server failed or its result is too large).
+        Its ledger row carries `response_id`, the response it ran inside, if any."""
         started, clock = time.time(), time.perf_counter()
         server_id, _, tool = name.partition("__")
-        upstream = self._current().upstream(server_id)
+        upstream = via if via is not None and via.config.id == server_id else None
+        upstream = upstream or self._current().upstream(server_id)
         # A name no server holds is the caller's text: kept short, and no server named.
         known = server_id if upstream is not None else ""
-        ledger = _Row(principal, request_id, started, clock, known, tool[:64])
+        ledger = _Row(principal, request_id, started, clock, known, tool[:64], response_id)
         if (
             upstream is None
             or server not in (None, server_id)
@@ -245,6 +251,7 @@ class _Row:
     clock: float
     server: str
     tool: str
+    response_id: str
 
     def ended(
         self, outcome: str, cost: float, size: int, error: BaseException | None
@@ -257,9 +264,24 @@ class _Row:
             output_cost_usd=None, cache_input_cost_usd=None, total_cost_usd=cost,
             latency_ms=round((time.perf_counter() - self.clock) * 1000, 3), ttft_ms=None,
             status=status, error_reason=reason, mcp_server=self.server, mcp_tool=self.tool,
-            mcp_outcome=outcome, result_bytes=size, team_id=self.principal.team_id,
-            org_id=self.principal.org_id, user_id=self.principal.user_id,
+            mcp_outcome=outcome, result_bytes=size, response_id=self.response_id,
+            team_id=self.principal.team_id, org_id=self.principal.org_id,
+            user_id=self.principal.user_id,
         )  # fmt: skip
+
+
+def _exposed(principal: Principal, upstream: Upstream, tools: list[Tool]) -> list[ExposedTool]:
+    """Of a server's tools, those its filter lets through and `principal`'s grant
+    covers, each once, under its exposed name."""
+    out: list[ExposedTool] = []
+    seen: set[str] = set()
+    for tool in tools:
+        name = exposed_name(upstream.config, tool["name"])
+        if name is None or name in seen or not granted(principal.mcp_tools, name):
+            continue
+        seen.add(name)
+        out.append(ExposedTool(name, upstream.config.id, tool["name"], {**tool, "name": name}))
+    return out
 
 
 async def _scanned(guard: Guard, value: Any, phase: str) -> Any:

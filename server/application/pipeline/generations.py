@@ -151,11 +151,11 @@ class Generations:
         self, admitted: Admitted, generation: GenerationRequest, prices: list[Price | None]
     ) -> GenerationRequest:
         """Counts a generation against its key's rate limits (its prompt plus the most it
-        may generate, in tokens) and reserves its maximum cost against the key's budget.
-        Returns the generation to run: for a key with a budget, bounded to what the
-        reservation covers."""
+        may generate, in tokens) and reserves its maximum cost against the budget of the
+        key and of every level above it. Returns the generation to run: for a key under
+        any budget, bounded to what the reservation covers."""
         default_max = admitted.state.config.limits.default_max_tokens
-        if generation.max_tokens is None and admitted.principal.budget:
+        if generation.max_tokens is None and admitted.principal.budgets:
             # Unbounded, one request could spend many times what it reserved.
             generation = dataclasses.replace(generation, max_tokens=default_max)
         choices = max(generation.n, generation.best_of or 1)

@@ -73,7 +73,9 @@ def _gemini(url: str) -> tuple[str, dict[str, Any]]:
         "contents": [{"role": "user", "parts": [{"text": "What is it?"}, part]}]}  # fmt: skip
 
 
-# Every field of every dialect that carries a URL for an upstream to fetch.
+# Every field of every dialect that carries a URL for an upstream to fetch. (An MCP
+# server's URL is stricter: only configured servers and mcp.remote_urls, see
+# tests/integration/mcp/test_model_calls.py.)
 FIELDS: dict[str, tuple[Callable[[str], tuple[str, dict[str, Any]]], str]] = {
     "chat image": (_chat, "messages[0].content[1].image_url.url"),
     "messages image": (lambda u: _messages({"type": "image", "source": {"type": "url", "url": u}}),
@@ -81,17 +83,10 @@ FIELDS: dict[str, tuple[Callable[[str], tuple[str, dict[str, Any]]], str]] = {
     "messages document": (
         lambda u: _messages({"type": "document", "source": {"type": "url", "url": u}}),
         "messages[0].content[0].source.url"),
-    "messages mcp server": (
-        lambda u: _messages({"type": "text", "text": "Hi"},
-                            mcp_servers=[{"type": "url", "url": u, "name": "x"}]),
-        "mcp_servers[0].url"),
     "responses image": (lambda u: _responses({"type": "input_image", "image_url": u}),
                         "input[0].content[1].image_url"),
     "responses file": (lambda u: _responses({"type": "input_file", "file_url": u}),
                        "input[0].content[1].file_url"),
-    "responses mcp tool": (
-        lambda u: _responses(tools=[{"type": "mcp", "server_label": "x", "server_url": u}]),
-        "tools[0].server_url"),
     "gemini file": (_gemini, "contents[0].parts[1].fileData.fileUri"),
 }  # fmt: skip
 

@@ -109,7 +109,6 @@ def test_refusals_name_the_field(fields: dict[str, Any], field: str) -> None:
     ("fields", "field"),
     [
         ({"tools": [{"type": "web_search_20250305", "name": "web_search"}]}, "tools[0]"),
-        ({"mcp_servers": [{"type": "url", "url": "https://mcp.example.com", "name": "x"}]}, "mcp_servers"),
         ({"container": "c1"}, "container"),
         ({"messages": [{"role": "user", "content": [{"type": "document", "source": {
             "type": "url", "url": "https://docs.example.com/a.pdf"}}]}]}, "messages[0].content[0].source"),

@@ -23,8 +23,17 @@ from typing import Any
 
 from gateway.v1 import messages_pb2 as pb
 from gateway.v1 import messages_service_pb2 as service
+from gateway.v1 import usage_pb2
 
 from server.application.dialects.messages.request import DIALECT, TOOL_SIGNATURE
+from server.application.pipeline.chain import (
+    MAX_ROUNDS,
+    CallArguments,
+    CallEnded,
+    CallOpened,
+    ChainEvent,
+    Listed,
+)
 from server.application.pipeline.engine import Fragment, Run
 from server.base import tokens
 from server.base.config import ModelConfig
@@ -34,11 +43,14 @@ from server.base.generation import NativeEvent, ReasoningDelta, TextDelta, ToolC
 Event = service.StreamMessageResponse
 
 _TEXT = ("text", 0)
+CHAIN_EVENTS = (Listed, CallOpened, CallArguments, CallEnded)
 STOP_REASONS = {
     "stop": "end_turn",
     "length": "max_tokens",
     "tool_calls": "tool_use",
     "content_filter": "refusal",
+    # The gateway's rounds of MCP calls cut by mcp.max_rounds: the caller may go on.
+    MAX_ROUNDS: "pause_turn",
 }
 _STRINGS = frozenset(
     {"type", "text", "id", "name", "tool_use_id", "thinking", "signature", "data", "title",
@@ -71,6 +83,8 @@ class Reply:
         self.native_stop: tuple[str, str | None] | None = None
         self.start_extra: dict[str, Any] = {}
         self.delta_extra: dict[str, Any] = {}
+        # MCP calls the gateway ran, counted to key their blocks.
+        self._calls = 0
 
     def feed(self, fragment: Fragment) -> list[Event]:
         if isinstance(fragment, TextDelta):
@@ -134,6 +148,51 @@ class Reply:
                 )
             return []
         return [Event(type="content_block_delta", index=len(self.blocks) - 1, delta=delta)]
+
+    def take(self, fragment: Fragment | ChainEvent) -> list[Event]:
+        """A run's fragment or a chain's event."""
+        if isinstance(fragment, CHAIN_EVENTS):
+            return self.chained(fragment)
+        return self.feed(fragment)
+
+    def chained(self, event: ChainEvent) -> list[Event]:
+        """The blocks of an MCP call the gateway runs: `mcp_tool_use` as the model writes
+        it, then `mcp_tool_result` once it ran (a listing has no block)."""
+        if isinstance(event, CallOpened):
+            self._calls += 1
+
+            def start() -> pb.ContentBlock:
+                block = pb.ContentBlock(type="mcp_tool_use", id=_tool_use_id(event.call_id),
+                                        name=event.tool.name)  # fmt: skip
+                block.input.SetInParent()
+                block.other.update({"server_name": event.tool.label})
+                return block
+
+            return self._start(("mcp", self._calls), start)
+        if isinstance(event, CallArguments):
+            delta = pb.ContentBlockDelta(type="input_json_delta", partial_json=event.delta)
+            return self._delta(delta)
+        if not isinstance(event, CallEnded):
+            return []
+        out = self.close()
+        if event.status not in ("completed", "failed"):
+            return out
+        error = event.error
+        text = event.output or "" if error is None else error.message
+        content = list(error.content) if error is not None and error.content else [
+            {"type": "text", "text": text}
+        ]  # fmt: skip
+        block = pb.ContentBlock(
+            type="mcp_tool_result", tool_use_id=_tool_use_id(event.call_id),
+            is_error=error is not None,
+            content_blocks=[block_from_json(part) for part in content],
+        )  # fmt: skip
+        self.blocks.append(_Block(block))
+        if self.emit:
+            index = len(self.blocks) - 1
+            out.append(Event(type="content_block_start", index=index, content_block=block))
+            out.append(Event(type="content_block_stop", index=index))
+        return out
 
     def close(self) -> list[Event]:
         """Closes the open generic block."""
@@ -202,12 +261,13 @@ class Reply:
             out.append(block)
         return out
 
-    def stop(self, run: Run) -> tuple[str, str]:
-        """The stop reason and stop sequence (empty for none)."""
+    def stop(self, run: Run, finish_reason: str | None = None) -> tuple[str, str]:
+        """The stop reason and stop sequence (empty for none); `finish_reason`, a
+        chain's, over the run's."""
         if self.native_stop is not None and self.native_stop[0]:
             reason, sequence = self.native_stop
             return reason, sequence or ""
-        reason = run.finish_reason
+        reason = finish_reason or run.finish_reason
         if reason == "stop" and run.stop_sequence:
             return "stop_sequence", run.stop_sequence
         return STOP_REASONS.get(reason, "end_turn"), ""
@@ -257,6 +317,31 @@ def _extra(target: Any, data: dict[str, Any], known: frozenset[str]) -> None:
         target.update(rest)
 
 
+def _tool_use_id(call_id: str) -> str:
+    return "mcptoolu_" + call_id.removeprefix("mcp_")
+
+
+def summed_usage(measured: usage_pb2.Usage) -> pb.MessageUsage:
+    """Several rounds' usage, summed (a chain's), in Anthropic's counts."""
+    details = measured.prompt_tokens_details
+    cached, written = details.cached_tokens, details.cache_write_tokens
+    out = pb.MessageUsage(
+        input_tokens=measured.prompt_tokens - cached - written,
+        cache_creation_input_tokens=written,
+        cache_read_input_tokens=cached,
+        output_tokens=measured.completion_tokens,
+        latency_ms=measured.latency_ms,
+    )
+    for name in _MEASURED:
+        if measured.HasField(name):
+            setattr(out, name, getattr(measured, name))
+    return out
+
+
+_MEASURED = ("input_cost_usd", "output_cost_usd", "cache_input_cost_usd",
+             "cache_write_cost_usd", "total_cost_usd", "ttft_ms", "response_cached")  # fmt: skip
+
+
 def usage(run: Run) -> pb.MessageUsage:
     """The whole call's usage, Anthropic's counts plus the gateway's cost and timing."""
     counts = run.counts()
@@ -272,8 +357,7 @@ def usage(run: Run) -> pb.MessageUsage:
             ephemeral_1h_input_tokens=counts.cache_write_1h_tokens,
         ),
     )
-    for name in ("input_cost_usd", "output_cost_usd", "cache_input_cost_usd",
-                 "cache_write_cost_usd", "total_cost_usd", "ttft_ms", "response_cached"):  # fmt: skip
+    for name in _MEASURED:
         if measured.HasField(name):
             setattr(out, name, getattr(measured, name))
     return out

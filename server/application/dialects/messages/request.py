@@ -93,7 +93,7 @@ SPEEDS = ("standard", "fast")
 # SDKs' tool runners send the whole conversation instead.
 THREAD_UNSUPPORTED = "thread_unsupported_request"
 # Request fields only Anthropic's format carries.
-NATIVE_FIELDS = ("container", "mcp_servers")
+NATIVE_FIELDS = ("container",)
 # Context edits every provider honours: earlier thinking reaches no other kind anyway.
 HONOURED_EDITS = ("clear_thinking_",)
 
@@ -314,6 +314,8 @@ class Reader:
         specs: list[ToolSpec] = []
         for i, tool in enumerate(request.tools):
             at = f"tools[{i}]"
+            if tool.HasField("type") and tool.type == "mcp_toolset":
+                continue  # an MCP server's tools, which the gateway runs (mcp.py)
             if tool.HasField("type") and tool.type != "custom":
                 self.native(at)  # one of Anthropic's own tools, by its versioned type
                 continue
@@ -509,13 +511,8 @@ def generation(request: AnyRequest, headers: tuple[tuple[str, str], ...] = ()) -
     tools = reader.tools(request)
     names = {t.name for t in request.tools}
     fields = request.DESCRIPTOR.fields_by_name
-    if request.mcp_servers:
-        reader.native("mcp_servers")
-        for i, server in enumerate(request.mcp_servers):
-            url = structs.read(server, f"mcp_servers[{i}]").get("url")
-            urls.check(url if isinstance(url, str) else "", f"mcp_servers[{i}].url")
     for name in NATIVE_FIELDS:
-        if name != "mcp_servers" and name in fields and request.HasField(name):
+        if name in fields and request.HasField(name):
             reader.native(name)
     effort, response_format = _output_config(request, reader)
     _context_edits(request, reader)

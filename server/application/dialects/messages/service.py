@@ -9,22 +9,30 @@ the start reports the input usage.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, AsyncIterator
 
 from gateway.v1 import messages_pb2 as pb
 from gateway.v1 import messages_service_pb2 as service
 
 from server.accounting.accounts import Accounts
+from server.application.dialects.messages import mcp
 from server.application.dialects.messages import reply as replies
 from server.application.dialects.messages import request as translation
-from server.application.dialects.messages.reply import Reply
-from server.application.pipeline.engine import Run
+from server.application.dialects.messages.reply import Reply, summed_usage
+from server.application.pipeline.chain import (
+    Chain,
+    ChainEvent,
+    Chains,
+)
+from server.application.pipeline.engine import Fragment, Run
 from server.application.pipeline.generations import Generations
+from server.application.pipeline.offer import offered
 from server.application.pipeline.state import Live
 from server.base import tokens
 from server.base.call import Call
-from server.base.errors import UpstreamError
+from server.base.errors import InvalidArgument, UpstreamError
 from server.base.generation import TokenCounter
 from server.base.throttle import warn_throttled
 
@@ -34,19 +42,27 @@ Event = service.StreamMessageResponse
 
 
 class MessagesService:
-    def __init__(self, generations: Generations, live: Live, accounts: Accounts) -> None:
+    def __init__(
+        self,
+        generations: Generations,
+        live: Live,
+        accounts: Accounts,
+        chains: Chains | None = None,
+    ) -> None:
         self.generations = generations
         self.live = live
         self.accounts = accounts
+        # The rounds of a request with `mcp_servers`, which the gateway runs.
+        self.chains = chains
 
     async def create_message(
         self, request: service.CreateMessageRequest, call: Call
     ) -> service.CreateMessageResponse:
-        run = await self._run(request, call)
+        run, chain = await self._run(request, call)
         reply = Reply(emit=False)
-        async for fragment in run.stream():
-            reply.feed(fragment)
-        reason, sequence = reply.stop(run)
+        async for fragment in _fragments(run, chain):
+            reply.take(fragment)
+        reason, sequence = reply.stop(run, chain.finish_reason if chain else None)
         response = service.CreateMessageResponse(
             id=f"msg_{call.request_id}",
             type="message",
@@ -55,7 +71,7 @@ class MessagesService:
             model=run.model.id,
             stop_reason=reason,
             stop_sequence=sequence,
-            usage=reply.usage(run),
+            usage=reply.usage(run) if chain is None else summed_usage(chain.usage()),
         )
         if extra := reply.extra():
             response.other.update(extra)
@@ -64,12 +80,12 @@ class MessagesService:
     async def stream_message(
         self, request: service.StreamMessageRequest, call: Call
     ) -> AsyncGenerator[Event, None]:
-        run = await self._run(request, call)
+        run, chain = await self._run(request, call)
         reply = Reply(emit=True)
-        fragments = run.stream()
+        fragments = _fragments(run, chain)
         # Already read by the failover: an Anthropic upstream's start, with its usage.
         first = await anext(fragments, None)
-        pending = reply.feed(first) if first is not None else []
+        pending = reply.take(first) if first is not None else []
         start = Event(
             type="message_start",
             message=pb.Message(
@@ -86,27 +102,45 @@ class MessagesService:
         for event in pending:
             yield event
         async for fragment in fragments:
-            for event in reply.feed(fragment):
+            for event in reply.take(fragment):
                 yield event
         for event in reply.close():
             yield event
-        reason, sequence = reply.stop(run)
+        reason, sequence = reply.stop(run, chain.finish_reason if chain else None)
         end = Event(
             type="message_delta",
             message_delta=pb.MessageDelta(stop_reason=reason, stop_sequence=sequence),
-            usage=reply.usage(run),
+            usage=reply.usage(run) if chain is None else summed_usage(chain.usage()),
         )
         if reply.delta_extra:
             end.message_delta.other.update(reply.delta_extra)
         yield end
         yield Event(type="message_stop")
 
-    async def _run(self, request: translation.GenerateRequest, call: Call) -> Run:
+    async def _run(
+        self, request: translation.GenerateRequest, call: Call
+    ) -> tuple[Run, Chain | None]:
         admitted = await self.generations.admit(call, "api", request.model)
         headers = translation.native_headers(call.metadata)
-        return await self.generations.run(
-            admitted, request.model, translation.generation(request, headers)
+        generation = translation.generation(request, headers)
+        if not request.mcp_servers or self.chains is None:
+            return await self.generations.run(admitted, request.model, generation), None
+        if generation.native is not None and generation.native.required_by is not None:
+            raise InvalidArgument.for_field(
+                generation.native.required_by, "cannot be combined with mcp_servers"
+            )
+        servers = mcp.uses(request, call.metadata, admitted.state.config.mcp)
+        toolset = await offered(self.chains.tools, admitted.principal, servers)
+        # Each round is a chat of its own: no upstream gets the request as it came.
+        generation = dataclasses.replace(generation, native=None)
+        chain = self.chains.chain(
+            admitted, request.model, generation, toolset, f"msg_{call.request_id}"
         )
+        try:
+            return await chain.open(), chain
+        except BaseException:
+            await chain.aclose()
+            raise
 
     async def count_message_tokens(
         self, request: service.CountMessageTokensRequest, call: Call
@@ -147,3 +181,17 @@ class MessagesService:
         return service.GetModelInfoResponse(
             type=one.type, id=one.id, display_name=one.display_name, created_at=one.created_at
         )
+
+
+async def _fragments(run: Run, chain: Chain | None) -> AsyncIterator[Fragment | ChainEvent]:
+    """A run's fragments, or a chain's events and fragments (its clients closed at the
+    end)."""
+    if chain is None:
+        async for fragment in run.stream():
+            yield fragment
+        return
+    try:
+        async for event in chain.events():
+            yield event
+    finally:
+        await chain.aclose()

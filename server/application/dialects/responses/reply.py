@@ -30,6 +30,15 @@ from gateway.v1 import usage_pb2
 from google.protobuf import struct_pb2
 
 from server.application.dialects.responses.request import DIALECT, Item, new_id
+from server.application.pipeline.chain import (
+    MAX_ROUNDS,
+    CallArguments,
+    CallEnded,
+    CallOpened,
+    ChainEvent,
+    Listed,
+    ToolError,
+)
 from server.application.pipeline.engine import Choice, Fragment
 from server.base.errors import Code, GatewayError
 from server.base.generation import (
@@ -43,7 +52,10 @@ from server.base.generation import (
 
 Event = rs.StreamResponseResponse
 # Finish reasons that make a response `incomplete`, with OpenAI's reason.
-INCOMPLETE = {"length": "max_output_tokens", "content_filter": "content_filter"}
+INCOMPLETE = {
+    "length": "max_output_tokens", "content_filter": "content_filter",
+    MAX_ROUNDS: "max_tool_calls",
+}  # fmt: skip
 # OpenAI's `error.code` of a failed response, per gRPC code.
 FAILURE_CODE = {
     Code.RESOURCE_EXHAUSTED: "rate_limit_exceeded",
@@ -97,6 +109,9 @@ class Builder:
         self.items: list[Item] = []
         self._open: _Open | None = None
         self._calls: dict[int, _Open] = {}  # tool calls by the upstream's index
+        # MCP calls the gateway runs, open until they end (the model may open the next
+        # before one has run), each holding its place in the output.
+        self._mcp: dict[str, _Open] = {}
 
     # -- events ---------------------------------------------------------------------
 
@@ -261,6 +276,126 @@ class Builder:
             out.append(self._item_event("response.output_item.done", current, item))
         return out
 
+    # -- MCP tools the gateway runs (server/application/mcp/chain.py) ---------------
+
+    def chained(self, event: ChainEvent) -> list[Event]:
+        """The items and events of a chain's own event."""
+        if isinstance(event, CallArguments):
+            current = self._mcp.get(event.call_id)
+            if current is None or current.kind != "mcp_call":
+                return []
+            current.arguments.append(event.delta)
+            if not self.emit:
+                return []
+            delta = rs.DeltaEvent(delta=event.delta, item_id=current.id, output_index=current.index)
+            return [self._event("response.mcp_call_arguments.delta", delta=delta)]
+        if isinstance(event, CallOpened):
+            kind = "mcp_approval_request" if event.tool.approval else "mcp_call"
+            return self._mcp_open(event.call_id, kind, event.tool.label, event.tool.name)
+        if isinstance(event, Listed):
+            return self._listed(event)
+        return self._mcp_ended(event)
+
+    def _listed(self, listed: Listed) -> list[Event]:
+        out = self._close()
+        current = self._begin("mcp_list_tools", new_id("mcpl"))
+        self._open = None
+        item: Item = {"id": current.id, "type": "mcp_list_tools",
+                      "server_label": listed.label, "tools": []}  # fmt: skip
+        if self.emit:
+            out.append(self._item_event("response.output_item.added", current, _other(item)))
+            out.append(self._progress("response.mcp_list_tools.in_progress", current))
+        item["tools"] = [_listed_tool(t) for t in listed.tools]
+        if listed.error is not None:
+            item["error"] = listed.error
+        whole = _other(item)
+        self._append(whole)
+        self.items.append(item)
+        if self.emit:
+            ended = "failed" if listed.error is not None else "completed"
+            out.append(self._progress(f"response.mcp_list_tools.{ended}", current))
+            out.append(self._item_event("response.output_item.done", current, whole))
+        return out
+
+    def _mcp_open(self, call_id: str, kind: str, label: str, name: str) -> list[Event]:
+        out = self._close()
+        current = self._begin(kind, call_id)
+        self._open = None
+        current.name, current.call_id = name, label  # call_id holds the server's label
+        self._mcp[call_id] = current
+        self._append(rpb.OutputItem())  # its place, filled when it ends
+        if self.emit and kind == "mcp_call":
+            item = self._mcp_item(current, "in_progress")
+            out.append(self._item_event("response.output_item.added", current, _other(item)))
+            out.append(self._progress("response.mcp_call.in_progress", current))
+        return out
+
+    def _mcp_ended(self, end: CallEnded) -> list[Event]:
+        out: list[Event] = []
+        pending = end.status == "pending"
+        if end.call_id not in self._mcp:  # run on an approval, before any round
+            kind = "mcp_approval_request" if pending else "mcp_call"
+            out = self._mcp_open(end.call_id, kind, end.tool.label, end.tool.name)
+        current = self._mcp.pop(end.call_id)
+        current.arguments = [end.arguments]
+        if pending:
+            item = self._mcp_item(current, "")
+            if self.emit:
+                out.append(self._item_event("response.output_item.added", current, _other(item)))
+        else:
+            item = self._mcp_item(current, end.status, end)
+            if self.emit:
+                done = {"item_id": current.id, "output_index": current.index,
+                        "arguments": end.arguments}  # fmt: skip
+                out.append(self._other_event("response.mcp_call_arguments.done", done))
+                if end.status != "incomplete":
+                    ended = "completed" if end.status == "completed" else "failed"
+                    out.append(self._progress(f"response.mcp_call.{ended}", current))
+        whole = _other(item)
+        self._place(current.index, whole)
+        self.items.append(item)
+        if self.emit:
+            out.append(self._item_event("response.output_item.done", current, whole))
+        return out
+
+    def _mcp_item(self, current: _Open, status: str, end: CallEnded | None = None) -> Item:
+        item: Item = {
+            "id": current.id, "type": current.kind, "server_label": current.call_id,
+            "name": current.name, "arguments": "".join(current.arguments),
+        }  # fmt: skip
+        if current.kind == "mcp_call":
+            item["status"] = status
+            if end is not None:
+                item["output"] = end.output
+                item["error"] = _error(end.error) if end.error is not None else None
+                if end.approval_request_id is not None:
+                    item["approval_request_id"] = end.approval_request_id
+        return item
+
+    def _abandoned(self) -> list[Event]:
+        """Ends the MCP calls the model opened that never ran (the chain stopped)."""
+        out: list[Event] = []
+        for current in list(self._mcp.values()):
+            self._mcp.pop(current.id)
+            item = self._mcp_item(current, "incomplete")
+            whole = _other(item)
+            self._place(current.index, whole)
+            self.items.append(item)
+            if self.emit:
+                out.append(self._item_event("response.output_item.done", current, whole))
+        return out
+
+    def _progress(self, kind: str, current: _Open) -> Event:
+        return self._other_event(kind, {"item_id": current.id, "output_index": current.index})
+
+    def _other_event(self, kind: str, fields: dict[str, Any]) -> Event:
+        struct = struct_pb2.Struct()
+        struct.update(fields)
+        return self._event(kind, other=struct)
+
+    def _place(self, index: int, item: rpb.OutputItem) -> None:
+        (self.output if self.emit else self.response.output)[index].CopyFrom(item)
+
     # -- items ----------------------------------------------------------------------
 
     def _begin(self, kind: str, item_id: str) -> _Open:
@@ -396,6 +531,7 @@ class Builder:
         """Closes the response: `completed`, or `incomplete` when it was cut short."""
         reason = INCOMPLETE.get(finish_reason)
         out = self._close("incomplete" if reason else "completed")
+        out += self._abandoned()
         response = self.response
         if self.emit:
             response.output.extend(self.output)
@@ -413,6 +549,7 @@ class Builder:
     def fail(self, error: GatewayError, usage: usage_pb2.Usage | None) -> list[Event]:
         """Closes the response as `failed`, with the error and the output so far."""
         self._close("incomplete")
+        self._abandoned()
         response = self.response
         for name in ("output", "incomplete_details", "completed_at"):
             response.ClearField(name)
@@ -444,6 +581,29 @@ _USAGE_EXTRAS = frozenset(
     {"input_cost_usd", "output_cost_usd", "cache_input_cost_usd", "cache_write_cost_usd",
      "total_cost_usd", "ttft_ms", "response_cached"}
 )  # fmt: skip
+
+
+def _other(item: Item) -> rpb.OutputItem:
+    struct = struct_pb2.Struct()
+    struct.update(item)
+    return rpb.OutputItem(other=struct)
+
+
+def _listed_tool(tool: Mapping[str, Any]) -> dict[str, Any]:
+    """A listed tool as an `mcp_list_tools` item holds it."""
+    out = {"name": tool.get("name"), "input_schema": tool.get("inputSchema") or {}}
+    for key in ("description", "annotations"):
+        if tool.get(key) is not None:
+            out[key] = tool[key]
+    return out
+
+
+def _error(error: ToolError) -> dict[str, Any]:
+    """A call's error in OpenAI's words: the tool's own, the server's, its transport's."""
+    if error.kind == "tool":
+        return {"type": "mcp_tool_execution_error", "content": list(error.content)}
+    kind = "http_error" if error.kind == "http" else "mcp_protocol_error"
+    return {"type": kind, "code": error.code, "message": error.message}
 
 
 def _logprob(entry: TokenLogprob) -> rpb.TextLogprob:

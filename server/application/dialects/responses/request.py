@@ -33,6 +33,7 @@ from google.protobuf import json_format, struct_pb2
 from server.application.pipeline import fields, schemas
 from server.application.pipeline.fields import MAX_TOKENS_CEILING
 from server.base import structs, urls
+from server.base.config import exposed_tool_name
 from server.base.errors import InvalidArgument, NotFound
 from server.base.generation import (
     GenerationRequest,
@@ -48,6 +49,8 @@ from server.base.generation import (
     unseal,
 )
 
+# The items of MCP tools the gateway runs (dialects/responses/mcp.py).
+MCP_ITEMS = ("mcp_list_tools", "mcp_call", "mcp_approval_request", "mcp_approval_response")
 # The dialect's name where a request travels as it came (see generation.serves).
 DIALECT = "responses"
 ResponsesRequest = rs.CreateResponseRequest | rs.StreamResponseRequest
@@ -56,7 +59,10 @@ Item = dict[str, Any]
 # OpenAI's floor on max_output_tokens.
 MIN_OUTPUT_TOKENS = 16
 ROLES = ("user", "assistant", "system", "developer")
-ITEM_TYPES = ("message", "function_call", "function_call_output", "reasoning", "item_reference")
+ITEM_TYPES = (
+    "message", "function_call", "function_call_output", "reasoning", "item_reference",
+    *MCP_ITEMS,
+)  # fmt: skip
 EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")
 SUMMARIES = ("auto", "concise", "detailed")
 VERBOSITIES = ("low", "medium", "high")
@@ -110,6 +116,9 @@ class Translated:
     include_logprobs: bool
     # The request's namespaced functions: each one's tool name -> (namespace, name).
     namespaces: Mapping[str, tuple[str, str]] = dataclasses.field(default_factory=dict)
+    # The request's `mcp` tools, each with where it is (`tools[i]`): the gateway runs
+    # them (dialects/responses/mcp.py).
+    mcp_tools: tuple[tuple[str, dict[str, Any]], ...] = ()
 
 
 def new_id(prefix: str) -> str:
@@ -121,6 +130,7 @@ ITEM_PREFIX = {
     "function_call": "fc",
     "function_call_output": "fco",
     "reasoning": "rs",
+    "mcp_approval_response": "mcpr",
 }
 
 
@@ -154,7 +164,8 @@ def translate(request: ResponsesRequest, previous: Previous | None) -> Translate
         raise InvalidArgument.for_field("tools", f"at most {fields.MAX_TOOLS} tools")
     tool_objects = [_read_tool(tool, f"tools[{i}]") for i, tool in enumerate(request.tools)]
     namespaces: dict[str, tuple[str, str]] = {}
-    tools, forced, choice = _tools(request, tool_objects, native_only, namespaces)
+    mcp_tools: list[tuple[str, dict[str, Any]]] = []
+    tools, forced, choice = _tools(request, tool_objects, native_only, namespaces, mcp_tools)
     include = _include(request, native_only)
     reasoning = request.reasoning if request.HasField("reasoning") else None
     effort = None
@@ -175,6 +186,11 @@ def translate(request: ResponsesRequest, previous: Previous | None) -> Translate
         if len(request.safety_identifier) > 64:
             raise InvalidArgument.for_field("safety_identifier", "at most 64 characters")
         user = user or request.safety_identifier
+    if mcp_tools and native_only:
+        # The gateway runs the rounds: no upstream gets the request as it came.
+        raise InvalidArgument.for_field(
+            native_only[0], f"cannot be combined with the MCP tool of {mcp_tools[0][0]}"
+        )
     native = Native(
         DIALECT,
         {**_native_body(request, tool_objects), "input": tuple(resolved_items)},
@@ -212,6 +228,7 @@ def translate(request: ResponsesRequest, previous: Previous | None) -> Translate
         ENCRYPTED_REASONING in include,
         LOGPROBS in include,
         namespaces,
+        tuple(mcp_tools),
     )
 
 
@@ -372,6 +389,8 @@ def _item(item: rpb.InputItem, where: str, known: Set[str], native_only: list[st
         )
         if item.HasField("encrypted_content"):
             out["encrypted_content"] = item.encrypted_content
+    elif kind in MCP_ITEMS:
+        out.update(_mcp_item(item, kind, where))
     else:  # item_reference
         ref = _required(item, "id", where)
         if ref not in known:
@@ -386,7 +405,40 @@ _ITEM_FIELDS = {
     "function_call_output": {"id", "call_id", "output", "output_parts", "status", "namespace"},
     "reasoning": {"id", "summary", "encrypted_content", "content_parts", "status"},
     "item_reference": {"id"},
-}
+    "mcp_list_tools": {"id", "server_label", "tools", "error", "status"},
+    "mcp_call": {"id", "server_label", "name", "arguments", "output", "error", "status",
+                 "approval_request_id"},
+    "mcp_approval_request": {"id", "server_label", "name", "arguments", "status"},
+    "mcp_approval_response": {"id", "approval_request_id", "approve", "reason", "status"},
+}  # fmt: skip
+
+
+def _mcp_item(item: rpb.InputItem, kind: str, where: str) -> Item:
+    """An MCP item as a response wrote it (or a caller's approval response)."""
+    if kind == "mcp_approval_response":
+        if not item.HasField("approve"):
+            raise InvalidArgument.for_field(f"{where}.approve", "is required")
+        out: Item = {
+            "type": kind, "approval_request_id": _required(item, "approval_request_id", where),
+            "approve": item.approve,
+        }  # fmt: skip
+        if item.HasField("reason"):
+            out["reason"] = item.reason
+        return out
+    out = {"type": kind, "server_label": _required(item, "server_label", where)}
+    if kind == "mcp_list_tools":
+        out["tools"] = [structs.to_dict(t) for t in item.tools]
+    else:
+        out["name"] = _required(item, "name", where)
+        out["arguments"] = item.arguments if item.HasField("arguments") else ""
+    if kind == "mcp_call":
+        if item.HasField("output"):
+            out["output"] = item.output
+        if item.HasField("approval_request_id"):
+            out["approval_request_id"] = item.approval_request_id
+    if item.HasField("error"):
+        out["error"] = structs.to_python(item.error)
+    return out
 
 
 def _required(item: rpb.InputItem, name: str, where: str) -> str:
@@ -463,9 +515,19 @@ def _messages(items: Sequence[Item]) -> list[Message]:
     signature of the function call after it (see ToolCall)."""
     out: list[Message] = []
     signature: str | None = None
+    asked: dict[str, Item] = {}  # approval requests by id
     for item in items:
         kind = item.get("type", "message")
-        if kind == "reasoning":
+        if kind == "mcp_approval_request":
+            asked[str(item.get("id"))] = item
+        elif kind == "mcp_call" or kind == "mcp_approval_response":
+            # A call that ran, or one the caller refused: the model reads it as a call
+            # of the function it was offered as, and its result.
+            ran = item if kind == "mcp_call" else asked.get(str(item["approval_request_id"]))
+            if ran is None or (kind == "mcp_approval_response" and item.get("approve")):
+                continue
+            out.extend(_mcp_messages(ran, item))
+        elif kind == "reasoning":
             sealed = item.get("encrypted_content")
             signature = sealed if isinstance(sealed, str) and unseal(sealed) else None
         elif kind == "message":
@@ -495,6 +557,23 @@ def _messages(items: Sequence[Item]) -> list[Message]:
                 text = "".join(p.text for p in parts if isinstance(p, TextPart))
                 out.append(Message("tool", text, tool_call_id=str(item["call_id"])))
     return out
+
+
+def _mcp_messages(call: Item, item: Item) -> tuple[Message, Message]:
+    """An MCP call and its end as an assistant's call and the tool's result."""
+    call_id = f"call_{item.get('id') or call.get('id')}"
+    name = exposed_tool_name(str(call["server_label"]), str(call["name"]))
+    made = Message("assistant", "", (), None, (ToolCall(call_id, name, str(call["arguments"])),))
+    if item.get("type") == "mcp_approval_response":
+        reason = item.get("reason")
+        result = "The user did not approve this call" + (f": {reason}" if reason else ".")
+    elif item.get("error") is not None:
+        error = item["error"]
+        message = error.get("message") if isinstance(error, dict) else error
+        result = f"Error: {message if message is not None else error}"
+    else:
+        result = str(item.get("output") or "")
+    return made, Message("tool", result, tool_call_id=call_id)
 
 
 def _chat_part(part: Mapping[str, Any]) -> Part | None:
@@ -530,15 +609,16 @@ def _tools(
     tool_objects: list[dict[str, Any]],
     native_only: list[str],
     namespaces: dict[str, tuple[str, str]],
+    mcp_tools: list[tuple[str, dict[str, Any]]],
 ) -> tuple[tuple[ToolSpec, ...], str | None, str | None]:
     specs = []
     for i, tool in enumerate(tool_objects):
         where = f"tools[{i}]"
         kind = tool.get("type")
-        if kind in BUILT_IN_TOOLS:
+        if kind == "mcp":
+            mcp_tools.append((where, tool))
+        elif kind in BUILT_IN_TOOLS:
             native_only.append(f"{where}.type")
-            if isinstance(server := tool.get("server_url"), str):  # an MCP server's
-                urls.check(server, f"{where}.server_url")
         elif kind == "namespace":
             specs.extend(_namespace(tool, where, native_only, namespaces))
         elif kind == "function":

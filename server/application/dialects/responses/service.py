@@ -15,6 +15,7 @@ record carries the failure.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 from collections.abc import AsyncGenerator, Awaitable
@@ -26,6 +27,7 @@ from google.protobuf import struct_pb2
 
 from server.accounting.accounts import Accounts
 from server.accounting.guard import bounded
+from server.application.dialects.responses import mcp
 from server.application.dialects.responses.reply import Builder
 from server.application.dialects.responses.request import (
     Previous,
@@ -36,8 +38,17 @@ from server.application.dialects.responses.request import (
     resolve,
     translate,
 )
+from server.application.pipeline.chain import (
+    CallArguments,
+    CallEnded,
+    CallOpened,
+    Chain,
+    Chains,
+    Listed,
+)
 from server.application.pipeline.engine import Run
 from server.application.pipeline.generations import Admitted, Generations
+from server.application.pipeline.offer import offered
 from server.application.pipeline.state import Live
 from server.base.call import Call
 from server.base.config import Config
@@ -49,6 +60,7 @@ from server.storage.responses import ResponseStore, StoredResponse
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+CHAIN_EVENTS = (Listed, CallOpened, CallArguments, CallEnded)
 
 # The generation request's field names, as the Responses API calls them.
 FIELD_NAMES = {
@@ -86,23 +98,38 @@ class ResponsesService:
         generations: Generations,
         store: ResponseStore,
         conversations: ConversationStore,
+        chains: Chains | None = None,
     ) -> None:
         self.live = live
         self.accounts = accounts
         self.generations = generations
         self.store = store
         self.conversations = conversations
+        # The rounds of a request with `mcp` tools, which the gateway runs.
+        self.chains = chains
 
     # -- creating ------------------------------------------------------------------
 
     async def create_response(
         self, request: rs.CreateResponseRequest, call: Call
     ) -> rs.CreateResponseResponse:
-        admitted, translated, run = await self._run(request, call)
-        answer = rs.CreateResponseResponse(response=_head(request, run))  # then filled in place
+        admitted, translated, run, chain = await self._run(request, call)
+        answer = rs.CreateResponseResponse(response=_head(request, run, chain))  # filled in place
         builder = Builder(answer.response, run.provider_id, translated.include_encrypted,
-                          emit=False, keep=_kept(request),
+                          emit=False, keep=_kept(request) or chain is not None,
                           namespaces=translated.namespaces)  # fmt: skip
+        if chain is not None:
+            try:
+                async for event in chain.events():
+                    if isinstance(event, CHAIN_EVENTS):
+                        builder.chained(event)
+                    else:
+                        builder.add(event)
+            finally:
+                await chain.aclose()
+            builder.finish(chain.finish_reason, chain.usage())
+            await self._keep(request, translated, chain.run, builder, admitted)
+            return answer
         async for fragment in run.stream():
             # The run gathers text and calls itself: only whole items go through here.
             if type(fragment) is not TextDelta and type(fragment) is not ToolCallDelta:
@@ -115,12 +142,17 @@ class ResponsesService:
     async def stream_response(
         self, request: rs.StreamResponseRequest, call: Call
     ) -> AsyncGenerator[rs.StreamResponseResponse, None]:
-        admitted, translated, run = await self._run(request, call)
-        builder = Builder(_head(request, run), run.provider_id, translated.include_encrypted,
-                          emit=True, keep=_kept(request),
+        admitted, translated, run, chain = await self._run(request, call)
+        builder = Builder(_head(request, run, chain), run.provider_id,
+                          translated.include_encrypted, emit=True,
+                          keep=_kept(request) or chain is not None,
                           namespaces=translated.namespaces)  # fmt: skip
         for event in builder.start():
             yield event
+        if chain is not None:
+            async for event in self._chained(request, translated, chain, builder, admitted):
+                yield event
+            return
         text = builder.text_delta
         try:
             async for fragment in run.stream():
@@ -143,9 +175,42 @@ class ResponsesService:
         for event in ending:
             yield event
 
-    async def _run(self, request: ResponsesRequest, call: Call) -> tuple[Admitted, Translated, Run]:
+    async def _chained(
+        self,
+        request: ResponsesRequest,
+        translated: Translated,
+        chain: Chain,
+        builder: Builder,
+        admitted: Admitted,
+    ) -> AsyncGenerator[rs.StreamResponseResponse, None]:
+        """A stream of rounds and MCP calls; a failure (a budget running out between
+        two of them) ends it with `response.failed`, the items so far kept."""
+        call = admitted.call
+        try:
+            async for event in chain.events():
+                if isinstance(event, CHAIN_EVENTS):
+                    for out in builder.chained(event):
+                        yield out
+                else:
+                    for out in builder.add(event):
+                        yield out
+            ending = builder.finish(chain.finish_reason, chain.usage())
+            await self._keep(request, translated, chain.run, builder, admitted)
+        except GatewayError as error:
+            call.record.failed(error)
+            ending = builder.fail(error, chain.usage())
+            if not isinstance(error, StorageFailed):
+                await self._keep(request, translated, chain.run, builder, admitted, quietly=True)
+        finally:
+            await chain.aclose()
+        for out in ending:
+            yield out
+
+    async def _run(
+        self, request: ResponsesRequest, call: Call
+    ) -> tuple[Admitted, Translated, Run, Chain | None]:
         """The caller admitted, the conversation it continues read, the request
-        translated and run."""
+        translated and run (as a chain of rounds when it has `mcp` tools)."""
         admitted = await self.generations.admit(call, "api", request.model)
         previous = None
         conversation = conversation_of(request)
@@ -162,11 +227,42 @@ class ResponsesService:
         elif continues:
             previous = await self._previous(request.previous_response_id, admitted)
         translated = translate(request, previous)
+        chain = await self._chain(admitted, request, translated)
         try:
-            run = await self.generations.run(admitted, request.model, translated.generation)
+            if chain is not None:
+                run = await chain.open()
+            else:
+                run = await self.generations.run(admitted, request.model, translated.generation)
         except InvalidArgument as exc:
+            if chain is not None:
+                await chain.aclose()
             raise _renamed(exc) from None
-        return admitted, translated, run
+        except BaseException:
+            if chain is not None:
+                await chain.aclose()
+            raise
+        return admitted, translated, run, chain
+
+    async def _chain(
+        self, admitted: Admitted, request: ResponsesRequest, translated: Translated
+    ) -> Chain | None:
+        """The chain of rounds a request with `mcp` tools runs; None without them."""
+        if not translated.mcp_tools or self.chains is None:
+            return None
+        config = admitted.state.config.mcp
+        servers = mcp.uses(translated.mcp_tools, config)
+        toolset = await offered(self.chains.tools, admitted.principal, servers)
+        try:
+            approvals = mcp.approvals(translated.history, translated.input_items, toolset)
+        except BaseException:
+            for upstream in toolset.own.values():
+                self.chains.tools.retire(upstream)
+            raise
+        # Each round is a chat of its own: no upstream gets the request as it came.
+        generation = dataclasses.replace(translated.generation, native=None)
+        return self.chains.chain(
+            admitted, request.model, generation, toolset, new_id("resp"), approvals
+        )
 
     async def _previous(self, response_id: str, admitted: Admitted) -> Previous:
         """The stored response a request continues; 404 when it is not the caller's."""
@@ -374,7 +470,7 @@ def _position(ids: list[str], item_id: str, where: str) -> int:
         raise InvalidArgument.for_field(where, f"no input item {item_id!r}") from None
 
 
-def _head(request: ResponsesRequest, run: Run) -> rpb.Response:
+def _head(request: ResponsesRequest, run: Run, chain: Chain | None = None) -> rpb.Response:
     """The response as it starts: its id and the request's parameters echoed over
     OpenAI's defaults."""
     fields = dict(DEFAULTS)
@@ -389,9 +485,8 @@ def _head(request: ResponsesRequest, run: Run) -> rpb.Response:
             text.CopyFrom(TEXT)
             text.MergeFrom(value)
             fields[name] = text
-    return rpb.Response(
-        **fields, id=new_id("resp"), created_at=int(time.time()), model=run.model.id
-    )
+    response_id = chain.response_id if chain is not None else new_id("resp")
+    return rpb.Response(**fields, id=response_id, created_at=int(time.time()), model=run.model.id)
 
 
 def _echo_tool(tool: struct_pb2.Struct) -> struct_pb2.Struct:

@@ -1,0 +1,122 @@
+"""The MCP tools a model call offers its model: the servers a request names (in its
+dialect's words), each resolved to a configured server (or to a remote one the config
+allows), listed for the caller's key, and narrowed to the tools the request allows.
+
+A request never makes the gateway reach an address of its choosing: a URL must be a
+configured server's own, the gateway's `/mcp/{server}`, `gateway:{server}`, or one
+of `mcp.remote_urls`. A request's own headers (its `authorization`) go to that server
+only, on a client made for that request.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit
+
+from server.application.pipeline.chain import ChainTool, Listed, ToolServers, Toolset, spec_of
+from server.base.caller import Principal
+from server.base.config import MCP_SERVER_ID, McpConfig, McpServerConfig
+from server.base.errors import InvalidArgument
+from server.base.tools import ToolServerError
+
+# The scheme that names a configured server without a URL.
+GATEWAY_SCHEME = "gateway:"
+
+
+@dataclass(frozen=True)
+class ServerUse:
+    """One server a request names: where (`tools[0]`), the label its items carry, the
+    server, the request's own headers for it, and which of its tools the model gets."""
+
+    where: str
+    label: str
+    server: McpServerConfig
+    headers: dict[str, str] = field(default_factory=dict)
+    # Tool names the request allows (None: every one, less `denied`).
+    allowed: tuple[str, ...] | None = None
+    # The tool names the request lists (each must be a tool the key may use), and where
+    # each is (a format of its index `j` and `name`).
+    named: tuple[str, ...] = ()
+    named_where: str = ""
+    denied: frozenset[str] = frozenset()
+    # Whether a call of a tool (by its name on the server) waits for approval.
+    approval: Callable[[str], bool] = lambda name: False
+
+
+def server_named(
+    config: McpConfig, label: str, url: str | None, where: str, label_field: str, url_field: str
+) -> McpServerConfig:
+    """The server a request names by `url` (when given) or by `label`. InvalidArgument
+    naming the field when it is neither configured nor allowed remote."""
+    if url is None:
+        server = config.server(label)
+        if server is None:
+            raise InvalidArgument.for_field(
+                f"{where}.{label_field}", f"no MCP server {label!r} is configured"
+            )
+        return server
+    named = url.removeprefix(GATEWAY_SCHEME) if url.startswith(GATEWAY_SCHEME) else None
+    if named is None:
+        parts = urlsplit(url)
+        segments = parts.path.rstrip("/").split("/")
+        if len(segments) >= 2 and segments[-2] == "mcp" and config.server(segments[-1]):
+            named = segments[-1]  # the gateway's own /mcp/{server}
+    for server in config.servers:
+        if server.id == named or (server.url is not None and server.url == url):
+            return server
+    if url in config.remote_urls:
+        if not MCP_SERVER_ID.fullmatch(label):
+            raise InvalidArgument.for_field(
+                f"{where}.{label_field}", f"must match {MCP_SERVER_ID.pattern}"
+            )
+        return McpServerConfig(id=label, transport="http", url=url)
+    raise InvalidArgument.for_field(
+        f"{where}.{url_field}",
+        f"{url!r} is not a configured MCP server (mcp.remote_urls lists the others a "
+        "request may name)",
+    )
+
+
+async def offered(tools: ToolServers, principal: Principal, uses: list[ServerUse]) -> Toolset:
+    """The tools of every server `uses` names that the key may call and the request
+    allows. A server that cannot list its tools offers none (its listing says why)."""
+    toolset = Toolset()
+    seen: dict[str, str] = {}
+    for use in uses:
+        server_id = use.server.id
+        if server_id in seen:
+            raise InvalidArgument.for_field(
+                use.where, f"names the same MCP server as {seen[server_id]}"
+            )
+        seen[server_id] = use.where
+        configured = tools.upstream(server_id)
+        if configured is not None and configured.config == use.server and not use.headers:
+            upstream = configured
+        else:
+            upstream = tools.transient(use.server, use.headers)
+            toolset.own[server_id] = upstream
+        try:
+            listed = await tools.listing(principal, upstream)
+        except ToolServerError as exc:
+            toolset.listed.append(Listed(use.label, (), str(exc)))
+            continue
+        names = {t.upstream_name for t in listed}
+        for j, name in enumerate(use.named):
+            if name not in names:
+                raise InvalidArgument.for_field(
+                    use.named_where.format(j=j, name=name),
+                    f"names no tool of MCP server {use.label!r} this key may use ({name!r})",
+                )
+        kept = [
+            t for t in listed
+            if (use.allowed is None or t.upstream_name in use.allowed)
+            and t.upstream_name not in use.denied
+        ]  # fmt: skip
+        for tool in kept:
+            chained = ChainTool(spec_of(tool), use.label, tool.upstream_name,
+                                use.approval(tool.upstream_name), tool)  # fmt: skip
+            toolset.tools[tool.name] = chained
+        definitions = tuple({**t.definition, "name": t.upstream_name} for t in kept)
+        toolset.listed.append(Listed(use.label, definitions))
+    return toolset
