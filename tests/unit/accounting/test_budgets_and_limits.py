@@ -400,3 +400,91 @@ async def test_redis_waits_follow_the_window(redis, redis_prefix):
     assert (await limiter.acquire(key, 1, None, 0, "a")).allowed
     refused = await limiter.acquire(key, 1, None, 0, "b")
     assert not refused.allowed and 999.9 < refused.retry_after_s <= 1000
+
+
+def level(limit: float, level_name: str, slot: str, period: str = "monthly") -> BudgetSpec:
+    level_id = uuid.uuid4().hex[:8]
+    account = level_id if level_name == "key" else f"{level_name}:{level_id}"
+    return BudgetSpec(account, f"the {level_name}", limit, period, level_name, level_id, slot)
+
+
+class Levels(Ledger):
+    """The ledger's spend of each account: what it says each level spent."""
+
+    def __init__(self, spent: dict[str, float]) -> None:
+        super().__init__()
+        self.by_account = spent
+
+    async def __call__(self, key_id: str, since: float) -> float:
+        self.asked.append((key_id, since))
+        return self.by_account.get(key_id, 0.0)
+
+
+async def test_one_reservation_holds_every_level_or_none(budgets):
+    slot = f"org:{uuid.uuid4().hex[:6]}"
+    org, team = level(1.0, "org", slot), level(5.0, "team", slot, "daily")
+    key = level(10.0, "key", slot, "none")
+    ledger = Levels({org.key_id: 0.25, team.key_id: 0.5})
+    b = await budgets(ledger)
+    held = await b.reserve_all([org, team, key], 0.5)
+    assert [r.spec for r in held] == [org, team, key] and {r.amount for r in held} == {0.5}
+    # Each level's account loaded once, from its own period's start.
+    assert sorted(ledger.asked) == sorted([
+        (org.key_id, period_bounds("monthly")[0]), (team.key_id, period_bounds("daily")[0]),
+        (key.key_id, 0.0),
+    ])  # fmt: skip
+    for spec_, spent in ((org, 0.25), (team, 0.5), (key, 0.0)):
+        assert await b.status(spec_) == (pytest.approx(spent), pytest.approx(0.5))
+    # The organisation is the tightest: 0.25 + 0.5 + 0.3 > 1. Refused, naming it, and
+    # nothing held at any level.
+    with pytest.raises(BudgetExhausted) as refused:
+        await b.reserve_all([org, team, key], 0.3)
+    assert refused.value.metadata["level"] == "org"
+    assert refused.value.metadata["org"] == org.level_id
+    assert f"of organisation 'the org' ({org.level_id}) cannot cover" in refused.value.message
+    for spec_ in (org, team, key):
+        assert (await b.status(spec_))[1] == pytest.approx(0.5)
+    # Exactly what the tightest level has left fits.
+    more = await b.reserve_all([org, team, key], 0.25)
+    for reservation in (*held, *more):
+        await b.settle(reservation, reservation.amount)
+    assert await b.status(org) == (pytest.approx(1.0), 0)
+    assert await b.status(team) == (pytest.approx(1.25), 0)
+    assert await b.status(key) == (pytest.approx(0.75), 0)
+    with pytest.raises(BudgetExhausted) as spent:
+        await b.reserve_all([team, org], 0.0)  # spent: refused even for nothing
+    assert spent.value.message == (
+        f"the monthly budget of $1 of organisation 'the org' ({org.level_id}) is exhausted"
+    )
+
+
+async def test_a_level_below_refuses_when_its_own_budget_is_tighter(budgets):
+    slot = f"org:{uuid.uuid4().hex[:6]}"
+    org, team = level(100.0, "org", slot), level(0.5, "team", slot)
+    b = await budgets(Levels({}))
+    await b.reserve_all([org, team], 0.5)
+    with pytest.raises(BudgetExhausted) as refused:
+        await b.reserve_all([org, team], 0.01)
+    assert refused.value.metadata == {
+        "level": "team", "team": team.level_id, "name": "the team", "budget_usd": "0.5",
+        "budget_period": "monthly", "spent_usd": "0.000000",
+    }  # fmt: skip
+    assert (await b.status(org))[1] == pytest.approx(0.5)  # the refusal held nothing
+
+
+async def test_concurrent_reservations_of_two_keys_share_their_team_exactly(budgets):
+    slot = f"org:{uuid.uuid4().hex[:6]}"
+    team = level(1.0, "team", slot)
+    keys = [level(10.0, "key", slot), level(10.0, "key", slot)]
+    b = await budgets(Levels({}))
+
+    async def attempt(i: int) -> bool:
+        try:
+            await b.reserve_all([team, keys[i % 2]], 0.1)
+        except BudgetExhausted:
+            return False
+        return True
+
+    results = await asyncio.gather(*(attempt(i) for i in range(30)))
+    assert sum(results) == 10  # exactly the team's room, whichever key asked
+    assert (await b.status(team))[1] == pytest.approx(1.0)
