@@ -230,3 +230,49 @@ async def test_bad_input_names_the_field(http: httpx.AsyncClient) -> None:
     assert missing.status_code == 404
     bad_page = await http.get("/v1/admin/audit", headers=ADMIN, params={"page_token": "zz"})
     assert bad_page.status_code == 400 and bad_page.json()["error"]["param"] == "page_token"
+
+
+async def test_a_member_budget_and_a_team_rate_limit_refuse_naming_their_level(
+    http: httpx.AsyncClient,
+) -> None:
+    org = await setup_org(http, f"member-{await last_seq(http)}")
+    team = await setup_team(http, org["id"], "t", requests_per_minute=1000)
+    user = await http.post("/v1/admin/users", headers=ADMIN,
+                           json={"email": f"dev-{team['id']}@example.com"})  # fmt: skip
+    user_id = user.json()["user"]["id"]
+    member = await http.put("/v1/admin/memberships", headers=ADMIN,
+                            json={"user_id": user_id, "team_id": team["id"], "role": "member",
+                                  "limits": {"budget_usd": 0.000001}})  # fmt: skip
+    assert member.status_code == 200, member.text
+    # The key is the member's by its owner (their email): the member's budget applies.
+    key = await http.post("/v1/admin/keys", headers=ADMIN, json={
+        "name": "dev", "kind": "api", "team": team["id"],
+        "owner": f"dev-{team['id']}@example.com"})  # fmt: skip
+    secret = key.json()["secret"]
+    # Embeddings ($0.0000003 each) until the member's $0.000001 is spent: three fit.
+    codes = []
+    for _ in range(5):
+        embedded = await http.post("/v1/embeddings", headers={"x-api-key": secret},
+                                   json={"model": "sim-mini", "input": "hello"})  # fmt: skip
+        codes.append(embedded.status_code)
+    assert codes == [200, 200, 200, 429, 429]
+    whose = f"of member 'dev-{team['id']}@example.com' ({team['id']}/{user_id})"
+    assert whose in embedded.json()["error"]["message"]
+    refused = await http.post("/v1/chat/completions", headers={"x-api-key": secret},
+                              json={"model": "sim-mini", "messages": HELLO, "max_tokens": 5})  # fmt: skip
+    assert refused.status_code == 429 and whose in refused.json()["error"]["message"]
+    # A team's rate limit: its keys together get no more than it allows.
+    tight = await setup_team(http, org["id"], "tight", requests_per_minute=2)
+    keys = []
+    for name in ("a", "b"):
+        made = await http.post("/v1/admin/keys", headers=ADMIN,
+                               json={"name": name, "kind": "api", "team": tight["id"]})  # fmt: skip
+        keys.append(made.json()["secret"])
+    codes = []
+    for secret in (*keys, *keys):
+        reply = await http.post("/v1/chat/completions", headers={"x-api-key": secret},
+                                json={"model": "sim-mini", "messages": HELLO})  # fmt: skip
+        codes.append(reply.status_code)
+        if reply.status_code == 429:
+            assert "for team 'tight'" in reply.json()["error"]["message"]
+    assert codes == [200, 200, 429, 429]
