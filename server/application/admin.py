@@ -5,7 +5,9 @@ change is written to the audit log with it, or not made."""
 
 from __future__ import annotations
 
+import dataclasses
 import time
+from typing import Any
 
 from gateway.v1 import admin_service_pb2 as admin_pb
 
@@ -18,7 +20,7 @@ from server.application.provider import provider_message
 from server.application.retrain import retrain_from_ledger
 from server.base.call import Call
 from server.base.config import Config, check_tool_globs
-from server.base.errors import Internal, InvalidArgument, NotFound
+from server.base.errors import Conflict, Internal, InvalidArgument, NotFound
 from server.storage import Store
 from server.storage.keys import KeyRecord
 
@@ -80,6 +82,45 @@ def validate_new_key(request: admin_pb.CreateKeyRequest) -> dict[str, object]:
     if request.models:
         args["models"] = tuple(check_models(list(request.models), "models"))
     return args
+
+
+CLEARABLE = ("budget_usd", "requests_per_minute", "tokens_per_minute")
+
+
+def key_changes(key: KeyRecord, request: admin_pb.UpdateKeyRequest) -> KeyRecord:
+    """`key` with what an UpdateKeyRequest changes, each value checked."""
+    changes: dict[str, Any] = {}
+    for name in ("requests_per_minute", "tokens_per_minute"):
+        if request.HasField(name):
+            if getattr(request, name) < 1:
+                raise InvalidArgument.for_field(name, "must be at least 1")
+            changes[name] = getattr(request, name)
+    if request.HasField("budget_usd"):
+        if not request.budget_usd >= 0:
+            raise InvalidArgument.for_field("budget_usd", "must be at least 0")
+        changes["budget_usd"] = request.budget_usd
+    if request.budget_period:
+        if request.budget_period not in PERIODS:
+            raise InvalidArgument.for_field("budget_period", f"must be one of {', '.join(PERIODS)}")
+        changes["budget_period"] = request.budget_period
+    if request.HasField("owner"):
+        changes["owner"] = request.owner
+    if request.HasField("team"):
+        changes["team_id"] = request.team
+    if request.replace_models:
+        changes["models"] = tuple(check_models(list(request.models), "models"))
+    if request.replace_mcp_tools:
+        try:
+            changes["mcp_tools"] = tuple(check_tool_globs(list(request.mcp_tools)))
+        except ValueError as exc:
+            raise InvalidArgument.for_field("mcp_tools", str(exc)) from None
+    for name in request.clear:
+        if name not in CLEARABLE:
+            raise InvalidArgument.for_field(
+                "clear", f"{name!r} is not one of {', '.join(CLEARABLE)}"
+            )
+        changes[name] = None
+    return dataclasses.replace(key, **changes)
 
 
 def check_models(models: list[str], name: str) -> list[str]:
@@ -211,6 +252,37 @@ class AdminService:
                 change.record("key.revoke", f"key:{key.id}", key_record(key), key_record(revoked))
         self.accounts.admission.keys.forget(key.id)
         return admin_pb.RevokeKeyResponse(key=key_message(revoked))
+
+    async def update_key(
+        self, request: admin_pb.UpdateKeyRequest, call: Call
+    ) -> admin_pb.UpdateKeyResponse:
+        actor = await self._check(call)
+        actor.require_write()
+        key = await key_of(self.store, request.key_id)
+        await self._team_of(actor, key.team_id)
+        changed = key_changes(key, request)
+        if changed.team_id != key.team_id:
+            await self._team_of(actor, changed.team_id)  # moved: the new team's too
+        async with self.auditor.change(call, actor) as change:
+            await stored(self.store).keys.update(change.tx, changed)
+            change.record("key.update", f"key:{key.id}", key_record(key), key_record(changed))
+        self.accounts.admission.keys.forget(key.id)
+        return admin_pb.UpdateKeyResponse(key=key_message(changed))
+
+    async def rotate_key(
+        self, request: admin_pb.RotateKeyRequest, call: Call
+    ) -> admin_pb.RotateKeyResponse:
+        actor = await self._check(call)
+        actor.require_write()
+        key = await key_of(self.store, request.key_id)
+        await self._team_of(actor, key.team_id)
+        if key.revoked:
+            raise Conflict(f"key {key.id!r} is revoked: it cannot be rotated", {"key": key.id})
+        async with self.auditor.change(call, actor) as change:
+            rotated, secret = await stored(self.store).keys.rotate(change.tx, key)
+            change.record("key.rotate", f"key:{key.id}", key_record(key), key_record(rotated))
+        self.accounts.admission.keys.forget(key.id)
+        return admin_pb.RotateKeyResponse(key=key_message(rotated), secret=secret)
 
     # -- live configuration ----------------------------------------------------------
 

@@ -75,6 +75,8 @@ def handlers(s: Services) -> dict[str, Handler]:
         "gateway.v1.AdminService.ListKeys": s.admin.list_keys,
         "gateway.v1.AdminService.GetKey": s.admin.get_key,
         "gateway.v1.AdminService.RevokeKey": s.admin.revoke_key,
+        "gateway.v1.AdminService.UpdateKey": s.admin.update_key,
+        "gateway.v1.AdminService.RotateKey": s.admin.rotate_key,
         "gateway.v1.AdminService.ReloadConfig": s.admin.reload_config,
         "gateway.v1.AdminService.EnableProvider": s.admin.enable_provider,
         "gateway.v1.AdminService.DisableProvider": s.admin.disable_provider,

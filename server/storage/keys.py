@@ -175,6 +175,26 @@ class KeyStore:
         )
         return [KeyRecord.from_row(r) for r in rows]
 
+    async def update(self, ex: Executor, key: KeyRecord) -> None:
+        """Writes a key's limits, budget, allowlists, owner and team as `key` holds them."""
+        await ex.execute(
+            "UPDATE api_keys SET requests_per_minute = ?, tokens_per_minute = ?, "
+            "budget_usd = ?, budget_period = ?, owner = ?, team_id = ?, models = ?, "
+            "mcp_tools = ? WHERE id = ?",
+            key.requests_per_minute, key.tokens_per_minute, key.budget_usd, key.budget_period,
+            key.owner, key.team_id, "\n".join(key.models), "\n".join(key.mcp_tools), key.id,
+        )  # fmt: skip
+
+    async def rotate(self, ex: Executor, key: KeyRecord) -> tuple[KeyRecord, str]:
+        """Gives a key a new secret; returns the key and the secret (not stored)."""
+        secret = new_secret(key.kind)
+        rotated = replace(key, prefix=prefix_of(secret, key.kind), digest=digest(secret))
+        await ex.execute(
+            "UPDATE api_keys SET prefix = ?, digest = ? WHERE id = ?",
+            rotated.prefix, rotated.digest, key.id,
+        )  # fmt: skip
+        return rotated, secret
+
     async def revoke(self, key_id: str, ex: Executor | None = None) -> KeyRecord | None:
         """Revokes a key (idempotent: the first revocation time is kept)."""
         await (ex or self.db).execute(

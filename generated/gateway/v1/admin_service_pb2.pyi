@@ -120,6 +120,54 @@ class RevokeKeyResponse(_message.Message):
     key: ApiKey
     def __init__(self, key: _Optional[_Union[ApiKey, _Mapping]] = ...) -> None: ...
 
+class UpdateKeyRequest(_message.Message):
+    __slots__ = ("key_id", "requests_per_minute", "tokens_per_minute", "budget_usd", "budget_period", "owner", "team", "replace_models", "models", "replace_mcp_tools", "mcp_tools", "clear")
+    KEY_ID_FIELD_NUMBER: _ClassVar[int]
+    REQUESTS_PER_MINUTE_FIELD_NUMBER: _ClassVar[int]
+    TOKENS_PER_MINUTE_FIELD_NUMBER: _ClassVar[int]
+    BUDGET_USD_FIELD_NUMBER: _ClassVar[int]
+    BUDGET_PERIOD_FIELD_NUMBER: _ClassVar[int]
+    OWNER_FIELD_NUMBER: _ClassVar[int]
+    TEAM_FIELD_NUMBER: _ClassVar[int]
+    REPLACE_MODELS_FIELD_NUMBER: _ClassVar[int]
+    MODELS_FIELD_NUMBER: _ClassVar[int]
+    REPLACE_MCP_TOOLS_FIELD_NUMBER: _ClassVar[int]
+    MCP_TOOLS_FIELD_NUMBER: _ClassVar[int]
+    CLEAR_FIELD_NUMBER: _ClassVar[int]
+    key_id: str
+    requests_per_minute: int
+    tokens_per_minute: int
+    budget_usd: float
+    budget_period: str
+    owner: str
+    team: str
+    replace_models: bool
+    models: _containers.RepeatedScalarFieldContainer[str]
+    replace_mcp_tools: bool
+    mcp_tools: _containers.RepeatedScalarFieldContainer[str]
+    clear: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, key_id: _Optional[str] = ..., requests_per_minute: _Optional[int] = ..., tokens_per_minute: _Optional[int] = ..., budget_usd: _Optional[float] = ..., budget_period: _Optional[str] = ..., owner: _Optional[str] = ..., team: _Optional[str] = ..., replace_models: _Optional[bool] = ..., models: _Optional[_Iterable[str]] = ..., replace_mcp_tools: _Optional[bool] = ..., mcp_tools: _Optional[_Iterable[str]] = ..., clear: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class UpdateKeyResponse(_message.Message):
+    __slots__ = ("key",)
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    key: ApiKey
+    def __init__(self, key: _Optional[_Union[ApiKey, _Mapping]] = ...) -> None: ...
+
+class RotateKeyRequest(_message.Message):
+    __slots__ = ("key_id",)
+    KEY_ID_FIELD_NUMBER: _ClassVar[int]
+    key_id: str
+    def __init__(self, key_id: _Optional[str] = ...) -> None: ...
+
+class RotateKeyResponse(_message.Message):
+    __slots__ = ("key", "secret")
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    SECRET_FIELD_NUMBER: _ClassVar[int]
+    key: ApiKey
+    secret: str
+    def __init__(self, key: _Optional[_Union[ApiKey, _Mapping]] = ..., secret: _Optional[str] = ...) -> None: ...
+
 class ReloadConfigRequest(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...

@@ -60,6 +60,16 @@ class AdminServiceStub:
                 request_serializer=gateway_dot_v1_dot_admin__service__pb2.RevokeKeyRequest.SerializeToString,
                 response_deserializer=gateway_dot_v1_dot_admin__service__pb2.RevokeKeyResponse.FromString,
                 _registered_method=True)
+        self.UpdateKey = channel.unary_unary(
+                '/gateway.v1.AdminService/UpdateKey',
+                request_serializer=gateway_dot_v1_dot_admin__service__pb2.UpdateKeyRequest.SerializeToString,
+                response_deserializer=gateway_dot_v1_dot_admin__service__pb2.UpdateKeyResponse.FromString,
+                _registered_method=True)
+        self.RotateKey = channel.unary_unary(
+                '/gateway.v1.AdminService/RotateKey',
+                request_serializer=gateway_dot_v1_dot_admin__service__pb2.RotateKeyRequest.SerializeToString,
+                response_deserializer=gateway_dot_v1_dot_admin__service__pb2.RotateKeyResponse.FromString,
+                _registered_method=True)
         self.ReloadConfig = channel.unary_unary(
                 '/gateway.v1.AdminService/ReloadConfig',
                 request_serializer=gateway_dot_v1_dot_admin__service__pb2.ReloadConfigRequest.SerializeToString,
@@ -210,6 +220,30 @@ class AdminServiceServicer:
         (`storage.key_cache_ttl_s`). Revoking a revoked key changes nothing.
 
         Errors: UNAUTHENTICATED, NOT_FOUND for an unknown key.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def UpdateKey(self, request, context):
+        """Changes a stored key's limits, budget, allowlists, owner or team. Fields absent
+        stay as they are; `clear` removes a limit. Every instance applies the change
+        within about a second (`storage.key_cache_ttl_s`).
+
+        Errors: UNAUTHENTICATED, PERMISSION_DENIED for a key (or a team) outside the
+        administrator's, NOT_FOUND, INVALID_ARGUMENT for a value out of range.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RotateKey(self, request, context):
+        """Gives a stored key a new secret and returns it (shown only here); the old secret
+        stops working on every instance within about a second. The key keeps its id,
+        limits, budget and spend.
+
+        Errors: UNAUTHENTICATED, PERMISSION_DENIED for a key outside the administrator's
+        team, NOT_FOUND, ABORTED (409) for a revoked key.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -463,6 +497,16 @@ def add_AdminServiceServicer_to_server(servicer, server):
                     request_deserializer=gateway_dot_v1_dot_admin__service__pb2.RevokeKeyRequest.FromString,
                     response_serializer=gateway_dot_v1_dot_admin__service__pb2.RevokeKeyResponse.SerializeToString,
             ),
+            'UpdateKey': grpc.unary_unary_rpc_method_handler(
+                    servicer.UpdateKey,
+                    request_deserializer=gateway_dot_v1_dot_admin__service__pb2.UpdateKeyRequest.FromString,
+                    response_serializer=gateway_dot_v1_dot_admin__service__pb2.UpdateKeyResponse.SerializeToString,
+            ),
+            'RotateKey': grpc.unary_unary_rpc_method_handler(
+                    servicer.RotateKey,
+                    request_deserializer=gateway_dot_v1_dot_admin__service__pb2.RotateKeyRequest.FromString,
+                    response_serializer=gateway_dot_v1_dot_admin__service__pb2.RotateKeyResponse.SerializeToString,
+            ),
             'ReloadConfig': grpc.unary_unary_rpc_method_handler(
                     servicer.ReloadConfig,
                     request_deserializer=gateway_dot_v1_dot_admin__service__pb2.ReloadConfigRequest.FromString,
@@ -683,6 +727,60 @@ class AdminService:
             '/gateway.v1.AdminService/RevokeKey',
             gateway_dot_v1_dot_admin__service__pb2.RevokeKeyRequest.SerializeToString,
             gateway_dot_v1_dot_admin__service__pb2.RevokeKeyResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UpdateKey(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/gateway.v1.AdminService/UpdateKey',
+            gateway_dot_v1_dot_admin__service__pb2.UpdateKeyRequest.SerializeToString,
+            gateway_dot_v1_dot_admin__service__pb2.UpdateKeyResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RotateKey(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/gateway.v1.AdminService/RotateKey',
+            gateway_dot_v1_dot_admin__service__pb2.RotateKeyRequest.SerializeToString,
+            gateway_dot_v1_dot_admin__service__pb2.RotateKeyResponse.FromString,
             options,
             channel_credentials,
             insecure,

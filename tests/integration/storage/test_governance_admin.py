@@ -276,3 +276,35 @@ async def test_a_member_budget_and_a_team_rate_limit_refuse_naming_their_level(
         if reply.status_code == 429:
             assert "for team 'tight'" in reply.json()["error"]["message"]
     assert codes == [200, 200, 429, 429]
+
+
+async def test_a_key_updated_and_rotated_leaves_one_event_each(http: httpx.AsyncClient) -> None:
+    made = await http.post("/v1/admin/keys", headers=ADMIN,
+                           json={"name": f"rot-{await last_seq(http)}", "kind": "api",
+                                 "budget_usd": 5})  # fmt: skip
+    key, old = made.json()["key"], made.json()["secret"]
+    start = await last_seq(http)
+    updated = await http.patch(f"/v1/admin/keys/{key['id']}", headers=ADMIN,
+                               json={"budget_usd": 7, "replace_models": True,
+                                     "models": ["sim-mini"], "clear": ["requests_per_minute"]})  # fmt: skip
+    assert updated.status_code == 200, updated.text
+    assert updated.json()["key"]["budget_usd"] == 7 and updated.json()["key"]["models"] == [
+        "sim-mini"
+    ]
+    rotated = await http.post(f"/v1/admin/keys/{key['id']}:rotate", headers=ADMIN)
+    assert rotated.status_code == 200
+    new = rotated.json()["secret"]
+    assert new != old and rotated.json()["key"]["id"] == key["id"]
+    assert (await http.post("/v1/chat/completions", headers={"x-api-key": old},
+                            json={"model": "sim-mini", "messages": HELLO})).status_code == 401  # fmt: skip
+    assert (await http.post("/v1/chat/completions", headers={"x-api-key": new},
+                            json={"model": "sim-mini", "messages": HELLO})).status_code == 200  # fmt: skip
+    bad = await http.patch(f"/v1/admin/keys/{key['id']}", headers=ADMIN, json={"clear": ["owner"]})
+    assert bad.status_code == 400 and bad.json()["error"]["param"] == "clear"
+    update, rotate = await changed(http, start)
+    assert (update["action"], rotate["action"]) == ("key.update", "key.rotate")
+    assert json.loads(update["before"])["budget_usd"] == 5
+    assert json.loads(update["after"])["budget_usd"] == 7
+    assert json.loads(rotate["before"])["prefix"] == old[:11]
+    assert json.loads(rotate["after"])["prefix"] == new[:11]
+    assert old not in json.dumps([update, rotate]) and new not in json.dumps([update, rotate])
