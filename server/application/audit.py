@@ -23,13 +23,14 @@ from server.base.call import PEER, Call
 from server.base.caller import Principal
 from server.base.errors import (
     AuditUnavailable,
+    Conflict,
     GatewayError,
     Internal,
     PermissionDenied,
     Unauthenticated,
 )
 from server.storage import Store
-from server.storage.db import Executor
+from server.storage.db import Executor, rejects_row
 
 log = logging.getLogger(__name__)
 # The metadata entry the REST facade fills from the admin page's session cookie.
@@ -111,17 +112,26 @@ class Auditor:
         if self.store is None:
             raise Internal("this gateway has no database for its audit log", {})
         store = self.store
+        action = ""
         try:
             async with store.audit.change() as tx:
                 change = Change(tx)
                 yield change
+                action = change.action
                 if change.recorded:
                     await self._append(tx, call, change.actor_id or actor.id, change)
-        except (GatewayError, _AuditFailed) as exc:
-            if isinstance(exc, _AuditFailed):
-                raise AuditUnavailable(
-                    "the audit log could not record the change, so it was not made",
-                    {"action": change.action},
+        except _AuditFailed:
+            raise AuditUnavailable(
+                "the audit log could not record the change, so it was not made",
+                {"action": action},
+            ) from None
+        except GatewayError:
+            raise
+        except Exception as exc:
+            if rejects_row(exc):  # another change got there first (a name taken)
+                raise Conflict(
+                    "the change conflicts with one made at the same time; read again and retry",
+                    {},
                 ) from None
             raise
 

@@ -379,6 +379,21 @@ class Governance:
         users = await stored(self.store).governance.list_users()
         return admin_pb.ListUsersResponse(users=[await self._user_message(u) for u in users])
 
+    async def sign_out_user(
+        self, request: admin_pb.SignOutUserRequest, call: Call
+    ) -> admin_pb.SignOutUserResponse:
+        actor = await self._actor(call)
+        actor.require_unrestricted("ending a user's sessions")
+        store = stored(self.store)
+        async with self.auditor.change(call, actor) as change:
+            user = await self._user(request.user_id, change.tx)
+            ended = await store.sessions.revoke_user(change.tx, user.id)
+            change.record(
+                "user.signout", f"user:{user.id}", {"live_sessions": ended},
+                {"live_sessions": 0},
+            )  # fmt: skip
+        return admin_pb.SignOutUserResponse(user_id=user.id, sessions_revoked=ended)
+
     async def _place(
         self, actor: Actor, org_id: str, team_id: str, role: str | None, ex: Executor
     ) -> tuple[str, str]:

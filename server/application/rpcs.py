@@ -93,6 +93,7 @@ def handlers(s: Services) -> dict[str, Handler]:
         "gateway.v1.AdminService.DeleteTeam": s.governance.delete_team,
         "gateway.v1.AdminService.CreateUser": s.governance.create_user,
         "gateway.v1.AdminService.ListUsers": s.governance.list_users,
+        "gateway.v1.AdminService.SignOutUser": s.governance.sign_out_user,
         "gateway.v1.AdminService.PutMembership": s.governance.put_membership,
         "gateway.v1.AdminService.ListMemberships": s.governance.list_memberships,
         "gateway.v1.AdminService.DeleteMembership": s.governance.delete_membership,

@@ -69,11 +69,18 @@ class SessionStore:
             time.time(), digest,
         )  # fmt: skip
 
-    async def revoke_user(self, ex: Executor, user_id: str) -> None:
+    async def revoke_user(self, ex: Executor, user_id: str) -> int:
+        """Revokes every live session of a user; returns how many there were."""
+        rows = await ex.fetch(
+            "SELECT digest FROM admin_sessions WHERE user_id = ? AND revoked_at IS NULL "
+            "AND expires_at > ?",
+            user_id, time.time(),
+        )  # fmt: skip
         await ex.execute(
             "UPDATE admin_sessions SET revoked_at = ? WHERE user_id = ? AND revoked_at IS NULL",
             time.time(), user_id,
         )  # fmt: skip
+        return len(rows)
 
     async def begin(self, nonce: str, verifier: str) -> str:
         """Records a sign-in under way; returns its state (kept only as a digest)."""

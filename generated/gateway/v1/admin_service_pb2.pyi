@@ -574,6 +574,20 @@ class ListUsersResponse(_message.Message):
     users: _containers.RepeatedCompositeFieldContainer[User]
     def __init__(self, users: _Optional[_Iterable[_Union[User, _Mapping]]] = ...) -> None: ...
 
+class SignOutUserRequest(_message.Message):
+    __slots__ = ("user_id",)
+    USER_ID_FIELD_NUMBER: _ClassVar[int]
+    user_id: str
+    def __init__(self, user_id: _Optional[str] = ...) -> None: ...
+
+class SignOutUserResponse(_message.Message):
+    __slots__ = ("user_id", "sessions_revoked")
+    USER_ID_FIELD_NUMBER: _ClassVar[int]
+    SESSIONS_REVOKED_FIELD_NUMBER: _ClassVar[int]
+    user_id: str
+    sessions_revoked: int
+    def __init__(self, user_id: _Optional[str] = ..., sessions_revoked: _Optional[int] = ...) -> None: ...
+
 class PutMembershipRequest(_message.Message):
     __slots__ = ("user_id", "team_id", "org_id", "role", "limits")
     USER_ID_FIELD_NUMBER: _ClassVar[int]

@@ -150,6 +150,11 @@ class AdminServiceStub:
                 request_serializer=gateway_dot_v1_dot_admin__service__pb2.ListUsersRequest.SerializeToString,
                 response_deserializer=gateway_dot_v1_dot_admin__service__pb2.ListUsersResponse.FromString,
                 _registered_method=True)
+        self.SignOutUser = channel.unary_unary(
+                '/gateway.v1.AdminService/SignOutUser',
+                request_serializer=gateway_dot_v1_dot_admin__service__pb2.SignOutUserRequest.SerializeToString,
+                response_deserializer=gateway_dot_v1_dot_admin__service__pb2.SignOutUserResponse.FromString,
+                _registered_method=True)
         self.PutMembership = channel.unary_unary(
                 '/gateway.v1.AdminService/PutMembership',
                 request_serializer=gateway_dot_v1_dot_admin__service__pb2.PutMembershipRequest.SerializeToString,
@@ -419,6 +424,16 @@ class AdminServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def SignOutUser(self, request, context):
+        """Ends every sign-in session of a user at once (their role at the identity provider
+        changed, say); their next visit signs in again, with the groups they have then.
+
+        Errors: UNAUTHENTICATED, PERMISSION_DENIED for a team's admin key, NOT_FOUND.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def PutMembership(self, request, context):
         """Makes a user a member of a team (or of an organisation, without `team_id`) with
         a role, or changes that membership: the member's own budget, rate limits and
@@ -586,6 +601,11 @@ def add_AdminServiceServicer_to_server(servicer, server):
                     servicer.ListUsers,
                     request_deserializer=gateway_dot_v1_dot_admin__service__pb2.ListUsersRequest.FromString,
                     response_serializer=gateway_dot_v1_dot_admin__service__pb2.ListUsersResponse.SerializeToString,
+            ),
+            'SignOutUser': grpc.unary_unary_rpc_method_handler(
+                    servicer.SignOutUser,
+                    request_deserializer=gateway_dot_v1_dot_admin__service__pb2.SignOutUserRequest.FromString,
+                    response_serializer=gateway_dot_v1_dot_admin__service__pb2.SignOutUserResponse.SerializeToString,
             ),
             'PutMembership': grpc.unary_unary_rpc_method_handler(
                     servicer.PutMembership,
@@ -1213,6 +1233,33 @@ class AdminService:
             '/gateway.v1.AdminService/ListUsers',
             gateway_dot_v1_dot_admin__service__pb2.ListUsersRequest.SerializeToString,
             gateway_dot_v1_dot_admin__service__pb2.ListUsersResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SignOutUser(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/gateway.v1.AdminService/SignOutUser',
+            gateway_dot_v1_dot_admin__service__pb2.SignOutUserRequest.SerializeToString,
+            gateway_dot_v1_dot_admin__service__pb2.SignOutUserResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -225,3 +225,19 @@ async def test_the_admin_page_signs_in_through_the_provider_in_chromium(
             await browser.close()
     events = await audit_actions(gateway)
     assert [e["action"] for e in events] == ["signin.succeeded", "signout"]
+
+
+async def test_an_administrator_ends_a_users_sessions(gateway: str, provider: str) -> None:
+    set_user(provider, "dana", ["gw-admins"])
+    dana = await code_flow(gateway, provider, "dana")
+    assert (await dana.get("/v1/admin/dashboard")).status_code == 200
+    who = (await dana.get("/admin/session")).json()["user"].removeprefix("user:")
+    async with httpx.AsyncClient(base_url=gateway) as http:
+        ended = await http.post(f"/v1/admin/users/{who}:signout", headers=ADMIN, json={})
+        assert ended.json() == {"user_id": who, "sessions_revoked": 1}
+        [event] = [e for e in (await http.get("/v1/admin/audit", headers=ADMIN)).json()["events"]
+                   if e["action"] == "user.signout"]  # fmt: skip
+        assert event["target"] == f"user:{who}" and event["actor"] == "key:cfg-test-admin"
+    refused = await dana.get("/v1/admin/dashboard")
+    assert refused.status_code == 401 and "sign in again" in refused.json()["error"]["message"]
+    await dana.aclose()
