@@ -221,10 +221,19 @@ async def test_the_admin_page_signs_in_through_the_provider_in_chromium(
             await page.click("#logout")
             await page.wait_for_selector("#login:not([hidden])")
             assert (await page.request.get(f"{gateway}/v1/admin/dashboard")).status == 401
+
+            # The admin group taken away at the provider: the next sign-in has no rights.
+            set_user(provider, "alice", [])
+            await page.click("#signin")
+            await page.get_by_role("button", name="alice").first.click()
+            await page.wait_for_selector("#status:has-text('administrator')")
+            assert await page.locator("#providers tbody tr").count() == 0
+            await page.screenshot(path=str(SHOTS / "admin-signed-in-no-role.png"))
         finally:
             await browser.close()
     events = await audit_actions(gateway)
-    assert [e["action"] for e in events] == ["signin.succeeded", "signout"]
+    assert [e["action"] for e in events] == ["signin.succeeded", "signout", "signin.succeeded"]
+    assert json.loads(events[2]["after"])["role"] == ""
 
 
 async def test_an_administrator_ends_a_users_sessions(gateway: str, provider: str) -> None:
