@@ -40,8 +40,7 @@ async def per_call_us(budgets: Any, levels: int, calls: int) -> float:
     for _ in range(3):
         start = time.perf_counter()
         for _ in range(calls):
-            for reservation in await budgets.reserve_all(held, 0.001):
-                await budgets.settle(reservation, 0.001)
+            await budgets.settle_all(await budgets.reserve_all(held, 0.001), 0.001)
         best = min(best, (time.perf_counter() - start) / calls * 1e6)
     return best
 

@@ -105,8 +105,8 @@ class Accounts:
 
     def release(self, reservations: list[Reservation], actual: float) -> None:
         """Settles what `hold` reserved to what the work cost, in the background."""
-        for reservation in reservations:
-            self._spawn(self.budgets.settle(reservation, actual))
+        if reservations:
+            self._spawn(self.budgets.settle_all(reservations, actual))
 
     async def budget_left(self, principal: Principal) -> float | None:
         """What the key may still spend this period, the tightest level's room; None
@@ -136,9 +136,9 @@ class Accounts:
             for _, account, _, _, tpm in principal.rate_limits:
                 if tpm:
                     self._spawn(self.limiter.settle(account, record.ticket, counts.total_tokens))
-        total = cost.total_usd if cost is not None else 0.0
-        for reservation in record.reservations:
-            self._spawn(self.budgets.settle(reservation, total))
+        if record.reservations:
+            total = cost.total_usd if cost is not None else 0.0
+            self._spawn(self.budgets.settle_all(record.reservations, total))
         status, reason = status_of(error if error is not None else record.failure)
         ttft = run.ttft_ms() if run is not None else None
         record.usage = UsageRecord(

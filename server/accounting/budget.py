@@ -55,6 +55,7 @@ class Budgets(Protocol):
         self, specs: Sequence[BudgetSpec], amount: float
     ) -> list[Reservation]: ...
     async def settle(self, reservation: Reservation, actual: float) -> None: ...
+    async def settle_all(self, reservations: Sequence[Reservation], actual: float) -> None: ...
     async def status(self, spec: BudgetSpec) -> tuple[float, float]: ...
     async def aclose(self) -> None: ...
 
@@ -160,6 +161,10 @@ class MemoryBudgets:
         account.reservations.pop(reservation.ticket, None)
         account.spent += actual
 
+    async def settle_all(self, reservations: Sequence[Reservation], actual: float) -> None:
+        for reservation in reservations:
+            await self.settle(reservation, actual)
+
     async def status(self, spec: BudgetSpec) -> tuple[float, float]:
         account = await self._account(spec)
         return account.spent, sum(account.reservations.values())
@@ -255,6 +260,19 @@ return {1}
 """
 
 
+# Every level of one call settled at once. KEYS: per account, its hash and its
+# reservations. ARGV: ticket, actual cost.
+SETTLE_ALL = """
+for i = 1, #KEYS / 2 do
+  redis.call('HDEL', KEYS[2 * i], ARGV[1])
+  if redis.call('HEXISTS', KEYS[2 * i - 1], 'spent') == 1 then
+    redis.call('HINCRBYFLOAT', KEYS[2 * i - 1], 'spent', ARGV[2])
+  end
+end
+return 0
+"""
+
+
 class RedisBudgets:
     """Budgets shared by every instance using one Redis."""
 
@@ -264,6 +282,7 @@ class RedisBudgets:
         self._reserve = redis.register_script(RESERVE)
         self._reserve_all = redis.register_script(RESERVE_ALL)
         self._settle = redis.register_script(SETTLE)
+        self._settle_all = redis.register_script(SETTLE_ALL)
 
     def _keys(self, spec: BudgetSpec, period_start: float) -> list[str]:
         # The hash tag keeps one call's accounts on one Redis Cluster slot: the key's
@@ -319,6 +338,16 @@ class RedisBudgets:
     async def settle(self, reservation: Reservation, actual: float) -> None:
         keys = self._keys(reservation.spec, reservation.period_start)
         await self._settle(keys=keys, args=[reservation.ticket, repr(actual)])
+
+    async def settle_all(self, reservations: Sequence[Reservation], actual: float) -> None:
+        """Settles the reservations of one `reserve_all` (one ticket) in one script."""
+        tickets = {r.ticket for r in reservations}
+        if len(reservations) < 2 or len(tickets) != 1:
+            for reservation in reservations:
+                await self.settle(reservation, actual)
+            return
+        keys = [k for r in reservations for k in self._keys(r.spec, r.period_start)]
+        await self._settle_all(keys=keys, args=[reservations[0].ticket, repr(actual)])
 
     async def status(self, spec: BudgetSpec) -> tuple[float, float]:
         # A reservation of nothing, given back at once: reads the account, changes nothing.

@@ -116,6 +116,11 @@ class GuardedBudgets:
             "budget store", self.inner.settle(reservation, max(0.0, actual)), self.timeout_s
         )
 
+    async def settle_all(self, reservations: Sequence[Reservation], actual: float) -> None:
+        await bounded(
+            "budget store", self.inner.settle_all(reservations, max(0.0, actual)), self.timeout_s
+        )
+
     async def status(self, spec: BudgetSpec) -> tuple[float, float]:
         return await bounded("budget store", self.inner.status(spec), self.timeout_s)
 

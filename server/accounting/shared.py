@@ -67,6 +67,7 @@ class StateServer:
             "reserve": self._reserve,
             "reserve_all": self._reserve_all,
             "release": self._release,
+            "release_all": self._release_all,
             "status": self._status,
             "ready": self._ready,
         }
@@ -118,6 +119,12 @@ class StateServer:
         self, spec: list[Any], period_start: float, ticket: str, actual: float
     ) -> None:
         await self.budgets.settle(Reservation(_spec(spec), period_start, 0.0, ticket), actual)
+
+    async def _release_all(self, held: list[list[Any]], actual: float) -> None:
+        reservations = [
+            Reservation(_spec(spec), start, 0.0, ticket) for spec, start, ticket in held
+        ]
+        await self.budgets.settle_all(reservations, actual)
 
     async def _status(self, spec: list[Any]) -> list[float]:
         return list(await self.budgets.status(_spec(spec)))
@@ -244,6 +251,10 @@ class SharedBudgets:
             "release", self._spec(reservation.spec), reservation.period_start,
             reservation.ticket, actual,
         )  # fmt: skip
+
+    async def settle_all(self, reservations: Sequence[Reservation], actual: float) -> None:
+        held = [[self._spec(r.spec), r.period_start, r.ticket] for r in reservations]
+        await self.client.call("release_all", held, actual)
 
     async def status(self, spec: BudgetSpec) -> tuple[float, float]:
         spent, reserved = await self.client.call("status", self._spec(spec))
