@@ -24,7 +24,8 @@ from collections.abc import Callable
 from server.accounting.admission import HEADER
 from server.accounting.shared import StateClient
 from server.accounting.spool import Spool
-from server.application.control import Control
+from server.application.admin import config_summary
+from server.application.signin import call_for
 from server.base import config
 from server.base.errors import GatewayError
 from server.cli import audit, keys, migrate, prices, router, workers
@@ -146,8 +147,12 @@ async def serve(args: argparse.Namespace) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     if running.gateway is not None and args.config is not None:
-        control = running.gateway.control
-        loop.add_signal_handler(signal.SIGHUP, lambda: asyncio.ensure_future(_reload(control)))
+        gateway = running.gateway
+        # One worker of several records the reload (each reloads its own config).
+        audited = index in (None, 0)
+        loop.add_signal_handler(
+            signal.SIGHUP, lambda: asyncio.ensure_future(_reload(gateway, audited))
+        )
     await stop.wait()
     # Turns NOT_SERVING, lets calls in flight finish, then drains the usage ledger.
     say("gateway: shutting down")
@@ -164,11 +169,19 @@ def _reread(args: argparse.Namespace) -> tuple[config.Config, str]:
     return with_overrides(cfg, args), source
 
 
-async def _reload(control: Control) -> None:
-    """SIGHUP: reloads the config file; a refusal is logged and changes nothing."""
+async def _reload(gateway: app.Gateway, audited: bool) -> None:
+    """SIGHUP: reloads the config file; a refusal is logged and changes nothing. The
+    reload is recorded in the audit log (actor `signal:SIGHUP`) as the admin API's is."""
     with contextlib.suppress(GatewayError):
-        done = await control.reload()
+        before = config_summary(gateway.live.current.config)
+        done = await gateway.control.reload()
         say(f"gateway: config reloaded from {done.source}")
+        if audited:
+            after = config_summary(gateway.live.current.config)
+            await gateway.signin.auditor.event(
+                call_for("", ""), "signal:SIGHUP", "config.reload", f"config:{done.source}",
+                before, after,
+            )  # fmt: skip
 
 
 def quiet_gc() -> None:

@@ -1,10 +1,13 @@
 """The audit log: `gateway audit verify` passes on the chain the admin API wrote and
 names the first event edited in the database; a change whose event cannot be written
-is not made; paging, filters and the JSON Lines export; on SQLite and PostgreSQL."""
+is not made; paging, filters and the JSON Lines export; a reload on SIGHUP recorded
+once; on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -16,8 +19,15 @@ from typing import Any
 import asyncpg
 import httpx
 import pytest
+import yaml
 
-from tests.support.gateways import ROOT, running_gateway
+from tests.support.gateways import (
+    ROOT,
+    running_gateway,
+    start_process,
+    stop_process,
+    write_config,
+)
 from tests.support.shared_state import ADMIN_KEY, config_with
 
 ADMIN = {"x-admin-key": ADMIN_KEY}
@@ -168,3 +178,34 @@ async def test_paging_filters_and_the_json_lines_export(tmp_path: Path) -> None:
         assert all(a["hash"] == b["prev_hash"] for a, b in zip(lines, lines[1:], strict=False))
         wrong = await http.get("/v1/admin/audit", headers=ADMIN, params={"format": "csv"})
         assert wrong.status_code == 400 and wrong.json()["error"]["param"] == "format"
+
+
+async def test_a_reload_on_sighup_is_recorded_once_with_what_changed(tmp_path: Path) -> None:
+    data = config_with(sqlite_path=str(tmp_path / "gw.db"))
+    data["operations"] = {"request_log": False}
+    path = write_config(tmp_path, data)
+    gw = start_process("--config", str(path), "--workers", "2", timeout_s=60)
+    try:
+        data["keys"].append({"name": "added", "kind": "api", "secret": "gw-test-added-000000"})
+        path.write_text(yaml.safe_dump(data))
+        gw.process.send_signal(signal.SIGHUP)
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{gw.http_port}") as http:
+            events: list[dict[str, Any]] = []
+            for _ in range(100):
+                reply = await http.get("/v1/admin/audit", headers=ADMIN,
+                                       params={"action": "config."})  # fmt: skip
+                events = reply.json()["events"]
+                if events:
+                    break
+                await asyncio.sleep(0.1)
+            await asyncio.sleep(0.5)  # a second worker's event, if it wrote one, lands
+            events = (await http.get("/v1/admin/audit", headers=ADMIN,
+                                     params={"action": "config."})).json()["events"]  # fmt: skip
+    finally:
+        output = stop_process(gw, timeout_s=60)
+    assert gw.process.returncode == 0, output
+    [event] = events  # both workers reloaded; one recorded it
+    assert event["actor"] == "signal:SIGHUP"
+    assert "added" not in json.loads(event["before"])["keys"]
+    assert "added" in json.loads(event["after"])["keys"]
+    assert "gw-test-added" not in json.dumps(event)  # names, never secrets
