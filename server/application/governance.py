@@ -108,9 +108,11 @@ def _record(value: Any) -> dict[str, Any]:
 
 
 def _if_match(
-    request: admin_pb.UpdateOrganizationRequest | admin_pb.UpdateTeamRequest, call: Call
+    request: admin_pb.UpdateOrganizationRequest | admin_pb.UpdateTeamRequest | None, call: Call
 ) -> int | None:
-    if request.HasField("if_match"):
+    """The version an update is conditional on: the request's `if_match`, else the
+    `If-Match` header; None when the update is unconditional."""
+    if request is not None and request.HasField("if_match"):
         return request.if_match
     header = call.metadata.get("if-match", "").strip()
     if not header or header == "*":
@@ -429,6 +431,7 @@ class Governance:
     ) -> admin_pb.PutMembershipResponse:
         actor = await self._actor(call)
         actor.require_write()
+        expected = _if_match(None, call)
         if not request.role:
             raise InvalidArgument.for_field("role", "is required")
         limits = limits_of(request.limits)
@@ -439,6 +442,8 @@ class Governance:
             )
             user = await self._user(request.user_id, change.tx)
             old = await governance.membership(org_id, team_id, user.id, change.tx)
+            if expected is not None:
+                _check_version(expected, old.version if old else 0, "the membership")
             member = Membership(
                 org_id, team_id, user.id, request.role, "admin", limits,
                 old.version + 1 if old else 1, old.created_at if old else call_time(),
@@ -449,6 +454,7 @@ class Governance:
                 "membership.update" if old else "membership.create", target,
                 _record(old) if old else None, _record(member),
             )  # fmt: skip
+        _etag(call, member.version)
         return admin_pb.PutMembershipResponse(membership=member_message(member))
 
     async def list_memberships(

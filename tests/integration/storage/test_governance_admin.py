@@ -88,6 +88,12 @@ async def test_every_change_leaves_one_audit_event_with_before_and_after(
                             json={"user_id": user_id, "team_id": team["id"], "role": "member",
                                   "limits": {"budget_usd": 1}})  # fmt: skip
     assert member.status_code == 200, member.text
+    # A member's budget changed on a version read before another change: 412.
+    stale = await http.put("/v1/admin/memberships",
+                           headers={**ADMIN, "if-match": '"0"'},
+                           json={"user_id": user_id, "team_id": team["id"], "role": "member",
+                                 "limits": {"budget_usd": 2}})  # fmt: skip
+    assert stale.status_code == 412 and member.headers["etag"] == '"1"'
     gone = await http.request("DELETE", "/v1/admin/memberships", headers=ADMIN,
                               params={"user_id": user_id, "team_id": team["id"]})  # fmt: skip
     assert gone.status_code == 200, gone.text
