@@ -8,17 +8,19 @@ from __future__ import annotations
 
 import json
 import os
+import uuid
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 from urllib.parse import parse_qs, quote, urlsplit
 
+import asyncpg
 import httpx
 import oidc_provider_mock
 import pytest
 
 from tests.integration.ops.test_admin_page import SHOTS, chromium_or_skip
 from tests.support.gateways import running_gateway
-from tests.support.shared_state import ADMIN_KEY, config_with
+from tests.support.shared_state import ADMIN_KEY, PG_ADMIN_URL, config_with
 
 ADMIN = {"x-admin-key": ADMIN_KEY}
 SECRET_ENV = "GW_TEST_OIDC_SECRET"
@@ -36,8 +38,8 @@ def set_user(provider: str, sub: str, groups: list[str]) -> None:
     assert reply.status_code == 204
 
 
-def signin_config(provider: str, tmp_path: Any) -> dict[str, Any]:
-    data = config_with(sqlite_path=str(tmp_path / "gw.db"))
+def signin_config(provider: str, storage: dict[str, Any]) -> dict[str, Any]:
+    data = config_with(**storage)
     data["auth"] = {"oidc": {
         "issuer": provider, "client_id": "gateway", "client_secret_env": SECRET_ENV,
         "scopes": ["openid", "email", "profile"], "groups_claim": "groups",
@@ -47,10 +49,31 @@ def signin_config(provider: str, tmp_path: Any) -> dict[str, Any]:
     return data
 
 
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+async def storage(request: pytest.FixtureRequest, tmp_path: Any) -> AsyncIterator[dict[str, Any]]:
+    """SQLite, or a PostgreSQL database of this test's own (team names must be unique
+    for the role map to name them)."""
+    if request.param == "sqlite":
+        yield {"sqlite_path": str(tmp_path / "gw.db")}
+        return
+    name = f"gw_signin_{uuid.uuid4().hex[:10]}"
+    admin = await asyncpg.connect(PG_ADMIN_URL)
+    try:
+        await admin.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        await admin.close()
+    yield {"database_url": PG_ADMIN_URL.rsplit("/", 1)[0] + f"/{name}"}
+    admin = await asyncpg.connect(PG_ADMIN_URL)
+    try:
+        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    finally:
+        await admin.close()
+
+
 @pytest.fixture
-async def gateway(provider: str, tmp_path: Any) -> AsyncIterator[str]:
+async def gateway(provider: str, storage: dict[str, Any]) -> AsyncIterator[str]:
     os.environ[SECRET_ENV] = "s3cret"
-    async with running_gateway(signin_config(provider, tmp_path)) as gw:
+    async with running_gateway(signin_config(provider, storage)) as gw:
         base = f"http://127.0.0.1:{gw.http_port}"
         async with httpx.AsyncClient(base_url=base) as http:
             org = await http.post("/v1/admin/orgs", headers=ADMIN, json={"name": "acme"})
