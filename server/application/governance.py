@@ -446,7 +446,7 @@ class Governance:
                 _check_version(expected, old.version if old else 0, "the membership")
             member = Membership(
                 org_id, team_id, user.id, request.role, "admin", limits,
-                old.version + 1 if old else 1, old.created_at if old else call_time(),
+                old.version + 1 if old else 1, old.created_at if old else time.time(),
             )  # fmt: skip
             await governance.put_membership(change.tx, member)
             target = f"membership:{org_id}/{team_id}/{user.id}"
@@ -533,10 +533,6 @@ def member_message(member: Membership) -> admin_pb.Membership:
         org_id=member.org_id, team_id=member.team_id, user_id=member.user_id, role=member.role,
         source=member.source, limits=limits_message(member.limits), version=member.version,
     )  # fmt: skip
-
-
-def call_time() -> float:
-    return time.time()
 
 
 def _check_version(expected: int | None, current: int, what: str) -> None:
