@@ -6,6 +6,7 @@ once; on SQLite and PostgreSQL."""
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import signal
 import sqlite3
@@ -21,6 +22,9 @@ import httpx
 import pytest
 import yaml
 
+from server.base.config import StorageConfig
+from server.storage import open_store
+from server.storage.audit import AuditFilter
 from tests.support.gateways import (
     ROOT,
     running_gateway,
@@ -209,3 +213,51 @@ async def test_a_reload_on_sighup_is_recorded_once_with_what_changed(tmp_path: P
     assert "added" not in json.loads(event["before"])["keys"]
     assert "added" in json.loads(event["after"])["keys"]
     assert "gw-test-added" not in json.dumps(event)  # names, never secrets
+
+
+async def test_the_chain_as_the_store_writes_and_walks_it(tmp_path: Path) -> None:
+    store = await open_store(StorageConfig(sqlite_path=str(tmp_path / "chain.db")))
+    try:
+        audit = store.audit
+        assert await audit.verify() == (0, None, "")
+        written = []
+        for i in range(5):
+            async with audit.change() as tx:
+                written.append(await audit.append(
+                    tx, ts=1000.0 + i, actor="key:a", actor_address="10.0.0.1:5",
+                    action="team.update", target=f"team:t{i % 2}", before={"b": i},
+                    after={"ü": [i, None]}, request_id=f"r{i}",
+                ))  # fmt: skip
+        first, second = written[0], written[1]
+        assert first.seq == 1 and first.prev_hash == "0" * 64 and second.prev_hash == first.hash
+        # The hash is the SHA-256 of the canonical JSON of every field but itself.
+        fields = {"seq": 1, "ts": 1000.0, "actor": "key:a", "actor_address": "10.0.0.1:5",
+                  "action": "team.update", "target": "team:t0", "before": '{"b":0}',
+                  "after": '{"ü":[0,null]}', "request_id": "r0", "prev_hash": "0" * 64}  # fmt: skip
+        text = json.dumps(fields, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        assert first.hash == hashlib.sha256(text.encode()).hexdigest()
+        assert await audit.verify(batch=2) == (5, None, "")  # across pages
+        page = await audit.page(AuditFilter(target="team:t1"), 0, 10)
+        assert [e.seq for e in page] == [2, 4]
+        assert [e.seq for e in await audit.page(AuditFilter(start=1002.0, end=1004.0), 0, 10)] == [
+            3,
+            4,
+        ]
+        assert [e.seq for e in await audit.page(AuditFilter(action="team."), 3, 1)] == [4]
+        assert await audit.page(AuditFilter(action="team.x"), 0, 10) == []
+        assert [e.seq for e in await audit.page(AuditFilter(actor="key:a"), 4, 10)] == [5]
+        # Each kind of tampering, named at the event where the chain stops fitting.
+        await store.db.execute("UPDATE audit_events SET prev_hash = ? WHERE seq = 4", "f" * 64)
+        checked, broken, why = await audit.verify(batch=2)
+        assert (checked, broken.seq if broken else None) == (3, 4)
+        assert why == "its prev_hash is not the previous event's hash"
+        await store.db.execute("UPDATE audit_events SET actor = 'key:b' WHERE seq = 2")
+        checked, broken, why = await audit.verify()
+        assert (checked, broken.seq if broken else None, why) == (
+            1, 2, "its content does not match its hash",
+        )  # fmt: skip
+        await store.db.execute("DELETE FROM audit_events WHERE seq = 1")
+        checked, broken, why = await audit.verify()
+        assert (checked, broken.seq if broken else None, why) == (0, 2, "event 1 is missing")
+    finally:
+        await store.aclose()
