@@ -17,7 +17,7 @@ import jwt
 import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from server.application.oidc import OidcProvider, SignInFailed, pkce_pair
+from server.application.oidc import JWKS_TTL_S, OidcProvider, SignInFailed, pkce_pair
 from server.base.config import OidcConfig
 
 
@@ -27,6 +27,12 @@ class Provider:
     def __init__(self) -> None:
         self.keys: dict[str | None, Any] = {}
         self.jwks_requests = 0
+        # JWKS entries before the keys' (keys this gateway cannot use), or a body of
+        # its own in place of the whole set, or a failure.
+        self.extra: list[dict[str, Any]] = []
+        self.jwks_body: Any = None
+        self.jwks_status = 200
+        self.authorize_path = "/authorize"
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), self.handler())
         self.url = f"http://127.0.0.1:{self.server.server_port}"
 
@@ -38,14 +44,17 @@ class Provider:
                 if self.path == "/.well-known/openid-configuration":
                     body: dict[str, Any] = {
                         "issuer": provider.url, "jwks_uri": f"{provider.url}/jwks",
-                        "authorization_endpoint": f"{provider.url}/authorize",
+                        "authorization_endpoint": f"{provider.url}{provider.authorize_path}",
                         "token_endpoint": f"{provider.url}/token",
                     }  # fmt: skip
                 else:
                     provider.jwks_requests += 1
-                    body = {"keys": [provider.public(kid) for kid in provider.keys]}
+                    body = provider.jwks_body
+                    if body is None:
+                        body = {"keys": [*provider.extra,
+                                         *(provider.public(kid) for kid in provider.keys)]}  # fmt: skip
                 data = json.dumps(body).encode()
-                self.send_response(200)
+                self.send_response(provider.jwks_status if self.path == "/jwks" else 200)
                 self.send_header("content-type", "application/json")
                 self.send_header("content-length", str(len(data)))
                 self.end_headers()
@@ -167,3 +176,88 @@ async def test_the_authorization_url_carries_pkce_state_and_nonce(provider):
                  "scope=openid+email+profile",
                  "code_challenge_method=S256", "redirect_uri=https%3A%2F%2Fgw%2Fcb"):  # fmt: skip
         assert part in url
+
+
+async def refused(oidc: OidcProvider, token: str, nonce: str | None = None) -> str:
+    with pytest.raises(SignInFailed) as caught:
+        await oidc.verify(token, "gateway", nonce=nonce)
+    return str(caught.value)
+
+
+async def test_each_refusal_says_exactly_why(provider):
+    provider.add("k1")
+    oidc = client(provider)
+    assert await refused(oidc, "not-a-jwt") == "the token is malformed"
+    expired = provider.token("k1", exp=int(time.time()) - 3600)
+    assert await refused(oidc, expired) == "the token has expired"
+    assert await refused(oidc, provider.token("k1", aud="x")) == "the token is for another audience"
+    assert await refused(oidc, provider.token("k1", iss="https://x")) == (
+        "the token is from another issuer"
+    )
+    tampered = provider.token("k1")[:-6] + "AAAAAA"
+    assert await refused(oidc, tampered) == "the token is not valid (InvalidSignatureError)"
+    assert await refused(oidc, provider.token("k1", nonce="a"), nonce="b") == (
+        "the ID token's nonce is not this sign-in's"
+    )
+    # Every claim the check stands on is required: a token without one is refused.
+    for claim in ("exp", "sub"):
+        body = {"iss": provider.url, "aud": "gateway", "sub": "x", "exp": int(time.time()) + 60}
+        del body[claim]
+        token = jwt.encode(body, provider.keys["k1"], algorithm="RS256", headers={"kid": "k1"})
+        assert await refused(oidc, token) == "the token is not valid (MissingRequiredClaimError)"
+    # A minute of clock difference with the provider is tolerated, no more.
+    late = provider.token("k1", exp=int(time.time()) - 30)
+    assert (await oidc.verify(late, "gateway"))["sub"] == "alice"
+    rogue = jwt.encode({"iss": provider.url, "aud": "gateway", "sub": "x", "exp": 2**31},
+                       rsa.generate_private_key(public_exponent=65537, key_size=2048),
+                       algorithm="RS256", headers={"kid": "k9"})  # fmt: skip
+    assert (
+        await refused(oidc, rogue) == "the token is signed by a key the provider does not publish"
+    )
+
+
+async def test_a_shared_secret_in_the_set_signs_nothing(provider):
+    provider.extra = [
+        {"kty": "oct", "kid": "shared", "k": "c2VjcmV0LWxvbmctZW5vdWdoLWZvci1oczI1Ng"}
+    ]
+    provider.add("k1")
+    oidc = client(provider)
+    hs = jwt.encode({"iss": provider.url, "aud": "gateway", "sub": "x", "exp": 2**31},
+                    "secret-long-enough-for-hs256", algorithm="HS256",
+                    headers={"kid": "shared"})  # fmt: skip
+    assert await refused(oidc, hs) == "the token is signed with an algorithm its key does not take"
+
+
+async def test_keys_of_kinds_it_cannot_use_are_skipped_not_the_rest(provider):
+    provider.extra = [{"kty": "XYZ", "kid": "odd"}]
+    provider.add("k1")
+    assert (await client(provider).verify(provider.token("k1"), "gateway"))["sub"] == "alice"
+
+
+@pytest.mark.parametrize("body", [[], {}, {"keys": []}])
+async def test_a_set_with_no_usable_key_refuses_cleanly(provider, body):
+    provider.add("k1")
+    provider.jwks_body = body
+    assert await refused(client(provider), provider.token("k1")) == (
+        "the token is signed by a key the provider does not publish"
+    )
+
+
+async def test_keys_unavailable_and_kept_keys_fetched_again_after_their_time(provider):
+    provider.add("k1")
+    oidc = client(provider)
+    await oidc.verify(provider.token("k1"), "gateway")
+    oidc._fetched -= JWKS_TTL_S + 1  # the keys' time is up
+    await oidc.verify(provider.token("k1"), "gateway")
+    assert provider.jwks_requests == 2
+    provider.jwks_status = 500
+    oidc._fetched -= JWKS_TTL_S + 1
+    assert await refused(oidc, provider.token("k1")) == (
+        "the provider's keys are unavailable (HTTP Error 500: Internal Server Error)"
+    )
+
+
+async def test_an_authorization_endpoint_with_a_query_keeps_it(provider):
+    provider.authorize_path = "/authorize?tenant=acme"
+    url = await client(provider).authorize_url("https://gw/cb", "st", "no", "ch")
+    assert url.startswith(f"{provider.url}/authorize?tenant=acme&response_type=code&")
