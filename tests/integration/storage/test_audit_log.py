@@ -246,6 +246,9 @@ async def test_the_chain_as_the_store_writes_and_walks_it(tmp_path: Path) -> Non
         assert [e.seq for e in await audit.page(AuditFilter(action="team."), 3, 1)] == [4]
         assert await audit.page(AuditFilter(action="team.x"), 0, 10) == []
         assert [e.seq for e in await audit.page(AuditFilter(actor="key:a"), 4, 10)] == [5]
+        both = AuditFilter(actor="key:a", action="team.", target="team:t0", start=1001.0)
+        assert [e.seq for e in await audit.page(both, 0, 10)] == [3, 5]
+        assert await audit.page(AuditFilter(actor="key:b"), 0, 10) == []
         # Each kind of tampering, named at the event where the chain stops fitting.
         await store.db.execute("UPDATE audit_events SET prev_hash = ? WHERE seq = 4", "f" * 64)
         checked, broken, why = await audit.verify(batch=2)
