@@ -204,6 +204,8 @@ if spent >= limit or spent + reserved + amount > limit then
   return {0, tostring(spent), tostring(reserved)}
 end
 redis.call('HSET', res, ARGV[3], ARGV[2] .. ':' .. tostring(now + tonumber(ARGV[4])))
+-- After the write too: a reservations hash made by it gets its expiry.
+if ttl > 0 then redis.call('EXPIRE', res, ttl) end
 return {1, tostring(spent), tostring(reserved + amount)}
 """
 
@@ -246,16 +248,18 @@ for i = 1, n do
     local value, expiry = tonumber(string.sub(all[j + 1], 1, sep - 1)), tonumber(string.sub(all[j + 1], sep + 1))
     if expiry < now then redis.call('HDEL', res, all[j]) else reserved = reserved + value end
   end
-  if ttl > 0 then
-    redis.call('EXPIRE', acct, ttl)
-    redis.call('EXPIRE', res, ttl)
-  end
+  if ttl > 0 then redis.call('EXPIRE', acct, ttl) end
   if spent >= limit or spent + reserved + amount > limit then
     return {0, i, tostring(spent), tostring(reserved)}
   end
 end
 local entry = ARGV[1] .. ':' .. tostring(now + tonumber(ARGV[3]))
-for i = 1, n do redis.call('HSET', KEYS[2 * i], ticket, entry) end
+for i = 1, n do
+  redis.call('HSET', KEYS[2 * i], ticket, entry)
+  -- After the write: a hash made by it gets its expiry too.
+  local ttl = tonumber(ARGV[3 + 3 * i])
+  if ttl > 0 then redis.call('EXPIRE', KEYS[2 * i], ttl) end
+end
 return {1}
 """
 

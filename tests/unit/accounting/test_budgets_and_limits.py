@@ -218,12 +218,14 @@ async def test_redis_budget_reservations_lapse(redis, redis_prefix):
     assert amount == "0.9"
     lapse_ms = budget.RESERVATION_TTL_S * 1000
     assert before * 1000 + lapse_ms - 5 <= int(expiry) <= after * 1000 + lapse_ms + 5
-    await redis.hset(res, ticket, f"0.9:{int(time.time() * 1000) - 1}")
-    assert await b.status(key) == (0, 0)
-    # The account outlives its period by a day, then goes.
+    # The account and its reservations outlive their period by a day, then go (the
+    # reservations' hash too, though its first reservation made it).
     _, end = period_bounds("monthly")
     expected = {int(end - before) + DAY, int(end - after) + DAY}  # type: ignore[operator]
     assert await redis.ttl(acct) in expected | {min(expected) - 1}
+    assert await redis.ttl(res) in expected | {min(expected) - 1}
+    await redis.hset(res, ticket, f"0.9:{int(time.time() * 1000) - 1}")
+    assert await b.status(key) == (0, 0)
     # A lifetime budget's account never expires.
     forever = spec(1.0, "none")
     await b.reserve(forever, 0.1)
@@ -489,3 +491,26 @@ async def test_concurrent_reservations_of_two_keys_share_their_team_exactly(budg
     results = await asyncio.gather(*(attempt(i) for i in range(30)))
     assert sum(results) == 10  # exactly the team's room, whichever key asked
     assert (await b.status(team))[1] == pytest.approx(1.0)
+
+
+async def test_redis_levels_lapse_and_expire_as_one_key_does(redis, redis_prefix):
+    b = RedisBudgets(redis, f"{redis_prefix}lvl{uuid.uuid4().hex[:6]}:", Levels({}))
+    slot = f"org:{uuid.uuid4().hex[:6]}"
+    monthly, daily = level(1.0, "org", slot), level(1.0, "team", slot, "daily")
+    forever = level(1.0, "key", slot, "none")
+    before = time.time()
+    held = await b.reserve_all([monthly, daily, forever], 0.5)
+    after = time.time()
+    assert len({r.ticket for r in held}) == 1  # one ticket: settled at once
+    lapse_ms = budget.RESERVATION_TTL_S * 1000
+    for spec_, period in ((monthly, "monthly"), (daily, "daily")):
+        acct, res = b._keys(spec_, period_bounds(period)[0])
+        amount, expiry = (await redis.hget(res, held[0].ticket)).decode().split(":")
+        assert amount == "0.5"
+        assert before * 1000 + lapse_ms - 5 <= int(expiry) <= after * 1000 + lapse_ms + 5
+        _, end = period_bounds(period)
+        expected = {int(end - before) + DAY, int(end - after) + DAY}  # type: ignore[operator]
+        assert await redis.ttl(acct) in expected | {min(expected) - 1}
+        assert await redis.ttl(res) in expected | {min(expected) - 1}
+    acct, res = b._keys(forever, 0)
+    assert await redis.ttl(acct) == -1 and await redis.ttl(res) == -1
