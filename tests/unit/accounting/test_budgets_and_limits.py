@@ -514,3 +514,28 @@ async def test_redis_levels_lapse_and_expire_as_one_key_does(redis, redis_prefix
         assert await redis.ttl(res) in expected | {min(expected) - 1}
     acct, res = b._keys(forever, 0)
     assert await redis.ttl(acct) == -1 and await redis.ttl(res) == -1
+
+
+async def test_redis_keys_share_one_hash_tag_and_a_key_alone_keeps_its_names(redis, redis_prefix):
+    prefix = f"{redis_prefix}tag{uuid.uuid4().hex[:6]}:"
+    b = RedisBudgets(redis, prefix, Levels({}))
+    start = int(period_bounds("monthly")[0])
+    # A key of no team: the names earlier versions wrote, so a rolling upgrade keeps
+    # the counters it finds.
+    alone = spec(1.0)
+    await b.reserve(alone, 0.1)
+    names = {k.decode() async for k in redis.scan_iter(match=f"{prefix}*")}
+    assert names == {f"{prefix}budget:{{{alone.key_id}}}:{start}",
+                     f"{prefix}budget:{{{alone.key_id}}}:{start}:reserved"}  # fmt: skip
+    # One call's levels: every key under the organisation's hash tag (one Redis Cluster
+    # slot, as one script needs), each level's account its own.
+    slot = f"org:{uuid.uuid4().hex[:6]}"
+    org, team = level(1.0, "org", slot), level(1.0, "team", slot)
+    await b.reserve_all([org, team], 0.1)
+    tagged = {k.decode() async for k in redis.scan_iter(match=f"{prefix}budget:{{{slot}}}*")}
+    assert tagged == {
+        f"{prefix}budget:{{{slot}}}:{org.key_id}:{start}",
+        f"{prefix}budget:{{{slot}}}:{org.key_id}:{start}:reserved",
+        f"{prefix}budget:{{{slot}}}:{team.key_id}:{start}",
+        f"{prefix}budget:{{{slot}}}:{team.key_id}:{start}:reserved",
+    }
