@@ -83,7 +83,7 @@ class Rpc:
         sse = descriptor.GetOptions().Extensions[sse_pb2.SseOptions.sse]
         framing = Framing(
             not sse.omit_done, sse.event_name_field, sse.keepalive_event, rest.error_format,
-            sse.json_array_unless_alt_sse,
+            sse.json_array_unless_alt_sse, sse.json_lines_field,
         )  # fmt: skip
         return cls(
             descriptor,
@@ -131,12 +131,14 @@ def bindings(methods: Iterable[MethodDescriptor]) -> list[Binding]:
         rpc = Rpc.of(descriptor)
         for one in (rule, *rule.additional_bindings):
             found.append(_binding(one, rpc))
-    by_route = {(b.verb, b.template, b.when_header): b for b in found}
+    by_route = {(b.verb, b.template, b.when_header, b.when_query): b for b in found}
     if len(by_route) != len(found):
-        raise ValueError("two RPCs are annotated with the same verb, path and header")
+        raise ValueError(
+            "two RPCs are annotated with the same verb, path, header and query parameter"
+        )
     paired = []
     for b in found:
-        sibling = by_route.get((b.verb, b.template + STREAM_SUFFIX, b.when_header))
+        sibling = by_route.get((b.verb, b.template + STREAM_SUFFIX, b.when_header, b.when_query))
         if not b.rpc.server_streaming and sibling is not None and sibling.rpc.server_streaming:
             b = replace(b, stream_rpc=sibling.rpc)
         paired.append(b)

@@ -16,7 +16,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from http_facade.errors import error_response, internal
 from server.accounting.admission import KEY_HEADERS
 from server.application.pipeline.fields import TAGS_HEADER
-from server.base.call import request_id_or_new
+from server.application.signin import COOKIE, SESSION
+from server.base.call import PEER, request_id_or_new
 from server.base.config import SESSION_HEADERS
 from server.guardrails.guard import HEADER as GUARDRAILS_HEADER
 
@@ -36,6 +37,7 @@ FORWARDED = tuple(
             *SESSION_HEADERS,
             GUARDRAILS_HEADER,
             TAGS_HEADER,
+            "if-match",
         }
     )  # fmt: skip
 )
@@ -60,9 +62,23 @@ def exchange_for(scope: Scope, dialect_headers: tuple[str, ...] = ()) -> Exchang
     names = (*FORWARDED, *dialect_headers)
     metadata = {name: value for name in names if (value := headers.get(name))}
     metadata[REQUEST_ID] = request_id
+    client = scope.get("client")
+    metadata[PEER] = f"{client[0]}:{client[1]}" if client else ""
+    # The admin page's session: the one cookie that crosses, as metadata of its own.
+    if session := _cookie(headers.get("cookie", ""), COOKIE):
+        metadata[SESSION] = session
     exchange = Exchange(request_id, metadata)
     scope["state"]["exchange"] = exchange
     return exchange
+
+
+def _cookie(header: str, name: str) -> str:
+    """One cookie's value from a Cookie header ("" when it is not there)."""
+    for part in header.split(";"):
+        key, _, value = part.strip().partition("=")
+        if key == name:
+            return value.strip()
+    return ""
 
 
 class RequestContext:

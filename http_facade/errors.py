@@ -56,8 +56,13 @@ ERROR_TYPE: dict[Code, str] = {
 
 
 # Reasons whose OpenAI `error.type` is not their code's: OpenAI answers an unknown model
-# with 404 `invalid_request_error` / `model_not_found`.
-REASON_ERROR_TYPE: dict[str, str] = {"MODEL_NOT_FOUND": "invalid_request_error"}
+# with 404 `invalid_request_error` / `model_not_found`; a failed audit write is not an
+# upstream's failure.
+REASON_ERROR_TYPE: dict[str, str] = {
+    "MODEL_NOT_FOUND": "invalid_request_error",
+    # The gateway's own storage, not an upstream, failed the change.
+    "AUDIT_UNAVAILABLE": "api_error",
+}
 
 
 def error_type(code: Code, reason: str) -> str:

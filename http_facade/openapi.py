@@ -70,7 +70,7 @@ def document(methods: Iterable[MethodDescriptor], title: str = "Model gateway") 
     schemas: dict[str, Any] = {"Error": ERROR, "AnthropicError": ANTHROPIC_ERROR}
     paths: dict[str, dict[str, Any]] = {}
     for binding in bindings(methods):
-        if binding.when_header:
+        if binding.when_header or binding.when_query:
             continue  # a dialect's answer on another binding's path: one operation per path
         path = _openapi_path(binding)
         paths.setdefault(path, {})[binding.verb.lower()] = _operation(binding, schemas)

@@ -74,6 +74,8 @@ class Framing:
     error_format: int = OPENAI
     # Writes the events as one JSON array unless the request asks `alt=sse`.
     json_array_unless_alt_sse: bool = False
+    # Writes the events as JSON Lines, each line this field of the message (empty: SSE).
+    json_lines_field: str = ""
 
     def event(self, payload: dict[str, Any]) -> bytes:
         if not self.name_field:
@@ -108,6 +110,8 @@ class Framing:
         one unless asked `alt=sse`, as Google's APIs stream."""
         if self.json_array_unless_alt_sse and alt != "sse":
             return JsonArray(error_format=self.error_format)
+        if self.json_lines_field:
+            return JsonLines(error_format=self.error_format, json_lines_field=self.json_lines_field)
         return self
 
 
@@ -142,6 +146,37 @@ class JsonArray(Framing):
 
 
 ARRAY_HEADERS = {**HEADERS, "content-type": "application/json"}
+
+
+@dataclass(frozen=True)
+class JsonLines(Framing):
+    """A stream as JSON Lines: one object per line, nothing between them (an export,
+    not a conversation: no keep-alive), an error after the first line as a last
+    `{"error": ...}` line."""
+
+    def first(self, payload: dict[str, Any]) -> bytes:
+        return self.event(payload)
+
+    def event(self, payload: dict[str, Any]) -> bytes:
+        return orjson.dumps(payload.get(self.json_lines_field, {})) + b"\n"
+
+    def error(self, error: GatewayError, sequence: int) -> bytes:
+        return orjson.dumps(stream_error_body(error, self.error_format, sequence)) + b"\n"
+
+    @property
+    def keepalive(self) -> bytes:
+        return b""
+
+    @property
+    def end(self) -> bytes:
+        return b""
+
+    @property
+    def headers(self) -> Mapping[str, str]:
+        return LINES_HEADERS
+
+
+LINES_HEADERS = {**HEADERS, "content-type": "application/jsonl"}
 
 
 # Events read ahead of a slow client before the reading pauses.

@@ -75,46 +75,48 @@ class Accounts:
         metadata = call.response_metadata
         await self.admission.limit(principal, 0, record.ticket, metadata, (True, False))
         record.request_counted = True
-        spec = principal.budget
-        if spec is not None:
+        for spec in principal.budgets:
             spent, reserved = await self.budgets.status(spec)
             if spent >= spec.limit_usd or spent + reserved + least_cost > spec.limit_usd:
                 raise exhausted(spec, spent, reserved, least_cost)
 
     async def reserve(self, call: Call, tokens: int, max_cost: Callable[[], float]) -> None:
         """Counts `tokens` against the identified caller's rate limits and reserves
-        `max_cost()` against its budget (computed only for a key with one)."""
+        `max_cost()` against the budget of every level above it and its own, in one step
+        (computed only when some level has a budget)."""
         record = call.record
         principal = _identified(record.principal, "reserve")
         count = (not record.request_counted, True)
         await self.admission.limit(principal, tokens, record.ticket, call.response_metadata, count)
-        record.limited_tokens = bool(principal.tokens_per_minute)
-        if (spec := principal.budget) is not None:
-            record.reservation = await self.budgets.reserve(spec, max_cost())
+        record.limited_tokens = any(limit[4] for limit in principal.rate_limits)
+        if specs := principal.budgets:
+            record.reservations = await self.budgets.reserve_all(specs, max_cost())
 
     async def hold(
         self, principal: Principal, ticket: str, response_metadata: dict[str, str], cost: float
-    ) -> Reservation | None:
+    ) -> list[Reservation]:
         """Counts one request of work that is not a generation (an MCP tool call) against
-        the principal's rate limit and reserves its `cost` against its budget; None when
-        the key has no budget. Settle it with `release`."""
+        the principal's rate limits and reserves its `cost` against every level's budget
+        (none when no level has one). Settle it with `release`."""
         await self.admission.limit(principal, 0, ticket, response_metadata)
-        if (spec := principal.budget) is not None:
-            return await self.budgets.reserve(spec, cost)
-        return None
+        if specs := principal.budgets:
+            return await self.budgets.reserve_all(specs, cost)
+        return []
 
-    def release(self, reservation: Reservation | None, actual: float) -> None:
+    def release(self, reservations: list[Reservation], actual: float) -> None:
         """Settles what `hold` reserved to what the work cost, in the background."""
-        if reservation is not None:
-            self._spawn(self.budgets.settle(reservation, actual))
+        if reservations:
+            self._spawn(self.budgets.settle_all(reservations, actual))
 
     async def budget_left(self, principal: Principal) -> float | None:
-        """What the key may still spend this period; None when it has no budget."""
-        spec = principal.budget
-        if spec is None:
-            return None
-        spent, reserved = await self.budgets.status(spec)
-        return spec.limit_usd - spent - reserved
+        """What the key may still spend this period, the tightest level's room; None
+        when no level has a budget."""
+        left = None
+        for spec in principal.budgets:
+            spent, reserved = await self.budgets.status(spec)
+            room = spec.limit_usd - spent - reserved
+            left = room if left is None else min(left, room)
+        return left
 
     # -- the middleware's ------------------------------------------------------------
 
@@ -131,10 +133,12 @@ class Accounts:
         counts = run.counts() if run is not None else NO_TOKENS
         cost = run.cost() if run is not None else None
         if record.limited_tokens:
-            self._spawn(self.limiter.settle(principal.key_id, record.ticket, counts.total_tokens))
-        if record.reservation is not None:
+            for _, account, _, _, tpm in principal.rate_limits:
+                if tpm:
+                    self._spawn(self.limiter.settle(account, record.ticket, counts.total_tokens))
+        if record.reservations:
             total = cost.total_usd if cost is not None else 0.0
-            self._spawn(self.budgets.settle(record.reservation, total))
+            self._spawn(self.budgets.settle_all(record.reservations, total))
         status, reason = status_of(error if error is not None else record.failure)
         ttft = run.ttft_ms() if run is not None else None
         record.usage = UsageRecord(
@@ -167,6 +171,9 @@ class Accounts:
             cache_write_cost_usd=cost.cache_write_usd if cost is not None else None,
             response_cached=run is not None and run.response_cached,
             response_id=record.response_id,
+            team_id=principal.team_id,
+            org_id=principal.org_id,
+            user_id=principal.user_id,
         )
         self.ledger.record(record.usage)
 

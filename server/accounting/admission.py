@@ -20,7 +20,12 @@ from server.accounting.guard import bounded
 from server.accounting.ratelimit import Limiter
 from server.base.caller import Principal
 from server.base.config import KeyConfig, KeyKind
-from server.base.errors import RateLimited, StorageUnavailable, Unauthenticated
+from server.base.errors import (
+    PermissionDenied,
+    RateLimited,
+    StorageUnavailable,
+    Unauthenticated,
+)
 from server.base.spans import span
 from server.storage.keys import KeyRecord, KeyStore
 
@@ -47,6 +52,8 @@ def principal_of(key: KeyRecord) -> Principal:
     return Principal(
         key.id, key.name, key.kind, key.owner, key.requests_per_minute,  # type: ignore[arg-type]
         key.tokens_per_minute, key.budget_usd, key.budget_period, mcp_tools=key.mcp_tools,
+        team_id=key.team_id, org_id=key.scope.org_id, user_id=key.scope.user_id,
+        levels=key.scope.levels, models=key.models,
     )  # fmt: skip
 
 
@@ -235,17 +242,28 @@ class Admission:
         response_metadata: dict[str, str],
         count: tuple[bool, bool] = (True, True),
     ) -> None:
-        """Counts one request of up to `tokens` tokens; RateLimited when it does not fit.
-        `count` says what is counted now, (the request, its tokens): a request counted
-        before its tokens are known is counted again for its tokens alone."""
-        rpm = principal.requests_per_minute if count[0] else None
-        tpm = principal.tokens_per_minute if count[1] else None
-        if not (rpm or tpm):
-            return
-        with span("gateway.admission.limit"):
-            decision = await self.limiter.acquire(principal.key_id, rpm, tpm, tokens, ticket)
-        response_metadata.update(decision.headers())
-        if not decision.allowed:
+        """Counts one request of up to `tokens` tokens against the key's rate limits and
+        every level's above it (team, organisation, member); RateLimited naming the first
+        level it does not fit. `count` says what is counted now, (the request, its
+        tokens): a request counted before its tokens are known is counted again for its
+        tokens alone. A level that refuses gives back the tokens the levels before it
+        took (the request they counted stays counted)."""
+        taken: list[str] = []
+        for level, account, name, level_rpm, level_tpm in principal.rate_limits:
+            rpm = level_rpm if count[0] else None
+            tpm = level_tpm if count[1] else None
+            if not (rpm or tpm):
+                continue
+            with span("gateway.admission.limit"):
+                decision = await self.limiter.acquire(account, rpm, tpm, tokens, ticket)
+            if level == "key" or not taken:
+                response_metadata.update(decision.headers())
+            if decision.allowed:
+                if tpm:
+                    taken.append(account)
+                continue
+            for earlier in taken:
+                await self.limiter.settle(earlier, ticket, 0)
             # Whole seconds for Retry-After (at least 1, as HTTP has no smaller), and
             # the exact wait in retry-after-ms, which the OpenAI SDKs read first.
             wait = max(1, math.ceil(decision.retry_after_s))
@@ -255,9 +273,23 @@ class Admission:
                 what, limit = f"{rpm} requests", str(rpm)
             else:  # refused with requests left: the tokens ran out
                 what, limit = f"{tpm} tokens", str(tpm)
+            whose = f"key {name!r}" if level == "key" else f"{level} {name!r}"
+            metadata = {"key": principal.name, "limit": limit}
+            if level != "key":
+                metadata |= {"level": level, level: account.partition(":")[2]}
             raise RateLimited(
-                f"rate limit of {what} per minute exceeded for key {principal.name!r}; "
-                f"retry after {wait}s",
-                {"key": principal.name, "limit": limit},
+                f"rate limit of {what} per minute exceeded for {whose}; retry after {wait}s",
+                metadata,
                 retry_after_s=decision.retry_after_s,
             )
+
+
+def check_model(principal: Principal, model_id: str) -> None:
+    """PermissionDenied when a level's model allowlist leaves `model_id` out."""
+    refused = principal.model_refused_by(model_id)
+    if refused is not None:
+        level, name = refused
+        raise PermissionDenied(
+            f"model {model_id!r} is not allowed for {level} {name!r}",
+            {"model": model_id, "level": level, level: name},
+        )

@@ -1,5 +1,10 @@
-"""Per-key budgets: reserve a request's maximum cost before the call, settle to its
-real cost after, atomically, so concurrent requests cannot overrun a budget.
+"""Budgets: reserve a request's maximum cost before the call, settle to its real cost
+after, atomically, so concurrent requests cannot overrun a budget.
+
+A call is reserved against every level that has a budget at once (its organisation,
+its team, its owner as a member of the team, its key: `reserve_all`): either every
+level takes the reservation or none does, so no level is overrun and a refusal leaves
+nothing held anywhere. Each level is an account (`server.base.caller.account_of`).
 
 The check is `spent + reserved + this request's maximum <= budget`; a request is let
 in only when even its worst case fits, so the budget holds as long as no request costs
@@ -16,7 +21,7 @@ from __future__ import annotations
 import calendar
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -46,19 +51,31 @@ def period_bounds(period: str, now: float | None = None) -> tuple[float, float |
 
 class Budgets(Protocol):
     async def reserve(self, spec: BudgetSpec, amount: float) -> Reservation: ...
+    async def reserve_all(
+        self, specs: Sequence[BudgetSpec], amount: float
+    ) -> list[Reservation]: ...
     async def settle(self, reservation: Reservation, actual: float) -> None: ...
+    async def settle_all(self, reservations: Sequence[Reservation], actual: float) -> None: ...
     async def status(self, spec: BudgetSpec) -> tuple[float, float]: ...
     async def aclose(self) -> None: ...
 
 
+# How a refusal names each level.
+LEVEL_WORDS = {"org": "organisation", "team": "team", "member": "member", "key": "key"}
+
+
 def exhausted(spec: BudgetSpec, spent: float, reserved: float, amount: float) -> BudgetExhausted:
+    """The refusal of `spec`'s level, naming the level and its id."""
     _, end = period_bounds(spec.period)
     period = "lifetime" if spec.period == "none" else spec.period
+    whose = f"{LEVEL_WORDS.get(spec.level, spec.level)} {spec.key_name!r}"
+    if spec.level != "key":
+        whose += f" ({spec.level_id})"
     if spent >= spec.limit_usd:
-        what = f"the {period} budget of ${spec.limit_usd:g} of key {spec.key_name!r} is exhausted"
+        what = f"the {period} budget of ${spec.limit_usd:g} of {whose} is exhausted"
     else:
         what = (
-            f"the {period} budget of ${spec.limit_usd:g} of key {spec.key_name!r} cannot cover "
+            f"the {period} budget of ${spec.limit_usd:g} of {whose} cannot cover "
             f"this request (up to ${amount:.6f}; ${spent:.6f} spent, ${reserved:.6f} reserved "
             "by requests in flight)"
         )
@@ -69,6 +86,10 @@ def exhausted(spec: BudgetSpec, spent: float, reserved: float, amount: float) ->
         "budget_period": spec.period,
         "spent_usd": f"{spent:.6f}",
     }
+    if spec.level != "key":  # the level and its id; `key` then names the level's name
+        metadata = {"level": spec.level, spec.level: spec.level_id, "name": spec.key_name} | {
+            k: v for k, v in metadata.items() if k != "key"
+        }
     return BudgetExhausted(what, metadata, retry_after_s=retry)
 
 
@@ -107,12 +128,42 @@ class MemoryBudgets:
         account.reservations[reservation.ticket] = amount
         return reservation
 
+    async def reserve_all(self, specs: Sequence[BudgetSpec], amount: float) -> list[Reservation]:
+        """Reserves `amount` against every spec, or against none: every account is
+        loaded first, then checked and charged with no await in between."""
+        while True:
+            accounts = [await self._account(spec) for spec in specs]
+            # A period that turned while a later account loaded: load again.
+            if all(
+                self._accounts.get(spec.key_id) is account
+                for spec, account in zip(specs, accounts, strict=True)
+            ):
+                break
+        # No await from here: the check and the charge of every level are one step.
+        for spec, account in zip(specs, accounts, strict=True):
+            reserved = sum(account.reservations.values())
+            if (
+                account.spent + reserved + amount > spec.limit_usd
+                or account.spent >= spec.limit_usd
+            ):
+                raise exhausted(spec, account.spent, reserved, amount)
+        held = []
+        for spec, account in zip(specs, accounts, strict=True):
+            reservation = Reservation(spec, account.period_start, amount)
+            account.reservations[reservation.ticket] = amount
+            held.append(reservation)
+        return held
+
     async def settle(self, reservation: Reservation, actual: float) -> None:
         account = self._accounts.get(reservation.spec.key_id)
         if account is None or account.period_start != reservation.period_start:
             return
         account.reservations.pop(reservation.ticket, None)
         account.spent += actual
+
+    async def settle_all(self, reservations: Sequence[Reservation], actual: float) -> None:
+        for reservation in reservations:
+            await self.settle(reservation, actual)
 
     async def status(self, spec: BudgetSpec) -> tuple[float, float]:
         account = await self._account(spec)
@@ -153,6 +204,8 @@ if spent >= limit or spent + reserved + amount > limit then
   return {0, tostring(spent), tostring(reserved)}
 end
 redis.call('HSET', res, ARGV[3], ARGV[2] .. ':' .. tostring(now + tonumber(ARGV[4])))
+-- After the write too: a reservations hash made by it gets its expiry.
+if ttl > 0 then redis.call('EXPIRE', res, ttl) end
 return {1, tostring(spent), tostring(reserved + amount)}
 """
 
@@ -166,6 +219,64 @@ return 0
 """
 
 
+# Every account of one call at once. KEYS: per account, its hash and its reservations.
+# ARGV: amount, ticket, reservation ttl ms, then per account: limit, spent to start from
+# ('' when unknown), account ttl s (0: none).
+# Returns {1} when every account took the reservation, {0, i, spent, reserved} when the
+# i-th (from 1) refused it (none took it), and {-1, i} when the i-th is not in Redis yet
+# and must be loaded from the ledger (nothing changed).
+RESERVE_ALL = """
+local amount, ticket = tonumber(ARGV[1]), ARGV[2]
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local n = #KEYS / 2
+for i = 1, n do
+  if redis.call('HEXISTS', KEYS[2 * i - 1], 'spent') == 0 and ARGV[3 + 3 * i - 1] == '' then
+    return {-1, i}
+  end
+end
+local totals = {}
+for i = 1, n do
+  local acct, res = KEYS[2 * i - 1], KEYS[2 * i]
+  local limit, start, ttl = tonumber(ARGV[3 + 3 * i - 2]), ARGV[3 + 3 * i - 1], tonumber(ARGV[3 + 3 * i])
+  if redis.call('HEXISTS', acct, 'spent') == 0 then redis.call('HSET', acct, 'spent', start) end
+  local spent = tonumber(redis.call('HGET', acct, 'spent'))
+  local reserved = 0
+  local all = redis.call('HGETALL', res)
+  for j = 1, #all, 2 do
+    local sep = string.find(all[j + 1], ':', 1, true)
+    local value, expiry = tonumber(string.sub(all[j + 1], 1, sep - 1)), tonumber(string.sub(all[j + 1], sep + 1))
+    if expiry < now then redis.call('HDEL', res, all[j]) else reserved = reserved + value end
+  end
+  if ttl > 0 then redis.call('EXPIRE', acct, ttl) end
+  if spent >= limit or spent + reserved + amount > limit then
+    return {0, i, tostring(spent), tostring(reserved)}
+  end
+end
+local entry = ARGV[1] .. ':' .. tostring(now + tonumber(ARGV[3]))
+for i = 1, n do
+  redis.call('HSET', KEYS[2 * i], ticket, entry)
+  -- After the write: a hash made by it gets its expiry too.
+  local ttl = tonumber(ARGV[3 + 3 * i])
+  if ttl > 0 then redis.call('EXPIRE', KEYS[2 * i], ttl) end
+end
+return {1}
+"""
+
+
+# Every level of one call settled at once. KEYS: per account, its hash and its
+# reservations. ARGV: ticket, actual cost.
+SETTLE_ALL = """
+for i = 1, #KEYS / 2 do
+  redis.call('HDEL', KEYS[2 * i], ARGV[1])
+  if redis.call('HEXISTS', KEYS[2 * i - 1], 'spent') == 1 then
+    redis.call('HINCRBYFLOAT', KEYS[2 * i - 1], 'spent', ARGV[2])
+  end
+end
+return 0
+"""
+
+
 class RedisBudgets:
     """Budgets shared by every instance using one Redis."""
 
@@ -173,15 +284,21 @@ class RedisBudgets:
         self.prefix = prefix
         self._load = load_spent
         self._reserve = redis.register_script(RESERVE)
+        self._reserve_all = redis.register_script(RESERVE_ALL)
         self._settle = redis.register_script(SETTLE)
+        self._settle_all = redis.register_script(SETTLE_ALL)
 
-    def _keys(self, key_id: str, period_start: float) -> list[str]:
-        base = f"{self.prefix}budget:{{{key_id}}}:{int(period_start)}"
+    def _keys(self, spec: BudgetSpec, period_start: float) -> list[str]:
+        # The hash tag keeps one call's accounts on one Redis Cluster slot: the key's
+        # own (as before levels) or its organisation's.
+        slot = spec.slot or spec.key_id
+        name = "" if slot == spec.key_id else f"{spec.key_id}:"
+        base = f"{self.prefix}budget:{{{slot}}}:{name}{int(period_start)}"
         return [base, base + ":reserved"]
 
     async def _run(self, spec: BudgetSpec, amount: float, ticket: str) -> tuple[Any, float]:
         start, end = period_bounds(spec.period)
-        keys = self._keys(spec.key_id, start)
+        keys = self._keys(spec, start)
         ttl = 0 if end is None else int(end - time.time()) + 86400
         args: list[Any] = [spec.limit_usd, repr(amount), ticket, RESERVATION_TTL_S * 1000, "", ttl]
         result = await self._reserve(keys=keys, args=args)
@@ -197,16 +314,51 @@ class RedisBudgets:
             raise exhausted(spec, float(result[1]), float(result[2]), amount)
         return reservation
 
+    async def reserve_all(self, specs: Sequence[BudgetSpec], amount: float) -> list[Reservation]:
+        if len(specs) == 1:
+            return [await self.reserve(specs[0], amount)]
+        held = [Reservation(spec, period_bounds(spec.period)[0], amount) for spec in specs]
+        ticket = held[0].ticket
+        keys: list[str] = []
+        args: list[Any] = [repr(amount), ticket, RESERVATION_TTL_S * 1000]
+        for reservation in held:
+            reservation.ticket = ticket
+            spec = reservation.spec
+            _, end = period_bounds(spec.period)
+            keys += self._keys(spec, reservation.period_start)
+            args += [spec.limit_usd, "", 0 if end is None else int(end - time.time()) + 86400]
+        # Each pass loads at most one account the script has not seen; then it decides.
+        for _ in range(len(specs) + 1):
+            result = await self._reserve_all(keys=keys, args=args)
+            if int(result[0]) != -1:
+                break
+            i = int(result[1]) - 1
+            args[3 + 3 * i + 1] = repr(await self._load(specs[i].key_id, held[i].period_start))
+        if int(result[0]) != 1:
+            i = int(result[1]) - 1
+            raise exhausted(specs[i], float(result[2]), float(result[3]), amount)
+        return held
+
     async def settle(self, reservation: Reservation, actual: float) -> None:
-        keys = self._keys(reservation.spec.key_id, reservation.period_start)
+        keys = self._keys(reservation.spec, reservation.period_start)
         await self._settle(keys=keys, args=[reservation.ticket, repr(actual)])
+
+    async def settle_all(self, reservations: Sequence[Reservation], actual: float) -> None:
+        """Settles the reservations of one `reserve_all` (one ticket) in one script."""
+        tickets = {r.ticket for r in reservations}
+        if len(reservations) < 2 or len(tickets) != 1:
+            for reservation in reservations:
+                await self.settle(reservation, actual)
+            return
+        keys = [k for r in reservations for k in self._keys(r.spec, r.period_start)]
+        await self._settle_all(keys=keys, args=[reservations[0].ticket, repr(actual)])
 
     async def status(self, spec: BudgetSpec) -> tuple[float, float]:
         # A reservation of nothing, given back at once: reads the account, changes nothing.
         ticket = uuid.uuid4().hex
         result, start = await self._run(spec, 0.0, ticket)
         if int(result[0]) == 1:
-            await self._settle(keys=self._keys(spec.key_id, start), args=[ticket, "0"])
+            await self._settle(keys=self._keys(spec, start), args=[ticket, "0"])
         return float(result[1]), float(result[2])
 
     async def aclose(self) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Sequence
 from typing import Any, TypeVar
 
 from server.accounting.budget import Budgets
@@ -108,9 +108,17 @@ class GuardedBudgets:
     async def reserve(self, spec: BudgetSpec, amount: float) -> Reservation:
         return await bounded("budget store", self.inner.reserve(spec, amount), self.timeout_s)
 
+    async def reserve_all(self, specs: Sequence[BudgetSpec], amount: float) -> list[Reservation]:
+        return await bounded("budget store", self.inner.reserve_all(specs, amount), self.timeout_s)
+
     async def settle(self, reservation: Reservation, actual: float) -> None:
         await bounded(
             "budget store", self.inner.settle(reservation, max(0.0, actual)), self.timeout_s
+        )
+
+    async def settle_all(self, reservations: Sequence[Reservation], actual: float) -> None:
+        await bounded(
+            "budget store", self.inner.settle_all(reservations, max(0.0, actual)), self.timeout_s
         )
 
     async def status(self, spec: BudgetSpec) -> tuple[float, float]:

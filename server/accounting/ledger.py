@@ -28,6 +28,7 @@ import time
 from collections import deque
 
 from server.accounting.spool import Spool
+from server.base.caller import account_fields
 from server.base.record import UsageRecord
 from server.base.spans import span
 from server.storage.db import rejects_row
@@ -95,10 +96,14 @@ class Ledger:
     def pending(self) -> int:
         return len(self._buffer)
 
-    def pending_cost(self, key_id: str, since: float) -> float:
-        """The cost of a key's records still in the buffer, since `since`."""
+    def pending_cost(self, account: str, since: float) -> float:
+        """The cost of an account's records (a key's, or a level's: `account_of`) still
+        in the buffer, since `since`."""
+        match = tuple(account_fields(account).items())
         return sum(
-            r.total_cost_usd or 0.0 for r in self._buffer if r.key_id == key_id and r.ts >= since
+            r.total_cost_usd or 0.0
+            for r in self._buffer
+            if r.ts >= since and all(getattr(r, column) == value for column, value in match)
         )
 
     def holds(self, key_id: str, request_id: str) -> bool:

@@ -20,7 +20,7 @@ import asyncio
 import contextlib
 import logging
 import struct
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import orjson
@@ -49,7 +49,7 @@ def _frame(message: Any) -> bytes:
 
 
 def _spec(raw: list[Any]) -> BudgetSpec:
-    return BudgetSpec(raw[0], raw[1], float(raw[2]), raw[3])
+    return BudgetSpec(raw[0], raw[1], float(raw[2]), raw[3], *raw[4:7])
 
 
 class StateServer:
@@ -65,7 +65,9 @@ class StateServer:
             "acquire": self._acquire,
             "settle": self._settle,
             "reserve": self._reserve,
+            "reserve_all": self._reserve_all,
             "release": self._release,
+            "release_all": self._release_all,
             "status": self._status,
             "ready": self._ready,
         }
@@ -109,10 +111,20 @@ class StateServer:
         reservation = await self.budgets.reserve(_spec(spec), amount)
         return [reservation.period_start, reservation.ticket]
 
+    async def _reserve_all(self, specs: list[list[Any]], amount: float) -> list[list[Any]]:
+        held = await self.budgets.reserve_all([_spec(s) for s in specs], amount)
+        return [[r.period_start, r.ticket] for r in held]
+
     async def _release(
         self, spec: list[Any], period_start: float, ticket: str, actual: float
     ) -> None:
         await self.budgets.settle(Reservation(_spec(spec), period_start, 0.0, ticket), actual)
+
+    async def _release_all(self, held: list[list[Any]], actual: float) -> None:
+        reservations = [
+            Reservation(_spec(spec), start, 0.0, ticket) for spec, start, ticket in held
+        ]
+        await self.budgets.settle_all(reservations, actual)
 
     async def _status(self, spec: list[Any]) -> list[float]:
         return list(await self.budgets.status(_spec(spec)))
@@ -218,17 +230,31 @@ class SharedBudgets:
 
     @staticmethod
     def _spec(spec: BudgetSpec) -> list[Any]:
-        return [spec.key_id, spec.key_name, spec.limit_usd, spec.period]
+        return [
+            spec.key_id, spec.key_name, spec.limit_usd, spec.period, spec.level, spec.level_id,
+            spec.slot,
+        ]  # fmt: skip
 
     async def reserve(self, spec: BudgetSpec, amount: float) -> Reservation:
         period_start, ticket = await self.client.call("reserve", self._spec(spec), amount)
         return Reservation(spec, period_start, amount, ticket)
+
+    async def reserve_all(self, specs: Sequence[BudgetSpec], amount: float) -> list[Reservation]:
+        held = await self.client.call("reserve_all", [self._spec(s) for s in specs], amount)
+        return [
+            Reservation(spec, start, amount, ticket)
+            for spec, (start, ticket) in zip(specs, held, strict=True)
+        ]
 
     async def settle(self, reservation: Reservation, actual: float) -> None:
         await self.client.call(
             "release", self._spec(reservation.spec), reservation.period_start,
             reservation.ticket, actual,
         )  # fmt: skip
+
+    async def settle_all(self, reservations: Sequence[Reservation], actual: float) -> None:
+        held = [[self._spec(r.spec), r.period_start, r.ticket] for r in reservations]
+        await self.client.call("release_all", held, actual)
 
     async def status(self, spec: BudgetSpec) -> tuple[float, float]:
         spent, reserved = await self.client.call("status", self._spec(spec))

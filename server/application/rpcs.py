@@ -21,6 +21,7 @@ from server.application.dialects.responses.service import ResponsesService
 from server.application.dialects.routing.service import DeploymentService, RouterService
 from server.application.embedding import EmbeddingService
 from server.application.feedback import FeedbackService
+from server.application.governance import Governance
 from server.application.mcp.service import McpService
 from server.application.model import ModelService
 from server.application.provider import ProviderService
@@ -40,6 +41,7 @@ class Services:
     router: RouterService
     deployment: DeploymentService
     admin: AdminService
+    governance: Governance
     usage: UsageService
     feedback: FeedbackService
     messages: MessagesService
@@ -73,11 +75,30 @@ def handlers(s: Services) -> dict[str, Handler]:
         "gateway.v1.AdminService.ListKeys": s.admin.list_keys,
         "gateway.v1.AdminService.GetKey": s.admin.get_key,
         "gateway.v1.AdminService.RevokeKey": s.admin.revoke_key,
+        "gateway.v1.AdminService.UpdateKey": s.admin.update_key,
+        "gateway.v1.AdminService.RotateKey": s.admin.rotate_key,
         "gateway.v1.AdminService.ReloadConfig": s.admin.reload_config,
         "gateway.v1.AdminService.EnableProvider": s.admin.enable_provider,
         "gateway.v1.AdminService.DisableProvider": s.admin.disable_provider,
         "gateway.v1.AdminService.GetDashboard": s.admin.get_dashboard,
         "gateway.v1.AdminService.RetrainRouter": s.admin.retrain_router,
+        "gateway.v1.AdminService.CreateOrganization": s.governance.create_organization,
+        "gateway.v1.AdminService.ListOrganizations": s.governance.list_organizations,
+        "gateway.v1.AdminService.GetOrganization": s.governance.get_organization,
+        "gateway.v1.AdminService.UpdateOrganization": s.governance.update_organization,
+        "gateway.v1.AdminService.CreateTeam": s.governance.create_team,
+        "gateway.v1.AdminService.ListTeams": s.governance.list_teams,
+        "gateway.v1.AdminService.GetTeam": s.governance.get_team,
+        "gateway.v1.AdminService.UpdateTeam": s.governance.update_team,
+        "gateway.v1.AdminService.DeleteTeam": s.governance.delete_team,
+        "gateway.v1.AdminService.CreateUser": s.governance.create_user,
+        "gateway.v1.AdminService.ListUsers": s.governance.list_users,
+        "gateway.v1.AdminService.SignOutUser": s.governance.sign_out_user,
+        "gateway.v1.AdminService.PutMembership": s.governance.put_membership,
+        "gateway.v1.AdminService.ListMemberships": s.governance.list_memberships,
+        "gateway.v1.AdminService.DeleteMembership": s.governance.delete_membership,
+        "gateway.v1.AdminService.ListAuditEvents": s.governance.list_audit_events,
+        "gateway.v1.AdminService.ExportAuditEvents": s.governance.export_audit_events,
         "gateway.v1.UsageService.GetUsage": s.usage.get_usage,
         "gateway.v1.FeedbackService.SubmitFeedback": s.feedback.submit_feedback,
         "gateway.v1.MessagesService.CreateMessage": s.messages.create_message,

@@ -21,6 +21,11 @@ def request_id_or_new(asked: str | None) -> str:
     return asked if asked and REQUEST_ID_FORM.match(asked) else os.urandom(16).hex()
 
 
+# The metadata entry the transport sets to the caller's network address (replacing any
+# the caller sent); the audit log records it.
+PEER = "x-gateway-peer"
+
+
 @dataclass
 class Call:
     """What the core needs from a transport: the caller's metadata (lower-case keys),

@@ -671,6 +671,68 @@ class OperationsConfig(Strict):
     drain_s: float = Field(default=30, gt=0)
 
 
+# Roles a group may give: across the whole gateway (no team, no org), in an
+# organisation, in a team.
+GATEWAY_ROLES = ("admin", "viewer")
+ORG_ROLES = ("org_admin", "viewer")
+TEAM_ROLES = ("team_admin", "member", "viewer")
+
+
+class RoleGrant(Strict):
+    """What one identity-provider group gives: a role in a team (`team`: its id), in an
+    organisation (`org`: its id or name), or, with neither, across the whole gateway
+    (`admin` or `viewer`)."""
+
+    role: str
+    team: str | None = None
+    org: str | None = None
+
+    @model_validator(mode="after")
+    def _role_fits(self) -> RoleGrant:
+        if self.team and self.org:
+            raise ValueError("a grant names a team or an org, not both")
+        roles = TEAM_ROLES if self.team else ORG_ROLES if self.org else GATEWAY_ROLES
+        if self.role not in roles:
+            raise ValueError(f"role {self.role!r}: must be one of {', '.join(roles)} here")
+        return self
+
+
+class OidcConfig(Strict):
+    """Sign-in to the admin page with the company's OpenID provider (authorization code
+    with PKCE), and its JWT access tokens as Bearer on the admin API."""
+
+    issuer: str = Field(min_length=1)
+    client_id: str = Field(min_length=1)
+    # The environment variable holding the client secret (none: a public client, PKCE).
+    client_secret_env: str | None = None
+    scopes: list[str] = Field(default_factory=lambda: ["openid", "email", "profile"])
+    # The claim (of the ID token, else of userinfo) listing the user's groups.
+    groups_claim: str = "groups"
+    # Group -> the roles it gives; synchronised at every sign-in, removals too.
+    role_map: dict[str, list[RoleGrant]] = Field(default_factory=dict)
+    # A gateway-wide role for every signed-in user: none (the default) or `viewer`.
+    default_role: str = ""
+    # The callback URL the provider redirects to; absent: this gateway's own
+    # `/admin/signin/callback` as the browser reached it.
+    redirect_url: str | None = None
+    # The audience a Bearer access token must name; absent: `client_id`.
+    audience: str | None = None
+    # Seconds a sign-in session lasts.
+    session_ttl_s: float = Field(default=8 * 3600, gt=0)
+
+    @model_validator(mode="after")
+    def _default_role(self) -> OidcConfig:
+        if self.default_role not in ("", "viewer"):
+            raise ValueError("default_role: must be empty (no role) or viewer")
+        if "openid" not in self.scopes:
+            raise ValueError("scopes: must include openid")
+        return self
+
+
+class AuthConfig(Strict):
+    oidc: OidcConfig | None = None
+
+
 class Config(Strict):
     server: ServerConfig = Field(default_factory=ServerConfig)
     operations: OperationsConfig = Field(default_factory=OperationsConfig)
@@ -688,6 +750,7 @@ class Config(Strict):
     # Guardrails applied to every call (ids of `guardrails`).
     default_guardrails: list[str] = Field(default_factory=list)
     mcp: McpConfig = Field(default_factory=McpConfig)
+    auth: AuthConfig = Field(default_factory=AuthConfig)
     # The model that answers a request naming the placeholders of clients that talk to
     # one endpoint (Hugging Face's InferenceClient sends `dummy` to a URL it is given).
     default_model: str | None = None

@@ -9,19 +9,23 @@
     ├── NotFound                 NOT_FOUND            404  unknown deployment, key or path
     │   ├── ModelNotFound        NOT_FOUND            404  unknown model
     │   └── ToolNotFound         NOT_FOUND            404  unknown MCP tool, or one not granted
+    ├── Conflict                 ABORTED              409  a name taken, a team with live keys
+    ├── PreconditionFailed       FAILED_PRECONDITION  412  a stale If-Match
     ├── RateLimited              RESOURCE_EXHAUSTED   429  per-key limit spent
     ├── BudgetExhausted          RESOURCE_EXHAUSTED   429  per-key budget spent
     ├── DeadlineExceeded         DEADLINE_EXCEEDED    504  the request's deadline passed
     ├── Cancelled                CANCELLED            499  the caller went away
     ├── Internal                 INTERNAL             500  a bug; details stay in the log
     ├── StorageUnavailable       UNAVAILABLE          503  the database or Redis is slow or away
+    ├── AuditUnavailable         UNAVAILABLE          503  the audit log could not record a change
     ├── ShuttingDown             UNAVAILABLE          503  the gateway is stopping (retry elsewhere)
     └── UpstreamError            UNAVAILABLE          503  a provider failed (retryable or not)
         ├── AllProvidersFailed   UNAVAILABLE          503  every provider tried failed
         └── UpstreamRejected     INVALID_ARGUMENT     400  an upstream refused the request itself
 
 Each class declares its gRPC code, an UPPER_SNAKE reason and whether another provider
-may succeed where this one failed. Both transports read `HTTP_STATUS` and nothing else.
+may succeed where this one failed. Both transports read `HTTP_STATUS` and nothing else
+(through `http_status`, which PreconditionFailed alone overrides: 412).
 """
 
 from __future__ import annotations
@@ -163,6 +167,25 @@ class ToolNotFound(NotFound):
     reason = "TOOL_NOT_FOUND"
 
 
+class Conflict(GatewayError):
+    """The change conflicts with what exists (a name taken, a team with live keys)."""
+
+    code = Code.ABORTED
+    reason = "CONFLICT"
+
+
+class PreconditionFailed(GatewayError):
+    """An `If-Match` names a version that is not the current one: HTTP 412, not the
+    400 FAILED_PRECONDITION otherwise maps to."""
+
+    code = Code.FAILED_PRECONDITION
+    reason = "PRECONDITION_FAILED"
+
+    @property
+    def http_status(self) -> int:
+        return 412
+
+
 class RateLimited(GatewayError):
     code = Code.RESOURCE_EXHAUSTED
     reason = "RATE_LIMITED"
@@ -195,6 +218,14 @@ class StorageUnavailable(GatewayError):
 
     code = Code.UNAVAILABLE
     reason = "STORAGE_UNAVAILABLE"
+
+
+class AuditUnavailable(GatewayError):
+    """The audit log could not record a change, so the change was not made."""
+
+    code = Code.UNAVAILABLE
+    reason = "AUDIT_UNAVAILABLE"
+    retryable = False
 
 
 class ShuttingDown(GatewayError):

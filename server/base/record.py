@@ -78,6 +78,12 @@ class UsageRecord:
     # The response a row belongs to when one response is several rows: each model round
     # and each tool call of a chain the gateway runs (an MCP tool inside a model call).
     response_id: str = ""
+    # Where the key sits when the row is written: its team, the team's organisation
+    # and its owner as a user (empty outside any team), so each level's spend is the
+    # sum of its rows.
+    team_id: str = ""
+    org_id: str = ""
+    user_id: str = ""
 
 
 class Metered(Protocol):
@@ -129,7 +135,7 @@ class CallRecord:
 
     __slots__ = (
         "method", "started", "ticket", "principal", "model", "run", "limited_tokens",
-        "request_counted", "reservation", "route_profile", "difficulty", "prompt", "tags",
+        "request_counted", "reservations", "route_profile", "difficulty", "prompt", "tags",
         "usage", "closed", "failure", "streaming", "guardrails", "response_id",
     )  # fmt: skip
 
@@ -146,7 +152,8 @@ class CallRecord:
         # Whether the request was counted already (before reading stored state), so
         # its reservation counts only its tokens.
         self.request_counted = False
-        self.reservation: Reservation | None = None
+        # What the call holds against each level's budget until it settles.
+        self.reservations: list[Reservation] = []
         # Set for routed requests; `prompt` only when the operator records prompts.
         self.route_profile = ""
         self.difficulty: float | None = None

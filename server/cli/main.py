@@ -24,16 +24,17 @@ from collections.abc import Callable
 from server.accounting.admission import HEADER
 from server.accounting.shared import StateClient
 from server.accounting.spool import Spool
-from server.application.control import Control
+from server.application.admin import config_summary
+from server.application.signin import call_for
 from server.base import config
 from server.base.errors import GatewayError
-from server.cli import keys, migrate, prices, router, workers
+from server.cli import audit, keys, migrate, prices, router, workers
 from server.cli import serve as app
 from server.cli.options import describe_storage, storage_options, with_overrides
 from server.cli.status import say
 from server.ops import metrics, requestlog, tracing
 
-COMMANDS = ("serve", "keys", "migrate", "router", "prices")
+COMMANDS = ("serve", "keys", "audit", "migrate", "router", "prices")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -71,6 +72,7 @@ def parser() -> argparse.ArgumentParser:
     serving.add_argument("--log-level", default="INFO")
     serving.set_defaults(run=None)
     keys.add_parser(commands)
+    audit.add_parser(commands)
     migrate.add_parser(commands)
     router.add_parser(commands)
     prices.add_parser(commands)
@@ -145,8 +147,12 @@ async def serve(args: argparse.Namespace) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     if running.gateway is not None and args.config is not None:
-        control = running.gateway.control
-        loop.add_signal_handler(signal.SIGHUP, lambda: asyncio.ensure_future(_reload(control)))
+        gateway = running.gateway
+        # One worker of several records the reload (each reloads its own config).
+        audited = index in (None, 0)
+        loop.add_signal_handler(
+            signal.SIGHUP, lambda: asyncio.ensure_future(_reload(gateway, audited))
+        )
     await stop.wait()
     # Turns NOT_SERVING, lets calls in flight finish, then drains the usage ledger.
     say("gateway: shutting down")
@@ -163,11 +169,19 @@ def _reread(args: argparse.Namespace) -> tuple[config.Config, str]:
     return with_overrides(cfg, args), source
 
 
-async def _reload(control: Control) -> None:
-    """SIGHUP: reloads the config file; a refusal is logged and changes nothing."""
+async def _reload(gateway: app.Gateway, audited: bool) -> None:
+    """SIGHUP: reloads the config file; a refusal is logged and changes nothing. The
+    reload is recorded in the audit log (actor `signal:SIGHUP`) as the admin API's is."""
     with contextlib.suppress(GatewayError):
-        done = await control.reload()
+        before = config_summary(gateway.live.current.config)
+        done = await gateway.control.reload()
         say(f"gateway: config reloaded from {done.source}")
+        if audited:
+            after = config_summary(gateway.live.current.config)
+            await gateway.signin.auditor.event(
+                call_for("", ""), "signal:SIGHUP", "config.reload", f"config:{done.source}",
+                before, after,
+            )  # fmt: skip
 
 
 def quiet_gc() -> None:

@@ -29,6 +29,7 @@ from server.accounting.shared import SharedBudgets, SharedLimiter, StateClient
 from server.accounting.spool import Spool
 from server.application import rpcs
 from server.application.admin import AdminService
+from server.application.audit import Admins, Auditor
 from server.application.control import Control
 from server.application.dashboard import Dashboard
 from server.application.dialects.chat.service import ChatService, CompletionService
@@ -39,6 +40,7 @@ from server.application.dialects.responses.service import ResponsesService
 from server.application.dialects.routing.service import DeploymentService, RouterService
 from server.application.embedding import EmbeddingService
 from server.application.feedback import FeedbackService
+from server.application.governance import Governance
 from server.application.mcp.service import McpService
 from server.application.mcp.toolbox import Toolbox
 from server.application.mcp.tools import Tools
@@ -50,6 +52,7 @@ from server.application.pipeline.state import Live, Snapshot, snapshot_of
 from server.application.provider import ProviderService
 from server.application.retrain import retrain_every
 from server.application.rpcs import Services
+from server.application.signin import SignIn
 from server.application.usage import UsageService
 from server.base.config import Config, ConfigError, OperationsConfig, ServerConfig
 from server.base.pipeline import SERVICES, Middleware, RpcMethod
@@ -114,6 +117,8 @@ class Gateway:
     observer: Observer
     # The MCP gateway's core: the upstream MCP servers and the calls to their tools.
     tools: Tools
+    # The admin page's sign-in with the company's identity provider.
+    signin: SignIn
     closers: tuple[Closer, ...]
 
     def unknown_route(self, method: str, path: str, client: str, status: int) -> None:
@@ -173,6 +178,9 @@ def assemble(
     )  # fmt: skip
     conversations = state.store.conversations if state.store else MemoryConversations()
     chains = Chains(generations, tools, accounts)
+    auditor = Auditor(state.store)
+    signin = SignIn(live, state.store, auditor)
+    admins = Admins(live, accounts, auditor, signin)
     services = Services(
         chat=ChatService(generations),
         completion=CompletionService(generations),
@@ -183,8 +191,9 @@ def assemble(
         deployment=DeploymentService(live, accounts, generations),
         admin=AdminService(
             live, accounts, state.store, control,
-            Dashboard(live, accounts, state.store, recent, tools),
+            Dashboard(live, accounts, state.store, recent, tools), admins,
         ),
+        governance=Governance(accounts, state.store, admins),
         usage=UsageService(live, accounts, state.store),
         feedback=FeedbackService(live, accounts, state.store),
         messages=MessagesService(generations, live, accounts, chains),
@@ -213,7 +222,7 @@ def assemble(
     return Gateway(
         live, accounts, state.store, control, services, middlewares,
         rpcs.table(services, middlewares), GatewayHealth(live, state.store), metrics, observer,
-        tools, state.closers,
+        tools, signin, state.closers,
     )  # fmt: skip
 
 
@@ -523,6 +532,7 @@ async def start(
     from http_facade.mcp import McpEndpoint, mcp_routes
     from http_facade.mcp_sessions import Sessions, shared_secret
     from http_facade.ops import ops_routes
+    from http_facade.signin import signin_routes
 
     settings = config.server
     grace = config.operations.drain_s
@@ -557,7 +567,8 @@ async def start(
         http: HttpListener | None = None
         if serve_http:
             app = create_app(
-                settings, table=table, extra_routes=[*extra, *mcp_routes(mcp)],
+                settings, table=table,
+                extra_routes=[*extra, *mcp_routes(mcp), *signin_routes(gateway.signin)],
                 on_unknown_route=gateway.unknown_route,
             )  # fmt: skip
             app.state.stopping = stopping

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import grpc
 from google.protobuf.message import Message
 
-from server.base.call import Call, request_id_or_new
+from server.base.call import PEER, Call, request_id_or_new
 from server.base.errors import Code, GatewayError, Internal, ShuttingDown
 from server.base.pipeline import RpcMethod
 from server.grpc_api.coalesce import merger
@@ -46,6 +46,8 @@ def _call(context: grpc.aio.ServicerContext, timeout_s: float) -> Call:
         timeout_s = min(timeout_s, remaining)
     request_id = request_id_or_new(metadata.get("x-request-id"))
     metadata["x-request-id"] = request_id
+    # The transport's own word on who connected, never the caller's (the audit log's).
+    metadata[PEER] = context.peer() or ""
     return Call.with_timeout(metadata, timeout_s, request_id)
 
 

@@ -7,6 +7,9 @@ usage.py       the usage ledger's table: batched inserts, spend and usage querie
 feedback.py    feedback on earlier requests, and the rows routing trains on
 responses.py   stored responses of the Responses API, owned by the key that made them
 conversations.py  conversations of the Conversations API, owned by the key that made them
+governance.py  organisations, teams, users and memberships: the levels above keys
+audit.py       the audit log: administrative changes, chained by SHA-256
+sessions.py    admin sign-in: users' sessions and the sign-ins under way
 """
 
 from __future__ import annotations
@@ -14,12 +17,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from server.base.config import StorageConfig
+from server.storage.audit import AuditLog
 from server.storage.conversations import DatabaseConversations
 from server.storage.db import Database, connect
 from server.storage.feedback import FeedbackStore
+from server.storage.governance import GovernanceStore
 from server.storage.keys import KeyStore
 from server.storage.migrations import migrate
 from server.storage.responses import DatabaseResponses
+from server.storage.sessions import SessionStore
 from server.storage.usage import UsageStore
 
 
@@ -31,6 +37,9 @@ class Store:
     feedback: FeedbackStore
     responses: DatabaseResponses
     conversations: DatabaseConversations
+    governance: GovernanceStore
+    audit: AuditLog
+    sessions: SessionStore
 
     async def aclose(self) -> None:
         await self.db.close()
@@ -46,7 +55,7 @@ async def open_store(settings: StorageConfig) -> Store:
         raise
     return Store(
         db, KeyStore(db), UsageStore(db), FeedbackStore(db), DatabaseResponses(db),
-        DatabaseConversations(db),
+        DatabaseConversations(db), GovernanceStore(db), AuditLog(db), SessionStore(db),
     )  # fmt: skip
 
 

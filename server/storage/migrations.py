@@ -21,6 +21,15 @@ TYPES: dict[Dialect, dict[str, str]] = {
     "postgresql": {"serial": "BIGSERIAL PRIMARY KEY", "float": "DOUBLE PRECISION"},
 }
 
+# A level's budget, rate limits, model allowlist and version (orgs, teams, members).
+LIMITS = """budget_usd {float},
+                budget_period TEXT NOT NULL DEFAULT 'monthly',
+                requests_per_minute INTEGER,
+                tokens_per_minute INTEGER,
+                models TEXT NOT NULL DEFAULT '',
+                version INTEGER NOT NULL DEFAULT 1,
+                created_at {float} NOT NULL"""
+
 MIGRATIONS: list[tuple[int, str, list[str]]] = [
     (
         1,
@@ -188,12 +197,109 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
         ],
     ),
     (
+        10,
+        "organisations, teams, users and memberships",
+        [
+            # Each level's budget, rate limits and model allowlist (one id per line;
+            # empty: any); `version` grows with every change (the ETag of If-Match).
+            f"""CREATE TABLE orgs (
+                id TEXT PRIMARY KEY,
+                name TEXT NOT NULL UNIQUE,
+                {LIMITS}
+            )""",
+            f"""CREATE TABLE teams (
+                id TEXT PRIMARY KEY,
+                org_id TEXT NOT NULL,
+                name TEXT NOT NULL,
+                {LIMITS},
+                UNIQUE (org_id, name)
+            )""",
+            # A person, as the identity provider names them (`subject`), or made by an
+            # administrator (empty subject until they first sign in).
+            """CREATE TABLE users (
+                id TEXT PRIMARY KEY,
+                subject TEXT NOT NULL DEFAULT '',
+                email TEXT NOT NULL DEFAULT '',
+                created_at {float} NOT NULL
+            )""",
+            "CREATE INDEX users_subject ON users (subject)",
+            "CREATE INDEX users_email ON users (email)",
+            # A user's role in a team (team_id set) or in an organisation (team_id
+            # empty: org_admin or viewer), with the member's own budget and limits in
+            # that team; `source` says who made it (`admin`, or `oidc` for a group).
+            f"""CREATE TABLE memberships (
+                org_id TEXT NOT NULL,
+                team_id TEXT NOT NULL DEFAULT '',
+                user_id TEXT NOT NULL,
+                role TEXT NOT NULL,
+                source TEXT NOT NULL DEFAULT 'admin',
+                {LIMITS},
+                PRIMARY KEY (org_id, team_id, user_id)
+            )""",
+            "ALTER TABLE api_keys ADD COLUMN team_id TEXT NOT NULL DEFAULT ''",
+            "ALTER TABLE api_keys ADD COLUMN models TEXT NOT NULL DEFAULT ''",
+            "CREATE INDEX api_keys_team ON api_keys (team_id)",
+            "ALTER TABLE usage_records ADD COLUMN team_id TEXT NOT NULL DEFAULT ''",
+            "ALTER TABLE usage_records ADD COLUMN org_id TEXT NOT NULL DEFAULT ''",
+            "ALTER TABLE usage_records ADD COLUMN user_id TEXT NOT NULL DEFAULT ''",
+            "CREATE INDEX usage_records_team_ts ON usage_records (team_id, ts)",
+            "CREATE INDEX usage_records_org_ts ON usage_records (org_id, ts)",
+        ],
+    ),
+    (
         11,
         "rows of one response",
         [
             # The response a row belongs to: each model round and tool call of a chain
             # the gateway runs inside one model call is a row of its own.
             "ALTER TABLE usage_records ADD COLUMN response_id TEXT NOT NULL DEFAULT ''",
+        ],
+    ),
+    (
+        12,
+        "audit log",
+        [
+            # Append-only: each event's `hash` is the SHA-256 of its canonical JSON,
+            # which holds the previous event's hash (server/storage/audit.py).
+            """CREATE TABLE audit_events (
+                seq INTEGER PRIMARY KEY,
+                ts {float} NOT NULL,
+                actor TEXT NOT NULL,
+                actor_address TEXT NOT NULL DEFAULT '',
+                action TEXT NOT NULL,
+                target TEXT NOT NULL DEFAULT '',
+                before TEXT,
+                after TEXT,
+                request_id TEXT NOT NULL DEFAULT '',
+                prev_hash TEXT NOT NULL,
+                hash TEXT NOT NULL
+            )""",
+            "CREATE INDEX audit_events_ts ON audit_events (ts)",
+        ],
+    ),
+    (
+        13,
+        "admin sign-in",
+        [
+            # A signed-in user's session, by the SHA-256 of its cookie's secret; the
+            # gateway-wide role its groups gave at sign-in; revoked at sign-out.
+            """CREATE TABLE admin_sessions (
+                digest TEXT PRIMARY KEY,
+                user_id TEXT NOT NULL,
+                role TEXT NOT NULL DEFAULT '',
+                created_at {float} NOT NULL,
+                expires_at {float} NOT NULL,
+                revoked_at {float}
+            )""",
+            "CREATE INDEX admin_sessions_user ON admin_sessions (user_id)",
+            # A sign-in under way: its state (by digest), nonce and PKCE verifier, taken
+            # once by the callback.
+            """CREATE TABLE oidc_logins (
+                state TEXT PRIMARY KEY,
+                nonce TEXT NOT NULL,
+                verifier TEXT NOT NULL,
+                created_at {float} NOT NULL
+            )""",
         ],
     ),
 ]

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from operator import attrgetter
 
+from server.base.caller import account_fields
 from server.base.record import UsageRecord
 from server.storage.db import Database
 
@@ -48,12 +49,15 @@ class UsageStore:
             [_row(r) for r in records],
         )
 
-    async def spent_since(self, key_id: str, since: float) -> float:
-        """What a key has spent since `since` (Unix seconds), in USD."""
+    async def spent_since(self, account: str, since: float) -> float:
+        """What an account (a key's id, or a level's `account_of`) has spent since
+        `since` (Unix seconds), in USD: the sum of its rows."""
+        match = account_fields(account)
+        where = " AND ".join(f"{column} = ?" for column in match)
         row = await self.db.fetchrow(
             "SELECT COALESCE(SUM(total_cost_usd), 0) AS spent FROM usage_records "
-            "WHERE key_id = ? AND ts >= ?",
-            key_id,
+            f"WHERE {where} AND ts >= ?",
+            *match.values(),
             since,
         )
         return float(row["spent"]) if row else 0.0

@@ -21,14 +21,20 @@ VERBS = ("get", "put", "post", "delete", "patch")
 
 def annotated(with_header: bool = False) -> dict[tuple[str, ...], str]:
     """(verb, path template) -> full method name, for every annotated RPC; with
-    `with_header`, the header that selects a binding sharing its path is in the key."""
+    `with_header`, the header (and query parameter) that selects a binding sharing its
+    path is in the key."""
     found = {}
     for service in SERVICES:
         for method in service.methods:
             options = method.GetOptions()
             assert options.HasExtension(annotations_pb2.http), f"{method.full_name} unannotated"
             rule = options.Extensions[annotations_pb2.http]
-            header = options.Extensions[rest_pb2.RestMethodOptions.rest_method].when_header
+            selects = options.Extensions[rest_pb2.RestMethodOptions.rest_method]
+            header = (
+                f"{selects.when_header}?{selects.when_query}"
+                if selects.when_query
+                else (selects.when_header)
+            )
             for one in (rule, *rule.additional_bindings):
                 verb = one.WhichOneof("pattern")
                 assert verb in VERBS

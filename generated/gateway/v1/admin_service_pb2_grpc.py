@@ -60,6 +60,16 @@ class AdminServiceStub:
                 request_serializer=gateway_dot_v1_dot_admin__service__pb2.RevokeKeyRequest.SerializeToString,
                 response_deserializer=gateway_dot_v1_dot_admin__service__pb2.RevokeKeyResponse.FromString,
                 _registered_method=True)
+        self.UpdateKey = channel.unary_unary(
+                '/gateway.v1.AdminService/UpdateKey',
+                request_serializer=gateway_dot_v1_dot_admin__service__pb2.UpdateKeyRequest.SerializeToString,
+                response_deserializer=gateway_dot_v1_dot_admin__service__pb2.UpdateKeyResponse.FromString,
+                _registered_method=True)
+        self.RotateKey = channel.unary_unary(
+                '/gateway.v1.AdminService/RotateKey',
+                request_serializer=gateway_dot_v1_dot_admin__service__pb2.RotateKeyRequest.SerializeToString,
+                response_deserializer=gateway_dot_v1_dot_admin__service__pb2.RotateKeyResponse.FromString,
+                _registered_method=True)
         self.ReloadConfig = channel.unary_unary(
                 '/gateway.v1.AdminService/ReloadConfig',
                 request_serializer=gateway_dot_v1_dot_admin__service__pb2.ReloadConfigRequest.SerializeToString,
@@ -84,6 +94,91 @@ class AdminServiceStub:
                 '/gateway.v1.AdminService/RetrainRouter',
                 request_serializer=gateway_dot_v1_dot_admin__service__pb2.RetrainRouterRequest.SerializeToString,
                 response_deserializer=gateway_dot_v1_dot_admin__service__pb2.RetrainRouterResponse.FromString,
+                _registered_method=True)
+        self.CreateOrganization = channel.unary_unary(
+                '/gateway.v1.AdminService/CreateOrganization',
+                request_serializer=gateway_dot_v1_dot_admin__service__pb2.CreateOrganizationRequest.SerializeToString,
+                response_deserializer=gateway_dot_v1_dot_admin__service__pb2.CreateOrganizationResponse.FromString,
+                _registered_method=True)
+        self.ListOrganizations = channel.unary_unary(
+                '/gateway.v1.AdminService/ListOrganizations',
+                request_serializer=gateway_dot_v1_dot_admin__service__pb2.ListOrganizationsRequest.SerializeToString,
+                response_deserializer=gateway_dot_v1_dot_admin__service__pb2.ListOrganizationsResponse.FromString,
+                _registered_method=True)
+        self.GetOrganization = channel.unary_unary(
+                '/gateway.v1.AdminService/GetOrganization',
+                request_serializer=gateway_dot_v1_dot_admin__service__pb2.GetOrganizationRequest.SerializeToString,
+                response_deserializer=gateway_dot_v1_dot_admin__service__pb2.GetOrganizationResponse.FromString,
+                _registered_method=True)
+        self.UpdateOrganization = channel.unary_unary(
+                '/gateway.v1.AdminService/UpdateOrganization',
+                request_serializer=gateway_dot_v1_dot_admin__service__pb2.UpdateOrganizationRequest.SerializeToString,
+                response_deserializer=gateway_dot_v1_dot_admin__service__pb2.UpdateOrganizationResponse.FromString,
+                _registered_method=True)
+        self.CreateTeam = channel.unary_unary(
+                '/gateway.v1.AdminService/CreateTeam',
+                request_serializer=gateway_dot_v1_dot_admin__service__pb2.CreateTeamRequest.SerializeToString,
+                response_deserializer=gateway_dot_v1_dot_admin__service__pb2.CreateTeamResponse.FromString,
+                _registered_method=True)
+        self.ListTeams = channel.unary_unary(
+                '/gateway.v1.AdminService/ListTeams',
+                request_serializer=gateway_dot_v1_dot_admin__service__pb2.ListTeamsRequest.SerializeToString,
+                response_deserializer=gateway_dot_v1_dot_admin__service__pb2.ListTeamsResponse.FromString,
+                _registered_method=True)
+        self.GetTeam = channel.unary_unary(
+                '/gateway.v1.AdminService/GetTeam',
+                request_serializer=gateway_dot_v1_dot_admin__service__pb2.GetTeamRequest.SerializeToString,
+                response_deserializer=gateway_dot_v1_dot_admin__service__pb2.GetTeamResponse.FromString,
+                _registered_method=True)
+        self.UpdateTeam = channel.unary_unary(
+                '/gateway.v1.AdminService/UpdateTeam',
+                request_serializer=gateway_dot_v1_dot_admin__service__pb2.UpdateTeamRequest.SerializeToString,
+                response_deserializer=gateway_dot_v1_dot_admin__service__pb2.UpdateTeamResponse.FromString,
+                _registered_method=True)
+        self.DeleteTeam = channel.unary_unary(
+                '/gateway.v1.AdminService/DeleteTeam',
+                request_serializer=gateway_dot_v1_dot_admin__service__pb2.DeleteTeamRequest.SerializeToString,
+                response_deserializer=gateway_dot_v1_dot_admin__service__pb2.DeleteTeamResponse.FromString,
+                _registered_method=True)
+        self.CreateUser = channel.unary_unary(
+                '/gateway.v1.AdminService/CreateUser',
+                request_serializer=gateway_dot_v1_dot_admin__service__pb2.CreateUserRequest.SerializeToString,
+                response_deserializer=gateway_dot_v1_dot_admin__service__pb2.CreateUserResponse.FromString,
+                _registered_method=True)
+        self.ListUsers = channel.unary_unary(
+                '/gateway.v1.AdminService/ListUsers',
+                request_serializer=gateway_dot_v1_dot_admin__service__pb2.ListUsersRequest.SerializeToString,
+                response_deserializer=gateway_dot_v1_dot_admin__service__pb2.ListUsersResponse.FromString,
+                _registered_method=True)
+        self.SignOutUser = channel.unary_unary(
+                '/gateway.v1.AdminService/SignOutUser',
+                request_serializer=gateway_dot_v1_dot_admin__service__pb2.SignOutUserRequest.SerializeToString,
+                response_deserializer=gateway_dot_v1_dot_admin__service__pb2.SignOutUserResponse.FromString,
+                _registered_method=True)
+        self.PutMembership = channel.unary_unary(
+                '/gateway.v1.AdminService/PutMembership',
+                request_serializer=gateway_dot_v1_dot_admin__service__pb2.PutMembershipRequest.SerializeToString,
+                response_deserializer=gateway_dot_v1_dot_admin__service__pb2.PutMembershipResponse.FromString,
+                _registered_method=True)
+        self.ListMemberships = channel.unary_unary(
+                '/gateway.v1.AdminService/ListMemberships',
+                request_serializer=gateway_dot_v1_dot_admin__service__pb2.ListMembershipsRequest.SerializeToString,
+                response_deserializer=gateway_dot_v1_dot_admin__service__pb2.ListMembershipsResponse.FromString,
+                _registered_method=True)
+        self.DeleteMembership = channel.unary_unary(
+                '/gateway.v1.AdminService/DeleteMembership',
+                request_serializer=gateway_dot_v1_dot_admin__service__pb2.DeleteMembershipRequest.SerializeToString,
+                response_deserializer=gateway_dot_v1_dot_admin__service__pb2.DeleteMembershipResponse.FromString,
+                _registered_method=True)
+        self.ListAuditEvents = channel.unary_unary(
+                '/gateway.v1.AdminService/ListAuditEvents',
+                request_serializer=gateway_dot_v1_dot_admin__service__pb2.ListAuditEventsRequest.SerializeToString,
+                response_deserializer=gateway_dot_v1_dot_admin__service__pb2.ListAuditEventsResponse.FromString,
+                _registered_method=True)
+        self.ExportAuditEvents = channel.unary_stream(
+                '/gateway.v1.AdminService/ExportAuditEvents',
+                request_serializer=gateway_dot_v1_dot_admin__service__pb2.ExportAuditEventsRequest.SerializeToString,
+                response_deserializer=gateway_dot_v1_dot_admin__service__pb2.ExportAuditEventsResponse.FromString,
                 _registered_method=True)
 
 
@@ -130,6 +225,30 @@ class AdminServiceServicer:
         (`storage.key_cache_ttl_s`). Revoking a revoked key changes nothing.
 
         Errors: UNAUTHENTICATED, NOT_FOUND for an unknown key.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def UpdateKey(self, request, context):
+        """Changes a stored key's limits, budget, allowlists, owner or team. Fields absent
+        stay as they are; `clear` removes a limit. Every instance applies the change
+        within about a second (`storage.key_cache_ttl_s`).
+
+        Errors: UNAUTHENTICATED, PERMISSION_DENIED for a key (or a team) outside the
+        administrator's, NOT_FOUND, INVALID_ARGUMENT for a value out of range.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RotateKey(self, request, context):
+        """Gives a stored key a new secret and returns it (shown only here); the old secret
+        stops working on every instance within about a second. The key keeps its id,
+        limits, budget and spend.
+
+        Errors: UNAUTHENTICATED, PERMISSION_DENIED for a key outside the administrator's
+        team, NOT_FOUND, ABORTED (409) for a revoked key.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -193,6 +312,183 @@ class AdminServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def CreateOrganization(self, request, context):
+        """Creates an organisation: the widest level above keys, with its own budget, rate
+        limits and model allowlist. Needs an admin key of no team.
+
+        Errors: UNAUTHENTICATED, PERMISSION_DENIED for a team's admin key,
+        INVALID_ARGUMENT for a missing name or a limit out of range, ABORTED (409) for a
+        name taken.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListOrganizations(self, request, context):
+        """Lists the organisations, oldest first, with their spend this period.
+
+        Errors: UNAUTHENTICATED, PERMISSION_DENIED for a team's admin key.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetOrganization(self, request, context):
+        """Gets one organisation by id or name.
+
+        Errors: UNAUTHENTICATED, PERMISSION_DENIED for a team's admin key, NOT_FOUND.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def UpdateOrganization(self, request, context):
+        """Changes an organisation's budget, rate limits or allowlist. With `If-Match`
+        (REST) or `if_match`, a version other than the current one is refused.
+
+        Errors: UNAUTHENTICATED, PERMISSION_DENIED for a team's admin key, NOT_FOUND,
+        INVALID_ARGUMENT, FAILED_PRECONDITION (412) for a stale If-Match.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CreateTeam(self, request, context):
+        """Creates a team in an organisation.
+
+        Errors: UNAUTHENTICATED, PERMISSION_DENIED for a team's admin key, NOT_FOUND for
+        an unknown organisation, INVALID_ARGUMENT, ABORTED (409) for a name taken in it.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListTeams(self, request, context):
+        """Lists teams, oldest first (a team's admin key: its own team only).
+
+        Errors: UNAUTHENTICATED.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetTeam(self, request, context):
+        """Gets one team with its spend this period, its budget and its effective budget
+        (the tightest of its own and its organisation's).
+
+        Errors: UNAUTHENTICATED, PERMISSION_DENIED for another team's admin key,
+        NOT_FOUND.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def UpdateTeam(self, request, context):
+        """Changes a team's name, budget, rate limits or allowlist. A budget above the
+        organisation's is accepted and shown capped in `effective_budget_usd`.
+
+        Errors: UNAUTHENTICATED, PERMISSION_DENIED for another team's admin key,
+        NOT_FOUND, INVALID_ARGUMENT, FAILED_PRECONDITION (412) for a stale If-Match.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteTeam(self, request, context):
+        """Deletes a team and its memberships. A team with live keys is deleted only with
+        `revoke_keys`, which revokes them.
+
+        Errors: UNAUTHENTICATED, PERMISSION_DENIED for a team's admin key, NOT_FOUND,
+        ABORTED (409) for a team with live keys without `revoke_keys`.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CreateUser(self, request, context):
+        """Creates a user: a person by the identity provider's subject and their email.
+
+        Errors: UNAUTHENTICATED, PERMISSION_DENIED for a team's admin key,
+        INVALID_ARGUMENT without a subject or an email.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListUsers(self, request, context):
+        """Lists users, oldest first, with their memberships.
+
+        Errors: UNAUTHENTICATED, PERMISSION_DENIED for a team's admin key.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SignOutUser(self, request, context):
+        """Ends every sign-in session of a user at once (their role at the identity provider
+        changed, say); their next visit signs in again, with the groups they have then.
+
+        Errors: UNAUTHENTICATED, PERMISSION_DENIED for a team's admin key, NOT_FOUND.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def PutMembership(self, request, context):
+        """Makes a user a member of a team (or of an organisation, without `team_id`) with
+        a role, or changes that membership: the member's own budget, rate limits and
+        allowlist in the team.
+
+        Errors: UNAUTHENTICATED, PERMISSION_DENIED for another team's admin key,
+        NOT_FOUND for an unknown user, team or organisation, INVALID_ARGUMENT for a role
+        the place does not have.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListMemberships(self, request, context):
+        """Lists memberships, filtered by organisation, team or user.
+
+        Errors: UNAUTHENTICATED.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteMembership(self, request, context):
+        """Ends a membership.
+
+        Errors: UNAUTHENTICATED, PERMISSION_DENIED for another team's admin key,
+        NOT_FOUND.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListAuditEvents(self, request, context):
+        """Lists the audit log's events, oldest first, filtered and paged: every
+        administrative change with its actor, target, before and after, each chained to
+        the one before by a SHA-256. Needs an admin key of no team.
+
+        Errors: UNAUTHENTICATED, PERMISSION_DENIED for a team's admin key,
+        INVALID_ARGUMENT for a page size out of range.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ExportAuditEvents(self, request, context):
+        """Exports the same events as JSON Lines (REST: `GET /v1/admin/audit?format=jsonl`),
+        one event per line, every event the filters keep.
+
+        Errors: UNAUTHENTICATED, PERMISSION_DENIED for a team's admin key,
+        INVALID_ARGUMENT for a format other than `jsonl`.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AdminServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -215,6 +511,16 @@ def add_AdminServiceServicer_to_server(servicer, server):
                     servicer.RevokeKey,
                     request_deserializer=gateway_dot_v1_dot_admin__service__pb2.RevokeKeyRequest.FromString,
                     response_serializer=gateway_dot_v1_dot_admin__service__pb2.RevokeKeyResponse.SerializeToString,
+            ),
+            'UpdateKey': grpc.unary_unary_rpc_method_handler(
+                    servicer.UpdateKey,
+                    request_deserializer=gateway_dot_v1_dot_admin__service__pb2.UpdateKeyRequest.FromString,
+                    response_serializer=gateway_dot_v1_dot_admin__service__pb2.UpdateKeyResponse.SerializeToString,
+            ),
+            'RotateKey': grpc.unary_unary_rpc_method_handler(
+                    servicer.RotateKey,
+                    request_deserializer=gateway_dot_v1_dot_admin__service__pb2.RotateKeyRequest.FromString,
+                    response_serializer=gateway_dot_v1_dot_admin__service__pb2.RotateKeyResponse.SerializeToString,
             ),
             'ReloadConfig': grpc.unary_unary_rpc_method_handler(
                     servicer.ReloadConfig,
@@ -240,6 +546,91 @@ def add_AdminServiceServicer_to_server(servicer, server):
                     servicer.RetrainRouter,
                     request_deserializer=gateway_dot_v1_dot_admin__service__pb2.RetrainRouterRequest.FromString,
                     response_serializer=gateway_dot_v1_dot_admin__service__pb2.RetrainRouterResponse.SerializeToString,
+            ),
+            'CreateOrganization': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreateOrganization,
+                    request_deserializer=gateway_dot_v1_dot_admin__service__pb2.CreateOrganizationRequest.FromString,
+                    response_serializer=gateway_dot_v1_dot_admin__service__pb2.CreateOrganizationResponse.SerializeToString,
+            ),
+            'ListOrganizations': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListOrganizations,
+                    request_deserializer=gateway_dot_v1_dot_admin__service__pb2.ListOrganizationsRequest.FromString,
+                    response_serializer=gateway_dot_v1_dot_admin__service__pb2.ListOrganizationsResponse.SerializeToString,
+            ),
+            'GetOrganization': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetOrganization,
+                    request_deserializer=gateway_dot_v1_dot_admin__service__pb2.GetOrganizationRequest.FromString,
+                    response_serializer=gateway_dot_v1_dot_admin__service__pb2.GetOrganizationResponse.SerializeToString,
+            ),
+            'UpdateOrganization': grpc.unary_unary_rpc_method_handler(
+                    servicer.UpdateOrganization,
+                    request_deserializer=gateway_dot_v1_dot_admin__service__pb2.UpdateOrganizationRequest.FromString,
+                    response_serializer=gateway_dot_v1_dot_admin__service__pb2.UpdateOrganizationResponse.SerializeToString,
+            ),
+            'CreateTeam': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreateTeam,
+                    request_deserializer=gateway_dot_v1_dot_admin__service__pb2.CreateTeamRequest.FromString,
+                    response_serializer=gateway_dot_v1_dot_admin__service__pb2.CreateTeamResponse.SerializeToString,
+            ),
+            'ListTeams': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListTeams,
+                    request_deserializer=gateway_dot_v1_dot_admin__service__pb2.ListTeamsRequest.FromString,
+                    response_serializer=gateway_dot_v1_dot_admin__service__pb2.ListTeamsResponse.SerializeToString,
+            ),
+            'GetTeam': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetTeam,
+                    request_deserializer=gateway_dot_v1_dot_admin__service__pb2.GetTeamRequest.FromString,
+                    response_serializer=gateway_dot_v1_dot_admin__service__pb2.GetTeamResponse.SerializeToString,
+            ),
+            'UpdateTeam': grpc.unary_unary_rpc_method_handler(
+                    servicer.UpdateTeam,
+                    request_deserializer=gateway_dot_v1_dot_admin__service__pb2.UpdateTeamRequest.FromString,
+                    response_serializer=gateway_dot_v1_dot_admin__service__pb2.UpdateTeamResponse.SerializeToString,
+            ),
+            'DeleteTeam': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteTeam,
+                    request_deserializer=gateway_dot_v1_dot_admin__service__pb2.DeleteTeamRequest.FromString,
+                    response_serializer=gateway_dot_v1_dot_admin__service__pb2.DeleteTeamResponse.SerializeToString,
+            ),
+            'CreateUser': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreateUser,
+                    request_deserializer=gateway_dot_v1_dot_admin__service__pb2.CreateUserRequest.FromString,
+                    response_serializer=gateway_dot_v1_dot_admin__service__pb2.CreateUserResponse.SerializeToString,
+            ),
+            'ListUsers': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListUsers,
+                    request_deserializer=gateway_dot_v1_dot_admin__service__pb2.ListUsersRequest.FromString,
+                    response_serializer=gateway_dot_v1_dot_admin__service__pb2.ListUsersResponse.SerializeToString,
+            ),
+            'SignOutUser': grpc.unary_unary_rpc_method_handler(
+                    servicer.SignOutUser,
+                    request_deserializer=gateway_dot_v1_dot_admin__service__pb2.SignOutUserRequest.FromString,
+                    response_serializer=gateway_dot_v1_dot_admin__service__pb2.SignOutUserResponse.SerializeToString,
+            ),
+            'PutMembership': grpc.unary_unary_rpc_method_handler(
+                    servicer.PutMembership,
+                    request_deserializer=gateway_dot_v1_dot_admin__service__pb2.PutMembershipRequest.FromString,
+                    response_serializer=gateway_dot_v1_dot_admin__service__pb2.PutMembershipResponse.SerializeToString,
+            ),
+            'ListMemberships': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListMemberships,
+                    request_deserializer=gateway_dot_v1_dot_admin__service__pb2.ListMembershipsRequest.FromString,
+                    response_serializer=gateway_dot_v1_dot_admin__service__pb2.ListMembershipsResponse.SerializeToString,
+            ),
+            'DeleteMembership': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteMembership,
+                    request_deserializer=gateway_dot_v1_dot_admin__service__pb2.DeleteMembershipRequest.FromString,
+                    response_serializer=gateway_dot_v1_dot_admin__service__pb2.DeleteMembershipResponse.SerializeToString,
+            ),
+            'ListAuditEvents': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListAuditEvents,
+                    request_deserializer=gateway_dot_v1_dot_admin__service__pb2.ListAuditEventsRequest.FromString,
+                    response_serializer=gateway_dot_v1_dot_admin__service__pb2.ListAuditEventsResponse.SerializeToString,
+            ),
+            'ExportAuditEvents': grpc.unary_stream_rpc_method_handler(
+                    servicer.ExportAuditEvents,
+                    request_deserializer=gateway_dot_v1_dot_admin__service__pb2.ExportAuditEventsRequest.FromString,
+                    response_serializer=gateway_dot_v1_dot_admin__service__pb2.ExportAuditEventsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -356,6 +747,60 @@ class AdminService:
             '/gateway.v1.AdminService/RevokeKey',
             gateway_dot_v1_dot_admin__service__pb2.RevokeKeyRequest.SerializeToString,
             gateway_dot_v1_dot_admin__service__pb2.RevokeKeyResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UpdateKey(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/gateway.v1.AdminService/UpdateKey',
+            gateway_dot_v1_dot_admin__service__pb2.UpdateKeyRequest.SerializeToString,
+            gateway_dot_v1_dot_admin__service__pb2.UpdateKeyResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RotateKey(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/gateway.v1.AdminService/RotateKey',
+            gateway_dot_v1_dot_admin__service__pb2.RotateKeyRequest.SerializeToString,
+            gateway_dot_v1_dot_admin__service__pb2.RotateKeyResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -491,6 +936,465 @@ class AdminService:
             '/gateway.v1.AdminService/RetrainRouter',
             gateway_dot_v1_dot_admin__service__pb2.RetrainRouterRequest.SerializeToString,
             gateway_dot_v1_dot_admin__service__pb2.RetrainRouterResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CreateOrganization(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/gateway.v1.AdminService/CreateOrganization',
+            gateway_dot_v1_dot_admin__service__pb2.CreateOrganizationRequest.SerializeToString,
+            gateway_dot_v1_dot_admin__service__pb2.CreateOrganizationResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListOrganizations(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/gateway.v1.AdminService/ListOrganizations',
+            gateway_dot_v1_dot_admin__service__pb2.ListOrganizationsRequest.SerializeToString,
+            gateway_dot_v1_dot_admin__service__pb2.ListOrganizationsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetOrganization(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/gateway.v1.AdminService/GetOrganization',
+            gateway_dot_v1_dot_admin__service__pb2.GetOrganizationRequest.SerializeToString,
+            gateway_dot_v1_dot_admin__service__pb2.GetOrganizationResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UpdateOrganization(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/gateway.v1.AdminService/UpdateOrganization',
+            gateway_dot_v1_dot_admin__service__pb2.UpdateOrganizationRequest.SerializeToString,
+            gateway_dot_v1_dot_admin__service__pb2.UpdateOrganizationResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CreateTeam(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/gateway.v1.AdminService/CreateTeam',
+            gateway_dot_v1_dot_admin__service__pb2.CreateTeamRequest.SerializeToString,
+            gateway_dot_v1_dot_admin__service__pb2.CreateTeamResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListTeams(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/gateway.v1.AdminService/ListTeams',
+            gateway_dot_v1_dot_admin__service__pb2.ListTeamsRequest.SerializeToString,
+            gateway_dot_v1_dot_admin__service__pb2.ListTeamsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetTeam(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/gateway.v1.AdminService/GetTeam',
+            gateway_dot_v1_dot_admin__service__pb2.GetTeamRequest.SerializeToString,
+            gateway_dot_v1_dot_admin__service__pb2.GetTeamResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UpdateTeam(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/gateway.v1.AdminService/UpdateTeam',
+            gateway_dot_v1_dot_admin__service__pb2.UpdateTeamRequest.SerializeToString,
+            gateway_dot_v1_dot_admin__service__pb2.UpdateTeamResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteTeam(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/gateway.v1.AdminService/DeleteTeam',
+            gateway_dot_v1_dot_admin__service__pb2.DeleteTeamRequest.SerializeToString,
+            gateway_dot_v1_dot_admin__service__pb2.DeleteTeamResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CreateUser(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/gateway.v1.AdminService/CreateUser',
+            gateway_dot_v1_dot_admin__service__pb2.CreateUserRequest.SerializeToString,
+            gateway_dot_v1_dot_admin__service__pb2.CreateUserResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListUsers(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/gateway.v1.AdminService/ListUsers',
+            gateway_dot_v1_dot_admin__service__pb2.ListUsersRequest.SerializeToString,
+            gateway_dot_v1_dot_admin__service__pb2.ListUsersResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SignOutUser(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/gateway.v1.AdminService/SignOutUser',
+            gateway_dot_v1_dot_admin__service__pb2.SignOutUserRequest.SerializeToString,
+            gateway_dot_v1_dot_admin__service__pb2.SignOutUserResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def PutMembership(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/gateway.v1.AdminService/PutMembership',
+            gateway_dot_v1_dot_admin__service__pb2.PutMembershipRequest.SerializeToString,
+            gateway_dot_v1_dot_admin__service__pb2.PutMembershipResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListMemberships(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/gateway.v1.AdminService/ListMemberships',
+            gateway_dot_v1_dot_admin__service__pb2.ListMembershipsRequest.SerializeToString,
+            gateway_dot_v1_dot_admin__service__pb2.ListMembershipsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteMembership(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/gateway.v1.AdminService/DeleteMembership',
+            gateway_dot_v1_dot_admin__service__pb2.DeleteMembershipRequest.SerializeToString,
+            gateway_dot_v1_dot_admin__service__pb2.DeleteMembershipResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListAuditEvents(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/gateway.v1.AdminService/ListAuditEvents',
+            gateway_dot_v1_dot_admin__service__pb2.ListAuditEventsRequest.SerializeToString,
+            gateway_dot_v1_dot_admin__service__pb2.ListAuditEventsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ExportAuditEvents(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/gateway.v1.AdminService/ExportAuditEvents',
+            gateway_dot_v1_dot_admin__service__pb2.ExportAuditEventsRequest.SerializeToString,
+            gateway_dot_v1_dot_admin__service__pb2.ExportAuditEventsResponse.FromString,
             options,
             channel_credentials,
             insecure,

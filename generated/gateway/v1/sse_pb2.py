@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from google.protobuf import descriptor_pb2 as google_dot_protobuf_dot_descriptor__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x14gateway/v1/sse.proto\x12\ngateway.v1\x1a google/protobuf/descriptor.proto\"\xbc\x01\n\nSseOptions\x12\x11\n\tomit_done\x18\x01 \x01(\x08\x12\x18\n\x10\x65vent_name_field\x18\x02 \x01(\t\x12\x17\n\x0fkeepalive_event\x18\x03 \x01(\t\x12!\n\x19json_array_unless_alt_sse\x18\x04 \x01(\x08\x32\x45\n\x03sse\x12\x1e.google.protobuf.MethodOptions\x18\xb4\x87\x03 \x01(\x0b\x32\x16.gateway.v1.SseOptionsb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x14gateway/v1/sse.proto\x12\ngateway.v1\x1a google/protobuf/descriptor.proto\"\xd6\x01\n\nSseOptions\x12\x11\n\tomit_done\x18\x01 \x01(\x08\x12\x18\n\x10\x65vent_name_field\x18\x02 \x01(\t\x12\x17\n\x0fkeepalive_event\x18\x03 \x01(\t\x12!\n\x19json_array_unless_alt_sse\x18\x04 \x01(\x08\x12\x18\n\x10json_lines_field\x18\x05 \x01(\t2E\n\x03sse\x12\x1e.google.protobuf.MethodOptions\x18\xb4\x87\x03 \x01(\x0b\x32\x16.gateway.v1.SseOptionsb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -33,5 +33,5 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'gateway.v1.sse_pb2', _globa
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_SSEOPTIONS']._serialized_start=71
-  _globals['_SSEOPTIONS']._serialized_end=259
+  _globals['_SSEOPTIONS']._serialized_end=285
 # @@protoc_insertion_point(module_scope)

@@ -265,6 +265,8 @@ class _Row:
             latency_ms=round((time.perf_counter() - self.clock) * 1000, 3), ttft_ms=None,
             status=status, error_reason=reason, mcp_server=self.server, mcp_tool=self.tool,
             mcp_outcome=outcome, result_bytes=size, response_id=self.response_id,
+            team_id=self.principal.team_id, org_id=self.principal.org_id,
+            user_id=self.principal.user_id,
         )  # fmt: skip
 
 

@@ -17,6 +17,7 @@ from gateway.v1 import usage_pb2
 from google.protobuf import struct_pb2
 
 from server.accounting.accounts import Accounts
+from server.accounting.admission import check_model
 from server.application.pipeline import dispatch
 from server.application.pipeline.catalog import Upstream
 from server.application.pipeline.state import Snapshot
@@ -117,6 +118,7 @@ async def embed(
     (every dialect's embeddings)."""
     call.record.asked_for(model_name)
     model = state.catalog.model(model_name)
+    check_model(principal, model.id)
     guard = state.guardrails.guard(principal, [model], call.metadata, True, call.response_metadata)
     if guard is not None:
         call.record.guardrails = guard

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from gateway.v1 import router_service_pb2 as router_pb
 
 from server.accounting.accounts import Accounts
+from server.accounting.admission import check_model
 from server.application.pipeline import affinity, fields, response_cache
 from server.application.pipeline.affinity import Affinity
 from server.application.pipeline.catalog import Upstream, spread
@@ -110,6 +111,7 @@ class Generations:
         self, admitted: Admitted, model: ModelConfig, generation: GenerationRequest, subject: str
     ) -> Run:
         """A run of one model's providers."""
+        check_model(admitted.principal, model.id)
         admitted, generation = await _guarded(admitted, generation, [model])
         ceiling = admitted.state.config.limits.max_prompt_tokens
         _fits(generation, model.context_window or ceiling, f"model {model.id!r}")
@@ -129,7 +131,10 @@ class Generations:
             route = state.router.route(generation, profile, budget_left, asker, tags)
             if current is not None:
                 current.set_attribute("gateway.models", list(route.models))
-        ranked = route.models
+        # The router's choice within what every level of the key allows.
+        ranked = [m for m in route.models if principal.model_refused_by(m) is None]
+        if not ranked:
+            check_model(principal, route.models[0])
         catalog = state.catalog
         chosen = [catalog.model(m) for m in ranked]
         admitted, generation = await _guarded(admitted, generation, chosen)
@@ -146,11 +151,11 @@ class Generations:
         self, admitted: Admitted, generation: GenerationRequest, prices: list[Price | None]
     ) -> GenerationRequest:
         """Counts a generation against its key's rate limits (its prompt plus the most it
-        may generate, in tokens) and reserves its maximum cost against the key's budget.
-        Returns the generation to run: for a key with a budget, bounded to what the
-        reservation covers."""
+        may generate, in tokens) and reserves its maximum cost against the budget of the
+        key and of every level above it. Returns the generation to run: for a key under
+        any budget, bounded to what the reservation covers."""
         default_max = admitted.state.config.limits.default_max_tokens
-        if generation.max_tokens is None and admitted.principal.budget:
+        if generation.max_tokens is None and admitted.principal.budgets:
             # Unbounded, one request could spend many times what it reserved.
             generation = dataclasses.replace(generation, max_tokens=default_max)
         choices = max(generation.n, generation.best_of or 1)

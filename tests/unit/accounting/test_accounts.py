@@ -207,7 +207,7 @@ async def test_count_request_counts_the_request_once_and_reserve_then_only_its_t
     # Its tokens taken, its request not a second time.
     assert first.response_metadata["x-ratelimit-remaining-requests"] == "1"
     assert first.response_metadata["x-ratelimit-remaining-tokens"] == "600"
-    assert first.record.limited_tokens and first.record.reservation is not None
+    assert first.record.limited_tokens and first.record.reservations
     second = call()
     await accounts.identify(second, "api", RING)
     await accounts.count_request(second, 0.0)

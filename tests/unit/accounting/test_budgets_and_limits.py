@@ -211,23 +211,25 @@ async def test_redis_budget_reservations_lapse(redis, redis_prefix):
     await b.reserve(key, 0.9)
     after = time.time()
     # An instance died holding it: once its time is up, it frees its room.
-    acct, res = b._keys(key.key_id, period_bounds("monthly")[0])
+    acct, res = b._keys(key, period_bounds("monthly")[0])
     (ticket,) = await redis.hkeys(res)
     # A reservation lapses RESERVATION_TTL_S after it was made.
     amount, expiry = (await redis.hget(res, ticket)).decode().split(":")
     assert amount == "0.9"
     lapse_ms = budget.RESERVATION_TTL_S * 1000
     assert before * 1000 + lapse_ms - 5 <= int(expiry) <= after * 1000 + lapse_ms + 5
-    await redis.hset(res, ticket, f"0.9:{int(time.time() * 1000) - 1}")
-    assert await b.status(key) == (0, 0)
-    # The account outlives its period by a day, then goes.
+    # The account and its reservations outlive their period by a day, then go (the
+    # reservations' hash too, though its first reservation made it).
     _, end = period_bounds("monthly")
     expected = {int(end - before) + DAY, int(end - after) + DAY}  # type: ignore[operator]
     assert await redis.ttl(acct) in expected | {min(expected) - 1}
+    assert await redis.ttl(res) in expected | {min(expected) - 1}
+    await redis.hset(res, ticket, f"0.9:{int(time.time() * 1000) - 1}")
+    assert await b.status(key) == (0, 0)
     # A lifetime budget's account never expires.
     forever = spec(1.0, "none")
     await b.reserve(forever, 0.1)
-    acct, res = b._keys(forever.key_id, 0)
+    acct, res = b._keys(forever, 0)
     assert await redis.ttl(acct) == -1 and await redis.ttl(res) == -1
 
 
@@ -235,7 +237,7 @@ async def test_redis_status_reads_the_account_and_leaves_nothing_behind(redis, r
     b = RedisBudgets(redis, f"{redis_prefix}status{uuid.uuid4().hex[:6]}:", Ledger(spent=0.5))
     key = spec(1.0)
     held = await b.reserve(key, 0.25)
-    _, res = b._keys(key.key_id, held.period_start)
+    _, res = b._keys(key, held.period_start)
     assert await b.status(key) == (0.5, 0.25)  # room left: its probe was reserved
     await b.settle(held, 0.5)
     assert await b.status(key) == (1.0, 0)  # spent: its probe was refused
@@ -400,3 +402,140 @@ async def test_redis_waits_follow_the_window(redis, redis_prefix):
     assert (await limiter.acquire(key, 1, None, 0, "a")).allowed
     refused = await limiter.acquire(key, 1, None, 0, "b")
     assert not refused.allowed and 999.9 < refused.retry_after_s <= 1000
+
+
+def level(limit: float, level_name: str, slot: str, period: str = "monthly") -> BudgetSpec:
+    level_id = uuid.uuid4().hex[:8]
+    account = level_id if level_name == "key" else f"{level_name}:{level_id}"
+    return BudgetSpec(account, f"the {level_name}", limit, period, level_name, level_id, slot)
+
+
+class Levels(Ledger):
+    """The ledger's spend of each account: what it says each level spent."""
+
+    def __init__(self, spent: dict[str, float]) -> None:
+        super().__init__()
+        self.by_account = spent
+
+    async def __call__(self, key_id: str, since: float) -> float:
+        self.asked.append((key_id, since))
+        return self.by_account.get(key_id, 0.0)
+
+
+async def test_one_reservation_holds_every_level_or_none(budgets):
+    slot = f"org:{uuid.uuid4().hex[:6]}"
+    org, team = level(1.0, "org", slot), level(5.0, "team", slot, "daily")
+    key = level(10.0, "key", slot, "none")
+    ledger = Levels({org.key_id: 0.25, team.key_id: 0.5})
+    b = await budgets(ledger)
+    held = await b.reserve_all([org, team, key], 0.5)
+    assert [r.spec for r in held] == [org, team, key] and {r.amount for r in held} == {0.5}
+    # Each level's account loaded once, from its own period's start.
+    assert sorted(ledger.asked) == sorted([
+        (org.key_id, period_bounds("monthly")[0]), (team.key_id, period_bounds("daily")[0]),
+        (key.key_id, 0.0),
+    ])  # fmt: skip
+    for spec_, spent in ((org, 0.25), (team, 0.5), (key, 0.0)):
+        assert await b.status(spec_) == (pytest.approx(spent), pytest.approx(0.5))
+    # The organisation is the tightest: 0.25 + 0.5 + 0.3 > 1. Refused, naming it, and
+    # nothing held at any level.
+    with pytest.raises(BudgetExhausted) as refused:
+        await b.reserve_all([org, team, key], 0.3)
+    assert refused.value.metadata["level"] == "org"
+    assert refused.value.metadata["org"] == org.level_id
+    assert f"of organisation 'the org' ({org.level_id}) cannot cover" in refused.value.message
+    for spec_ in (org, team, key):
+        assert (await b.status(spec_))[1] == pytest.approx(0.5)
+    # Exactly what the tightest level has left fits.
+    more = await b.reserve_all([org, team, key], 0.25)
+    await b.settle_all(held, 0.5)  # every level of one call, settled at once
+    for reservation in more:
+        await b.settle(reservation, reservation.amount)
+    assert await b.status(org) == (pytest.approx(1.0), 0)
+    assert await b.status(team) == (pytest.approx(1.25), 0)
+    assert await b.status(key) == (pytest.approx(0.75), 0)
+    with pytest.raises(BudgetExhausted) as spent:
+        await b.reserve_all([team, org], 0.0)  # spent: refused even for nothing
+    assert spent.value.message == (
+        f"the monthly budget of $1 of organisation 'the org' ({org.level_id}) is exhausted"
+    )
+
+
+async def test_a_level_below_refuses_when_its_own_budget_is_tighter(budgets):
+    slot = f"org:{uuid.uuid4().hex[:6]}"
+    org, team = level(100.0, "org", slot), level(0.5, "team", slot)
+    b = await budgets(Levels({}))
+    await b.reserve_all([org, team], 0.5)
+    with pytest.raises(BudgetExhausted) as refused:
+        await b.reserve_all([org, team], 0.01)
+    assert refused.value.metadata == {
+        "level": "team", "team": team.level_id, "name": "the team", "budget_usd": "0.5",
+        "budget_period": "monthly", "spent_usd": "0.000000",
+    }  # fmt: skip
+    assert (await b.status(org))[1] == pytest.approx(0.5)  # the refusal held nothing
+
+
+async def test_concurrent_reservations_of_two_keys_share_their_team_exactly(budgets):
+    slot = f"org:{uuid.uuid4().hex[:6]}"
+    team = level(1.0, "team", slot)
+    keys = [level(10.0, "key", slot), level(10.0, "key", slot)]
+    b = await budgets(Levels({}))
+
+    async def attempt(i: int) -> bool:
+        try:
+            await b.reserve_all([team, keys[i % 2]], 0.1)
+        except BudgetExhausted:
+            return False
+        return True
+
+    results = await asyncio.gather(*(attempt(i) for i in range(30)))
+    assert sum(results) == 10  # exactly the team's room, whichever key asked
+    assert (await b.status(team))[1] == pytest.approx(1.0)
+
+
+async def test_redis_levels_lapse_and_expire_as_one_key_does(redis, redis_prefix):
+    b = RedisBudgets(redis, f"{redis_prefix}lvl{uuid.uuid4().hex[:6]}:", Levels({}))
+    slot = f"org:{uuid.uuid4().hex[:6]}"
+    monthly, daily = level(1.0, "org", slot), level(1.0, "team", slot, "daily")
+    forever = level(1.0, "key", slot, "none")
+    before = time.time()
+    held = await b.reserve_all([monthly, daily, forever], 0.5)
+    after = time.time()
+    assert len({r.ticket for r in held}) == 1  # one ticket: settled at once
+    lapse_ms = budget.RESERVATION_TTL_S * 1000
+    for spec_, period in ((monthly, "monthly"), (daily, "daily")):
+        acct, res = b._keys(spec_, period_bounds(period)[0])
+        amount, expiry = (await redis.hget(res, held[0].ticket)).decode().split(":")
+        assert amount == "0.5"
+        assert before * 1000 + lapse_ms - 5 <= int(expiry) <= after * 1000 + lapse_ms + 5
+        _, end = period_bounds(period)
+        expected = {int(end - before) + DAY, int(end - after) + DAY}  # type: ignore[operator]
+        assert await redis.ttl(acct) in expected | {min(expected) - 1}
+        assert await redis.ttl(res) in expected | {min(expected) - 1}
+    acct, res = b._keys(forever, 0)
+    assert await redis.ttl(acct) == -1 and await redis.ttl(res) == -1
+
+
+async def test_redis_keys_share_one_hash_tag_and_a_key_alone_keeps_its_names(redis, redis_prefix):
+    prefix = f"{redis_prefix}tag{uuid.uuid4().hex[:6]}:"
+    b = RedisBudgets(redis, prefix, Levels({}))
+    start = int(period_bounds("monthly")[0])
+    # A key of no team: the names earlier versions wrote, so a rolling upgrade keeps
+    # the counters it finds.
+    alone = spec(1.0)
+    await b.reserve(alone, 0.1)
+    names = {k.decode() async for k in redis.scan_iter(match=f"{prefix}*")}
+    assert names == {f"{prefix}budget:{{{alone.key_id}}}:{start}",
+                     f"{prefix}budget:{{{alone.key_id}}}:{start}:reserved"}  # fmt: skip
+    # One call's levels: every key under the organisation's hash tag (one Redis Cluster
+    # slot, as one script needs), each level's account its own.
+    slot = f"org:{uuid.uuid4().hex[:6]}"
+    org, team = level(1.0, "org", slot), level(1.0, "team", slot)
+    await b.reserve_all([org, team], 0.1)
+    tagged = {k.decode() async for k in redis.scan_iter(match=f"{prefix}budget:{{{slot}}}*")}
+    assert tagged == {
+        f"{prefix}budget:{{{slot}}}:{org.key_id}:{start}",
+        f"{prefix}budget:{{{slot}}}:{org.key_id}:{start}:reserved",
+        f"{prefix}budget:{{{slot}}}:{team.key_id}:{start}",
+        f"{prefix}budget:{{{slot}}}:{team.key_id}:{start}:reserved",
+    }

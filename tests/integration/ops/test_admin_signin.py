@@ -1,0 +1,275 @@
+"""Signing in to the admin page with an OpenID provider on loopback (oidc-provider-mock):
+the page in headless chromium through the authorization-code flow, the session cookie's
+flags, groups changed at the provider and seen at the next sign-in (removals too),
+nobody an administrator by default, sign-out revoking the session, the provider's JWTs
+as Bearer on the admin API, and every sign-in in the audit log."""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+from urllib.parse import parse_qs, quote, urlsplit
+
+import asyncpg
+import httpx
+import oidc_provider_mock
+import pytest
+
+from tests.integration.ops.test_admin_page import SHOTS, chromium_or_skip
+from tests.support.gateways import running_gateway
+from tests.support.shared_state import ADMIN_KEY, PG_ADMIN_URL, config_with
+
+ADMIN = {"x-admin-key": ADMIN_KEY}
+SECRET_ENV = "GW_TEST_OIDC_SECRET"
+
+
+@pytest.fixture
+def provider() -> Iterator[str]:
+    with oidc_provider_mock.run_server_in_thread() as server:
+        yield f"http://127.0.0.1:{server.server_port}"
+
+
+def set_user(provider: str, sub: str, groups: list[str]) -> None:
+    reply = httpx.put(f"{provider}/users/{quote(sub)}",
+                      json={"email": f"{sub}@example.com", "groups": groups})  # fmt: skip
+    assert reply.status_code == 204
+
+
+def signin_config(provider: str, storage: dict[str, Any]) -> dict[str, Any]:
+    data = config_with(**storage)
+    data["auth"] = {"oidc": {
+        "issuer": provider, "client_id": "gateway", "client_secret_env": SECRET_ENV,
+        "scopes": ["openid", "email", "profile"], "groups_claim": "groups",
+        "role_map": {"gw-admins": [{"role": "admin"}],
+                     "search-leads": [{"team": "search", "role": "team_admin"}]},
+    }}  # fmt: skip
+    return data
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+async def storage(request: pytest.FixtureRequest, tmp_path: Any) -> AsyncIterator[dict[str, Any]]:
+    """SQLite, or a PostgreSQL database of this test's own (team names must be unique
+    for the role map to name them)."""
+    if request.param == "sqlite":
+        yield {"sqlite_path": str(tmp_path / "gw.db")}
+        return
+    name = f"gw_signin_{uuid.uuid4().hex[:10]}"
+    admin = await asyncpg.connect(PG_ADMIN_URL)
+    try:
+        await admin.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        await admin.close()
+    yield {"database_url": PG_ADMIN_URL.rsplit("/", 1)[0] + f"/{name}"}
+    admin = await asyncpg.connect(PG_ADMIN_URL)
+    try:
+        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    finally:
+        await admin.close()
+
+
+@pytest.fixture
+async def gateway(provider: str, storage: dict[str, Any]) -> AsyncIterator[str]:
+    os.environ[SECRET_ENV] = "s3cret"
+    async with running_gateway(signin_config(provider, storage)) as gw:
+        base = f"http://127.0.0.1:{gw.http_port}"
+        async with httpx.AsyncClient(base_url=base) as http:
+            org = await http.post("/v1/admin/orgs", headers=ADMIN, json={"name": "acme"})
+            team = await http.post("/v1/admin/teams", headers=ADMIN,
+                                   json={"org_id": org.json()["org"]["id"], "name": "search"})  # fmt: skip
+            assert team.status_code == 200
+        yield base
+
+
+async def code_flow(base: str, provider: str, sub: str) -> httpx.AsyncClient:
+    """Signs in without a browser (the same redirects); returns the client with its cookie."""
+    client = httpx.AsyncClient(base_url=base)
+    start = await client.get("/admin/signin")
+    assert start.status_code == 302
+    authorize = start.headers["location"]
+    query = parse_qs(urlsplit(authorize).query)
+    assert query["code_challenge_method"] == ["S256"] and query["response_type"] == ["code"]
+    assert query["state"][0] and query["nonce"][0] and query["code_challenge"][0]
+    async with httpx.AsyncClient() as idp:
+        granted = await idp.post(authorize, data={"sub": sub})
+    assert granted.status_code == 302, granted.text
+    back = await client.get(granted.headers["location"].removeprefix(base))
+    assert back.status_code == 302 and back.headers["location"] == "/admin", back.text
+    flags = back.headers["set-cookie"].lower()
+    assert "httponly" in flags and "secure" in flags and "samesite=lax" in flags
+    # A Secure cookie: httpx keeps it off plain HTTP, so it is sent by hand here (a
+    # browser sends it to a loopback gateway; the chromium test shows it).
+    session = back.cookies["gw_admin_session"]
+    await client.aclose()
+    return httpx.AsyncClient(base_url=base, headers={"cookie": f"gw_admin_session={session}"})
+
+
+async def id_token(provider: str, sub: str) -> str:
+    """An ID token of the provider for `sub` (a JWT it signed, audience `gateway`)."""
+    redirect = "http://127.0.0.1:1/callback"
+    authorize = (f"{provider}/oauth2/authorize?response_type=code&client_id=gateway"
+                 f"&redirect_uri={quote(redirect)}&scope=openid+email&state=x&nonce=n")  # fmt: skip
+    async with httpx.AsyncClient() as idp:
+        granted = await idp.post(authorize, data={"sub": sub})
+        code = parse_qs(urlsplit(granted.headers["location"]).query)["code"][0]
+        tokens = await idp.post(f"{provider}/oauth2/token", data={
+            "grant_type": "authorization_code", "code": code, "redirect_uri": redirect,
+            "client_id": "gateway", "client_secret": "any"})  # fmt: skip
+    return str(tokens.json()["id_token"])
+
+
+async def audit_actions(base: str) -> list[dict[str, Any]]:
+    async with httpx.AsyncClient(base_url=base) as http:
+        reply = await http.get("/v1/admin/audit", headers=ADMIN, params={"action": "sign"})
+        return list(reply.json()["events"])
+
+
+async def test_groups_at_the_provider_are_synchronised_at_each_sign_in(
+    gateway: str, provider: str
+) -> None:
+    set_user(provider, "bob", [])
+    nobody = await code_flow(gateway, provider, "bob")
+    # Signed in, but no group gives bob anything: no administrator by default.
+    assert (await nobody.get("/admin/session")).json()["signed_in"] is True
+    assert (await nobody.get("/v1/admin/dashboard")).status_code == 403
+    assert (await nobody.post("/v1/admin/orgs", json={"name": "bobs"})).status_code == 403
+
+    set_user(provider, "bob", ["search-leads"])
+    lead = await code_flow(gateway, provider, "bob")
+    teams = (await lead.get("/v1/admin/teams")).json()["teams"]
+    assert [t["name"] for t in teams] == ["search"]
+    made = await lead.post("/v1/admin/keys", json={"name": "bob-svc", "kind": "api"})
+    assert made.status_code == 200 and made.json()["key"]["team"] == teams[0]["id"]
+    assert (await lead.get("/v1/admin/dashboard")).status_code == 403
+    async with httpx.AsyncClient(base_url=gateway) as http:
+        users = (await http.get("/v1/admin/users", headers=ADMIN)).json()["users"]
+        bob = next(u for u in users if u["subject"] == "bob")
+        assert [(m["role"], m["source"]) for m in bob["memberships"]] == [("team_admin", "oidc")]
+
+    # The group taken away at the provider: the next sign-in removes the membership.
+    set_user(provider, "bob", [])
+    await code_flow(gateway, provider, "bob")
+    async with httpx.AsyncClient(base_url=gateway) as http:
+        users = (await http.get("/v1/admin/users", headers=ADMIN)).json()["users"]
+        assert next(u for u in users if u["subject"] == "bob")["memberships"] == []
+    # The earlier session's rights follow the memberships: team_admin no more.
+    assert (await lead.get("/v1/admin/teams")).json().get("teams", []) == []
+
+    # Signing out revokes the session server-side: its cookie opens nothing after.
+    cookie = lead.headers["cookie"].partition("=")[2]
+    assert (await lead.post("/admin/signout")).json() == {"signed_out": True}
+    async with httpx.AsyncClient(base_url=gateway) as fresh:
+        replay = await fresh.get(
+            "/v1/admin/teams", headers={"cookie": f"gw_admin_session={cookie}"}
+        )
+    assert replay.status_code == 401
+
+    events = await audit_actions(gateway)
+    actions = [e["action"] for e in events]
+    assert actions == ["signin.succeeded"] * 3 + ["signout"]
+    third = json.loads(events[2]["after"])
+    assert third["memberships"] == [] and json.loads(events[2]["before"])["memberships"]
+    assert all(e["actor"].startswith("user:") for e in events)
+
+
+async def test_a_failed_sign_in_is_refused_and_recorded(gateway: str, provider: str) -> None:
+    client = httpx.AsyncClient(base_url=gateway)
+    forged = await client.get("/admin/signin/callback", params={"code": "x", "state": "forged"})
+    assert forged.status_code == 401 and "state is unknown" in forged.text
+    # A real state replayed after its sign-in: refused too.
+    set_user(provider, "carol", ["gw-admins"])
+    authorize = (await client.get("/admin/signin")).headers["location"]
+    async with httpx.AsyncClient() as idp:
+        back = (await idp.post(authorize, data={"sub": "carol"})).headers["location"]
+    assert (await client.get(back.removeprefix(gateway))).status_code == 302
+    again = await client.get(back.removeprefix(gateway))
+    assert again.status_code == 401
+    events = await audit_actions(gateway)
+    assert [e["action"] for e in events] == ["signin.failed", "signin.succeeded", "signin.failed"]
+    assert "state" in json.loads(events[0]["after"])["reason"]
+
+
+async def test_provider_jwts_as_bearer_on_the_admin_api(gateway: str, provider: str) -> None:
+    set_user(provider, "ops-bot", ["gw-admins"])
+    token = await id_token(provider, "ops-bot")
+    bearer = {"authorization": f"Bearer {token}"}
+    async with httpx.AsyncClient(base_url=gateway) as http:
+        assert (await http.get("/v1/admin/teams", headers=bearer)).status_code == 200
+        made = await http.post("/v1/admin/orgs", headers=bearer, json={"name": "bot-org"})
+        assert made.status_code == 200
+        [event] = [e for e in (await http.get("/v1/admin/audit", headers=ADMIN)).json()["events"]
+                   if e["action"] == "org.create" and "bot-org" in e["after"]]  # fmt: skip
+        assert event["actor"] == "oidc:ops-bot"
+        set_user(provider, "plain", [])
+        plain = {"authorization": f"Bearer {await id_token(provider, 'plain')}"}
+        assert (
+            await http.post("/v1/admin/orgs", headers=plain, json={"name": "p"})
+        ).status_code == 403
+        broken = {"authorization": f"Bearer {token[:-4]}AAAA"}
+        refused = await http.get("/v1/admin/teams", headers=broken)
+        assert refused.status_code == 401 and "not valid" in refused.json()["error"]["message"]
+
+
+@pytest.mark.browser
+async def test_the_admin_page_signs_in_through_the_provider_in_chromium(
+    gateway: str, provider: str
+) -> None:
+    executable = chromium_or_skip()
+    from playwright.async_api import async_playwright
+
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    set_user(provider, "alice", ["gw-admins"])
+    async with async_playwright() as pw:
+        browser = await pw.chromium.launch(
+            executable_path=executable,
+            args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"],
+        )
+        try:
+            context = await browser.new_context(viewport={"width": 1280, "height": 900})
+            page = await context.new_page()
+            await page.goto(f"{gateway}/admin")
+            await page.wait_for_selector("#oidc:not([hidden])")
+            await page.click("#signin")
+            await page.get_by_placeholder("sub").fill("alice")
+            await page.get_by_role("button", name="Authorize").click()
+            await page.wait_for_selector("#providers tbody tr:nth-child(2)")
+            assert "alice@example.com" in await page.inner_text("#who")
+            [cookie] = [c for c in await context.cookies() if c["name"] == "gw_admin_session"]
+            assert cookie["httpOnly"] and cookie["secure"] and cookie["sameSite"] == "Lax"
+            # No script of the page can read it.
+            assert "gw_admin_session" not in await page.evaluate("document.cookie")
+            await page.screenshot(path=str(SHOTS / "admin-signed-in.png"), full_page=True)
+            await page.click("#logout")
+            await page.wait_for_selector("#login:not([hidden])")
+            assert (await page.request.get(f"{gateway}/v1/admin/dashboard")).status == 401
+
+            # The admin group taken away at the provider: the next sign-in has no rights.
+            set_user(provider, "alice", [])
+            await page.click("#signin")
+            await page.get_by_role("button", name="alice").first.click()
+            await page.wait_for_selector("#status:has-text('administrator')")
+            assert await page.locator("#providers tbody tr").count() == 0
+            await page.screenshot(path=str(SHOTS / "admin-signed-in-no-role.png"))
+        finally:
+            await browser.close()
+    events = await audit_actions(gateway)
+    assert [e["action"] for e in events] == ["signin.succeeded", "signout", "signin.succeeded"]
+    assert json.loads(events[2]["after"])["role"] == ""
+
+
+async def test_an_administrator_ends_a_users_sessions(gateway: str, provider: str) -> None:
+    set_user(provider, "dana", ["gw-admins"])
+    dana = await code_flow(gateway, provider, "dana")
+    assert (await dana.get("/v1/admin/dashboard")).status_code == 200
+    who = (await dana.get("/admin/session")).json()["user"].removeprefix("user:")
+    async with httpx.AsyncClient(base_url=gateway) as http:
+        ended = await http.post(f"/v1/admin/users/{who}:signout", headers=ADMIN, json={})
+        assert ended.json() == {"user_id": who, "sessions_revoked": 1}
+        [event] = [e for e in (await http.get("/v1/admin/audit", headers=ADMIN)).json()["events"]
+                   if e["action"] == "user.signout"]  # fmt: skip
+        assert event["target"] == f"user:{who}" and event["actor"] == "key:cfg-test-admin"
+    refused = await dana.get("/v1/admin/dashboard")
+    assert refused.status_code == 401 and "sign in again" in refused.json()["error"]["message"]
+    await dana.aclose()

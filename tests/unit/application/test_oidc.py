@@ -1,0 +1,263 @@
+"""The OpenID provider's tokens as the sign-in checks them, against a provider on
+loopback whose keys rotate: the JWKS fetched once, again once on an unknown key id,
+a one-key set signing tokens that name no key, and every check that refuses a token."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import jwt
+import pytest
+from cryptography.hazmat.primitives.asymmetric import rsa
+
+from server.application.oidc import JWKS_TTL_S, OidcProvider, SignInFailed, pkce_pair
+from server.base.config import OidcConfig
+
+
+class Provider:
+    """Discovery and a JWKS whose keys the test changes."""
+
+    def __init__(self) -> None:
+        self.keys: dict[str | None, Any] = {}
+        self.jwks_requests = 0
+        # JWKS entries before the keys' (keys this gateway cannot use), or a body of
+        # its own in place of the whole set, or a failure.
+        self.extra: list[dict[str, Any]] = []
+        self.jwks_body: Any = None
+        self.jwks_status = 200
+        self.authorize_path = "/authorize"
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self.handler())
+        self.url = f"http://127.0.0.1:{self.server.server_port}"
+
+    def handler(self) -> type[BaseHTTPRequestHandler]:
+        provider = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
+                if self.path == "/.well-known/openid-configuration":
+                    body: dict[str, Any] = {
+                        "issuer": provider.url, "jwks_uri": f"{provider.url}/jwks",
+                        "authorization_endpoint": f"{provider.url}{provider.authorize_path}",
+                        "token_endpoint": f"{provider.url}/token",
+                    }  # fmt: skip
+                else:
+                    provider.jwks_requests += 1
+                    body = provider.jwks_body
+                    if body is None:
+                        body = {"keys": [*provider.extra,
+                                         *(provider.public(kid) for kid in provider.keys)]}  # fmt: skip
+                data = json.dumps(body).encode()
+                self.send_response(provider.jwks_status if self.path == "/jwks" else 200)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args: Any) -> None:
+                return None
+
+        return Handler
+
+    def add(self, kid: str | None) -> None:
+        self.keys[kid] = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+
+    def public(self, kid: str | None) -> dict[str, Any]:
+        jwk = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(self.keys[kid].public_key()))
+        if kid is not None:
+            jwk["kid"] = kid
+        return dict(jwk)
+
+    def token(self, kid: str | None, signer: str | None = "same", **claims: Any) -> str:
+        now = int(time.time())
+        body = {"iss": self.url, "aud": "gateway", "sub": "alice", "iat": now, "exp": now + 60}
+        key = self.keys[kid if signer == "same" else signer]
+        headers = {"kid": kid} if kid is not None else {}
+        return jwt.encode(body | claims, key, algorithm="RS256", headers=headers)
+
+
+@pytest.fixture
+def provider() -> Iterator[Provider]:
+    served = Provider()
+    thread = threading.Thread(target=served.server.serve_forever, daemon=True)
+    thread.start()
+    yield served
+    served.server.shutdown()
+    served.server.server_close()
+
+
+def client(provider: Provider) -> OidcProvider:
+    return OidcProvider(OidcConfig(issuer=provider.url, client_id="gateway"), None)
+
+
+async def test_keys_are_fetched_once_and_again_once_for_a_key_rotated_in(provider):
+    provider.add("k1")
+    oidc = client(provider)
+    assert (await oidc.verify(provider.token("k1"), "gateway"))["sub"] == "alice"
+    assert (await oidc.verify(provider.token("k1"), "gateway"))["sub"] == "alice"
+    assert provider.jwks_requests == 1
+    provider.add("k2")  # the provider rotates a key in
+    assert (await oidc.verify(provider.token("k2"), "gateway"))["sub"] == "alice"
+    assert provider.jwks_requests == 2
+    # A key it does not publish: fetched again once, then refused.
+    rogue = Provider()
+    rogue.add("k3")
+    forged = jwt.encode({"iss": provider.url, "aud": "gateway", "sub": "x",
+                         "exp": int(time.time()) + 60}, rogue.keys["k3"], algorithm="RS256",
+                        headers={"kid": "k3"})  # fmt: skip
+    rogue.server.server_close()
+    with pytest.raises(SignInFailed, match="a key the provider does not publish"):
+        await oidc.verify(forged, "gateway")
+    assert provider.jwks_requests == 3
+
+
+async def test_one_key_signs_a_token_naming_none(provider):
+    provider.add(None)
+    oidc = client(provider)
+    assert (await oidc.verify(provider.token(None), "gateway"))["sub"] == "alice"
+    # A one-key set without a kid signs a token naming one too.
+    assert (await oidc.verify(provider.token("any", signer=None), "gateway"))["sub"] == "alice"
+    provider.keys = {}
+    provider.add("only")
+    fresh = client(provider)
+    assert (await fresh.verify(provider.token(None, signer="only"), "gateway"))["sub"] == "alice"
+
+
+@pytest.mark.parametrize(
+    ("claims", "why"),
+    [
+        ({"aud": "another"}, "another audience"),
+        ({"iss": "https://elsewhere"}, "another issuer"),
+        ({"exp": int(time.time()) - 3600}, "expired"),
+    ],
+)
+async def test_a_token_for_someone_else_or_expired_is_refused(provider, claims, why):
+    provider.add("k1")
+    with pytest.raises(SignInFailed, match=why):
+        await client(provider).verify(provider.token("k1", **claims), "gateway")
+
+
+async def test_nonce_algorithm_and_signature_are_checked(provider):
+    provider.add("k1")
+    oidc = client(provider)
+    with pytest.raises(SignInFailed, match="nonce"):
+        await oidc.verify(provider.token("k1", nonce="old"), "gateway", nonce="new")
+    assert (await oidc.verify(provider.token("k1", nonce="n"), "gateway", nonce="n"))[
+        "nonce"
+    ] == "n"
+    # A shared-secret token is refused whatever key it names.
+    hs = jwt.encode({"iss": provider.url, "aud": "gateway", "sub": "x", "exp": 2**31},
+                    "secret-long-enough-for-hs256-xxxxxxxx", algorithm="HS256",
+                    headers={"kid": "k1"})  # fmt: skip
+    with pytest.raises(SignInFailed, match="algorithm"):
+        await oidc.verify(hs, "gateway")
+    tampered = provider.token("k1")[:-6] + "AAAAAA"
+    with pytest.raises(SignInFailed, match="not valid"):
+        await oidc.verify(tampered, "gateway")
+    with pytest.raises(SignInFailed, match="malformed"):
+        await oidc.verify("not-a-jwt", "gateway")
+
+
+async def test_the_authorization_url_carries_pkce_state_and_nonce(provider):
+    for _ in range(300):  # the challenge is the verifier's S256, unpadded (RFC 7636)
+        verifier, challenge = pkce_pair()
+        assert 43 <= len(verifier) <= 128
+        digest = hashlib.sha256(verifier.encode()).digest()
+        assert challenge == base64.urlsafe_b64encode(digest).decode().rstrip("=")
+    url = await client(provider).authorize_url("https://gw/cb", "st", "no", challenge)
+    assert url.startswith(f"{provider.url}/authorize?response_type=code&client_id=gateway")
+    for part in ("state=st", "nonce=no", f"code_challenge={challenge}",
+                 "scope=openid+email+profile",
+                 "code_challenge_method=S256", "redirect_uri=https%3A%2F%2Fgw%2Fcb"):  # fmt: skip
+        assert part in url
+
+
+async def refused(oidc: OidcProvider, token: str, nonce: str | None = None) -> str:
+    with pytest.raises(SignInFailed) as caught:
+        await oidc.verify(token, "gateway", nonce=nonce)
+    return str(caught.value)
+
+
+async def test_each_refusal_says_exactly_why(provider):
+    provider.add("k1")
+    oidc = client(provider)
+    assert await refused(oidc, "not-a-jwt") == "the token is malformed"
+    expired = provider.token("k1", exp=int(time.time()) - 3600)
+    assert await refused(oidc, expired) == "the token has expired"
+    assert await refused(oidc, provider.token("k1", aud="x")) == "the token is for another audience"
+    assert await refused(oidc, provider.token("k1", iss="https://x")) == (
+        "the token is from another issuer"
+    )
+    tampered = provider.token("k1")[:-6] + "AAAAAA"
+    assert await refused(oidc, tampered) == "the token is not valid (InvalidSignatureError)"
+    assert await refused(oidc, provider.token("k1", nonce="a"), nonce="b") == (
+        "the ID token's nonce is not this sign-in's"
+    )
+    # Every claim the check stands on is required: a token without one is refused.
+    for claim in ("exp", "sub"):
+        body = {"iss": provider.url, "aud": "gateway", "sub": "x", "exp": int(time.time()) + 60}
+        del body[claim]
+        token = jwt.encode(body, provider.keys["k1"], algorithm="RS256", headers={"kid": "k1"})
+        assert await refused(oidc, token) == "the token is not valid (MissingRequiredClaimError)"
+    # A minute of clock difference with the provider is tolerated, no more.
+    late = provider.token("k1", exp=int(time.time()) - 30)
+    assert (await oidc.verify(late, "gateway"))["sub"] == "alice"
+    rogue = jwt.encode({"iss": provider.url, "aud": "gateway", "sub": "x", "exp": 2**31},
+                       rsa.generate_private_key(public_exponent=65537, key_size=2048),
+                       algorithm="RS256", headers={"kid": "k9"})  # fmt: skip
+    assert (
+        await refused(oidc, rogue) == "the token is signed by a key the provider does not publish"
+    )
+
+
+async def test_a_shared_secret_in_the_set_signs_nothing(provider):
+    provider.extra = [
+        {"kty": "oct", "kid": "shared", "k": "c2VjcmV0LWxvbmctZW5vdWdoLWZvci1oczI1Ng"}
+    ]
+    provider.add("k1")
+    oidc = client(provider)
+    hs = jwt.encode({"iss": provider.url, "aud": "gateway", "sub": "x", "exp": 2**31},
+                    "secret-long-enough-for-hs256", algorithm="HS256",
+                    headers={"kid": "shared"})  # fmt: skip
+    assert await refused(oidc, hs) == "the token is signed with an algorithm its key does not take"
+
+
+async def test_keys_of_kinds_it_cannot_use_are_skipped_not_the_rest(provider):
+    provider.extra = [{"kty": "XYZ", "kid": "odd"}]
+    provider.add("k1")
+    assert (await client(provider).verify(provider.token("k1"), "gateway"))["sub"] == "alice"
+
+
+@pytest.mark.parametrize("body", [[], {}, {"keys": []}])
+async def test_a_set_with_no_usable_key_refuses_cleanly(provider, body):
+    provider.add("k1")
+    provider.jwks_body = body
+    assert await refused(client(provider), provider.token("k1")) == (
+        "the token is signed by a key the provider does not publish"
+    )
+
+
+async def test_keys_unavailable_and_kept_keys_fetched_again_after_their_time(provider):
+    provider.add("k1")
+    oidc = client(provider)
+    await oidc.verify(provider.token("k1"), "gateway")
+    oidc._fetched -= JWKS_TTL_S + 1  # the keys' time is up
+    await oidc.verify(provider.token("k1"), "gateway")
+    assert provider.jwks_requests == 2
+    provider.jwks_status = 500
+    oidc._fetched -= JWKS_TTL_S + 1
+    assert await refused(oidc, provider.token("k1")) == (
+        "the provider's keys are unavailable (HTTP Error 500: Internal Server Error)"
+    )
+
+
+async def test_an_authorization_endpoint_with_a_query_keeps_it(provider):
+    provider.authorize_path = "/authorize?tenant=acme"
+    url = await client(provider).authorize_url("https://gw/cb", "st", "no", "ch")
+    assert url.startswith(f"{provider.url}/authorize?tenant=acme&response_type=code&")
