@@ -316,6 +316,7 @@ def learning_figures(
         "rated": len(rated),
         "cheapest_rated": len(weak_rows),
         "refit": curve[-1][1],
+        "prompt_weight": served[-1][1].get("weights", {}).get("prompt", 1.0),
         "scratch": round(_apgr_of(scratch, judged, tagged), 4),
         "prompt_scorer_alone": round(_apgr_of(refit(base, untagged), judged, tagged), 4),
         "tags_alone": round(apgr([offset(known, tagged(r)) for r in judged], judged), 4),
@@ -431,14 +432,14 @@ def render(report: dict[str, Any], command: str) -> str:
     for title, runs in sections:
         lines += [f"{title}:", ""]
         lines += [
-            "| traffic | rated (cheapest rung) | before | refit | scratch | prompt scorer alone "
-            "| tags alone | after N rated |",
+            "| traffic | rated (cheapest rung) | before | refit (prompt weight) | scratch "
+            "| prompt scorer alone | tags alone | after N rated |",
             "|---|---|---|---|---|---|---|---|",
         ]
         for name, v in runs.items():
             lines.append(
                 f"| {name} | {v['rated']} ({v['cheapest_rated']}) | {v['before']:.3f} "
-                f"| {v['refit']:.3f} | {v['scratch']:.3f} | {v['prompt_scorer_alone']:.3f} "
+                f"| {v['refit']:.3f} ({v['prompt_weight']:g}) | {v['scratch']:.3f} | {v['prompt_scorer_alone']:.3f} "
                 f"| {v['tags_alone']:.3f} | "
                 + ", ".join(f"{n}: {a:.3f}" for n, a in v["curve"])
                 + " |"
