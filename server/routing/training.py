@@ -389,7 +389,9 @@ def prompt_weight(
     held: list[tuple[Rated, float, float]] = []
     for fold in range(WEIGHT_FOLDS):
         kept = [r for i, r in enumerate(rated) if i % WEIGHT_FOLDS != fold]
-        scorer = LearnedScorer(_refitted(base, kept, options) | {"calibration": base["calibration"]})
+        scorer = LearnedScorer(
+            _refitted(base, kept, options) | {"calibration": base["calibration"]}
+        )
         held.extend(
             (r, scorer.logit(r.prompt), tags.offset(scorer.tag_offsets, r.tags))
             for r in rated[fold::WEIGHT_FOLDS]
