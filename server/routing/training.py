@@ -188,10 +188,6 @@ def _document(
     }
 
 
-def _scores(scorer: LearnedScorer, rows: Sequence[Encoded]) -> list[float]:
-    return [sigmoid(scorer.logit_of(r.buckets, r.values)) for r in rows]
-
-
 def _out_of_fold_logits(
     rows: Sequence[Encoded], options: TrainingOptions
 ) -> list[tuple[float, float]]:

@@ -131,6 +131,59 @@ def test_training_on_a_small_csv_hits_its_target_shares_on_like_data(tmp_path):
     assert scorer.difficulty(long_problem) > scorer.difficulty("Sam has 4 pens. How many?")
 
 
+def test_the_command_line_reads_folders_exclusions_feedback_and_its_options(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data, more = tmp_path / "eval" / "maths", tmp_path / "more"
+    data.mkdir(parents=True)
+    more.mkdir()
+    _write_outcomes(data / "a.csv", 300, seed=1)
+    _write_outcomes(more / "b.csv", 100, seed=2)
+    prompts = {}
+    for name, path in [("a", data / "a.csv"), ("b", more / "b.csv")]:
+        with open(path, encoding="utf-8") as rows:
+            prompts[name] = list(csv.DictReader(rows))
+    (data / "contaminated_prompts.jsonl").write_text(
+        json.dumps({"eval_prompt": prompts["a"][0]["prompt"]}) + "\n\n", encoding="utf-8"
+    )
+    excluded = tmp_path / "excluded.jsonl"
+    excluded.write_text(json.dumps({"eval_prompt": prompts["b"][0]["prompt"]}) + "\n")
+    feedback = tmp_path / "feedback.csv"
+    feedback.write_text("prompt,score\nSay hi.,1\nIntegrate x^2 sin x.,0\n", encoding="utf-8")
+    out = tmp_path / "model.json"
+    argv = ["--data", str(tmp_path / "eval"), "--csv-dir", str(more), "--exclude", str(excluded)]
+    argv += ["--feedback", str(feedback), "--weak", "weak-model", "--strong", "strong-model"]
+    argv += ["--label", "weak-fails", "--feature-weight", "0", "--priors", "--epochs", "1"]
+    argv += ["--hash-bits", "9", "--source", "credit", "--share", "economy=0.1"]
+    argv += ["--out", str(out)]
+    assert main(argv) == 0
+    document = json.loads(out.read_text(encoding="utf-8"))
+    dropped = {prompts["a"][0]["prompt"], prompts["b"][0]["prompt"]}
+    kept = [row for row in prompts["a"] + prompts["b"] if row["prompt"] not in dropped]
+    assert capsys.readouterr().out == f"trained on {len(kept) + 2} prompts; wrote {out}\n"
+    assert document["training"]["rows"] == len(kept) + 2
+    assert document["training"]["label"] == "weak-fails" and document["training"]["epochs"] == 1
+    # weak-fails: the share of kept prompts the weak model got wrong, and the feedback's one.
+    fails = sum(row["weak-model"] == "False" for row in kept) + 1
+    assert document["training"]["positive_share"] == round(fails / (len(kept) + 2), 6)
+    assert document["model"]["hash_bits"] == 9
+    assert document["model"]["ensemble"]["feature_weight"] == 0.0
+    assert document["source"] == "credit"
+    assert document["command"] == "python -m server.routing.training " + " ".join(argv)
+    assert LearnedScorer(document).calibration.strong_shares["economy"] == 0.1
+    assert document["models"] == {
+        column: round(sum(row[column] == "True" for row in kept) / len(kept), 4)
+        for column in ("weak-model", "strong-model")
+    }
+
+
+def test_the_command_line_needs_training_rows(tmp_path: Path) -> None:
+    with pytest.raises(SystemExit) as refused:
+        main(["--out", str(tmp_path / "model.json")])
+    assert refused.value.code == 2
+    assert not (tmp_path / "model.json").exists()
+
+
 def test_feedback_rows_train_a_model():
     rows = [("Say hi.", 1.0), ("Integrate x^2 sin x step by step.", 0.0)] * 20
     examples = list(examples_from_feedback(rows))
