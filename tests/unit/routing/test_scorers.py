@@ -9,11 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from server.routing import text
 from server.routing.calibration import Calibration
 from server.routing.features import FeatureScorer
 from server.routing.live import LiveCalibration
-from server.routing.outcomes import Example, examples_from_feedback
-from server.routing.scorer import DEFAULT_MODEL_PATH, LearnedScorer
+from server.routing.outcomes import LABELS, Example, examples_from_feedback
+from server.routing.scorer import DEFAULT_MODEL_PATH, MODEL_FORMAT, LearnedScorer
 from server.routing.training import TrainingOptions, main, train
 
 EASY = [
@@ -161,11 +162,21 @@ def test_the_command_line_reads_folders_exclusions_feedback_and_its_options(
     dropped = {prompts["a"][0]["prompt"], prompts["b"][0]["prompt"]}
     kept = [row for row in prompts["a"] + prompts["b"] if row["prompt"] not in dropped]
     assert capsys.readouterr().out == f"trained on {len(kept) + 2} prompts; wrote {out}\n"
-    assert document["training"]["rows"] == len(kept) + 2
-    assert document["training"]["label"] == "weak-fails" and document["training"]["epochs"] == 1
     # weak-fails: the share of kept prompts the weak model got wrong, and the feedback's one.
     fails = sum(row["weak-model"] == "False" for row in kept) + 1
-    assert document["training"]["positive_share"] == round(fails / (len(kept) + 2), 6)
+    defaults = TrainingOptions()
+    assert document["training"] == {
+        "rows": len(kept) + 2,
+        "positive_share": round(fails / (len(kept) + 2), 6),
+        "epochs": 1,
+        "learning_rate": defaults.learning_rate,
+        "l2": defaults.l2,
+        "seed": defaults.seed,
+        "calibration_folds": defaults.calibration_folds,
+        "label": "weak-fails",
+    }
+    assert document["format"] == MODEL_FORMAT and document["label"] == LABELS["weak-fails"]
+    assert document["text"] == {"head_chars": text.HEAD_CHARS, "tail_chars": text.TAIL_CHARS}
     assert document["model"]["hash_bits"] == 9
     assert document["model"]["ensemble"]["feature_weight"] == 0.0
     assert document["source"] == "credit"
