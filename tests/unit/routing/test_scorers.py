@@ -15,7 +15,7 @@ from server.routing.features import FeatureScorer
 from server.routing.live import LiveCalibration
 from server.routing.outcomes import LABELS, Example, examples_from_feedback
 from server.routing.scorer import DEFAULT_MODEL_PATH, MODEL_FORMAT, LearnedScorer
-from server.routing.training import TrainingOptions, main, train
+from server.routing.training import TrainingOptions, main, train, train_encoded
 
 EASY = [
     "What is the capital of France?",
@@ -128,6 +128,11 @@ def test_training_on_a_small_csv_hits_its_target_shares_on_like_data(tmp_path):
         share = sum(scorer.calibration.wants_strong(profile, s) for s in scores) / len(scores)
         assert abs(share - target) <= 0.05, (profile, share, target)
     assert scorer.calibration.strong_shares["balanced"] == 0.4
+    # The summed log-odds are rescaled by a Platt fit, kept to 6 decimals.
+    ensemble = scorer.document["model"]["ensemble"]
+    assert ensemble["scale"] == round(ensemble["scale"], 6) != 1.0
+    assert ensemble["shift"] == round(ensemble["shift"], 6) != 0.0
+    assert ensemble["shift"] != round(ensemble["shift"])
     long_problem = "Sam has 4 pens, " + ", ".join(s.format(7) for s in _STEPS) + ". How many?"
     assert scorer.difficulty(long_problem) > scorer.difficulty("Sam has 4 pens. How many?")
 
@@ -178,7 +183,15 @@ def test_the_command_line_reads_folders_exclusions_feedback_and_its_options(
     assert document["format"] == MODEL_FORMAT and document["label"] == LABELS["weak-fails"]
     assert document["text"] == {"head_chars": text.HEAD_CHARS, "tail_chars": text.TAIL_CHARS}
     assert document["model"]["hash_bits"] == 9
-    assert document["model"]["ensemble"]["feature_weight"] == 0.0
+    # Without the hand-set prior the fitted log-odds are served as they are.
+    assert document["model"]["ensemble"] == {
+        "learned_weight": 1.0, "feature_weight": 0.0, "scale": 1.0, "shift": 0.0,
+    }  # fmt: skip
+    hand = FeatureScorer()
+    trained = [row["prompt"] for row in kept] + ["Say hi.", "Integrate x^2 sin x."]
+    shares = LearnedScorer(document).calibration.strong_shares
+    expected = Calibration.fit([hand.difficulty(p) for p in trained], shares)
+    assert document["feature_calibration"] == expected.to_json()
     assert document["source"] == "credit"
     assert document["command"] == "python -m server.routing.training " + " ".join(argv)
     assert LearnedScorer(document).calibration.strong_shares["economy"] == 0.1
@@ -186,6 +199,11 @@ def test_the_command_line_reads_folders_exclusions_feedback_and_its_options(
         column: round(sum(row[column] == "True" for row in kept) / len(kept), 4)
         for column in ("weak-model", "strong-model")
     }
+
+
+def test_training_needs_rows() -> None:
+    with pytest.raises(ValueError, match="^no training examples$"):
+        train_encoded([])
 
 
 def test_the_command_line_needs_training_rows(tmp_path: Path) -> None:
