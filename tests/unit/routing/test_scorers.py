@@ -201,6 +201,42 @@ def test_the_command_line_reads_folders_exclusions_feedback_and_its_options(
     }
 
 
+# What `--help` says, word for word.
+HELP = """usage: python -m server.routing.training [-h] [--data DATA] [--csv CSV]
+        [--csv-dir CSV_DIR] [--exclude EXCLUDE] [--feedback FEEDBACK] [--weak WEAK]
+        [--strong STRONG] [--share PROFILE=SHARE] [--label {strong-only,weak-fails}]
+        [--feature-weight FEATURE_WEIGHT] [--priors] [--hash-bits HASH_BITS]
+        [--epochs EPOCHS] [--source SOURCE] --out OUT
+        Trains a `LearnedScorer` from labelled outcomes and writes its JSON model file.
+        options: -h, --help show this help message and exit
+        --data DATA a folder laid out like routing-eval: every *.csv in it is outcomes,
+        every contaminated_prompts.jsonl lists prompts to drop
+        --csv CSV outcomes CSV
+        --csv-dir CSV_DIR a folder whose *.csv files (recursively) are outcomes
+        --exclude EXCLUDE JSONL of contaminated prompts (field eval_prompt) to drop
+        --feedback FEEDBACK CSV of prompt,score feedback on the cheaper model's answers
+        --weak WEAK column of the cheaper model
+        --strong STRONG column of the stronger model
+        --share PROFILE=SHARE target strong share of a profile, e.g. balanced=0.45
+        --label {strong-only,weak-fails} strong-only: the cheaper model fell short and the
+        stronger did not (default); weak-fails: the cheaper model fell short
+        --feature-weight FEATURE_WEIGHT weight of the hand-set feature prior in the served
+        log-odds (0: fitted only)
+        --priors store every model column's success rate as that model's quality prior
+        --hash-bits HASH_BITS --epochs EPOCHS --source SOURCE credit for the training data
+        --out OUT"""
+
+
+def test_the_command_line_explains_its_options(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "100")
+    with pytest.raises(SystemExit) as done:
+        main(["--help"])
+    assert done.value.code == 0
+    assert capsys.readouterr().out.split() == HELP.split()
+
+
 def test_training_needs_rows() -> None:
     with pytest.raises(ValueError, match="^no training examples$"):
         train_encoded([])
