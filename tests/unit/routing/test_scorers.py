@@ -5,17 +5,27 @@ from __future__ import annotations
 import csv
 import json
 import random
+import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from server.routing import text
-from server.routing.calibration import Calibration
-from server.routing.features import FeatureScorer
+from server.routing.calibration import DEFAULT_STRONG_SHARES, Calibration
+from server.routing.features import FeatureScorer, sigmoid
 from server.routing.live import LiveCalibration
-from server.routing.outcomes import LABELS, Example, examples_from_feedback
+from server.routing.outcomes import (
+    LABELS,
+    STRONG_MODEL,
+    WEAK_MODEL,
+    Example,
+    examples_from_feedback,
+    examples_from_outcomes,
+    read_outcomes,
+)
 from server.routing.scorer import DEFAULT_MODEL_PATH, MODEL_FORMAT, LearnedScorer
-from server.routing.training import TrainingOptions, main, train, train_encoded
+from server.routing.training import TrainingOptions, encode, main, train, train_encoded
 
 EASY = [
     "What is the capital of France?",
@@ -237,16 +247,63 @@ def test_the_command_line_explains_its_options(
     assert capsys.readouterr().out.split() == HELP.split()
 
 
+def test_thresholds_are_set_on_scores_of_prompts_each_fold_never_saw(tmp_path: Path) -> None:
+    data = tmp_path / "outcomes.csv"
+    _write_outcomes(data, 90, seed=3)
+    outcomes = read_outcomes([data], weak="weak-model", strong="strong-model")
+    options = TrainingOptions(hash_bits=8, feature_weight=0.0, calibration_folds=3)
+    rows = encode(examples_from_outcomes(outcomes), options.hash_bits)
+    document = train_encoded(rows, options)
+    scores = []
+    for fold in range(3):
+        kept = [r for i, r in enumerate(rows) if i % 3 != fold]
+        alone = LearnedScorer(train_encoded(kept, replace(options, calibration_folds=1)))
+        scores += [sigmoid(alone.logit_of(r.buckets, r.values)) for r in rows[fold::3]]
+    expected = Calibration.fit(scores, options.strong_shares).to_json()
+    assert document["calibration"] == expected
+    in_sample = LearnedScorer(document)
+    assert (
+        expected
+        != Calibration.fit(
+            [sigmoid(in_sample.logit_of(r.buckets, r.values)) for r in rows], options.strong_shares
+        ).to_json()
+    )
+
+
 def test_training_needs_rows() -> None:
     with pytest.raises(ValueError, match="^no training examples$"):
         train_encoded([])
 
 
-def test_the_command_line_needs_training_rows(tmp_path: Path) -> None:
+def test_the_command_line_needs_training_rows(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     with pytest.raises(SystemExit) as refused:
         main(["--out", str(tmp_path / "model.json")])
     assert refused.value.code == 2
+    assert capsys.readouterr().err.endswith(
+        "error: no training rows: give --data, --csv, --csv-dir or --feedback\n"
+    )
     assert not (tmp_path / "model.json").exists()
+
+
+def test_the_command_line_defaults_to_routellms_columns_and_its_own_arguments(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data, out = tmp_path / "outcomes.csv", tmp_path / "model.json"
+    with open(data, "w", newline="", encoding="utf-8") as rows:
+        writer = csv.writer(rows)
+        writer.writerow(["prompt", WEAK_MODEL, STRONG_MODEL])
+        writer.writerows([[p, True, True] for p in EASY] + [[p, False, True] for p in HARD])
+    monkeypatch.setattr(sys, "argv", ["training", "--csv", str(data), "--out", str(out)])
+    assert main() == 0
+    written = out.read_text(encoding="utf-8")
+    assert written.startswith('{\n "format": ') and written.endswith("}\n")
+    document = json.loads(written)
+    assert document["command"] == f"python -m server.routing.training --csv {data} --out {out}"
+    assert document["source"] == "" and document["training"]["rows"] == 6
+    assert document["model"]["hash_bits"] == TrainingOptions.hash_bits
+    assert LearnedScorer(document).calibration.strong_shares == DEFAULT_STRONG_SHARES
 
 
 def test_feedback_rows_train_a_model():
