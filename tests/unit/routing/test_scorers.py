@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from server.routing import text
+from server.routing import text, training
 from server.routing.calibration import DEFAULT_STRONG_SHARES, Calibration
 from server.routing.features import FeatureScorer, sigmoid
 from server.routing.live import LiveCalibration
@@ -270,6 +270,20 @@ def test_thresholds_are_set_on_scores_of_prompts_each_fold_never_saw(tmp_path: P
     )
 
 
+def test_without_folds_the_ensemble_is_rescaled_on_its_own_scores(tmp_path: Path) -> None:
+    data = tmp_path / "outcomes.csv"
+    _write_outcomes(data, 60, seed=5)
+    outcomes = read_outcomes([data], weak="weak-model", strong="strong-model")
+    rows = encode(examples_from_outcomes(outcomes), 8)
+    document = train_encoded(rows, TrainingOptions(hash_bits=8, calibration_folds=1))
+    ensemble = document["model"]["ensemble"]
+    unscaled = dict(document["model"], ensemble=dict(ensemble, scale=1.0, shift=0.0))
+    bare = LearnedScorer(dict(document, model=unscaled))
+    pairs = [(bare.logit_of(r.buckets, r.values), r.target) for r in rows]
+    scale, shift = training._platt(pairs)
+    assert (ensemble["scale"], ensemble["shift"]) == (round(scale, 6), round(shift, 6))
+
+
 def test_training_needs_rows() -> None:
     with pytest.raises(ValueError, match="^no training examples$"):
         train_encoded([])
@@ -313,6 +327,7 @@ def test_feedback_rows_train_a_model():
     document = train(examples, TrainingOptions(hash_bits=8, calibration_folds=1))
     scorer = LearnedScorer(document)
     assert scorer.difficulty("Integrate x^2 sin x step by step.") > scorer.difficulty("Say hi.")
+    assert document["source"] == document["command"] == ""
 
 
 def _calibration() -> Calibration:
