@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
 
 import pytest
 
-from server.routing import tags, training
+from server.routing import features, tags, text, training
 from server.routing.calibration import Calibration
 from server.routing.scorer import LearnedScorer
 from server.routing.tags import Rated, offset, offsets
@@ -152,6 +153,49 @@ def test_the_refit_fits_around_the_prior_as_weighed_on_the_ratings(base: dict) -
     # The prior carries at a small weight: its order, not its certainty.
     assert 0 < document["model"]["prior_weight"] < 0.1
     assert abs(document["model"]["intercept"]) < 0.1
+
+
+def test_the_refits_fitted_values_are_the_fit_around_the_weighed_prior(base: dict) -> None:
+    # Uneven rates (1 in 10 and 6 in 10), so that the prior's Platt shift is far from 0.
+    ratings = []
+    for prompt, failures in [(p, 1) for p in EASY] + [(p, 6) for p in HARD]:
+        ratings += [Rated(prompt, ("k",), True, 0.0)] * failures
+        ratings += [Rated(prompt, ("k",), True, 1.0)] * (10 - failures)
+    ratings += [Rated(p, ("k",), False, 1.0) for p in HARD]
+    document = refit(base, ratings)
+    # What the refit is meant to be, step by step: the tags' failure offsets, the prior's
+    # log-odds weighed and shifted by a Platt fit beside them, the fit around that.
+    prior = LearnedScorer(base)
+    known = offsets(ratings)
+    rows = [
+        training.Encoded(
+            text.buckets(r.prompt, prior.bits),
+            features.extract(r.prompt, None),
+            1.0 - r.score,
+            offset=known["k"][0],
+            prior=prior.logit(r.prompt),
+        )
+        for r in ratings
+        if r.cheapest
+    ]
+    weight, shift = training._platt(
+        training._smoothed(rows), [r.offset for r in rows], training.PLATT_RIDGE
+    )
+    assert abs(shift) > 0.3
+    options = TrainingOptions(
+        learning_rate=training.REFIT_LEARNING_RATE, hash_bits=prior.bits, label="weak-fails",
+        feature_weight=0.0,
+    )  # fmt: skip
+    model = training._fit(
+        [dataclasses.replace(r, prior=weight * r.prior + shift) for r in rows], options
+    )
+    fitted = model.pop("prior_weight")
+    model["prior_weight"] = round(fitted * weight, 6)
+    model["intercept"] = round(model["intercept"] + fitted * shift, 6)
+    assert document["model"] == model
+    assert model["ensemble"] == {"learned_weight": 1.0, "feature_weight": 0.0}
+    assert document["tags"] == {"shrink": 20, "offsets": {"k": list(known["k"])}}
+    assert document["weights"] == {"prompt": 1.0}  # fewer than 100 ratings
 
 
 def test_ratings_the_prior_separates_perfectly_give_a_finite_weight(base: dict) -> None:
