@@ -69,11 +69,14 @@ def test_the_offsets_of_a_prompts_tags_add_up_and_unseen_tags_weigh_nothing() ->
 @pytest.fixture(scope="module")
 def base() -> dict:
     examples = [training.Example(p, 0.0) for p in EASY] + [training.Example(p, 1.0) for p in HARD]
-    return train(examples * 10, TrainingOptions(hash_bits=10, calibration_folds=1))
+    # Shares other than the defaults, so that a refit's thresholds are seen to keep them.
+    shares = {"economy": 0.1, "balanced": 0.3, "quality": 0.6}
+    options = TrainingOptions(hash_bits=10, calibration_folds=1, strong_shares=shares)
+    return train(examples * 10, options)
 
 
 def test_a_refit_needs_ratings(base: dict) -> None:
-    with pytest.raises(ValueError, match="no rated rows"):
+    with pytest.raises(ValueError, match="^no rated rows$"):
         refit(base, [])
 
 
@@ -94,6 +97,7 @@ def test_a_refit_weighs_the_prior_and_learns_what_the_ratings_say(base: dict) ->
     # Thresholds are calibrated on the rated prompts' difficulties.
     scores = [scorer.difficulty(r.prompt, None, r.tags) for r in ratings]
     shares = LearnedScorer(base).calibration.strong_shares
+    assert shares == {"economy": 0.1, "balanced": 0.3, "quality": 0.6}
     assert document["calibration"] == Calibration.fit(scores, shares).to_json()
     assert document["calibration"] != base["calibration"]
 
