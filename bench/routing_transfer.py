@@ -316,11 +316,26 @@ def learning_figures(
         "rated": len(rated),
         "cheapest_rated": len(weak_rows),
         "refit": curve[-1][1],
+        "prompt_weight": served[-1][1].get("weights", {}).get("prompt", 1.0),
         "scratch": round(_apgr_of(scratch, judged, tagged), 4),
         "prompt_scorer_alone": round(_apgr_of(refit(base, untagged), judged, tagged), 4),
         "tags_alone": round(apgr([offset(known, tagged(r)) for r in judged], judged), 4),
+        "both_rungs": round(apgr(_kind_gains(stream[:n], judged, tagged), judged), 4),
+        "kinds_ceiling": round(apgr(_kind_gains(judged, judged, tagged), judged), 4),
         "before": curve[0][1],
     }
+
+
+def _kind_gains(
+    seen: Sequence[Row], judged: Sequence[Row], tagged: Callable[[Row], tuple[str, ...]]
+) -> list[float]:
+    """Each judged prompt's score: its kind's mean gain (the stronger answer's score
+    less the cheaper one's) over `seen`, as if every seen prompt were rated on both rungs;
+    0 for a kind not seen."""
+    gains: dict[tuple[str, ...], list[float]] = {}
+    for r in seen:
+        gains.setdefault(tagged(r), []).append(r.outcome.strong - r.outcome.weak)
+    return [sum(gains.get(tagged(r), [0.0])) / len(gains.get(tagged(r), [0.0])) for r in judged]
 
 
 def learn_unseen(rows: Sequence[Row], n: int = 500) -> dict[str, Any]:
@@ -420,7 +435,11 @@ def render(report: dict[str, Any], command: str) -> str:
         "(the other rung, at random), each rated on the rung that served it. APGR on the",
         "prompts not served. `scratch`: the shipped kind fitted from nothing on the cheapest",
         "rung's rated answers of the same prompts; `prompt scorer alone`: the refit without",
-        "tags; `tags alone`: the tag estimates alone.",
+        "tags; `tags alone`: the tag estimates alone; the prompt weight is the one the refit",
+        "chose beside the tags (`training.prompt_weight`). Two bounds on what ranking by kind",
+        "can reach: `both rungs` ranks by each kind's mean gain over the same prompts as if",
+        "each were rated on both rungs (twice the ratings the stream gives), `kinds' true",
+        "gain` by each kind's mean gain over the judged prompts themselves.",
         "",
     ]
     sections = [
@@ -431,15 +450,15 @@ def render(report: dict[str, Any], command: str) -> str:
     for title, runs in sections:
         lines += [f"{title}:", ""]
         lines += [
-            "| traffic | rated (cheapest rung) | before | refit | scratch | prompt scorer alone "
-            "| tags alone | after N rated |",
-            "|---|---|---|---|---|---|---|---|",
+            "| traffic | rated (cheapest rung) | before | refit (prompt weight) | scratch "
+            "| prompt scorer alone | tags alone | both rungs | kinds' true gain | after N rated |",
+            "|---|---|---|---|---|---|---|---|---|---|",
         ]
         for name, v in runs.items():
             lines.append(
                 f"| {name} | {v['rated']} ({v['cheapest_rated']}) | {v['before']:.3f} "
-                f"| {v['refit']:.3f} | {v['scratch']:.3f} | {v['prompt_scorer_alone']:.3f} "
-                f"| {v['tags_alone']:.3f} | "
+                f"| {v['refit']:.3f} ({v['prompt_weight']:g}) | {v['scratch']:.3f} | {v['prompt_scorer_alone']:.3f} "
+                f"| {v['tags_alone']:.3f} | {v['both_rungs']:.3f} | {v['kinds_ceiling']:.3f} | "
                 + ", ".join(f"{n}: {a:.3f}" for n, a in v["curve"])
                 + " |"
             )
@@ -454,7 +473,10 @@ def render(report: dict[str, Any], command: str) -> str:
     return "\n".join(lines)
 
 
-_MEANS = ("before", "refit", "scratch", "prompt_scorer_alone", "tags_alone")
+_MEANS = (
+    "before", "refit", "scratch", "prompt_scorer_alone", "tags_alone", "both_rungs",
+    "kinds_ceiling",
+)  # fmt: skip
 
 
 def _ci(value: Sequence[float]) -> str:

@@ -308,6 +308,7 @@ class AdminService:
             retrained=outcome.retrained, detail=outcome.detail,
             cheapest_rows=outcome.cheapest, above_rows=outcome.above,
             held_out_auc=outcome.held_out_auc, previous_auc=outcome.previous_auc,
+            held_out_gain=outcome.held_out_gain, previous_gain=outcome.previous_gain,
         )  # fmt: skip
 
     async def enable_provider(

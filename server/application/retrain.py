@@ -6,7 +6,8 @@ loop); the router serves the new one in place, its live window carried over.
 
 Before the refit that serves, one fitted on four fifths of the ratings is measured on
 the held-back fifth: how often a prompt whose cheapest answer fell short scores above
-one whose answer was good enough, beside the same figure for the scorer it replaces.
+one whose answer was good enough, and how well its scores route both rungs' ratings
+(`training.gain`), beside the same figures for the scorer it replaces.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from server.routing.policies import LiveScorer
 from server.routing.scored import ScoredRouter
 from server.routing.scorer import LearnedScorer
 from server.routing.tags import Rated
+from server.routing.training import gain
 from server.storage import Store
 
 log = logging.getLogger("gateway.routing")
@@ -35,7 +37,7 @@ MIN_MEASURED = 10
 @dataclass(frozen=True, slots=True)
 class Retrained:
     """What a retrain did: whether a refitted scorer serves now, the ratings of each
-    kind it used, and its figure on the held-back fifth beside the old scorer's."""
+    kind it used, and its figures on the held-back fifth beside the old scorer's."""
 
     retrained: bool
     detail: str
@@ -43,6 +45,8 @@ class Retrained:
     above: int = 0
     held_out_auc: float | None = None
     previous_auc: float | None = None
+    held_out_gain: float | None = None
+    previous_gain: float | None = None
 
 
 async def retrain_every(live: Live, store: Store) -> None:
@@ -97,6 +101,7 @@ async def retrain(router: ScoredRouter, rated: Sequence[Rated]) -> Retrained:
     measured = await asyncio.to_thread(scorer.refitted, kept) if kept else None
     scorer.use(await asyncio.to_thread(scorer.refitted, rated))
     cheapest = sum(r.cheapest for r in rated)
+    replaced = previous if isinstance(previous, LearnedScorer) else None
     return Retrained(
         True,
         f"scorer refitted on {cheapest} rated answers of the cheapest rung and "
@@ -104,7 +109,9 @@ async def retrain(router: ScoredRouter, rated: Sequence[Rated]) -> Retrained:
         cheapest,
         len(rated) - cheapest,
         held_out_auc=None if measured is None else _figure(measured, held),
-        previous_auc=_figure(previous, held) if isinstance(previous, LearnedScorer) else None,
+        previous_auc=None if replaced is None else _figure(replaced, held),
+        held_out_gain=None if measured is None else _gain(measured, held),
+        previous_gain=None if replaced is None else _gain(replaced, held),
     )
 
 
@@ -117,6 +124,14 @@ def _figure(scorer: LearnedScorer, held: Sequence[Rated]) -> float | None:
         return None
     scored = [(scorer.logit(r.prompt, None, r.tags), 1.0 - r.score) for r in cheapest]
     return round(auc(scored), 4)
+
+
+def _gain(scorer: LearnedScorer, held: Sequence[Rated]) -> float | None:
+    """How well the scorer routes the held-back ratings of every rung (`training.gain`);
+    None when fewer than MIN_MEASURED were held."""
+    if len(held) < MIN_MEASURED:
+        return None
+    return round(gain([(scorer.logit(r.prompt, None, r.tags), r) for r in held]), 4)
 
 
 def _learning(live: Live, store: Store | None) -> ScoredRouter | str:

@@ -8,7 +8,9 @@ chosen on leave-one-benchmark-out transfer).
 
 A refitted model (`training.refit`, from the ledger's ratings) holds the model it was
 refitted from as its "prior", weighed by its "prior_weight", and per-tag offsets under
-"tags" (see `server.routing.tags`): the prompt's tags add their log-odds to the sum.
+"tags" (see `server.routing.tags`): the prompt's tags add their log-odds to the sum. Its
+"weights" say how much the prompt's log-odds weigh beside the tags', as the refit chose
+on its ratings.
 
 Serving is pure Python: a few regex passes and a few hundred array lookups per prompt.
 
@@ -93,6 +95,7 @@ class LearnedScorer:
         # adds what its traffic's tags say.
         self._base = LearnedScorer(document["prior"]) if "prior" in document else None
         self._base_weight = float(model.get("prior_weight", 0.0))
+        self.prompt_weight = float(document.get("weights", {}).get("prompt", 1.0))
         self.tag_offsets: dict[str, tuple[float, float]] = {
             str(tag): (float(fail), float(success))
             for tag, (fail, success) in document.get("tags", {}).get("offsets", {}).items()
@@ -128,6 +131,7 @@ class LearnedScorer:
         z = z * self._scale + self._shift
         if self._base is not None:
             z += self._base_weight * self._base.logit_of(found, values)
+        z *= self.prompt_weight
         return z + tags.offset(self.tag_offsets, tagged) if tagged else z
 
     def fitted_logit(self, found: list[int], values: list[float]) -> float:

@@ -27,6 +27,7 @@ from typing import Any
 from server.routing import features, tags, text
 from server.routing.calibration import DEFAULT_STRONG_SHARES, Calibration
 from server.routing.features import FeatureScorer, sigmoid
+from server.routing.live import auc
 from server.routing.outcomes import (
     LABELS,
     STRONG_MODEL,
@@ -187,10 +188,6 @@ def _document(
     }
 
 
-def _scores(scorer: LearnedScorer, rows: Sequence[Encoded]) -> list[float]:
-    return [sigmoid(scorer.logit_of(r.buckets, r.values)) for r in rows]
-
-
 def _out_of_fold_logits(
     rows: Sequence[Encoded], options: TrainingOptions
 ) -> list[tuple[float, float]]:
@@ -307,10 +304,26 @@ def refit(
 
     The ratings of the cheapest rung's answers train the prompt model (a rating below 1
     says it fell short); every rating, of any rung, counts toward its tags' estimates
-    (`server.routing.tags`), which the fit takes as given. Thresholds are recalibrated on
-    the rated prompts; priors, the feature scorer's calibration and credit are kept."""
+    (`server.routing.tags`), which the fit takes as given. How much the prompt's log-odds
+    weigh beside the tags' is chosen on the ratings (`weights`). Thresholds are
+    recalibrated on the rated prompts; priors, the feature scorer's calibration and
+    credit are kept."""
     if not rated:
         raise ValueError("no rated rows")
+    refitted = _refitted(base, rated, options)
+    refitted["weights"] = {"prompt": prompt_weight(base, rated, options)}
+    scorer = LearnedScorer(refitted | {"calibration": base["calibration"]})
+    scores = [sigmoid(scorer.logit(r.prompt, None, r.tags)) for r in rated]
+    shares = Calibration.from_json(base["calibration"]).strong_shares
+    refitted["calibration"] = Calibration.fit(scores, shares).to_json()
+    return refitted
+
+
+def _refitted(
+    base: dict[str, Any], rated: Sequence[Rated], options: TrainingOptions | None
+) -> dict[str, Any]:
+    """The refit's two parts, the prompt model and the tags' offsets, without weights
+    or thresholds."""
     prior = LearnedScorer(base)
     known = tags.offsets(rated)
     rows = []
@@ -345,10 +358,56 @@ def refit(
         refitted["model"] = model
     else:  # no answer of the cheapest rung rated: the prior as it is, and the tags
         refitted["model"] = _unchanged(prior.bits)
-    scorer = LearnedScorer(refitted | {"calibration": base["calibration"]})
-    scores = [sigmoid(scorer.logit(r.prompt, None, r.tags)) for r in rated]
-    refitted["calibration"] = Calibration.fit(scores, prior.calibration.strong_shares).to_json()
     return refitted
+
+
+# The weights a refit may give the prompt's log-odds beside the tags' (1), the first
+# the one it keeps when the ratings cannot tell them apart. A prompt scorer trained on
+# other traffic may order this traffic's kinds the wrong way round, which its tags then
+# correct only where the prompt's own part weighs little (docs/routing-transfer.md:
+# traffic mixing MMLU's subjects); it never weighs nothing, so that untagged prompts and
+# prompts of one tag keep an order.
+PROMPT_WEIGHTS = (1.0, 0.5, 0.25, 0.1)
+# The ratings are cut into this many folds to choose the weight on, and are not cut
+# when fewer than MIN_CHOOSING.
+WEIGHT_FOLDS = 5
+MIN_CHOOSING = 100
+
+
+def prompt_weight(
+    base: dict[str, Any], rated: Sequence[Rated], options: TrainingOptions | None = None
+) -> float:
+    """The weight of the prompt's log-odds beside the tags' that routes `rated` best:
+    each fold of the ratings scored by the parts refitted on the others, each weight
+    judged by `gain` on every fold's scores. 1 below MIN_CHOOSING ratings."""
+    if len(rated) < MIN_CHOOSING:
+        return PROMPT_WEIGHTS[0]
+    held: list[tuple[Rated, float, float]] = []
+    for fold in range(WEIGHT_FOLDS):
+        kept = [r for i, r in enumerate(rated) if i % WEIGHT_FOLDS != fold]
+        scorer = LearnedScorer(
+            _refitted(base, kept, options) | {"calibration": base["calibration"]}
+        )
+        held.extend(
+            (r, scorer.logit(r.prompt), tags.offset(scorer.tag_offsets, r.tags))
+            for r in rated[fold::WEIGHT_FOLDS]
+        )
+    figures = {
+        weight: gain([(weight * prompt + tagged, r) for r, prompt, tagged in held])
+        for weight in PROMPT_WEIGHTS
+    }
+    return max(PROMPT_WEIGHTS, key=lambda w: figures[w])
+
+
+def gain(scored: Sequence[tuple[float, Rated]]) -> float:
+    """How well scores route rated answers, from -1 to 1 (0: no better than chance):
+    sending a prompt up gains where the cheapest rung fails and the upper rungs
+    succeed, so a score should be higher on the cheapest rung's failures than on its
+    successes, and higher on the upper rungs' successes than on their failures. The
+    sum of the two AUCs' distances from chance; a rung without both kinds rated adds 0."""
+    cheapest = [(score, 1.0 - r.score) for score, r in scored if r.cheapest]
+    above = [(score, r.score) for score, r in scored if not r.cheapest]
+    return auc(cheapest) - 0.5 + auc(above) - 0.5
 
 
 def _smoothed(rows: Sequence[Encoded]) -> list[tuple[float, float]]:

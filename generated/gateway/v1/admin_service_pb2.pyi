@@ -277,20 +277,24 @@ class RetrainRouterRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class RetrainRouterResponse(_message.Message):
-    __slots__ = ("retrained", "detail", "cheapest_rows", "above_rows", "held_out_auc", "previous_auc")
+    __slots__ = ("retrained", "detail", "cheapest_rows", "above_rows", "held_out_auc", "previous_auc", "held_out_gain", "previous_gain")
     RETRAINED_FIELD_NUMBER: _ClassVar[int]
     DETAIL_FIELD_NUMBER: _ClassVar[int]
     CHEAPEST_ROWS_FIELD_NUMBER: _ClassVar[int]
     ABOVE_ROWS_FIELD_NUMBER: _ClassVar[int]
     HELD_OUT_AUC_FIELD_NUMBER: _ClassVar[int]
     PREVIOUS_AUC_FIELD_NUMBER: _ClassVar[int]
+    HELD_OUT_GAIN_FIELD_NUMBER: _ClassVar[int]
+    PREVIOUS_GAIN_FIELD_NUMBER: _ClassVar[int]
     retrained: bool
     detail: str
     cheapest_rows: int
     above_rows: int
     held_out_auc: float
     previous_auc: float
-    def __init__(self, retrained: _Optional[bool] = ..., detail: _Optional[str] = ..., cheapest_rows: _Optional[int] = ..., above_rows: _Optional[int] = ..., held_out_auc: _Optional[float] = ..., previous_auc: _Optional[float] = ...) -> None: ...
+    held_out_gain: float
+    previous_gain: float
+    def __init__(self, retrained: _Optional[bool] = ..., detail: _Optional[str] = ..., cheapest_rows: _Optional[int] = ..., above_rows: _Optional[int] = ..., held_out_auc: _Optional[float] = ..., previous_auc: _Optional[float] = ..., held_out_gain: _Optional[float] = ..., previous_gain: _Optional[float] = ...) -> None: ...
 
 class ProviderStats(_message.Message):
     __slots__ = ("id", "model", "type", "enabled", "health", "requests", "errors", "error_rate", "mean_latency_ms")

@@ -17,7 +17,7 @@ from server.application.retrain import retrain
 from server.routing.live import auc
 from server.routing.scorer import LearnedScorer
 from server.routing.tags import Rated
-from server.routing.training import refit
+from server.routing.training import gain, refit
 from tests.integration.routing.test_routing import HEADERS
 from tests.support.gateways import API_KEY, running_gateway
 from tests.support.shared_state import ADMIN_KEY, config_with
@@ -159,6 +159,7 @@ async def test_a_retrain_moves_decisions_on_tagged_prompts_the_shipped_scorer_mi
     assert (answer["cheapest_rows"], answer["above_rows"]) == (80, 0)
     # The held-back fifth: 8 ratings of each kind, told apart by both scorers.
     assert answer["held_out_auc"] == answer["previous_auc"] == 1.0
+    assert answer["held_out_gain"] == answer["previous_gain"] == 0.5  # no upper rung rated
     assert before["model"] == "sim-mini" and after["model"] == "sim-standard"
     assert after["difficulty"] > 0.5 > before["difficulty"]
     # An unseen tag weighs nothing.
@@ -182,7 +183,7 @@ async def test_a_retrain_without_ratings_says_so_and_keeps_the_scorer(tmp_path: 
             kept = gw.gateway.live.current.router.scorer.current()  # type: ignore[attr-defined]
     assert not answer.retrained and "no rated answers" in answer.detail
     assert (answer.cheapest_rows, answer.above_rows) == (0, 0)
-    assert not answer.HasField("held_out_auc")
+    assert not answer.HasField("held_out_auc") and not answer.HasField("held_out_gain")
     assert kept is scorer and after == before
     assert refused.value.code() == grpc.StatusCode.UNAUTHENTICATED
 
@@ -250,12 +251,16 @@ async def test_the_refit_is_measured_on_every_fifth_rating_fitted_on_the_rest(
         base = router.scorer.current()  # type: ignore[attr-defined]
         outcome = await retrain(router, ratings)  # type: ignore[arg-type]
         served = router.scorer.current()  # type: ignore[attr-defined]
-    held = [r for i, r in enumerate(ratings) if i % 5 == 4 and r.cheapest]
+    every = [r for i, r in enumerate(ratings) if i % 5 == 4]
+    held = [r for r in every if r.cheapest]
     kept = [r for i, r in enumerate(ratings) if i % 5 != 4]
     measured = LearnedScorer(refit(base.document, kept))
 
     def figure(scorer: LearnedScorer) -> float:
         return round(auc([(scorer.logit(r.prompt, None, r.tags), 1 - r.score) for r in held]), 4)
+
+    def routes(scorer: LearnedScorer) -> float:
+        return round(gain([(scorer.logit(r.prompt, None, r.tags), r) for r in every]), 4)
 
     assert (outcome.retrained, outcome.cheapest, outcome.above) == (True, 60, 10)
     assert outcome.detail == (
@@ -263,5 +268,10 @@ async def test_the_refit_is_measured_on_every_fifth_rating_fitted_on_the_rest(
     )
     assert outcome.held_out_auc == figure(measured)
     assert outcome.previous_auc == figure(base)
+    # Both rungs' held-back ratings: the upper rungs' are all successes, so only the
+    # cheapest rung's order counts.
+    assert {r.cheapest for r in every} == {True, False}
+    assert outcome.held_out_gain == routes(measured) == round(figure(measured) - 0.5, 4)
+    assert outcome.previous_gain == routes(base)
     assert served.document["refit"] == {"cheapest": 60, "above": 10}
     assert served.tag_offsets.keys() == {"leases", "q3", "maths"}

@@ -5,16 +5,27 @@ from __future__ import annotations
 import csv
 import json
 import random
+import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from server.routing.calibration import Calibration
-from server.routing.features import FeatureScorer
+from server.routing import text, training
+from server.routing.calibration import DEFAULT_STRONG_SHARES, Calibration
+from server.routing.features import FeatureScorer, sigmoid
 from server.routing.live import LiveCalibration
-from server.routing.outcomes import Example, examples_from_feedback
-from server.routing.scorer import DEFAULT_MODEL_PATH, LearnedScorer
-from server.routing.training import TrainingOptions, main, train
+from server.routing.outcomes import (
+    LABELS,
+    STRONG_MODEL,
+    WEAK_MODEL,
+    Example,
+    examples_from_feedback,
+    examples_from_outcomes,
+    read_outcomes,
+)
+from server.routing.scorer import DEFAULT_MODEL_PATH, MODEL_FORMAT, LearnedScorer
+from server.routing.training import TrainingOptions, encode, main, train, train_encoded
 
 EASY = [
     "What is the capital of France?",
@@ -127,8 +138,186 @@ def test_training_on_a_small_csv_hits_its_target_shares_on_like_data(tmp_path):
         share = sum(scorer.calibration.wants_strong(profile, s) for s in scores) / len(scores)
         assert abs(share - target) <= 0.05, (profile, share, target)
     assert scorer.calibration.strong_shares["balanced"] == 0.4
+    # The summed log-odds are rescaled by a Platt fit, kept to 6 decimals.
+    ensemble = scorer.document["model"]["ensemble"]
+    assert ensemble["scale"] == round(ensemble["scale"], 6) != 1.0
+    assert ensemble["shift"] == round(ensemble["shift"], 6) != 0.0
+    assert ensemble["shift"] != round(ensemble["shift"])
     long_problem = "Sam has 4 pens, " + ", ".join(s.format(7) for s in _STEPS) + ". How many?"
     assert scorer.difficulty(long_problem) > scorer.difficulty("Sam has 4 pens. How many?")
+
+
+def test_the_command_line_reads_folders_exclusions_feedback_and_its_options(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data, more = tmp_path / "eval" / "maths", tmp_path / "more"
+    data.mkdir(parents=True)
+    more.mkdir()
+    _write_outcomes(data / "a.csv", 300, seed=1)
+    _write_outcomes(more / "b.csv", 100, seed=2)
+    prompts = {}
+    for name, path in [("a", data / "a.csv"), ("b", more / "b.csv")]:
+        with open(path, encoding="utf-8") as rows:
+            prompts[name] = list(csv.DictReader(rows))
+    (data / "contaminated_prompts.jsonl").write_text(
+        json.dumps({"eval_prompt": prompts["a"][0]["prompt"]}) + "\n\n", encoding="utf-8"
+    )
+    excluded = tmp_path / "excluded.jsonl"
+    excluded.write_text(json.dumps({"eval_prompt": prompts["b"][0]["prompt"]}) + "\n")
+    feedback = tmp_path / "feedback.csv"
+    feedback.write_text("prompt,score\nSay hi.,1\nIntegrate x^2 sin x.,0\n", encoding="utf-8")
+    out = tmp_path / "model.json"
+    argv = ["--data", str(tmp_path / "eval"), "--csv-dir", str(more), "--exclude", str(excluded)]
+    argv += ["--feedback", str(feedback), "--weak", "weak-model", "--strong", "strong-model"]
+    argv += ["--label", "weak-fails", "--feature-weight", "0", "--priors", "--epochs", "1"]
+    argv += ["--hash-bits", "9", "--source", "credit", "--share", "economy=0.1"]
+    argv += ["--out", str(out)]
+    assert main(argv) == 0
+    document = json.loads(out.read_text(encoding="utf-8"))
+    dropped = {prompts["a"][0]["prompt"], prompts["b"][0]["prompt"]}
+    kept = [row for row in prompts["a"] + prompts["b"] if row["prompt"] not in dropped]
+    assert capsys.readouterr().out == f"trained on {len(kept) + 2} prompts; wrote {out}\n"
+    # weak-fails: the share of kept prompts the weak model got wrong, and the feedback's one.
+    fails = sum(row["weak-model"] == "False" for row in kept) + 1
+    defaults = TrainingOptions()
+    assert document["training"] == {
+        "rows": len(kept) + 2,
+        "positive_share": round(fails / (len(kept) + 2), 6),
+        "epochs": 1,
+        "learning_rate": defaults.learning_rate,
+        "l2": defaults.l2,
+        "seed": defaults.seed,
+        "calibration_folds": defaults.calibration_folds,
+        "label": "weak-fails",
+    }
+    assert document["format"] == MODEL_FORMAT and document["label"] == LABELS["weak-fails"]
+    assert document["text"] == {"head_chars": text.HEAD_CHARS, "tail_chars": text.TAIL_CHARS}
+    assert document["model"]["hash_bits"] == 9
+    # Without the hand-set prior the fitted log-odds are served as they are.
+    assert document["model"]["ensemble"] == {
+        "learned_weight": 1.0, "feature_weight": 0.0, "scale": 1.0, "shift": 0.0,
+    }  # fmt: skip
+    hand = FeatureScorer()
+    trained = [row["prompt"] for row in kept] + ["Say hi.", "Integrate x^2 sin x."]
+    shares = LearnedScorer(document).calibration.strong_shares
+    expected = Calibration.fit([hand.difficulty(p) for p in trained], shares)
+    assert document["feature_calibration"] == expected.to_json()
+    assert document["source"] == "credit"
+    assert document["command"] == "python -m server.routing.training " + " ".join(argv)
+    assert LearnedScorer(document).calibration.strong_shares["economy"] == 0.1
+    assert document["models"] == {
+        column: round(sum(row[column] == "True" for row in kept) / len(kept), 4)
+        for column in ("weak-model", "strong-model")
+    }
+
+
+# What `--help` says, word for word.
+HELP = """usage: python -m server.routing.training [-h] [--data DATA] [--csv CSV]
+        [--csv-dir CSV_DIR] [--exclude EXCLUDE] [--feedback FEEDBACK] [--weak WEAK]
+        [--strong STRONG] [--share PROFILE=SHARE] [--label {strong-only,weak-fails}]
+        [--feature-weight FEATURE_WEIGHT] [--priors] [--hash-bits HASH_BITS]
+        [--epochs EPOCHS] [--source SOURCE] --out OUT
+        Trains a `LearnedScorer` from labelled outcomes and writes its JSON model file.
+        options: -h, --help show this help message and exit
+        --data DATA a folder laid out like routing-eval: every *.csv in it is outcomes,
+        every contaminated_prompts.jsonl lists prompts to drop
+        --csv CSV outcomes CSV
+        --csv-dir CSV_DIR a folder whose *.csv files (recursively) are outcomes
+        --exclude EXCLUDE JSONL of contaminated prompts (field eval_prompt) to drop
+        --feedback FEEDBACK CSV of prompt,score feedback on the cheaper model's answers
+        --weak WEAK column of the cheaper model
+        --strong STRONG column of the stronger model
+        --share PROFILE=SHARE target strong share of a profile, e.g. balanced=0.45
+        --label {strong-only,weak-fails} strong-only: the cheaper model fell short and the
+        stronger did not (default); weak-fails: the cheaper model fell short
+        --feature-weight FEATURE_WEIGHT weight of the hand-set feature prior in the served
+        log-odds (0: fitted only)
+        --priors store every model column's success rate as that model's quality prior
+        --hash-bits HASH_BITS --epochs EPOCHS --source SOURCE credit for the training data
+        --out OUT"""
+
+
+def test_the_command_line_explains_its_options(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "100")
+    with pytest.raises(SystemExit) as done:
+        main(["--help"])
+    assert done.value.code == 0
+    assert capsys.readouterr().out.split() == HELP.split()
+
+
+def test_thresholds_are_set_on_scores_of_prompts_each_fold_never_saw(tmp_path: Path) -> None:
+    data = tmp_path / "outcomes.csv"
+    _write_outcomes(data, 90, seed=3)
+    outcomes = read_outcomes([data], weak="weak-model", strong="strong-model")
+    options = TrainingOptions(hash_bits=8, feature_weight=0.0, calibration_folds=3)
+    rows = encode(examples_from_outcomes(outcomes), options.hash_bits)
+    document = train_encoded(rows, options)
+    scores = []
+    for fold in range(3):
+        kept = [r for i, r in enumerate(rows) if i % 3 != fold]
+        alone = LearnedScorer(train_encoded(kept, replace(options, calibration_folds=1)))
+        scores += [sigmoid(alone.logit_of(r.buckets, r.values)) for r in rows[fold::3]]
+    expected = Calibration.fit(scores, options.strong_shares).to_json()
+    assert document["calibration"] == expected
+    in_sample = LearnedScorer(document)
+    assert (
+        expected
+        != Calibration.fit(
+            [sigmoid(in_sample.logit_of(r.buckets, r.values)) for r in rows], options.strong_shares
+        ).to_json()
+    )
+
+
+def test_without_folds_the_ensemble_is_rescaled_on_its_own_scores(tmp_path: Path) -> None:
+    data = tmp_path / "outcomes.csv"
+    _write_outcomes(data, 60, seed=5)
+    outcomes = read_outcomes([data], weak="weak-model", strong="strong-model")
+    rows = encode(examples_from_outcomes(outcomes), 8)
+    document = train_encoded(rows, TrainingOptions(hash_bits=8, calibration_folds=1))
+    ensemble = document["model"]["ensemble"]
+    unscaled = dict(document["model"], ensemble=dict(ensemble, scale=1.0, shift=0.0))
+    bare = LearnedScorer(dict(document, model=unscaled))
+    pairs = [(bare.logit_of(r.buckets, r.values), r.target) for r in rows]
+    scale, shift = training._platt(pairs)
+    assert (ensemble["scale"], ensemble["shift"]) == (round(scale, 6), round(shift, 6))
+
+
+def test_training_needs_rows() -> None:
+    with pytest.raises(ValueError, match="^no training examples$"):
+        train_encoded([])
+
+
+def test_the_command_line_needs_training_rows(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as refused:
+        main(["--out", str(tmp_path / "model.json")])
+    assert refused.value.code == 2
+    assert capsys.readouterr().err.endswith(
+        "error: no training rows: give --data, --csv, --csv-dir or --feedback\n"
+    )
+    assert not (tmp_path / "model.json").exists()
+
+
+def test_the_command_line_defaults_to_routellms_columns_and_its_own_arguments(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data, out = tmp_path / "outcomes.csv", tmp_path / "model.json"
+    with open(data, "w", newline="", encoding="utf-8") as rows:
+        writer = csv.writer(rows)
+        writer.writerow(["prompt", WEAK_MODEL, STRONG_MODEL])
+        writer.writerows([[p, True, True] for p in EASY] + [[p, False, True] for p in HARD])
+    monkeypatch.setattr(sys, "argv", ["training", "--csv", str(data), "--out", str(out)])
+    assert main() == 0
+    written = out.read_text(encoding="utf-8")
+    assert written.startswith('{\n "format": ') and written.endswith("}\n")
+    document = json.loads(written)
+    assert document["command"] == f"python -m server.routing.training --csv {data} --out {out}"
+    assert document["source"] == "" and document["training"]["rows"] == 6
+    assert document["model"]["hash_bits"] == TrainingOptions.hash_bits
+    assert LearnedScorer(document).calibration.strong_shares == DEFAULT_STRONG_SHARES
 
 
 def test_feedback_rows_train_a_model():
@@ -138,6 +327,7 @@ def test_feedback_rows_train_a_model():
     document = train(examples, TrainingOptions(hash_bits=8, calibration_folds=1))
     scorer = LearnedScorer(document)
     assert scorer.difficulty("Integrate x^2 sin x step by step.") > scorer.difficulty("Say hi.")
+    assert document["source"] == document["command"] == ""
 
 
 def _calibration() -> Calibration:
