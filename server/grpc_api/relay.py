@@ -56,7 +56,7 @@ class Relay:
     async def write(self, context: grpc.aio.ServicerContext, call: Call) -> None:
         """Sends every chunk, then returns; raises what the handler raised, after the
         chunks it yielded before. A write to a caller that went away raises gRPC's
-        own error (grpc.aio.InternalError), which gRPC ignores for a closed call."""
+        own error (grpc.aio.InternalError)."""
         self._reader = asyncio.ensure_future(self._read())
         self._watch = self._loop.call_later(self._send_timeout_s / 4, self._check)
         ready = self._ready

@@ -120,7 +120,10 @@ def _streaming(
         except GatewayError as exc:
             error: GatewayError = exc
         except grpc.aio.InternalError:
-            raise  # a write failed: gRPC ignores it when the caller went away, else logs it
+            # A write failed: the stream is gone, most often because its caller left
+            # before gRPC marked the call closed (then it would log the error with a
+            # traceback). Nothing can be sent on it any more, so end it as cancelled.
+            raise asyncio.CancelledError from None
         except asyncio.CancelledError:
             if relay.timed_out:
                 error = SendTimeout(

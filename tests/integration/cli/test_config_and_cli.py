@@ -137,7 +137,7 @@ async def test_request_lines_never_stall_requests_and_none_is_lost_at_shutdown()
     gw = start_process("--grpc-port", "0", "--http-port", "0", env={"PYTHONUNBUFFERED": "1"})
     try:
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{gw.http_port}",
-                                     headers={"x-api-key": API_KEY}, timeout=10) as http:  # fmt: skip
+                                     headers={"x-api-key": API_KEY}, timeout=30) as http:  # fmt: skip
             body = {"model": "sim-mini", "messages": [{"role": "user", "content": "x" * 300}]}
             for _ in range(8):
                 replies = await asyncio.gather(
