@@ -59,6 +59,7 @@ from server.base.pipeline import SERVICES, Middleware, RpcMethod
 from server.grpc_api.service import Limits, grpc_handlers
 from server.ops import requestlog
 from server.ops.health import GatewayHealth, Readiness
+from server.ops.loop_lag import watch_lag
 from server.ops.metrics import Metrics, multiprocess_dir
 from server.ops.observe import Observer, Outcome
 from server.ops.recent import Recent
@@ -272,6 +273,8 @@ async def open_gateway(
     if state.store is not None:
         trainer = asyncio.create_task(retrain_every(gateway.live, state.store))
         gateway = dataclasses.replace(gateway, closers=(_cancel(trainer), *gateway.closers))
+    lag = asyncio.create_task(watch_lag(gateway.metrics.loop_lag))
+    gateway = dataclasses.replace(gateway, closers=(_cancel(lag), *gateway.closers))
     if multiprocess_dir():
         # Workers sample their gauges on a timer: a scrape reaches only one of them.
         sampler = asyncio.create_task(gateway.metrics.sample_every(gateway.sample_metrics))

@@ -204,6 +204,12 @@ class Metrics:
             "gateway_provider_enabled", "1 when the provider is enabled, 0 when disabled.",
             ["provider", "model"], multiprocess_mode="livemin", registry=registry,
         )  # fmt: skip
+        self.loop_lag = Gauge(
+            "gateway_event_loop_lag_seconds",
+            "How late the worker's event loop ran a timer, the worst of the last second "
+            "(worst worker): above a few tens of milliseconds the worker is saturated.",
+            multiprocess_mode="livemax", registry=registry,
+        )  # fmt: skip
         self.ledger_buffered = Gauge(
             "gateway_ledger_buffered_rows", "Usage rows waiting to be written.",
             multiprocess_mode="livesum", registry=registry,

@@ -3,9 +3,11 @@ mixed run the metrics agree with the usage ledger, row for row and dollar for do
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import logging
+import time
 from collections import defaultdict
 
 import grpc
@@ -225,3 +227,21 @@ async def test_one_json_line_per_request(config_dict, request_lines, log_text):
         assert ok["completion"] == reply.json()["choices"][0]["message"]["content"]
     else:
         assert "secret plan" not in text and "prompt" not in ok and "completion" not in ok
+
+
+async def test_the_event_loop_lag_shows_a_blocked_worker_and_its_recovery():
+    """A worker whose loop is held (a saturated worker, here a blocking call) shows it
+    as gateway_event_loop_lag_seconds, the worst lag of the last second; once the loop
+    runs freely again, the gauge falls back."""
+    async with running_gateway() as gw:
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{gw.http_port}") as rest:
+
+            async def lag() -> float:
+                scraped = await rest.get("/metrics")
+                return total(samples(scraped.text), "gateway_event_loop_lag_seconds")
+
+            time.sleep(0.4)  # the loop does nothing else meanwhile
+            await asyncio.sleep(1.2)  # the window with the stall ends
+            assert await lag() >= 0.3
+            await asyncio.sleep(2.2)  # a whole window of a free loop
+            assert await lag() < 0.2
