@@ -19,7 +19,9 @@ class Settable(Protocol):
     def set(self, value: float) -> None: ...
 
 
-async def watch_lag(gauge: Settable, period_s: float = PERIOD_S, window_s: float = WINDOW_S) -> None:
+async def watch_lag(
+    gauge: Settable, period_s: float = PERIOD_S, window_s: float = WINDOW_S
+) -> None:
     """Runs until cancelled, setting `gauge` to the worst lag (seconds) of each window."""
     loop = asyncio.get_running_loop()
     worst = 0.0
