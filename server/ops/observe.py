@@ -8,6 +8,7 @@ which is what lets the metrics reconcile with the ledger.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import AsyncGenerator, Callable, Sequence
@@ -103,7 +104,9 @@ class Observer(Middleware):
                 raise
             finally:
                 self.in_flight -= 1
-                self._emit(name, call, error, started, route)
+                # After the answer is out (the loop's next turn), off its latency; after
+                # the record closes (the accounting middleware below queued it first).
+                asyncio.get_running_loop().call_soon(self._emit, name, call, error, started, route)
 
         return unary
 
@@ -136,7 +139,9 @@ class Observer(Middleware):
                 # Closing the inner generator first closes the record (its ledger row).
                 await chunks.aclose()
                 self.in_flight -= 1
-                self._emit(name, call, error, started, route)
+                # After the answer is out (the loop's next turn), off its latency; after
+                # the record closes (the accounting middleware below queued it first).
+                asyncio.get_running_loop().call_soon(self._emit, name, call, error, started, route)
 
         return stream
 

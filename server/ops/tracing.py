@@ -13,6 +13,7 @@ of the layers below (server/base/spans.py) are one shared no-op context manager.
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import AsyncGenerator
 from typing import TYPE_CHECKING, Any
@@ -85,7 +86,8 @@ class Tracing(Middleware):
                 error = exc
                 raise
             finally:
-                _finish(span, call, error)
+                # After the record closes, which the accounting middleware queued.
+                asyncio.get_running_loop().call_soon(_finish, span, call, error)
 
         return unary
 
@@ -121,7 +123,8 @@ class Tracing(Middleware):
                     await chunks.aclose()
                 finally:
                     otel_context.detach(token)
-                _finish(span, call, error)
+                # After the record closes, which the accounting middleware queued.
+                asyncio.get_running_loop().call_soon(_finish, span, call, error)
 
         return stream
 
