@@ -126,7 +126,7 @@ def rss_kb(pid: int) -> int:
 
 def load(
     binary: Path, port: int, path: str, model: str, key: str, streams: int, seconds: float,
-    core: str, server_pid: int | None, upstream_pid: int, fresh_kb: int,
+    core: str, server_pid: int | None, upstream_pid: int, fresh_kb: int, fixed: bool = False,
 ) -> dict:  # fmt: skip
     """One window of `streams` open streams; the server's CPU and memory over it (memory
     per stream: the peak over what the server held when it had just started)."""
@@ -143,6 +143,7 @@ def load(
     sampler.start()
     started = time.monotonic()
     argv = [str(binary), "client", str(port), path, model, key, str(streams), str(seconds), "7"]
+    argv += ["fixed"] if fixed else []
     out = subprocess.run(pinned(core, argv), capture_output=True, text=True, check=True).stdout
     elapsed = time.monotonic() - started
     done.set()
@@ -170,6 +171,17 @@ def row(target: str, streams: int, r: dict, to_plan: bool) -> str:
     )
 
 
+def fair_row(target: str, streams: int, r: dict) -> str:
+    """A --fixed window: every stream the same plan (4.3 s alone), each run to its end."""
+    p50, p99, worst = (ms / 1000 for ms in r["stream_ms"])
+    events = max(1, r["events"])
+    return (
+        f"| {streams} | {target} | {r['done']} | {r['errors'] + r['unfinished']} | "
+        f"{p50:.2f} / {p99:.2f} / {worst:.2f} | {p99 / max(p50, 1e-9):.2f} | "
+        f"{events / r['seconds']:.0f} | {r['server_cpu_s'] * 1e6 / events:.1f} |"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--streams", type=int, nargs="+", default=[500, 1000, 2000, 3000])
@@ -184,6 +196,11 @@ def main() -> None:
     parser.add_argument(
         "--floor", action="store_true",
         help="also load a bare Python relay (a TCP proxy on uvloop): the least one can cost",
+    )  # fmt: skip
+    parser.add_argument(
+        "--fixed", action="store_true",
+        help="every stream the same plan (300 ms, 50 tokens/s, 200 tokens), opened once and run "
+        "to its end: stream time p50 / p99 (fairness when saturated); --seconds caps the wait",
     )  # fmt: skip
     parser.add_argument("--json", type=Path, help="also write the raw results here")
     args = parser.parse_args()
@@ -224,17 +241,23 @@ def main() -> None:
                 servers.append(server.proc)
                 targets.append(("LiteLLM 1.106.2", port, chat, "bench-stream", LITELLM_KEY,
                                 server.pid))  # fmt: skip
-        print("| streams | target | done | errors | events/s | server CPU us/event | server cores "
-              "| RSS MB | RSS KB/stream | added TTFT p50 / p99 ms | added gap p99 ms "
-              "| load gen + upstream cores |")  # fmt: skip
-        print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+        if args.fixed:
+            print("| streams | target | done | errors or unfinished | stream time p50 / p99 / max s "
+                  "| p99 / p50 | events/s | server CPU us/event |")  # fmt: skip
+            print("|---|---|---|---|---|---|---|---|")
+        else:
+            print("| streams | target | done | errors | events/s | server CPU us/event | server cores "
+                  "| RSS MB | RSS KB/stream | added TTFT p50 / p99 ms | added gap p99 ms "
+                  "| load gen + upstream cores |")  # fmt: skip
+            print("|---|---|---|---|---|---|---|---|---|---|---|---|")
         fresh = {pid: rss_kb(pid) for *_, pid in targets if pid}
         for streams in args.streams:
             for name, port, path, model, key, pid in targets:
                 r = load(binary, port, path, model, key, streams, args.seconds, load_core, pid,
-                         upstream.pid, fresh.get(pid, 0))  # fmt: skip
+                         upstream.pid, fresh.get(pid, 0), args.fixed)  # fmt: skip
                 results[f"{streams} {name}"] = r
-                print(row(name, streams, r, model != "sim"), flush=True)
+                line = fair_row(name, streams, r) if args.fixed else row(name, streams, r, model != "sim")
+                print(line, flush=True)
                 time.sleep(2)  # streams still closing settle before the next window
     finally:
         for proc in servers:

@@ -9,6 +9,10 @@
  * random plan (first token after 200-500 ms, 30-80 tokens/s, 200-1000 tokens), and
  * prints one JSON line: streams done, errors, events, and what was added to the plan:
  * time to first event and the delay between events (p50, p99, max), and its own CPU.
+ * With FIXED (a tenth argument, "fixed"), every stream asks the same plan (first token
+ * after 300 ms, 50 tokens/s, 200 tokens: 4.3 s alone), the STREAMS open once over the
+ * ramp and are not replaced, and the client waits (SECONDS at most) for all of them to
+ * end, reporting each stream's whole time (p50, p99, max): how alike they are slowed.
  * Compiled by bench/long_streams.py; one epoll loop each, so neither is the bottleneck.
  */
 #define _GNU_SOURCE
@@ -186,7 +190,9 @@ static Cl cl[MAXFD];
 
 /* Added delays, in 0.1 ms buckets up to 60 s. */
 #define BUCKETS 600000
-static long long ttft_hist[BUCKETS], gap_hist[BUCKETS];
+static long long ttft_hist[BUCKETS], gap_hist[BUCKETS], whole_hist[BUCKETS];
+static long long whole_n, whole_max;
+static int fixed_;
 static long long ttft_n, gap_n, ttft_max, gap_max, done_n, errors_n, events_n;
 static long long why[4];  /* errors: not 200, closed early, read failed, write failed */
 
@@ -215,6 +221,7 @@ static int cl_open(int ep) {
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port_), .sin_addr.s_addr = htonl(0x7f000001)};
     connect(fd, (struct sockaddr *)&a, sizeof a);
     int ttft = 200 + rand_r(&seed_) % 301, rate = 30 + rand_r(&seed_) % 51, tokens = 200 + rand_r(&seed_) % 801;
+    if (fixed_) { ttft = 300; rate = 50; tokens = 200; }
     char body[512];
     int bn = snprintf(body, sizeof body, "{\"model\":\"%s\",\"stream\":true,\"messages\":[{\"role\":\"user\","
                       "\"content\":\"ttft=%d rate=%d tokens=%d\"}]}", model_, ttft, rate, tokens);
@@ -234,7 +241,9 @@ static void cl_end(int ep, int fd, int error) {
     epoll_ctl(ep, EPOLL_CTL_DEL, fd, NULL);
     close(fd);
     cl[fd].live = 0;
-    if (error) { errors_n++; why[error - 1]++; } else done_n++;
+    if (error) { errors_n++; why[error - 1]++; return; }
+    done_n++;
+    record(whole_hist, &whole_n, &whole_max, now_us() - cl[fd].start);
 }
 
 static void cl_event(Cl *c, long long t) {
@@ -274,7 +283,7 @@ static int client(int argc, char **argv) {
     int ep = epoll_create1(0), opened = 0;
     long long begin = now_us(), end = begin + (long long)(seconds * 1e6);
     struct epoll_event evs[512];
-    while (now_us() < end) {
+    while (now_us() < end && !(fixed_ && opened == streams_ && done_n + errors_n == streams_)) {
         /* Streams open evenly over the first RAMP_S, not in one burst. */
         long long due = (now_us() - begin) * streams_ / (RAMP_S * 1000000LL);
         for (; opened < streams_ && opened <= due; opened++) cl_open(ep);
@@ -283,14 +292,14 @@ static int client(int argc, char **argv) {
             int fd = evs[i].data.fd;
             if (!cl[fd].live) continue;
             if ((evs[i].events & EPOLLOUT) && cl[fd].unsent) {
-                if (write(fd, cl[fd].request, cl[fd].unsent) != cl[fd].unsent) { cl_end(ep, fd, 4); cl_open(ep); continue; }
+                if (write(fd, cl[fd].request, cl[fd].unsent) != cl[fd].unsent) { cl_end(ep, fd, 4); if (!fixed_) cl_open(ep); continue; }
                 cl[fd].unsent = 0;
                 struct epoll_event ev = {.events = EPOLLIN, .data.fd = fd};
                 epoll_ctl(ep, EPOLL_CTL_MOD, fd, &ev);
             }
             if (evs[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
                 cl_read(ep, fd);
-                if (!cl[fd].live) cl_open(ep);  /* keep STREAMS open */
+                if (!cl[fd].live && !fixed_) cl_open(ep);  /* keep STREAMS open */
             }
         }
     }
@@ -299,9 +308,12 @@ static int client(int argc, char **argv) {
     double cpu = ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
     printf("{\"done\": %lld, \"errors\": %lld, \"events\": %lld, \"first_events\": %lld, "
            "\"ttft_added_ms\": [%.1f, %.1f, %.1f], \"gap_added_ms\": [%.1f, %.1f, %.1f], \"cpu_s\": %.3f, "
+           "\"stream_ms\": [%.1f, %.1f, %.1f], \"unfinished\": %lld, "
            "\"errors_by_kind\": {\"status\": %lld, \"closed\": %lld, \"read\": %lld, \"write\": %lld}}\n",
            done_n, errors_n, events_n, ttft_n, pct(ttft_hist, ttft_n, 0.5), pct(ttft_hist, ttft_n, 0.99),
            ttft_max / 1000.0, pct(gap_hist, gap_n, 0.5), pct(gap_hist, gap_n, 0.99), gap_max / 1000.0, cpu,
+           pct(whole_hist, whole_n, 0.5), pct(whole_hist, whole_n, 0.99), whole_max / 1000.0,
+           fixed_ ? (long long)streams_ - done_n - errors_n : 0LL,
            why[0], why[1], why[2], why[3]);
     return 0;
 }
@@ -311,7 +323,10 @@ int main(int argc, char **argv) {
     setrlimit(RLIMIT_NOFILE, &rl);
     signal(SIGPIPE, SIG_IGN);  /* a peer that went away is a failed write, not an exit */
     if (argc == 3 && !strcmp(argv[1], "upstream")) return upstream(atoi(argv[2]));
-    if (argc == 9 && !strcmp(argv[1], "client")) return client(argc, argv);
-    fprintf(stderr, "usage: streamload upstream PORT | client PORT PATH MODEL KEY STREAMS SECONDS SEED\n");
+    if ((argc == 9 || (argc == 10 && !strcmp(argv[9], "fixed"))) && !strcmp(argv[1], "client")) {
+        fixed_ = argc == 10;
+        return client(argc, argv);
+    }
+    fprintf(stderr, "usage: streamload upstream PORT | client PORT PATH MODEL KEY STREAMS SECONDS SEED [fixed]\n");
     return 2;
 }

@@ -467,15 +467,17 @@ class Running:
             await close()
 
 
-def reuse_port_socket(host: str, port: int) -> socket.socket:
-    """A TCP socket bound with SO_REUSEPORT, so every worker can bind the same port."""
+def reuse_port_socket(host: str, port: int, reuse_port: bool = True) -> socket.socket:
+    """A bound TCP socket; with SO_REUSEPORT (`reuse_port`), so every worker can bind
+    the same port."""
     family, kind, proto, _, address = socket.getaddrinfo(
         host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
     )[0]
     sock = socket.socket(family, kind, proto)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        if reuse_port:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
         sock.bind(address)
     except BaseException:
         sock.close()
@@ -495,6 +497,7 @@ async def start_http(
     grace_s: float = GRACE_S,
     reuse_port: bool = False,
 ) -> HttpListener:
+    from http_facade.accept import AcceptingServer
     from http_facade.protocol import bounded_protocol
 
     protocol = bounded_protocol(settings.header_timeout_s, settings.send_timeout_s)
@@ -503,18 +506,17 @@ async def start_http(
         log_level="warning", lifespan="off", timeout_graceful_shutdown=max(1, round(grace_s)),
         http=protocol, access_log=False,
     )  # fmt: skip
-    server = uvicorn.Server(config)
-    server.install_signal_handlers = lambda: None  # type: ignore[attr-defined]
     bind = settings.http_port if port is None else port
-    sockets = [reuse_port_socket(settings.host, bind)] if reuse_port else None
-    task = asyncio.create_task(server.serve(sockets=sockets))
+    sock = reuse_port_socket(settings.host, bind, reuse_port)
+    server = AcceptingServer(config, sock)
+    server.install_signal_handlers = lambda: None  # type: ignore[attr-defined]
+    task = asyncio.create_task(server.serve())
     while not server.started:
         if task.done():
             await task
             raise RuntimeError("HTTP server failed to start")
         await asyncio.sleep(0.01)
-    port = server.servers[0].sockets[0].getsockname()[1]
-    return HttpListener(server, task, port)
+    return HttpListener(server, task, sock.getsockname()[1])
 
 
 async def start(

@@ -1,0 +1,84 @@
+"""uvicorn's server on a listening socket of the gateway's own, accepting every
+connection that waits each time the socket is ready.
+
+uvloop accepts one connection per turn of its loop. A worker saturated by its streams
+turns slowly (tens of milliseconds a turn), so new callers waited in the kernel's
+queue: with 1,000 streams opened on one worker, half of them waited over ten seconds
+for their first byte while the streams already open ran at full speed. Here, whenever
+the socket is ready, everything waiting (up to ACCEPT_PER_TURN) is accepted and handed
+to the loop as accepted sockets, served by uvicorn's protocol as before, so a worker
+that cannot keep up slows its old and new streams alike.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import logging
+import socket
+from typing import Any
+
+import uvicorn
+
+log = logging.getLogger(__name__)
+ACCEPT_PER_TURN = 1024
+# Out of file descriptors: accepting pauses this long (the callers wait in the queue).
+PAUSE_S = 1.0
+OUT_OF_FILES = (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM)
+
+
+class AcceptingServer(uvicorn.Server):
+    """Serves `config` on `sock` (bound, not yet listening)."""
+
+    def __init__(self, config: uvicorn.Config, sock: socket.socket) -> None:
+        super().__init__(config)
+        self.sock = sock
+        self._opening: set[asyncio.Task[Any]] = set()
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets=[])  # uvicorn itself listens on nothing
+        config, state = self.config, self.server_state
+
+        def protocol() -> asyncio.Protocol:
+            return config.http_protocol_class(  # type: ignore[call-arg]
+                config=config, server_state=state, app_state=self.lifespan.state
+            )
+
+        self._protocol = protocol
+        self.sock.setblocking(False)
+        self.sock.listen(config.backlog)
+        asyncio.get_running_loop().add_reader(self.sock.fileno(), self._accept)
+
+    def _accept(self) -> None:
+        loop = asyncio.get_running_loop()
+        for _ in range(ACCEPT_PER_TURN):
+            try:
+                conn, _ = self.sock.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as exc:
+                if exc.errno not in OUT_OF_FILES:
+                    return  # the caller gave up before it was accepted (ECONNABORTED)
+                log.warning("accepting connections paused for %gs: %s", PAUSE_S, exc)
+                loop.remove_reader(self.sock.fileno())
+                loop.call_later(PAUSE_S, self._resume)
+                return
+            conn.setblocking(False)
+            task = loop.create_task(loop.connect_accepted_socket(self._protocol, conn))
+            self._opening.add(task)
+            task.add_done_callback(self._opened)
+
+    def _resume(self) -> None:
+        if self.sock.fileno() != -1:
+            asyncio.get_running_loop().add_reader(self.sock.fileno(), self._accept)
+
+    def _opened(self, task: asyncio.Task[Any]) -> None:
+        self._opening.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.debug("a connection closed as it opened: %r", task.exception())
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        if self.sock.fileno() != -1:
+            asyncio.get_running_loop().remove_reader(self.sock.fileno())
+            self.sock.close()
+        await super().shutdown(sockets)
