@@ -256,7 +256,11 @@ def main() -> None:
                 r = load(binary, port, path, model, key, streams, args.seconds, load_core, pid,
                          upstream.pid, fresh.get(pid, 0), args.fixed)  # fmt: skip
                 results[f"{streams} {name}"] = r
-                line = fair_row(name, streams, r) if args.fixed else row(name, streams, r, model != "sim")
+                line = (
+                    fair_row(name, streams, r)
+                    if args.fixed
+                    else row(name, streams, r, model != "sim")
+                )
                 print(line, flush=True)
                 time.sleep(2)  # streams still closing settle before the next window
     finally:
