@@ -20,6 +20,7 @@ from http_facade.backends import Backend, InProcess, Remote
 from http_facade.context import RequestContext
 from http_facade.endpoint import Limits
 from http_facade.errors import EXCEPTION_HANDLERS
+from http_facade.fast_routes import Facade, direct
 from http_facade.openapi import document
 from http_facade.routes import routes
 from http_facade.unknown_routes import UnknownRouteHook
@@ -57,7 +58,7 @@ def create_app(
         Route("/openapi.json", openapi, methods=["GET"]),
     ]
     served_routes[-1].methods = {"GET"}  # type: ignore[attr-defined]
-    app = FastAPI(
+    app = Facade(
         title="Model gateway",
         openapi_url=None,
         docs_url=None,
@@ -68,6 +69,13 @@ def create_app(
     )
     app.state.backend = backend
     app.state.on_unknown_route = on_unknown_route
+    if not settings.cors.allow_origins:
+        app.fixed = {
+            (verb, route.path): direct(route.endpoint)
+            for route in served_routes
+            if isinstance(route, Route) and "{" not in route.path
+            for verb in route.methods or ()
+        }
     return app
 
 
