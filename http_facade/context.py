@@ -8,6 +8,7 @@ and turns any exception that escaped everything else into a generic 500.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 from starlette.datastructures import Headers, MutableHeaders
@@ -56,20 +57,38 @@ class Exchange:
 
 def exchange_for(scope: Scope, dialect_headers: tuple[str, ...] = ()) -> Exchange:
     """The request's exchange; `dialect_headers` (its service's `forwarded_headers`)
-    cross as metadata too."""
-    headers = Headers(scope=scope)
+    cross as metadata too. Each header's first value counts (an empty one crosses
+    nothing); the headers are read in one pass, not once per name that may cross."""
+    wanted = _crossing(dialect_headers)
+    seen: set[str] = set()
+    metadata: dict[str, str] = {}
+    cookie = ""
+    for raw_name, raw_value in scope["headers"]:
+        name = raw_name.decode("latin-1").lower()
+        if name not in wanted or name in seen:
+            continue
+        seen.add(name)
+        if name == "cookie":
+            cookie = raw_value.decode("latin-1")
+        elif raw_value:
+            metadata[name] = raw_value.decode("latin-1")
     request_id = scope["state"]["request_id"]
-    names = (*FORWARDED, *dialect_headers)
-    metadata = {name: value for name in names if (value := headers.get(name))}
     metadata[REQUEST_ID] = request_id
     client = scope.get("client")
     metadata[PEER] = f"{client[0]}:{client[1]}" if client else ""
     # The admin page's session: the one cookie that crosses, as metadata of its own.
-    if session := _cookie(headers.get("cookie", ""), COOKIE):
+    if session := _cookie(cookie, COOKIE):
         metadata[SESSION] = session
     exchange = Exchange(request_id, metadata)
     scope["state"]["exchange"] = exchange
     return exchange
+
+
+@functools.cache
+def _crossing(dialect_headers: tuple[str, ...]) -> frozenset[str]:
+    """The headers read from a request: those that cross as metadata, and the cookie
+    (never itself metadata)."""
+    return frozenset((*FORWARDED, *dialect_headers, "cookie"))
 
 
 def _cookie(header: str, name: str) -> str:
