@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import select
 import signal
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from queue import Empty, SimpleQueue
 from typing import Any
 
@@ -95,6 +97,24 @@ def write_unknown_route(method: str, path: str, client: str, status: int) -> Non
 WRITE_EVERY_S = 0.1
 
 
+def _chunks(lines: list[str]) -> Iterator[str]:
+    """`lines` in writes of whole lines of at most PIPE_BUF bytes each (a longer line
+    alone). A pipe takes such a write whole, so a status line another thread writes to
+    the same pipe lands between two lines, never inside one (a larger write goes in
+    pieces when the pipe is full, and another writer's line could land between them)."""
+    chunk: list[str] = []
+    size = 0
+    for line in lines:
+        length = len(line.encode()) + 1
+        if chunk and size + length > select.PIPE_BUF:
+            yield "\n".join(chunk) + "\n"
+            chunk, size = [], 0
+        chunk.append(line)
+        size += length
+    if chunk:
+        yield "\n".join(chunk) + "\n"
+
+
 class _Writer:
     """The writer thread: every WRITE_EVERY_S, the queued lines in one write; `stop()`
     writes what is left. It takes no signals, so a write is never cut short by one
@@ -120,9 +140,9 @@ class _Writer:
         with contextlib.suppress(Empty):
             while True:
                 lines.append(self.queue.get_nowait())
-        if lines:
+        for chunk in _chunks(lines):
             try:
-                self._stream.write("\n".join(lines) + "\n")
+                self._stream.write(chunk)
                 self._stream.flush()
             except (OSError, ValueError):
                 pass  # the stream is gone (closed, a broken pipe): nowhere to write them

@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import logging
+import select
 import subprocess
 import sys
 import threading
@@ -22,6 +23,7 @@ class Recording(io.StringIO):
     def __init__(self) -> None:
         super().__init__()
         self.writes = 0
+        self.texts: list[str] = []
         self.fail_next = False
         self.writers: set[str] = set()
 
@@ -31,6 +33,7 @@ class Recording(io.StringIO):
         if self.fail_next:
             self.fail_next = False
             raise BrokenPipeError(32, "Broken pipe")
+        self.texts.append(text)
         return super().write(text)
 
 
@@ -60,8 +63,21 @@ def test_lines_go_out_in_order_in_few_writes_and_none_is_lost_at_stop(installed)
     log_lines(0, 1000)
     requestlog.stop()  # at once: what is queued is written before it returns
     assert paths(installed) == [f"/{n}" for n in range(1000)]
-    assert installed.writes <= 3  # the burst went out together, not a write per line
+    # The burst went out in pipe-sized writes of whole lines, not a write per line: a
+    # pipe takes each whole, so another writer's line never lands inside one.
+    assert all(len(w.encode()) <= select.PIPE_BUF and w.endswith("\n") for w in installed.texts)
+    size = len(installed.getvalue().encode())
+    assert installed.writes <= size // (select.PIPE_BUF // 2) + 3
     assert installed.writers == {"request-log"}  # never the caller's thread
+
+
+def test_a_line_longer_than_a_pipe_takes_whole_goes_alone(installed):
+    long = "x" * select.PIPE_BUF
+    logging.getLogger(requestlog.LOGGER).info(long)
+    log_lines(0, 2)
+    requestlog.stop()
+    assert installed.texts[0] == long + "\n"
+    assert [w.count("\n") for w in installed.texts] == [1, 2]
 
 
 def test_a_line_is_written_within_the_interval(installed):
