@@ -41,6 +41,7 @@ class InProcess:
     def _call(self, exchange: Exchange) -> Call:
         call = Call.with_timeout(exchange.metadata, self._timeout_s, exchange.request_id)
         call.response_metadata = exchange.response_headers
+        call.writes_json = True
         return call
 
     async def unary(self, rpc: Rpc, request: Message, exchange: Exchange) -> Message:

@@ -31,6 +31,7 @@ from http_facade.codec import to_dict
 from http_facade.errors import OPENAI, internal, stream_error_body
 from http_facade.protocol import CONNECTION_SEND, unless_gone
 from server.base.errors import Cancelled, GatewayError, ShuttingDown
+from server.base.pipeline import Encoded
 
 DONE = b"data: [DONE]\n\n"
 KEEPALIVE = b": keep-alive\n\n"
@@ -82,6 +83,12 @@ class Framing:
             return event(payload)
         return named(str(payload.get(self.name_field, "message")), payload)
 
+    def encoded(self, events: list[bytes]) -> bytes:
+        """Events already JSON (a relayed upstream's), framed alike."""
+        if not self.name_field:
+            return b"".join([b"data: " + data + b"\n\n" for data in events])
+        return b"".join([self.event(orjson.loads(data)) for data in events])
+
     def error(self, error: GatewayError, sequence: int) -> bytes:
         """The error event that ends a stream after `sequence` events."""
         body = stream_error_body(error, self.error_format, sequence)
@@ -129,6 +136,9 @@ class JsonArray(Framing):
     def event(self, payload: dict[str, Any]) -> bytes:
         return b",\r\n" + orjson.dumps(payload)
 
+    def encoded(self, events: list[bytes]) -> bytes:
+        return b"".join([b",\r\n" + data for data in events])
+
     def error(self, error: GatewayError, sequence: int) -> bytes:
         return self.event(stream_error_body(error, self.error_format, sequence)) + b"]"
 
@@ -159,6 +169,9 @@ class JsonLines(Framing):
 
     def event(self, payload: dict[str, Any]) -> bytes:
         return orjson.dumps(payload.get(self.json_lines_field, {})) + b"\n"
+
+    def encoded(self, events: list[bytes]) -> bytes:
+        return b"".join([self.event(orjson.loads(data)) for data in events])
 
     def error(self, error: GatewayError, sequence: int) -> bytes:
         return orjson.dumps(stream_error_body(error, self.error_format, sequence)) + b"\n"
@@ -202,7 +215,7 @@ async def events(
     re-armed when it fires rather than set and cancelled around every event, wakes the
     writer once nothing has been written for `keepalive_s`."""
     loop = asyncio.get_running_loop()
-    encode = framing.event
+    encode, encoded = framing.event, framing.encoded
     ready: list[bytes] = []
     waiter: list[asyncio.Future[bool]] = []  # the writer waiting for events, if any
     space: list[asyncio.Future[None]] = []  # the reader waiting for room, if any
@@ -218,8 +231,12 @@ async def events(
         nonlocal finished, sent
         try:
             async for chunk in chunks:
-                ready.append(encode(to_dict(chunk)))
-                sent += 1
+                if type(chunk) is Encoded:
+                    ready.append(encoded(chunk.events))
+                    sent += len(chunk.events)
+                else:
+                    ready.append(encode(to_dict(chunk)))
+                    sent += 1
                 wake()
                 if len(ready) >= MAX_AHEAD:
                     room = loop.create_future()

@@ -38,6 +38,10 @@ class Call:
     request_id: str = field(default_factory=lambda: uuid.uuid4().hex)
     response_metadata: dict[str, str] = field(default_factory=dict)
     record: CallRecord = field(default_factory=CallRecord)
+    # The transport writes the answer as JSON (the REST facade in this process): a
+    # handler may give it events already encoded (`pipeline.Encoded`), as a relayed
+    # stream's are.
+    writes_json: bool = False
 
     @classmethod
     def with_timeout(

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol, runtime_checkable
@@ -281,6 +281,9 @@ class GenerationRequest:
     safety_identifier: str | None = None
     # The request as it came in its dialect, for upstreams that serve it natively.
     native: Native | None = None
+    # The caller's wire format when its stream may be relayed as an upstream of that
+    # format writes it (`Relayed`), not decoded event by event into the core's.
+    relay: str | None = None
     top_k: int | None = None
     # Whether `top_k` is a sampling hint (Gemini's topK, which Gemini CLI sends with
     # every turn): sent where the provider samples so, left out elsewhere.
@@ -460,7 +463,27 @@ class Finished:
     stop_sequence: str | None = None
 
 
-Event = TextDelta | ToolCallDelta | ReasoningDelta | NativeEvent | Finished
+@dataclass(slots=True)  # not frozen: see TextDelta
+class Relayed:
+    """Stream events an upstream wrote in the caller's own wire format (the request's
+    `relay`), as many as one read brought, each a parsed JSON object passed on as the
+    upstream wrote it but for what the core takes from them: finish reasons and usage
+    (a `Finished` follows), and events that carry nothing else, left out. The dialect
+    stamps its own head on each and encodes it; no core event is made per token.
+
+    `text` is the answer's text in them, `other` the rest that was generated (tool
+    arguments, reasoning), both counted when no usage comes; `size` the bytes of both,
+    counted against max_tokens. `decode(events)` gives the same as core events, for a
+    run that must cut one short."""
+
+    events: list[dict[str, Any]]
+    text: str
+    other: str
+    size: int
+    decode: Callable[[list[dict[str, Any]]], list[Event]]
+
+
+Event = TextDelta | ToolCallDelta | ReasoningDelta | NativeEvent | Relayed | Finished
 # Signatures of thinking blocks the gateway's own providers make start with this; any
 # other signature is an Anthropic upstream's.
 GATEWAY_SIGNATURE = "gateway-signature:"

@@ -48,6 +48,15 @@ StreamHandler = Callable[[Any, Call], AsyncGenerator[Any, None]]
 Handler = UnaryHandler | StreamHandler
 
 
+@dataclass(slots=True)
+class Encoded:
+    """What a streaming handler may yield instead of a response message when its call
+    `writes_json`: the next events, each already the JSON of one, as a relayed
+    upstream's are (the transport frames them, and sends them as they are)."""
+
+    events: list[bytes]
+
+
 @dataclass(frozen=True)
 class RpcMethod:
     """One contract method and the (wrapped) handler that serves it."""

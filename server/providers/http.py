@@ -424,40 +424,68 @@ class SseEvent:
     data: str
 
 
-async def sse_events(
-    response: Response, max_line_bytes: int = MAX_LINE_BYTES
-) -> AsyncIterator[SseEvent]:
-    """Parses a text/event-stream body (WHATWG rules: `event:`, multi-line `data:`,
-    comments ignored); an event is dispatched at each blank line. Lines are bounded by
-    `max_line_bytes`, events by MAX_BODY_BYTES. One loop, no generator per line: this
-    runs for every streamed token."""
-    event, size = "", 0
-    data: list[str] = []
-    feed = Lines(max_line_bytes).feed
-    chunks = aiter(response.aiter_bytes())
-    ended = False
-    while not ended:
-        try:
-            chunk = await anext(chunks)
-        except StopAsyncIteration:
-            # The last line ends with the body; a final event without its blank line
-            # is still dispatched (servers differ).
-            chunk, ended = b"\n\n", True
-        for line in feed(chunk):
+class SseParser:
+    """A text/event-stream body's events (WHATWG rules: `event:`, multi-line `data:`,
+    comments ignored), fed one read at a time; an event is dispatched at each blank
+    line. Lines are bounded by `max_line_bytes`, events by MAX_BODY_BYTES. A plain
+    call, no generator per line: it runs for every streamed token."""
+
+    def __init__(self, max_line_bytes: int = MAX_LINE_BYTES) -> None:
+        self._lines = Lines(max_line_bytes).feed
+        self._event = ""
+        self._data: list[str] = []
+        self._size = 0
+
+    def feed(self, chunk: bytes) -> list[SseEvent]:
+        """The events `chunk` completes."""
+        out = []
+        for line in self._lines(chunk):
             if not line:
-                if data:
-                    yield SseEvent(event or "message", "\n".join(data))
-                event, data, size = "", [], 0
+                if self._data:
+                    out.append(SseEvent(self._event or "message", "\n".join(self._data)))
+                self._event, self._data, self._size = "", [], 0
             elif line[0] != ":":
                 name, _, value = line.partition(":")
                 value = value.removeprefix(" ")
                 if name == "data":
-                    data.append(value)
-                    size += len(value)
-                    if size > MAX_BODY_BYTES:
+                    self._data.append(value)
+                    self._size += len(value)
+                    if self._size > MAX_BODY_BYTES:
                         raise ProtocolViolation("stream event too large")
                 elif name == "event":
-                    event = value
+                    self._event = value
+        return out
+
+    def end(self) -> list[SseEvent]:
+        """The events the body's end completes: its last line ends with the body, and a
+        final event without its blank line is still dispatched (servers differ)."""
+        return self.feed(b"\n\n")
+
+
+async def sse_reads(
+    response: Response, max_line_bytes: int = MAX_LINE_BYTES
+) -> AsyncIterator[list[SseEvent]]:
+    """The events of a text/event-stream body, as many at a time as one read brings
+    (never none), so what comes together can be relayed together."""
+    parser = SseParser(max_line_bytes)
+    async for chunk in response.aiter_bytes():
+        if events := parser.feed(chunk):
+            yield events
+    if events := parser.end():
+        yield events
+
+
+async def sse_events(
+    response: Response, max_line_bytes: int = MAX_LINE_BYTES
+) -> AsyncIterator[SseEvent]:
+    """The events of a text/event-stream body, one at a time (see SseParser)."""
+    parser = SseParser(max_line_bytes)
+    feed = parser.feed
+    async for chunk in response.aiter_bytes():
+        for event in feed(chunk):
+            yield event
+    for event in parser.end():
+        yield event
 
 
 def count(value: Any, what: str) -> int:

@@ -15,6 +15,10 @@ back every choice's text, tool calls (streamed fragments keep OpenAI's framing) 
 logprobs. The adapter has every capability; a server that lacks one (tools on an old
 vLLM, logprobs on Ollama) says so with the provider's `capabilities` in the config.
 
+A chat stream the caller asked in this same format (the request's `relay`) is relayed
+as the upstream writes it (`Relayed`): each event parsed once for its finish reason,
+usage and text, never decoded into the core's events and encoded again.
+
 A server that also serves OpenAI's Responses API says so with `responses_api: true`:
 requests that came in as that API then go to its /responses as they came
 (openai_responses.py), built-in tools and reasoning state included.
@@ -42,6 +46,7 @@ from server.base.generation import (
     Message,
     Native,
     Part,
+    Relayed,
     TextDelta,
     Thinking,
     TokenCounts,
@@ -65,9 +70,13 @@ from server.providers.http import (
     read_json,
     redact,
     sse_events,
+    sse_reads,
     streamed_counts,
     upstream_errors,
 )
+
+# The caller's format a chat stream is relayed in (GenerationRequest.relay).
+CHAT = "chat"
 
 
 class OpenAIParams(HttpParams):
@@ -159,22 +168,17 @@ class OpenAIProvider:
                     reasons = tuple(_finish(c) for c in choices)
                     yield Finished(reasons[0], reported, reasons if len(reasons) > 1 else ())
                     return
+                if request.relay == CHAT and request.is_chat:
+                    async for out in self._relayed(r):
+                        yield out
+                    return
                 finishes: dict[int, str] = {}
                 usage: TokenCounts | None = None
                 async for event in sse_events(r, self.params.max_line_bytes):
                     if event.data == "[DONE]":
-                        if 0 not in finishes:
-                            raise ProtocolViolation("stream ended without a finish_reason")
-                        reasons = tuple(finishes[i] for i in sorted(finishes))
-                        yield Finished(reasons[0], usage, reasons if len(reasons) > 1 else ())
+                        yield _finished(finishes, usage)
                         return
-                    chunk = loads(event.data)
-                    if chunk.get("error"):
-                        raise UpstreamError(
-                            f"{self.id}: upstream failed mid-stream: {_error_text(chunk['error'])}",
-                            {"provider": self.id},
-                            upstream_answered=True,
-                        )
+                    chunk = self._chunk(event.data)
                     if raw_usage := chunk.get("usage"):
                         usage = streamed_counts(lambda: counts(raw_usage), self.id)
                     for choice in chunk.get("choices") or ():
@@ -183,6 +187,53 @@ class OpenAIProvider:
                         if choice.get("finish_reason"):
                             finishes[int(choice.get("index") or 0)] = choice["finish_reason"]
                 raise ProtocolViolation("stream ended without data: [DONE]")
+
+    async def _relayed(self, r: Response) -> AsyncIterator[Event]:
+        """A chat stream's events as the upstream wrote them, all those of one read
+        together, less their finish reasons and usage (the Finished at the end) and the
+        events that carry nothing else (the role's, a usage report's)."""
+        finishes: dict[int, str] = {}
+        usage: TokenCounts | None = None
+        async for events in sse_reads(r, self.params.max_line_bytes):
+            kept: list[dict[str, Any]] = []
+            text: list[str] = []
+            other: list[str] = []
+            try:
+                for event in events:
+                    if event.data == "[DONE]":
+                        if kept:
+                            yield _batch(kept, text, other)
+                        yield _finished(finishes, usage)
+                        return
+                    chunk = self._chunk(event.data)
+                    if raw_usage := chunk.pop("usage", None):
+                        usage = streamed_counts(lambda: counts(raw_usage), self.id)
+                    choices = [
+                        c for c in chunk.get("choices") or () if _kept(c, finishes, text, other)
+                    ]
+                    if choices:
+                        chunk["choices"] = choices
+                        kept.append(chunk)
+            except Exception:
+                if kept:  # what came before a bad event goes out before its error
+                    yield _batch(kept, text, other)
+                raise
+            if kept:
+                yield _batch(kept, text, other)
+        raise ProtocolViolation("stream ended without data: [DONE]")
+
+    def _chunk(self, data: str) -> dict[str, Any]:
+        """One streamed chunk, or the error it reports."""
+        chunk = loads(data)
+        if not isinstance(chunk, dict):
+            raise ProtocolViolation("a stream event is not a JSON object")
+        if chunk.get("error"):
+            raise UpstreamError(
+                f"{self.id}: upstream failed mid-stream: {_error_text(chunk['error'])}",
+                {"provider": self.id},
+                upstream_answered=True,
+            )
+        return chunk
 
     async def _responses(self, request: GenerationRequest, native: Native) -> AsyncIterator[Event]:
         """The request as it came, to the upstream's own Responses API."""
@@ -413,6 +464,58 @@ def _events(choice: dict[str, Any], chat: bool, key: str) -> list[Event]:
             )
         )
     return events
+
+
+def _finished(finishes: dict[int, str], usage: TokenCounts | None) -> Finished:
+    """A stream's end, at its `data: [DONE]`."""
+    if 0 not in finishes:
+        raise ProtocolViolation("stream ended without a finish_reason")
+    reasons = tuple(finishes[i] for i in sorted(finishes))
+    return Finished(reasons[0], usage, reasons if len(reasons) > 1 else ())
+
+
+def _kept(choice: Any, finishes: dict[int, str], text: list[str], other: list[str]) -> bool:
+    """Whether a relayed chunk's choice carries anything once its finish reason is
+    taken (into `finishes`); its generated text goes to `text` (the answer's) and
+    `other` (tool arguments, reasoning, a refusal)."""
+    if not isinstance(choice, dict):
+        raise ProtocolViolation("a chunk's choice is not a JSON object")
+    if reason := choice.get("finish_reason"):
+        finishes[int(choice.get("index") or 0)] = reason
+        choice["finish_reason"] = None
+    carries = bool(choice.get("logprobs"))
+    delta = choice.get("delta")
+    if not isinstance(delta, dict):
+        return carries
+    for key, value in delta.items():
+        if not value or key == "role":
+            continue
+        carries = True
+        if type(value) is str:
+            (text if key == "content" else other).append(value)
+        elif key == "tool_calls" and isinstance(value, list):
+            for call in value:
+                function = call.get("function") if isinstance(call, dict) else None
+                arguments = function.get("arguments") if isinstance(function, dict) else None
+                if isinstance(arguments, str):
+                    other.append(arguments)
+    return carries
+
+
+def _batch(events: list[dict[str, Any]], text: list[str], other: list[str]) -> Relayed:
+    answer, rest = "".join(text), "".join(other)
+    return Relayed(events, answer, rest, _size(answer) + _size(rest), _decoded)
+
+
+def _size(text: str) -> int:
+    return len(text) if text.isascii() else len(text.encode())
+
+
+def _decoded(events: list[dict[str, Any]]) -> list[Event]:
+    """Relayed chunks as the core's events."""
+    return [
+        item for c in events for choice in c["choices"] for item in _events(choice, True, "delta")
+    ]
 
 
 def _chat_logprobs(logprobs: Any) -> tuple[TokenLogprob, ...]:

@@ -22,6 +22,7 @@ from server.base.generation import (
     GenerationRequest,
     NativeEvent,
     ReasoningDelta,
+    Relayed,
     TextDelta,
     TokenCounts,
     TokenLogprob,
@@ -33,8 +34,9 @@ from server.base.throttle import warn_throttled
 from server.guardrails.answer import guarded
 from server.guardrails.guard import Guard
 
-# What a run passes on: text, tool-call and reasoning fragments, native events.
-Fragment = TextDelta | ToolCallDelta | ReasoningDelta | NativeEvent
+# What a run passes on: text, tool-call and reasoning fragments, native events, and
+# a relayed stream's events.
+Fragment = TextDelta | ToolCallDelta | ReasoningDelta | NativeEvent | Relayed
 _WHOLE = frozenset({ReasoningDelta, NativeEvent})
 FREE = Price(input=0, output=0)
 # Takes a finished answer: the model that made it and every event of it.
@@ -50,7 +52,8 @@ class Choice:
     # Tool calls by index: [id, name, arguments, sealed signature].
     calls: dict[int, list[str]] = field(default_factory=dict)
     finish_reason: str | None = None
-    # Shown reasoning (thinking), counted when the upstream reports no usage.
+    # Shown reasoning (thinking), counted when the upstream reports no usage; a relayed
+    # stream's other generated text (tool arguments too) is counted with it.
     reasoning: list[str] = field(default_factory=list)
 
     def add(self, event: TextDelta | ToolCallDelta) -> None:
@@ -117,6 +120,9 @@ class Run:
         recorder: Recorder | None = None,
         guard: Guard | None = None,
     ) -> None:
+        if request.relay and (recorder is not None or guard is not None):
+            # The cache keeps, and the guardrails read, the core's events.
+            request = dataclasses.replace(request, relay=None)
         self.request = request
         self._upstreams = upstreams
         self._deadline = deadline
@@ -183,15 +189,20 @@ class Run:
     def _start(self, upstream: Upstream) -> AsyncIterator[Event]:
         return upstream.provider.generate(self.request.for_provider(upstream.capabilities))
 
-    async def events(self) -> AsyncIterator[TextDelta | ToolCallDelta]:
-        """Text and tool-call fragments as they come, each choice's in order."""
+    async def events(self) -> AsyncIterator[TextDelta | ToolCallDelta | Relayed]:
+        """Text and tool-call fragments as they come, each choice's in order (or a
+        relayed stream's events). `stream()` but for the whole ones, in a loop of its
+        own: this runs for every streamed token."""
         waited = time.perf_counter()
         assert self._events is not None, "open() first"
         async for event in self._events:
             self.upstream_s += time.perf_counter() - waited
-            fragment = self._take(event)
-            if fragment is not None and type(fragment) not in _WHOLE:
-                yield cast(TextDelta | ToolCallDelta, fragment)
+            if type(event) is Relayed and not self._fits(event):
+                for piece in self._cut_short(event):
+                    if type(piece) not in _WHOLE:
+                        yield cast(TextDelta | ToolCallDelta, piece)
+            elif (fragment := self._take(event)) is not None and type(fragment) not in _WHOLE:
+                yield cast(TextDelta | ToolCallDelta | Relayed, fragment)
             if self._cut:
                 await self._cut_off()
                 return
@@ -205,12 +216,25 @@ class Run:
         assert self._events is not None, "open() first"
         async for event in self._events:
             self.upstream_s += time.perf_counter() - waited
-            if (fragment := self._take(event)) is not None:
+            if type(event) is Relayed and not self._fits(event):
+                for piece in self._cut_short(event):
+                    yield piece
+            elif (fragment := self._take(event)) is not None:
                 yield fragment
             if self._cut:
                 await self._cut_off()
                 return
             waited = time.perf_counter()
+
+    def _cut_short(self, event: Relayed) -> list[Fragment]:
+        """Relayed events that cross max_tokens, decoded and cut as any."""
+        out = []
+        for piece in event.decode(event.events):
+            if (fragment := self._take(piece)) is not None:
+                out.append(fragment)
+            if self._cut:
+                break
+        return out
 
     def _take(self, event: Event) -> Fragment | None:
         """Records an event; returns it when it is a fragment to pass on."""
@@ -226,6 +250,12 @@ class Run:
             self._recorded.append(event)
         if isinstance(event, NativeEvent):
             return event  # passed on, nothing to gather
+        if isinstance(event, Relayed):
+            if self._left is not None:
+                self._left -= event.size  # it fits (`_fits`)
+            self.choices[0].text.append(event.text)
+            self.choices[0].reasoning.append(event.other)
+            return event
         if self._left is not None:
             self._spend(event)
         if isinstance(event, ReasoningDelta):
@@ -237,6 +267,9 @@ class Run:
             return None
         self.choices[event.choice].add(event)
         return event
+
+    def _fits(self, event: Relayed) -> bool:
+        return self._left is None or event.size <= self._left
 
     def _spend(self, event: TextDelta | ToolCallDelta | ReasoningDelta) -> None:
         """Counts a fragment's text against what the run may relay; the fragment that

@@ -67,7 +67,7 @@ REPLAYED = ProviderConfig(id=PROVIDER_ID, type="primary", adapter="simulated")
 # What changes nothing in the answer: left out of the key.
 IGNORED = frozenset({
     "user", "metadata", "prompt_cache_key", "prompt_cache_retention", "store",
-    "service_tier", "safety_identifier",
+    "service_tier", "safety_identifier", "relay",
 })  # fmt: skip
 VERSION = 2
 

@@ -48,6 +48,9 @@ from server.base.generation import (
 ChatRequest = chat_pb.CreateChatCompletionRequest | chat_pb.StreamChatCompletionRequest
 CompletionRequest = completion_pb.CreateCompletionRequest | completion_pb.StreamCompletionRequest
 
+# The dialect's name: a stream an upstream of OpenAI's chat format writes is relayed
+# as it comes (GenerationRequest.relay).
+DIALECT = "chat"
 ROLES = ("system", "developer", "user", "assistant", "tool")
 # OpenAI's ranges.
 MAX_CHOICES = 128

@@ -3,20 +3,25 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from collections.abc import AsyncGenerator
+from typing import Any
 
+import orjson
 from gateway.v1 import chat_service_pb2 as chat
 from gateway.v1 import completion_service_pb2 as completion
 
 from server.application.dialects.chat import reply as replies
 from server.application.dialects.chat import request as translation
 from server.application.dialects.chat.reply import openai_head
-from server.application.dialects.chat.request import ChatRequest, CompletionRequest
+from server.application.dialects.chat.request import DIALECT, ChatRequest, CompletionRequest
 from server.application.pipeline.answers import text_choice
 from server.application.pipeline.engine import Run
 from server.application.pipeline.generations import Generations
 from server.base.call import Call
-from server.base.generation import GenerationRequest, TextDelta
+from server.base.generation import GenerationRequest, Relayed, TextDelta
+from server.base.pipeline import Encoded
 
 
 class ChatService:
@@ -45,8 +50,8 @@ class ChatService:
 
     async def stream_chat_completion(
         self, request: chat.StreamChatCompletionRequest, call: Call
-    ) -> AsyncGenerator[chat.StreamChatCompletionResponse, None]:
-        run = await self._run(request, call)
+    ) -> AsyncGenerator[chat.StreamChatCompletionResponse | Encoded, None]:
+        run = await self._run(request, call, relay=call.writes_json)
         start = openai_head(call, run, "chat.completion.chunk")
         for i in range(len(run.choices)):
             yield chat.StreamChatCompletionResponse(
@@ -56,6 +61,9 @@ class ChatService:
         head = chat.StreamChatCompletionResponse(**start)
         logprobs = run.request.logprobs
         async for event in run.events():
+            if isinstance(event, Relayed):
+                yield _relayed_chunks(event.events, start)
+                continue
             chunk = replies.stamped(head)
             replies.chat_chunk_choice(chunk.choices.add(), event, logprobs)
             yield chunk
@@ -72,9 +80,13 @@ class ChatService:
             # OpenAI's framing: usage on a chunk of its own, with no choices.
             yield chat.StreamChatCompletionResponse(**start, usage=run.usage())
 
-    async def _run(self, request: ChatRequest, call: Call) -> Run:
+    async def _run(self, request: ChatRequest, call: Call, relay: bool = False) -> Run:
         admitted = await self.generations.admit(call, "api", request.model)
-        return await self.generations.run(admitted, request.model, translation.chat(request))
+        generation = translation.chat(request)
+        if relay and generation.choice_count == 1:
+            # An upstream of this format may stream its events as they are.
+            generation = dataclasses.replace(generation, relay=DIALECT)
+        return await self.generations.run(admitted, request.model, generation)
 
 
 class CompletionService:
@@ -129,6 +141,19 @@ class CompletionService:
     async def _run(self, request: CompletionRequest, call: Call) -> Run:
         admitted = await self.generations.admit(call, "api", request.model)
         return await self.generations.run(admitted, request.model, translation.completion(request))
+
+
+def _relayed_chunks(events: list[dict[str, Any]], head: dict[str, Any]) -> Encoded:
+    """Relayed chunks with the head of the gateway's own (id, model, created, the
+    backend's fingerprint and tier) in place of the upstream's."""
+    encoded = []
+    for event in events:
+        event.update(head)
+        try:
+            encoded.append(orjson.dumps(event))
+        except orjson.JSONEncodeError:  # an integer past 64 bits, which JSON allows
+            encoded.append(json.dumps(event).encode())
+    return Encoded(encoded)
 
 
 def _echoed(request: GenerationRequest, choice: int) -> str:

@@ -110,6 +110,7 @@ class Reply:
                 delta = pb.ContentBlockDelta(type="signature_delta", signature=fragment.signature)
                 out += self._delta(delta, gather=False)
             return out
+        assert isinstance(fragment, ToolCallDelta)  # never Relayed: not asked of this dialect
         return self._tool(fragment)
 
     def _tool(self, fragment: ToolCallDelta) -> list[Event]:

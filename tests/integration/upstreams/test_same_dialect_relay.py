@@ -1,0 +1,218 @@
+"""A chat stream to an upstream of OpenAI's own format is relayed as the upstream wrote
+it (a real loopback upstream, raw SSE, the openai SDK, a gRPC stub): its fields pass
+untouched but for the gateway's head and usage, what carries nothing is left out, the
+stream keeps the contract's shape (the gateway's role chunk first, one finish chunk
+with an empty delta, usage only when asked), and the ledger bills the upstream's usage.
+gRPC callers, the response cache and guardrails take the decoding path."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import grpc
+import httpx
+import openai
+from gateway.v1 import chat_service_pb2
+
+from tests.support.faults import SSE_HEAD, RawRequest, raw_upstream
+from tests.support.gateways import API_KEY, running_gateway
+from tests.support.grpc_stubs import API, Stubs
+from tests.support.upstreams.config import model, provider, with_models
+
+HEADERS = {"x-api-key": API_KEY}
+HEAD = {"id": "chatcmpl-upstream", "object": "chat.completion.chunk", "created": 1,
+        "model": "upstream-model-2026", "system_fingerprint": "fp_upstream"}  # fmt: skip
+
+
+def _chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> dict[str, Any]:
+    choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}
+    return {**HEAD, "choices": [choice], **extra}
+
+
+# OpenAI's own shape: a role chunk, text with an `obfuscation` field the contract does
+# not know, the last text on the finishing chunk (as vLLM sends it), then usage.
+TEXT_STREAM = [
+    _chunk({"role": "assistant", "content": "", "refusal": None}, obfuscation="r0"),
+    _chunk({"content": "Hel"}, obfuscation="x1"),
+    _chunk({"content": "lo"}, obfuscation="x2"),
+    _chunk({"content": "!"}, "stop", obfuscation="x3"),
+    {
+        **HEAD,
+        "choices": [],
+        "usage": {"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10},
+    },  # fmt: skip
+]
+TOOL_STREAM = [
+    _chunk({"role": "assistant", "content": None}),
+    _chunk(
+        {
+            "tool_calls": [
+                {
+                    "index": 0,
+                    "id": "call_1",
+                    "type": "function",
+                    "function": {"name": "weather", "arguments": ""},
+                }
+            ]
+        }
+    ),  # fmt: skip
+    _chunk({"tool_calls": [{"index": 0, "function": {"arguments": '{"city":'}}]}),
+    _chunk({"tool_calls": [{"index": 0, "function": {"arguments": '"Paris"}'}}]}),
+    _chunk({}, "tool_calls"),
+    {
+        **HEAD,
+        "choices": [],
+        "usage": {"prompt_tokens": 20, "completion_tokens": 9, "total_tokens": 29},
+    },  # fmt: skip
+]
+
+
+def _streaming(chunks: list[dict[str, Any]], seen: list[Any]) -> Callable[..., Any]:
+    """An OpenAI-format upstream that writes `chunks` in one go (one read or a few)."""
+
+    async def handler(request: RawRequest, writer: asyncio.StreamWriter) -> None:
+        seen.append(request.json())
+        body = b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks)
+        writer.write(SSE_HEAD + body + b"data: [DONE]\n\n")
+        await writer.drain()
+
+    return handler
+
+
+def _config(url: str, tmp_path: Path, **extra: Any) -> dict[str, Any]:
+    data = with_models(model("relay", provider("relay-p", "openai", url)))
+    data["storage"] = {"sqlite_path": str(tmp_path / "gw.db")}
+    data.update(extra)
+    return data
+
+
+def _events(body: str) -> list[dict[str, Any]]:
+    frames = body.split("\n\n")
+    assert frames[-2:] == ["data: [DONE]", ""], frames[-3:]
+    assert all(f.startswith("data: ") for f in frames[:-1]), frames
+    return [json.loads(f[6:]) for f in frames[:-2]]
+
+
+async def _post(gw: Any, **body: Any) -> httpx.Response:
+    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{gw.http_port}", timeout=30) as c:
+        return await c.post("/v1/chat/completions", headers=HEADERS, json={
+            "model": "relay", "stream": True,
+            "messages": [{"role": "user", "content": "Hi"}], **body})  # fmt: skip
+
+
+async def test_a_chat_stream_is_relayed_as_written_under_the_gateways_head(
+    tmp_path: Path,
+) -> None:
+    seen: list[Any] = []
+    async with (
+        raw_upstream(_streaming(TEXT_STREAM, seen)) as upstream,
+        running_gateway(_config(upstream.url, tmp_path)) as gw,
+    ):
+        reply = await _post(gw, stream_options={"include_usage": True})
+        assert reply.status_code == 200, reply.text
+        events = _events(reply.text)
+        await gw.gateway.accounts.ledger.flush()
+        rows = await gw.gateway.store.db.fetch(
+            "SELECT status, prompt_tokens, completion_tokens FROM usage_records"
+        )
+    request_id = reply.headers["x-request-id"]
+    assert [e["id"] for e in events] == [f"chatcmpl-{request_id}"] * len(events)
+    assert {e["model"] for e in events} == {"relay"}
+    assert len({e["created"] for e in events}) == 1
+    fingerprints = {e["system_fingerprint"] for e in events}
+    assert len(fingerprints) == 1 and "fp_upstream" not in fingerprints
+    # The gateway's role chunk, the upstream's three text chunks as written (its own
+    # fields kept, its finish reason taken out), one finish chunk, the usage chunk.
+    assert events[0]["choices"] == [{"index": 0, "delta": {"role": "assistant"}}]
+    relayed = events[1:4]
+    assert [e["obfuscation"] for e in relayed] == ["x1", "x2", "x3"]
+    assert [e["choices"] for e in relayed] == [
+        [{"index": 0, "delta": {"content": text}, "logprobs": None, "finish_reason": None}]
+        for text in ("Hel", "lo", "!")
+    ]
+    assert events[4]["choices"] == [{"index": 0, "delta": {}, "finish_reason": "stop"}]
+    assert events[5]["choices"] == [] and events[5]["usage"]["prompt_tokens"] == 7
+    assert events[5]["usage"]["completion_tokens"] == 3 and "total_cost_usd" in events[5]["usage"]
+    assert [e for e in events if e.get("usage")] == [events[5]]
+    assert [(r["status"], r["prompt_tokens"], r["completion_tokens"]) for r in rows] == [
+        ("OK", 7, 3)
+    ]
+    # The upstream was asked for usage whatever the caller asked.
+    assert seen[0]["stream_options"] == {"include_usage": True}
+
+
+async def test_without_include_usage_no_chunk_carries_usage(tmp_path: Path) -> None:
+    async with (
+        raw_upstream(_streaming(TEXT_STREAM, [])) as upstream,
+        running_gateway(_config(upstream.url, tmp_path)) as gw,
+    ):
+        reply = await _post(gw)
+    events = _events(reply.text)
+    assert not [e for e in events if e.get("usage")]
+    assert "".join(c["delta"].get("content", "") for e in events for c in e["choices"]) == "Hello!"
+    assert events[-1]["choices"] == [{"index": 0, "delta": {}, "finish_reason": "stop"}]
+
+
+async def test_the_openai_sdk_gathers_relayed_tool_calls(tmp_path: Path) -> None:
+    async with (
+        raw_upstream(_streaming(TOOL_STREAM, [])) as upstream,
+        running_gateway(_config(upstream.url, tmp_path)) as gw,
+    ):
+        sdk = openai.AsyncOpenAI(
+            base_url=f"http://127.0.0.1:{gw.http_port}/v1", api_key=API_KEY, max_retries=0
+        )
+        async with sdk, sdk.chat.completions.stream(
+            model="relay", messages=[{"role": "user", "content": "Weather?"}],
+            tools=[{"type": "function", "function": {"name": "weather", "parameters": {
+                "type": "object", "properties": {"city": {"type": "string"}}}}}],
+            stream_options={"include_usage": True},
+        ) as stream:  # fmt: skip
+            final = await stream.get_final_completion()
+    choice = final.choices[0]
+    assert choice.finish_reason == "tool_calls"
+    [call] = choice.message.tool_calls or []
+    assert (call.id, call.function.name, call.function.arguments) == (
+        "call_1",
+        "weather",
+        '{"city":"Paris"}',
+    )
+    assert final.usage is not None and final.usage.completion_tokens == 9
+
+
+async def test_grpc_callers_get_the_decoded_stream(tmp_path: Path) -> None:
+    async with (
+        raw_upstream(_streaming(TEXT_STREAM, [])) as upstream,
+        running_gateway(_config(upstream.url, tmp_path)) as gw,
+        grpc.aio.insecure_channel(f"127.0.0.1:{gw.grpc_port}") as channel,
+    ):
+        request = chat_service_pb2.StreamChatCompletionRequest(
+            model="relay", messages=[{"role": "user", "content": "Hi"}]
+        )
+        call = Stubs(channel).chat.StreamChatCompletion(request, metadata=API)
+        chunks = [c async for c in call]
+    text = "".join(choice.delta.content for c in chunks for choice in c.choices)
+    assert text == "Hello!"
+    assert [c.choices[0].finish_reason for c in chunks if c.choices[0].finish_reason] == ["stop"]
+
+
+async def test_a_cached_or_guarded_stream_is_decoded(tmp_path: Path) -> None:
+    """The response cache keeps, and guardrails read, the core's events: such a stream
+    is decoded (the upstream's own fields gone), and the cache still answers again."""
+    seen: list[Any] = []
+    pii = {"guardrails": [{"id": "pii"}], "default_guardrails": ["pii"]}
+    async with raw_upstream(_streaming(TEXT_STREAM, seen)) as upstream:
+        async with running_gateway(_config(upstream.url, tmp_path)) as gw:
+            cached = [await _post(gw, temperature=0) for _ in range(2)]
+        async with running_gateway(_config(upstream.url, tmp_path, **pii)) as gw:
+            guarded = await _post(gw)
+    assert [r.headers["x-gateway-cache"] for r in cached] == ["miss", "hit"]
+    assert len(seen) == 2  # the hit asked no upstream
+    for reply in [*cached, guarded]:
+        events = _events(reply.text)
+        assert not [e for e in events if "obfuscation" in e]
+        text = "".join(c["delta"].get("content", "") for e in events for c in e["choices"])
+        assert text == "Hello!"
