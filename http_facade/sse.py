@@ -49,12 +49,16 @@ def event(payload: dict[str, Any]) -> bytes:
 
 
 def named(name: str, payload: dict[str, Any]) -> bytes:
+    return _head(name) + orjson.dumps(payload) + b"\n\n"
+
+
+def _head(name: str) -> bytes:
     head = _HEADS.get(name)
     if head is None:
         head = b"event: " + name.encode() + b"\ndata: "
         if len(_HEADS) < 256:
             _HEADS[name] = head
-    return head + orjson.dumps(payload) + b"\n\n"
+    return head
 
 
 # Each event name's first bytes, made once: a dialect has a few dozen names.
@@ -83,11 +87,15 @@ class Framing:
             return event(payload)
         return named(str(payload.get(self.name_field, "message")), payload)
 
-    def encoded(self, events: list[bytes]) -> bytes:
+    def encoded(self, chunk: Encoded) -> bytes:
         """Events already JSON (a relayed upstream's), framed alike."""
         if not self.name_field:
-            return b"".join([b"data: " + data + b"\n\n" for data in events])
-        return b"".join([self.event(orjson.loads(data)) for data in events])
+            return b"".join([b"data: " + data + b"\n\n" for data in chunk.events])
+        if chunk.names is None:
+            return b"".join([self.event(orjson.loads(data)) for data in chunk.events])
+        return b"".join(
+            [_head(name) + data + b"\n\n" for name, data in zip(chunk.names, chunk.events)]
+        )
 
     def error(self, error: GatewayError, sequence: int) -> bytes:
         """The error event that ends a stream after `sequence` events."""
@@ -136,8 +144,8 @@ class JsonArray(Framing):
     def event(self, payload: dict[str, Any]) -> bytes:
         return b",\r\n" + orjson.dumps(payload)
 
-    def encoded(self, events: list[bytes]) -> bytes:
-        return b"".join([b",\r\n" + data for data in events])
+    def encoded(self, chunk: Encoded) -> bytes:
+        return b"".join([b",\r\n" + data for data in chunk.events])
 
     def error(self, error: GatewayError, sequence: int) -> bytes:
         return self.event(stream_error_body(error, self.error_format, sequence)) + b"]"
@@ -170,8 +178,8 @@ class JsonLines(Framing):
     def event(self, payload: dict[str, Any]) -> bytes:
         return orjson.dumps(payload.get(self.json_lines_field, {})) + b"\n"
 
-    def encoded(self, events: list[bytes]) -> bytes:
-        return b"".join([self.event(orjson.loads(data)) for data in events])
+    def encoded(self, chunk: Encoded) -> bytes:
+        return b"".join([self.event(orjson.loads(data)) for data in chunk.events])
 
     def error(self, error: GatewayError, sequence: int) -> bytes:
         return orjson.dumps(stream_error_body(error, self.error_format, sequence)) + b"\n"
@@ -232,7 +240,7 @@ async def events(
         try:
             async for chunk in chunks:
                 if type(chunk) is Encoded:
-                    ready.append(encoded(chunk.events))
+                    ready.append(encoded(chunk))
                     sent += len(chunk.events)
                 else:
                     ready.append(encode(to_dict(chunk)))

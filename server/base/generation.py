@@ -476,11 +476,28 @@ class Relayed:
     counted against max_tokens. `decode(events)` gives the same as core events, for a
     run that must cut one short."""
 
-    events: list[dict[str, Any]]
+    # The events, in the form the adapter and its dialect share (parsed chunks; a
+    # named event's SseEvent).
+    events: list[Any]
     text: str
     other: str
     size: int
-    decode: Callable[[list[dict[str, Any]]], list[Event]]
+    decode: Callable[[list[Any]], list[Event]]
+
+    @classmethod
+    def gathered(
+        cls,
+        events: list[Any],
+        text: list[str],
+        other: list[str],
+        decode: Callable[[list[Any]], list[Event]],
+    ) -> Relayed:
+        answer, rest = "".join(text), "".join(other)
+        return cls(events, answer, rest, _utf8_size(answer) + _utf8_size(rest), decode)
+
+
+def _utf8_size(text: str) -> int:
+    return len(text) if text.isascii() else len(text.encode())
 
 
 Event = TextDelta | ToolCallDelta | ReasoningDelta | NativeEvent | Relayed | Finished

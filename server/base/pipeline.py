@@ -52,9 +52,11 @@ Handler = UnaryHandler | StreamHandler
 class Encoded:
     """What a streaming handler may yield instead of a response message when its call
     `writes_json`: the next events, each already the JSON of one, as a relayed
-    upstream's are (the transport frames them, and sends them as they are)."""
+    upstream's are (the transport frames them, and sends them as they are), with their
+    names where the stream names its events."""
 
     events: list[bytes]
+    names: list[str] | None = None
 
 
 @dataclass(frozen=True)

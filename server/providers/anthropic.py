@@ -58,6 +58,7 @@ from server.base.generation import (
     Message,
     Native,
     NativeEvent,
+    Relayed,
     TextDelta,
     TokenCounts,
     ToolCallDelta,
@@ -66,6 +67,7 @@ from server.base.generation import (
 from server.providers.http import (
     HttpParams,
     ProtocolViolation,
+    SseEvent,
     check_status,
     count,
     make_client,
@@ -74,6 +76,7 @@ from server.providers.http import (
     read_json,
     redact,
     sse_events,
+    sse_reads,
     streamed_counts,
     upstream_errors,
 )
@@ -164,7 +167,8 @@ class AnthropicProvider:
     async def generate(self, request: GenerationRequest) -> AsyncIterator[Event]:
         native = request.native
         if native is not None and native.dialect == DIALECT:
-            async for native_event in self._native(native):
+            relay = request.relay == DIALECT and self.params.stream
+            async for native_event in self._native(native, relay):
                 yield native_event
             return
         with upstream_errors(self.id):
@@ -236,8 +240,10 @@ class AnthropicProvider:
                         )
                 raise ProtocolViolation("stream ended without message_stop")
 
-    async def _native(self, native: Native) -> AsyncIterator[Event]:
-        """The request as the caller wrote it; the upstream's events, untouched."""
+    async def _native(self, native: Native, relay: bool) -> AsyncIterator[Event]:
+        """The request as the caller wrote it; the upstream's events, untouched. With
+        `relay` (a stream its caller asked in this format), the content blocks' events
+        of each read go on together as they were written (`Relayed`)."""
         body = {**native_body(native), "model": self.params.model}
         if self.params.stream:
             body["stream"] = True
@@ -250,44 +256,72 @@ class AnthropicProvider:
             ) as r:  # fmt: skip
                 await check_status(r, self.id)
                 if self.params.stream:
-                    events = self._stream_events(r)
+                    reads = self._stream_reads(r)
                 else:
-                    events = _as_events(await read_json(r))
-                async for data in events:
-                    kind = data.get("type")
-                    if kind == "message_start":
-                        usage.update((data.get("message") or {}).get("usage") or {})
-                    elif kind == "message_delta":
-                        stop.update(data.get("delta") or {})
-                        usage.update(
-                            {k: v for k, v in (data.get("usage") or {}).items() if v is not None}
-                        )
-                    elif kind == "message_stop":
-                        reason = stop.get("stop_reason")
-                        yield Finished(
-                            _finish(reason),
-                            streamed_counts(lambda: counts(usage), self.id),
-                            stop_sequence=stop.get("stop_sequence"),
-                        )
-                        return
-                    if kind != "ping":
-                        yield NativeEvent(DIALECT, data)
+                    reads = _one_read(_as_events(await read_json(r)))
+                async for read in reads:
+                    batch = _Batch()
+                    for data, event in read:
+                        kind = data.get("type")
+                        if relay and kind in _BLOCK_EVENTS:
+                            batch.add(kind, data, event)
+                            continue
+                        if batch.events:
+                            yield batch.relayed()
+                            batch = _Batch()
+                        if kind == "message_start":
+                            usage.update((data.get("message") or {}).get("usage") or {})
+                        elif kind == "message_delta":
+                            stop.update(data.get("delta") or {})
+                            usage.update(
+                                {
+                                    k: v
+                                    for k, v in (data.get("usage") or {}).items()
+                                    if v is not None
+                                }
+                            )
+                        elif kind == "message_stop":
+                            reason = stop.get("stop_reason")
+                            yield Finished(
+                                _finish(reason),
+                                streamed_counts(lambda: counts(usage), self.id),
+                                stop_sequence=stop.get("stop_sequence"),
+                            )
+                            return
+                        if kind != "ping":
+                            yield NativeEvent(DIALECT, data)
+                    if batch.events:
+                        yield batch.relayed()
                 raise ProtocolViolation("stream ended without message_stop")
 
-    async def _stream_events(self, r: Any) -> AsyncIterator[dict[str, Any]]:
-        async for event in sse_events(r, self.params.max_line_bytes):
-            data = json.loads(event.data)
-            if not isinstance(data, dict):
-                raise ProtocolViolation("an event that is not a JSON object")
-            if data.get("type", event.event) == "error":
-                error = data.get("error") or {}
-                raise UpstreamError(
-                    f"{self.id}: upstream failed mid-stream: "
-                    f"{error.get('type', 'error')}: {redact(str(error.get('message'))[:200])}",
-                    {"provider": self.id},
-                    upstream_answered=True,
-                )
-            yield data
+    async def _stream_reads(self, r: Any) -> AsyncIterator[list[tuple[dict[str, Any], SseEvent]]]:
+        """The events of each read, parsed; those before a failed event are passed on
+        before its error."""
+        async for events in sse_reads(r, self.params.max_line_bytes):
+            read = []
+            for event in events:
+                try:
+                    read.append((self._parsed(event), event))
+                except Exception:
+                    if read:
+                        yield read
+                    raise
+            yield read
+
+    def _parsed(self, event: SseEvent) -> dict[str, Any]:
+        """One event's JSON, or the error it reports."""
+        data = json.loads(event.data)
+        if not isinstance(data, dict):
+            raise ProtocolViolation("an event that is not a JSON object")
+        if data.get("type", event.event) == "error":
+            error = data.get("error") or {}
+            raise UpstreamError(
+                f"{self.id}: upstream failed mid-stream: "
+                f"{error.get('type', 'error')}: {redact(str(error.get('message'))[:200])}",
+                {"provider": self.id},
+                upstream_answered=True,
+            )
+        return data
 
     async def count_tokens(self, request: GenerationRequest) -> int:
         """The upstream's own count of a Messages request's input tokens."""
@@ -356,6 +390,45 @@ def _gateway_signed(block: Any) -> bool:
         and block.get("type") == "thinking"
         and str(block.get("signature", "")).startswith(GATEWAY_SIGNATURE)
     )
+
+
+# The events of a content block: relayed as written when the caller's format is this.
+_BLOCK_EVENTS = frozenset({"content_block_start", "content_block_delta", "content_block_stop"})
+# A content block delta's generated text: the answer's, and the rest (counted alike).
+_DELTA_TEXT = {"text": True, "thinking": False, "partial_json": False}
+
+
+class _Batch:
+    """The content blocks' events of one read, relayed together, and their text."""
+
+    __slots__ = ("events", "text", "other")
+
+    def __init__(self) -> None:
+        self.events: list[SseEvent] = []
+        self.text: list[str] = []
+        self.other: list[str] = []
+
+    def add(self, kind: str, data: dict[str, Any], event: SseEvent) -> None:
+        event.event = kind  # the name it goes out under, whatever the upstream's line said
+        self.events.append(event)
+        delta = data.get("delta")
+        if kind == "content_block_delta" and isinstance(delta, dict):
+            for key, answer in _DELTA_TEXT.items():
+                if isinstance(piece := delta.get(key), str):
+                    (self.text if answer else self.other).append(piece)
+
+    def relayed(self) -> Relayed:
+        return Relayed.gathered(self.events, self.text, self.other, _decoded)
+
+
+def _decoded(events: list[SseEvent]) -> list[Event]:
+    """Relayed events as the native events they stand for."""
+    return [NativeEvent(DIALECT, json.loads(event.data)) for event in events]
+
+
+async def _one_read(events: AsyncIterator[dict[str, Any]]) -> AsyncIterator[list[Any]]:
+    """A whole answer's events as one read."""
+    yield [(data, None) async for data in events]
 
 
 async def _as_events(answer: Any) -> AsyncIterator[dict[str, Any]]:

@@ -503,12 +503,7 @@ def _kept(choice: Any, finishes: dict[int, str], text: list[str], other: list[st
 
 
 def _batch(events: list[dict[str, Any]], text: list[str], other: list[str]) -> Relayed:
-    answer, rest = "".join(text), "".join(other)
-    return Relayed(events, answer, rest, _size(answer) + _size(rest), _decoded)
-
-
-def _size(text: str) -> int:
-    return len(text) if text.isascii() else len(text.encode())
+    return Relayed.gathered(events, text, other, _decoded)
 
 
 def _decoded(events: list[dict[str, Any]]) -> list[Event]:

@@ -216,3 +216,96 @@ async def test_a_cached_or_guarded_stream_is_decoded(tmp_path: Path) -> None:
         assert not [e for e in events if "obfuscation" in e]
         text = "".join(c["delta"].get("content", "") for e in events for c in e["choices"])
         assert text == "Hello!"
+
+
+def _anthropic_stream(seen: list[Any]) -> Callable[..., Any]:
+    """An Anthropic upstream writing with spaces after its separators (as json.dumps
+    does), one event split over two `data:` lines, and a ping."""
+
+    def frame(data: dict[str, Any], split: bool = False) -> bytes:
+        text = json.dumps(data)
+        if split:  # SSE's multi-line data: the lines join with a line break
+            head, _, tail = text.partition(', "delta"')
+            text = f'{head},\ndata:  "delta"{tail}'
+        return f"event: {data['type']}\ndata: {text}\n\n".encode()
+
+    usage = {"input_tokens": 12, "output_tokens": 1}
+    message = {"id": "msg_upstream", "type": "message", "role": "assistant", "content": [],
+               "model": "claude-upstream", "stop_reason": None, "stop_sequence": None,
+               "usage": usage}  # fmt: skip
+    text_delta = {"type": "content_block_delta", "index": 0}
+    events = [
+        frame({"type": "message_start", "message": message}),
+        frame({"type": "ping"}),
+        frame(
+            {
+                "type": "content_block_start",
+                "index": 0,
+                "content_block": {"type": "text", "text": ""},
+            }
+        ),  # fmt: skip
+        frame({**text_delta, "delta": {"type": "text_delta", "text": "Hel"}}),
+        frame({**text_delta, "delta": {"type": "text_delta", "text": "lo"}}, split=True),
+        frame({"type": "content_block_stop", "index": 0}),
+        frame(
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                "usage": {"output_tokens": 5},
+            }
+        ),  # fmt: skip
+        frame({"type": "message_stop"}),
+    ]
+
+    async def handler(request: RawRequest, writer: asyncio.StreamWriter) -> None:
+        seen.append(request.json())
+        writer.write(SSE_HEAD + b"".join(events))
+        await writer.drain()
+
+    return handler
+
+
+async def test_a_messages_stream_relays_an_anthropic_upstreams_blocks_as_written(
+    tmp_path: Path,
+) -> None:
+    """The blocks' events go out byte for byte (the upstream's spacing kept, a split
+    event joined on one line); the message's start, stop and usage are the gateway's."""
+    seen: list[Any] = []
+    data = with_models(model("relay-claude", provider("relay-a", "anthropic", "")))
+    data["storage"] = {"sqlite_path": str(tmp_path / "gw.db")}
+    async with raw_upstream(_anthropic_stream(seen)) as upstream:
+        data["models"][-1]["providers"][0]["params"]["base_url"] = upstream.url
+        async with (
+            running_gateway(data) as gw,
+            httpx.AsyncClient(base_url=f"http://127.0.0.1:{gw.http_port}", timeout=30) as c,
+        ):
+            reply = await c.post("/v1/messages", headers={
+                **HEADERS, "anthropic-version": "2023-06-01"}, json={
+                "model": "relay-claude", "max_tokens": 100, "stream": True,
+                "messages": [{"role": "user", "content": "Hi"}]})  # fmt: skip
+            await gw.gateway.accounts.ledger.flush()
+            rows = await gw.gateway.store.db.fetch(
+                "SELECT prompt_tokens, completion_tokens FROM usage_records"
+            )
+    assert reply.status_code == 200, reply.text
+    frames = reply.content[:-2].split(b"\n\n")
+    events = []
+    for frame in frames:
+        name, body = frame.split(b"\n")  # one data line each
+        payload = json.loads(body.removeprefix(b"data: "))
+        assert name == b"event: " + payload["type"].encode()
+        events.append(payload)
+    kinds = [e["type"] for e in events]
+    assert kinds == ["message_start", "content_block_start", "content_block_delta",
+                     "content_block_delta", "content_block_stop", "message_delta",
+                     "message_stop"]  # fmt: skip
+    start = events[0]["message"]
+    assert (start["id"], start["model"]) == (f"msg_{reply.headers['x-request-id']}", "relay-claude")
+    assert b'data: {"type": "content_block_delta", "index": 0,  "delta"' in reply.content
+    assert b'data: {"type": "content_block_start", "index": 0,' in reply.content
+    assert "".join(e["delta"].get("text", "") for e in events[2:4]) == "Hello"
+    end = events[5]
+    assert end["delta"]["stop_reason"] == "end_turn"
+    assert end["usage"]["output_tokens"] == 5 and "total_cost_usd" in end["usage"]
+    assert [(r["prompt_tokens"], r["completion_tokens"]) for r in rows] == [(12, 5)]
+    assert seen[0]["stream"] is True

@@ -33,7 +33,8 @@ from server.application.pipeline.state import Live
 from server.base import tokens
 from server.base.call import Call
 from server.base.errors import InvalidArgument, UpstreamError
-from server.base.generation import TokenCounter
+from server.base.generation import Relayed, TokenCounter
+from server.base.pipeline import Encoded
 from server.base.throttle import warn_throttled
 
 log = logging.getLogger(__name__)
@@ -79,13 +80,13 @@ class MessagesService:
 
     async def stream_message(
         self, request: service.StreamMessageRequest, call: Call
-    ) -> AsyncGenerator[Event, None]:
-        run, chain = await self._run(request, call)
+    ) -> AsyncGenerator[Event | Encoded, None]:
+        run, chain = await self._run(request, call, relay=call.writes_json)
         reply = Reply(emit=True)
         fragments = _fragments(run, chain)
         # Already read by the failover: an Anthropic upstream's start, with its usage.
         first = await anext(fragments, None)
-        pending = reply.take(first) if first is not None else []
+        pending = _written(reply, first) if first is not None else []
         start = Event(
             type="message_start",
             message=pb.Message(
@@ -102,7 +103,7 @@ class MessagesService:
         for event in pending:
             yield event
         async for fragment in fragments:
-            for event in reply.take(fragment):
+            for event in _written(reply, fragment):
                 yield event
         for event in reply.close():
             yield event
@@ -118,12 +119,14 @@ class MessagesService:
         yield Event(type="message_stop")
 
     async def _run(
-        self, request: translation.GenerateRequest, call: Call
+        self, request: translation.GenerateRequest, call: Call, relay: bool = False
     ) -> tuple[Run, Chain | None]:
         admitted = await self.generations.admit(call, "api", request.model)
         headers = translation.native_headers(call.metadata)
         generation = translation.generation(request, headers)
         if not request.mcp_servers or self.chains is None:
+            if relay:  # an upstream of this format may stream its blocks as they are
+                generation = dataclasses.replace(generation, relay=translation.DIALECT)
             return await self.generations.run(admitted, request.model, generation), None
         if generation.native is not None and generation.native.required_by is not None:
             raise InvalidArgument.for_field(
@@ -181,6 +184,22 @@ class MessagesService:
         return service.GetModelInfoResponse(
             type=one.type, id=one.id, display_name=one.display_name, created_at=one.created_at
         )
+
+
+def _written(reply: Reply, fragment: Fragment | ChainEvent) -> list[Event] | list[Encoded]:
+    """The events a fragment becomes: an Anthropic upstream's blocks relayed as it wrote
+    them, or the reply's own."""
+    if isinstance(fragment, Relayed):
+        events = fragment.events
+        return [Encoded([_one_line(e.data) for e in events], [e.event for e in events])]
+    return reply.take(fragment)
+
+
+def _one_line(data: str) -> bytes:
+    """An event's JSON on one line, as one `data:` line carries it: the line breaks of
+    JSON split over several lines are whitespace between its tokens (a string holds
+    none unescaped)."""
+    return (data.replace("\n", " ") if "\n" in data else data).encode()
 
 
 async def _fragments(run: Run, chain: Chain | None) -> AsyncIterator[Fragment | ChainEvent]:
