@@ -94,7 +94,10 @@ class Framing:
         if chunk.names is None:
             return b"".join([self.event(orjson.loads(data)) for data in chunk.events])
         return b"".join(
-            [_head(name) + data + b"\n\n" for name, data in zip(chunk.names, chunk.events)]
+            [
+                _head(name) + data + b"\n\n"
+                for name, data in zip(chunk.names, chunk.events, strict=True)
+            ]
         )
 
     def error(self, error: GatewayError, sequence: int) -> bytes:
