@@ -65,7 +65,7 @@ end
 
 # The target column of a non-chat row, after the worker count.
 LABELS = {"grpc": "gRPC", "responses": "/v1/responses", "messages": "/v1/messages",
-          "gemini": "Gemini"}  # fmt: skip
+          "anthropic": "/v1/messages, Anthropic upstream", "gemini": "Gemini"}  # fmt: skip
 
 
 def free_port() -> int:
@@ -109,17 +109,46 @@ def upstream_bodies() -> tuple[str, str]:
     return json.dumps(unary), stream
 
 
+def anthropic_bodies() -> tuple[str, str]:
+    """The same generation as an Anthropic upstream answers it, whole and streamed."""
+    message = {"id": "msg_bench", "type": "message", "role": "assistant", "model": "bench",
+               "stop_sequence": None}  # fmt: skip
+    words = [f" word{i}" for i in range(CHUNKS)]
+    unary = {**message, "content": [{"type": "text", "text": "".join(words)}],
+             "stop_reason": "end_turn", "usage": {"input_tokens": 9, "output_tokens": CHUNKS}}  # fmt: skip
+    events = [
+        {"type": "message_start", "message": {**message, "content": [], "stop_reason": None,
+                                              "usage": {"input_tokens": 9, "output_tokens": 1}}},
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+        *({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": w}}
+          for w in words),
+        {"type": "content_block_stop", "index": 0},
+        {"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+         "usage": {"output_tokens": CHUNKS}},
+        {"type": "message_stop"},
+    ]  # fmt: skip
+    stream = "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events)
+    return json.dumps(unary), stream
+
+
 def start_nginx(tmp: Path, core: str) -> tuple[subprocess.Popen[bytes], int]:
     port = free_port()
     tmp.chmod(0o755)
     unary, stream = upstream_bodies()
     (tmp / "unary.body").write_text(unary)
     (tmp / "stream.body").write_text(stream)
+    unary, stream = anthropic_bodies()
+    (tmp / "anthropic-unary.body").write_text(unary)
+    (tmp / "anthropic-stream.body").write_text(stream)
     temps = "".join(f"    {k}_temp_path {tmp}/{k};\n" for k in ("client_body", "proxy", "fastcgi"))
     temps += "".join(f"    {k}_temp_path {tmp}/{k};\n" for k in ("uwsgi", "scgi"))
     locations = "".join(
         f"        location = /{name}/v1/chat/completions {{ types {{ }} default_type {mime}; "
         f"alias {tmp}/{name}.body; error_page 405 =200 $uri; }}\n"
+        for name, mime in (("unary", "application/json"), ("stream", "text/event-stream"))
+    ) + "".join(
+        f"        location = /anthropic-{name}/v1/messages {{ types {{ }} default_type {mime}; "
+        f"alias {tmp}/anthropic-{name}.body; error_page 405 =200 $uri; }}\n"
         for name, mime in (("unary", "application/json"), ("stream", "text/event-stream"))
     )
     (tmp / "nginx.conf").write_text(
@@ -143,12 +172,12 @@ def start_gateway(
     root: Path = ROOT,
     guardrails: bool = False,
 ) -> tuple[subprocess.Popen[bytes], int, int]:
-    def model(model_id: str, path: str, stream: bool) -> dict:
-        params = {"base_url": f"http://127.0.0.1:{upstream}/{path}/v1", "model": "bench",
-                  "stream": stream}  # fmt: skip
+    def model(model_id: str, path: str, stream: bool, adapter: str = "openai") -> dict:
+        base = f"http://127.0.0.1:{upstream}/{path}" + ("/v1" if adapter == "openai" else "")
+        params = {"base_url": base, "model": "bench", "stream": stream}
         return {"id": model_id, "owned_by": "bench", "created": 0,
                 "price": {"input": 1, "output": 2},
-                "providers": [{"id": f"{model_id}-nginx", "type": "primary", "adapter": "openai",
+                "providers": [{"id": f"{model_id}-nginx", "type": "primary", "adapter": adapter,
                                "params": params}]}  # fmt: skip
 
     key = {"name": "bench", "kind": "api", "secret": KEY}
@@ -158,7 +187,12 @@ def start_gateway(
     config = {
         "server": {"host": "127.0.0.1", "grpc_port": grpc_port, "http_port": http_port},
         "storage": {"sqlite_path": str(tmp / f"gateway-{workers}-{http_port}.db")},
-        "models": [model("bench", "unary", False), model("bench-stream", "stream", True)],
+        "models": [
+            model("bench", "unary", False),
+            model("bench-stream", "stream", True),
+            model("claude-bench", "anthropic-unary", False, "anthropic"),
+            model("claude-bench-stream", "anthropic-stream", True, "anthropic"),
+        ],
         "routing": {"profiles": {p: ["bench"] for p in ("economy", "balanced", "quality")}},
         "keys": [key],
     }
@@ -285,9 +319,11 @@ def body(stream: bool) -> str:
     return json.dumps(payloads.chat(PAYLOAD, "bench-stream" if stream else "bench", stream))
 
 
-def messages_body(stream: bool) -> str:
-    """The same generation as `body`, asked through the Messages API."""
-    return json.dumps(payloads.messages(PAYLOAD, "bench-stream" if stream else "bench", stream))
+def messages_body(stream: bool, anthropic: bool = False) -> str:
+    """The same generation as `body`, asked through the Messages API (of an OpenAI or,
+    with `anthropic`, an Anthropic upstream)."""
+    model = ("claude-bench" if anthropic else "bench") + ("-stream" if stream else "")
+    return json.dumps(payloads.messages(PAYLOAD, model, stream))
 
 
 def gemini_url(port: int, stream: bool) -> str:
@@ -315,7 +351,8 @@ def main() -> None:
     )  # fmt: skip
     parser.add_argument(
         "--messages", choices=["on", "off"], default="on",
-        help="also load /v1/messages (the same generation)",
+        help="also load /v1/messages (the same generation, of an OpenAI and of an Anthropic "
+        "upstream)",
     )  # fmt: skip
     parser.add_argument(
         "--guardrails", action="store_true",
@@ -394,7 +431,7 @@ def main() -> None:
                         if args.responses != "off":
                             ingresses.append("responses")
                         if args.messages == "on":
-                            ingresses.append("messages")
+                            ingresses += ["messages", "anthropic"]
                         if args.gemini == "on":
                             ingresses.append("gemini")
                         for ingress in ingresses:
@@ -405,9 +442,10 @@ def main() -> None:
                                 r = wrk(
                                     url, body(mode == "stream"), c, args.seconds, load_core, lua
                                 )
-                            elif ingress == "messages":
+                            elif ingress in ("messages", "anthropic"):
                                 url = f"http://127.0.0.1:{port}/v1/messages"
-                                r = wrk(url, messages_body(mode == "stream"), c,
+                                native = ingress == "anthropic"
+                                r = wrk(url, messages_body(mode == "stream", native), c,
                                         args.seconds, load_core, lua)  # fmt: skip
                             elif ingress == "gemini":
                                 r = wrk(gemini_url(port, mode == "stream"),
