@@ -253,8 +253,10 @@ class Run:
         if isinstance(event, Relayed):
             if self._left is not None:
                 self._left -= event.size  # it fits (`_fits`)
-            self.choices[0].text.append(event.text)
-            self.choices[0].reasoning.append(event.other)
+            choice = self.choices[0]
+            choice.text.append(event.text)
+            if event.other:
+                choice.reasoning.append(event.other)
             return event
         if self._left is not None:
             self._spend(event)
