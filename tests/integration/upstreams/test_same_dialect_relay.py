@@ -18,6 +18,7 @@ import httpx
 import openai
 from gateway.v1 import chat_service_pb2
 
+from server.base import tokens
 from tests.support.faults import SSE_HEAD, RawRequest, raw_upstream
 from tests.support.gateways import API_KEY, running_gateway
 from tests.support.grpc_stubs import API, Stubs
@@ -71,13 +72,24 @@ TOOL_STREAM = [
 ]
 
 
-def _streaming(chunks: list[dict[str, Any]], seen: list[Any]) -> Callable[..., Any]:
-    """An OpenAI-format upstream that writes `chunks` in one go (one read or a few)."""
+def _streaming(
+    chunks: list[dict[str, Any]], seen: list[Any], pause_s: float = 0
+) -> Callable[..., Any]:
+    """An OpenAI-format upstream that writes `chunks` in one go (one read or a few), or
+    with `pause_s`, one at a time (a read each)."""
 
     async def handler(request: RawRequest, writer: asyncio.StreamWriter) -> None:
         seen.append(request.json())
-        body = b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks)
-        writer.write(SSE_HEAD + body + b"data: [DONE]\n\n")
+        frames = [b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks]
+        if not pause_s:
+            frames = [b"".join(frames)]
+        writer.write(SSE_HEAD)
+        for frame in frames:
+            writer.write(frame)
+            await writer.drain()
+            if pause_s:
+                await asyncio.sleep(pause_s)
+        writer.write(b"data: [DONE]\n\n")
         await writer.drain()
 
     return handler
@@ -218,7 +230,7 @@ async def test_a_cached_or_guarded_stream_is_decoded(tmp_path: Path) -> None:
         assert text == "Hello!"
 
 
-def _anthropic_stream(seen: list[Any]) -> Callable[..., Any]:
+def _anthropic_stream(seen: list[Any], first: str = "Hel") -> Callable[..., Any]:
     """An Anthropic upstream writing with spaces after its separators (as json.dumps
     does), one event split over two `data:` lines, and a ping."""
 
@@ -244,7 +256,7 @@ def _anthropic_stream(seen: list[Any]) -> Callable[..., Any]:
                 "content_block": {"type": "text", "text": ""},
             }
         ),  # fmt: skip
-        frame({**text_delta, "delta": {"type": "text_delta", "text": "Hel"}}),
+        frame({**text_delta, "delta": {"type": "text_delta", "text": first}}),
         frame({**text_delta, "delta": {"type": "text_delta", "text": "lo"}}, split=True),
         frame({"type": "content_block_stop", "index": 0}),
         frame(
@@ -309,3 +321,83 @@ async def test_a_messages_stream_relays_an_anthropic_upstreams_blocks_as_written
     assert end["usage"]["output_tokens"] == 5 and "total_cost_usd" in end["usage"]
     assert [(r["prompt_tokens"], r["completion_tokens"]) for r in rows] == [(12, 5)]
     assert seen[0]["stream"] is True
+
+
+async def test_a_relayed_stream_past_max_tokens_is_cut_there_and_billed_within_it(
+    tmp_path: Path,
+) -> None:
+    """Small chunks that each fit, a read each, still add up: the relay counts every
+    read against max_tokens and the stream is cut at it."""
+    flood = [_chunk({"content": "word " * 8}) for _ in range(100)]
+    async with (
+        raw_upstream(_streaming([*flood, _chunk({}, "stop")], [], pause_s=0.002)) as upstream,
+        running_gateway(_config(upstream.url, tmp_path)) as gw,
+    ):
+        reply = await _post(gw, max_tokens=50, stream_options={"include_usage": True})
+        await gw.gateway.accounts.ledger.flush()
+        rows = await gw.gateway.store.db.fetch("SELECT completion_tokens FROM usage_records")
+    events = _events(reply.text)
+    text = "".join(c["delta"].get("content", "") for e in events for c in e["choices"])
+    assert 0 < len(text) <= (50 + tokens.COMPLETION_SLACK_TOKENS) * tokens.BYTES_PER_TOKEN
+    assert events[-2]["choices"][0]["finish_reason"] == "length"
+    assert [r["completion_tokens"] for r in rows] == [50]
+
+
+async def test_without_usage_the_relayed_text_is_counted(tmp_path: Path) -> None:
+    """An upstream that reports no usage: the ledger bills the estimate of what was
+    relayed, the answer's text and the tool call's arguments alike."""
+    no_usage = TOOL_STREAM[:-1]
+    async with (
+        raw_upstream(_streaming(no_usage, [])) as upstream,
+        running_gateway(_config(upstream.url, tmp_path)) as gw,
+    ):
+        reply = await _post(gw)
+        await gw.gateway.accounts.ledger.flush()
+        rows = await gw.gateway.store.db.fetch("SELECT completion_tokens FROM usage_records")
+    assert reply.status_code == 200
+    assert [r["completion_tokens"] for r in rows] == [tokens.estimate('{"city":"Paris"}')]
+
+
+async def test_a_chunk_with_only_logprobs_is_relayed(tmp_path: Path) -> None:
+    logprob = {"token": "Hi", "logprob": -0.25, "bytes": [72, 105], "top_logprobs": []}
+    chunks = [
+        _chunk({"role": "assistant", "content": ""}),
+        {
+            **HEAD,
+            "choices": [
+                {"index": 0, "delta": {}, "logprobs": {"content": [logprob]}, "finish_reason": None}
+            ],
+        },  # fmt: skip
+        _chunk({}, "stop"),
+    ]
+    async with (
+        raw_upstream(_streaming(chunks, [])) as upstream,
+        running_gateway(_config(upstream.url, tmp_path)) as gw,
+    ):
+        reply = await _post(gw, logprobs=True)
+    events = _events(reply.text)
+    assert [e["choices"][0]["logprobs"] for e in events[1:-1]] == [{"content": [logprob]}]
+
+
+async def test_a_messages_read_past_max_tokens_takes_the_decoding_path(tmp_path: Path) -> None:
+    """A read whose text crosses what max_tokens allows is decoded: the same events,
+    written by the gateway (compact JSON), the text whole (the upstream bounds its own
+    Messages answers)."""
+    long = "word " * 400
+    data = with_models(model("relay-claude", provider("relay-a", "anthropic", "")))
+    data["storage"] = {"sqlite_path": str(tmp_path / "gw.db")}
+    async with raw_upstream(_anthropic_stream([], first=long)) as upstream:
+        data["models"][-1]["providers"][0]["params"]["base_url"] = upstream.url
+        async with (
+            running_gateway(data) as gw,
+            httpx.AsyncClient(base_url=f"http://127.0.0.1:{gw.http_port}", timeout=30) as c,
+        ):
+            reply = await c.post("/v1/messages", headers={
+                **HEADERS, "anthropic-version": "2023-06-01"}, json={
+                "model": "relay-claude", "max_tokens": 10, "stream": True,
+                "messages": [{"role": "user", "content": "Hi"}]})  # fmt: skip
+    assert reply.status_code == 200, reply.text
+    assert b'"type": "content_block' not in reply.content
+    events = [json.loads(f.split(b"\n")[1][6:]) for f in reply.content[:-2].split(b"\n\n")]
+    text = "".join(e["delta"].get("text", "") for e in events if e["type"] == "content_block_delta")
+    assert text == long + "lo"
