@@ -358,16 +358,14 @@ async def test_without_usage_the_relayed_text_is_counted(tmp_path: Path) -> None
     assert [r["completion_tokens"] for r in rows] == [tokens.estimate('{"city":"Paris"}')]
 
 
-async def test_a_chunk_with_only_logprobs_is_relayed(tmp_path: Path) -> None:
+async def test_text_beside_a_role_and_a_chunk_of_only_logprobs_are_relayed(
+    tmp_path: Path,
+) -> None:
     logprob = {"token": "Hi", "logprob": -0.25, "bytes": [72, 105], "top_logprobs": []}
+    only_logprobs = {"index": 0, "delta": {}, "logprobs": {"content": [logprob]}}
     chunks = [
-        _chunk({"role": "assistant", "content": ""}),
-        {
-            **HEAD,
-            "choices": [
-                {"index": 0, "delta": {}, "logprobs": {"content": [logprob]}, "finish_reason": None}
-            ],
-        },  # fmt: skip
+        _chunk({"role": "assistant", "content": "Hi"}),  # the role and text in one chunk
+        {**HEAD, "choices": [{**only_logprobs, "finish_reason": None}]},
         _chunk({}, "stop"),
     ]
     async with (
@@ -376,7 +374,9 @@ async def test_a_chunk_with_only_logprobs_is_relayed(tmp_path: Path) -> None:
     ):
         reply = await _post(gw, logprobs=True)
     events = _events(reply.text)
-    assert [e["choices"][0]["logprobs"] for e in events[1:-1]] == [{"content": [logprob]}]
+    deltas = [e["choices"][0]["delta"] for e in events[1:-1]]
+    assert deltas == [{"role": "assistant", "content": "Hi"}, {}]
+    assert [e["choices"][0]["logprobs"] for e in events[1:-1]] == [None, {"content": [logprob]}]
 
 
 async def test_a_messages_read_past_max_tokens_takes_the_decoding_path(tmp_path: Path) -> None:
