@@ -231,13 +231,7 @@ class AnthropicProvider:
                         yield Finished(_finish(stop_reason, formatted), final)
                         return
                     elif kind == "error":
-                        error = data.get("error") or {}
-                        raise UpstreamError(
-                            f"{self.id}: upstream failed mid-stream: "
-                            f"{error.get('type', 'error')}: {redact(str(error.get('message'))[:200])}",
-                            {"provider": self.id},
-                            upstream_answered=True,
-                        )
+                        raise self._failed(data)
                 raise ProtocolViolation("stream ended without message_stop")
 
     async def _native(self, native: Native, relay: bool) -> AsyncIterator[Event]:
@@ -314,14 +308,18 @@ class AnthropicProvider:
         if not isinstance(data, dict):
             raise ProtocolViolation("an event that is not a JSON object")
         if data.get("type", event.event) == "error":
-            error = data.get("error") or {}
-            raise UpstreamError(
-                f"{self.id}: upstream failed mid-stream: "
-                f"{error.get('type', 'error')}: {redact(str(error.get('message'))[:200])}",
-                {"provider": self.id},
-                upstream_answered=True,
-            )
+            raise self._failed(data)
         return data
+
+    def _failed(self, data: dict[str, Any]) -> UpstreamError:
+        """The error an `error` event reports, its message redacted."""
+        error = data.get("error") or {}
+        return UpstreamError(
+            f"{self.id}: upstream failed mid-stream: "
+            f"{error.get('type', 'error')}: {redact(str(error.get('message'))[:200])}",
+            {"provider": self.id},
+            upstream_answered=True,
+        )
 
     async def count_tokens(self, request: GenerationRequest) -> int:
         """The upstream's own count of a Messages request's input tokens."""
