@@ -277,28 +277,35 @@ def _anthropic_stream(seen: list[Any], first: str = "Hel") -> Callable[..., Any]
     return handler
 
 
+def _claude_config(url: str, tmp_path: Path) -> dict[str, Any]:
+    data = with_models(model("relay-claude", provider("relay-a", "anthropic", url)))
+    data["storage"] = {"sqlite_path": str(tmp_path / "gw.db")}
+    return data
+
+
+async def _post_message(gw: Any, max_tokens: int) -> httpx.Response:
+    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{gw.http_port}", timeout=30) as c:
+        return await c.post("/v1/messages", headers={
+            **HEADERS, "anthropic-version": "2023-06-01"}, json={
+            "model": "relay-claude", "max_tokens": max_tokens, "stream": True,
+            "messages": [{"role": "user", "content": "Hi"}]})  # fmt: skip
+
+
 async def test_a_messages_stream_relays_an_anthropic_upstreams_blocks_as_written(
     tmp_path: Path,
 ) -> None:
     """The blocks' events go out byte for byte (the upstream's spacing kept, a split
     event joined on one line); the message's start, stop and usage are the gateway's."""
     seen: list[Any] = []
-    data = with_models(model("relay-claude", provider("relay-a", "anthropic", "")))
-    data["storage"] = {"sqlite_path": str(tmp_path / "gw.db")}
-    async with raw_upstream(_anthropic_stream(seen)) as upstream:
-        data["models"][-1]["providers"][0]["params"]["base_url"] = upstream.url
-        async with (
-            running_gateway(data) as gw,
-            httpx.AsyncClient(base_url=f"http://127.0.0.1:{gw.http_port}", timeout=30) as c,
-        ):
-            reply = await c.post("/v1/messages", headers={
-                **HEADERS, "anthropic-version": "2023-06-01"}, json={
-                "model": "relay-claude", "max_tokens": 100, "stream": True,
-                "messages": [{"role": "user", "content": "Hi"}]})  # fmt: skip
-            await gw.gateway.accounts.ledger.flush()
-            rows = await gw.gateway.store.db.fetch(
-                "SELECT prompt_tokens, completion_tokens FROM usage_records"
-            )
+    async with (
+        raw_upstream(_anthropic_stream(seen)) as upstream,
+        running_gateway(_claude_config(upstream.url, tmp_path)) as gw,
+    ):
+        reply = await _post_message(gw, max_tokens=100)
+        await gw.gateway.accounts.ledger.flush()
+        rows = await gw.gateway.store.db.fetch(
+            "SELECT prompt_tokens, completion_tokens FROM usage_records"
+        )
     assert reply.status_code == 200, reply.text
     frames = reply.content[:-2].split(b"\n\n")
     events = []
@@ -384,18 +391,11 @@ async def test_a_messages_read_past_max_tokens_takes_the_decoding_path(tmp_path:
     written by the gateway (compact JSON), the text whole (the upstream bounds its own
     Messages answers)."""
     long = "word " * 400
-    data = with_models(model("relay-claude", provider("relay-a", "anthropic", "")))
-    data["storage"] = {"sqlite_path": str(tmp_path / "gw.db")}
-    async with raw_upstream(_anthropic_stream([], first=long)) as upstream:
-        data["models"][-1]["providers"][0]["params"]["base_url"] = upstream.url
-        async with (
-            running_gateway(data) as gw,
-            httpx.AsyncClient(base_url=f"http://127.0.0.1:{gw.http_port}", timeout=30) as c,
-        ):
-            reply = await c.post("/v1/messages", headers={
-                **HEADERS, "anthropic-version": "2023-06-01"}, json={
-                "model": "relay-claude", "max_tokens": 10, "stream": True,
-                "messages": [{"role": "user", "content": "Hi"}]})  # fmt: skip
+    async with (
+        raw_upstream(_anthropic_stream([], first=long)) as upstream,
+        running_gateway(_claude_config(upstream.url, tmp_path)) as gw,
+    ):
+        reply = await _post_message(gw, max_tokens=10)
     assert reply.status_code == 200, reply.text
     assert b'"type": "content_block' not in reply.content
     events = [json.loads(f.split(b"\n")[1][6:]) for f in reply.content[:-2].split(b"\n\n")]
