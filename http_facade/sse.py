@@ -114,6 +114,9 @@ class Framing:
     def first(self, payload: dict[str, Any]) -> bytes:
         return self.event(payload)
 
+    def first_encoded(self, chunk: Encoded) -> bytes:
+        return self.encoded(chunk)
+
     @property
     def end(self) -> bytes:
         """What follows the last event of a stream that ended well."""
@@ -149,6 +152,9 @@ class JsonArray(Framing):
 
     def encoded(self, chunk: Encoded) -> bytes:
         return b"".join([b",\r\n" + data for data in chunk.events])
+
+    def first_encoded(self, chunk: Encoded) -> bytes:
+        return b"[" + b",\r\n".join(chunk.events)
 
     def error(self, error: GatewayError, sequence: int) -> bytes:
         return self.event(stream_error_body(error, self.error_format, sequence)) + b"]"
@@ -208,7 +214,7 @@ MAX_AHEAD = 64
 
 
 async def events(
-    first: Message,
+    first: Message | Encoded,
     chunks: AsyncGenerator[Message, None],
     keepalive_s: float,
     request_id: str,
@@ -231,7 +237,8 @@ async def events(
     waiter: list[asyncio.Future[bool]] = []  # the writer waiting for events, if any
     space: list[asyncio.Future[None]] = []  # the reader waiting for room, if any
     finished = False
-    sent = 1  # events so far, `first` included: an error event's sequence number
+    # Events so far, `first` included: an error event's sequence number.
+    sent = len(first.events) if type(first) is Encoded else 1
     timer: asyncio.TimerHandle | None = None
 
     def wake(timed_out: bool = False) -> None:
@@ -279,7 +286,10 @@ async def events(
     if stopping is not None:
         stopping.add_done_callback(on_stop)
     try:
-        yield framing.first(to_dict(first))
+        if type(first) is Encoded:
+            yield framing.first_encoded(first)
+        else:
+            yield framing.first(to_dict(first))
         last = loop.time()  # when the writer last wrote
         idle()
         reader = asyncio.ensure_future(read())

@@ -64,7 +64,7 @@ import json
 import mimetypes
 import re
 import secrets
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
@@ -85,6 +85,7 @@ from server.base.generation import (
     Native,
     NativeEvent,
     ReasoningDelta,
+    Relayed,
     TextDelta,
     TokenCounts,
     ToolCallDelta,
@@ -100,6 +101,7 @@ from server.providers.http import (
     Response,
     check_status,
     count,
+    loads,
     make_client,
     plausible,
     read_api_key,
@@ -107,6 +109,7 @@ from server.providers.http import (
     redact,
     retry_after,
     sse_events,
+    sse_reads,
     streamed_counts,
     upstream_errors,
 )
@@ -275,11 +278,42 @@ class GeminiProvider:
                 "POST", path, json=body, extra_headers=await self.request_headers()
             ) as r:
                 await check(r, self.id)
-                async for answer in self._answers(r):
-                    for _ in reading.chunk(answer):
-                        pass  # checked and counted; passed on as it came
-                    yield NativeEvent(DIALECT, self._sealed(answer))
+                if reading.request.relay == DIALECT and self.params.stream:
+                    async for relayed in self._relayed(r, reading):
+                        yield relayed
+                else:
+                    async for answer in self._answers(r):
+                        for _ in reading.chunk(answer):
+                            pass  # checked and counted; passed on as it came
+                        yield NativeEvent(DIALECT, self._sealed(answer))
                 yield reading.finished(streamed_counts(reading.counts, self.id))
+
+    async def _relayed(self, r: Response, reading: _Reading) -> AsyncIterator[Relayed]:
+        """The upstream's chunks of each read together, parsed once: checked and counted
+        as a generic answer's are (`_Reading`), thought signatures sealed, their usage
+        left in for the dialect to take."""
+        decode = reading.decoder()
+        async for events in sse_reads(r, self.params.max_line_bytes):
+            answers: list[Any] = []
+            text: list[str] = []
+            other: list[str] = []
+            try:
+                for event in events:
+                    answer = loads(event.data)
+                    for out in reading.chunk(answer):
+                        if type(out) is TextDelta:
+                            text.append(out.text)
+                        elif type(out) is ToolCallDelta:
+                            other.append(out.arguments)
+                        elif type(out) is ReasoningDelta:
+                            other.append(out.text)
+                    answers.append(self._sealed(answer))
+            except Exception:
+                if answers:  # what came before a bad chunk goes out before its error
+                    yield Relayed.gathered(answers, text, other, decode)
+                raise
+            if answers:
+                yield Relayed.gathered(answers, text, other, decode)
 
     async def _answers(self, r: Response) -> AsyncIterator[Any]:
         if not self.params.stream:
@@ -388,6 +422,18 @@ class _Reading:
     request: GenerationRequest
     candidates: dict[int, _Candidate] = field(default_factory=dict)
     usage: dict[str, Any] = field(default_factory=dict)
+    # Whether a thought signature is sealed here (a relayed chunk's already is).
+    seals: bool = True
+
+    def decoder(self) -> Callable[[list[Any]], list[Event]]:
+        """Relayed chunks (checked, sealed) as the core's events, for a run that must
+        cut them short."""
+
+        def decoded(answers: list[Any]) -> list[Event]:
+            again = _Reading(self.provider, self.request, seals=False)
+            return [event for answer in answers for event in again.chunk(answer)]
+
+        return decoded
 
     def chunk(self, data: Any) -> Iterator[Event]:
         if not isinstance(data, dict):
@@ -427,7 +473,9 @@ class _Reading:
                     str(call["name"]),
                     json.dumps(call.get("args") or {}),
                     number,
-                    seal(self.provider, signature) if signature else None,
+                    (seal(self.provider, signature) if self.seals else signature)
+                    if signature
+                    else None,
                 )
                 state.calls += 1
                 state.produced = True

@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
 from gateway.v1 import gemini_pb2 as pb
 from gateway.v1 import gemini_service_pb2 as service
 from google.protobuf.descriptor import FieldDescriptor
@@ -28,6 +29,7 @@ from server.application.pipeline.engine import Fragment, Run
 from server.base.config import ModelConfig
 from server.base.errors import InvalidArgument
 from server.base.generation import NativeEvent, ReasoningDelta, TextDelta, ToolCallDelta
+from server.base.pipeline import Encoded
 
 Chunk = service.GenerateContentResponse | service.StreamGenerateContentResponse
 FINISH_REASONS = {"stop": "STOP", "tool_calls": "STOP", "length": "MAX_TOKENS",
@@ -107,6 +109,8 @@ class Reply:
         self.native: Chunk | None = None
         self.native_seen = False
         self.native_usage: dict[str, Any] = {}
+        # A relayed stream's last chunk (its finish reasons), held for usage.
+        self.held: dict[str, Any] | None = None
 
     def _candidate(self, index: int) -> _Candidate:
         found = self.candidates.get(index)
@@ -166,16 +170,46 @@ class Reply:
             out.append(chunk)
         return out
 
+    def relayed(self, answers: list[dict[str, Any]], model: str) -> Encoded | None:
+        """A Gemini upstream's chunks as it wrote them (`Relayed`), under this answer's
+        id: their usage taken (the last chunk carries the gateway's), thought signatures
+        written as the dialect's, the chunk with the finish reasons held for `close`,
+        and chunks that carried nothing but usage left out."""
+        out: list[bytes] = []
+        for answer in answers:
+            given = answer.pop("usageMetadata", None)
+            if isinstance(given, dict):
+                self.native_usage = given
+            candidates = answer.get("candidates") or ()
+            if not candidates and "promptFeedback" not in answer:
+                continue
+            answer["responseId"] = self.response_id
+            answer.setdefault("modelVersion", model)
+            finished = False
+            for candidate in candidates:
+                finished = finished or bool(candidate.get("finishReason"))
+                for part in (candidate.get("content") or {}).get("parts") or ():
+                    if "thoughtSignature" in part:
+                        part["thoughtSignature"] = encode_signature(part["thoughtSignature"])
+            if self.held is not None:
+                out.append(_json(self.held))
+            self.held = answer if finished else None
+            if not finished:
+                out.append(_json(answer))
+        return Encoded(out) if out else None
+
     def close(self, run: Run) -> Chunk:
         """The whole answer (emit=False), or a stream's last chunk: what is still
         unsent, the finish reasons and the whole call's usage (after a Gemini
         upstream's own chunks, its last one, or usage alone)."""
         model = run.model.id
         chunk = self.native if self.native is not None else self._chunk(model)
+        if self.held is not None:
+            fill(chunk, self.held)
         chunk.response_id = self.response_id
         if not chunk.HasField("model_version"):
             chunk.model_version = model
-        if not self.native_seen:
+        if not self.native_seen and not chunk.candidates:
             for index in range(len(run.choices)):
                 candidate = self._candidate(index)
                 candidate.close_call()
@@ -209,6 +243,13 @@ def usage(run: Run, given: Mapping[str, Any]) -> pb.GeminiUsageMetadata:
         if measured.HasField(name):
             setattr(out, name, getattr(measured, name))
     return out
+
+
+def _json(answer: dict[str, Any]) -> bytes:
+    try:
+        return orjson.dumps(answer)
+    except orjson.JSONEncodeError:  # an integer past 64 bits, which JSON allows
+        return json.dumps(answer).encode()
 
 
 def _encode_signatures(chunk: Chunk) -> None:

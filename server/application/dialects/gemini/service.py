@@ -8,6 +8,7 @@ first event of the upstream, so failover stays possible until then.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import AsyncGenerator, Sequence
 
@@ -26,7 +27,8 @@ from server.base import tokens
 from server.base.call import Call
 from server.base.embedding import Embedder, EmbeddingRequest
 from server.base.errors import InvalidArgument, UpstreamError
-from server.base.generation import TokenCounter, serves
+from server.base.generation import Relayed, TokenCounter, serves
+from server.base.pipeline import Encoded
 from server.base.throttle import warn_throttled
 
 log = logging.getLogger(__name__)
@@ -54,11 +56,15 @@ class GeminiService:
 
     async def stream_generate_content(
         self, request: service.StreamGenerateContentRequest, call: Call
-    ) -> AsyncGenerator[service.StreamGenerateContentResponse, None]:
-        run = await self._run(request, call)
+    ) -> AsyncGenerator[service.StreamGenerateContentResponse | Encoded, None]:
+        run = await self._run(request, call, relay=call.writes_json)
         kind = service.StreamGenerateContentResponse
         reply = Reply(kind, call.request_id, _shown(request), True)
         async for fragment in run.stream():
+            if type(fragment) is Relayed:
+                if (relayed := reply.relayed(fragment.events, run.model.id)) is not None:
+                    yield relayed
+                continue
             for chunk in reply.feed(fragment, run.model.id):
                 assert isinstance(chunk, kind)
                 yield chunk
@@ -66,10 +72,16 @@ class GeminiService:
         assert isinstance(last, kind)
         yield last
 
-    async def _run(self, request: translation.GenerateRequest, call: Call) -> Run:
+    async def _run(
+        self, request: translation.GenerateRequest, call: Call, relay: bool = False
+    ) -> Run:
         model = translation.model_id(request.model)
         admitted = await self.generations.admit(call, "api", model)
-        return await self.generations.run(admitted, model, translation.generation(request))
+        generation = translation.generation(request)
+        if relay and generation.choice_count == 1:
+            # A Gemini upstream may stream its chunks as they are.
+            generation = dataclasses.replace(generation, relay=translation.DIALECT)
+        return await self.generations.run(admitted, model, generation)
 
     async def count_tokens(
         self, request: service.CountTokensRequest, call: Call
