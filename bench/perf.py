@@ -65,7 +65,9 @@ end
 
 # The target column of a non-chat row, after the worker count.
 LABELS = {"grpc": "gRPC", "responses": "/v1/responses", "messages": "/v1/messages",
-          "anthropic": "/v1/messages, Anthropic upstream", "gemini": "Gemini"}  # fmt: skip
+          "anthropic": "/v1/messages, Anthropic upstream", "gemini": "Gemini",
+          "gemini-native": "Gemini, Gemini upstream",
+          "responses-native": "/v1/responses, Responses upstream"}  # fmt: skip
 
 
 def free_port() -> int:
@@ -131,15 +133,77 @@ def anthropic_bodies() -> tuple[str, str]:
     return json.dumps(unary), stream
 
 
+def gemini_bodies() -> tuple[str, str]:
+    """The same generation as a Gemini upstream answers it, whole and streamed."""
+    head = {"modelVersion": "bench", "responseId": "bench-response"}
+    usage = {"promptTokenCount": 9, "candidatesTokenCount": CHUNKS, "totalTokenCount": 9 + CHUNKS}
+    words = [f" word{i}" for i in range(CHUNKS)]
+
+    def answer(text: str, last: bool) -> dict:
+        candidate: dict = {"content": {"role": "model", "parts": [{"text": text}]}, "index": 0}
+        return {"candidates": [candidate | ({"finishReason": "STOP"} if last else {})],
+                **({"usageMetadata": usage} if last else {}), **head}  # fmt: skip
+
+    unary = answer("".join(words), True)
+    stream = "".join(
+        f"data: {json.dumps(answer(w, i == CHUNKS - 1))}\r\n\r\n" for i, w in enumerate(words)
+    )
+    return json.dumps(unary), stream
+
+
+def responses_bodies() -> tuple[str, str]:
+    """The same generation as an upstream of the Responses API answers it, whole and
+    streamed (OpenAI's events, each numbered)."""
+    words = [f" word{i}" for i in range(CHUNKS)]
+    text = "".join(words)
+    item = {"id": "msg_bench", "type": "message", "status": "completed", "role": "assistant",
+            "content": [{"type": "output_text", "text": text, "annotations": []}]}  # fmt: skip
+    usage = {"input_tokens": 9, "output_tokens": CHUNKS, "total_tokens": 9 + CHUNKS}
+    response = {"id": "resp_bench", "object": "response", "created_at": 1767225600,
+                "status": "completed", "model": "bench", "output": [item], "usage": usage}  # fmt: skip
+    opened = {**response, "status": "in_progress", "output": [], "usage": None}
+    at = {"item_id": "msg_bench", "output_index": 0, "content_index": 0}
+    part = {"type": "output_text", "text": "", "annotations": []}
+    events = [
+        {"type": "response.created", "response": opened},
+        {"type": "response.in_progress", "response": opened},
+        {"type": "response.output_item.added", "output_index": 0,
+         "item": {**item, "status": "in_progress", "content": []}},
+        {"type": "response.content_part.added", **at, "part": part},
+        *({"type": "response.output_text.delta", **at, "delta": w, "logprobs": []} for w in words),
+        {"type": "response.output_text.done", **at, "text": text, "logprobs": []},
+        {"type": "response.content_part.done", **at, "part": {**part, "text": text}},
+        {"type": "response.output_item.done", "output_index": 0, "item": item},
+        {"type": "response.completed", "response": response},
+    ]  # fmt: skip
+    stream = "".join(
+        f"event: {e['type']}\ndata: {json.dumps({**e, 'sequence_number': i})}\n\n"
+        for i, e in enumerate(events)
+    )
+    return json.dumps(response), stream
+
+
+# Where nginx answers as each other upstream format: (format, mode, path below its base URL).
+NATIVE_PATHS = [
+    ("anthropic", "unary", "/v1/messages"), ("anthropic", "stream", "/v1/messages"),
+    ("gemini", "unary", "/models/bench:generateContent"),
+    ("gemini", "stream", "/models/bench:streamGenerateContent"),
+    ("responses", "unary", "/v1/responses"), ("responses", "stream", "/v1/responses"),
+]  # fmt: skip
+MIMES = {"unary": "application/json", "stream": "text/event-stream"}
+
+
 def start_nginx(tmp: Path, core: str) -> tuple[subprocess.Popen[bytes], int]:
     port = free_port()
     tmp.chmod(0o755)
     unary, stream = upstream_bodies()
     (tmp / "unary.body").write_text(unary)
     (tmp / "stream.body").write_text(stream)
-    unary, stream = anthropic_bodies()
-    (tmp / "anthropic-unary.body").write_text(unary)
-    (tmp / "anthropic-stream.body").write_text(stream)
+    for upstream, bodies in (("anthropic", anthropic_bodies), ("gemini", gemini_bodies),
+                             ("responses", responses_bodies)):  # fmt: skip
+        unary, stream = bodies()
+        (tmp / f"{upstream}-unary.body").write_text(unary)
+        (tmp / f"{upstream}-stream.body").write_text(stream)
     temps = "".join(f"    {k}_temp_path {tmp}/{k};\n" for k in ("client_body", "proxy", "fastcgi"))
     temps += "".join(f"    {k}_temp_path {tmp}/{k};\n" for k in ("uwsgi", "scgi"))
     locations = "".join(
@@ -147,9 +211,9 @@ def start_nginx(tmp: Path, core: str) -> tuple[subprocess.Popen[bytes], int]:
         f"alias {tmp}/{name}.body; error_page 405 =200 $uri; }}\n"
         for name, mime in (("unary", "application/json"), ("stream", "text/event-stream"))
     ) + "".join(
-        f"        location = /anthropic-{name}/v1/messages {{ types {{ }} default_type {mime}; "
-        f"alias {tmp}/anthropic-{name}.body; error_page 405 =200 $uri; }}\n"
-        for name, mime in (("unary", "application/json"), ("stream", "text/event-stream"))
+        f"        location = /{upstream}-{name}{path} {{ types {{ }} default_type {MIMES[name]}; "
+        f"alias {tmp}/{upstream}-{name}.body; error_page 405 =200 $uri; }}\n"
+        for upstream, name, path in NATIVE_PATHS
     )
     (tmp / "nginx.conf").write_text(
         f"daemon off; worker_processes 1; pid {tmp}/nginx.pid; error_log {tmp}/nginx.log warn;\n"
@@ -173,8 +237,10 @@ def start_gateway(
     guardrails: bool = False,
 ) -> tuple[subprocess.Popen[bytes], int, int]:
     def model(model_id: str, path: str, stream: bool, adapter: str = "openai") -> dict:
-        base = f"http://127.0.0.1:{upstream}/{path}" + ("/v1" if adapter == "openai" else "")
+        base = f"http://127.0.0.1:{upstream}/{path}" + ("/v1" if "openai" in adapter else "")
         params = {"base_url": base, "model": "bench", "stream": stream}
+        if adapter == "openai-responses":
+            adapter, params["responses_api"] = "openai", True
         return {"id": model_id, "owned_by": "bench", "created": 0,
                 "price": {"input": 1, "output": 2},
                 "providers": [{"id": f"{model_id}-nginx", "type": "primary", "adapter": adapter,
@@ -192,6 +258,10 @@ def start_gateway(
             model("bench-stream", "stream", True),
             model("claude-bench", "anthropic-unary", False, "anthropic"),
             model("claude-bench-stream", "anthropic-stream", True, "anthropic"),
+            model("gemini-bench", "gemini-unary", False, "gemini"),
+            model("gemini-bench-stream", "gemini-stream", True, "gemini"),
+            model("responses-bench", "responses-unary", False, "openai-responses"),
+            model("responses-bench-stream", "responses-stream", True, "openai-responses"),
         ],
         "routing": {"profiles": {p: ["bench"] for p in ("economy", "balanced", "quality")}},
         "keys": [key],
@@ -326,16 +396,18 @@ def messages_body(stream: bool, anthropic: bool = False) -> str:
     return json.dumps(payloads.messages(PAYLOAD, model, stream))
 
 
-def gemini_url(port: int, stream: bool) -> str:
-    """The same generation as `body`, asked through the Gemini API."""
-    model = "bench-stream" if stream else "bench"
+def gemini_url(port: int, stream: bool, native: bool = False) -> str:
+    """The same generation as `body`, asked through the Gemini API (of an OpenAI or,
+    with `native`, a Gemini upstream)."""
+    model = ("gemini-bench" if native else "bench") + ("-stream" if stream else "")
     method = "streamGenerateContent?alt=sse" if stream else "generateContent"
     return f"http://127.0.0.1:{port}/v1beta/models/{model}:{method}"
 
 
-def responses_body(stream: bool, store: bool) -> str:
-    """The same generation as `body`, asked through the Responses API."""
-    model = "bench-stream" if stream else "bench"
+def responses_body(stream: bool, store: bool, native: bool = False) -> str:
+    """The same generation as `body`, asked through the Responses API (of an OpenAI
+    chat or, with `native`, a Responses upstream)."""
+    model = ("responses-bench" if native else "bench") + ("-stream" if stream else "")
     return json.dumps(payloads.responses(PAYLOAD, model, stream, store))
 
 
@@ -404,13 +476,14 @@ def main() -> None:
             for mode in args.modes:
                 wrk(f"http://127.0.0.1:{port}/v1/chat/completions", body(mode == "stream"),
                     8, 1, load_core, lua)  # fmt: skip
-                wrk(f"http://127.0.0.1:{port}/v1/responses",
-                    responses_body(mode == "stream", args.responses == "stored"),
-                    8, 1, load_core, lua)  # fmt: skip
                 wrk(f"http://127.0.0.1:{port}/v1/messages", messages_body(mode == "stream"),
                     8, 1, load_core, lua)  # fmt: skip
-                wrk(gemini_url(port, mode == "stream"), json.dumps(payloads.gemini(PAYLOAD)),
-                    8, 1, load_core, lua)  # fmt: skip
+                for native in (False, True):
+                    wrk(gemini_url(port, mode == "stream", native),
+                        json.dumps(payloads.gemini(PAYLOAD)), 8, 1, load_core, lua)  # fmt: skip
+                    wrk(f"http://127.0.0.1:{port}/v1/responses",
+                        responses_body(mode == "stream", args.responses == "stored", native),
+                        8, 1, load_core, lua)  # fmt: skip
         if args.profile:
             profile(gateways[args.workers[0]], args, load_core, lua)
             return
@@ -429,11 +502,11 @@ def main() -> None:
                     for n, (proc, port, grpc_port) in gateways.items():
                         ingresses = ["rest", "grpc"] if args.grpc else ["rest"]
                         if args.responses != "off":
-                            ingresses.append("responses")
+                            ingresses += ["responses", "responses-native"]
                         if args.messages == "on":
                             ingresses += ["messages", "anthropic"]
                         if args.gemini == "on":
-                            ingresses.append("gemini")
+                            ingresses += ["gemini", "gemini-native"]
                         for ingress in ingresses:
                             before = cpu_s(proc.pid)
                             mark = (busy_s(), children_s(), cpu_s(nginx.pid))
@@ -447,14 +520,16 @@ def main() -> None:
                                 native = ingress == "anthropic"
                                 r = wrk(url, messages_body(mode == "stream", native), c,
                                         args.seconds, load_core, lua)  # fmt: skip
-                            elif ingress == "gemini":
-                                r = wrk(gemini_url(port, mode == "stream"),
+                            elif ingress.startswith("gemini"):
+                                native = ingress == "gemini-native"
+                                r = wrk(gemini_url(port, mode == "stream", native),
                                         json.dumps(payloads.gemini(PAYLOAD)), c,
                                         args.seconds, load_core, lua)  # fmt: skip
-                            elif ingress == "responses":
+                            elif ingress.startswith("responses"):
                                 url = f"http://127.0.0.1:{port}/v1/responses"
                                 stored = args.responses == "stored"
-                                r = wrk(url, responses_body(mode == "stream", stored), c,
+                                native = ingress == "responses-native"
+                                r = wrk(url, responses_body(mode == "stream", stored, native), c,
                                         args.seconds, load_core, lua)  # fmt: skip
                             else:
                                 r = h2load(grpc_port, mode == "stream", c, args.seconds, load_core)
