@@ -10,12 +10,14 @@ first is the outermost.
 from __future__ import annotations
 
 import importlib
+import json
 import pkgutil
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
 import gateway.v1
+import orjson
 from google.protobuf import message_factory
 from google.protobuf.descriptor import MethodDescriptor, ServiceDescriptor
 from google.protobuf.message import Message
@@ -57,6 +59,14 @@ class Encoded:
 
     events: list[bytes]
     names: list[str] | None = None
+
+
+def encoded_json(event: Any) -> bytes:
+    """One relayed event's JSON for an `Encoded`."""
+    try:
+        return orjson.dumps(event)
+    except orjson.JSONEncodeError:  # an integer past 64 bits, which JSON allows
+        return json.dumps(event).encode()
 
 
 @dataclass(frozen=True)

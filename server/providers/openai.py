@@ -252,6 +252,11 @@ class OpenAIProvider:
                             out = dataclasses.replace(out, counts=plausible(out.counts, request))
                         yield out
                     return
+                if request.relay == responses_wire.DIALECT:
+                    reads = sse_reads(r, self.params.max_line_bytes)
+                    async for out in responses_wire.relayed(reader, reads):
+                        yield out
+                    return
                 sse = sse_events(r, self.params.max_line_bytes)
                 async for out in responses_wire.events(reader, sse):
                     yield out

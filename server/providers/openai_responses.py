@@ -31,6 +31,7 @@ from server.base.generation import (
     Native,
     NativeEvent,
     ReasoningDelta,
+    Relayed,
     TextDelta,
     TokenCounts,
     ToolCallDelta,
@@ -38,10 +39,19 @@ from server.base.generation import (
     seal,
     unseal,
 )
-from server.providers.http import ProtocolViolation, count, loads, redact, streamed_counts
+from server.providers.http import (
+    ProtocolViolation,
+    SseEvent,
+    count,
+    loads,
+    redact,
+    streamed_counts,
+)
 
 # The ingress dialect this wire format serves natively (a value: see generation.serves).
 DIALECT = "responses"
+TEXT_DELTA = "response.output_text.delta"
+ENDED = "stream ended without response.completed"
 INCOMPLETE = {"max_output_tokens": "length", "content_filter": "content_filter"}
 
 
@@ -85,9 +95,11 @@ class Reader:
         self.called = False
 
     def event(self, data: str) -> list[Event]:
-        event = loads(data)
+        return self.parsed(loads(data))
+
+    def parsed(self, event: dict[str, Any]) -> list[Event]:
         kind = event.get("type")
-        if kind == "response.output_text.delta":
+        if kind == TEXT_DELTA:
             return [TextDelta(str(event["delta"]))]
         if kind == "response.output_item.added":
             item = event["item"]
@@ -191,7 +203,45 @@ async def events(reader: Reader, sse: AsyncIterator[Any]) -> AsyncIterator[Event
             yield event
             if isinstance(event, Finished):
                 return
-    raise ProtocolViolation("stream ended without response.completed")
+    raise ProtocolViolation(ENDED)
+
+
+async def relayed(reader: Reader, reads: AsyncIterator[list[SseEvent]]) -> AsyncIterator[Event]:
+    """`events`, but the answer's text fragments as the upstream wrote them (their
+    logprobs too, which `events` drops), those of one read together (`Relayed`), for a
+    caller of this format."""
+    async for batch in reads:
+        kept: list[dict[str, Any]] = []
+        text: list[str] = []
+        try:
+            for raw in batch:
+                event = loads(raw.data)
+                if not isinstance(event, dict):
+                    raise ProtocolViolation("a stream event is not a JSON object")
+                delta = event.get("delta")
+                if event.get("type") == TEXT_DELTA and type(delta) is str:
+                    kept.append(event)
+                    text.append(delta)
+                    continue
+                if kept:
+                    yield Relayed.gathered(kept, text, [], _decoded)
+                    kept, text = [], []
+                for out in reader.parsed(event):
+                    yield out
+                    if isinstance(out, Finished):
+                        return
+        except Exception:
+            if kept:  # what came before a bad event goes out before its error
+                yield Relayed.gathered(kept, text, [], _decoded)
+            raise
+        if kept:
+            yield Relayed.gathered(kept, text, [], _decoded)
+    raise ProtocolViolation(ENDED)
+
+
+def _decoded(events: list[dict[str, Any]]) -> list[Event]:
+    """Relayed text fragments as the core's events."""
+    return [TextDelta(event["delta"]) for event in events]
 
 
 def _tool_name(item: Mapping[str, Any]) -> str:

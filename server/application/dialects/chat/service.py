@@ -4,11 +4,9 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import AsyncGenerator
 from typing import Any
 
-import orjson
 from gateway.v1 import chat_service_pb2 as chat
 from gateway.v1 import completion_service_pb2 as completion
 
@@ -21,7 +19,7 @@ from server.application.pipeline.engine import Run
 from server.application.pipeline.generations import Generations
 from server.base.call import Call
 from server.base.generation import GenerationRequest, Relayed, TextDelta
-from server.base.pipeline import Encoded
+from server.base.pipeline import Encoded, encoded_json
 
 
 class ChatService:
@@ -146,14 +144,9 @@ class CompletionService:
 def _relayed_chunks(events: list[dict[str, Any]], head: dict[str, Any]) -> Encoded:
     """Relayed chunks with the head of the gateway's own (id, model, created, the
     backend's fingerprint and tier) in place of the upstream's."""
-    encoded = []
     for event in events:
         event.update(head)
-        try:
-            encoded.append(orjson.dumps(event))
-        except orjson.JSONEncodeError:  # an integer past 64 bits, which JSON allows
-            encoded.append(json.dumps(event).encode())
-    return Encoded(encoded)
+    return Encoded([encoded_json(event) for event in events])
 
 
 def _echoed(request: GenerationRequest, choice: int) -> str:

@@ -18,7 +18,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
 from gateway.v1 import gemini_pb2 as pb
 from gateway.v1 import gemini_service_pb2 as service
 from google.protobuf.descriptor import FieldDescriptor
@@ -29,7 +28,7 @@ from server.application.pipeline.engine import Fragment, Run
 from server.base.config import ModelConfig
 from server.base.errors import InvalidArgument
 from server.base.generation import NativeEvent, ReasoningDelta, TextDelta, ToolCallDelta
-from server.base.pipeline import Encoded
+from server.base.pipeline import Encoded, encoded_json
 
 Chunk = service.GenerateContentResponse | service.StreamGenerateContentResponse
 FINISH_REASONS = {"stop": "STOP", "tool_calls": "STOP", "length": "MAX_TOKENS",
@@ -192,10 +191,10 @@ class Reply:
                     if "thoughtSignature" in part:
                         part["thoughtSignature"] = encode_signature(part["thoughtSignature"])
             if self.held is not None:
-                out.append(_json(self.held))
+                out.append(encoded_json(self.held))
             self.held = answer if finished else None
             if not finished:
-                out.append(_json(answer))
+                out.append(encoded_json(answer))
         return Encoded(out) if out else None
 
     def close(self, run: Run) -> Chunk:
@@ -243,13 +242,6 @@ def usage(run: Run, given: Mapping[str, Any]) -> pb.GeminiUsageMetadata:
         if measured.HasField(name):
             setattr(out, name, getattr(measured, name))
     return out
-
-
-def _json(answer: dict[str, Any]) -> bytes:
-    try:
-        return orjson.dumps(answer)
-    except orjson.JSONEncodeError:  # an integer past 64 bits, which JSON allows
-        return json.dumps(answer).encode()
 
 
 def _encode_signatures(chunk: Chunk) -> None:

@@ -50,8 +50,10 @@ from server.base.generation import (
     ToolCallDelta,
     unseal,
 )
+from server.base.pipeline import Encoded, encoded_json
 
 Event = rs.StreamResponseResponse
+TEXT_DELTA = "response.output_text.delta"
 # Finish reasons that make a response `incomplete`, with OpenAI's reason.
 INCOMPLETE = {
     "length": "max_output_tokens", "content_filter": "content_filter",
@@ -162,17 +164,40 @@ class Builder:
         )
         return Event(type="response.output_text.delta", sequence_number=seq, text_delta=delta)
 
+    def relayed(self, events: list[dict[str, Any]]) -> list[Event | Encoded]:
+        """An upstream's own text fragments (`Relayed`, this API's events) as the
+        message being written takes them: numbered in this stream, under its item's id
+        and place, their other fields as the upstream wrote them. The first of a
+        message opens it as `add` does."""
+        out: list[Event | Encoded] = []
+        encoded: list[bytes] = []
+        for event in events:
+            current = self._open
+            if current is None or current.kind != "message":
+                if encoded:
+                    out.append(_text_deltas(encoded))
+                    encoded = []
+                out.extend(self._new_message())
+                current = self._open
+                assert current is not None
+            current.parts.append(event["delta"])
+            event["sequence_number"] = self.sequence
+            self.sequence += 1
+            event["item_id"] = current.id
+            event["output_index"] = current.index
+            event["content_index"] = 0
+            encoded.append(encoded_json(event))
+        if encoded:
+            out.append(_text_deltas(encoded))
+        return out
+
     def _text(self, text: str, logprobs: tuple[TokenLogprob, ...]) -> list[Event]:
         current = self._open
         out: list[Event] = []
         if current is None or current.kind != "message":
-            out = self._close()
-            current = self._begin("message", new_id("msg"))
-            if self.emit:
-                item = rpb.OutputItem(message=self._message(current, "in_progress", False))
-                out.append(self._item_event("response.output_item.added", current, item))
-                part = rpb.OutputText(type="output_text", text="")
-                out.append(self._part_event("response.content_part.added", current, part))
+            out = self._new_message()
+            current = self._open
+            assert current is not None
         current.parts.append(text)
         probs = [_logprob(e) for e in logprobs]
         current.logprobs.extend(probs)
@@ -182,6 +207,17 @@ class Builder:
                 output_index=current.index,
             )  # fmt: skip
             out.append(self._event("response.output_text.delta", text_delta=delta))
+        return out
+
+    def _new_message(self) -> list[Event]:
+        """Closes the open item and opens a message (its events, when emitting)."""
+        out = self._close()
+        current = self._begin("message", new_id("msg"))
+        if self.emit:
+            item = rpb.OutputItem(message=self._message(current, "in_progress", False))
+            out.append(self._item_event("response.output_item.added", current, item))
+            part = rpb.OutputText(type="output_text", text="")
+            out.append(self._part_event("response.content_part.added", current, part))
         return out
 
     def _call(self, fragment: ToolCallDelta) -> list[Event]:
@@ -629,3 +665,7 @@ def sealed_by(item: Item) -> str | None:
     content = item.get("encrypted_content")
     found = unseal(content) if isinstance(content, str) else None
     return found[0] if found is not None else None
+
+
+def _text_deltas(encoded: list[bytes]) -> Encoded:
+    return Encoded(encoded, [TEXT_DELTA] * len(encoded))

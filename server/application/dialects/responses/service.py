@@ -30,6 +30,7 @@ from server.accounting.guard import bounded
 from server.application.dialects.responses import mcp
 from server.application.dialects.responses.reply import Builder
 from server.application.dialects.responses.request import (
+    DIALECT,
     Previous,
     ResponsesRequest,
     Translated,
@@ -47,7 +48,8 @@ from server.base.call import Call
 from server.base.config import Config
 from server.base.costs import max_cost
 from server.base.errors import GatewayError, InvalidArgument, NotFound
-from server.base.generation import GenerationRequest, TextDelta, ToolCallDelta
+from server.base.generation import GenerationRequest, Relayed, TextDelta, ToolCallDelta
+from server.base.pipeline import Encoded
 from server.storage.conversations import ConversationStore
 from server.storage.responses import ResponseStore, StoredResponse
 
@@ -130,8 +132,8 @@ class ResponsesService:
 
     async def stream_response(
         self, request: rs.StreamResponseRequest, call: Call
-    ) -> AsyncGenerator[rs.StreamResponseResponse, None]:
-        admitted, translated, run, chain = await self._run(request, call)
+    ) -> AsyncGenerator[rs.StreamResponseResponse | Encoded, None]:
+        admitted, translated, run, chain = await self._run(request, call, call.writes_json)
         builder = Builder(_head(request, run, chain), run.provider_id,
                           translated.include_encrypted, emit=True,
                           keep=_kept(request),
@@ -145,6 +147,10 @@ class ResponsesService:
         text = builder.text_delta
         try:
             async for fragment in run.stream():
+                if type(fragment) is Relayed:
+                    for relayed in builder.relayed(fragment.events):
+                        yield relayed
+                    continue
                 if type(fragment) is TextDelta and not fragment.logprobs:
                     delta = text(fragment.text)  # the common case, without a list
                     if delta is not None:
@@ -192,10 +198,11 @@ class ResponsesService:
             yield out
 
     async def _run(
-        self, request: ResponsesRequest, call: Call
+        self, request: ResponsesRequest, call: Call, relay: bool = False
     ) -> tuple[Admitted, Translated, Run, Chain | None]:
         """The caller admitted, the conversation it continues read, the request
-        translated and run (as a chain of rounds when it has `mcp` tools)."""
+        translated and run (as a chain of rounds when it has `mcp` tools; a stream of
+        an upstream of this API relayed as it comes when `relay`)."""
         admitted = await self.generations.admit(call, "api", request.model)
         previous = None
         conversation = conversation_of(request)
@@ -217,7 +224,10 @@ class ResponsesService:
             if chain is not None:
                 run = await chain.open()
             else:
-                run = await self.generations.run(admitted, request.model, translated.generation)
+                generation = translated.generation
+                if relay:
+                    generation = dataclasses.replace(generation, relay=DIALECT)
+                run = await self.generations.run(admitted, request.model, generation)
         except InvalidArgument as exc:
             if chain is not None:
                 await chain.aclose()

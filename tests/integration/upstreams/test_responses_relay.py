@@ -1,0 +1,194 @@
+"""A Responses API stream to an upstream of the Responses API relays the upstream's
+text fragments as it wrote them (a real loopback upstream writing raw SSE, raw HTTP,
+the openai SDK): each is numbered in the gateway's stream and placed under the
+gateway's item, the upstream's other fields (logprobs among them) kept; the response the stream
+completes, the stored response and the ledger hold the same text and the upstream's
+usage, or its estimate when there is none; a stream past max_output_tokens is cut
+there."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+import openai
+
+from server.base import tokens
+from tests.support.faults import SSE_HEAD, RawRequest, raw_upstream
+from tests.support.gateways import API_KEY, running_gateway
+from tests.support.upstreams.config import model, provider, with_models
+
+HEADERS = {"authorization": f"Bearer {API_KEY}"}
+USAGE = {"input_tokens": 8, "output_tokens": 3, "total_tokens": 11}
+AT = {"item_id": "msg_upstream", "output_index": 0, "content_index": 0}
+
+
+def _deltas(*texts: str, **extra: Any) -> list[dict[str, Any]]:
+    return [{"type": "response.output_text.delta", **AT, "delta": t, "logprobs": [],
+             "obfuscation": f"ob{i}", **extra} for i, t in enumerate(texts)]  # fmt: skip
+
+
+def _stream(deltas: list[dict[str, Any]], usage: dict[str, Any] | None = USAGE) -> list[dict]:
+    """OpenAI's events of one message: opened, its fragments, closed, completed."""
+    text = "".join(d["delta"] for d in deltas)
+    item = {"id": "msg_upstream", "type": "message", "status": "completed", "role": "assistant",
+            "content": [{"type": "output_text", "text": text, "annotations": []}]}  # fmt: skip
+    response = {"id": "resp_upstream", "object": "response", "status": "completed",
+                "model": "upstream-model", "output": [item], "usage": usage}  # fmt: skip
+    opened = {**response, "status": "in_progress", "output": [], "usage": None}
+    part = {"type": "output_text", "text": "", "annotations": []}
+    return [
+        {"type": "response.created", "response": opened},
+        {"type": "response.output_item.added", "output_index": 0,
+         "item": {**item, "status": "in_progress", "content": []}},
+        {"type": "response.content_part.added", **AT, "part": part},
+        *deltas,
+        {"type": "response.output_text.done", **AT, "text": text},
+        {"type": "response.output_item.done", "output_index": 0, "item": item},
+        {"type": "response.completed", "response": response},
+    ]  # fmt: skip
+
+
+def _upstream(events: list[dict[str, Any]], seen: list[Any], pause_s: float = 0) -> Callable:
+    """A Responses API upstream writing `events` in one go, or a read each."""
+
+    async def handler(request: RawRequest, writer: asyncio.StreamWriter) -> None:
+        seen.append(request)
+        frames = [
+            f"event: {e['type']}\ndata: {json.dumps({**e, 'sequence_number': i})}\n\n".encode()
+            for i, e in enumerate(events)
+        ]
+        writer.write(SSE_HEAD)
+        for frame in frames if pause_s else [b"".join(frames)]:
+            writer.write(frame)
+            await writer.drain()
+            await asyncio.sleep(pause_s)
+
+    return handler
+
+
+def _config(url: str, tmp_path: Path) -> dict[str, Any]:
+    upstream = provider("resp-p", "openai", url)
+    upstream["params"]["responses_api"] = True
+    data = with_models(model("resp", upstream))
+    data["storage"] = {"sqlite_path": str(tmp_path / "gw.db")}
+    return data
+
+
+async def _post(gw: Any, **body: Any) -> httpx.Response:
+    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{gw.http_port}", timeout=30) as c:
+        return await c.post("/v1/responses", headers=HEADERS, json={
+            "model": "resp", "input": "Hi", "stream": True, **body})  # fmt: skip
+
+
+def _events(reply: httpx.Response) -> list[dict[str, Any]]:
+    assert reply.status_code == 200, reply.text
+    events = []
+    for frame in reply.content.split(b"\n\n")[:-1]:
+        name, data = frame.split(b"\n")
+        event = json.loads(data.removeprefix(b"data: "))
+        assert name == b"event: " + event["type"].encode()
+        events.append(event)
+    return events
+
+
+async def _rows(gw: Any) -> list[tuple[int, int]]:
+    await gw.gateway.accounts.ledger.flush()
+    rows = await gw.gateway.store.db.fetch(
+        "SELECT prompt_tokens, completion_tokens FROM usage_records"
+    )
+    return [(r["prompt_tokens"], r["completion_tokens"]) for r in rows]
+
+
+async def test_text_fragments_are_relayed_under_the_gateways_item_and_numbers(
+    tmp_path: Path,
+) -> None:
+    seen: list[RawRequest] = []
+    async with (
+        raw_upstream(_upstream(_stream(_deltas("Hel", "lo", "!")), seen)) as upstream,
+        running_gateway(_config(upstream.url, tmp_path)) as gw,
+    ):
+        events = _events(await _post(gw))
+        completed = events[-1]["response"]
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{gw.http_port}") as c:
+            stored = (await c.get(f"/v1/responses/{completed['id']}", headers=HEADERS)).json()
+        rows = await _rows(gw)
+    assert [e["sequence_number"] for e in events] == list(range(len(events)))
+    added = next(e for e in events if e["type"] == "response.output_item.added")
+    item_id = added["item"]["id"]
+    assert item_id != "msg_upstream"
+    deltas = [e for e in events if e["type"] == "response.output_text.delta"]
+    assert [d["delta"] for d in deltas] == ["Hel", "lo", "!"]
+    assert [d["obfuscation"] for d in deltas] == ["ob0", "ob1", "ob2"]
+    assert {(d["item_id"], d["output_index"], d["content_index"]) for d in deltas} == {
+        (item_id, 0, 0)
+    }
+    assert completed["status"] == "completed" and completed["id"] != "resp_upstream"
+    assert completed["output"][0]["content"][0]["text"] == "Hello!"
+    assert completed["usage"]["input_tokens"] == 8 and "total_cost_usd" in completed["usage"]
+    assert stored["output"][0]["content"][0]["text"] == "Hello!"
+    assert rows[0] == (8, 3)  # (the GET is a row of its own)
+    assert seen[0].json()["stream"] is True
+
+
+async def test_the_openai_sdk_reads_a_relayed_stream(tmp_path: Path) -> None:
+    events = _stream(_deltas("One", " two", " three"))
+    async with (
+        raw_upstream(_upstream(events, [], pause_s=0.005)) as upstream,
+        running_gateway(_config(upstream.url, tmp_path)) as gw,
+    ):
+        sdk = openai.AsyncOpenAI(
+            base_url=f"http://127.0.0.1:{gw.http_port}/v1", api_key=API_KEY, max_retries=0
+        )
+        async with sdk, sdk.responses.stream(model="resp", input="Count.") as stream:
+            deltas = [e.delta async for e in stream if e.type == "response.output_text.delta"]
+            final = await stream.get_final_response()
+    assert deltas == ["One", " two", " three"]
+    assert final.output_text == "One two three"
+    assert final.usage is not None and final.usage.output_tokens == 3
+
+
+async def test_an_upstreams_logprobs_reach_the_caller(tmp_path: Path) -> None:
+    logprob = {"token": " there", "logprob": -0.5, "bytes": [32], "top_logprobs": []}
+    deltas = _deltas("Hi", " there", "!")
+    deltas[1]["logprobs"] = [logprob]
+    async with (
+        raw_upstream(_upstream(_stream(deltas), [])) as upstream,
+        running_gateway(_config(upstream.url, tmp_path)) as gw,
+    ):
+        events = _events(await _post(gw, include=["message.output_text.logprobs"]))
+    written = [e for e in events if e["type"] == "response.output_text.delta"]
+    assert [d["delta"] for d in written] == ["Hi", " there", "!"]
+    assert written[1]["logprobs"] == [logprob]
+
+
+async def test_a_relayed_stream_past_max_output_tokens_is_cut_there(tmp_path: Path) -> None:
+    flood = _deltas(*["word " * 8] * 100)
+    async with (
+        raw_upstream(_upstream(_stream(flood), [], pause_s=0.002)) as upstream,
+        running_gateway(_config(upstream.url, tmp_path)) as gw,
+    ):
+        events = _events(await _post(gw, max_output_tokens=50))
+        rows = await _rows(gw)
+    text = "".join(e["delta"] for e in events if e["type"] == "response.output_text.delta")
+    assert 0 < len(text) <= (50 + tokens.COMPLETION_SLACK_TOKENS) * tokens.BYTES_PER_TOKEN
+    last = events[-1]["response"]
+    assert last["status"] == "incomplete"
+    assert last["incomplete_details"] == {"reason": "max_output_tokens"}
+    assert last["output"][0]["content"][0]["text"] == text
+    assert [completion for _, completion in rows] == [50]
+
+
+async def test_without_usage_the_relayed_text_is_billed_by_estimate(tmp_path: Path) -> None:
+    async with (
+        raw_upstream(_upstream(_stream(_deltas("Hel", "lo"), usage=None), [])) as upstream,
+        running_gateway(_config(upstream.url, tmp_path)) as gw,
+    ):
+        events = _events(await _post(gw))
+        rows = await _rows(gw)
+    assert events[-1]["response"]["output"][0]["content"][0]["text"] == "Hello"
+    assert [completion for _, completion in rows] == [tokens.estimate("Hello")]
