@@ -374,6 +374,12 @@ class Run:
         return TokenCounts(tokens.estimate_prompt(self.request), generated)
 
     @property
+    def cut_short(self) -> bool:
+        """Whether the run ended the upstream's stream at max_tokens (its counts are
+        then the gateway's, whatever the upstream reported so far)."""
+        return self._cut
+
+    @property
     def started(self) -> bool:
         """Whether an upstream answered (so there are counts and a cost to account)."""
         return self.upstream is not None

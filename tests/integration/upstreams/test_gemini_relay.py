@@ -198,7 +198,9 @@ async def test_a_relayed_stream_past_max_tokens_is_cut_there_and_billed_within_i
 ) -> None:
     """An upstream that writes past maxOutputTokens, a read a chunk: every read counts
     against the bound, and the stream ends at it with MAX_TOKENS."""
+    # The first reports the prompt's usage so far, as Gemini's first chunk does.
     flood = [_answer([{"text": "word " * 8}]) for _ in range(100)]
+    flood[0]["usageMetadata"] = {"promptTokenCount": 6, "totalTokenCount": 6}
     async with (
         raw_upstream(_gemini([*flood, _answer([], "STOP")], [], pause_s=0.002)) as upstream,
         running_gateway(_config(upstream.url, tmp_path)) as gw,
@@ -212,7 +214,7 @@ async def test_a_relayed_stream_past_max_tokens_is_cut_there_and_billed_within_i
     )  # fmt: skip
     assert 0 < len(text) <= (50 + tokens.COMPLETION_SLACK_TOKENS) * tokens.BYTES_PER_TOKEN
     assert events[-1]["candidates"][0]["finishReason"] == "MAX_TOKENS"
-    assert "usageMetadata" in events[-1]
+    assert events[-1]["usageMetadata"]["candidatesTokenCount"] == 50  # what is billed
     assert [completion for _, completion in rows] == [50]
 
 

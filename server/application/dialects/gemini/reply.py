@@ -222,10 +222,10 @@ class Reply:
 
 
 def usage(run: Run, given: Mapping[str, Any]) -> pb.GeminiUsageMetadata:
-    """A Gemini upstream's own usage when it gave one, else the call's counts, plus
-    the gateway's cost and timing."""
+    """A Gemini upstream's own usage when it gave one (and the gateway did not cut its
+    stream short), else the call's counts, plus the gateway's cost and timing."""
     out = pb.GeminiUsageMetadata()
-    if isinstance(given.get("promptTokenCount"), int):
+    if isinstance(given.get("promptTokenCount"), int) and not run.cut_short:
         fill(out, given)
     else:
         counts = run.counts()
