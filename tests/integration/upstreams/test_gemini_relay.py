@@ -219,14 +219,33 @@ async def test_a_relayed_stream_past_max_tokens_is_cut_there_and_billed_within_i
 
 
 async def test_without_usage_the_relayed_text_is_billed_by_estimate(tmp_path: Path) -> None:
-    stream = [{k: v for k, v in a.items() if k != "usageMetadata"} for a in STREAM]
+    """The answer's text, the shown thoughts and the call's arguments, all relayed, are
+    what the estimate counts."""
+    thought = _answer([{"text": "Thinking about Rome.", "thought": True}])
+    stream = [thought, *({k: v for k, v in a.items() if k != "usageMetadata"} for a in STREAM)]
+    shown = {"generationConfig": {"thinkingConfig": {"includeThoughts": True}}}
     async with (
         raw_upstream(_gemini(stream, [])) as upstream,
         running_gateway(_config(upstream.url, tmp_path)) as gw,
     ):
-        events = _events(await _stream(gw, _body()))
+        events = _events(await _stream(gw, _body(**shown)))
         rows = await _rows(gw)
+    assert events[0]["candidates"][0]["content"]["parts"][0]["thought"] is True
     arguments = json.dumps({"city": "Rome"})
-    expected = tokens.estimate("Hello") + tokens.estimate(arguments)
+    expected = tokens.estimate("Hello") + tokens.estimate("Thinking about Rome." + arguments)
     assert [completion for _, completion in rows] == [expected]
     assert events[-1]["usageMetadata"]["candidatesTokenCount"] == rows[0][1]
+
+
+async def test_chunks_before_a_failure_in_the_same_read_go_out_before_its_error(
+    tmp_path: Path,
+) -> None:
+    failing = [*STREAM[:2], {"error": {"code": 500, "message": "boom", "status": "INTERNAL"}}]
+    async with (
+        raw_upstream(_gemini(failing, [])) as upstream,
+        running_gateway(_config(upstream.url, tmp_path)) as gw,
+    ):
+        events = _events(await _stream(gw, _body()))
+    texts = [e["candidates"][0]["content"]["parts"][0]["text"] for e in events[:-1]]
+    assert texts == ["Hel", "lo"]
+    assert events[-1]["error"]["status"] and "boom" in events[-1]["error"]["message"]

@@ -192,3 +192,18 @@ async def test_without_usage_the_relayed_text_is_billed_by_estimate(tmp_path: Pa
         rows = await _rows(gw)
     assert events[-1]["response"]["output"][0]["content"][0]["text"] == "Hello"
     assert [completion for _, completion in rows] == [tokens.estimate("Hello")]
+
+
+async def test_fragments_before_a_failure_in_the_same_read_go_out_before_it(
+    tmp_path: Path,
+) -> None:
+    failing = [*_stream(_deltas("Hel", "lo"))[:5], {"type": "error", "message": "boom"}]
+    async with (
+        raw_upstream(_upstream(failing, [])) as upstream,
+        running_gateway(_config(upstream.url, tmp_path)) as gw,
+    ):
+        events = _events(await _post(gw))
+    written = [e["delta"] for e in events if e["type"] == "response.output_text.delta"]
+    assert written == ["Hel", "lo"]
+    assert events[-1]["type"] == "response.failed"
+    assert events[-1]["response"]["output"][0]["content"][0]["text"] == "Hello"
