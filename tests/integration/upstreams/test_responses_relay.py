@@ -16,6 +16,7 @@ from typing import Any
 
 import httpx
 import openai
+import pytest
 
 from server.base import tokens
 from tests.support.faults import SSE_HEAD, RawRequest, raw_upstream
@@ -166,10 +167,13 @@ async def test_an_upstreams_logprobs_reach_the_caller(tmp_path: Path) -> None:
     assert written[1]["logprobs"] == [logprob]
 
 
-async def test_a_relayed_stream_past_max_output_tokens_is_cut_there(tmp_path: Path) -> None:
+@pytest.mark.parametrize("pause_s", [0.002, 0], ids=["a read each", "one read"])
+async def test_a_relayed_stream_past_max_output_tokens_is_cut_there(
+    tmp_path: Path, pause_s: float
+) -> None:
     flood = _deltas(*["word " * 8] * 100)
     async with (
-        raw_upstream(_upstream(_stream(flood), [], pause_s=0.002)) as upstream,
+        raw_upstream(_upstream(_stream(flood), [], pause_s=pause_s)) as upstream,
         running_gateway(_config(upstream.url, tmp_path)) as gw,
     ):
         events = _events(await _post(gw, max_output_tokens=50))
@@ -194,12 +198,23 @@ async def test_without_usage_the_relayed_text_is_billed_by_estimate(tmp_path: Pa
     assert [completion for _, completion in rows] == [tokens.estimate("Hello")]
 
 
+@pytest.mark.parametrize("failure", [b'data: {"type": "error", "message": "boom"}', b"data: {"])
 async def test_fragments_before_a_failure_in_the_same_read_go_out_before_it(
-    tmp_path: Path,
+    tmp_path: Path, failure: bytes
 ) -> None:
-    failing = [*_stream(_deltas("Hel", "lo"))[:5], {"type": "error", "message": "boom"}]
+    """An upstream's error event, or a line that is not JSON, after two fragments in
+    the same read: the fragments go out, then `response.failed`."""
+    frames = [
+        f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode()
+        for e in _stream(_deltas("Hel", "lo"))[:5]
+    ]
+
+    async def handler(request: RawRequest, writer: asyncio.StreamWriter) -> None:
+        writer.write(SSE_HEAD + b"".join(frames) + failure + b"\n\n")
+        await writer.drain()
+
     async with (
-        raw_upstream(_upstream(failing, [])) as upstream,
+        raw_upstream(handler) as upstream,
         running_gateway(_config(upstream.url, tmp_path)) as gw,
     ):
         events = _events(await _post(gw))
@@ -207,3 +222,36 @@ async def test_fragments_before_a_failure_in_the_same_read_go_out_before_it(
     assert written == ["Hel", "lo"]
     assert events[-1]["type"] == "response.failed"
     assert events[-1]["response"]["output"][0]["content"][0]["text"] == "Hello"
+
+
+async def test_a_function_calls_events_are_the_gateways(tmp_path: Path) -> None:
+    """Only the answer's text is relayed: a call's argument fragments (a `delta` too)
+    are decoded and written as the gateway's, and the call ends the response."""
+    call = {"id": "fc_upstream", "type": "function_call", "status": "completed",
+            "call_id": "call_1", "name": "weather", "arguments": '{"city":"Rome"}'}  # fmt: skip
+    at = {"item_id": "fc_upstream", "output_index": 0}
+    response = {"id": "resp_upstream", "object": "response", "status": "completed",
+                "model": "upstream-model", "output": [call], "usage": USAGE}  # fmt: skip
+    events = [
+        {"type": "response.output_item.added", "output_index": 0,
+         "item": {**call, "status": "in_progress", "arguments": ""}},
+        {"type": "response.function_call_arguments.delta", **at, "delta": '{"city":',
+         "obfuscation": "x"},
+        {"type": "response.function_call_arguments.delta", **at, "delta": '"Rome"}'},
+        {"type": "response.function_call_arguments.done", **at, "arguments": '{"city":"Rome"}'},
+        {"type": "response.output_item.done", "output_index": 0, "item": call},
+        {"type": "response.completed", "response": response},
+    ]  # fmt: skip
+    async with (
+        raw_upstream(_upstream(events, [])) as upstream,
+        running_gateway(_config(upstream.url, tmp_path)) as gw,
+    ):
+        written = _events(await _post(gw))
+    kinds = [e["type"] for e in written]
+    assert "response.output_text.delta" not in kinds
+    arguments = [e for e in written if e["type"] == "response.function_call_arguments.delta"]
+    assert [a["delta"] for a in arguments] == ['{"city":', '"Rome"}']
+    assert not [a for a in arguments if "obfuscation" in a]
+    (item,) = written[-1]["response"]["output"]
+    assert (item["type"], item["name"], item["arguments"]) == (
+        "function_call", "weather", '{"city":"Rome"}')  # fmt: skip
