@@ -249,3 +249,24 @@ async def test_chunks_before_a_failure_in_the_same_read_go_out_before_its_error(
     texts = [e["candidates"][0]["content"]["parts"][0]["text"] for e in events[:-1]]
     assert texts == ["Hel", "lo"]
     assert events[-1]["error"]["status"] and "boom" in events[-1]["error"]["message"]
+
+
+async def test_a_read_cut_short_keeps_its_calls_signature(tmp_path: Path) -> None:
+    """A read that crosses maxOutputTokens is decoded: its call reaches the caller with
+    the signature sealed once, which its maker gets back as it wrote it."""
+    long = [_answer([{"text": "word " * 400}]), _answer([], "STOP")]
+    seen: list[RawRequest] = []
+    async with (
+        raw_upstream(_gemini([STREAM[2], *long], seen)) as upstream,
+        running_gateway(_config(upstream.url, tmp_path)) as gw,
+    ):
+        events = _events(await _stream(gw, _body(generationConfig={"maxOutputTokens": 50})))
+        parts = [p for e in events for c in e.get("candidates", ())
+                 for p in c["content"].get("parts", ())]  # fmt: skip
+        (call,) = [p for p in parts if "functionCall" in p]
+        answered = {"role": "user", "parts": [{"functionResponse": {
+            "name": "weather", "response": {"output": "Rain."}}}]}  # fmt: skip
+        turn = {"role": "model", "parts": [call]}
+        await _stream(gw, {"contents": [*_body()["contents"], turn, answered]})
+    assert events[-1]["candidates"][0]["finishReason"] == "MAX_TOKENS"
+    assert seen[1].json()["contents"][1]["parts"][0]["thoughtSignature"] == SIGNATURE

@@ -167,19 +167,16 @@ class Builder:
     def relayed(self, events: list[dict[str, Any]]) -> list[Event | Encoded]:
         """An upstream's own text fragments (`Relayed`, this API's events) as the
         message being written takes them: numbered in this stream, under its item's id
-        and place, their other fields as the upstream wrote them. The first of a
-        message opens it as `add` does."""
+        and place, their other fields as the upstream wrote them. The first opens a
+        message, as `add` does, when none is being written."""
         out: list[Event | Encoded] = []
-        encoded: list[bytes] = []
-        for event in events:
+        current = self._open
+        if current is None or current.kind != "message":
+            out.extend(self._new_message())
             current = self._open
-            if current is None or current.kind != "message":
-                if encoded:
-                    out.append(_text_deltas(encoded))
-                    encoded = []
-                out.extend(self._new_message())
-                current = self._open
-                assert current is not None
+            assert current is not None
+        encoded = []
+        for event in events:
             current.parts.append(event["delta"])
             event["sequence_number"] = self.sequence
             self.sequence += 1
@@ -187,8 +184,7 @@ class Builder:
             event["output_index"] = current.index
             event["content_index"] = 0
             encoded.append(encoded_json(event))
-        if encoded:
-            out.append(_text_deltas(encoded))
+        out.append(Encoded(encoded, [TEXT_DELTA] * len(encoded)))
         return out
 
     def _text(self, text: str, logprobs: tuple[TokenLogprob, ...]) -> list[Event]:
@@ -665,7 +661,3 @@ def sealed_by(item: Item) -> str | None:
     content = item.get("encrypted_content")
     found = unseal(content) if isinstance(content, str) else None
     return found[0] if found is not None else None
-
-
-def _text_deltas(encoded: list[bytes]) -> Encoded:
-    return Encoded(encoded, [TEXT_DELTA] * len(encoded))
