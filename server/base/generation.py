@@ -442,10 +442,15 @@ class ReasoningDelta:
 class NativeEvent:
     """Output as an upstream serving an ingress dialect's API itself wrote it, for a
     `Native` request of that dialect: one of its events, or a whole output item (its
-    encrypted reasoning sealed, see `seal`), passed on to the dialect untouched."""
+    encrypted reasoning sealed, see `seal`), passed on to the dialect untouched.
+
+    `text` and `other` are what it generated, as a `Relayed`'s (where the adapter
+    reads them): counted for the estimate when no usage comes."""
 
     dialect: str
     data: Mapping[str, Any]
+    text: str = ""
+    other: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -218,7 +218,7 @@ class _Answer:
         if not self.native:
             return
         leaves: list[tuple[dict[str, Any], str]] = []
-        copies = [NativeEvent(e.dialect, _leaves(json.loads(json.dumps(e.data)), leaves))
+        copies = [dataclasses.replace(e, data=_leaves(json.loads(json.dumps(e.data)), leaves))
                   for e in self.native]  # fmt: skip
         texts = [container[key] for container, key in leaves]
         joined = "".join(texts)

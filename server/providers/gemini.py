@@ -283,9 +283,11 @@ class GeminiProvider:
                         yield relayed
                 else:
                     async for answer in self._answers(r):
-                        for _ in reading.chunk(answer):
-                            pass  # checked and counted; passed on as it came
-                        yield NativeEvent(DIALECT, self._sealed(answer))
+                        text: list[str] = []
+                        other: list[str] = []
+                        _generated(reading.chunk(answer), text, other)  # checked and counted
+                        sealed = self._sealed(answer)
+                        yield NativeEvent(DIALECT, sealed, "".join(text), "".join(other))
                 yield reading.finished(streamed_counts(reading.counts, self.id))
 
     async def _relayed(self, r: Response, reading: _Reading) -> AsyncIterator[Relayed]:
@@ -300,13 +302,7 @@ class GeminiProvider:
             try:
                 for event in events:
                     answer = loads(event.data)
-                    for out in reading.chunk(answer):
-                        if type(out) is TextDelta:
-                            text.append(out.text)
-                        elif type(out) is ToolCallDelta:
-                            other.append(out.arguments)
-                        elif type(out) is ReasoningDelta:
-                            other.append(out.text)
+                    _generated(reading.chunk(answer), text, other)
                     answers.append(self._sealed(answer))
             except Exception:
                 if answers:  # what came before a bad chunk goes out before its error
@@ -532,6 +528,18 @@ class _Reading:
                 upstream_answered=True,
             )
         return "stop"
+
+
+def _generated(events: Iterator[Event], text: list[str], other: list[str]) -> None:
+    """Adds the text a chunk's events generated to `text` (the answer's) and `other`
+    (a call's arguments, shown thoughts)."""
+    for out in events:
+        if type(out) is TextDelta:
+            text.append(out.text)
+        elif type(out) is ToolCallDelta:
+            other.append(out.arguments)
+        elif type(out) is ReasoningDelta:
+            other.append(out.text)
 
 
 async def check(response: Response, provider: str) -> None:

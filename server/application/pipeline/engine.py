@@ -249,7 +249,10 @@ class Run:
         if self.recorder is not None:
             self._recorded.append(event)
         if isinstance(event, NativeEvent):
-            return event  # passed on, nothing to gather
+            if event.text or event.other:  # counted when usage is missing
+                self.choices[0].text.append(event.text)
+                self.choices[0].reasoning.append(event.other)
+            return event  # passed on, nothing else to gather
         if isinstance(event, Relayed):
             if self._left is not None:
                 self._left -= event.size  # it fits (`_fits`)

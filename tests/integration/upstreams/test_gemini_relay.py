@@ -237,6 +237,31 @@ async def test_without_usage_the_relayed_text_is_billed_by_estimate(tmp_path: Pa
     assert events[-1]["usageMetadata"]["candidatesTokenCount"] == rows[0][1]
 
 
+async def test_a_decoded_answer_without_usage_is_billed_by_estimate(tmp_path: Path) -> None:
+    """A gRPC stream and a whole answer take the decoding path (the upstream's chunks
+    as the contract's messages): their text is counted all the same."""
+    stream = [{k: v for k, v in a.items() if k != "usageMetadata"} for a in STREAM]
+    async with (
+        raw_upstream(_gemini(stream, [])) as upstream,
+        running_gateway(_config(upstream.url, tmp_path)) as gw,
+        grpc.aio.insecure_channel(f"127.0.0.1:{gw.grpc_port}") as channel,
+    ):
+        request = gemini_service_pb2.StreamGenerateContentRequest(
+            model="models/gem", contents=[{"role": "user", "parts": [{"text": "Hi"}]}]
+        )
+        stub = gemini_service_pb2_grpc.GeminiServiceStub(channel)
+        chunks = [c async for c in stub.StreamGenerateContent(request, metadata=API)]
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{gw.http_port}") as c:
+            whole = await c.post(
+                "/v1beta/models/gem:generateContent", headers=HEADERS, json=_body()
+            )
+        rows = await _rows(gw)
+    expected = tokens.estimate("Hello") + tokens.estimate(json.dumps({"city": "Rome"}))
+    assert [completion for _, completion in rows] == [expected, expected]
+    assert chunks[-1].usage_metadata.candidates_token_count == expected
+    assert whole.json()["usageMetadata"]["candidatesTokenCount"] == expected
+
+
 async def test_chunks_before_a_failure_in_the_same_read_go_out_before_its_error(
     tmp_path: Path,
 ) -> None:
