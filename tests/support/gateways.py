@@ -124,6 +124,15 @@ def write_config(tmp_path: Path, data: dict[str, Any]) -> Path:
     return path
 
 
+async def ledger_counts(gw: Any) -> list[tuple[int, int]]:
+    """The ledger's (prompt, completion) tokens of each call so far, in order."""
+    await gw.gateway.accounts.ledger.flush()
+    rows = await gw.gateway.store.db.fetch(
+        "SELECT prompt_tokens, completion_tokens FROM usage_records ORDER BY rowid"
+    )
+    return [(r["prompt_tokens"], r["completion_tokens"]) for r in rows]
+
+
 async def wait_for(predicate, timeout_s: float = 5.0) -> None:  # type: ignore[no-untyped-def]
     deadline = asyncio.get_running_loop().time() + timeout_s
     while not predicate():

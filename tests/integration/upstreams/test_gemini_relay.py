@@ -22,7 +22,7 @@ from google.genai import types
 
 from server.base import tokens
 from tests.support.faults import SSE_HEAD, RawRequest, raw_upstream
-from tests.support.gateways import API_KEY, running_gateway
+from tests.support.gateways import API_KEY, ledger_counts, running_gateway
 from tests.support.grpc_stubs import API
 from tests.support.upstreams.config import model, provider, with_models
 
@@ -96,14 +96,6 @@ def _events(reply: httpx.Response) -> list[dict[str, Any]]:
     return [json.loads(f[6:]) for f in frames[:-1]]
 
 
-async def _rows(gw: Any) -> list[tuple[int, int]]:
-    await gw.gateway.accounts.ledger.flush()
-    rows = await gw.gateway.store.db.fetch(
-        "SELECT prompt_tokens, completion_tokens FROM usage_records ORDER BY rowid"
-    )
-    return [(r["prompt_tokens"], r["completion_tokens"]) for r in rows]
-
-
 async def test_a_gemini_stream_is_relayed_as_written_under_the_gateways_id(
     tmp_path: Path,
 ) -> None:
@@ -119,7 +111,7 @@ async def test_a_gemini_stream_is_relayed_as_written_under_the_gateways_id(
         answered = {"role": "user", "parts": [{"functionResponse": {
             "name": "weather", "response": {"output": "Rain."}}}]}  # fmt: skip
         await _stream(gw, {"contents": [*_body()["contents"], call, answered]})
-        rows = await _rows(gw)
+        rows = await ledger_counts(gw)
     request_id = reply.headers["x-request-id"]
     assert [e["responseId"] for e in events] == [request_id] * 4
     assert {e["modelVersion"] for e in events} == {"gemini-upstream-001"}
@@ -177,17 +169,21 @@ async def test_googles_sdk_reads_a_relayed_stream_read_by_read(tmp_path: Path) -
     assert all(c.usage_metadata is None for c in chunks[:-1])
 
 
-async def test_grpc_callers_get_the_decoded_stream(tmp_path: Path) -> None:
-    async with (
-        raw_upstream(_gemini(STREAM, [])) as upstream,
-        running_gateway(_config(upstream.url, tmp_path)) as gw,
-        grpc.aio.insecure_channel(f"127.0.0.1:{gw.grpc_port}") as channel,
-    ):
+async def _grpc_stream(gw: Any) -> list[gemini_service_pb2.StreamGenerateContentResponse]:
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{gw.grpc_port}") as channel:
         request = gemini_service_pb2.StreamGenerateContentRequest(
             model="models/gem", contents=[{"role": "user", "parts": [{"text": "Hi"}]}]
         )
         stub = gemini_service_pb2_grpc.GeminiServiceStub(channel)
-        chunks = [c async for c in stub.StreamGenerateContent(request, metadata=API)]
+        return [c async for c in stub.StreamGenerateContent(request, metadata=API)]
+
+
+async def test_grpc_callers_get_the_decoded_stream(tmp_path: Path) -> None:
+    async with (
+        raw_upstream(_gemini(STREAM, [])) as upstream,
+        running_gateway(_config(upstream.url, tmp_path)) as gw,
+    ):
+        chunks = await _grpc_stream(gw)
     text = "".join(p.text for c in chunks for cand in c.candidates for p in cand.content.parts)
     assert text == "Hello"
     assert chunks[-1].usage_metadata.candidates_token_count == 4
@@ -206,7 +202,7 @@ async def test_a_relayed_stream_past_max_tokens_is_cut_there_and_billed_within_i
         running_gateway(_config(upstream.url, tmp_path)) as gw,
     ):
         reply = await _stream(gw, _body(generationConfig={"maxOutputTokens": 50}))
-        rows = await _rows(gw)
+        rows = await ledger_counts(gw)
     events = _events(reply)
     text = "".join(
         p.get("text", "") for e in events for c in e.get("candidates", ())
@@ -229,7 +225,7 @@ async def test_without_usage_the_relayed_text_is_billed_by_estimate(tmp_path: Pa
         running_gateway(_config(upstream.url, tmp_path)) as gw,
     ):
         events = _events(await _stream(gw, _body(**shown)))
-        rows = await _rows(gw)
+        rows = await ledger_counts(gw)
     assert events[0]["candidates"][0]["content"]["parts"][0]["thought"] is True
     arguments = json.dumps({"city": "Rome"})
     expected = tokens.estimate("Hello") + tokens.estimate("Thinking about Rome." + arguments)
@@ -244,18 +240,13 @@ async def test_a_decoded_answer_without_usage_is_billed_by_estimate(tmp_path: Pa
     async with (
         raw_upstream(_gemini(stream, [])) as upstream,
         running_gateway(_config(upstream.url, tmp_path)) as gw,
-        grpc.aio.insecure_channel(f"127.0.0.1:{gw.grpc_port}") as channel,
     ):
-        request = gemini_service_pb2.StreamGenerateContentRequest(
-            model="models/gem", contents=[{"role": "user", "parts": [{"text": "Hi"}]}]
-        )
-        stub = gemini_service_pb2_grpc.GeminiServiceStub(channel)
-        chunks = [c async for c in stub.StreamGenerateContent(request, metadata=API)]
+        chunks = await _grpc_stream(gw)
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{gw.http_port}") as c:
             whole = await c.post(
                 "/v1beta/models/gem:generateContent", headers=HEADERS, json=_body()
             )
-        rows = await _rows(gw)
+        rows = await ledger_counts(gw)
     expected = tokens.estimate("Hello") + tokens.estimate(json.dumps({"city": "Rome"}))
     assert [completion for _, completion in rows] == [expected, expected]
     assert chunks[-1].usage_metadata.candidates_token_count == expected

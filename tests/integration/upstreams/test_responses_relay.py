@@ -20,7 +20,7 @@ import pytest
 
 from server.base import tokens
 from tests.support.faults import SSE_HEAD, RawRequest, raw_upstream
-from tests.support.gateways import API_KEY, running_gateway
+from tests.support.gateways import API_KEY, ledger_counts, running_gateway
 from tests.support.upstreams.config import model, provider, with_models
 
 HEADERS = {"authorization": f"Bearer {API_KEY}"}
@@ -97,14 +97,6 @@ def _events(reply: httpx.Response) -> list[dict[str, Any]]:
     return events
 
 
-async def _rows(gw: Any) -> list[tuple[int, int]]:
-    await gw.gateway.accounts.ledger.flush()
-    rows = await gw.gateway.store.db.fetch(
-        "SELECT prompt_tokens, completion_tokens FROM usage_records"
-    )
-    return [(r["prompt_tokens"], r["completion_tokens"]) for r in rows]
-
-
 async def test_text_fragments_are_relayed_under_the_gateways_item_and_numbers(
     tmp_path: Path,
 ) -> None:
@@ -117,7 +109,7 @@ async def test_text_fragments_are_relayed_under_the_gateways_item_and_numbers(
         completed = events[-1]["response"]
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{gw.http_port}") as c:
             stored = (await c.get(f"/v1/responses/{completed['id']}", headers=HEADERS)).json()
-        rows = await _rows(gw)
+        rows = await ledger_counts(gw)
     assert [e["sequence_number"] for e in events] == list(range(len(events)))
     added = next(e for e in events if e["type"] == "response.output_item.added")
     item_id = added["item"]["id"]
@@ -177,7 +169,7 @@ async def test_a_relayed_stream_past_max_output_tokens_is_cut_there(
         running_gateway(_config(upstream.url, tmp_path)) as gw,
     ):
         events = _events(await _post(gw, max_output_tokens=50))
-        rows = await _rows(gw)
+        rows = await ledger_counts(gw)
     text = "".join(e["delta"] for e in events if e["type"] == "response.output_text.delta")
     assert 0 < len(text) <= (50 + tokens.COMPLETION_SLACK_TOKENS) * tokens.BYTES_PER_TOKEN
     last = events[-1]["response"]
@@ -193,7 +185,7 @@ async def test_without_usage_the_relayed_text_is_billed_by_estimate(tmp_path: Pa
         running_gateway(_config(upstream.url, tmp_path)) as gw,
     ):
         events = _events(await _post(gw))
-        rows = await _rows(gw)
+        rows = await ledger_counts(gw)
     assert events[-1]["response"]["output"][0]["content"][0]["text"] == "Hello"
     assert [completion for _, completion in rows] == [tokens.estimate("Hello")]
 
