@@ -283,7 +283,7 @@ class AnthropicProvider:
                             )
                             return
                         if kind != "ping":
-                            yield NativeEvent(DIALECT, data)
+                            yield _native_event(data)
                     if batch.events:
                         yield batch.relayed()
                 raise ProtocolViolation("stream ended without message_stop")
@@ -409,11 +409,7 @@ class _Batch:
     def add(self, kind: str, data: dict[str, Any], event: SseEvent) -> None:
         event.event = kind  # the name it goes out under, whatever the upstream's line said
         self.events.append(event)
-        delta = data.get("delta")
-        if kind == "content_block_delta" and isinstance(delta, dict):
-            for key, answer in _DELTA_TEXT.items():
-                if isinstance(piece := delta.get(key), str):
-                    (self.text if answer else self.other).append(piece)
+        _generated(data, self.text, self.other)
 
     def relayed(self) -> Relayed:
         return Relayed.gathered(self.events, self.text, self.other, _decoded)
@@ -421,7 +417,30 @@ class _Batch:
 
 def _decoded(events: list[SseEvent]) -> list[Event]:
     """Relayed events as the native events they stand for."""
-    return [NativeEvent(DIALECT, json.loads(event.data)) for event in events]
+    return [_native_event(json.loads(event.data)) for event in events]
+
+
+def _native_event(data: dict[str, Any]) -> NativeEvent:
+    """One of the upstream's events, with the text it generated (counted when no usage
+    comes)."""
+    text: list[str] = []
+    other: list[str] = []
+    _generated(data, text, other)
+    return NativeEvent(DIALECT, data, "".join(text), "".join(other))
+
+
+def _generated(data: dict[str, Any], text: list[str], other: list[str]) -> None:
+    """Adds the text an event generated to `text` (the answer's) and `other` (thinking,
+    a tool's input): a delta's, or a block's that comes whole (a whole answer's)."""
+    kind = data.get("type")
+    piece = data.get("delta" if kind == "content_block_delta" else "content_block")
+    if kind not in ("content_block_delta", "content_block_start") or not isinstance(piece, dict):
+        return
+    for key, answer in _DELTA_TEXT.items():
+        if isinstance(value := piece.get(key), str) and value:
+            (text if answer else other).append(value)
+    if kind == "content_block_start" and isinstance(piece.get("input"), dict) and piece["input"]:
+        other.append(json.dumps(piece["input"]))
 
 
 async def _one_read(events: AsyncIterator[dict[str, Any]]) -> AsyncIterator[list[Any]]:

@@ -20,7 +20,7 @@ from gateway.v1 import chat_service_pb2
 
 from server.base import tokens
 from tests.support.faults import SSE_HEAD, RawRequest, raw_upstream
-from tests.support.gateways import API_KEY, running_gateway
+from tests.support.gateways import API_KEY, ledger_counts, running_gateway
 from tests.support.grpc_stubs import API, Stubs
 from tests.support.upstreams.config import model, provider, with_models
 
@@ -230,9 +230,12 @@ async def test_a_cached_or_guarded_stream_is_decoded(tmp_path: Path) -> None:
         assert text == "Hello!"
 
 
-def _anthropic_stream(seen: list[Any], first: str = "Hel") -> Callable[..., Any]:
+def _anthropic_stream(
+    seen: list[Any], first: str = "Hel", reports_usage: bool = True
+) -> Callable[..., Any]:
     """An Anthropic upstream writing with spaces after its separators (as json.dumps
-    does), one event split over two `data:` lines, and a ping."""
+    does), one event split over two `data:` lines, and a ping; without `reports_usage`,
+    one that reports no usage."""
 
     def frame(data: dict[str, Any], split: bool = False) -> bytes:
         text = json.dumps(data)
@@ -241,10 +244,12 @@ def _anthropic_stream(seen: list[Any], first: str = "Hel") -> Callable[..., Any]
             text = f'{head},\ndata:  "delta"{tail}'
         return f"event: {data['type']}\ndata: {text}\n\n".encode()
 
-    usage = {"input_tokens": 12, "output_tokens": 1}
     message = {"id": "msg_upstream", "type": "message", "role": "assistant", "content": [],
-               "model": "claude-upstream", "stop_reason": None, "stop_sequence": None,
-               "usage": usage}  # fmt: skip
+               "model": "claude-upstream", "stop_reason": None, "stop_sequence": None}  # fmt: skip
+    ending = {"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None}}
+    if reports_usage:
+        message["usage"] = {"input_tokens": 12, "output_tokens": 1}
+        ending["usage"] = {"output_tokens": 5}
     text_delta = {"type": "content_block_delta", "index": 0}
     events = [
         frame({"type": "message_start", "message": message}),
@@ -259,13 +264,7 @@ def _anthropic_stream(seen: list[Any], first: str = "Hel") -> Callable[..., Any]
         frame({**text_delta, "delta": {"type": "text_delta", "text": first}}),
         frame({**text_delta, "delta": {"type": "text_delta", "text": "lo"}}, split=True),
         frame({"type": "content_block_stop", "index": 0}),
-        frame(
-            {
-                "type": "message_delta",
-                "delta": {"stop_reason": "end_turn", "stop_sequence": None},
-                "usage": {"output_tokens": 5},
-            }
-        ),  # fmt: skip
+        frame(ending),
         frame({"type": "message_stop"}),
     ]
 
@@ -401,3 +400,22 @@ async def test_a_messages_read_past_max_tokens_takes_the_decoding_path(tmp_path:
     events = [json.loads(f.split(b"\n")[1][6:]) for f in reply.content[:-2].split(b"\n\n")]
     text = "".join(e["delta"].get("text", "") for e in events if e["type"] == "content_block_delta")
     assert text == long + "lo"
+
+
+async def test_an_anthropic_answer_without_usage_is_billed_by_estimate(tmp_path: Path) -> None:
+    """Relayed (a stream) or decoded (a whole answer: the upstream's events passed on as
+    they are), the text of an upstream that reports no usage is what is billed."""
+    async with (
+        raw_upstream(_anthropic_stream([], reports_usage=False)) as upstream,
+        running_gateway(_claude_config(upstream.url, tmp_path)) as gw,
+    ):
+        streamed = await _post_message(gw, max_tokens=100)
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{gw.http_port}") as c:
+            whole = await c.post("/v1/messages", headers={
+                **HEADERS, "anthropic-version": "2023-06-01"}, json={
+                "model": "relay-claude", "max_tokens": 100,
+                "messages": [{"role": "user", "content": "Hi"}]})  # fmt: skip
+        rows = await ledger_counts(gw)
+    assert streamed.status_code == 200 and whole.status_code == 200, whole.text
+    assert whole.json()["content"][0]["text"] == "Hello"
+    assert [completion for _, completion in rows] == [tokens.estimate("Hello")] * 2
