@@ -235,8 +235,10 @@ async def test_without_usage_the_relayed_text_is_billed_by_estimate(tmp_path: Pa
 
 async def test_a_decoded_answer_without_usage_is_billed_by_estimate(tmp_path: Path) -> None:
     """A gRPC stream and a whole answer take the decoding path (the upstream's chunks
-    as the contract's messages): their text is counted all the same."""
+    as the contract's messages): their text is counted all the same, a chunk's parts
+    together."""
     stream = [{k: v for k, v in a.items() if k != "usageMetadata"} for a in STREAM]
+    stream[:2] = [_answer([{"text": "Hel"}, {"text": "lo"}])]
     async with (
         raw_upstream(_gemini(stream, [])) as upstream,
         running_gateway(_config(upstream.url, tmp_path)) as gw,
