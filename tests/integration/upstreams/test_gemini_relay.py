@@ -73,7 +73,9 @@ def _gemini(chunks: list[dict[str, Any]], seen: list[Any], pause_s: float = 0) -
 
 
 def _config(url: str, tmp_path: Path) -> dict[str, Any]:
-    data = with_models(model("gem", provider("gem-p", "gemini", url)))
+    # The SDK's first use imports its types in this loop, which the gateway's reads of
+    # the upstream share: a longer read timeout than the fakes' usual half second.
+    data = with_models(model("gem", provider("gem-p", "gemini", url, read_timeout_s=5)))
     data["storage"] = {"sqlite_path": str(tmp_path / "gw.db")}
     return data
 
@@ -147,6 +149,18 @@ async def test_a_relayed_stream_as_one_json_array(tmp_path: Path) -> None:
     assert [a["candidates"][0]["content"]["parts"][0].get("text") for a in answers] == [
         "Hel", "lo", None, ""]  # fmt: skip
     assert answers[3]["usageMetadata"]["candidatesTokenCount"] == 4
+
+
+async def test_a_chunk_of_prompt_feedback_alone_is_relayed(tmp_path: Path) -> None:
+    feedback = {"promptFeedback": {"safetyRatings": [
+        {"category": "HARM_CATEGORY_HARASSMENT", "probability": "NEGLIGIBLE"}]}}  # fmt: skip
+    async with (
+        raw_upstream(_gemini([feedback, *STREAM], [])) as upstream,
+        running_gateway(_config(upstream.url, tmp_path)) as gw,
+    ):
+        events = _events(await _stream(gw, _body()))
+    assert events[0]["promptFeedback"] == feedback["promptFeedback"]
+    assert len(events) == 5
 
 
 async def test_googles_sdk_reads_a_relayed_stream_read_by_read(tmp_path: Path) -> None:

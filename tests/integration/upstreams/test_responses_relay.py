@@ -25,7 +25,8 @@ from tests.support.upstreams.config import model, provider, with_models
 
 HEADERS = {"authorization": f"Bearer {API_KEY}"}
 USAGE = {"input_tokens": 8, "output_tokens": 3, "total_tokens": 11}
-AT = {"item_id": "msg_upstream", "output_index": 0, "content_index": 0}
+# The upstream's own places of its text (after a reasoning item of its own, say).
+AT = {"item_id": "msg_upstream", "output_index": 1, "content_index": 1}
 
 
 def _deltas(*texts: str, **extra: Any) -> list[dict[str, Any]]:
@@ -73,7 +74,9 @@ def _upstream(events: list[dict[str, Any]], seen: list[Any], pause_s: float = 0)
 
 
 def _config(url: str, tmp_path: Path) -> dict[str, Any]:
-    upstream = provider("resp-p", "openai", url)
+    # The SDK's first use imports its types in this loop, which the gateway's reads of
+    # the upstream share: a longer read timeout than the fakes' usual half second.
+    upstream = provider("resp-p", "openai", url, read_timeout_s=5)
     upstream["params"]["responses_api"] = True
     data = with_models(model("resp", upstream))
     data["storage"] = {"sqlite_path": str(tmp_path / "gw.db")}
