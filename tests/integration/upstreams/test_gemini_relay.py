@@ -151,16 +151,22 @@ async def test_a_relayed_stream_as_one_json_array(tmp_path: Path) -> None:
     assert answers[3]["usageMetadata"]["candidatesTokenCount"] == 4
 
 
-async def test_a_chunk_of_prompt_feedback_alone_is_relayed(tmp_path: Path) -> None:
+async def test_a_chunk_of_prompt_feedback_alone_is_relayed_one_of_usage_alone_not(
+    tmp_path: Path,
+) -> None:
+    """In one read: a chunk of prompt feedback alone (relayed, the gateway's model
+    version on it as it has none), one of usage alone (left out), then the answer."""
     feedback = {"promptFeedback": {"safetyRatings": [
         {"category": "HARM_CATEGORY_HARASSMENT", "probability": "NEGLIGIBLE"}]}}  # fmt: skip
+    usage_alone = {"usageMetadata": {"promptTokenCount": 6, "totalTokenCount": 6}}
     async with (
-        raw_upstream(_gemini([feedback, *STREAM], [])) as upstream,
+        raw_upstream(_gemini([feedback, usage_alone, *STREAM], [])) as upstream,
         running_gateway(_config(upstream.url, tmp_path)) as gw,
     ):
         events = _events(await _stream(gw, _body()))
     assert events[0]["promptFeedback"] == feedback["promptFeedback"]
-    assert len(events) == 5
+    assert events[0]["modelVersion"] == "gem"
+    assert len(events) == 5 and "usageMetadata" not in events[1]
 
 
 async def test_googles_sdk_reads_a_relayed_stream_read_by_read(tmp_path: Path) -> None:
