@@ -394,6 +394,28 @@ class TokenLogprob:
     top: tuple[TopLogprob, ...] = ()
 
 
+def token_logprobs(entries: Any) -> tuple[TokenLogprob, ...]:
+    """Log probabilities as OpenAI's APIs write them (`[{token, logprob, top_logprobs:
+    [{token, logprob}]}]`); an entry of another shape is left out."""
+    if not isinstance(entries, list):
+        return ()
+    return tuple(
+        TokenLogprob(e["token"], float(e["logprob"]), tuple(
+            TopLogprob(t["token"], float(t["logprob"]))
+            for t in e.get("top_logprobs") or () if _is_logprob(t)
+        ))
+        for e in entries if _is_logprob(e)
+    )  # fmt: skip
+
+
+def _is_logprob(entry: Any) -> bool:
+    return (
+        isinstance(entry, dict)
+        and isinstance(entry.get("token"), str)
+        and type(entry.get("logprob")) in (int, float)
+    )
+
+
 # Events made for every streamed token are treated as immutable but not frozen: a
 # frozen dataclass's __init__ costs three times a plain one's.
 @dataclass(slots=True)

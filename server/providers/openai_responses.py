@@ -37,6 +37,7 @@ from server.base.generation import (
     ToolCallDelta,
     namespaced,
     seal,
+    token_logprobs,
     unseal,
 )
 from server.providers.http import (
@@ -100,7 +101,7 @@ class Reader:
     def parsed(self, event: dict[str, Any]) -> list[Event]:
         kind = event.get("type")
         if kind == TEXT_DELTA:
-            return [TextDelta(str(event["delta"]))]
+            return [TextDelta(str(event["delta"]), logprobs=token_logprobs(event.get("logprobs")))]
         if kind == "response.output_item.added":
             item = event["item"]
             if item.get("type") == "function_call":
@@ -135,11 +136,10 @@ class Reader:
         for item in response.get("output") or ():
             kind = item.get("type")
             if kind == "message":
-                text = "".join(
-                    str(p.get("text", "")) for p in item.get("content") or ()
-                    if p.get("type") == "output_text"
-                )  # fmt: skip
-                out.append(TextDelta(text))
+                parts = [p for p in item.get("content") or () if p.get("type") == "output_text"]
+                text = "".join(str(p.get("text", "")) for p in parts)
+                probs = tuple(e for p in parts for e in token_logprobs(p.get("logprobs")))
+                out.append(TextDelta(text, logprobs=probs))
             elif kind == "function_call":
                 index = len(self.calls)
                 self.calls[str(item.get("id"))] = index
@@ -241,7 +241,10 @@ async def relayed(reader: Reader, reads: AsyncIterator[list[SseEvent]]) -> Async
 
 def _decoded(events: list[dict[str, Any]]) -> list[Event]:
     """Relayed text fragments as the core's events."""
-    return [TextDelta(event["delta"]) for event in events]
+    return [
+        TextDelta(event["delta"], logprobs=token_logprobs(event.get("logprobs")))
+        for event in events
+    ]
 
 
 def _tool_name(item: Mapping[str, Any]) -> str:

@@ -149,17 +149,26 @@ async def test_the_openai_sdk_reads_a_relayed_stream(tmp_path: Path) -> None:
 
 
 async def test_an_upstreams_logprobs_reach_the_caller(tmp_path: Path) -> None:
-    logprob = {"token": " there", "logprob": -0.5, "bytes": [32], "top_logprobs": []}
+    """Relayed (a stream's fragments) or decoded (a whole answer), an upstream's
+    logprobs reach the caller, and the response carries them."""
+    top = {"token": " here", "logprob": -1.5, "bytes": list(b" here")}
+    logprob = {"token": " there", "logprob": -0.5, "bytes": list(b" there"), "top_logprobs": [top]}
     deltas = _deltas("Hi", " there", "!")
     deltas[1]["logprobs"] = [logprob]
+    include = ["message.output_text.logprobs"]
     async with (
         raw_upstream(_upstream(_stream(deltas), [])) as upstream,
         running_gateway(_config(upstream.url, tmp_path)) as gw,
     ):
-        events = _events(await _post(gw, include=["message.output_text.logprobs"]))
+        events = _events(await _post(gw, include=include, top_logprobs=1))
+        whole = await _post(gw, include=include, top_logprobs=1, stream=False)
     written = [e for e in events if e["type"] == "response.output_text.delta"]
     assert [d["delta"] for d in written] == ["Hi", " there", "!"]
     assert written[1]["logprobs"] == [logprob]
+    streamed = events[-1]["response"]["output"][0]["content"][0]["logprobs"]
+    assert whole.status_code == 200, whole.text
+    gathered = whole.json()["output"][0]["content"][0]["logprobs"]
+    assert streamed == gathered == [logprob]
 
 
 @pytest.mark.parametrize("pause_s", [0.002, 0], ids=["a read each", "one read"])

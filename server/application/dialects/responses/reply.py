@@ -48,6 +48,7 @@ from server.base.generation import (
     TextDelta,
     TokenLogprob,
     ToolCallDelta,
+    token_logprobs,
     unseal,
 )
 from server.base.pipeline import Encoded, encoded_json
@@ -178,6 +179,8 @@ class Builder:
         encoded = []
         for event in events:
             current.parts.append(event["delta"])
+            if probs := event.get("logprobs"):  # the upstream's, kept for the response too
+                current.logprobs.extend(_logprob(e) for e in token_logprobs(probs))
             event["sequence_number"] = self.sequence
             self.sequence += 1
             event["item_id"] = current.id
