@@ -301,6 +301,12 @@ class GenerationRequest:
         """The choices the answer holds: `n` for each prompt."""
         return max(1, self.n) * max(1, len(self.prompts))
 
+    def relayed_as(self, dialect: str) -> GenerationRequest:
+        """This request, its stream to be relayed in `dialect` by an upstream that writes
+        that format (`relay`); with several choices it is decoded (a relayed stream's
+        text is choice 0's)."""
+        return dataclasses.replace(self, relay=dialect) if self.choice_count == 1 else self
+
     def prompt_of(self, choice: int) -> Prompt:
         """The prompt a choice continues."""
         if not self.prompts:

@@ -224,3 +224,18 @@ def http_response(
 
 
 SSE_HEAD = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n"
+
+
+def sse_upstream(frames: list[bytes], seen: list[RawRequest], pause_s: float = 0) -> RawHandler:
+    """An upstream answering each request (noted in `seen`) with the event stream
+    `frames`: in one write, or with `pause_s`, a write each that far apart (a read each)."""
+
+    async def handler(request: RawRequest, writer: asyncio.StreamWriter) -> None:
+        seen.append(request)
+        writer.write(SSE_HEAD)
+        for frame in frames if pause_s else [b"".join(frames)]:
+            writer.write(frame)
+            await writer.drain()
+            await asyncio.sleep(pause_s)
+
+    return handler

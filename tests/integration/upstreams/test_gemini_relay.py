@@ -8,7 +8,6 @@ estimate when there is none; a stream past max_tokens is cut there."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -21,7 +20,7 @@ from google import genai
 from google.genai import types
 
 from server.base import tokens
-from tests.support.faults import SSE_HEAD, RawRequest, raw_upstream
+from tests.support.faults import RawRequest, raw_upstream, sse_upstream
 from tests.support.gateways import API_KEY, ledger_counts, running_gateway
 from tests.support.grpc_stubs import API
 from tests.support.upstreams.config import model, provider, with_models
@@ -59,17 +58,8 @@ STREAM = [
 
 def _gemini(chunks: list[dict[str, Any]], seen: list[Any], pause_s: float = 0) -> Callable:
     """A Gemini upstream writing `chunks` in one go, or a read each `pause_s` apart."""
-
-    async def handler(request: RawRequest, writer: asyncio.StreamWriter) -> None:
-        seen.append(request)
-        frames = [b"data: " + json.dumps(c).encode() + b"\r\n\r\n" for c in chunks]
-        writer.write(SSE_HEAD)
-        for frame in frames if pause_s else [b"".join(frames)]:
-            writer.write(frame)
-            await writer.drain()
-            await asyncio.sleep(pause_s)
-
-    return handler
+    frames = [b"data: " + json.dumps(c).encode() + b"\r\n\r\n" for c in chunks]
+    return sse_upstream(frames, seen, pause_s)
 
 
 def _config(url: str, tmp_path: Path) -> dict[str, Any]:

@@ -19,7 +19,7 @@ import openai
 import pytest
 
 from server.base import tokens
-from tests.support.faults import SSE_HEAD, RawRequest, raw_upstream
+from tests.support.faults import SSE_HEAD, RawRequest, raw_upstream, sse_upstream
 from tests.support.gateways import API_KEY, ledger_counts, running_gateway
 from tests.support.upstreams.config import model, provider, with_models
 
@@ -57,20 +57,11 @@ def _stream(deltas: list[dict[str, Any]], usage: dict[str, Any] | None = USAGE) 
 
 def _upstream(events: list[dict[str, Any]], seen: list[Any], pause_s: float = 0) -> Callable:
     """A Responses API upstream writing `events` in one go, or a read each."""
-
-    async def handler(request: RawRequest, writer: asyncio.StreamWriter) -> None:
-        seen.append(request)
-        frames = [
-            f"event: {e['type']}\ndata: {json.dumps({**e, 'sequence_number': i})}\n\n".encode()
-            for i, e in enumerate(events)
-        ]
-        writer.write(SSE_HEAD)
-        for frame in frames if pause_s else [b"".join(frames)]:
-            writer.write(frame)
-            await writer.drain()
-            await asyncio.sleep(pause_s)
-
-    return handler
+    frames = [
+        f"event: {e['type']}\ndata: {json.dumps({**e, 'sequence_number': i})}\n\n".encode()
+        for i, e in enumerate(events)
+    ]
+    return sse_upstream(frames, seen, pause_s)
 
 
 def _config(url: str, tmp_path: Path) -> dict[str, Any]:

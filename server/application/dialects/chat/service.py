@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import AsyncGenerator
 from typing import Any
 
@@ -81,9 +80,8 @@ class ChatService:
     async def _run(self, request: ChatRequest, call: Call, relay: bool = False) -> Run:
         admitted = await self.generations.admit(call, "api", request.model)
         generation = translation.chat(request)
-        if relay and generation.choice_count == 1:
-            # An upstream of this format may stream its events as they are.
-            generation = dataclasses.replace(generation, relay=DIALECT)
+        if relay:  # an upstream of this format may stream its events as they are
+            generation = generation.relayed_as(DIALECT)
         return await self.generations.run(admitted, request.model, generation)
 
 

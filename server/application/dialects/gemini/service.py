@@ -8,7 +8,6 @@ first event of the upstream, so failover stays possible until then.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 from collections.abc import AsyncGenerator, Sequence
 
@@ -78,9 +77,8 @@ class GeminiService:
         model = translation.model_id(request.model)
         admitted = await self.generations.admit(call, "api", model)
         generation = translation.generation(request)
-        if relay and generation.choice_count == 1:
-            # A Gemini upstream may stream its chunks as they are.
-            generation = dataclasses.replace(generation, relay=translation.DIALECT)
+        if relay:  # a Gemini upstream may stream its chunks as they are
+            generation = generation.relayed_as(translation.DIALECT)
         return await self.generations.run(admitted, model, generation)
 
     async def count_tokens(

@@ -126,7 +126,7 @@ class MessagesService:
         generation = translation.generation(request, headers)
         if not request.mcp_servers or self.chains is None:
             if relay:  # an upstream of this format may stream its blocks as they are
-                generation = dataclasses.replace(generation, relay=translation.DIALECT)
+                generation = generation.relayed_as(translation.DIALECT)
             return await self.generations.run(admitted, request.model, generation), None
         if generation.native is not None and generation.native.required_by is not None:
             raise InvalidArgument.for_field(

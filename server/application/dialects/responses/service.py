@@ -226,7 +226,7 @@ class ResponsesService:
             else:
                 generation = translated.generation
                 if relay:
-                    generation = dataclasses.replace(generation, relay=DIALECT)
+                    generation = generation.relayed_as(DIALECT)
                 run = await self.generations.run(admitted, request.model, generation)
         except InvalidArgument as exc:
             if chain is not None:
