@@ -7,7 +7,10 @@ In one run, alternating targets at each connection count, it measures:
 - the REST facade in-process, through the `openai` adapter to that nginx;
 - the REST facade as an edge tier (`--grpc-target`) over a gRPC-only gateway process;
 - the gRPC API (ChatService) under h2load with a prepared gRPC body;
-- the LiteLLM proxy (pinned version, own virtualenv, one worker) on the same upstream.
+- the LiteLLM proxy (pinned version, own virtualenv, one worker) on the same upstream;
+- the floor of a proxy on the gateway's stack (bench/proxy_floor.py: uvicorn and the
+  gateway's upstream client, nothing between them), so the ratio LiteLLM's CPU over the
+  floor's bounds what any gateway built this way could show.
 
 Gateway processes and LiteLLM run on core 0 (`taskset`); nginx, wrk and h2load on
 core 1. Writes bench/results/load.md and bench/results/load.json.
@@ -137,7 +140,10 @@ def start_targets(
         gateway.sqlite_path,
         grpc=True,
     )
-    targets = [baseline, rest, edge_tier, grpc_api]
+    floor, floor_port = servers.start_proxy_floor(tmp, upstream)
+    stack.callback(floor.stop)
+    proxy_floor = rest_target(report.FLOOR, f"{local}:{floor_port}", {}, [floor.pid], payload)
+    targets = [baseline, rest, edge_tier, grpc_api, proxy_floor]
     if litellm:
         peer = start_litellm(tmp, stack, upstream, payload)
         if peer is not None:

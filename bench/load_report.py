@@ -16,6 +16,8 @@ from bench.load_servers import LITELLM_VERSION, STREAM_CHUNKS
 
 RESULTS = Path(__file__).resolve().parent / "results"
 BASELINE, LITELLM = "nginx directly (baseline)", "LiteLLM proxy"
+# bench/proxy_floor.py: uvicorn and the gateway's upstream client, nothing between them.
+FLOOR = "proxy floor (uvicorn + the gateway's client)"
 MODE_TITLES = {
     "unary": "Unary chat completion",
     "stream": f"Streamed chat completion ({STREAM_CHUNKS} content chunks, usage chunk, [DONE])",
@@ -101,7 +103,10 @@ def markdown(raw: dict) -> str:
         "HTTP, h2load for gRPC) on core 1. The gateway talks to nginx through its `openai`",
         "adapter (unary upstream call for unary requests, SSE for streams); LiteLLM has one",
         "worker, callbacks and logging off, the same upstream. Targets alternate within each",
-        "connection count.",
+        "connection count. The proxy floor (bench/proxy_floor.py) is uvicorn and the gateway's",
+        "upstream client with nothing between them (no key, ledger, limits or contract): what",
+        "any proxy built on this stack pays, so LiteLLM's CPU over the floor's bounds the ratio",
+        "a gateway on it could show.",
         "",
         "- **added p50**: target p50 minus the baseline p50 at the same connection count.",
         "- **CPU ms/req**: user+system CPU of the target's processes (/proc/PID/stat) during",

@@ -234,6 +234,16 @@ def start_gateway(
     return Gateway(server, grpc_port, http_port, None if grpc_target else sqlite_path)
 
 
+def start_proxy_floor(tmp: Path, upstream_port: int) -> tuple[Server, int]:
+    """bench/proxy_floor.py on the gateway core: uvicorn and the gateway's client alone."""
+    port = free_port()
+    argv = [sys.executable, "-m", "bench.proxy_floor", "--port", str(port)]
+    argv += ["--upstream", f"http://127.0.0.1:{upstream_port}"]
+    server = start("proxy-floor", argv, GATEWAY_CORE, tmp)
+    wait_port(port, server.proc, "proxy-floor", 60)
+    return server, port
+
+
 # --- LiteLLM --------------------------------------------------------------------------
 
 
