@@ -80,7 +80,7 @@ def cases() -> dict[str, Callable[[], object]]:
         "http_facade/codec.py: to_dict (response)": lambda: codec.to_dict(response),
         "dialects/chat/request.py: chat": lambda: chat_request.chat(message),
         "base/costs.py: cost": lambda: costs.cost(counts, price),
-        "base/tokens.py: estimate_prompt": lambda: tokens.estimate_prompt(generation),
+        "base/tokens.py: estimate_prompt": lambda: tokens._estimate_prompt(generation),
         "ops/metrics.py: observe": lambda: metrics.observe(outcome),
     }
 
