@@ -163,7 +163,7 @@ class Reader:
             return []
         if kind == "reasoning" and isinstance(item.get("encrypted_content"), str):
             item = {**item, "encrypted_content": seal(self.provider_id, item["encrypted_content"])}
-        return [NativeEvent(DIALECT, item)]
+        return [NativeEvent(DIALECT, item, other=_reasoning_text(item))]
 
     def _finished(self, response: Mapping[str, Any], usage: TokenCounts | None) -> Finished:
         details = response.get("incomplete_details") or {}
@@ -181,6 +181,15 @@ class Reader:
             {"provider": self.provider_id},
             upstream_answered=True,
         )
+
+
+def _reasoning_text(item: Mapping[str, Any]) -> str:
+    """The text a reasoning item shows (its summary, and its content when the upstream
+    gives it), counted as generated when no usage comes."""
+    if item.get("type") != "reasoning":
+        return ""
+    parts = [*(item.get("summary") or ()), *(item.get("content") or ())]
+    return "".join(str(p.get("text", "")) for p in parts if isinstance(p, Mapping))
 
 
 def counts(usage: Any) -> TokenCounts | None:

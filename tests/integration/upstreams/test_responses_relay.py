@@ -19,7 +19,7 @@ import openai
 import pytest
 
 from server.base import tokens
-from tests.support.faults import SSE_HEAD, RawRequest, raw_upstream, sse_upstream
+from tests.support.faults import SSE_HEAD, RawRequest, http_response, raw_upstream, sse_upstream
 from tests.support.gateways import API_KEY, ledger_counts, running_gateway
 from tests.support.upstreams.config import model, provider, with_models
 
@@ -64,10 +64,20 @@ def _upstream(events: list[dict[str, Any]], seen: list[Any], pause_s: float = 0)
     return sse_upstream(frames, seen, pause_s)
 
 
-def _config(url: str, tmp_path: Path) -> dict[str, Any]:
+def _whole(response: dict[str, Any]) -> Callable:
+    """A Responses API upstream answering with `response`, whole."""
+
+    async def handler(request: RawRequest, writer: asyncio.StreamWriter) -> None:
+        writer.write(http_response(json.dumps(response)))
+        await writer.drain()
+
+    return handler
+
+
+def _config(url: str, tmp_path: Path, stream: bool = True) -> dict[str, Any]:
     # The SDK's first use imports its types in this loop, which the gateway's reads of
     # the upstream share: a longer read timeout than the fakes' usual half second.
-    upstream = provider("resp-p", "openai", url, read_timeout_s=5)
+    upstream = provider("resp-p", "openai", url, read_timeout_s=5, stream=stream)
     upstream["params"]["responses_api"] = True
     data = with_models(model("resp", upstream))
     data["storage"] = {"sqlite_path": str(tmp_path / "gw.db")}
@@ -191,6 +201,35 @@ async def test_without_usage_the_relayed_text_is_billed_by_estimate(tmp_path: Pa
         rows = await ledger_counts(gw)
     assert events[-1]["response"]["output"][0]["content"][0]["text"] == "Hello"
     assert [completion for _, completion in rows] == [tokens.estimate("Hello")]
+
+
+@pytest.mark.parametrize("stream", [True, False])
+async def test_without_usage_a_reasoning_items_text_is_billed_too(
+    tmp_path: Path, stream: bool
+) -> None:
+    """An upstream that shows its reasoning (a summary) and reports no usage: the
+    estimate counts the summary beside the answer, streamed or whole."""
+    summary = "Thinking about a greeting at some length."
+    reasoning = {"id": "rs_1", "type": "reasoning", "encrypted_content": "opaque",
+                 "summary": [{"type": "summary_text", "text": summary}]}  # fmt: skip
+    events = _stream(_deltas("Hel", "lo"), usage=None)
+    events[-1]["response"]["output"].insert(0, reasoning)
+    events[1:1] = [
+        {"type": "response.output_item.added", "output_index": 0,
+         "item": {**reasoning, "summary": []}},
+        {"type": "response.output_item.done", "output_index": 0, "item": reasoning},
+    ]  # fmt: skip
+    upstream = _upstream(events, []) if stream else _whole(events[-1]["response"])
+    async with (
+        raw_upstream(upstream) as served,
+        running_gateway(_config(served.url, tmp_path, stream)) as gw,
+    ):
+        reply = await _post(gw, stream=stream)
+        assert reply.status_code == 200, reply.text
+        rows = await ledger_counts(gw)
+    assert [completion for _, completion in rows] == [
+        tokens.estimate("Hello") + tokens.estimate(summary)
+    ]
 
 
 @pytest.mark.parametrize("failure", [b'data: {"type": "error", "message": "boom"}', b"data: {"])
