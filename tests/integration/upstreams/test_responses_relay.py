@@ -207,17 +207,32 @@ async def test_without_usage_the_relayed_text_is_billed_by_estimate(tmp_path: Pa
 async def test_without_usage_a_reasoning_items_text_is_billed_too(
     tmp_path: Path, stream: bool
 ) -> None:
-    """An upstream that shows its reasoning (a summary) and reports no usage: the
-    estimate counts the summary beside the answer, streamed or whole."""
-    summary = "Thinking about a greeting at some length."
-    reasoning = {"id": "rs_1", "type": "reasoning", "encrypted_content": "opaque",
-                 "summary": [{"type": "summary_text", "text": summary}]}  # fmt: skip
+    """An upstream that shows its reasoning (a summary in parts, and content) and
+    reports no usage: the estimate counts that text beside the answer's, streamed or
+    whole; a part without text and an item of another kind add nothing."""
+    summary = [
+        {"type": "summary_text", "text": "Thinking about a greeting"},
+        {"type": "summary_text"},
+        {"type": "summary_text", "text": " at length."},
+    ]
+    content = [{"type": "reasoning_text", "text": " Say hello."}]
+    reasoning = {
+        "id": "rs_1",
+        "type": "reasoning",
+        "encrypted_content": "opaque",
+        "summary": summary,
+        "content": content,
+    }
+    search = {"id": "ws_1", "type": "web_search_call", "status": "completed",
+              "action": {"type": "search", "query": "greetings"}}  # fmt: skip
     events = _stream(_deltas("Hel", "lo"), usage=None)
-    events[-1]["response"]["output"].insert(0, reasoning)
+    events[-1]["response"]["output"][:0] = [reasoning, search]
     events[1:1] = [
         {"type": "response.output_item.added", "output_index": 0,
-         "item": {**reasoning, "summary": []}},
+         "item": {**reasoning, "summary": [], "content": []}},
         {"type": "response.output_item.done", "output_index": 0, "item": reasoning},
+        {"type": "response.output_item.added", "output_index": 1, "item": search},
+        {"type": "response.output_item.done", "output_index": 1, "item": search},
     ]  # fmt: skip
     upstream = _upstream(events, []) if stream else _whole(events[-1]["response"])
     async with (
@@ -227,8 +242,9 @@ async def test_without_usage_a_reasoning_items_text_is_billed_too(
         reply = await _post(gw, stream=stream)
         assert reply.status_code == 200, reply.text
         rows = await ledger_counts(gw)
+    shown = "Thinking about a greeting at length. Say hello."
     assert [completion for _, completion in rows] == [
-        tokens.estimate("Hello") + tokens.estimate(summary)
+        tokens.estimate("Hello") + tokens.estimate(shown)
     ]
 
 
