@@ -94,6 +94,8 @@ class Reader:
         self.provider_id = provider_id
         self.calls: dict[str, int] = {}  # function call item id -> tool call index
         self.called = False
+        # Reasoning items whose summary came as deltas (counted then, not again whole).
+        self.summarized: set[str] = set()
 
     def event(self, data: str) -> list[Event]:
         return self.parsed(loads(data))
@@ -113,6 +115,7 @@ class Reader:
             index = self.calls.get(str(event.get("item_id")), 0)
             return [ToolCallDelta(index, arguments=str(event["delta"]))]
         if kind == "response.reasoning_summary_text.delta":
+            self.summarized.add(str(event.get("item_id")))
             return [ReasoningDelta(str(event["delta"]), int(event.get("summary_index") or 0))]
         if kind == "response.output_item.done":
             return self._native(event["item"])
@@ -163,7 +166,8 @@ class Reader:
             return []
         if kind == "reasoning" and isinstance(item.get("encrypted_content"), str):
             item = {**item, "encrypted_content": seal(self.provider_id, item["encrypted_content"])}
-        return [NativeEvent(DIALECT, item, other=_reasoning_text(item))]
+        summary = str(item.get("id")) not in self.summarized
+        return [NativeEvent(DIALECT, item, other=_reasoning_text(item, summary))]
 
     def _finished(self, response: Mapping[str, Any], usage: TokenCounts | None) -> Finished:
         details = response.get("incomplete_details") or {}
@@ -183,12 +187,12 @@ class Reader:
         )
 
 
-def _reasoning_text(item: Mapping[str, Any]) -> str:
-    """The text a reasoning item shows (its summary, and its content when the upstream
-    gives it), counted as generated when no usage comes."""
+def _reasoning_text(item: Mapping[str, Any], summary: bool) -> str:
+    """The text a reasoning item shows (its content when the upstream gives it, and with
+    `summary` its summary), counted as generated when no usage comes."""
     if item.get("type") != "reasoning":
         return ""
-    parts = [*(item.get("summary") or ()), *(item.get("content") or ())]
+    parts = [*(item.get("content") or ()), *(item.get("summary") or () if summary else ())]
     return "".join(str(p.get("text", "")) for p in parts if isinstance(p, Mapping))
 
 

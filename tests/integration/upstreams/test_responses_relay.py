@@ -203,13 +203,12 @@ async def test_without_usage_the_relayed_text_is_billed_by_estimate(tmp_path: Pa
     assert [completion for _, completion in rows] == [tokens.estimate("Hello")]
 
 
-@pytest.mark.parametrize("stream", [True, False])
-async def test_without_usage_a_reasoning_items_text_is_billed_too(
-    tmp_path: Path, stream: bool
-) -> None:
+@pytest.mark.parametrize("how", ["whole", "items", "summary deltas"])
+async def test_without_usage_a_reasoning_items_text_is_billed_too(tmp_path: Path, how: str) -> None:
     """An upstream that shows its reasoning (a summary in parts, and content) and
-    reports no usage: the estimate counts that text beside the answer's, streamed or
-    whole; a part without text and an item of another kind add nothing."""
+    reports no usage: the estimate counts that text beside the answer's, whole or
+    streamed (the summary once, whether it came as deltas before its item or only in
+    it); a part without text and an item of another kind add nothing."""
     summary = [
         {"type": "summary_text", "text": "Thinking about a greeting"},
         {"type": "summary_text"},
@@ -234,6 +233,13 @@ async def test_without_usage_a_reasoning_items_text_is_billed_too(
         {"type": "response.output_item.added", "output_index": 1, "item": search},
         {"type": "response.output_item.done", "output_index": 1, "item": search},
     ]  # fmt: skip
+    if how == "summary deltas":
+        events[2:2] = [
+            {"type": "response.reasoning_summary_text.delta", "item_id": "rs_1",
+             "output_index": 0, "summary_index": i, "delta": part.get("text", "")}
+            for i, part in enumerate(summary)
+        ]  # fmt: skip
+    stream = how != "whole"
     upstream = _upstream(events, []) if stream else _whole(events[-1]["response"])
     async with (
         raw_upstream(upstream) as served,
