@@ -103,7 +103,7 @@ class Reader:
     def parsed(self, event: dict[str, Any]) -> list[Event]:
         kind = event.get("type")
         if kind == TEXT_DELTA:
-            return [TextDelta(str(event["delta"]), logprobs=token_logprobs(event.get("logprobs")))]
+            return [_text_delta(event)]
         if kind == "response.output_item.added":
             item = event["item"]
             if item.get("type") == "function_call":
@@ -254,10 +254,12 @@ async def relayed(reader: Reader, reads: AsyncIterator[list[SseEvent]]) -> Async
 
 def _decoded(events: list[dict[str, Any]]) -> list[Event]:
     """Relayed text fragments as the core's events."""
-    return [
-        TextDelta(event["delta"], logprobs=token_logprobs(event.get("logprobs")))
-        for event in events
-    ]
+    return [_text_delta(event) for event in events]
+
+
+def _text_delta(event: Mapping[str, Any]) -> TextDelta:
+    """A `response.output_text.delta` event as the core's event, its logprobs kept."""
+    return TextDelta(str(event["delta"]), logprobs=token_logprobs(event.get("logprobs")))
 
 
 def _tool_name(item: Mapping[str, Any]) -> str:
