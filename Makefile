@@ -113,8 +113,11 @@ lint: setup third_party breaking
 typecheck: $(BIN)/gateway
 	$(BIN)/mypy
 
+# Test processes (pytest-xdist): more than cores, since most tests wait on loopback
+# servers, subprocesses and timers; each has its own ports, database and Redis prefix.
+TEST_WORKERS ?= 4
 test: setup lint check-generated typecheck
-	$(BIN)/pytest
+	$(BIN)/pytest -n $(TEST_WORKERS) --dist worksteal
 
 bench: $(BIN)/gateway
 	$(BIN)/python -m bench.overhead

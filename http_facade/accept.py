@@ -13,6 +13,7 @@ that cannot keep up slows its old and new streams alike.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import errno
 import logging
 import socket
@@ -25,6 +26,8 @@ ACCEPT_PER_TURN = 1024
 # Out of file descriptors: accepting pauses this long (the callers wait in the queue).
 PAUSE_S = 1.0
 OUT_OF_FILES = (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM)
+# uvicorn's tick: how often the main loop updates the Date header and looks for exit.
+TICK_S = 0.1
 
 
 class AcceptingServer(uvicorn.Server):
@@ -34,6 +37,21 @@ class AcceptingServer(uvicorn.Server):
         super().__init__(config)
         self.sock = sock
         self._opening: set[asyncio.Task[Any]] = set()
+        self._exiting = asyncio.Event()
+
+    async def main_loop(self) -> None:
+        """uvicorn's ticks (the Date header, once a second), but `exit_now` ends them
+        at once rather than at the next tenth of a second."""
+        counter = 0
+        while not await self.on_tick(counter):
+            counter = (counter + 1) % 864000
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._exiting.wait(), TICK_S)
+
+    def exit_now(self) -> None:
+        """Starts the graceful shutdown `should_exit` starts, without waiting a tick."""
+        self.should_exit = True
+        self._exiting.set()
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         await super().startup(sockets=[])  # uvicorn itself listens on nothing

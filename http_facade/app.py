@@ -7,6 +7,7 @@ the two apart. `app.state.backend.aclose()` releases the backend.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 from fastapi import FastAPI
@@ -48,10 +49,11 @@ def create_app(
         backend = Remote(grpc_target, settings.request_timeout_s)
         served = list(methods())
     limits = Limits(settings.max_body_bytes, settings.keepalive_s, settings.body_timeout_s)
-    spec = document(served)
+    # Built when first asked for, not at every start: most gateways never serve it.
+    spec = functools.cache(lambda: document(served))
 
     async def openapi(request: Request) -> JSONResponse:
-        return JSONResponse(spec)
+        return JSONResponse(spec())
 
     served_routes = [
         *routes(served, backend, limits),

@@ -16,8 +16,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from http_facade.errors import error_response, internal
 from server.accounting.admission import KEY_HEADERS
+from server.application.governance.signin import COOKIE, SESSION
 from server.application.pipeline.fields import TAGS_HEADER
-from server.application.signin import COOKIE, SESSION
 from server.base.call import PEER, request_id_or_new
 from server.base.config import SESSION_HEADERS
 from server.guardrails.guard import HEADER as GUARDRAILS_HEADER

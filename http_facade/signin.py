@@ -20,8 +20,8 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from server.application.oidc import SignInFailed
-from server.application.signin import COOKIE, SignIn, call_for
+from server.application.governance.oidc import SignInFailed
+from server.application.governance.signin import COOKIE, SignIn, call_for
 from server.base.call import Call
 from server.base.errors import GatewayError
 

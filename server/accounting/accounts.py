@@ -31,6 +31,8 @@ from server.base.record import UsageRecord
 log = logging.getLogger(__name__)
 # The counts of a call no upstream answered.
 NO_TOKENS = TokenCounts(0, 0)
+# How long a read of spend waits for the settlements of the calls answered before it.
+SETTLED_TIMEOUT_S = 2.0
 
 
 class Accounts:
@@ -186,6 +188,15 @@ class Accounts:
         self._tasks.discard(task)
         if not task.cancelled() and task.exception() is not None:
             log.warning("settlement failed: %r", task.exception())
+
+    async def settled(self, timeout_s: float = SETTLED_TIMEOUT_S) -> None:
+        """Returns once the settlements of every call answered so far have run, so a
+        read of spend or reservations that follows an answer sees it; or after
+        `timeout_s`, when a store is slow (the read then shows them reserved)."""
+        deadline = time.monotonic() + timeout_s
+        while self._tasks and (left := deadline - time.monotonic()) > 0:
+            # asyncio.wait: a caller gone does not cancel the settlements.
+            await asyncio.wait(list(self._tasks), timeout=left)
 
     async def aclose(self, drain_timeout_s: float) -> None:
         """Waits for settlements still running, then drains the ledger."""

@@ -36,6 +36,8 @@ from server.storage.usage import UsageStore
 
 log = logging.getLogger(__name__)
 RETRY_MAX_S = 5.0
+# How often `caught_up` looks whether the other workers wrote their records.
+CATCH_UP_POLL_S = 0.02
 
 
 class Ledger:
@@ -62,8 +64,9 @@ class Ledger:
         self.poisoned = 0
         # Records the spool's disk did not take: buffered in memory only.
         self.unspooled = 0
-        # Records taken from the buffer by a write still in progress.
-        self._writing = 0
+        # Records taken from the buffer by a write still in progress: still this
+        # ledger's to answer for (`holds`) until the database has them.
+        self._writing: list[UsageRecord] = []
         # Set by aclose: the flusher ends after the write under way, if any.
         self._closing = False
 
@@ -107,8 +110,35 @@ class Ledger:
         )
 
     def holds(self, key_id: str, request_id: str) -> bool:
-        """Whether a record of this key's request is still in the buffer."""
-        return any(r.key_id == key_id and r.request_id == request_id for r in self._buffer)
+        """Whether a record of this key's request is still in memory: buffered, or
+        being written (the database may not have it yet)."""
+        return any(
+            r.key_id == key_id and r.request_id == request_id
+            for rows in (self._buffer, self._writing)
+            for r in rows
+        )
+
+    async def has(self, key_id: str, request_id: str) -> bool:
+        """Whether this key's request has a record, wherever it is now: in memory, in
+        another worker's spool, or in the database. Looked up in that order, which is
+        the order a record leaves them (a worker deletes a segment once the database
+        has its rows), so a record is found the moment its answer was sent."""
+        if self.holds(key_id, request_id):
+            return True
+        if self.spool is not None and self.spool.holds(key_id, request_id):
+            return True
+        return self.store is not None and await self.store.holds(key_id, request_id)
+
+    async def caught_up(self, timeout_s: float) -> None:
+        """Returns once every record answered before the call is in the database,
+        this worker's (written now) and the other workers' (their segments gone), or
+        raises TimeoutError after `timeout_s`."""
+        async with asyncio.timeout(timeout_s):
+            others = self.spool.others() if self.spool is not None else []
+            await self.flush()
+            while others:
+                await asyncio.sleep(CATCH_UP_POLL_S)
+                others = [path for path in others if path.exists()]
 
     async def flush(self) -> None:
         """Writes everything buffered now; raises when the database refuses."""
@@ -119,14 +149,14 @@ class Ledger:
             while left and self._buffer:
                 batch = [self._buffer.popleft() for _ in range(min(self.batch_size, left))]
                 left -= len(batch)
-                self._writing = len(batch)
+                self._writing = batch
                 try:
                     await self._write(batch)
                 except BaseException:
                     self._buffer.extendleft(reversed(batch))
                     raise
                 finally:
-                    self._writing = 0
+                    self._writing = []
             Spool.discard(sealed)
 
     async def _write(self, batch: list[UsageRecord]) -> None:
@@ -218,7 +248,7 @@ class Ledger:
         log.info("ledger: drained; %d records written", self.written)
 
     def _lost(self, why: str) -> None:
-        lost = len(self._buffer) + self._writing
+        lost = len(self._buffer) + len(self._writing)
         if self.spool is not None:
             log.error("ledger: %d records left in the spool for the next start (%s)", lost, why)
             return

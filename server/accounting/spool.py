@@ -21,6 +21,7 @@ row.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import logging
 import os
@@ -103,6 +104,33 @@ class Spool:
             sealed.append(self._current)
             self._open()
         return sealed
+
+    def holds(self, key_id: str, request_id: str) -> bool:
+        """Whether a segment in the folder, this process's or another's, holds a row
+        of this key's request: one not in the database yet, or just written there
+        (a segment goes once the database has its rows)."""
+        needle = orjson.dumps(request_id)
+        key = FIELDS.index("key_id")
+        for _ in range(3):  # a segment renamed (adopted) while read: look again
+            try:
+                for _owner, path in self._segments():
+                    for line in path.read_bytes().splitlines():
+                        if needle in line and _field(line, key) == key_id:
+                            return True
+                return False
+            except FileNotFoundError:
+                continue
+        return False
+
+    def others(self) -> list[Path]:
+        """The segments of other processes that hold rows now: each goes once the
+        database has its rows."""
+        out = []
+        for owner, path in self._segments():
+            with contextlib.suppress(OSError):
+                if owner != self.name and path.stat().st_size:
+                    out.append(path)
+        return out
 
     @staticmethod
     def discard(sealed: list[Path]) -> None:
@@ -193,6 +221,13 @@ class Spool:
                 lock_path.unlink(missing_ok=True)
                 os.close(lock)
         return adopted
+
+
+def _field(line: bytes, index: int) -> object:
+    try:
+        return orjson.loads(line)[index]
+    except (orjson.JSONDecodeError, IndexError, TypeError):
+        return None
 
 
 def _hold(path: Path) -> int | None:

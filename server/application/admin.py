@@ -12,9 +12,9 @@ from typing import Any
 from gateway.v1 import admin_service_pb2 as admin_pb
 
 from server.accounting.accounts import Accounts
-from server.application.audit import Actor, Admins
 from server.application.control import Control
 from server.application.dashboard import Dashboard
+from server.application.governance.audit import Actor, Admins
 from server.application.pipeline.state import Live
 from server.application.provider import provider_message
 from server.application.retrain import retrain_from_ledger

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import time
 from collections.abc import Iterable, Sequence
@@ -132,7 +131,7 @@ class Dashboard:
         if store is not None:
             # This instance's recent calls first reach the database.
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(self.accounts.ledger.flush(), 2.0)
+                await self.accounts.ledger.caught_up(2.0)
             principals += [principal_of(k) for k in await store.keys.list()]
         out = []
         for p in principals:

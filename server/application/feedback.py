@@ -27,10 +27,7 @@ class FeedbackService:
         request_id, score, label = validation.feedback(request)
         key_id = principal.key_id
         store = self.store
-        held = self.accounts.ledger.holds(key_id, request_id) or (
-            store is not None and await store.usage.holds(key_id, request_id)
-        )
-        if not held or store is None:
+        if store is None or not await self.accounts.ledger.has(key_id, request_id):
             raise NotFound(
                 f"no request {request_id!r} of this key in the ledger", {"request_id": request_id}
             )

@@ -21,7 +21,7 @@ from server.application.dialects.responses.service import ResponsesService
 from server.application.dialects.routing.service import DeploymentService, RouterService
 from server.application.embedding import EmbeddingService
 from server.application.feedback import FeedbackService
-from server.application.governance import Governance
+from server.application.governance.service import Governance
 from server.application.mcp.service import McpService
 from server.application.model import ModelService
 from server.application.provider import ProviderService

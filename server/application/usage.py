@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import time
 
@@ -66,7 +65,8 @@ class UsageService:
             raise InvalidArgument.for_field("end_time", "must not be before start_time")
         # This instance's own recent requests first reach the database.
         with contextlib.suppress(Exception):
-            await asyncio.wait_for(self.accounts.ledger.flush(), 2.0)
+            await self.accounts.settled()
+            await self.accounts.ledger.caught_up(2.0)
         rows = await stored(self.store).usage.buckets(principal.key_id, start, end)
         response = usage_pb.GetUsageResponse(
             key_id=principal.key_id, key_name=principal.name, start_time=start, end_time=end,

@@ -25,7 +25,7 @@ from server.accounting.admission import HEADER
 from server.accounting.shared import StateClient
 from server.accounting.spool import Spool
 from server.application.admin import config_summary
-from server.application.signin import call_for
+from server.application.governance.signin import call_for
 from server.base import config
 from server.base.errors import GatewayError
 from server.cli import audit, keys, migrate, prices, router, workers

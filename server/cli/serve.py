@@ -29,7 +29,6 @@ from server.accounting.shared import SharedBudgets, SharedLimiter, StateClient
 from server.accounting.spool import Spool
 from server.application import rpcs
 from server.application.admin import AdminService
-from server.application.audit import Admins, Auditor
 from server.application.control import Control
 from server.application.dashboard import Dashboard
 from server.application.dialects.chat.service import ChatService, CompletionService
@@ -40,7 +39,9 @@ from server.application.dialects.responses.service import ResponsesService
 from server.application.dialects.routing.service import DeploymentService, RouterService
 from server.application.embedding import EmbeddingService
 from server.application.feedback import FeedbackService
-from server.application.governance import Governance
+from server.application.governance.audit import Admins, Auditor
+from server.application.governance.service import Governance
+from server.application.governance.signin import SignIn
 from server.application.mcp.service import McpService
 from server.application.mcp.toolbox import Toolbox
 from server.application.mcp.tools import Tools
@@ -52,7 +53,6 @@ from server.application.pipeline.state import Live, Snapshot, snapshot_of
 from server.application.provider import ProviderService
 from server.application.retrain import retrain_every
 from server.application.rpcs import Services
-from server.application.signin import SignIn
 from server.application.usage import UsageService
 from server.base.config import Config, ConfigError, OperationsConfig, ServerConfig
 from server.base.pipeline import SERVICES, Middleware, RpcMethod
@@ -74,6 +74,8 @@ if TYPE_CHECKING:
     # Imported when Redis is configured: the client costs memory a gateway without it
     # does not need.
     from redis.asyncio import Redis
+
+    from http_facade.accept import AcceptingServer
 
 log = logging.getLogger(__name__)
 
@@ -402,12 +404,12 @@ async def start_grpc(
 class HttpListener(NamedTuple):
     """A started HTTP server: its task and the port it bound."""
 
-    server: uvicorn.Server
+    server: AcceptingServer
     task: asyncio.Task[None]
     port: int
 
     async def stop(self) -> None:
-        self.server.should_exit = True
+        self.server.exit_now()
         await self.task
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import functools
 import os
 import re
 import signal
@@ -26,10 +27,15 @@ ROUTER_KEY = "gw-dev-router-key-000000000"
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@functools.cache
+def _embedded_default() -> dict[str, Any]:
+    text = (ROOT / "server" / "base" / "default_config.yaml").read_text()
+    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+
+
 def default_config_dict() -> dict[str, Any]:
     """The embedded default config as a dict, with instant simulated providers."""
-    text = (ROOT / "server" / "base" / "default_config.yaml").read_text()
-    data = yaml.safe_load(text)
+    data = copy.deepcopy(_embedded_default())
     data["server"] = {"host": "127.0.0.1", "grpc_port": 0, "http_port": 0}
     # Keys and the usage ledger in memory: tests leave no database file behind.
     data["storage"] = {"sqlite_path": ":memory:"}
@@ -139,3 +145,17 @@ async def wait_for(predicate, timeout_s: float = 5.0) -> None:  # type: ignore[n
         if asyncio.get_running_loop().time() > deadline:
             raise TimeoutError("condition not met in time")
         await asyncio.sleep(0.01)
+
+
+async def eventually(check, timeout_s: float = 10.0):  # type: ignore[no-untyped-def]
+    """Runs the async `check` until it passes (returns without an AssertionError), for
+    a state another process reaches in its own time (a worker's flush, a settlement
+    elsewhere); its last failure is raised after `timeout_s`."""
+    deadline = asyncio.get_running_loop().time() + timeout_s
+    while True:
+        try:
+            return await check()
+        except AssertionError:
+            if asyncio.get_running_loop().time() > deadline:
+                raise
+        await asyncio.sleep(0.05)

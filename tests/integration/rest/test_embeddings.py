@@ -4,7 +4,6 @@ shape, and the accounting (rate limits, budget, ledger) every generation gets.""
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import math
 import struct
@@ -351,7 +350,7 @@ async def test_embeddings_are_rate_limited_budgeted_and_in_the_ledger() -> None:
             assert first.json()["usage"]["prompt_tokens"] == 4
             assert int(first.headers["x-ratelimit-remaining-tokens"]) <= 1000 - 4
             assert (await c.post("/v1/embeddings", json=body, headers=mine)).status_code == 200
-            await asyncio.sleep(0.05)  # the settlements run in the background
+            await gw.gateway.accounts.settled()
             # 8 tokens spent of 10: the next 4 do not fit the budget.
             refused = await c.post("/v1/embeddings", json=body, headers=mine)
             assert refused.status_code == 429, refused.text

@@ -18,7 +18,7 @@ import httpx
 import openai
 import pytest
 
-from tests.support.gateways import start_process, stop_process, write_config
+from tests.support.gateways import eventually, start_process, stop_process, write_config
 from tests.support.shared_state import ADMIN_KEY, MAX_TOKENS, REDIS_URL, config_with, reservation
 
 ADMIN = {"x-admin-key": ADMIN_KEY}
@@ -141,21 +141,29 @@ async def test_two_teams_on_two_workers_until_the_organisation_budget_refuses(
             assert all("organisation" in r and org["id"] in r for r in refusals), refusals[:2]
             await chat.close()
             await claude.close()
-            await asyncio.sleep(1.0)  # the last settlements and ledger rows land
 
-            teams_now = [
-                (await admin.get(f"/v1/admin/teams/{t['id']}", headers=ADMIN)).json()["team"]
-                for t in teams
-            ]
-            org_now = (await admin.get(f"/v1/admin/orgs/{org['id']}", headers=ADMIN)).json()["org"]
-        by_team = await ledger_sums(storage, "team_id")
-        by_org = await ledger_sums(storage, "org_id")
+            async def consistent() -> tuple[list[dict[str, Any]], dict[str, Any]]:
+                # Every worker's last settlements and ledger rows land in their time:
+                # a row for each call, served or refused.
+                assert len(await ledger_rows(storage, org["id"])) == served + len(refusals)
+                teams_now = [
+                    (await admin.get(f"/v1/admin/teams/{t['id']}", headers=ADMIN)).json()["team"]
+                    for t in teams
+                ]
+                org_now = (await admin.get(f"/v1/admin/orgs/{org['id']}", headers=ADMIN)).json()[
+                    "org"
+                ]
+                by_team = await ledger_sums(storage, "team_id")
+                by_org = await ledger_sums(storage, "org_id")
+                # Each level's spend is the sum of its rows, to the cent (and closer).
+                for team in teams_now:
+                    assert team["spent_usd"] == pytest.approx(by_team[team["id"]], abs=1e-9)
+                    assert team["spent_usd"] > 0
+                assert org_now["spent_usd"] == pytest.approx(by_org[org["id"]], abs=1e-9)
+                return teams_now, org_now
+
+            teams_now, org_now = await eventually(consistent)
         rows = await ledger_rows(storage, org["id"])
-        # Each level's spend is the sum of its rows, to the cent (and closer).
-        for team in teams_now:
-            assert team["spent_usd"] == pytest.approx(by_team[team["id"]], abs=1e-9)
-            assert team["spent_usd"] > 0
-        assert org_now["spent_usd"] == pytest.approx(by_org[org["id"]], abs=1e-9)
         assert org_now["spent_usd"] == pytest.approx(sum(t["spent_usd"] for t in teams_now))
         # The budget holds: overrun by one reservation at most.
         assert org_now["spent_usd"] <= limit + each

@@ -166,7 +166,7 @@ async def test_tokens_per_minute_are_settled_to_real_counts(shared):
                                                    max_tokens=150)  # fmt: skip
         first = await stubs.chat.CreateChatCompletion(request, metadata=mine)
         assert first.usage.total_tokens < 80  # of the 159 reserved
-        await asyncio.sleep(0.05)  # settlement runs just after the response
+        await gw.gateway.accounts.settled()
         await stubs.chat.CreateChatCompletion(request, metadata=mine)
         started = time.monotonic()
         with pytest.raises(grpc.aio.AioRpcError) as caught:

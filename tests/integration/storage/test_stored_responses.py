@@ -4,7 +4,6 @@ retention and removed by the cleanup."""
 
 from __future__ import annotations
 
-import asyncio
 import time
 from pathlib import Path
 from typing import Any
@@ -12,7 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.support.gateways import API_KEY, running_gateway
+from tests.support.gateways import API_KEY, eventually, running_gateway
 from tests.support.shared_state import config_with
 
 OTHER = "gw-test-other-api-key-0000"
@@ -77,7 +76,7 @@ async def test_postgres(pg_url: str) -> None:
 async def test_expiry_and_cleanup_task(tmp_path: Path) -> None:
     data = config_with(
         sqlite_path=str(tmp_path / "gw.db"),
-        responses={"retention_days": 0.3 / 86_400, "cleanup_interval_s": 0.2},
+        responses={"retention_days": 1.0 / 86_400, "cleanup_interval_s": 0.2},
     )
     async with (
         running_gateway(data) as gw,
@@ -88,11 +87,14 @@ async def test_expiry_and_cleanup_task(tmp_path: Path) -> None:
         made = await client.post("/v1/responses", json={"model": "sim-mini", "input": "Hi"})
         rid = made.json()["id"]
         assert (await client.get(f"/v1/responses/{rid}")).status_code == 200
-        await asyncio.sleep(0.8)
-        assert (await client.get(f"/v1/responses/{rid}")).status_code == 404
         assert gw.gateway is not None and gw.gateway.store is not None
-        rows = await gw.gateway.store.db.fetch("SELECT id FROM stored_responses")
-        assert rows == []
+        store = gw.gateway.store
+
+        async def expired_and_cleaned() -> None:
+            assert (await client.get(f"/v1/responses/{rid}")).status_code == 404
+            assert await store.db.fetch("SELECT id FROM stored_responses") == []
+
+        await eventually(expired_and_cleaned)
 
 
 @pytest.mark.parametrize("limit", [0, 101])

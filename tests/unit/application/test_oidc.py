@@ -17,7 +17,7 @@ import jwt
 import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from server.application.oidc import JWKS_TTL_S, OidcProvider, SignInFailed, pkce_pair
+from server.application.governance.oidc import JWKS_TTL_S, OidcProvider, SignInFailed, pkce_pair
 from server.base.config import OidcConfig
 
 

@@ -219,7 +219,7 @@ class Admins:
 
 
 class SignInSource(Protocol):
-    """What administration needs of sign-in (server/application/signin.py)."""
+    """What administration needs of sign-in (server/application/governance/signin.py)."""
 
     async def actor_of_session(self, secret: str) -> tuple[Actor, str] | None: ...
     async def actor_of_bearer(self, token: str) -> Actor: ...

@@ -21,8 +21,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from server.application.audit import SESSION, Actor, Auditor
-from server.application.oidc import OidcProvider, SignInFailed, invalid_bearer, pkce_pair
+from server.application.governance.audit import SESSION, Actor, Auditor
+from server.application.governance.oidc import OidcProvider, SignInFailed, invalid_bearer, pkce_pair
 from server.application.pipeline.state import Live
 from server.base.call import PEER, Call
 from server.base.config import OidcConfig, RoleGrant

@@ -19,7 +19,7 @@ from gateway.v1 import admin_service_pb2 as admin_pb
 from server.accounting.accounts import Accounts
 from server.accounting.budget import period_bounds
 from server.application.admin import PERIODS, check_models, stored
-from server.application.audit import Actor, Admins
+from server.application.governance.audit import Actor, Admins
 from server.base.call import Call
 from server.base.caller import BudgetSpec, account_of
 from server.base.errors import Conflict, InvalidArgument, NotFound, PreconditionFailed
@@ -152,6 +152,7 @@ class Governance:
         """A level's spend this budget period: what its budget counts (the ledger's
         rows, and reservations settled since), or, without a budget, its rows."""
         account = account_of(level, level_id)
+        await self.accounts.settled()
         if limits.budget_usd is not None:
             # The accounts of an organisation's levels share its Redis hash tag.
             spec = BudgetSpec(
