@@ -12,7 +12,7 @@ from gateway.v1 import chat_service_pb2 as chat
 from gateway.v1 import provider_service_pb2 as providers
 
 from server.application.pipeline.breaker import Breaker, State
-from tests.support.gateways import running_gateway
+from tests.support.gateways import eventually, running_gateway
 from tests.support.grpc_stubs import API, Stubs
 from tests.support.upstreams.base import TEXT, FakeUpstream, Fault, Usage, serving
 from tests.support.upstreams.config import model, provider, with_models
@@ -95,7 +95,9 @@ def _config(primary: str, backup: str) -> dict[str, Any]:
             provider(f"{name}-backup", "openai", backup, "backup"),
         )
 
-    trip = {"failure_threshold": 2, "cooldown_s": 0.3}
+    # Long enough that a loaded machine still asks within it; the test then waits for
+    # the half-open state rather than for a fixed time.
+    trip = {"failure_threshold": 2, "cooldown_s": 1.5}
     return with_models(
         pair("flaky", trip),
         pair("flaky-stream", trip),
@@ -144,8 +146,11 @@ async def test_circuit_opens_skips_then_half_opens_and_closes(env: Env, stream: 
     assert await env.health(name) == ["open", "healthy"]
     assert await env.ask(name, stream) == "".join(BACKUP_TEXT)
     assert len(env.primary.seen) == 2, "an open circuit is skipped without a request"
-    await asyncio.sleep(0.35)
-    assert await env.health(name) == ["half_open", "healthy"]
+
+    async def half_open() -> None:
+        assert await env.health(name) == ["half_open", "healthy"]
+
+    await eventually(half_open)
     env.primary.default = Fault()
     assert await env.ask(name, stream) == "".join(TEXT), "the probe succeeds"
     assert await env.health(name) == ["healthy", "healthy"]

@@ -9,8 +9,8 @@ from __future__ import annotations
 from bench.cancel_latency import measure
 
 # Loopback, one process: the measured figure is about a millisecond; the bound leaves
-# room for a loaded CI machine.
-BOUND_S = 0.25
+# room for a loaded machine (an upstream that never saw the cancel fails the wait).
+BOUND_S = 1.0
 
 
 async def test_cancel_reaches_the_upstream_mid_stream_and_before_first_token():

@@ -223,4 +223,4 @@ async def test_deadline_bounds_every_attempt(gw: Env):
         took = loop.time() - started
     assert info.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
     assert "waiting on slow-primary" in info.value.details()
-    assert took < 1.5
+    assert took < 4  # the deadline, not the client's 5 s (room for a loaded machine)

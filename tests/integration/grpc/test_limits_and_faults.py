@@ -144,7 +144,7 @@ async def test_request_timeout_ends_a_stream_that_outlives_it(config_dict):
     assert caught.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
     assert "the request deadline passed while waiting on sim-pro" in caught.value.details()
     assert len(received) == 2  # the role chunk and the first token
-    assert 0.7 < elapsed < 1.5
+    assert 0.7 < elapsed < 3  # the deadline, not the stream's end (room for a loaded machine)
 
 
 async def test_configured_request_timeout_bounds_all_attempts(config_dict):

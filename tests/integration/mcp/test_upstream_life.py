@@ -14,7 +14,7 @@ import pytest
 from mcp.shared.exceptions import MCPError
 
 from server.base import config
-from tests.support.gateways import running_gateway
+from tests.support.gateways import eventually, running_gateway
 from tests.support.mcp.upstreams import (
     ALICE,
     BOB,
@@ -171,8 +171,11 @@ async def test_fifty_reloads_leave_one_child_per_server(upstream) -> None:
             if i % 10 == 0:
                 await client.call_tool("local__echo", {"text": str(i)})
         answer = await client.call_tool("local__echo", {"text": "last"})
-        await asyncio.sleep(0.5)  # the last retired child's stop
-        assert stdio_children() == ([pid_of(answer)], [])
+
+        async def one_child_left() -> None:  # the last retired child stops in its time
+            assert stdio_children() == ([pid_of(answer)], [])
+
+        await eventually(one_child_left)
     assert stdio_children() == ([], [])
 
 

@@ -13,7 +13,7 @@ import yaml
 from gateway.v1 import chat_service_pb2 as chat
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from tests.support.gateways import API_KEY, start_process, stop_process, write_config
+from tests.support.gateways import API_KEY, eventually, start_process, stop_process, write_config
 from tests.support.grpc_stubs import API, Stubs
 from tests.support.shared_state import ADMIN_KEY, config_with
 
@@ -44,7 +44,8 @@ async def health_status(port: int, service: str = "") -> int:
 async def test_sigterm_turns_not_ready_then_finishes_streams_and_exits_0(tmp_path):
     db = str(tmp_path / "gw.db")
     data = slow(config_with(sqlite_path=db), "sim-standard", 10)
-    data["operations"] = {"readiness_delay_s": 1.0, "drain_s": 20}
+    # The readiness delay: long enough for the checks below on a loaded machine.
+    data["operations"] = {"readiness_delay_s": 2.5, "drain_s": 20}
     gw = start_process("--config", str(write_config(tmp_path, data)))
     try:
         assert gw.http_port and gw.grpc_port, "".join(gw.output)
@@ -75,11 +76,14 @@ async def test_sigterm_turns_not_ready_then_finishes_streams_and_exits_0(tmp_pat
                 assert first.choices[0].delta.role == "assistant"
 
                 gw.process.send_signal(signal.SIGTERM)
-                # Not ready at once, while the listeners still answer.
-                await asyncio.sleep(0.3)
-                ready = await rest.get("/readyz")
-                assert ready.status_code == 503, ready.text
-                assert "draining: shutting down" in ready.json()["problems"]
+
+                async def not_ready() -> None:  # once the signal is handled
+                    ready = await rest.get("/readyz")
+                    assert ready.status_code == 503, ready.text
+                    assert "draining: shutting down" in ready.json()["problems"]
+
+                # Not ready, while the listeners still answer.
+                await eventually(not_ready)
                 assert await health_status(gw.grpc_port) == (
                     health_pb2.HealthCheckResponse.NOT_SERVING
                 )

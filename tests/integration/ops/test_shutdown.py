@@ -15,7 +15,7 @@ from gateway.v1 import chat_service_pb2 as chat
 
 from server.base import config
 from server.cli import serve
-from tests.support.gateways import API_KEY, default_config_dict
+from tests.support.gateways import API_KEY, default_config_dict, wait_for
 from tests.support.grpc_stubs import API, Stubs, details
 
 SLOW = {"ttft_ms": 0, "tokens_per_second": 2, "min_reply_tokens": 200, "max_reply_tokens": 200}
@@ -63,7 +63,8 @@ async def test_streams_longer_than_the_grace_end_with_an_error_before_the_socket
                 grpc_error = exc
 
     clients = [asyncio.ensure_future(sse_stream()), asyncio.ensure_future(grpc_stream())]
-    await asyncio.sleep(1.0)  # both streams are under way
+    # Both streams under way: what the assertions below need of them before the stop.
+    await wait_for(lambda: len(sse_events) > 2 and grpc_chunks > 1, timeout_s=10)
     started = time.perf_counter()
     await running.stop()
     took = time.perf_counter() - started

@@ -109,7 +109,7 @@ async def test_admin_api_over_grpc_and_revocation_within_the_cache_ttl(tmp_path)
                 assert "revoked" in exc.details()
                 break
             await asyncio.sleep(0.05)
-        assert time.monotonic() - started < 1.5
+        assert time.monotonic() - started < 5  # the next refresh, with room for a loaded machine
         # The config file's keys keep working beside stored ones.
         await stubs.models.ListModels(models.ListModelsRequest(), metadata=API)
 

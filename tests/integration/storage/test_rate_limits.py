@@ -128,19 +128,27 @@ async def test_retry_after_is_true(shared):
         async with grpc.aio.insecure_channel(f"127.0.0.1:{gw.grpc_port}") as channel:
             _, secret = await AdminClient(channel).create("retry", requests_per_minute=2)
             stubs, mine = Stubs(channel), (("x-api-key", secret),)
+            before_first = time.monotonic()
             await stubs.models.ListModels(models.ListModelsRequest(), metadata=mine)
-            await asyncio.sleep(0.6)
+            after_first = time.monotonic()
+            await asyncio.sleep(0.3)
             await stubs.models.ListModels(models.ListModelsRequest(), metadata=mine)
+            before_third = time.monotonic()
             with pytest.raises(grpc.aio.AioRpcError) as caught:
                 await stubs.models.ListModels(models.ListModelsRequest(), metadata=mine)
+            after_third = time.monotonic()
             error = caught.value
             assert error.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
-            # Two a (two-second) window: a slot a second. 0.6 s after the first request
-            # took one of two, 1.6 were there; the second took one: 0.4 s to the next.
+            # Two a (two-second) window: a slot a second. The first request took one of
+            # two, the second one more of what had come back since: the next slot is a
+            # second after the first request, whenever the third came (timed from
+            # outside, so between the bounds of when each was served).
             delay = details(error)["RetryInfo"].retry_delay.ToMilliseconds()  # type: ignore[attr-defined]
             trailers = dict(error.trailing_metadata())
             assert trailers["retry-after"] == "1"  # whole seconds, at least one
-            assert int(trailers["retry-after-ms"]) == delay and 300 < delay <= 400
+            assert int(trailers["retry-after-ms"]) == delay
+            longest, shortest = after_third - before_first, before_third - after_first
+            assert 1000 * (1 - longest) - 1 <= delay <= 1000 * (1 - shortest) + 1
             await asyncio.sleep(delay / 1000)
             await stubs.models.ListModels(models.ListModelsRequest(), metadata=mine)
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{gw.http_port}") as http:
@@ -173,7 +181,7 @@ async def test_tokens_per_minute_are_settled_to_real_counts(shared):
             await stubs.chat.CreateChatCompletion(request, metadata=mine)
         assert caught.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
         assert "250 tokens" in caught.value.details()
-        assert time.monotonic() - started < 0.5
+        assert time.monotonic() - started < 5  # refused at once, not held for the window
 
 
 async def test_listings_take_nothing_from_the_limit_unless_configured(shared):

@@ -251,7 +251,7 @@ async def test_an_interim_answer_is_passed_over():
         assert await ask(c) == ANSWER
 
 
-async def test_an_upstream_silent_after_its_headers_times_out_within_a_quarter_more():
+async def test_an_upstream_silent_after_its_headers_times_out_after_one_read_timeout():
     async def silent(number: int, writer: asyncio.StreamWriter) -> None:
         writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\nhalf")
         await asyncio.sleep(5)
@@ -259,7 +259,7 @@ async def test_an_upstream_silent_after_its_headers_times_out_within_a_quarter_m
     async with server(silent) as (url, _), opened(url, read_timeout_s=0.4) as c:
         started = time.monotonic()
         await refused(c, "upstream timed out")
-        assert 0.4 <= time.monotonic() - started < 0.6
+        assert 0.4 <= time.monotonic() - started < 0.8  # one read timeout, not two
 
 
 async def test_a_body_read_slower_than_it_arrives_pauses_the_reading():

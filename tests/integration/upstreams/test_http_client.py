@@ -85,7 +85,7 @@ async def test_a_wait_for_a_free_connection_ends_after_twice_the_connect_timeout
             started = time.monotonic()
             with pytest.raises(UpstreamError, match="connect timed out"):
                 await collect(provider.generate(REQUEST))
-            assert 0.95 <= time.monotonic() - started < 1.4
+            assert 0.95 <= time.monotonic() - started < 3  # not the 5 s read timeout
             release.set()
             assert (await first).text == "Hi"
         finally:
@@ -122,7 +122,7 @@ async def test_a_connection_that_does_not_open_is_given_up_after_the_connect_tim
         started = time.monotonic()
         with pytest.raises(UpstreamError, match="connect timed out"):
             await collect(provider.generate(REQUEST))
-        assert 0.35 <= time.monotonic() - started < 0.7
+        assert 0.35 <= time.monotonic() - started < 2  # the connect timeout, not the OS's
     finally:
         await provider.aclose()
 
