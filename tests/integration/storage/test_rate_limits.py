@@ -234,6 +234,9 @@ async def test_a_redis_pool_exhausted_is_back_pressure_never_an_error(redis_pref
             )
             return (await client.post(path, json=body)).status_code
 
+        started = time.monotonic()
         statuses = await asyncio.gather(*(one(i) for i in range(200)))
+        took = time.monotonic() - started
     assert set(statuses) <= {200, 429}, sorted(set(statuses))
-    assert 60 <= statuses.count(200) <= 65
+    # The bucket's 60, and one more for each second the burst lasted.
+    assert 60 <= statuses.count(200) <= 60 + math.ceil(took) + 1, took
