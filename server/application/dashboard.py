@@ -129,7 +129,7 @@ class Dashboard:
         principals = [Principal.of_config(k) for k in configured]
         store = self.store
         if store is not None:
-            # This instance's recent calls first reach the database.
+            # The recent calls of this worker and the others first reach the database.
             with contextlib.suppress(Exception):
                 await self.accounts.ledger.caught_up(2.0)
             principals += [principal_of(k) for k in await store.keys.list()]

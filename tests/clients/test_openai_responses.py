@@ -236,7 +236,7 @@ async def test_failure_mid_stream_is_response_failed(config_dict: dict[str, Any]
     for m in data["models"]:
         if m["id"] == "sim-mini":
             m["providers"] = m["providers"][:1]
-    data["storage"] = {"sqlite_path": ":memory:"}
+    data["storage"] |= {"sqlite_path": ":memory:"}
     async with running_gateway(data) as gw, _client(f"http://127.0.0.1:{gw.http_port}") as sdk:
         stream = await sdk.responses.create(model="sim-mini", input="Hi", stream=True)
         kinds = []

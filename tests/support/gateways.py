@@ -25,6 +25,10 @@ from server.cli import serve as app
 API_KEY = "gw-dev-api-key-0000000000"
 ROUTER_KEY = "gw-dev-router-key-000000000"
 ROOT = Path(__file__).resolve().parents[2]
+# The bound on a storage call in the test configs: a loaded machine answers slowly, and
+# the default (2 s) would turn that into a 503 no test means. Tests of a stalled store
+# set their own.
+PATIENT_STORAGE_S = 10.0
 
 
 @functools.cache
@@ -38,7 +42,7 @@ def default_config_dict() -> dict[str, Any]:
     data = copy.deepcopy(_embedded_default())
     data["server"] = {"host": "127.0.0.1", "grpc_port": 0, "http_port": 0}
     # Keys and the usage ledger in memory: tests leave no database file behind.
-    data["storage"] = {"sqlite_path": ":memory:"}
+    data["storage"] = {"sqlite_path": ":memory:", "timeout_s": PATIENT_STORAGE_S}
     for model in data["models"]:
         for provider in model["providers"]:
             provider["params"] = {"ttft_ms": 0, "tokens_per_second": 0}
@@ -85,7 +89,7 @@ class GatewayProcess:
 
 
 def start_process(
-    *args: str, env: dict[str, str] | None = None, timeout_s: float = 20
+    *args: str, env: dict[str, str] | None = None, timeout_s: float = 60
 ) -> GatewayProcess:
     """Runs the `gateway` command and waits until it prints its listening ports."""
     process = subprocess.Popen(

@@ -129,7 +129,7 @@ async def test_a_remembered_provider_that_expired_or_was_disabled_is_passed_over
 async def test_two_instances_sharing_redis_agree(pair, redis_prefix):
     a, b = pair
     data = config(a, b)
-    data["storage"] = {
+    data["storage"] |= {
         "redis_url": REDIS_URL,
         "redis_prefix": f"{redis_prefix}{uuid.uuid4().hex[:6]}:",
     }

@@ -278,7 +278,7 @@ async def test_the_ledger_and_the_log_hold_no_value(
         oa.text = ("Mail ", EMAIL, ".")
         data = config(oa, an)
         data["operations"] = {"log_text": True}
-        data["storage"] = {"sqlite_path": str(tmp_path / "gw.db")}
+        data["storage"] |= {"sqlite_path": str(tmp_path / "gw.db")}
         data["routing"]["record_prompts"] = True
         async with running_gateway(data) as gw:
             env = Env(oa, an, gw)

@@ -31,7 +31,7 @@ HELLO = {"model": "sim-mini", "messages": [{"role": "user", "content": "hello"}]
 
 def config(tmp_path: Path) -> dict[str, Any]:
     data = default_config_dict()
-    data["storage"] = {"sqlite_path": str(tmp_path / "gateway.db")}
+    data["storage"] |= {"sqlite_path": str(tmp_path / "gateway.db")}
     # Rows stay buffered until shutdown: only the spool can save a dead worker's.
     data["ledger"] = {"flush_interval_s": 600, "batch_size": 100_000,
                       "spool_dir": str(tmp_path / "spool")}  # fmt: skip

@@ -44,7 +44,7 @@ def cpu_ticks(pid: int) -> int:
 async def test_two_workers_share_ports_limits_budget_and_drain_the_ledger(tmp_path):
     limit = round(reservation() * 5.5, 9)
     data = default_config_dict()
-    data["storage"] = {"sqlite_path": str(tmp_path / "gateway.db")}
+    data["storage"] |= {"sqlite_path": str(tmp_path / "gateway.db")}
     # Records stay buffered until shutdown: only the SIGTERM drain writes them.
     data["ledger"] = {"flush_interval_s": 600, "batch_size": 100_000}
     data["keys"] += [

@@ -192,7 +192,7 @@ async def test_grpc_callers_choose_with_metadata_and_read_the_outcome(fake):
 
 async def test_the_ledger_marks_a_hit(fake, tmp_path):
     data = config(fake)
-    data["storage"] = {"sqlite_path": str(tmp_path / "gw.db")}
+    data["storage"] |= {"sqlite_path": str(tmp_path / "gw.db")}
     async with running_gateway(data) as gw:
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{gw.http_port}",
                                      headers={"authorization": f"Bearer {API_KEY}"}) as http:  # fmt: skip
@@ -214,7 +214,7 @@ async def test_instances_sharing_redis_share_answers_and_an_unreadable_entry_is_
 ):
     prefix = f"{redis_prefix}{uuid.uuid4().hex[:6]}:"
     data = config(fake)
-    data["storage"] = {"redis_url": REDIS_URL, "redis_prefix": prefix}
+    data["storage"] |= {"redis_url": REDIS_URL, "redis_prefix": prefix}
     async with AsyncExitStack() as stack:
         one, two = [await stack.enter_async_context(gateway(data)) for _ in range(2)]
         await one.post("/v1/chat/completions", json=HELLO)
@@ -267,7 +267,7 @@ async def test_an_entry_with_a_field_of_another_type_is_a_miss_with_its_ledger_r
 ):
     prefix = f"{redis_prefix}{uuid.uuid4().hex[:6]}:"
     data = config(fake)
-    data["storage"] = {"redis_url": REDIS_URL, "redis_prefix": prefix,
+    data["storage"] |= {"redis_url": REDIS_URL, "redis_prefix": prefix,
                        "sqlite_path": str(tmp_path / "gw.db")}  # fmt: skip
     async with running_gateway(data) as gw, httpx.AsyncClient(
         base_url=f"http://127.0.0.1:{gw.http_port}", timeout=10,

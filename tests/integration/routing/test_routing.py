@@ -241,7 +241,7 @@ async def test_a_deployment_bypasses_the_router() -> None:
 
 async def test_feedback_is_stored_and_trains_the_scorer(tmp_path: Path) -> None:
     data = default_config_dict()
-    data["storage"] = {"sqlite_path": str(tmp_path / "gateway.db")}
+    data["storage"] |= {"sqlite_path": str(tmp_path / "gateway.db")}
     data["routing"]["record_prompts"] = True
     other = {"name": "other", "kind": "router", "secret": "gw-other-router-key-0000000"}
     data["keys"].append(other)

@@ -79,7 +79,7 @@ async def test_decisions_and_metrics_report_each_profiles_target_and_recent_shar
 
 async def test_feedback_retrains_the_served_scorer_on_a_schedule(tmp_path: Path) -> None:
     data = default_config_dict()
-    data["storage"] = {"sqlite_path": str(tmp_path / "gateway.db")}
+    data["storage"] |= {"sqlite_path": str(tmp_path / "gateway.db")}
     data["routing"].update(record_prompts=True, retrain_every_s=0.2, retrain_min_feedback=5)
     # Everything to the weakest model, whose answers the feedback rates.
     data["routing"]["thresholds"] = {"economy": 1.0, "balanced": 1.0, "quality": 1.0}

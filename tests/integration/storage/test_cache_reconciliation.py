@@ -72,7 +72,7 @@ async def test_usage_ledger_and_metrics_agree_under_a_mixed_load(pg_url):
             model("claude-ish", provider("an-p", "anthropic", an.url)),
             model("gpt-ish", provider("oa-p", "openai", oa.url)),
         )
-        data["storage"] = {"database_url": pg_url}
+        data["storage"] |= {"database_url": pg_url}
         # A key of this run's own: the shared database holds other tests' rows too.
         name = f"reconcile-{uuid.uuid4().hex[:8]}"
         secret = f"sk-{name}-0000000000"

@@ -35,7 +35,7 @@ async def test_two_keys_with_one_request_id_keep_their_own_feedback(
     storage: dict[str, Any],
 ) -> None:
     data = default_config_dict()
-    data["storage"] = storage
+    data["storage"] |= storage
     data["routing"]["record_prompts"] = True
     data["keys"].append({"name": "other", "kind": "router", "secret": OTHER})
     shared_id = f"shared-{uuid.uuid4().hex[:8]}"
@@ -104,7 +104,7 @@ async def test_a_key_reusing_another_key_s_request_id_never_replaces_its_feedbac
     """Over gRPC: the second key takes the first's request id as its own x-request-id and
     rates it again and again; the first key's word stays as it gave it."""
     data = default_config_dict()
-    data["storage"] = storage
+    data["storage"] |= storage
     data["keys"].append({"name": "other", "kind": "router", "secret": OTHER})
     taken = f"taken-{uuid.uuid4().hex[:8]}"
     async with running_gateway(data) as gw, grpc.aio.insecure_channel(

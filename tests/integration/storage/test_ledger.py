@@ -119,7 +119,7 @@ async def test_a_row_holds_the_callers_token_details_and_cache_hits(tmp_path):
         oa.usage = Usage(prompt_tokens=30, reasoning_tokens=7)
         data = with_models(model("an", provider("an-1", "anthropic", claude.url)),
                            model("oa", provider("oa-1", "openai", oa.url)))  # fmt: skip
-        data["storage"] = {"sqlite_path": str(tmp_path / "gw.db")}
+        data["storage"] |= {"sqlite_path": str(tmp_path / "gw.db")}
         data["response_cache"] = {"keys": ["*"]}
         async with running_gateway(data) as gw:
             async with grpc.aio.insecure_channel(f"127.0.0.1:{gw.grpc_port}") as channel:

@@ -32,7 +32,7 @@ RATER = "gw-test-rater-key-000000000"
 
 def _config(storage: dict[str, Any], ledger: dict[str, Any]) -> dict[str, Any]:
     data = default_config_dict()
-    data["storage"] = storage
+    data["storage"] |= storage
     data["ledger"] = ledger
     data["keys"].append({"name": "rater", "kind": "router", "secret": RATER})
     return data

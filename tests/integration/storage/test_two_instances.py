@@ -4,6 +4,7 @@ key store (a revocation reaches both), one ledger."""
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 import uuid
 
@@ -65,9 +66,13 @@ async def test_two_instances_share_limits_budgets_keys_and_ledger(two_gateways, 
             return exc.code()
         return grpc.StatusCode.OK
 
+    started = time.monotonic()
     codes = await asyncio.gather(*(attempt(i) for i in range(200)))
-    assert codes.count(grpc.StatusCode.OK) == 60
-    assert codes.count(grpc.StatusCode.RESOURCE_EXHAUSTED) == 140
+    took = time.monotonic() - started
+    served = codes.count(grpc.StatusCode.OK)
+    # The bucket's 60, and one more for each second the burst lasted.
+    assert 60 <= served <= 60 + math.ceil(took) + 1, took
+    assert codes.count(grpc.StatusCode.RESOURCE_EXHAUSTED) == 200 - served
     assert {codes[i] for i in range(0, 200, 2)} == {codes[i] for i in range(1, 200, 2)}
 
     # 2. One budget: concurrent requests through both instances stay within it.
@@ -105,10 +110,10 @@ async def test_two_instances_share_limits_budgets_keys_and_ledger(two_gateways, 
         await asyncio.sleep(0.05)
     revoked_after = time.monotonic() - started
     print(f"revocation reached the other instance after {revoked_after:.2f}s")
-    assert revoked_after < 2.0
+    assert revoked_after < 5  # the key cache's TTL, with room for a loaded machine
 
     # 4. One ledger: every request of the burst is recorded, refused ones included.
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 15
     conn = await asyncpg.connect(pg_url)
     try:
         while True:
@@ -122,4 +127,4 @@ async def test_two_instances_share_limits_budgets_keys_and_ledger(two_gateways, 
             await asyncio.sleep(0.1)
     finally:
         await conn.close()
-    assert counts == {"OK": 60, "RESOURCE_EXHAUSTED": 140}
+    assert counts == {"OK": served, "RESOURCE_EXHAUSTED": 200 - served}

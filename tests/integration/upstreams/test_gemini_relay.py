@@ -66,7 +66,7 @@ def _config(url: str, tmp_path: Path) -> dict[str, Any]:
     # The SDK's first use imports its types in this loop, which the gateway's reads of
     # the upstream share: a longer read timeout than the fakes' usual half second.
     data = with_models(model("gem", provider("gem-p", "gemini", url, read_timeout_s=5)))
-    data["storage"] = {"sqlite_path": str(tmp_path / "gw.db")}
+    data["storage"] |= {"sqlite_path": str(tmp_path / "gw.db")}
     return data
 
 

@@ -60,7 +60,7 @@ def _config(url: str, tmp_path: Path, stream: bool = True, **key: Any) -> dict[s
     data = with_models(model("liar", provider("liar", "openai", url, stream=stream,
                                               read_timeout_s=5)))  # fmt: skip
     data["keys"][0].update(key)
-    data["storage"] = {"sqlite_path": str(tmp_path / "gw.db")}
+    data["storage"] |= {"sqlite_path": str(tmp_path / "gw.db")}
     return data
 
 

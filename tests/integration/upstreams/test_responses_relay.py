@@ -80,7 +80,7 @@ def _config(url: str, tmp_path: Path, stream: bool = True) -> dict[str, Any]:
     upstream = provider("resp-p", "openai", url, read_timeout_s=5, stream=stream)
     upstream["params"]["responses_api"] = True
     data = with_models(model("resp", upstream))
-    data["storage"] = {"sqlite_path": str(tmp_path / "gw.db")}
+    data["storage"] |= {"sqlite_path": str(tmp_path / "gw.db")}
     return data
 
 

@@ -97,7 +97,7 @@ def _streaming(
 
 def _config(url: str, tmp_path: Path, **extra: Any) -> dict[str, Any]:
     data = with_models(model("relay", provider("relay-p", "openai", url)))
-    data["storage"] = {"sqlite_path": str(tmp_path / "gw.db")}
+    data["storage"] |= {"sqlite_path": str(tmp_path / "gw.db")}
     data.update(extra)
     return data
 
@@ -278,7 +278,7 @@ def _anthropic_stream(
 
 def _claude_config(url: str, tmp_path: Path) -> dict[str, Any]:
     data = with_models(model("relay-claude", provider("relay-a", "anthropic", url)))
-    data["storage"] = {"sqlite_path": str(tmp_path / "gw.db")}
+    data["storage"] |= {"sqlite_path": str(tmp_path / "gw.db")}
     return data
 
 
