@@ -4,9 +4,11 @@ budget between them (no Redis), and a ledger that loses nothing on SIGTERM."""
 from __future__ import annotations
 
 import asyncio
+import math
 import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import grpc
@@ -83,10 +85,14 @@ async def test_two_workers_share_ports_limits_budget_and_drain_the_ledger(tmp_pa
 
             mini = {"model": "sim-mini", "messages": [HELLO]}
             calls = [rest(BURST, mini) for _ in range(80)]
+            started = time.monotonic()
             answers = await asyncio.gather(*calls, *(over_grpc() for _ in range(20)))
+            took = time.monotonic() - started
             codes = [a[0] if isinstance(a, tuple) else a for a in answers]
-            assert codes.count(200) == RPM, codes
-            assert codes.count(429) == 100 - RPM, codes
+            served = codes.count(200)
+            # The bucket's RPM, and what it refilled while the burst lasted.
+            assert RPM <= served <= RPM + math.ceil(took * RPM / 60) + 1, (took, codes)
+            assert codes.count(429) == 100 - served, codes
 
             # One budget: concurrent spends through both workers stay within it.
             pro = {"model": "sim-pro", "messages": [HELLO], "max_tokens": MAX_TOKENS}
@@ -113,7 +119,7 @@ async def test_two_workers_share_ports_limits_budget_and_drain_the_ledger(tmp_pa
         spends = db.execute(
             "SELECT COUNT(*) FROM usage_records WHERE key_name = 'spender'"
         ).fetchone()[0]
-    assert rows == {"OK": RPM, "RESOURCE_EXHAUSTED": 100 - RPM}
+    assert rows == {"OK": served, "RESOURCE_EXHAUSTED": 100 - served}
     assert spends == 30
 
 
