@@ -60,7 +60,7 @@ def gateway_process(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gatewa
 
 
 # The operations in this many parts, each a test of its own: parallel workers share them.
-SHARDS = 6
+SHARDS = 12
 
 
 @pytest.mark.parametrize("shard", range(SHARDS))

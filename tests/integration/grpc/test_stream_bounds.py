@@ -47,13 +47,13 @@ def endless() -> chat.StreamChatCompletionRequest:
     )
 
 
-async def settled(gw: Running) -> None:
+async def settled(gw: Running, timeout_s: float = 30) -> None:
     assert gw.gateway is not None
-    for _ in range(100):
-        if gw.gateway.observer.in_flight == 0:
-            return
+    deadline = asyncio.get_running_loop().time() + timeout_s
+    while gw.gateway.observer.in_flight:
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"{gw.gateway.observer.in_flight} calls still in flight")
         await asyncio.sleep(0.05)
-    raise AssertionError(f"{gw.gateway.observer.in_flight} calls still in flight")
 
 
 async def test_a_stream_nobody_reads_ends_after_the_send_timeout(gw: Running) -> None:
@@ -95,11 +95,16 @@ async def test_a_message_beyond_the_body_limit_is_refused(gw: Running) -> None:
 
 
 async def test_cancelled_streams_leave_no_trace(
-    gw: Running, caplog: pytest.LogCaptureFixture, capfd: pytest.CaptureFixture[str]
+    caplog: pytest.LogCaptureFixture, capfd: pytest.CaptureFixture[str]
 ) -> None:
     caplog.set_level(logging.WARNING)
     options = [("grpc.http2.bdp_probe", 0)]
-    async with grpc.aio.insecure_channel(f"127.0.0.1:{gw.grpc_port}", options=options) as channel:
+    data = config()
+    data["server"]["send_timeout_s"] = 60  # the callers cancel; no write times out first
+    async with (
+        running_gateway(data) as gw,
+        grpc.aio.insecure_channel(f"127.0.0.1:{gw.grpc_port}", options=options) as channel,
+    ):
         stubs = Stubs(channel)
         calls = [stubs.chat.StreamChatCompletion(endless(), metadata=API) for _ in range(50)]
         for call in calls[:25]:
@@ -108,8 +113,8 @@ async def test_cancelled_streams_leave_no_trace(
         for call in calls:
             call.cancel()
         await settled(gw)
-    assert not [r for r in caplog.records if r.exc_info or r.levelno >= logging.ERROR]
-    assert "Traceback" not in capfd.readouterr().err
-    assert gw.gateway is not None
-    provider = gw.gateway.live.current.catalog.upstreams["endless"][0].provider
-    assert provider.in_flight == 0  # type: ignore[attr-defined]
+        assert not [r for r in caplog.records if r.exc_info or r.levelno >= logging.ERROR]
+        assert "Traceback" not in capfd.readouterr().err
+        assert gw.gateway is not None
+        provider = gw.gateway.live.current.catalog.upstreams["endless"][0].provider
+        assert provider.in_flight == 0  # type: ignore[attr-defined]

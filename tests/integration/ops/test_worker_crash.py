@@ -41,7 +41,10 @@ def config(tmp_path: Path) -> dict[str, Any]:
 
 async def answered(port: int, count: int) -> int:
     limits = httpx.Limits(max_connections=16)
-    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", limits=limits) as c:
+    # A request may wait its turn for one of the 16 connections a while on a loaded machine.
+    async with httpx.AsyncClient(
+        base_url=f"http://127.0.0.1:{port}", limits=limits, timeout=60
+    ) as c:
 
         async def one() -> bool:
             reply = await c.post("/v1/chat/completions", json=HELLO,

@@ -31,26 +31,44 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+# How long the upstream's process may take to listen (its imports, on a loaded machine).
+READY_TIMEOUT_S = 60.0
+
+
 @contextlib.asynccontextmanager
 async def http_upstream(*flags: str, port: int | None = None) -> AsyncIterator[str]:
     """The upstream server on streamable HTTP in its own process (`--handshake-only`:
-    as a server of the hand-shake generation), on `port` or a free one; yields its URL."""
-    port = port or free_port()
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "tests.support.mcp.server", "http", str(port), *flags,
-        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    try:
-        for _ in range(200):
-            with contextlib.suppress(OSError):
-                _, writer = await asyncio.open_connection("127.0.0.1", port)
-                writer.close()
-                break
-            await asyncio.sleep(0.05)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        process.terminate()
-        await process.wait()
+    as a server of the hand-shake generation), on `port` or a free one; yields its URL
+    once it listens. A free port another process took first: another one."""
+    for _ in range(3):
+        chosen = port or free_port()
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "tests.support.mcp.server", "http", str(chosen), *flags,
+            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        try:
+            if await _listening(process, chosen):
+                yield f"http://127.0.0.1:{chosen}/mcp"
+                return
+        finally:
+            if process.returncode is None:
+                process.terminate()
+            await process.wait()
+        if port:
+            break
+    raise RuntimeError(f"the MCP upstream did not start (exit code {process.returncode})")
+
+
+async def _listening(process: asyncio.subprocess.Process, port: int) -> bool:
+    """Whether `process` listens on `port` before it exits or READY_TIMEOUT_S passes."""
+    deadline = asyncio.get_running_loop().time() + READY_TIMEOUT_S
+    while process.returncode is None and asyncio.get_running_loop().time() < deadline:
+        with contextlib.suppress(OSError):
+            _, writer = await asyncio.open_connection("127.0.0.1", port)
+            writer.close()
+            return True
+        await asyncio.sleep(0.05)
+    return False
 
 
 def mcp_config(url: str, **mcp: Any) -> dict[str, Any]:
