@@ -143,7 +143,7 @@ async def ledger_counts(gw: Any) -> list[tuple[int, int]]:
     return [(r["prompt_tokens"], r["completion_tokens"]) for r in rows]
 
 
-async def wait_for(predicate, timeout_s: float = 5.0) -> None:  # type: ignore[no-untyped-def]
+async def wait_for(predicate, timeout_s: float = 30.0) -> None:  # type: ignore[no-untyped-def]
     deadline = asyncio.get_running_loop().time() + timeout_s
     while not predicate():
         if asyncio.get_running_loop().time() > deadline:
@@ -151,7 +151,7 @@ async def wait_for(predicate, timeout_s: float = 5.0) -> None:  # type: ignore[n
         await asyncio.sleep(0.01)
 
 
-async def eventually(check, timeout_s: float = 10.0):  # type: ignore[no-untyped-def]
+async def eventually(check, timeout_s: float = 30.0):  # type: ignore[no-untyped-def]
     """Runs the async `check` until it passes (returns without an AssertionError), for
     a state another process reaches in its own time (a worker's flush, a settlement
     elsewhere); its last failure is raised after `timeout_s`."""

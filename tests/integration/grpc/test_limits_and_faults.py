@@ -205,4 +205,4 @@ async def test_cancelled_stream_stops_the_provider(config_dict):
                 break
             assert provider.in_flight == 1
             call.cancel()
-            await wait_for(lambda: provider.in_flight == 0, timeout_s=1)
+            await wait_for(lambda: provider.in_flight == 0)

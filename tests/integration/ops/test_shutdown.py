@@ -64,7 +64,7 @@ async def test_streams_longer_than_the_grace_end_with_an_error_before_the_socket
 
     clients = [asyncio.ensure_future(sse_stream()), asyncio.ensure_future(grpc_stream())]
     # Both streams under way: what the assertions below need of them before the stop.
-    await wait_for(lambda: len(sse_events) > 2 and grpc_chunks > 1, timeout_s=10)
+    await wait_for(lambda: len(sse_events) > 2 and grpc_chunks > 1)
     started = time.perf_counter()
     await running.stop()
     took = time.perf_counter() - started
