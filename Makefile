@@ -124,24 +124,32 @@ bench: $(BIN)/gateway
 
 # Mutation testing ([tool.mutmut] in pyproject.toml) of the modules where a bug costs
 # money or availability; not part of `make test` or CI. MUTANTS narrows it to some
-# mutants by name, e.g. make mutate MUTANTS='server.application.pipeline.breaker*'. Results are
-# kept in mutants/ between runs (a mutant is tested again when its function changes;
-# RETEST=1 tests the survivors among MUTANTS again, explained ones aside, after new
-# tests, which it first maps to the functions they reach); the report of kill rates and
-# surviving mutants goes to build/mutation/report.md.
+# mutants by name, e.g. make mutate MUTANTS='server.application.pipeline.breaker*'.
+# It runs in a copy of the checkout's files as they are now (what .gitignore names
+# aside) in $(MUTATION_TREE), with the checkout's interpreter given by its absolute path,
+# so the checkout stays usable meanwhile and nothing depends on where its .venv is.
+# mutmut records each mutant's result in $(MUTATION_TREE)/mutants/ as it finishes: a
+# run stopped (Ctrl-C, a kill) keeps what it tested, still writes the report after a
+# Ctrl-C, and the next run goes on from there. A mutant is tested again when its
+# function changes; RETEST=1 tests the survivors among MUTANTS again, explained ones
+# aside, after new tests, which it first maps to the functions they reach. The report
+# of kill rates and surviving mutants goes to build/mutation/report.md (again, without
+# a run: $(BIN)/python -m tools.mutation_report).
 MUTANTS ?=
 RETEST ?=
 # Children in parallel: the selected tests mostly wait on loopback servers and timers,
 # so more children than cores keep the cores busy.
 MUTATION_CHILDREN ?= 6
+MUTATION_TREE := build/mutation/tree
 mutate: $(BIN)/gateway
-	mkdir -p build/mutation
-	if [ -n "$(RETEST)" ] && [ -d mutants ]; then \
+	mkdir -p $(MUTATION_TREE)
+	rsync -a --delete --exclude=/.git --filter=':- .gitignore' ./ $(MUTATION_TREE)/
+	if [ -n "$(RETEST)" ] && [ -d $(MUTATION_TREE)/mutants ]; then \
 		$(BIN)/python -m tools.mutation_report --forget-survivors $(MUTANTS); \
-		rm -f mutants/mutmut-stats.json; fi
-	start=$$(date +%s); \
-	nice $(BIN)/mutmut run --max-children $(MUTATION_CHILDREN) $(MUTANTS); \
-	status=$$?; \
+		rm -f $(MUTATION_TREE)/mutants/mutmut-stats.json; fi
+	trap : INT; start=$$(date +%s); cd $(MUTATION_TREE); \
+	nice $(abspath $(BIN))/mutmut run --max-children $(MUTATION_CHILDREN) $(MUTANTS); \
+	status=$$?; cd $(CURDIR); \
 	$(BIN)/python -m tools.mutation_report --seconds $$(( $$(date +%s) - start )) \
 		--output build/mutation/report.md; \
 	exit $$status

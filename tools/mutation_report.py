@@ -1,7 +1,8 @@
 """Writes the report of a mutation run (`make mutate`): the kill rate per module and
 every surviving mutant with its diff, or the reason it is left alive.
 
-Reads mutmut's own record of the results (`mutmut results --all true`). A survivor
+Reads mutmut's own record of the results (`mutmut results --all true`) in the copy
+`make mutate` runs in (build/mutation/tree). A survivor
 that no test can kill (an equivalent mutant: the change does not change behaviour) is
 listed in tools/mutation_explained.txt as `<mutant name>  <why>`; the report counts it
 as explained, not as a gap.
@@ -28,6 +29,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 MUTMUT = str(Path(sys.executable).with_name("mutmut"))
 EXPLAINED = ROOT / "tools" / "mutation_explained.txt"
+# The copy of the checkout `make mutate` runs mutmut in (MUTATION_TREE in the Makefile).
+TREE = ROOT / "build" / "mutation" / "tree"
 # mutmut's words for a mutant the tests caught, and for one they did not.
 CAUGHT = {"killed", "timeout", "segfault", "caught by type check"}
 MISSED = {"survived", "no tests", "suspicious"}
@@ -39,7 +42,7 @@ def results() -> dict[str, str]:
     """Every mutant's name and status, as mutmut recorded them."""
     out = subprocess.run(
         [MUTMUT, "results", "--all", "true"],
-        cwd=ROOT,
+        cwd=TREE,
         capture_output=True,
         text=True,
         check=True,
@@ -68,7 +71,7 @@ def module_of(name: str) -> str:
 
 def diff(name: str) -> str:
     shown = subprocess.run(
-        [MUTMUT, "show", name], cwd=ROOT, capture_output=True, text=True, check=False
+        [MUTMUT, "show", name], cwd=TREE, capture_output=True, text=True, check=False
     )
     return shown.stdout.strip()
 
@@ -123,7 +126,7 @@ def forget_survivors(patterns: list[str]) -> int:
     unless it is explained; returns how many."""
     keep = explained()
     forgotten = 0
-    for meta in (ROOT / "mutants").rglob("*.meta"):
+    for meta in (TREE / "mutants").rglob("*.meta"):
         data = json.loads(meta.read_text())
         codes = data.get("exit_code_by_key", {})
         # pytest's exit code 0: every test passed, the mutant survived; 5 and 33: no test
