@@ -37,6 +37,7 @@ from server.base.throttle import warn_throttled
 
 log = logging.getLogger(__name__)
 FIELDS = tuple(f.name for f in fields(UsageRecord))
+KEY_ID, REQUEST_ID = FIELDS.index("key_id"), FIELDS.index("request_id")
 # `{owner}.{serial}.jsonl`: the only files the spool reads.
 SEGMENT = re.compile(r"^(?P<owner>.+)\.(?P<serial>\d{8,})\.jsonl$")
 
@@ -110,12 +111,12 @@ class Spool:
         not in the database yet, or just written there (a segment goes once the
         database has its rows). This process's own rows are in its ledger's memory."""
         needle = orjson.dumps(request_id)
-        key = FIELDS.index("key_id")
+        wanted = (key_id, request_id)
         for _ in range(3):  # a segment renamed (adopted) while read: look again
             try:
                 for path in self.others():
                     for line in path.read_bytes().splitlines():
-                        if needle in line and _field(line, key) == key_id:
+                        if needle in line and _key_and_request(line) == wanted:
                             return True
                 return False
             except FileNotFoundError:
@@ -223,10 +224,12 @@ class Spool:
         return adopted
 
 
-def _field(line: bytes, index: int) -> object:
+def _key_and_request(line: bytes) -> tuple[object, object] | None:
+    """A row's key id and request id; None for a line that is not a row."""
     try:
-        return orjson.loads(line)[index]
-    except (orjson.JSONDecodeError, IndexError, TypeError):
+        row = orjson.loads(line)
+        return row[KEY_ID], row[REQUEST_ID]
+    except (orjson.JSONDecodeError, LookupError, TypeError):
         return None
 
 

@@ -257,3 +257,32 @@ async def test_count_request_before_identify_is_a_programming_error() -> None:
     accounts, _ = accounts_over(MemoryBudgets(nothing_spent))
     with pytest.raises(RuntimeError, match=r"^count_request\(\) before the caller was identified$"):
         await accounts.count_request(call(), 0.0)
+
+
+async def test_settled_waits_for_the_settlements_of_the_calls_answered_so_far() -> None:
+    accounts, _ = accounts_over(MemoryBudgets(nothing_spent))
+    await accounts.settled()  # none yet: at once
+    open_call = call()
+    principal = await accounts.identify(open_call, "api", RING)
+    await accounts.reserve(open_call, 10, lambda: 0.5)
+    accounts.close(open_call, None)
+    assert accounts._tasks  # settling in the background
+    await accounts.settled(0.5)  # less than a second is time enough
+    assert not accounts._tasks
+    assert await accounts.budget_left(principal) == pytest.approx(1.0)
+
+
+async def test_settled_gives_up_on_a_slow_settlement_after_its_time(redis_budgets) -> None:  # type: ignore[no-untyped-def]
+    budgets, proxy = redis_budgets
+    accounts, _ = accounts_over(budgets)
+    open_call = call()
+    principal = await accounts.identify(open_call, "api", RING)
+    await accounts.reserve(open_call, 10, lambda: 0.5)
+    proxy.stall()  # Redis stops answering: the settlement waits on it
+    accounts.close(open_call, None)
+    await asyncio.wait_for(accounts.settled(0.2), 5)
+    assert accounts._tasks  # still settling: shown reserved meanwhile
+    proxy.resume()
+    await asyncio.wait_for(accounts.settled(), 5)
+    assert not accounts._tasks
+    assert await accounts.budget_left(principal) == pytest.approx(1.0)

@@ -14,7 +14,7 @@ import pytest
 
 from server.accounting.admission import Admission, KeyDirectory, KeyRing
 from server.accounting.ratelimit import BucketLimiter
-from server.base.caller import Principal
+from server.base.caller import Level, Principal
 from server.base.config import KeyConfig, StorageConfig
 from server.base.errors import RateLimited, StorageUnavailable, Unauthenticated
 from server.storage import open_store
@@ -222,3 +222,62 @@ async def test_a_refusal_names_the_limit_it_hit(rpm, tpm, tokens, what, limit):
     )
     assert error.metadata == {"key": "team-a", "limit": limit}
     assert headers["retry-after"] == str(max(1, math.ceil(error.retry_after_s)))
+
+
+def in_team(key_id: str, name: str, tpm: int | None = 100) -> Principal:
+    """A key of team 'tight' (150 tokens a minute) of organisation 'acme' (1000)."""
+    return Principal(
+        key_id, name, "api", tokens_per_minute=tpm, team_id="team_t1", org_id="org_o1",
+        levels=(Level("org", "org_o1", "acme", tokens_per_minute=1000),
+                Level("team", "team_t1", "tight", tokens_per_minute=150)),
+    )  # fmt: skip
+
+
+async def test_a_level_above_the_key_refuses_and_the_levels_before_it_give_back():
+    limiter = BucketLimiter(window_s=60)
+    admission = Admission(KeyDirectory(None), limiter)
+    await admission.limit(in_team("k2", "other"), 100, "t0", {})  # the team's 100 of 150
+    headers: dict[str, str] = {}
+    with pytest.raises(RateLimited) as refused:
+        await admission.limit(in_team("k1", "dev"), 60, "t1", headers)
+    error = refused.value
+    assert error.message.startswith(
+        "rate limit of 150 tokens per minute exceeded for team 'tight'; retry after "
+    )
+    assert error.metadata == {"key": "dev", "limit": "150", "level": "team", "team": "team_t1"}
+    # The headers are the key's own, as callers know them; the wait is the team's.
+    assert headers["x-ratelimit-limit-tokens"] == "100"
+    assert headers["x-ratelimit-remaining-tokens"] == "40"
+    assert headers["retry-after"] == str(max(1, math.ceil(error.retry_after_s)))
+    assert headers["retry-after-ms"] == str(math.ceil(error.retry_after_s * 1000))
+    # The key's 60 tokens came back; the organisation, after the team, was never asked.
+    assert limiter.hit("k1", None, 100, 0).tokens_remaining == 100
+    assert limiter.hit("org:org_o1", None, 1000, 0).tokens_remaining == 900
+
+
+async def test_a_key_without_limits_of_its_own_is_told_its_first_level_s():
+    admission = Admission(KeyDirectory(None), BucketLimiter(window_s=60))
+    headers: dict[str, str] = {}
+    await admission.limit(in_team("k3", "free", tpm=None), 10, "t0", headers)
+    assert headers["x-ratelimit-limit-tokens"] == "150"
+    assert headers["x-ratelimit-remaining-tokens"] == "140"
+
+
+async def test_a_request_counted_alone_skips_levels_that_limit_only_tokens():
+    key = Principal(
+        "k4", "dev", "api", tokens_per_minute=100,
+        levels=(Level("team", "team_t2", "one-a-minute", requests_per_minute=1),),
+    )  # fmt: skip
+    admission = Admission(KeyDirectory(None), BucketLimiter(window_s=60))
+    await admission.limit(key, 0, "t0", {}, (True, False))
+    with pytest.raises(RateLimited, match="^rate limit of 1 requests per minute exceeded for "
+                                          "team 'one-a-minute'"):  # fmt: skip
+        await admission.limit(key, 0, "t1", {}, (True, False))
+
+
+async def test_a_wait_under_a_second_is_one_second_and_its_milliseconds():
+    key = Principal("k5", "dev", "api", tokens_per_minute=100)
+    error, headers = await refusal(key, [100, 1])  # one token: 0.6 s away
+    assert 0 < error.retry_after_s <= 1
+    assert headers["retry-after"] == "1"
+    assert headers["retry-after-ms"] == str(math.ceil(error.retry_after_s * 1000))

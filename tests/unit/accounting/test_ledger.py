@@ -321,3 +321,118 @@ async def test_a_full_spool_disk_costs_no_record_each_goes_to_the_database(tmp_p
         assert said[0].exc_info is None
     finally:
         await db.close()
+
+
+class WritesWhenLetGo(UsageStore):
+    """The real store, whose writes wait until the test lets them go: a write under
+    way, held there as long as the test needs."""
+
+    def __init__(self, db: Any) -> None:
+        super().__init__(db)
+        self.writing = asyncio.Event()
+        self.go = asyncio.Event()
+
+    async def insert(self, records: Any) -> None:
+        self.writing.set()
+        await self.go.wait()
+        await super().insert(records)
+
+
+async def until(condition: Any) -> None:
+    deadline = time.monotonic() + 5
+    while not condition():
+        assert time.monotonic() < deadline, "the condition never held"
+        await asyncio.sleep(0.005)
+
+
+async def test_a_flush_writes_the_rows_buffered_when_it_began_and_holds_them_until_written(
+    tmp_path,
+):
+    db = await connect(None, str(tmp_path / "ledger.db"))
+    await migrate(db)
+    usage = WritesWhenLetGo(db)
+    ledger = Ledger(usage, flush_interval_s=3600, spool=Spool(tmp_path / "spool", "w"))
+    try:
+        ledger.record(replace(ROW, request_id="first"))
+        flush = asyncio.ensure_future(ledger.flush())
+        await usage.writing.wait()
+        # Out of the buffer, not in the database yet: still the ledger's.
+        assert ledger.pending == 0 and ledger.holds("k1", "first")
+        assert not ledger.holds("k2", "first") and await ledger.has("k1", "first")
+        ledger.record(replace(ROW, request_id="second"))  # a call settled meanwhile
+        usage.go.set()
+        await flush
+        # The flush wrote the rows buffered when it began; the next one waits its turn,
+        # on disk as in memory.
+        rows = await db.fetch("SELECT request_id FROM usage_records")
+        assert [r["request_id"] for r in rows] == ["first"] and ledger.written == 1
+        assert not ledger.holds("k1", "first") and ledger.holds("k1", "second")
+        assert ledger.spool is not None
+        assert not ledger.spool.holds("k1", "first") and ledger.spool.holds("k1", "second")
+        await ledger.flush()
+        assert ledger.written == 2 and not ledger.holds("k1", "second")
+        assert ledger.spool.others() == [] and not ledger.spool.holds("k1", "second")
+    finally:
+        await ledger.aclose(1)
+        await db.close()
+
+
+async def test_a_request_is_found_wherever_its_row_is(tmp_path):
+    db, usage = await sqlite_usage(tmp_path)
+    spooled = tmp_path / "spool"
+    try:
+        await usage.insert([replace(ROW, request_id="stored")])
+        other = Spool(spooled, "w")  # another worker's, its row not written yet
+        other.append(replace(ROW, request_id="theirs"))
+        ledger = Ledger(usage, flush_interval_s=3600, spool=Spool(spooled, "w"))
+        ledger.record(replace(ROW, request_id="mine"))
+        unspooled = Ledger(usage, flush_interval_s=3600)
+        unspooled.record(replace(ROW, request_id="in memory"))
+        for request_id in ("stored", "theirs", "mine"):
+            assert await ledger.has("k1", request_id), request_id
+            assert not await ledger.has("k2", request_id), request_id
+        assert not await ledger.has("k1", "in memory") and not await ledger.has("k1", "never")
+        assert await unspooled.has("k1", "in memory") and await unspooled.has("k1", "stored")
+        assert not await unspooled.has("k1", "theirs")  # no spool: no other worker's
+        # Without a database nothing is recorded, and nothing found.
+        nowhere = Ledger(None)
+        nowhere.record(replace(ROW, request_id="lost"))
+        assert not await nowhere.has("k1", "lost") and not await nowhere.has("k1", "stored")
+        other.close()
+        await ledger.aclose(1)
+    finally:
+        await db.close()
+
+
+async def test_caught_up_writes_its_own_rows_and_waits_for_the_other_workers(tmp_path):
+    db, usage = await sqlite_usage(tmp_path)
+    spooled = tmp_path / "spool"
+    other = Ledger(usage, flush_interval_s=3600, spool=Spool(spooled, "w"))
+    ledger = Ledger(usage, flush_interval_s=3600, spool=Spool(spooled, "w"))
+    try:
+        other.record(replace(ROW, request_id="theirs"))
+        ledger.record(replace(ROW, request_id="mine"))
+        waiting = asyncio.ensure_future(ledger.caught_up(10))
+        await until(lambda: ledger.written == 1)
+        await asyncio.sleep(0.1)  # a few of its looks at the other's segment
+        assert not waiting.done()  # the other worker's row is not written yet
+        await other.flush()
+        await asyncio.wait_for(waiting, 5)
+        rows = await db.fetch("SELECT request_id FROM usage_records ORDER BY request_id")
+        assert [r["request_id"] for r in rows] == ["mine", "theirs"]
+        # A row of the other's that is never written: TimeoutError, after the time given.
+        other.record(replace(ROW, request_id="later"))
+        ledger_alone = Ledger(usage, flush_interval_s=3600, spool=Spool(spooled, "w"))
+        stuck = asyncio.ensure_future(ledger_alone.caught_up(0.1))
+        done, _ = await asyncio.wait({stuck}, timeout=5)
+        assert done and isinstance(stuck.exception(), TimeoutError)
+        await ledger_alone.aclose(1)
+        # Without a spool, its own rows only.
+        alone = Ledger(usage, flush_interval_s=3600)
+        alone.record(replace(ROW, request_id="alone"))
+        await asyncio.wait_for(alone.caught_up(1), 5)
+        assert alone.written == 1
+    finally:
+        for each in (other, ledger):
+            await each.aclose(1)
+        await db.close()

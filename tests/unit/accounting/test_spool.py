@@ -10,6 +10,7 @@ import logging
 import os
 import stat
 from dataclasses import replace
+from pathlib import Path
 
 from server.accounting.spool import Spool
 from tests.support.disks import died_spooling, full_disk, small_filesystem
@@ -190,3 +191,70 @@ def test_closing_twice_or_after_the_folder_was_emptied_is_harmless(tmp_path):
     spool.close()
     spool.close()
     assert files(tmp_path) == []
+
+
+def test_a_request_is_found_in_any_process_segment_until_its_segment_goes(tmp_path):
+    mine, other = Spool(tmp_path, "w"), Spool(tmp_path, "w")
+    mine.append(ROWS[0])
+    sealed = mine.seal()  # a flush under way: sealed, not yet written
+    mine.append(ROWS[1])
+    # Every field set: a line without a single null.
+    other.append(replace(ROW, request_id="theirs", cache_input_cost_usd=0.0, ttft_ms=1.0,
+                         difficulty=0.5, prompt="q", cache_write_cost_usd=0.0))  # fmt: skip
+    dead = died_spooling(tmp_path, "w", [replace(ROW, request_id="dead's")])
+    # A line the crash cut short names no request, even one spelled in it.
+    with open(tmp_path / f"{dead}.00000000.jsonl", "ab") as segment:
+        segment.write(b'[1000.0,"cut","k1"')
+    for spool in (mine, other):
+        for request_id in ("r0", "r1", "theirs", "dead's"):
+            assert spool.holds("k1", request_id), (spool.name, request_id)
+            assert not spool.holds("k2", request_id)  # the same id, another key's
+        assert not spool.holds("k1", "r2")  # never recorded
+        assert not spool.holds("k1", "p1")  # a row's prompt, not its request id
+        assert not spool.holds("k1", "cut")
+    Spool.discard(sealed)  # its rows are in the database now
+    assert not mine.holds("k1", "r0") and not other.holds("k1", "r0")
+    assert mine.holds("k1", "r1")
+    mine.close()
+    other.close()
+
+
+def test_a_segment_adopted_while_it_is_read_is_looked_for_again(tmp_path, monkeypatch):
+    died_spooling(tmp_path, "w", [ROW])
+    looking, adopting = Spool(tmp_path, "w"), Spool(tmp_path, "w")
+    read = Path.read_bytes
+
+    def adopted_meanwhile(path: Path) -> bytes:
+        # Another process starting adopts the dead one's segment between this one's
+        # listing of the folder and its read: the path listed is gone.
+        monkeypatch.setattr(Path, "read_bytes", read)
+        assert adopting.recover() == [ROW]
+        return read(path)
+
+    monkeypatch.setattr(Path, "read_bytes", adopted_meanwhile)
+    assert looking.holds(ROW.key_id, ROW.request_id)
+    looking.close()
+    adopting.close()
+
+
+def test_the_segments_of_other_processes_that_hold_rows(tmp_path, monkeypatch):
+    mine, idle, busy = Spool(tmp_path, "w"), Spool(tmp_path, "w"), Spool(tmp_path, "w")
+    mine.append(ROW)
+    busy.append(ROW)
+    sealed = busy.seal()
+    busy.append(ROW)
+    # Neither this process's own segments nor an idle one's empty current segment.
+    assert mine.others() == [busy.folder / f"{busy.name}.{n:08d}.jsonl" for n in (0, 1)]
+    assert [p.name.rsplit(".", 2)[0] for p in idle.others()] == sorted(
+        [mine.name, busy.name, busy.name]
+    )
+    Spool.discard(sealed)
+    assert mine.others() == [busy.folder / f"{busy.name}.00000001.jsonl"]
+    # A segment deleted between the listing and the look at its size (its rows just
+    # written by its process) is not among them, and is no error.
+    listed = mine._segments()
+    Spool.discard([busy.folder / f"{busy.name}.00000001.jsonl"])
+    monkeypatch.setattr(mine, "_segments", lambda: listed)
+    assert mine.others() == []
+    for spool in (mine, idle, busy):
+        spool.close()
