@@ -105,3 +105,26 @@ def test_a_session_ends_exactly_at_its_expiry() -> None:
     assert sessions.version(opened, "key-a", now=1100.0) is None
     # Opened long ago: over now, whatever the clock of the one that opened it said.
     assert sessions.version(opened, "key-a") is None
+
+
+def test_the_longest_session_id_taken_is_512_characters() -> None:
+    # (No id of 512 characters can be made: its payload's base64 would be 4k+1 long.)
+    sessions = Sessions(SECRET, 100)
+    by_length = {}
+    for size in range(250, 450):  # the version's length sets the id's
+        version = "v" * size
+        by_length.setdefault(len(sessions.open("key-a", version)), version)
+    for length, taken in ((511, True), (513, False), (553, False)):
+        version = by_length[length]
+        opened = sessions.open("key-a", version)
+        assert len(opened) == length
+        assert (sessions.version(opened, "key-a") == version) is taken, length
+
+
+def test_every_payload_survives_the_unpadded_base64() -> None:
+    from http_facade.mcp_sessions import _b64, _unb64
+
+    # Encodings ending in "X" or needing one or two "=" of padding among them.
+    for data in (b"\x00\x00\x17", b"\xff", b"\xff\xfe", b"", bytes(range(256))):
+        assert _unb64(_b64(data)) == data
+        assert "=" not in _b64(data)
