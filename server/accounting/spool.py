@@ -107,14 +107,14 @@ class Spool:
         return sealed
 
     def holds(self, key_id: str, request_id: str) -> bool:
-        """Whether another process's segment holds a row of this key's request: one
-        not in the database yet, or just written there (a segment goes once the
-        database has its rows). This process's own rows are in its ledger's memory."""
+        """Whether a segment in the folder, this process's or another's, holds a row
+        of this key's request: one not in the database yet, or just written there (a
+        segment goes once the database has its rows)."""
         needle = orjson.dumps(request_id)
         wanted = (key_id, request_id)
         for _ in range(3):  # a segment renamed (adopted) while read: look again
             try:
-                for path in self.others():
+                for _owner, path in self._segments():
                     for line in path.read_bytes().splitlines():
                         if needle in line and _key_and_request(line) == wanted:
                             return True
