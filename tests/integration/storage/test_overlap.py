@@ -28,7 +28,7 @@ from tests.support.upstreams.config import PRICE, model, provider
 from tests.support.upstreams.openai import OpenAIWire
 
 # Long enough for every request of a burst to be admitted while the first are held.
-HOLD_S = 0.6
+HOLD_S = 3.0  # long enough that the whole burst arrives while two are held, loaded or not
 BURST = 24
 MAX_TOKENS = 20
 BUDGET_KEY = "overlap-budget-key-0000000"
