@@ -75,12 +75,14 @@ def mcp_config(url: str, **mcp: Any) -> dict[str, Any]:
     """The default config plus the two servers (`web` over HTTP, `local` over stdio)
     and the three keys."""
     data = default_config_dict()
+    # A stdio child's first answer includes its start (its imports): on a loaded machine
+    # that takes seconds. Tests of a timeout set their own.
     data["mcp"] = {
         "servers": [
-            {"id": "web", "transport": "http", "url": url, "timeout_s": 5,
+            {"id": "web", "transport": "http", "url": url, "timeout_s": 30,
              "price_per_call": 0.002},
             {"id": "local", "transport": "stdio", "command": sys.executable,
-             "args": STDIO_ARGS, "timeout_s": 5, "price_per_call": 0.001,
+             "args": STDIO_ARGS, "timeout_s": 30, "price_per_call": 0.001,
              "env": {"MCP_TEST_TOKEN": "GW_TEST_CHILD_TOKEN"}, "tools": {"deny": ["hidden"]}},
         ],
         "max_result_bytes": 1024 * 1024,
