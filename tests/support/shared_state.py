@@ -18,7 +18,7 @@ from redis.asyncio import Redis
 from server.base import costs, tokens
 from server.base.config import Price
 from server.base.generation import GenerationRequest, Message
-from tests.support.gateways import PATIENT_STORAGE_S, default_config_dict
+from tests.support.gateways import default_config_dict
 
 PG_ADMIN_URL = "postgresql://postgres@127.0.0.1:5432/test"
 REDIS_URL = "redis://127.0.0.1:6379/0"
@@ -77,11 +77,7 @@ def config_with(
 ) -> dict[str, Any]:
     """The test config (instant simulated models) plus an admin key and the storage given."""
     data = default_config_dict()
-    data["storage"] = {
-        "sqlite_path": sqlite_path,
-        "redis_prefix": redis_prefix,
-        "timeout_s": PATIENT_STORAGE_S,
-    }
+    data["storage"] |= {"sqlite_path": sqlite_path, "redis_prefix": redis_prefix}
     if database_url:
         data["storage"]["database_url"] = database_url
     if redis_url:

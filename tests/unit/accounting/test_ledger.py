@@ -26,6 +26,7 @@ from server.storage.migrations import migrate
 from server.storage.usage import UsageStore
 from tests.support.disks import died_spooling, full_disk
 from tests.support.faults import tcp_proxy
+from tests.support.gateways import wait_for
 
 ROW = UsageRecord(
     ts=1000.0, request_id="r1", key_id="k1", key_name="one", method="/chat", model="m",
@@ -338,13 +339,6 @@ class WritesWhenLetGo(UsageStore):
         await super().insert(records)
 
 
-async def until(condition: Any) -> None:
-    deadline = time.monotonic() + 30  # a deadline for a failure, not a pace
-    while not condition():
-        assert time.monotonic() < deadline, "the condition never held"
-        await asyncio.sleep(0.005)
-
-
 async def test_a_flush_writes_the_rows_buffered_when_it_began_and_holds_them_until_written(
     tmp_path,
 ):
@@ -413,7 +407,7 @@ async def test_caught_up_writes_its_own_rows_and_waits_for_the_other_workers(tmp
         other.record(replace(ROW, request_id="theirs"))
         ledger.record(replace(ROW, request_id="mine"))
         waiting = asyncio.ensure_future(ledger.caught_up(10))
-        await until(lambda: ledger.written == 1)
+        await wait_for(lambda: ledger.written == 1)
         await asyncio.sleep(0.1)  # a few of its looks at the other's segment
         assert not waiting.done()  # the other worker's row is not written yet
         await other.flush()
