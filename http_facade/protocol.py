@@ -2,9 +2,13 @@
 caller's side.
 
     header_timeout_s  a connection must send a whole request head within this time of
-                      opening (or of its previous response): one that drips its headers
-                      (slowloris) is answered 408 and closed, one that sends nothing is
-                      closed
+                      opening (or of its head's first byte, after a response): one that
+                      drips its headers (slowloris) is answered 408 and closed, one that
+                      sends nothing is closed
+    idle_timeout_s    a kept-alive connection may wait this long for its next request
+                      (uvicorn's keep-alive bound); longer than the common clients' pool
+                      expiry (5 s for httpx and Node), so a client does not send on a
+                      connection the gateway is closing
     send_timeout_s    a client that reads nothing while the gateway has data waiting
                       for it has its connection closed after this long: a stream it does
                       not read ends (the facade sees a disconnect and releases the
@@ -18,6 +22,10 @@ caller's side.
                       write side closes (so the client reads the answer, not a reset),
                       and what it still sends is read and dropped, up to LINGER_BYTES
                       or this long; never parsed as another request
+
+An idle bound that fires as a request waits in the socket (the loop was busy past it:
+uvloop runs due timers before it polls) does not close the connection: the request is
+read and served.
 
 Each request's scope carries the connection's CONNECTION_GONE future, completed when
 the client closes the connection: the facade cancels a request's work on it directly,
@@ -35,6 +43,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import select
 import time
 import weakref
 from collections.abc import Awaitable, Mapping
@@ -108,7 +117,9 @@ async def unless_gone(scope: Mapping[str, Any], work: Awaitable[T]) -> T:
         gone.remove_done_callback(cancel)
 
 
-def bounded_protocol(header_timeout_s: float, send_timeout_s: float) -> type[HttpToolsProtocol]:
+def bounded_protocol(
+    header_timeout_s: float, idle_timeout_s: float, send_timeout_s: float
+) -> type[HttpToolsProtocol]:
     """The protocol class to give uvicorn (`uvicorn.Config(http=...)`)."""
 
     class BoundedProtocol(HttpToolsProtocol):
@@ -124,6 +135,8 @@ def bounded_protocol(header_timeout_s: float, send_timeout_s: float) -> type[Htt
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
             self.parser.set_dangerous_leniencies(lenient_headers=True)
+            # uvicorn's config takes whole seconds; its timer (call_later) takes any.
+            self.timeout_keep_alive = idle_timeout_s  # type: ignore[assignment]
 
         def connection_made(self, transport: Any) -> None:
             super().connection_made(transport)
@@ -147,6 +160,8 @@ def bounded_protocol(header_timeout_s: float, send_timeout_s: float) -> type[Htt
                     self.transport.close()
                 return
             if self._in_head:
+                if not self._head_bytes and self._header_timer is None:
+                    self._arm_header_timer()  # the next request's head has begun
                 self._head_bytes += len(data)
             super().data_received(data)
             # Still no whole head (the body may have come in the same read: not counted).
@@ -184,7 +199,9 @@ def bounded_protocol(header_timeout_s: float, send_timeout_s: float) -> type[Htt
                 self._linger()
                 return
             self._head_bytes, self._in_head = 0, True
-            self._arm_header_timer()
+            if self._header_timer is not None:
+                self._header_timer.cancel()
+                self._header_timer = None  # idle now: uvicorn's keep-alive bound applies
 
         def pause_writing(self) -> None:
             super().pause_writing()
@@ -196,6 +213,12 @@ def bounded_protocol(header_timeout_s: float, send_timeout_s: float) -> type[Htt
             if self._send_timer is not None:
                 self._send_timer.cancel()
                 self._send_timer = None
+
+        def timeout_keep_alive_handler(self) -> None:
+            if self._request_waiting():
+                self.timeout_keep_alive_task = None
+                return  # read next; its head has the header bound
+            super().timeout_keep_alive_handler()
 
         def send_400_response(self, msg: str) -> None:
             if self._head_too_large:
@@ -238,10 +261,21 @@ def bounded_protocol(header_timeout_s: float, send_timeout_s: float) -> type[Htt
             if self._head_bytes:
                 message = f"no complete request head within {header_timeout_s:g}s"
                 self._respond(408, RequestTimeout(message))
+            elif self._request_waiting():
+                self._arm_header_timer()  # its bytes are read next
             else:
-                # Nothing asked (a silent or idle keep-alive connection): an unasked
-                # 408 could be read as the answer to a request crossing it; just close.
+                # Nothing asked (a silent connection): an unasked 408 could be read as
+                # the answer to a request crossing it; just close.
                 self.transport.close()
+
+        def _request_waiting(self) -> bool:
+            """Whether the socket holds bytes not yet read (or the client's end)."""
+            sock = self.transport.get_extra_info("socket")
+            if sock is None:
+                return False
+            poller = select.poll()
+            poller.register(sock.fileno(), select.POLLIN)
+            return bool(poller.poll(0))
 
         def _send_timed_out(self) -> None:
             self._send_timer = None

@@ -521,6 +521,10 @@ class ServerConfig(Strict):
     # HTTP: seconds a connection has to send a whole request head (after opening, or
     # after its previous response); slower ones get 408 and are closed.
     header_timeout_s: float = Field(default=10, gt=0)
+    # HTTP: seconds a kept-alive connection may wait for its next request; longer than
+    # clients keep idle connections (5 s for httpx and Node) and than a load balancer's
+    # idle bound (60 s for most), so neither sends on a connection being closed.
+    idle_timeout_s: float = Field(default=75, gt=0)
     # HTTP: seconds to receive a whole request body once its head is in (408 after).
     body_timeout_s: float = Field(default=30, gt=0)
     # HTTP: seconds a client may leave sent data unread before its connection is closed

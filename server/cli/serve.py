@@ -502,7 +502,9 @@ async def start_http(
     from http_facade.accept import AcceptingServer
     from http_facade.protocol import bounded_protocol
 
-    protocol = bounded_protocol(settings.header_timeout_s, settings.send_timeout_s)
+    protocol = bounded_protocol(
+        settings.header_timeout_s, settings.idle_timeout_s, settings.send_timeout_s
+    )
     config = uvicorn.Config(
         app, host=settings.host, port=settings.http_port if port is None else port,
         log_level="warning", lifespan="off", timeout_graceful_shutdown=max(1, round(grace_s)),

@@ -7,15 +7,24 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
+import threading
 import time
 
 import pytest
+import uvloop
 
+from server.base import config
+from server.cli import serve as app
 from tests.support.faults import SSE_HEAD, RawRequest, raw_upstream
 from tests.support.gateways import API_KEY, default_config_dict, running_gateway
 from tests.support.upstreams.config import model, provider, with_models
 
-BOUNDS = {"header_timeout_s": 0.5, "body_timeout_s": 0.5, "send_timeout_s": 0.5}
+BOUNDS = {
+    "header_timeout_s": 0.5,
+    "idle_timeout_s": 0.5,
+    "body_timeout_s": 0.5,
+    "send_timeout_s": 0.5,
+}
 
 
 @pytest.fixture(scope="module")
@@ -213,3 +222,69 @@ async def test_a_413_before_the_body_is_read_ends_the_connection_with_no_second_
     assert raw.count(b"HTTP/1.1 ") == 1, raw
     status, error = _status_and_json(raw)
     assert status == 413 and "exceeds 1024 bytes" in error["error"]["message"]
+
+
+MODELS_REQUEST = (
+    b"GET /v1/models HTTP/1.1\r\nhost: x\r\nx-api-key: " + API_KEY.encode() + b"\r\n\r\n"
+)
+
+
+@pytest.mark.parametrize("kept_alive", [False, True], ids=["new-connection", "kept-alive"])
+def test_a_request_waiting_in_the_socket_is_served_when_an_idle_bound_fires_late(
+    kept_alive: bool,
+) -> None:
+    """A gateway whose loop was busy past its idle bounds (a loaded machine) finds, when it
+    looks again, both a due timer and a request in the socket. uvloop runs due timers
+    before it polls the sockets: the connection must not be closed as idle at the moment
+    its client sent on it."""
+    data = default_config_dict()
+    data["server"].update(header_timeout_s=0.5, idle_timeout_s=0.5)
+    loop = uvloop.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    gw = asyncio.run_coroutine_threadsafe(app.start(config.parse(data, "test")), loop).result(60)
+    busy = threading.Event()
+    # Busy in an I/O callback: the loop's next turn starts with its due timers.
+    wake, woken = socket.socketpair()
+
+    def block() -> None:
+        loop.remove_reader(woken.fileno())
+        busy.set()
+        time.sleep(1)  # past both bounds: when it returns, their timers are due
+
+    try:
+        with socket.create_connection(("127.0.0.1", gw.http_port), timeout=30) as sock:
+            if kept_alive:
+                sock.sendall(MODELS_REQUEST)
+                assert _one_answer(sock).startswith(b"HTTP/1.1 200")
+            loop.call_soon_threadsafe(loop.add_reader, woken.fileno(), block)
+            wake.send(b"!")
+            assert busy.wait(30)
+            sock.sendall(MODELS_REQUEST)  # arrives while the loop is busy
+            assert _one_answer(sock).startswith(b"HTTP/1.1 200")
+    finally:
+        asyncio.run_coroutine_threadsafe(gw.stop(), loop).result(60)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(30)
+        loop.close()
+        wake.close()
+        woken.close()
+
+
+def _one_answer(sock: socket.socket) -> bytes:
+    """Reads one whole response (framed by its content-length), or to the connection's end."""
+    raw = b""
+    while b"\r\n\r\n" not in raw or len(raw.partition(b"\r\n\r\n")[2]) < _length(raw):
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        raw += chunk
+    return raw
+
+
+def _length(raw: bytes) -> int:
+    for line in raw.partition(b"\r\n\r\n")[0].split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            return int(value)
+    return 0
