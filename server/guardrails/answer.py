@@ -26,7 +26,15 @@ from server.base.generation import (
     TextDelta,
     ToolCallDelta,
 )
-from server.guardrails.guard import OPAQUE, PLACEHOLDER, Guard, GuardrailBlocked, apply
+from server.guardrails.guard import (
+    NO_KEY_OPAQUE,
+    OPAQUE,
+    PLACEHOLDER,
+    Guard,
+    GuardrailBlocked,
+    apply,
+    tool_payload,
+)
 
 # Characters of addresses, keys and tokens: a run of them reaching a stream's head is
 # held back whole (placeholders' brackets included, for restoring them).
@@ -217,7 +225,7 @@ class _Answer:
         lands in the string where the value starts."""
         if not self.native:
             return
-        leaves: list[tuple[dict[str, Any], str]] = []
+        leaves: list[tuple[Any, Any]] = []
         copies = [dataclasses.replace(e, data=_leaves(json.loads(json.dumps(e.data)), leaves))
                   for e in self.native]  # fmt: skip
         texts = [container[key] for container, key in leaves]
@@ -231,15 +239,20 @@ class _Answer:
         yield from copies
 
 
-def _leaves(data: Any, found: list[tuple[dict[str, Any], str]]) -> Any:
-    """Notes every prose string of `data` (its container and key), in order."""
+def _leaves(data: Any, found: list[tuple[Any, Any]], opaque: frozenset[str] = OPAQUE) -> Any:
+    """Notes every prose string of `data` (its container and key or index), in order."""
     if isinstance(data, dict):
         for key, value in data.items():
-            if isinstance(value, str) and key not in OPAQUE:
-                found.append((data, key))
+            if isinstance(value, str):
+                if key not in opaque:
+                    found.append((data, key))
             else:
-                _leaves(value, found)
+                _leaves(value, found, NO_KEY_OPAQUE if tool_payload(data, key) else opaque)
     elif isinstance(data, list):
-        for item in data:
-            _leaves(item, found)
+        for index, item in enumerate(data):
+            if isinstance(item, str):
+                if not opaque:  # a list of strings in a tool's own JSON
+                    found.append((data, index))
+            else:
+                _leaves(item, found, opaque)
     return data

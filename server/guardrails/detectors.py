@@ -2,6 +2,12 @@
 compiled with RE2 into one pattern per guardrail, so a text is scanned once, in time
 linear in its length, whatever the patterns.
 
+A text is scanned as its ASCII look-alike: any script's decimal digits as 0-9, the
+full-width forms as ASCII, every space separator (a no-break space, a thin space) as a
+space, every dash as a hyphen, and invisible format characters (a zero-width space, a
+soft hyphen) left out; a finding covers the original characters. So `４１１１ １１１１…`
+or a card number spaced with no-break spaces is the card it reads as.
+
 A built-in match is then checked where its kind has a checksum or a grammar (Luhn for
 cards, mod-97 for IBANs, the address parsers for IPs, the SSA's rules for SSNs): a
 string of digits that only looks like a card is left alone.
@@ -10,7 +16,7 @@ string of digits that only looks like a card is left alone.
     phone        international (+country) or grouped national numbers, 7-15 digits
     credit_card  13-19 digits, spaced or dashed, passing Luhn
     iban         country, check digits and account, passing mod-97
-    us_ssn       AAA-GG-SSSS, not 000, 666 or 9xx areas, no zero group or serial
+    us_ssn       AAA-GG-SSSS (or spaced), not 000, 666 or 9xx areas, no zero group or serial
     ipv4, ipv6   addresses the standard library parses
     api_key      OpenAI, Anthropic, AWS, GitHub, GitLab, Slack, Google, Hugging Face, Stripe
     jwt          three base64url segments, the first two JSON objects
@@ -21,6 +27,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -72,7 +79,7 @@ def iban(text: str) -> bool:
 
 
 def us_ssn(text: str) -> bool:
-    area, group, serial = text.split("-")
+    area, group, serial = re.split("[- ]", text)
     return area not in ("000", "666") and area[0] != "9" and group != "00" and serial != "0000"
 
 
@@ -126,7 +133,7 @@ BUILTINS: dict[str, Builtin] = {
     ),
     "iban": Builtin(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}\b", 42, iban),
     "credit_card": Builtin(r"\b\d(?:[ -]?\d){12,18}\b", 40, luhn),
-    "us_ssn": Builtin(r"\b\d{3}-\d{2}-\d{4}\b", 11, us_ssn),
+    "us_ssn": Builtin(r"\b\d{3}-\d{2}-\d{4}\b|\b\d{3} \d{2} \d{4}\b", 11, us_ssn),
     "ipv6": Builtin(rf"(?:{_HEX}{{0,4}}:){{2,7}}{_HEX}{{0,4}}", None, ipv6),
     # Dotted runs longer than four (a version, 1.2.3.4.5) fail the check whole.
     "ipv4": Builtin(r"\b(?:\d{1,3}\.){3}\d{1,3}(?:\.\d+)*\b", None, ipv4),
@@ -144,6 +151,45 @@ BUILTINS: dict[str, Builtin] = {
 _HINT = re.compile(
     r"[0-9@:]|eyJ|-----BEGIN|sk-|AKIA|ASIA|gh[pousr]_|glpat-|xox|AIza|hf_|github_pat_"
 )
+
+
+class _Folding(dict[int, str | None]):
+    """str.translate's table for the ASCII look-alike of a text, filled as characters
+    are met (most texts meet few), to a bound: past it, characters are folded uncached."""
+
+    BOUND = 1 << 16
+
+    def __missing__(self, code: int) -> str | None:
+        char = chr(code)
+        kind = unicodedata.category(char)
+        folded: str | None = char
+        if kind == "Nd":
+            folded = str(unicodedata.digit(char))
+        elif kind == "Zs":
+            folded = " "
+        elif kind == "Pd" or code == 0x2212:  # dashes, and the minus sign
+            folded = "-"
+        elif kind == "Cf":
+            folded = None
+        elif 0xFF01 <= code <= 0xFF5E:  # full-width ASCII
+            folded = chr(code - 0xFEE0)
+        if len(self) < self.BOUND:
+            self[code] = folded
+        return folded
+
+
+_FOLDING = _Folding()
+
+
+def folded(text: str) -> tuple[str, list[int] | None]:
+    """`text` as scanned, and where each of its characters was in `text` (None when
+    they are where they were: nothing was left out)."""
+    if text.isascii():
+        return text, None
+    out = text.translate(_FOLDING)
+    if len(out) == len(text):
+        return out, None
+    return out, [i for i, char in enumerate(text) if _FOLDING[ord(char)] is not None]
 
 
 class Scanner:
@@ -168,15 +214,19 @@ class Scanner:
     def find(self, text: str) -> list[Finding]:
         if self._pattern is None or not text:
             return []
-        if self._hint is not None and self._hint.search(text) is None:
+        scanned, places = folded(text)
+        if self._hint is not None and self._hint.search(scanned) is None:
             return []
         found = []
-        for match in self._pattern.finditer(text):
+        for match in self._pattern.finditer(scanned):
             group = match.lastgroup
-            if group is None or match.end() == match.start():
+            start, end = match.span()
+            if group is None or end == start:
                 continue
             check = self._checks.get(group)
             if check is not None and not check(match.group()):
                 continue
-            found.append(Finding(match.start(), match.end(), self._entities[group]))
+            if places is not None:
+                start, end = places[start], places[end - 1] + 1
+            found.append(Finding(start, end, self._entities[group]))
         return found

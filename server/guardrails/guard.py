@@ -32,6 +32,7 @@ from server.base.generation import (
     GenerationRequest,
     Message,
     TextPart,
+    ToolSpec,
 )
 from server.guardrails.detectors import Finding, Scanner
 from server.guardrails.presidio import PresidioScanner, available
@@ -45,6 +46,12 @@ OPAQUE = frozenset({"id", "type", "role", "model", "signature", "thoughtSignatur
                     "thought_signature", "encrypted_content", "data", "media_type", "mimeType",
                     "mime_type", "tool_use_id", "call_id", "file_id", "fileUri", "file_uri",
                     "url", "image_url", "thinking", "name", "status", "stop_reason"})  # fmt: skip
+# A tool's own JSON (its arguments, its result, its schema) is prose whatever its keys are
+# named: a `name`, `id` or `data` there is the caller's, so none of its keys is opaque.
+NO_KEY_OPAQUE: frozenset[str] = frozenset()
+# An MCP result's content blocks hold media (`data`, `blob`) and addresses the gateway
+# must not rewrite; the rest of a result (`structuredContent`, text) is the tool's own.
+MCP_CONTENT_OPAQUE = frozenset({"type", "mimeType", "data", "blob", "uri"})
 PLACEHOLDER = re.compile(r"\[[A-Z][A-Z0-9_]*_\d+\]")
 DEFAULT_HOLDBACK = 48
 
@@ -208,31 +215,38 @@ class Guard:
         return placeholder
 
     def arguments(self, arguments: str, phase: str = "tool_calls") -> str:
-        """JSON arguments redacted in their string values only (still valid JSON); text
-        that is not JSON (cut short) as text."""
+        """JSON arguments redacted in their string values, every one (still valid JSON);
+        text that is not JSON (cut short) as text."""
         if not self.active(phase):
             return arguments
         try:
             value = json.loads(arguments)
         except ValueError:
             return self.text(arguments, phase)
-        return json.dumps(self._json(value, phase))
+        return json.dumps(self._json(value, phase, opaque=NO_KEY_OPAQUE))
 
     def value(self, value: Any, phase: str) -> Any:
-        """A JSON value (an MCP tool's arguments or result) redacted in its prose
-        strings only."""
-        return self._json(value, phase) if self.active(phase) else value
+        """An MCP tool's arguments or result redacted in its strings: every one, but the
+        media and addresses of a result's content blocks."""
+        if not self.active(phase):
+            return value
+        if isinstance(value, dict) and isinstance(value.get("content"), list):
+            content = [self._json(block, phase, opaque=MCP_CONTENT_OPAQUE)
+                       for block in value["content"]]  # fmt: skip
+            rest = {k: v for k, v in value.items() if k != "content"}
+            return {**self._json(rest, phase, opaque=NO_KEY_OPAQUE), "content": content}
+        return self._json(value, phase, opaque=NO_KEY_OPAQUE)
 
-    def _json(self, value: Any, phase: str, key: str = "") -> Any:
+    def _json(self, value: Any, phase: str, key: str = "", opaque: frozenset[str] = OPAQUE) -> Any:
         if isinstance(value, str):
-            return value if key in OPAQUE else self.text(value, phase)
+            return value if key in opaque else self.text(value, phase)
         if isinstance(value, list):
-            return [self._json(v, phase, key) for v in value]
+            return [self._json(v, phase, key, opaque) for v in value]
         if isinstance(value, dict):
             prose = _prose_data(value.get("type"))
             return {
                 k: self.text(v, phase) if k == "data" and prose and isinstance(v, str)
-                else self._json(v, phase, k)
+                else self._json(v, phase, k, NO_KEY_OPAQUE if tool_payload(value, k) else opaque)
                 for k, v in value.items()
             }  # fmt: skip
         return value
@@ -246,6 +260,7 @@ class Guard:
         messages = tuple(self._message(m) for m in request.messages)
         prompt = self.text(request.prompt, "input") if request.prompt else request.prompt
         prompts = tuple(self.text(p, "input") if isinstance(p, str) else p for p in request.prompts)
+        tools = tuple(self._tool(t) for t in request.tools) if self.active("input") else ()
         native = request.native
         if native is not None and self.active("input"):
             native = dataclasses.replace(
@@ -255,8 +270,18 @@ class Guard:
             )
         self.report()
         return dataclasses.replace(
-            request, messages=messages, prompt=prompt, prompts=prompts, native=native
-        )
+            request, messages=messages, prompt=prompt, prompts=prompts, native=native,
+            tools=tools or request.tools,
+        )  # fmt: skip
+
+    def _tool(self, tool: ToolSpec) -> ToolSpec:
+        """A tool's description and schema as the model reads them (its name is an
+        identifier the model calls it by)."""
+        description = self.text(tool.description, "input") if tool.description else None
+        parameters = tool.parameters
+        if parameters is not None:
+            parameters = self._json(parameters, "input", opaque=NO_KEY_OPAQUE)
+        return dataclasses.replace(tool, description=description, parameters=parameters)
 
     def _message(self, message: Message) -> Message:
         phase = "tool_results" if message.role == "tool" else "input"
@@ -281,9 +306,9 @@ class Guard:
         return self._json(dict(body), "input")
 
     def _proto(self, message: ProtoMessage) -> None:
-        if isinstance(message, struct_pb2.Struct):
+        if isinstance(message, struct_pb2.Struct):  # a tool's arguments, result or schema
             for key in list(message.fields):
-                self._value(message.fields[key], key)
+                self._value(message.fields[key])
             return
         prose = _prose_data(getattr(message, "type", None))
         for field, value in message.ListFields():
@@ -300,15 +325,15 @@ class Guard:
                 else:
                     setattr(message, field.name, self.text(value, "input"))
 
-    def _value(self, value: struct_pb2.Value, key: str) -> None:
+    def _value(self, value: struct_pb2.Value) -> None:
         kind = value.WhichOneof("kind")
-        if kind == "string_value" and key not in OPAQUE:
+        if kind == "string_value":
             value.string_value = self.text(value.string_value, "input")
         elif kind == "struct_value":
             self._proto(value.struct_value)
         elif kind == "list_value":
             for item in value.list_value.values:
-                self._value(item, key)
+                self._value(item)
 
     def texts(self, texts: Sequence[Any]) -> tuple[Any, ...]:
         """Embedding inputs: strings scanned, token ids as they are."""
@@ -348,6 +373,18 @@ def apply(text: str, start: int, end: int, edits: Sequence[tuple[int, int, str]]
         position = max(position, min(edit_end, end))
     out.append(text[position:end])
     return "".join(out)
+
+
+def tool_payload(container: Mapping[str, Any], key: str) -> bool:
+    """Whether `container[key]` in a native body or event is a tool's own JSON: a
+    Messages tool use's `input`, a Gemini function call's `args` or its answer's
+    `response` (objects without a `type`, unlike a Responses event's `response`)."""
+    if key == "input":
+        return container.get("type") in TOOL_USES
+    return key in ("args", "response") and "type" not in container
+
+
+TOOL_USES = frozenset({"tool_use", "server_tool_use", "mcp_tool_use"})
 
 
 def _prose_data(kind: Any) -> bool:

@@ -19,9 +19,9 @@ from tests.support.gateways import ROOT, running_gateway
 from tests.support.mcp.upstreams import ALICE, BOB, NOBODY, http_upstream, mcp_config, sdk_client
 
 GENERATIONS = ["auto", "legacy"]
-ALICE_TOOLS = {f"web__{t}" for t in ("add", "echo", "whoami", "headers", "hidden", "slow",
-               "fail", "big", "die")} | {f"local__{t}" for t in ("add", "echo", "whoami",
-               "headers", "slow", "fail", "big", "die")}  # fmt: skip
+ALICE_TOOLS = {f"web__{t}" for t in ("add", "echo", "record", "whoami", "headers", "hidden",
+               "slow", "fail", "big", "die")} | {f"local__{t}" for t in ("add", "echo", "record",
+               "whoami", "headers", "slow", "fail", "big", "die")}  # fmt: skip
 
 
 @pytest.fixture(scope="module")

@@ -39,6 +39,13 @@ def echo(text: str) -> str:
 
 
 @server.tool()
+def record(name: str, data: str) -> dict[str, str]:
+    """Gives back a record of its arguments as structured content, under keys that
+    name no prose (`id`, `url`)."""
+    return {"name": name, "data": data, "id": name, "url": data}
+
+
+@server.tool()
 def whoami() -> str:
     """The variables of the server's environment whose names start with MCP_ or GW_."""
     seen = {k: v for k, v in os.environ.items() if k.startswith(("MCP_", "GW_"))}
