@@ -9,12 +9,14 @@ PROTOS := $(wildcard proto/gateway/v1/*.proto)
 # The exact versions (with their hashes) of the runtime and `dev` dependencies that CI
 # installs and tests; `make lock` writes it from pyproject.toml.
 LOCK := requirements-dev.lock
+# The runtime dependencies alone, at the versions of $(LOCK): what the image installs.
+RUNTIME_LOCK := requirements.lock
 # The lock's resolver, pinned so every machine writes the same lock; only `make lock` needs it.
 UV_VERSION := 0.13.9
 # Extra flags for `make lock`, e.g. LOCK_FLAGS=--upgrade, or LOCK_FLAGS='--upgrade-package ruff'.
 LOCK_FLAGS ?=
 
-.PHONY: setup lock hooks run generate check-generated third_party breaking lint typecheck test bench mutate clean claude-code gemini-cli js-clients codex-cli opencode
+.PHONY: image setup lock hooks run generate check-generated third_party breaking lint typecheck test bench mutate clean claude-code gemini-cli js-clients codex-cli opencode
 
 # The venv gets what the lock pins, hash-checked, and nothing newer; then the project itself,
 # without resolving again. `pip check` fails when a runtime dependency added to pyproject.toml
@@ -34,7 +36,7 @@ $(BUF): package.json
 setup: $(BIN)/gateway $(BUF)
 
 # Resolves pyproject.toml's dependencies and the `dev` extra with uv, one version each, kept
-# from the current lock unless LOCK_FLAGS asks for upgrades. Universal: markers such as
+# from the current lock unless LOCK_FLAGS asks for upgrades; then the runtime lock from it. Universal: markers such as
 # uvloop's `sys_platform != 'win32'` stay in the lock, and Python 3.11 is the floor.
 lock:
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -42,6 +44,9 @@ lock:
 	$(BIN)/uv pip compile pyproject.toml --extra dev --universal --python-version 3.11 \
 		--generate-hashes --custom-compile-command 'make lock' --quiet $(LOCK_FLAGS) \
 		--output-file $(LOCK)
+	$(BIN)/uv pip compile pyproject.toml --universal --python-version 3.11 \
+		--generate-hashes --custom-compile-command 'make lock' --quiet -c $(LOCK) \
+		--output-file $(RUNTIME_LOCK)
 
 # The git hook that runs .pre-commit-config.yaml (ruff, buf format, generated code) on commit.
 # Git keeps hooks per repository, so in a `git worktree` it runs for every worktree, each
@@ -118,6 +123,20 @@ typecheck: $(BIN)/gateway
 TEST_WORKERS ?= 4
 test: setup lint check-generated typecheck
 	$(BIN)/pytest -n $(TEST_WORKERS) --dist worksteal
+
+# The image (Containerfile), built here without a registry: its base is made from Debian's
+# packages (mmdebstrap, then imported), and the build reaches PyPI with this machine's CAs.
+IMAGE ?= localhost/gateway:dev
+IMAGE_BASE := localhost/gateway-base:bookworm
+DEBIAN_MIRROR ?= http://deb.debian.org/debian
+PODMAN := podman --runtime runc
+image:
+	podman image exists $(IMAGE_BASE) || mmdebstrap --quiet --variant=minbase \
+		--include=python3.11,python3.11-venv,binutils,ca-certificates bookworm - \
+		$(DEBIAN_MIRROR) | podman import - $(IMAGE_BASE)
+	$(PODMAN) build --format docker --network host --build-arg BASE=$(IMAGE_BASE) \
+		--volume /etc/ssl/certs/ca-certificates.crt:/etc/ssl/build-ca.crt:ro \
+		--build-arg PIP_CERT=/etc/ssl/build-ca.crt -t $(IMAGE) .
 
 bench: $(BIN)/gateway
 	$(BIN)/python -m bench.overhead

@@ -5,6 +5,7 @@
     gateway keys list | show KEY | revoke KEY             manage keys
     gateway migrate                                       bring the database schema up to date
     gateway router train --data DIR --out FILE            train the routing scorer
+    gateway probe [--url URL | --grpc HOST:PORT]          exit 0 when a running gateway is ready
 
 Key commands talk to the configured database directly (the SQLite file, or PostgreSQL
 from `storage.database_url`, `--database-url` or GATEWAY_DATABASE_URL).
@@ -28,13 +29,13 @@ from server.application.admin import config_summary
 from server.application.governance.signin import call_for
 from server.base import config
 from server.base.errors import GatewayError
-from server.cli import audit, keys, migrate, prices, router, workers
+from server.cli import audit, keys, migrate, prices, probe, router, workers
 from server.cli import serve as app
 from server.cli.options import describe_storage, storage_options, with_overrides
 from server.cli.status import say
 from server.ops import metrics, requestlog, tracing
 
-COMMANDS = ("serve", "keys", "audit", "migrate", "router", "prices")
+COMMANDS = ("serve", "keys", "audit", "migrate", "router", "prices", "probe")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -43,7 +44,9 @@ def parser() -> argparse.ArgumentParser:
         description="The model gateway: gRPC plus its REST/SSE facade. "
         "Without a command, `serve` runs.",
     )
-    commands = top.add_subparsers(dest="cmd", metavar="{serve,keys,migrate,router,prices}")
+    commands = top.add_subparsers(
+        dest="cmd", metavar="{serve,keys,audit,migrate,router,prices,probe}"
+    )
     serving = commands.add_parser(
         "serve", help="serve gRPC and REST (the default)",
         description="Serve the model gateway: gRPC plus its REST/SSE facade.",
@@ -76,6 +79,7 @@ def parser() -> argparse.ArgumentParser:
     migrate.add_parser(commands)
     router.add_parser(commands)
     prices.add_parser(commands)
+    probe.add_parser(commands)
     return top
 
 

@@ -1,7 +1,8 @@
 """Amazon Bedrock adapter: Converse and ConverseStream (POST /model/{modelId}/converse
 and /converse-stream), InvokeModel for Titan embeddings, every request signed.
 
-Sign-in: AWS SigV4 by botocore's signer (service `bedrock`), from the access key,
+Sign-in: AWS SigV4 by botocore's signer (service `bedrock`; the optional `bedrock` extra,
+which images leave out by default), from the access key,
 secret and session token in the environment variables the params name (by default
 AWS's own: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN), read again
 for each request so rotated credentials are followed; or a Bedrock API key
@@ -47,6 +48,7 @@ mid-stream is an upstream failure named by its type.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
@@ -54,9 +56,6 @@ from collections.abc import AsyncIterator
 from typing import Any
 from urllib.parse import quote
 
-from botocore.auth import SigV4Auth
-from botocore.awsrequest import AWSRequest
-from botocore.credentials import Credentials
 from pydantic import Field, model_validator
 
 from server.base.config import ConfigError
@@ -159,9 +158,16 @@ class BedrockProvider:
                         f"{where}.params.{name}: environment variable "
                         f"{getattr(params, name)} is not set"
                     )
+            if importlib.util.find_spec("botocore") is None:
+                raise ConfigError(
+                    f"{where}.params: signing with AWS keys needs botocore, the `bedrock` extra "
+                    "(pip install 'model-gateway[bedrock]'), or an API key in api_key_env"
+                )
         self._client = make_client(params, {})
 
-    def _credentials(self) -> Credentials:
+    def _credentials(self) -> Any:
+        from botocore.credentials import Credentials  # the optional `bedrock` extra
+
         p = self.params
         key = os.environ.get(p.access_key_id_env, "")
         secret = os.environ.get(p.secret_access_key_env, "")
@@ -175,6 +181,9 @@ class BedrockProvider:
         """The headers that sign a POST of `body` to `path`."""
         if self._bearer is not None:
             return (("Authorization", f"Bearer {self._bearer}"),)
+        from botocore.auth import SigV4Auth
+        from botocore.awsrequest import AWSRequest
+
         headers = {"content-type": "application/json"}
         request = AWSRequest("POST", self.params.base_url + path, headers, body)
         SigV4Auth(self._credentials(), "bedrock", self.params.region).add_auth(request)
