@@ -110,7 +110,17 @@ async def test_a_slow_answer_is_a_timeout_naming_the_server(upstream) -> None:
         server["timeout_s"] = 2.5  # room for a loaded machine
     async with running_gateway(data) as gw, sdk_client(mcp_url(gw), ALICE) as client:
         for server in ("web", "local"):
-            await client.call_tool(f"{server}__add", {"a": 1, "b": 2})  # started, listed
+
+            async def started(server: str = server) -> None:
+                # A stdio child's start may outlast 2.5 s on a loaded machine: the first
+                # call then times out, and a later one finds it up.
+                try:
+                    answer = await client.call_tool(f"{server}__add", {"a": 1, "b": 2})
+                except MCPError as error:
+                    raise AssertionError(error.error.message) from None
+                assert answer.structured_content == {"sum": 3}
+
+            await eventually(started, 60)
             with pytest.raises(MCPError) as slow:
                 await client.call_tool(f"{server}__slow", {"seconds": 6})
             assert slow.value.error.data == {"server": server, "reason": "timeout"}
