@@ -18,6 +18,7 @@ import asyncio
 import contextlib
 import gc
 import logging
+import os
 import signal
 import sys
 from collections.abc import Callable
@@ -36,6 +37,7 @@ from server.cli.status import say
 from server.ops import metrics, requestlog, tracing
 
 COMMANDS = ("serve", "keys", "audit", "migrate", "router", "prices", "probe")
+STOPPED_STARTING = "gateway: stopped before it was serving"
 
 
 def parser() -> argparse.ArgumentParser:
@@ -122,9 +124,19 @@ def announce(cfg: config.Config, source: str, running: app.Running, embedded: bo
 
 
 async def serve(args: argparse.Namespace) -> int:
+    loop = asyncio.get_running_loop()
+    index, shared_state = workers.worker_options()
+    starting = asyncio.current_task()
+    assert starting is not None
+    # Until it serves, a stop signal ends start-up: as a container's first process the
+    # gateway would otherwise ignore SIGTERM (PID 1 has no default action). A process
+    # that serves nothing yet has nothing to drain and exits at once; the parent of
+    # `--workers N` first stops the workers it started.
+    parent = args.workers > 1 and index is None
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, starting.cancel if parent else _stopped_starting)
     cfg, source = config.load(args.config)
     cfg = with_overrides(cfg, args)
-    index, shared_state = workers.worker_options()
     if args.workers > 1 and index is None:
         return await workers.run(
             cfg, args.argv, args, args.workers,
@@ -147,7 +159,6 @@ async def serve(args: argparse.Namespace) -> int:
         await parent.call("ready", index)
         await parent.aclose()
     stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     if running.gateway is not None and args.config is not None:
@@ -216,17 +227,44 @@ def main(argv: list[str] | None = None) -> None:
         )
         requestlog.install()
         tracing.configure_from_env()
-        try:
-            with asyncio.Runner(loop_factory=event_loop()) as runner:
-                code = runner.run(serve(args))
-        finally:
-            requestlog.stop()
-        if code:
-            sys.exit(code)
     except config.ConfigError as exc:
         sys.exit(f"gateway: config error: {exc}")
     except OSError as exc:
         sys.exit(f"gateway: cannot start: {exc}")
+    code, why = 1, ""
+    try:
+        with asyncio.Runner(loop_factory=event_loop()) as runner:
+            code = runner.run(serve(args))
+    except app.StartupError as exc:
+        why = f"gateway: cannot start: {exc}"
+    except config.ConfigError as exc:
+        why = f"gateway: config error: {exc}"
+    except OSError as exc:
+        why = f"gateway: cannot start: {exc}"
+    except (asyncio.CancelledError, KeyboardInterrupt):
+        why = STOPPED_STARTING
+    except Exception:
+        logging.getLogger("gateway").exception("gateway: cannot start")
+    finally:
+        requestlog.stop()
+    if code:
+        _exit(code, why)
+
+
+def _stopped_starting() -> None:
+    _exit(1, STOPPED_STARTING)
+
+
+def _exit(code: int, why: str) -> None:
+    """Ends a gateway that failed now, with `code`: a thread something left running
+    (a database driver's, an executor's) would otherwise hold the process after the
+    error, and an orchestrator sees no exit to restart."""
+    if why:
+        say(why, sys.stderr)
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 if __name__ == "__main__":

@@ -60,7 +60,7 @@ from server.grpc_api.service import Limits, grpc_handlers
 from server.ops import requestlog
 from server.ops.health import GatewayHealth, Readiness
 from server.ops.loop_lag import watch_lag
-from server.ops.metrics import Metrics, multiprocess_dir
+from server.ops.metrics import Metrics, multiprocess_dir, prepare_multiprocess_dir
 from server.ops.observe import Observer, Outcome
 from server.ops.recent import Recent
 from server.ops.tracing import Tracing
@@ -261,6 +261,13 @@ async def open_gateway(
     of `--workers N` without Redis (`shared_state`: the parent's Unix socket) asks the
     parent process, which holds the one limiter and budgets for every worker. With a
     `spool`, ledger rows wait on disk until they are in the database."""
+    try:
+        prepare_multiprocess_dir()
+    except OSError as exc:
+        folder = multiprocess_dir()
+        raise StartupError(
+            f"PROMETHEUS_MULTIPROC_DIR: cannot create {folder} ({exc.strerror})"
+        ) from None
     # A bad provider or routing config stops start-up before storage opens.
     first = snapshot_of(config, registry.build, build_router)
     try:
@@ -268,7 +275,14 @@ async def open_gateway(
     except BaseException:
         await first.catalog.aclose()
         raise
-    gateway = assemble(first, state, source)
+    try:
+        gateway = assemble(first, state, source)
+    except BaseException:
+        # Storage left open would keep the process alive (its threads) after the error.
+        await first.catalog.aclose()
+        for close in state.closers:
+            await close()
+        raise
     state.ledger.start()
     cleaner = asyncio.create_task(gateway.services.responses.clean_every())
     gateway = dataclasses.replace(gateway, closers=(_cancel(cleaner), *gateway.closers))
@@ -396,7 +410,11 @@ async def start_grpc(
     reflection.enable_server_reflection(
         [*names, health.SERVICE_NAME, reflection.SERVICE_NAME], server
     )
-    port = server.add_insecure_port(f"{settings.host}:{settings.grpc_port}")
+    address = f"{settings.host}:{settings.grpc_port}"
+    try:
+        port = server.add_insecure_port(address)
+    except RuntimeError:  # grpc says no more than that it failed
+        raise StartupError(f"server.grpc_port: cannot listen on {address} (in use?)") from None
     await server.start()
     return server, port
 
@@ -469,9 +487,11 @@ class Running:
             await close()
 
 
-def reuse_port_socket(host: str, port: int, reuse_port: bool = True) -> socket.socket:
+def reuse_port_socket(
+    host: str, port: int, reuse_port: bool = True, setting: str = "server.http_port"
+) -> socket.socket:
     """A bound TCP socket; with SO_REUSEPORT (`reuse_port`), so every worker can bind
-    the same port."""
+    the same port. StartupError naming `setting` when the port cannot be bound."""
     family, kind, proto, _, address = socket.getaddrinfo(
         host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
     )[0]
@@ -481,6 +501,9 @@ def reuse_port_socket(host: str, port: int, reuse_port: bool = True) -> socket.s
         if reuse_port:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
         sock.bind(address)
+    except OSError as exc:
+        sock.close()
+        raise StartupError(f"{setting}: cannot listen on {host}:{port} ({exc.strerror})") from None
     except BaseException:
         sock.close()
         raise
@@ -498,6 +521,7 @@ async def start_http(
     port: int | None = None,
     grace_s: float = GRACE_S,
     reuse_port: bool = False,
+    setting: str = "server.http_port",
 ) -> HttpListener:
     from http_facade.accept import AcceptingServer
     from http_facade.protocol import bounded_protocol
@@ -511,7 +535,7 @@ async def start_http(
         http=protocol, access_log=False,
     )  # fmt: skip
     bind = settings.http_port if port is None else port
-    sock = reuse_port_socket(settings.host, bind, reuse_port)
+    sock = reuse_port_socket(settings.host, bind, reuse_port, setting)
     server = AcceptingServer(config, sock)
     server.install_signal_handlers = lambda: None  # type: ignore[attr-defined]
     task = asyncio.create_task(server.serve())
@@ -589,7 +613,7 @@ async def start(
 
             metrics = await start_http(
                 Starlette(routes=extra), settings, port=config.operations.metrics_port,
-                reuse_port=reuse_port,
+                reuse_port=reuse_port, setting="operations.metrics_port",
             )  # fmt: skip
     except BaseException:
         for stop in reversed(started):

@@ -76,10 +76,10 @@ def default_spool_folder(cfg: Config) -> str:
     return os.path.join(home, "model-gateway", "spool", digest)
 
 
-def _reserve(host: str, port: int) -> socket.socket:
+def _reserve(host: str, port: int, setting: str) -> socket.socket:
     """Binds (without listening) with SO_REUSEPORT: holds the port, and learns it when
     configured as 0, while the workers bind it too."""
-    return app.reuse_port_socket(host, port)
+    return app.reuse_port_socket(host, port, setting=setting)
 
 
 class WorkerFailed(Exception):
@@ -139,10 +139,10 @@ async def supervise(
     held: list[socket.socket] = []
     grpc_port = http_port = None
     if args.grpc_target is None:
-        held.append(_reserve(settings.host, settings.grpc_port))
+        held.append(_reserve(settings.host, settings.grpc_port, "server.grpc_port"))
         grpc_port = held[-1].getsockname()[1]
     if not args.no_http:
-        held.append(_reserve(settings.host, settings.http_port))
+        held.append(_reserve(settings.host, settings.http_port, "server.http_port"))
         http_port = held[-1].getsockname()[1]
 
     store = None

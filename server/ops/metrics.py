@@ -78,6 +78,15 @@ def multiprocess_dir() -> str | None:
     return os.environ.get("PROMETHEUS_MULTIPROC_DIR")
 
 
+def prepare_multiprocess_dir() -> None:
+    """Creates PROMETHEUS_MULTIPROC_DIR when it names a folder not there yet (an image
+    sets the variable; the folder is often an empty volume's subfolder). OSError when
+    it cannot be."""
+    folder = multiprocess_dir()
+    if folder:
+        os.makedirs(folder, exist_ok=True)
+
+
 def operation_of(rpc: str) -> str:
     """The GenAI operation name of an RPC."""
     if "Chat" in rpc:

@@ -19,6 +19,8 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
+from server.base.config import ConfigError
+
 Row = dict[str, Any]
 # Seconds a PostgreSQL pool may take to close gracefully before it is terminated.
 CLOSE_TIMEOUT_S = 5.0
@@ -173,7 +175,12 @@ class PostgresDatabase:
     async def open(cls, url: str) -> PostgresDatabase:
         import asyncpg
 
-        pool = await asyncpg.create_pool(url, min_size=1, max_size=10, command_timeout=30)
+        try:
+            pool = await asyncpg.create_pool(url, min_size=1, max_size=10, command_timeout=30)
+        except (OSError, TimeoutError, ValueError, asyncpg.PostgresError) as exc:
+            # One line naming the setting, never the URL (it may hold a password).
+            why = str(exc) or type(exc).__name__
+            raise ConfigError(f"storage.database_url: cannot reach PostgreSQL ({why})") from None
         return cls(pool)
 
     async def execute(self, sql: str, *args: Any) -> None:
@@ -226,6 +233,6 @@ async def connect(database_url: str | None, sqlite_path: str) -> Database:
     """PostgreSQL when a URL is given, else the SQLite file (created if missing)."""
     if database_url:
         if not database_url.startswith(("postgres://", "postgresql://")):
-            raise ValueError("storage.database_url: only postgresql:// URLs are supported")
+            raise ConfigError("storage.database_url: only postgresql:// URLs are supported")
         return await PostgresDatabase.open(database_url)
     return await SQLiteDatabase.open(sqlite_path)
