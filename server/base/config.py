@@ -542,8 +542,14 @@ class StorageConfig(Strict):
 
     # PostgreSQL URL (postgresql://user:password@host:5432/db); absent: SQLite.
     database_url: str | None = None
-    # The SQLite file, created on first start; `:memory:` keeps nothing.
+    # The SQLite file, created on first start; `:memory:` keeps nothing. A relative
+    # path is under `state_dir` when that is set.
     sqlite_path: str = "gateway.db"
+    # The folder of what the gateway keeps on disk (the SQLite file, the ledger's
+    # default spool), created when missing; GATEWAY_STATE_DIR sets it too (an image
+    # points it at its writable volume). Absent: the working directory for the
+    # database, $XDG_STATE_HOME (~/.local/state)/model-gateway for the spool.
+    state_dir: str | None = None
     # Redis URL (redis://host:6379/0); absent: rate limits and budgets held in memory.
     redis_url: str | None = None
     # Prefixes every Redis key, so several gateways (or test runs) can share one Redis.
@@ -557,6 +563,13 @@ class StorageConfig(Strict):
     # counters) may take before the request fails with STORAGE_UNAVAILABLE (503). Held
     # to at most half of server.request_timeout_s.
     timeout_s: float = Field(default=2.0, gt=0)
+
+    @property
+    def sqlite_file(self) -> str:
+        """The SQLite file to open: `sqlite_path`, under `state_dir` when relative."""
+        if not self.state_dir or self.sqlite_path == ":memory:":
+            return self.sqlite_path
+        return str(Path(self.state_dir).expanduser() / Path(self.sqlite_path).expanduser())
 
 
 class LimitsConfig(Strict):

@@ -27,7 +27,7 @@ def add_parser(commands: Any) -> None:
 
 async def run(args: argparse.Namespace) -> int:
     cfg = load(args)
-    db = await connect(cfg.storage.database_url, cfg.storage.sqlite_path)
+    db = await connect(cfg.storage.database_url, cfg.storage.sqlite_file)
     try:
         await migrate(db)
         checked, broken, why = await AuditLog(db).verify()

@@ -13,6 +13,7 @@ ENV = {
     "database_url": "GATEWAY_DATABASE_URL",
     "redis_url": "GATEWAY_REDIS_URL",
     "sqlite_path": "GATEWAY_SQLITE_PATH",
+    "state_dir": "GATEWAY_STATE_DIR",
 }
 
 
@@ -61,7 +62,7 @@ def describe_storage(storage: config.StorageConfig) -> str:
     where = (
         f"postgresql {redact(storage.database_url)}"
         if storage.database_url
-        else f"sqlite {storage.sqlite_path}"
+        else f"sqlite {storage.sqlite_file}"
     )
     shared = f"redis {redact(storage.redis_url)}" if storage.redis_url else "in memory"
     return f"{where}; limits and budgets {shared}"

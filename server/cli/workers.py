@@ -13,9 +13,10 @@ A worker that dies is started again, after a pause that grows with each exit, wh
 others keep serving; one that keeps dying (CRASH_LOOP exits within CRASH_WINDOW_S) stops
 the command with one line saying so. Every worker spools its ledger rows to disk
 (server/accounting/spool.py), so the rows of calls a dead worker answered are written
-by the worker that takes its place. Without `ledger.spool_dir`, the folder is the
-user's own state folder for this database (`default_spool_folder`), never a shared
-temporary path: a gateway started again after a crash of the whole command finds it.
+by the worker that takes its place. Without `ledger.spool_dir`, the folder is in
+`storage.state_dir` or the user's own state folder, one per database
+(`default_spool_folder`), never a shared temporary path: a gateway started again after
+a crash of the whole command finds it.
 """
 
 from __future__ import annotations
@@ -66,12 +67,15 @@ def spool_folder() -> str | None:
 
 
 def default_spool_folder(cfg: Config) -> str:
-    """The spool folder when the config names none: in the user's state folder
-    (`$XDG_STATE_HOME`, else ~/.local/state), one per database, so only gateways
-    writing to the same database ever adopt each other's rows."""
+    """The spool folder when the config names none: in `storage.state_dir`, else in
+    the user's state folder (`$XDG_STATE_HOME`, else ~/.local/state), one per
+    database, so only gateways writing to the same database ever adopt each other's
+    rows."""
     storage = cfg.storage
-    database = storage.database_url or os.path.abspath(storage.sqlite_path)
+    database = storage.database_url or os.path.abspath(storage.sqlite_file)
     digest = hashlib.sha256(database.encode()).hexdigest()[:16]
+    if storage.state_dir:
+        return os.path.join(os.path.expanduser(storage.state_dir), "spool", digest)
     home = os.environ.get("XDG_STATE_HOME") or os.path.expanduser("~/.local/state")
     return os.path.join(home, "model-gateway", "spool", digest)
 

@@ -150,3 +150,25 @@ async def test_request_lines_never_stall_requests_and_none_is_lost_at_shutdown()
     served = [line for line in lines if line["rpc"].endswith("CreateChatCompletion")]
     assert len(served) == 400
     assert "gateway: stopped" in output
+
+
+def test_the_state_folder_holds_the_database_and_the_spool(tmp_path):
+    state = tmp_path / "state"
+    cfg = config.parse(default_config_dict(), "test")
+    storage = cfg.storage.model_copy(update={"sqlite_path": "gw.db", "state_dir": str(state)})
+    assert storage.sqlite_file == str(state / "gw.db")
+    absolute = storage.model_copy(update={"sqlite_path": str(tmp_path / "elsewhere.db")})
+    assert absolute.sqlite_file == str(tmp_path / "elsewhere.db")
+    # The embedded config's relative gateway.db, and `--workers 2`'s spool, go there.
+    gw = start_process(
+        "--grpc-port", "0", "--http-port", "0", "--workers", "2",
+        env={"GATEWAY_STATE_DIR": str(state)},
+    )  # fmt: skip
+    try:
+        assert gw.http_port, "".join(gw.output)
+        assert (state / "gateway.db").is_file()
+        assert len(list((state / "spool").iterdir())) == 1
+        assert f"sqlite {state / 'gateway.db'}" in "".join(gw.output)
+    finally:
+        output = stop_process(gw)
+    assert gw.process.returncode == 0, output
