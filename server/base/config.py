@@ -530,6 +530,13 @@ class ServerConfig(Strict):
     # HTTP: seconds a client may leave sent data unread before its connection is closed
     # (a stream nobody reads ends, and its upstream is released).
     send_timeout_s: float = Field(default=30, gt=0)
+    # gRPC: seconds a client connection lives before the server asks the client to
+    # reconnect (GOAWAY, ±10%), so long-lived channels spread over replicas added
+    # since; 0 keeps connections for ever.
+    grpc_max_connection_age_s: float = Field(default=300, ge=0)
+    # gRPC: seconds the calls still running on such a connection get to finish before
+    # it closes; absent: request_timeout_s, so no call in time is cut.
+    grpc_max_connection_age_grace_s: float | None = Field(default=None, gt=0)
     # Browser access from other origins; off by default.
     cors: CorsConfig = Field(default_factory=CorsConfig)
 

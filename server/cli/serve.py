@@ -399,6 +399,12 @@ async def start_grpc(
     options: list[tuple[str, int]] = [("grpc.max_receive_message_length", settings.max_body_bytes)]
     if reuse_port:
         options.append(("grpc.so_reuseport", 1))
+    if settings.grpc_max_connection_age_s:
+        grace_s = settings.grpc_max_connection_age_grace_s or settings.request_timeout_s
+        options += [
+            ("grpc.max_connection_age_ms", round(settings.grpc_max_connection_age_s * 1000)),
+            ("grpc.max_connection_age_grace_ms", round(grace_s * 1000)),
+        ]
     server = grpc.aio.server(options=options)
     limits = Limits(settings.request_timeout_s, settings.send_timeout_s)
     server.add_generic_rpc_handlers(grpc_handlers(table, limits, stopping))
