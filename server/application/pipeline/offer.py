@@ -42,6 +42,8 @@ class ServerUse:
     denied: frozenset[str] = frozenset()
     # Whether a call of a tool (by its name on the server) waits for approval.
     approval: Callable[[str], bool] = lambda name: False
+    # The request field each of `headers` came in (by its lower-case name).
+    header_fields: dict[str, str] = field(default_factory=dict)
 
 
 def server_named(

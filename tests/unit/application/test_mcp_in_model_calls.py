@@ -100,7 +100,10 @@ def test_an_mcp_tool_reads_its_tools_approvals_and_headers() -> None:
     assert (use.where, use.label, use.server.id) == ("tools[0]", "web", "web")
     assert use.allowed == use.named == ("echo", "add")
     assert use.named_where.format(j=1, name="add") == "tools[0].allowed_tools[1]"
-    assert use.headers == {"X-Team": "blue", "Authorization": "Bearer secret-token"}
+    # Names as HTTP compares them; each with the field it came in.
+    assert use.headers == {"x-team": "blue", "authorization": "Bearer secret-token"}
+    assert use.header_fields == {"x-team": "tools[0].headers.X-Team",
+                                 "authorization": "tools[0].authorization"}  # fmt: skip
     assert (use.approval("echo"), use.approval("add")) == (True, False)
 
 
@@ -127,7 +130,7 @@ def test_allowed_tools_as_an_object() -> None:
         ({"server_label": 3}, "tools[0].server_label", "is required"),
         ({"server_url": 3}, "tools[0].server_url", "must be a string"),
         ({"headers": ["x"]}, "tools[0].headers", "must map header names to strings"),
-        ({"headers": {"x": 1}}, "tools[0].headers", "must map header names to strings"),
+        ({"headers": {"x": 1}}, "tools[0].headers.x", "must be a string"),
         ({"authorization": ""}, "tools[0].authorization", "must be a token"),
         ({"authorization": 5}, "tools[0].authorization", "must be a token"),
         ({"allowed_tools": "echo"}, "tools[0].allowed_tools", "must list tool names"),
@@ -260,8 +263,9 @@ def test_betas_are_a_comma_separated_list() -> None:
 
 
 def test_a_token_goes_to_its_server_as_a_bearer() -> None:
-    use = messages_use({}, {**SERVER, "authorization_token": "tok"})
-    assert use.headers == {"Authorization": "Bearer tok"}
+    use = messages_use({}, {**SERVER, "url": WEB, "authorization_token": "tok"})
+    assert use.headers == {"authorization": "Bearer tok"}
+    assert use.header_fields == {"authorization": "mcp_servers[0].authorization_token"}
     assert (use.allowed, use.named, use.denied) == (None, (), frozenset())
 
 

@@ -12,6 +12,7 @@ from dataclasses import replace
 from typing import Any
 
 from server.application.dialects.messages.request import BETA_HEADER, AnyRequest
+from server.application.mcp import upstream_headers
 from server.application.pipeline.offer import ServerUse, server_named
 from server.base import structs
 from server.base.config import McpConfig
@@ -85,13 +86,12 @@ def _server(server: dict[str, Any], where: str, config: McpConfig) -> ServerUse:
         raise InvalidArgument.for_field(f"{where}.name", "is required")
     if not isinstance(url, str) or not url:
         raise InvalidArgument.for_field(f"{where}.url", "is required")
-    configured = server_named(config, name, url, where, "name", "url")
-    headers = {}
+    headers, fields = {}, {}
     if (token := server.get("authorization_token")) is not None:
-        if not isinstance(token, str) or not token:
-            raise InvalidArgument.for_field(f"{where}.authorization_token", "must be a token")
-        headers["Authorization"] = f"Bearer {token}"
-    return ServerUse(where, name, configured, headers)
+        fields["authorization"] = f"{where}.authorization_token"
+        headers["authorization"] = upstream_headers.bearer(token, fields["authorization"])
+    configured = server_named(config, name, url, where, "name", "url")
+    return ServerUse(where, name, configured, headers, header_fields=fields)
 
 
 def _narrowed(use: ServerUse, where: str, toolset: dict[str, Any]) -> ServerUse:

@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from server.application.dialects.responses.request import Item, resolve
+from server.application.mcp import upstream_headers
 from server.application.pipeline.chain import Approval, Toolset
 from server.application.pipeline.offer import ServerUse, server_named
 from server.base.config import McpConfig
@@ -36,24 +37,28 @@ def _use(tool: dict[str, Any], where: str, config: McpConfig) -> ServerUse:
     url = tool.get("server_url")
     if url is not None and not isinstance(url, str):
         raise InvalidArgument.for_field(f"{where}.server_url", "must be a string")
+    headers, fields = _headers(tool, where)
     server = server_named(config, label, url, where, "server_label", "server_url")
-    headers = _headers(tool, where)
     allowed, allowed_where = _allowed(tool.get("allowed_tools"), f"{where}.allowed_tools")
     approval = _approval(tool.get("require_approval", "always"), f"{where}.require_approval")
     return ServerUse(where, label, server, headers, allowed, allowed or (), allowed_where + "[{j}]",
-                     approval=approval)  # fmt: skip
+                     approval=approval, header_fields=fields)  # fmt: skip
 
 
-def _headers(tool: dict[str, Any], where: str) -> dict[str, str]:
-    headers = tool.get("headers") or {}
-    if not isinstance(headers, dict) or not all(isinstance(v, str) for v in headers.values()):
-        raise InvalidArgument.for_field(f"{where}.headers", "must map header names to strings")
-    out = dict(headers)
+def _headers(tool: dict[str, Any], where: str) -> tuple[dict[str, str], dict[str, str]]:
+    """The tool's `headers` and `authorization` as the headers sent upstream, and the
+    field each came in."""
+    given = tool.get("headers")
+    headers = upstream_headers.checked({} if given is None else given, f"{where}.headers")
+    fields = {name.lower(): f"{where}.headers.{name}" for name in given or {}}
     if (token := tool.get("authorization")) is not None:
-        if not isinstance(token, str) or not token:
-            raise InvalidArgument.for_field(f"{where}.authorization", "must be a token")
-        out["Authorization"] = f"Bearer {token}"
-    return out
+        if "authorization" in headers:
+            raise InvalidArgument.for_field(
+                f"{where}.authorization", "and headers.Authorization cannot both be given"
+            )
+        headers["authorization"] = upstream_headers.bearer(token, f"{where}.authorization")
+        fields["authorization"] = f"{where}.authorization"
+    return headers, fields
 
 
 def _allowed(value: Any, where: str) -> tuple[tuple[str, ...] | None, str]:
