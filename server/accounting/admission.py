@@ -179,6 +179,10 @@ class KeyDirectory:
         record = await self._lookup(digest.hex()) if self.store is not None else None
         return record.kind if record is not None else None  # type: ignore[return-value]
 
+    async def known(self, secret: str) -> bool:
+        """Whether the key store holds `secret` (live, revoked or expired alike)."""
+        return self.store is not None and await self._lookup(_digest(secret).hex()) is not None
+
     async def _lookup(self, digest: str) -> KeyRecord | None:
         now = self._clock()
         cached = self._cache.get(digest)

@@ -26,6 +26,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from server.accounting.accounts import Accounts
+from server.application.mcp import upstream_headers
 from server.application.mcp.grants import exposes, granted
 from server.application.mcp.toolbox import Toolbox, Upstream
 from server.application.pipeline.state import Live
@@ -128,6 +129,13 @@ class Tools:
     def retire(self, upstream: Upstream) -> None:
         """Closes a client `transient` made, in the background."""
         self.toolbox.retire(upstream)
+
+    async def refuse_keys(self, headers: dict[str, str], fields: dict[str, str]) -> None:
+        """InvalidArgument naming the field (`fields`, by header) of a header whose value
+        holds a key of this gateway, configured or stored."""
+        secrets = [key.secret for key in self.live.current.config.keys]
+        known = self.accounts.admission.keys.known
+        await upstream_headers.refuse_keys(headers, fields, secrets, known)
 
     async def listing(self, principal: Principal, upstream: Upstream) -> list[ExposedTool]:
         """The tools of one server `principal` may call; ToolServerError when the

@@ -6,11 +6,14 @@ A name is an RFC 9110 token and a value a field value in Latin-1 (what HTTP/1.1 
 carry): a CR, LF, NUL or other control character could end the header and start
 another, or another request. The headers that frame the request or that the gateway's
 client sets itself (host, content-length, the MCP session...) are the gateway's alone.
+A value holding a key of this gateway is refused: the caller's key is for the gateway,
+never for an upstream.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from server.base.errors import InvalidArgument
@@ -30,6 +33,11 @@ RESERVED = frozenset(
      "accept-encoding", "traceparent", "tracestate", "baggage"}
 )  # fmt: skip
 RESERVED_PREFIXES = ("proxy-", "mcp-")
+# A key the key store makes (gw-{kind}-{32 random bytes in URL-safe base64}), found
+# wherever it starts, overlapping ones too.
+STORED_KEY = re.compile(r"(?=(gw-(?:api|router|admin)-[A-Za-z0-9_-]{43}))")
+# Key store lookups one header may cost; a value holding more key-like tokens is refused.
+MAX_KEY_LOOKUPS = 4
 
 
 def checked(headers: Any, where: str) -> dict[str, str]:
@@ -77,3 +85,29 @@ def field_value(value: Any, where: str) -> str:
     if value != value.strip(" \t"):  # HTTP drops it: the server would see another value
         raise InvalidArgument.for_field(where, "must not begin or end with a space or tab")
     return value
+
+
+async def refuse_keys(
+    headers: dict[str, str],
+    fields: dict[str, str],
+    configured: Iterable[str],
+    stored: Callable[[str], Awaitable[bool]],
+) -> None:
+    """InvalidArgument naming the field of the first header whose value holds a key of
+    this gateway: one of the `configured` secrets anywhere in it, or a token shaped like
+    a stored key that `stored` knows (at most MAX_KEY_LOOKUPS asked per header)."""
+    secrets = tuple(configured)
+    for name, value in headers.items():
+        refusal = InvalidArgument.for_field(
+            fields[name], "holds a key of this gateway, which never goes to an MCP server"
+        )
+        if any(secret in value for secret in secrets):
+            raise refusal
+        tokens = set(STORED_KEY.findall(value))
+        if len(tokens) > MAX_KEY_LOOKUPS:
+            raise InvalidArgument.for_field(
+                fields[name], f"holds more than {MAX_KEY_LOOKUPS} tokens shaped like keys"
+            )
+        for token in tokens:
+            if await stored(token):
+                raise refusal

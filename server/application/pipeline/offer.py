@@ -5,7 +5,8 @@ allows), listed for the caller's key, and narrowed to the tools the request allo
 A request never makes the gateway reach an address of its choosing: a URL must be a
 configured server's own, the gateway's `/mcp/{server}`, `gateway:{server}`, or one
 of `mcp.remote_urls`. A request's own headers (its `authorization`) go to that server
-only, on a client made for that request.
+only, on a client made for that request: never to a server named through the gateway,
+and never holding a key of the gateway.
 """
 
 from __future__ import annotations
@@ -47,10 +48,18 @@ class ServerUse:
 
 
 def server_named(
-    config: McpConfig, label: str, url: str | None, where: str, label_field: str, url_field: str
+    config: McpConfig,
+    label: str,
+    url: str | None,
+    where: str,
+    label_field: str,
+    url_field: str,
+    header_fields: dict[str, str],
 ) -> McpServerConfig:
     """The server a request names by `url` (when given) or by `label`. InvalidArgument
-    naming the field when it is neither configured nor allowed remote."""
+    naming the field when it is neither configured nor allowed remote, or when the
+    request gives headers (`header_fields`: each one's field) to a server that takes
+    none."""
     if url is None:
         server = config.server(label)
         if server is None:
@@ -58,14 +67,8 @@ def server_named(
                 f"{where}.{label_field}", f"no MCP server {label!r} is configured"
             )
         return server
-    named = url.removeprefix(GATEWAY_SCHEME) if url.startswith(GATEWAY_SCHEME) else None
-    if named is None:
-        parts = urlsplit(url)
-        segments = parts.path.rstrip("/").split("/")
-        if len(segments) >= 2 and segments[-2] == "mcp" and config.server(segments[-1]):
-            named = segments[-1]  # the gateway's own /mcp/{server}
     for server in config.servers:
-        if server.id == named or (server.url is not None and server.url == url):
+        if server.url is not None and server.url == url:
             return server
     if url in config.remote_urls:
         if not MCP_SERVER_ID.fullmatch(label):
@@ -73,11 +76,31 @@ def server_named(
                 f"{where}.{label_field}", f"must match {MCP_SERVER_ID.pattern}"
             )
         return McpServerConfig(id=label, transport="http", url=url)
-    raise InvalidArgument.for_field(
-        f"{where}.{url_field}",
-        f"{url!r} is not a configured MCP server (mcp.remote_urls lists the others a "
-        "request may name)",
-    )
+    named = gateway_named(config, url)
+    if named is None:
+        raise InvalidArgument.for_field(
+            f"{where}.{url_field}",
+            f"{url!r} is not a configured MCP server (mcp.remote_urls lists the others a "
+            "request may name)",
+        )
+    if header_fields:  # the caller's headers are for the gateway, never for its server
+        raise InvalidArgument.for_field(
+            next(iter(header_fields.values())),
+            f"is for the gateway's own MCP server {named.id!r}, which the gateway calls "
+            "with its configured credentials: it takes no headers",
+        )
+    return named
+
+
+def gateway_named(config: McpConfig, url: str) -> McpServerConfig | None:
+    """The configured server `url` names through the gateway (`gateway:{server}`, or
+    the gateway's own `/mcp/{server}` at whatever host), if any."""
+    if url.startswith(GATEWAY_SCHEME):
+        return config.server(url.removeprefix(GATEWAY_SCHEME))
+    segments = urlsplit(url).path.rstrip("/").split("/")
+    if len(segments) >= 2 and segments[-2] == "mcp":
+        return config.server(segments[-1])
+    return None
 
 
 async def offered(tools: ToolServers, principal: Principal, uses: list[ServerUse]) -> Toolset:
@@ -96,6 +119,9 @@ async def offered(tools: ToolServers, principal: Principal, uses: list[ServerUse
 async def _offer(
     tools: ToolServers, principal: Principal, uses: list[ServerUse], toolset: Toolset
 ) -> None:
+    for use in uses:  # before any server is reached
+        if use.headers:
+            await tools.refuse_keys(use.headers, use.header_fields)
     seen: dict[str, str] = {}
     for use in uses:
         server_id = use.server.id

@@ -1,7 +1,8 @@
 """What a caller's headers for an upstream MCP server may be, seen from the server: a
 raw-socket server that keeps every header line and request it receives. A header that
 is not a valid HTTP field, or that the gateway sets itself, is a 400 naming it and
-reaches nothing."""
+reaches nothing; the gateway's own `/mcp/{server}` takes no headers; no header carries
+a key of the gateway."""
 
 from __future__ import annotations
 
@@ -21,10 +22,12 @@ from google.protobuf import struct_pb2
 from tests.support.gateways import running_gateway
 from tests.support.grpc_stubs import details
 from tests.support.mcp.raw import raw_mcp_server
-from tests.support.mcp.upstreams import ALICE, mcp_config
+from tests.support.mcp.upstreams import ALICE, BOB, mcp_config
 
 os.environ.setdefault("GW_TEST_RAW_TOKEN", "Bearer raw-configured")
 NEVER = "never"
+# A token shaped like a stored key that no store holds.
+KEYLIKE = "gw-api-" + "A" * 43
 
 
 def config(web: str, partner: str) -> dict[str, Any]:
@@ -191,3 +194,61 @@ async def test_valid_headers_arrive_once_each_as_given(gw, web) -> None:
         assert received.values("x-empty") == [""]
         assert received.values("authorization") == ["Bearer caller-token"]
         assert received.values("host") == [f"127.0.0.1:{web.port}"]
+
+
+async def test_the_gateways_own_url_takes_no_headers_and_calls_with_its_credential(gw, web) -> None:
+    own = f"http://127.0.0.1:{gw.http_port}/mcp/web"
+    body = await refused(gw, [tool(server_url=own, authorization=ALICE)])
+    assert body["param"] == "tools[0].authorization"
+    body = await refused(gw, [tool(server_url="gateway:web", headers={"X-Key": "x"})])
+    assert body["param"] == "tools[0].headers.X-Key"
+    client = anthropic.AsyncAnthropic(
+        base_url=f"http://127.0.0.1:{gw.http_port}", api_key=ALICE, max_retries=0
+    )
+    async with client:
+        with pytest.raises(anthropic.BadRequestError) as bad:
+            await client.beta.messages.create(
+                model="sim-mini", max_tokens=50,
+                mcp_servers=[{"type": "url", "url": own, "name": "web",
+                              "authorization_token": ALICE}],
+                tools=[{"type": "mcp_toolset", "mcp_server_name": "web"}],
+                messages=[{"role": "user", "content": "echo hi"}],
+                betas=["mcp-client-2025-11-20"],
+            )  # fmt: skip
+    assert bad.value.body["error"]["message"].startswith("mcp_servers[0].authorization_token: ")
+    assert web.requests == []
+    async with sdk(gw) as client:
+        response = await client.responses.create(
+            model="sim-mini", input="Please echo hello", tools=[tool(server_url=own)]
+        )
+    assert response.output[1].type == "mcp_call"
+    assert web.requests
+    assert all(r.values("authorization") == ["Bearer raw-configured"] for r in web.requests)
+    assert not [v for v in web.header_values() if ALICE in v]
+
+
+async def test_a_header_holding_a_key_of_the_gateway_is_refused(gw, web, partner) -> None:
+    store = gw.gateway.store.keys
+    _, stored = await store.create(kind="api", name="stored-for-headers")
+    gone, revoked = await store.create(kind="admin", name="revoked-for-headers")
+    await store.revoke(gone.id)
+    cases = [
+        (tool(headers={"X-Forward": f"token={ALICE};"}), "tools[0].headers.X-Forward"),
+        (tool(headers={"X-Forward": f"{BOB}"}), "tools[0].headers.X-Forward"),
+        (tool(authorization=stored), "tools[0].authorization"),
+        (tool(headers={"X-Keys": f"a {KEYLIKE} b,{stored}"}), "tools[0].headers.X-Keys"),
+        (tool(authorization=revoked), "tools[0].authorization"),
+        (tool("partner", server_url=partner.url, authorization=BOB), "tools[0].authorization"),
+        (tool(headers={"X-Keys": " ".join([KEYLIKE[:-1] + c for c in "BCDEF"])}),
+         "tools[0].headers.X-Keys"),
+    ]  # fmt: skip
+    for given, field in cases:
+        body = await refused(gw, [given])
+        assert body["param"] == field, given
+    assert web.requests == [] and partner.requests == []
+    # A token shaped like a key that is none goes where it was sent.
+    async with sdk(gw) as client:
+        await client.responses.create(
+            model="sim-mini", input="hi", tools=[tool(authorization=KEYLIKE)]
+        )
+    assert web.requests[0].values("authorization") == [f"Bearer {KEYLIKE}"]

@@ -50,11 +50,13 @@ def refusal(work: Any) -> tuple[str | None, str]:
     "url", [None, WEB, "http://gateway.internal:8080/mcp/web", "/mcp/web/", "gateway:web"]
 )
 def test_a_configured_server_by_label_its_url_the_gateways_or_the_scheme(url: str | None) -> None:
-    assert server_named(CONFIG, "web", url, "tools[0]", "server_label", "server_url").id == "web"
+    assert (
+        server_named(CONFIG, "web", url, "tools[0]", "server_label", "server_url", {}).id == "web"
+    )
 
 
 def test_a_listed_remote_url_is_a_server_named_by_its_label() -> None:
-    server = server_named(CONFIG, "partner", REMOTE, "tools[0]", "server_label", "server_url")
+    server = server_named(CONFIG, "partner", REMOTE, "tools[0]", "server_label", "server_url", {})
     assert (server.id, server.url, server.transport) == ("partner", REMOTE, "http")
 
 
@@ -76,7 +78,7 @@ def test_any_other_server_is_refused_by_field(
     label: str, url: str | None, field: str, message: str | None
 ) -> None:
     param, said = refusal(
-        lambda: server_named(CONFIG, label, url, "tools[0]", "server_label", "server_url")
+        lambda: server_named(CONFIG, label, url, "tools[0]", "server_label", "server_url", {})
     )
     assert param == field
     if message is not None:

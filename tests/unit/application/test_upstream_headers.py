@@ -1,6 +1,8 @@
 """The checks on a caller's headers for an upstream MCP server, each refusal naming its
 field: names are tokens, values field values in Latin-1, the gateway's own headers
-stay its own, and the count and size are bounded."""
+stay its own, the count and size are bounded, and no value holds a key of the gateway
+(configured anywhere in it, stored as a token shaped like one, a bounded number of
+lookups per header); a server named through the gateway takes no headers."""
 
 from __future__ import annotations
 
@@ -9,9 +11,13 @@ from typing import Any
 import pytest
 
 from server.application.mcp import upstream_headers as uh
+from server.application.pipeline.offer import server_named
+from server.base.config import McpConfig, McpServerConfig
 from server.base.errors import InvalidArgument
 
 WHERE = "tools[0].headers"
+STORED = "gw-api-" + "s" * 43
+KEYLIKE = "gw-router-" + "k" * 43
 
 
 def refusal(work: Any) -> tuple[str | None, str]:
@@ -107,3 +113,96 @@ def test_a_token_is_sent_as_a_bearer_when_it_is_a_field_value() -> None:
         (" a", "must not begin or end with a space or tab"),
     ]:
         assert refusal(lambda t=token: uh.bearer(t, where)) == (where, f"{where}: {message}")
+
+
+class Store:
+    """The key store's answer for each token asked, and the tokens asked."""
+
+    def __init__(self, *known: str) -> None:
+        self.known = set(known)
+        self.asked: list[str] = []
+
+    async def __call__(self, token: str) -> bool:
+        self.asked.append(token)
+        return token in self.known
+
+
+async def refused_keys(headers: dict[str, str], store: Store) -> tuple[str | None, str]:
+    fields = {name: f"{WHERE}.{name}" for name in headers}
+    with pytest.raises(InvalidArgument) as refused:
+        await uh.refuse_keys(headers, fields, ["config-key-000000000"], store)
+    return refused.value.param, refused.value.message
+
+
+HOLDS = "holds a key of this gateway, which never goes to an MCP server"
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["config-key-000000000", "Bearer config-key-000000000", "k=config-key-000000000;x",
+     f"Bearer {STORED}", f"{STORED}", f"x{STORED}x", f"gw-api-{STORED}", f"{KEYLIKE} {STORED}"],
+)  # fmt: skip
+async def test_a_value_holding_a_key_is_refused(value: str) -> None:
+    store = Store(STORED)
+    headers = {"x-a": "fine", "x-b": value}
+    assert await refused_keys(headers, store) == (f"{WHERE}.x-b", f"{WHERE}.x-b: {HOLDS}")
+
+
+async def test_values_without_keys_pass_with_a_lookup_per_key_shaped_token() -> None:
+    store = Store(STORED)
+    headers = {"x-a": "Bearer config-key", "x-b": f"{KEYLIKE},{KEYLIKE} gw-api-short",
+               "x-c": "gw-user-" + "u" * 43}  # fmt: skip
+    await uh.refuse_keys(headers, {n: n for n in headers}, ["config-key-000000000"], store)
+    assert store.asked == [KEYLIKE]
+    four = " ".join("gw-api-" + c * 43 for c in "abcd")
+    await uh.refuse_keys({"x-a": four}, {"x-a": "x-a"}, [], store)
+    assert len(store.asked) == 5
+
+
+async def test_more_key_shaped_tokens_than_lookups_allowed_is_refused_unasked() -> None:
+    store = Store()
+    five = " ".join("gw-api-" + c * 43 for c in "abcde")
+    assert await refused_keys({"x-a": five}, store) == (
+        f"{WHERE}.x-a", f"{WHERE}.x-a: holds more than 4 tokens shaped like keys"
+    )  # fmt: skip
+    assert store.asked == []
+    # Overlapping ones count too: each start of a key is a token.
+    overlapping = "gw-api-" * 5 + "o" * 43
+    assert (await refused_keys({"x-a": overlapping}, store))[0] == f"{WHERE}.x-a"
+
+
+# -- which servers take headers --------------------------------------------------------
+
+CONFIG = McpConfig(
+    servers=[
+        McpServerConfig(id="web", transport="http", url="https://mcp.example.com/mcp"),
+        McpServerConfig(id="local", transport="stdio", command="python"),
+    ],
+    remote_urls=["https://partner.example.org/mcp", "https://partner.example.org/mcp/web"],
+)
+FIELDS = {"authorization": "tools[0].authorization", "x-a": "tools[0].headers.X-A"}
+
+
+def named(label: str, url: str | None, fields: dict[str, str] = FIELDS) -> Any:
+    return server_named(CONFIG, label, url, "tools[0]", "server_label", "server_url", fields)
+
+
+def test_headers_go_to_a_configured_http_server_or_a_remote() -> None:
+    assert named("web", None).id == "web"
+    assert named("web", "https://mcp.example.com/mcp").id == "web"
+    assert named("partner", "https://partner.example.org/mcp").id == "partner"
+    # A remote listed by its URL is that remote, whatever its path says.
+    remote = named("other", "https://partner.example.org/mcp/web")
+    assert (remote.id, remote.url) == ("other", "https://partner.example.org/mcp/web")
+
+
+@pytest.mark.parametrize(
+    "url", ["gateway:web", "http://127.0.0.1:8080/mcp/web", "/mcp/web/", "gateway:local"]
+)
+def test_a_server_named_through_the_gateway_takes_no_headers(url: str) -> None:
+    param, message = refusal(lambda: named("web", url))
+    assert param == "tools[0].authorization"
+    assert "which the gateway calls with its configured credentials: it takes no headers" in (
+        message
+    )
+    assert named("web", url, {}).id in ("web", "local")

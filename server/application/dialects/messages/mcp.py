@@ -90,7 +90,7 @@ def _server(server: dict[str, Any], where: str, config: McpConfig) -> ServerUse:
     if (token := server.get("authorization_token")) is not None:
         fields["authorization"] = f"{where}.authorization_token"
         headers["authorization"] = upstream_headers.bearer(token, fields["authorization"])
-    configured = server_named(config, name, url, where, "name", "url")
+    configured = server_named(config, name, url, where, "name", "url", fields)
     return ServerUse(where, name, configured, headers, header_fields=fields)
 
 

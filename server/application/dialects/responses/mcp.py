@@ -38,7 +38,7 @@ def _use(tool: dict[str, Any], where: str, config: McpConfig) -> ServerUse:
     if url is not None and not isinstance(url, str):
         raise InvalidArgument.for_field(f"{where}.server_url", "must be a string")
     headers, fields = _headers(tool, where)
-    server = server_named(config, label, url, where, "server_label", "server_url")
+    server = server_named(config, label, url, where, "server_label", "server_url", fields)
     allowed, allowed_where = _allowed(tool.get("allowed_tools"), f"{where}.allowed_tools")
     approval = _approval(tool.get("require_approval", "always"), f"{where}.require_approval")
     return ServerUse(where, label, server, headers, allowed, allowed or (), allowed_where + "[{j}]",
