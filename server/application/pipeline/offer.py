@@ -57,9 +57,9 @@ def server_named(
     header_fields: dict[str, str],
 ) -> McpServerConfig:
     """The server a request names by `url` (when given) or by `label`. InvalidArgument
-    naming the field when it is neither configured nor allowed remote, or when the
-    request gives headers (`header_fields`: each one's field) to a server that takes
-    none."""
+    naming the field when it is neither configured nor allowed remote, when a remote
+    takes a configured server's id as its label, or when the request gives headers
+    (`header_fields`: each one's field) to a server that takes none."""
     if url is None:
         server = config.server(label)
         if server is None:
@@ -74,6 +74,11 @@ def server_named(
         if not MCP_SERVER_ID.fullmatch(label):
             raise InvalidArgument.for_field(
                 f"{where}.{label_field}", f"must match {MCP_SERVER_ID.pattern}"
+            )
+        if config.server(label) is not None:  # its grants and its ledger rows are its own
+            raise InvalidArgument.for_field(
+                f"{where}.{label_field}",
+                f"{label!r} is a configured MCP server's id: a remote one needs a label of its own",
             )
         return McpServerConfig(id=label, transport="http", url=url)
     named = gateway_named(config, url)

@@ -2,7 +2,7 @@
 raw-socket server that keeps every header line and request it receives. A header that
 is not a valid HTTP field, or that the gateway sets itself, is a 400 naming it and
 reaches nothing; the gateway's own `/mcp/{server}` takes no headers; no header carries
-a key of the gateway."""
+a key of the gateway; a remote server cannot take a configured one's name."""
 
 from __future__ import annotations
 
@@ -252,3 +252,32 @@ async def test_a_header_holding_a_key_of_the_gateway_is_refused(gw, web, partner
             model="sim-mini", input="hi", tools=[tool(authorization=KEYLIKE)]
         )
     assert web.requests[0].values("authorization") == [f"Bearer {KEYLIKE}"]
+
+
+async def test_a_remote_cannot_take_a_configured_servers_name(gw, web, partner) -> None:
+    taken = tool(server_url=partner.url)
+    for key in (ALICE, BOB):
+        body = await refused(gw, [taken], key)
+        assert body["param"] == "tools[0].server_label"
+    assert partner.requests == [] and web.requests == []
+    # Under a label of its own, a remote's grant and ledger rows are its own.
+    own = tool("partner", server_url=partner.url)
+    async with sdk(gw, BOB) as client:  # granted web__echo and web__add
+        response = await client.responses.create(
+            model="sim-mini", input="Please echo hello", tools=[own]
+        )
+    assert response.output[0].tools == []
+    async with sdk(gw) as client:
+        response = await client.responses.create(
+            model="sim-mini", input="Please echo hello", tools=[own]
+        )
+    assert response.output[1].type == "mcp_call" and response.output[1].output.startswith("raw:")
+    await gw.gateway.accounts.ledger.flush()
+    rows = await gw.gateway.store.db.fetch(
+        "SELECT mcp_server, mcp_tool, total_cost_usd FROM usage_records "
+        "WHERE response_id = ? AND method = 'CallTool'", response.id,
+    )  # fmt: skip
+    assert [dict(r) for r in rows] == [
+        {"mcp_server": "partner", "mcp_tool": "echo", "total_cost_usd": 0.0}
+    ]
+    assert web.requests == []

@@ -206,3 +206,12 @@ def test_a_server_named_through_the_gateway_takes_no_headers(url: str) -> None:
         message
     )
     assert named("web", url, {}).id in ("web", "local")
+
+
+@pytest.mark.parametrize("label", ["web", "local"])
+def test_a_remote_cannot_take_a_configured_servers_id(label: str) -> None:
+    assert refusal(lambda: named(label, "https://partner.example.org/mcp", {})) == (
+        "tools[0].server_label",
+        f"tools[0].server_label: {label!r} is a configured MCP server's id: a remote one "
+        "needs a label of its own",
+    )
