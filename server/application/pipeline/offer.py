@@ -5,8 +5,8 @@ allows), listed for the caller's key, and narrowed to the tools the request allo
 A request never makes the gateway reach an address of its choosing: a URL must be a
 configured server's own, the gateway's `/mcp/{server}`, `gateway:{server}`, or one
 of `mcp.remote_urls`. A request's own headers (its `authorization`) go to that server
-only, on a client made for that request: never to a server named through the gateway,
-and never holding a key of the gateway.
+only, on a client made for that request: never to a stdio server, nor to one named
+through the gateway, and never holding a key of the gateway.
 """
 
 from __future__ import annotations
@@ -66,10 +66,10 @@ def server_named(
             raise InvalidArgument.for_field(
                 f"{where}.{label_field}", f"no MCP server {label!r} is configured"
             )
-        return server
+        return _takes_headers(server, header_fields)
     for server in config.servers:
         if server.url is not None and server.url == url:
-            return server
+            return _takes_headers(server, header_fields)
     if url in config.remote_urls:
         if not MCP_SERVER_ID.fullmatch(label):
             raise InvalidArgument.for_field(
@@ -108,6 +108,17 @@ def gateway_named(config: McpConfig, url: str) -> McpServerConfig | None:
     return None
 
 
+def _takes_headers(server: McpServerConfig, header_fields: dict[str, str]) -> McpServerConfig:
+    """`server`, unless it is a child process given headers: its one child per worker
+    serves every call alike."""
+    if header_fields and server.transport == "stdio":
+        raise InvalidArgument.for_field(
+            next(iter(header_fields.values())),
+            f"MCP server {server.id!r} runs as a child process and takes no headers",
+        )
+    return server
+
+
 async def offered(tools: ToolServers, principal: Principal, uses: list[ServerUse]) -> Toolset:
     """The tools of every server `uses` names that the key may call and the request
     allows. A server that cannot list its tools offers none (its listing says why)."""
@@ -136,7 +147,11 @@ async def _offer(
             )
         seen[server_id] = use.where
         configured = tools.upstream(server_id)
-        if configured is not None and configured.config == use.server and not use.headers:
+        # A stdio server's one child serves every call, even one parsed before a reload.
+        shared = use.server.transport == "stdio" or (
+            configured is not None and configured.config == use.server
+        )
+        if configured is not None and shared and not use.headers:
             upstream = configured
         else:
             upstream = tools.transient(use.server, use.headers)

@@ -2,10 +2,12 @@
 raw-socket server that keeps every header line and request it receives. A header that
 is not a valid HTTP field, or that the gateway sets itself, is a 400 naming it and
 reaches nothing; the gateway's own `/mcp/{server}` takes no headers; no header carries
-a key of the gateway; a remote server cannot take a configured one's name."""
+a key of the gateway; a remote server cannot take a configured one's name; a stdio
+server takes no headers and keeps its one child."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 from typing import Any
@@ -22,7 +24,7 @@ from google.protobuf import struct_pb2
 from tests.support.gateways import running_gateway
 from tests.support.grpc_stubs import details
 from tests.support.mcp.raw import raw_mcp_server
-from tests.support.mcp.upstreams import ALICE, BOB, mcp_config
+from tests.support.mcp.upstreams import ALICE, BOB, mcp_config, stdio_children
 
 os.environ.setdefault("GW_TEST_RAW_TOKEN", "Bearer raw-configured")
 NEVER = "never"
@@ -281,3 +283,34 @@ async def test_a_remote_cannot_take_a_configured_servers_name(gw, web, partner) 
         {"mcp_server": "partner", "mcp_tool": "echo", "total_cost_usd": 0.0}
     ]
     assert web.requests == []
+
+
+async def test_a_stdio_server_takes_no_headers_and_sixty_calls_share_its_child(caplog) -> None:
+    caplog.set_level(logging.INFO, logger="server.providers.mcp_stdio")
+    local = tool("local")
+    async with raw_mcp_server() as web, running_gateway(mcp_config(web.url)) as gw:
+        async with sdk(gw) as client:
+
+            async def given_headers() -> Any:
+                with pytest.raises(openai.BadRequestError) as caught:
+                    await client.responses.create(
+                        model="sim-mini", input="Please echo hello",
+                        tools=[{**local, "headers": {"X-Tenant": "a"}}],
+                    )  # fmt: skip
+                return caught.value.body["param"]
+
+            fields = await asyncio.gather(*(given_headers() for _ in range(60)))
+            assert fields == ["tools[0].headers.X-Tenant"] * 60
+            assert stdio_children() == ([], [])
+
+            async def echo() -> int:
+                response = await client.responses.create(
+                    model="sim-mini", input="Please echo hello", tools=[local]
+                )
+                return int(response.output[1].output.split(":")[1])
+
+            pids = await asyncio.gather(*(echo() for _ in range(60)))
+        assert len(set(pids)) == 1
+        assert stdio_children() == ([pids[0]], [])
+    started = [r for r in caplog.records if "started (pid" in r.getMessage()]
+    assert len(started) == 1

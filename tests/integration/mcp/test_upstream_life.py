@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-from pathlib import Path
 
 import httpx
 import pytest
@@ -22,32 +21,12 @@ from tests.support.mcp.upstreams import (
     http_upstream,
     mcp_config,
     sdk_client,
+    stdio_children,
 )
 
 
 def mcp_url(gw) -> str:
     return f"http://127.0.0.1:{gw.http_port}/mcp"
-
-
-def stdio_children() -> tuple[list[int], list[int]]:
-    """This process's stdio MCP children: (live pids, zombie pids)."""
-    live, zombies = [], []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-            argv = (entry / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        fields = stat[stat.rindex(")") + 2 :].split()
-        if int(fields[1]) != os.getpid():
-            continue
-        if fields[0] == "Z":
-            zombies.append(int(entry.name))
-        elif b"tests.support.mcp.server" in argv and b"stdio" in argv:
-            live.append(int(entry.name))
-    return live, zombies
 
 
 def pid_of(result) -> int:

@@ -11,6 +11,7 @@ import socket
 import subprocess
 import sys
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 from tests.support.gateways import ROOT, default_config_dict
@@ -69,6 +70,27 @@ async def _listening(process: asyncio.subprocess.Process, port: int) -> bool:
             return True
         await asyncio.sleep(0.05)
     return False
+
+
+def stdio_children() -> tuple[list[int], list[int]]:
+    """This process's stdio MCP children: (live pids, zombie pids)."""
+    live, zombies = [], []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()
+        if int(fields[1]) != os.getpid():
+            continue
+        if fields[0] == "Z":
+            zombies.append(int(entry.name))
+        elif b"tests.support.mcp.server" in argv and b"stdio" in argv:
+            live.append(int(entry.name))
+    return live, zombies
 
 
 def mcp_config(url: str, **mcp: Any) -> dict[str, Any]:

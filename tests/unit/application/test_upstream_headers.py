@@ -2,7 +2,8 @@
 field: names are tokens, values field values in Latin-1, the gateway's own headers
 stay its own, the count and size are bounded, and no value holds a key of the gateway
 (configured anywhere in it, stored as a token shaped like one, a bounded number of
-lookups per header); a server named through the gateway takes no headers."""
+lookups per header); a server named through the gateway, or run as a child process,
+takes no headers, and a remote cannot take a configured server's id."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Any
 import pytest
 
 from server.application.mcp import upstream_headers as uh
-from server.application.pipeline.offer import server_named
+from server.application.pipeline.offer import ServerUse, offered, server_named
 from server.base.config import McpConfig, McpServerConfig
 from server.base.errors import InvalidArgument
 
@@ -215,3 +216,54 @@ def test_a_remote_cannot_take_a_configured_servers_id(label: str) -> None:
         f"tools[0].server_label: {label!r} is a configured MCP server's id: a remote one "
         "needs a label of its own",
     )
+
+
+@pytest.mark.parametrize("url", [None, "gateway:local", "/mcp/local"])
+def test_a_stdio_server_takes_no_headers(url: str | None) -> None:
+    fields = {"x-a": "tools[0].headers.X-A"}
+    param, message = refusal(lambda: named("local", url, fields))
+    assert param == "tools[0].headers.X-A"
+    assert "takes no headers" in message
+    assert named("local", url, {}).transport == "stdio"
+
+
+class Servers:
+    """ToolServers with one configured server: which upstream each listing ran on, and
+    the clients made for a request."""
+
+    def __init__(self, config: McpServerConfig) -> None:
+        self.configured = type("Configured", (), {"config": config})()
+        self.listed_on: list[Any] = []
+        self.made: list[McpServerConfig] = []
+
+    def upstream(self, server_id: str) -> Any:
+        return self.configured if server_id == self.configured.config.id else None
+
+    def transient(self, config: McpServerConfig, headers: dict[str, str]) -> Any:
+        self.made.append(config)
+        return type("Transient", (), {"config": config})()
+
+    def retire(self, upstream: Any) -> None:
+        pass
+
+    async def refuse_keys(self, headers: dict[str, str], fields: dict[str, str]) -> None:
+        pass
+
+    async def listing(self, principal: Any, upstream: Any) -> list[Any]:
+        self.listed_on.append(upstream)
+        return []
+
+
+@pytest.mark.parametrize(("transport", "shared"), [("stdio", True), ("http", False)])
+async def test_a_stdio_server_changed_by_a_reload_keeps_its_one_child(
+    transport: str, shared: bool
+) -> None:
+    settings: dict[str, Any] = (
+        {"command": "python"} if transport == "stdio" else {"url": "https://mcp.example.com/"}
+    )
+    before = McpServerConfig(id="local", transport=transport, timeout_s=5, **settings)
+    now = McpServerConfig(id="local", transport=transport, timeout_s=6, **settings)
+    servers = Servers(now)
+    await offered(servers, None, [ServerUse("tools[0]", "local", before)])  # type: ignore[arg-type]
+    assert (servers.listed_on == [servers.configured]) is shared
+    assert servers.made == ([] if shared else [before])
