@@ -27,8 +27,6 @@ from server.base.tools import (
 # Pages of tools/list read at most: a server whose cursor never ends is cut there.
 MAX_PAGES = 100
 CLIENT_INFO = {"name": "model-gateway", "version": "0.1.0"}
-# What an answer may hold beyond the result itself (the JSON-RPC envelope).
-ENVELOPE_BYTES = 64 * 1024
 
 
 def initialize_params() -> dict[str, Any]:

@@ -26,6 +26,8 @@ from server.providers.http1 import Answer, Pool, TransportError
 CONNECT_TIMEOUT_S = 5.0
 MAX_CONNECTIONS = 32
 MODERN_VERSION = "2026-07-28"
+# What an event-stream line holds besides its message: the field and a CR.
+DATA_LINE = "data: \r"
 # The stateless generation's envelope, in every request's params._meta.
 ENVELOPE = {
     "io.modelcontextprotocol/protocolVersion": MODERN_VERSION,
@@ -158,7 +160,7 @@ class HttpMcpClient(mcp_client.McpClient):
             async for _ in answer.aiter_bytes():
                 pass
             return None, 0
-        limit = self.max_result_bytes + mcp_client.ENVELOPE_BYTES
+        limit = self.max_result_bytes  # the whole message, envelope and all
         kind = answer.headers.get("content-type", "").split(";")[0].strip().lower()
         if kind == "text/event-stream":
             return await self._from_events(answer, request_id, limit)
@@ -170,17 +172,18 @@ class HttpMcpClient(mcp_client.McpClient):
         return mcp_client.parse(self.server, bytes(body)), len(body)
 
     async def _from_events(self, answer: Answer, request_id: int, limit: int) -> tuple[Any, int]:
-        try:
-            async for event in sse_events(answer, max_line_bytes=limit):
-                if len(event.data) > limit:
+        try:  # a line holds `data: ` and a CR besides the message
+            async for event in sse_events(answer, max_line_bytes=limit + len(DATA_LINE)):
+                data = event.data.encode()
+                if len(data) > limit:
                     raise self._too_large()
-                message = mcp_client.parse(self.server, event.data.encode())
+                message = mcp_client.parse(self.server, data)
                 if (
                     isinstance(message, dict)
                     and message.get("id") == request_id
                     and ("result" in message or "error" in message)
                 ):
-                    return message, len(event.data)
+                    return message, len(data)
         except ProtocolViolation:
             raise self._too_large() from None
         raise ToolServerError(f"{self.server}: the event stream ended without an answer")

@@ -183,7 +183,7 @@ class StdioMcpClient(mcp_client.McpClient):
         """Hands each answer to the call waiting on it, until the child's stdout ends."""
         stdout = child.process.stdout
         assert stdout is not None
-        limit = self.max_result_bytes + mcp_client.ENVELOPE_BYTES
+        limit = self.max_result_bytes  # the whole message, envelope and all
         line = bytearray()
         skipping = False  # inside a line too large to keep
         while chunk := await stdout.read(READ_CHUNK):
@@ -192,12 +192,17 @@ class StdioMcpClient(mcp_client.McpClient):
                 part, chunk = (chunk, b"") if end < 0 else (chunk[:end], chunk[end + 1 :])
                 if not skipping:
                     line += part
-                    if len(line) > limit:
+                    if len(line) > limit + 1:  # room for the CR of a CRLF
                         self._refuse_too_large(child, bytes(line[:200]))
                         skipping, line = True, bytearray()
                 if end >= 0:
-                    if not skipping and line.strip():
-                        self._answer(child, bytes(line))
+                    message = bytes(line.removesuffix(b"\r"))
+                    if skipping:
+                        pass
+                    elif len(message) > limit:
+                        self._refuse_too_large(child, message[:200])
+                    elif message.strip():
+                        self._answer(child, message)
                     skipping, line = False, bytearray()
         code = await child.process.wait()
         child.fail_all(ToolServerError(f"{self.server}: the server process exited (code {code})"))

@@ -3,13 +3,14 @@ raw-socket server that keeps every header line and request it receives. A header
 is not a valid HTTP field, or that the gateway sets itself, is a 400 naming it and
 reaches nothing; the gateway's own `/mcp/{server}` takes no headers; no header carries
 a key of the gateway; a remote server cannot take a configured one's name; a stdio
-server takes no headers and keeps its one child."""
+server takes no headers and keeps its one child; the result bound is exact."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 import os
+import sys
 from typing import Any
 
 import anthropic
@@ -20,11 +21,12 @@ from gateway.v1 import responses_pb2 as rpb
 from gateway.v1 import responses_service_pb2 as rs
 from gateway.v1 import responses_service_pb2_grpc
 from google.protobuf import struct_pb2
+from mcp.shared.exceptions import MCPError
 
 from tests.support.gateways import running_gateway
 from tests.support.grpc_stubs import details
 from tests.support.mcp.raw import raw_mcp_server
-from tests.support.mcp.upstreams import ALICE, BOB, mcp_config, stdio_children
+from tests.support.mcp.upstreams import ALICE, BOB, mcp_config, sdk_client, stdio_children
 
 os.environ.setdefault("GW_TEST_RAW_TOKEN", "Bearer raw-configured")
 NEVER = "never"
@@ -314,3 +316,34 @@ async def test_a_stdio_server_takes_no_headers_and_sixty_calls_share_its_child(c
         assert stdio_children() == ([pids[0]], [])
     started = [r for r in caplog.records if "started (pid" in r.getMessage()]
     assert len(started) == 1
+
+
+@pytest.mark.parametrize("transport", ["json", "sse", "stdio"])
+async def test_the_result_bound_is_exact_on_the_whole_message(transport: str) -> None:
+    limit = 4096
+    async with raw_mcp_server(sse=transport == "sse") as raw:
+        server: dict[str, Any] = {"id": "raw", "timeout_s": 30}
+        if transport == "stdio":
+            server |= {"transport": "stdio", "command": sys.executable,
+                       "args": ["-m", "tests.support.mcp.raw"]}  # fmt: skip
+        else:
+            server |= {"transport": "http", "url": raw.url}
+        data = mcp_config(raw.url)
+        data["mcp"] = {"servers": [server], "max_result_bytes": limit}
+        data["keys"][0]["mcp_tools"] = ["raw__*"]
+        async with (
+            running_gateway(data) as gw,
+            sdk_client(f"http://127.0.0.1:{gw.http_port}/mcp", ALICE) as client,
+        ):
+            answer = await client.call_tool("raw__sized", {"bytes": limit})
+            assert len(answer.content[0].text) > limit - 100
+            with pytest.raises(MCPError) as over:
+                await client.call_tool("raw__sized", {"bytes": limit + 1})
+            assert over.value.error.data == {"server": "raw", "reason": "too_large"}
+            await gw.gateway.accounts.ledger.flush()
+            rows = await gw.gateway.store.db.fetch(
+                "SELECT mcp_outcome, result_bytes FROM usage_records WHERE method = 'CallTool'"
+            )
+    assert [(r["mcp_outcome"], r["result_bytes"]) for r in rows] == [
+        ("ok", limit), ("too_large", 0)
+    ]  # fmt: skip
