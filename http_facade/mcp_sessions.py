@@ -29,9 +29,12 @@ SIGNATURE_BYTES = 16
 
 
 def shared_secret(configured_env: str | None) -> bytes:
-    """The signing secret: the configured variable's value, else the workers' shared
-    one, else one made now (sessions then last as long as this process)."""
-    value = os.environ.get(configured_env or SECRET_VARIABLE, "")
+    """The signing secret: the configured variable's value (checked at start-up: never
+    empty or short), else the workers' shared one, else one made now (sessions then
+    last as long as this process)."""
+    if configured_env:
+        return os.environ[configured_env].encode()
+    value = os.environ.get(SECRET_VARIABLE, "")
     if value:
         return value.encode()
     return secrets.token_bytes(32)

@@ -239,6 +239,8 @@ MCP_SERVER_ID = re.compile(r"[a-z0-9-]{1,24}")
 TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 # What a grant glob may hold: a tool name's characters and the glob's own.
 TOOL_GLOB = re.compile(r"[A-Za-z0-9_*?\[\]!-]{1,128}")
+# Characters of the secret that signs MCP handshake sessions, at least.
+MIN_SESSION_SECRET = 32
 # An environment variable's name.
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -366,9 +368,9 @@ class McpConfig(Strict):
     max_result_bytes: int = Field(default=4 * 1024 * 1024, ge=1024, le=15 * 1024 * 1024)
     # Origins a browser page may call /mcp from; a request with another Origin is 403.
     allowed_origins: list[str] = Field(default_factory=list)
-    # The environment variable holding the secret that signs handshake sessions; every
-    # replica behind one load balancer needs the same. Absent: one per gateway (its
-    # workers share it).
+    # The environment variable holding the secret that signs handshake sessions (at
+    # least MIN_SESSION_SECRET characters); every replica behind one load balancer needs
+    # the same. Absent: one per gateway (its workers share it).
     session_secret_env: str | None = None
     # Seconds a handshake session stays valid after it opens.
     session_ttl_s: float = Field(default=24 * 3600, gt=0)
@@ -392,7 +394,15 @@ class McpConfig(Strict):
     def _unique_ids(self) -> McpConfig:
         _unique("servers", [s.id for s in self.servers])
         if self.session_secret_env is not None:
-            _env_names({"session_secret_env": self.session_secret_env}, "mcp")
+            name = self.session_secret_env
+            _env_names({"session_secret_env": name}, "mcp")
+            # Workers and replicas must share it: a short or empty one is never made up.
+            if len(os.environ[name]) < MIN_SESSION_SECRET:
+                raise ValueError(
+                    f"mcp.session_secret_env: environment variable {name} holds "
+                    f"{'nothing' if not os.environ[name] else 'too short a secret'}; "
+                    f"it needs at least {MIN_SESSION_SECRET} characters"
+                )
         return self
 
     def server(self, server_id: str) -> McpServerConfig | None:

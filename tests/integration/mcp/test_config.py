@@ -3,11 +3,14 @@ config: each refusal names its field."""
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 
 import pytest
 
 from server.base import config
+from tests.support.gateways import ROOT, default_config_dict, write_config
 from tests.support.mcp.upstreams import mcp_config
 
 
@@ -66,3 +69,25 @@ def test_a_valid_mcp_config() -> None:
     assert parsed.keys[0].mcp_tools == ["web__*", "local__*"]
     assert parsed.keys[2].mcp_tools == []  # the default grants nothing
     assert parsed.mcp.server("local") is local and parsed.mcp.server("nope") is None
+
+
+@pytest.mark.parametrize(
+    ("secret", "why"), [("", "holds nothing"), ("x" * 31, "holds too short a secret")]
+)
+def test_an_empty_or_short_session_secret_stops_start_up(tmp_path, secret, why) -> None:
+    """Never a secret made up per worker, which would refuse half of a session's calls."""
+    data = default_config_dict()
+    data["mcp"] = {"session_secret_env": "GW_TEST_SESSION_SIGNING"}
+    path = str(write_config(tmp_path, data))
+    done = subprocess.run(
+        [sys.executable, "-m", "server.cli.main", "--config", path, "--workers", "2"],
+        capture_output=True, text=True, timeout=60, check=False, cwd=ROOT,
+        env={**os.environ, "GW_TEST_SESSION_SIGNING": secret},
+    )  # fmt: skip
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert (
+        f"mcp.session_secret_env: environment variable GW_TEST_SESSION_SIGNING {why}; "
+        "it needs at least 32 characters"
+    ) in done.stderr
+    assert "Traceback" not in done.stdout + done.stderr
+    assert "gateway: ready" not in done.stdout

@@ -185,7 +185,7 @@ async def test_a_grant_removed_by_reload_stops_the_next_call_in_an_open_session(
 
 
 async def test_a_session_opened_on_one_gateway_continues_on_another(upstream, monkeypatch) -> None:
-    monkeypatch.setenv("GW_TEST_SESSION_SECRET", "one secret for every replica")
+    monkeypatch.setenv("GW_TEST_SESSION_SECRET", "one secret for every replica of the gateway")
     shared = mcp_config(upstream, session_secret_env="GW_TEST_SESSION_SECRET")
     headers = {"authorization": f"Bearer {BOB}", "accept": "application/json, text/event-stream"}
     init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",

@@ -89,8 +89,8 @@ def test_fields_of_the_wrong_kind_are_refused() -> None:
 
 
 def test_the_shared_secret(monkeypatch) -> None:
-    monkeypatch.setenv("GW_TEST_SIGNING", "from the config")
-    assert shared_secret("GW_TEST_SIGNING") == b"from the config"
+    monkeypatch.setenv("GW_TEST_SIGNING", "from the config, long enough to sign")
+    assert shared_secret("GW_TEST_SIGNING") == b"from the config, long enough to sign"
     monkeypatch.setenv(SECRET_VARIABLE, "from the supervisor")
     assert shared_secret(None) == b"from the supervisor"
     monkeypatch.delenv(SECRET_VARIABLE)
