@@ -140,3 +140,33 @@ async def test_a_bad_conversation_is_refused_by_name(body: dict[str, Any], field
             with pytest.raises(openai.BadRequestError) as refused:
                 await sdk.conversations.create(**body)
     assert refused.value.param == field
+
+
+@pytest.mark.parametrize("order", ["asc", "desc"])
+async def test_items_whose_ids_repeat_page_through_to_an_end(tmp_path: Path, order: str) -> None:
+    """A reference repeats its item's id, and a caller may give one id twice: the SDK's
+    own paging (`after` = the page's `last_id`) still reads every item once and stops."""
+
+    def said(item_id: str, text: str) -> dict[str, Any]:
+        return {"type": "message", "role": "user", "content": text, "id": item_id}
+
+    async with running_gateway(config_with(sqlite_path=str(tmp_path / "gw.db"))) as gw:
+        base = f"http://127.0.0.1:{gw.http_port}/v1"
+        async with openai.AsyncOpenAI(base_url=base, api_key=API_KEY, max_retries=0) as sdk:
+            given = [said("a", "1"), said("b", "2"), said("a", "3"), said("a~1", "4")]
+            conv = await sdk.conversations.create(items=given)  # type: ignore[arg-type]
+            refs = [{"type": "item_reference", "id": i} for i in ("a", "b", "a")]
+            await sdk.conversations.items.create(conv.id, items=[*refs, said("a", "5")])  # type: ignore[list-item]
+            whole = (await sdk.conversations.items.list(conv.id, order=order, limit=100)).data
+            assert len(whole) == 8
+            paged = []
+            async for item in sdk.conversations.items.list(conv.id, order=order, limit=2):
+                paged.append(item)
+                assert len(paged) <= len(whole), "paging started over"
+            assert paged == whole
+            # A bare id that repeats names its last occurrence: paging from it ends.
+            last = await sdk.conversations.items.list(conv.id, order="asc", after="a")
+            assert last.data == [] and not last.has_more
+            with pytest.raises(openai.BadRequestError) as refused:
+                await sdk.conversations.items.list(conv.id, after="a~9")
+            assert refused.value.param == "after"

@@ -31,6 +31,8 @@ from server.storage.conversations import Conversation, ConversationStore
 T = TypeVar("T")
 # Items one create call may add (OpenAI's bound).
 MAX_ADDED = 20
+# Between an id and which of its occurrences a cursor names (see `cursor`).
+REPEAT = "~"
 
 
 class ConversationsService:
@@ -92,18 +94,16 @@ class ConversationsService:
             raise InvalidArgument.for_field("order", "must be asc or desc")
         if order == "desc":
             items.reverse()
+        ids = [str(item.get("id")) for item in items]
         start = 0
         if request.HasField("after"):
-            ids = [str(item.get("id")) for item in items]
-            if request.after not in ids:
-                raise InvalidArgument.for_field("after", f"no item {request.after!r}")
-            start = ids.index(request.after) + 1
+            start = _position(ids, request.after) + 1
         page = items[start : start + limit]
         out = cs.ListConversationItemsResponse(
             object="list", data=[input_item(i) for i in page], has_more=start + limit < len(items)
         )
         if page:
-            out.first_id, out.last_id = str(page[0]["id"]), str(page[-1]["id"])
+            out.first_id, out.last_id = str(page[0]["id"]), cursor(ids, start + len(page) - 1)
         return out
 
     async def create_conversation_items(
@@ -162,6 +162,31 @@ class ConversationsService:
         if items is None:
             raise missing(conversation_id)
         return items
+
+
+def cursor(ids: Sequence[str], position: int) -> str:
+    """What `after` names the item at `position` by: its id when that finds it there,
+    else `{id}~{n}`, its id's n-th occurrence (a conversation repeats an id: each
+    reference carries the id of the item it names). A page's `last_id` is this, so
+    paging always moves on by position and ends."""
+    item_id = ids[position]
+    if _position(ids, item_id) == position:
+        return item_id
+    return f"{item_id}{REPEAT}{ids[: position + 1].count(item_id)}"
+
+
+def _position(ids: Sequence[str], after: str) -> int:
+    """Where the item `after` names is: `{id}~{n}` the n-th occurrence of that id; a
+    bare id its last one (beyond every repeat, so a page never starts over)."""
+    base, mark, nth = after.rpartition(REPEAT)
+    if mark and nth.isascii() and nth.isdigit():
+        places = [i for i, item_id in enumerate(ids) if item_id == base]
+        if 0 < int(nth) <= len(places):
+            return places[int(nth) - 1]
+    for i in range(len(ids) - 1, -1, -1):
+        if ids[i] == after:
+            return i
+    raise InvalidArgument.for_field("after", f"no item {after!r}")
 
 
 def missing(conversation_id: str) -> NotFound:
