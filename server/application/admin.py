@@ -290,13 +290,14 @@ class AdminService:
         self, request: admin_pb.ReloadConfigRequest, call: Call
     ) -> admin_pb.ReloadConfigResponse:
         actor = await self._admit(call)
-        before = self.live.current.config
-        answer = await self.control.reload()
-        await self.auditor.event(
-            call, actor.id, "config.reload", f"config:{answer.source}",
-            config_summary(before), config_summary(self.live.current.config),
-        )  # fmt: skip
-        return answer
+        # Recorded first: a reload the audit log cannot record is not made.
+        async with self.control.reloading() as prepared:
+            await self.auditor.event(
+                call, actor.id, "config.reload", f"config:{prepared.source}",
+                config_summary(prepared.before), config_summary(prepared.config),
+            )  # fmt: skip
+        assert prepared.answer is not None
+        return prepared.answer
 
     async def retrain_router(
         self, request: admin_pb.RetrainRouterRequest, call: Call
@@ -315,11 +316,13 @@ class AdminService:
         self, request: admin_pb.EnableProviderRequest, call: Call
     ) -> admin_pb.EnableProviderResponse:
         actor = await self._admit(call)
-        upstream = self.control.set_enabled(request.provider_id, True)
+        found = self.control.find(request.provider_id)
+        # Recorded first: a switch the audit log cannot record is not made.
         await self.auditor.event(
-            call, actor.id, "provider.enable", f"provider:{upstream.config.id}",
+            call, actor.id, "provider.enable", f"provider:{found.config.id}",
             {"enabled": False}, {"enabled": True},
         )  # fmt: skip
+        upstream = self.control.set_enabled(request.provider_id, True)
         return admin_pb.EnableProviderResponse(
             provider=provider_message(upstream), model=upstream.model.id
         )
@@ -328,11 +331,13 @@ class AdminService:
         self, request: admin_pb.DisableProviderRequest, call: Call
     ) -> admin_pb.DisableProviderResponse:
         actor = await self._admit(call)
-        upstream = self.control.set_enabled(request.provider_id, False)
+        found = self.control.find(request.provider_id)
+        # Recorded first: a switch the audit log cannot record is not made.
         await self.auditor.event(
-            call, actor.id, "provider.disable", f"provider:{upstream.config.id}",
+            call, actor.id, "provider.disable", f"provider:{found.config.id}",
             {"enabled": True}, {"enabled": False},
         )  # fmt: skip
+        upstream = self.control.set_enabled(request.provider_id, False)
         return admin_pb.DisableProviderResponse(
             provider=provider_message(upstream), model=upstream.model.id
         )

@@ -16,13 +16,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
 
 from gateway.v1 import admin_service_pb2 as admin_pb
 
 from server.application.pipeline import state
 from server.application.pipeline.catalog import Catalog, ProviderBuilder, Upstream
-from server.application.pipeline.state import Live, RouterBuilder
+from server.application.pipeline.state import Live, RouterBuilder, Snapshot
 from server.base.config import Config, ConfigError
 from server.base.errors import Code, GatewayError, InvalidArgument, NotFound
 from server.base.generation import Provider
@@ -46,6 +48,18 @@ class ReloadRefused(GatewayError):
 
     code = Code.FAILED_PRECONDITION
     reason = "CONFIG_INVALID"
+
+
+@dataclass
+class Prepared:
+    """A reload read and checked, not yet swapped in."""
+
+    before: Config
+    config: Config
+    source: str
+    fresh: Snapshot
+    # What the reload answers, once swapped in.
+    answer: admin_pb.ReloadConfigResponse | None = None
 
 
 class Control:
@@ -75,29 +89,49 @@ class Control:
     # -- the work --------------------------------------------------------------------
 
     def set_enabled(self, provider_id: str, enabled: bool) -> Upstream:
-        if not provider_id:
-            raise InvalidArgument.for_field("provider_id", "is required")
-        found = self.live.current.catalog.find(provider_id)
-        if found is None:
-            raise NotFound(f"provider {provider_id!r} does not exist", {"provider": provider_id})
+        found = self.find(provider_id)
         self.overrides[provider_id] = enabled
         _set_enabled(found, enabled)
         log.info("provider %s %s at run time", provider_id, "enabled" if enabled else "disabled")
         return found
 
+    def find(self, provider_id: str) -> Upstream:
+        """The provider an operator names; InvalidArgument or NotFound."""
+        if not provider_id:
+            raise InvalidArgument.for_field("provider_id", "is required")
+        found = self.live.current.catalog.find(provider_id)
+        if found is None:
+            raise NotFound(f"provider {provider_id!r} does not exist", {"provider": provider_id})
+        return found
+
     async def reload(self) -> admin_pb.ReloadConfigResponse:
         """Reads the file and swaps the new config in, or refuses it whole."""
+        async with self.reloading() as prepared:
+            pass
+        assert prepared.answer is not None
+        return prepared.answer
+
+    @asynccontextmanager
+    async def reloading(self) -> AsyncIterator[Prepared]:
+        """A reload in two steps: the file read and checked (ReloadRefused), then,
+        once the body returns (it records the change), swapped in; a body that raises
+        leaves the running config as it was."""
         async with self._lock:
             try:
-                response = self._reload()
+                prepared = self._prepare()
             except ReloadRefused as exc:
                 log.error("config reload refused: %s", exc.message)
                 self.on_reload("refused")
                 raise
+            try:
+                yield prepared
+            except BaseException:
+                await prepared.fresh.catalog.aclose()
+                raise
+            prepared.answer = self._swap(prepared)
             self.on_reload("ok")
-            return response
 
-    def _reload(self) -> admin_pb.ReloadConfigResponse:
+    def _prepare(self) -> Prepared:
         if self.source is None:
             raise ReloadRefused("this gateway runs on a config with no file to reload", {})
         try:
@@ -105,6 +139,10 @@ class Control:
             fresh = state.snapshot_of(config, self.providers, self.routers)
         except ConfigError as exc:
             raise ReloadRefused(f"config not reloaded: {exc}", {}) from None
+        return Prepared(self.live.current.config, config, source, fresh)
+
+    def _swap(self, prepared: Prepared) -> admin_pb.ReloadConfigResponse:
+        config, source, fresh = prepared.config, prepared.source, prepared.fresh
         current = self.live.current
         old, catalog = current.catalog, fresh.catalog
         warnings = [

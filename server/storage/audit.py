@@ -147,6 +147,11 @@ class AuditLog:
         )  # fmt: skip
         return [_event(r) for r in rows]
 
+    async def seq_of(self, event_hash: str) -> int | None:
+        """The seq of the event carrying `event_hash`, None when none does."""
+        rows = await self.db.fetch("SELECT seq FROM audit_events WHERE hash = ?", event_hash)
+        return int(rows[0]["seq"]) if rows else None
+
     async def verify(self, batch: int = 1000) -> tuple[int, AuditEvent | None, str]:
         """Walks the whole chain: (events checked, the first event that does not fit or
         None, why it does not)."""

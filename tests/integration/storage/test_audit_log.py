@@ -78,14 +78,14 @@ async def execute(storage: dict[str, Any], sql: str) -> None:
         conn.executescript(sql)
 
 
-def verify(storage: dict[str, Any]) -> subprocess.CompletedProcess[str]:
+def verify(storage: dict[str, Any], *options: str) -> subprocess.CompletedProcess[str]:
     where = (
         ["--database-url", storage["database_url"]]
         if "database_url" in storage
         else ["--sqlite-path", storage["sqlite_path"]]
     )
     return subprocess.run(
-        [sys.executable, "-m", "server.cli.main", "audit", "verify", *where],
+        [sys.executable, "-m", "server.cli.main", "audit", "verify", *where, *options],
         capture_output=True, text=True, cwd=ROOT, timeout=60,
     )  # fmt: skip
 
@@ -264,3 +264,89 @@ async def test_the_chain_as_the_store_writes_and_walks_it(tmp_path: Path) -> Non
         assert (checked, broken.seq if broken else None, why) == (0, 2, "event 1 is missing")
     finally:
         await store.aclose()
+
+
+async def test_a_reload_or_switch_the_log_cannot_record_is_not_made(tmp_path: Path) -> None:
+    storage = {"sqlite_path": str(tmp_path / "gw.db")}
+    data = config_with(**storage)
+    data["keys"].append({"name": "doomed", "kind": "api", "secret": "gw-test-doomed-0000000"})
+    path = write_config(tmp_path, data)
+    gw = start_process("--config", str(path), timeout_s=60)
+    doomed = {"x-api-key": "gw-test-doomed-0000000"}
+    try:
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{gw.http_port}") as http:
+
+            async def enabled() -> bool:
+                listing = await http.get("/v1/providers", params={"model": "sim-mini"},
+                                         headers=doomed)  # fmt: skip
+                return {p["id"]: p["enabled"] for p in listing.json()["providers"]}[
+                    "sim-mini-primary"
+                ]
+
+            assert (await http.get("/v1/models", headers=doomed)).status_code == 200
+            await execute(
+                storage,
+                "CREATE TRIGGER refuse BEFORE INSERT ON audit_events "
+                "BEGIN SELECT RAISE(ABORT, 'no'); END;",
+            )
+            data["keys"] = [k for k in data["keys"] if k["name"] != "doomed"]
+            path.write_text(yaml.safe_dump(data))
+            reload = await http.post("/v1/admin/config:reload", headers=ADMIN, json={})
+            assert reload.status_code == 503, reload.text
+            assert reload.json()["error"]["code"] == "audit_unavailable"
+            assert (await http.get("/v1/models", headers=doomed)).status_code == 200
+            off = await http.post("/v1/admin/providers/sim-mini-primary:disable", headers=ADMIN,
+                                  json={})  # fmt: skip
+            assert off.status_code == 503 and off.json()["error"]["code"] == "audit_unavailable"
+            assert await enabled()
+
+            await execute(storage, "DROP TRIGGER refuse;")
+            events = (await http.get("/v1/admin/audit", headers=ADMIN)).json()["events"]
+            assert events == []
+            off = await http.post("/v1/admin/providers/sim-mini-primary:disable", headers=ADMIN,
+                                  json={})  # fmt: skip
+            assert off.status_code == 200 and not await enabled()
+            reload = await http.post("/v1/admin/config:reload", headers=ADMIN, json={})
+            assert reload.status_code == 200, reload.text
+            assert (await http.get("/v1/models", headers=doomed)).status_code == 401
+            events = (await http.get("/v1/admin/audit", headers=ADMIN)).json()["events"]
+            assert [e["action"] for e in events] == ["provider.disable", "config.reload"]
+    finally:
+        output = stop_process(gw, timeout_s=60)
+    assert "Traceback" not in output
+
+
+async def test_verify_against_what_was_noted_finds_a_log_cut_short(tmp_path: Path) -> None:
+    storage = {"sqlite_path": str(tmp_path / "gw.db")}
+    async with (
+        running_gateway(config_with(**storage)) as gw,
+        httpx.AsyncClient(base_url=f"http://127.0.0.1:{gw.http_port}") as http,
+    ):
+        for name in ("a", "b", "c"):
+            await http.post("/v1/admin/orgs", headers=ADMIN, json={"name": name})
+        events = (await http.get("/v1/admin/audit", headers=ADMIN)).json()["events"]
+    noted = ["--count", "3", "--last-hash", events[-1]["hash"]]
+    second = ["--count", "2", "--last-hash", events[1]["hash"]]
+    assert verify(storage, *noted).returncode == 0
+    assert verify(storage, *second).returncode == 0  # the log may have grown since
+    mismatched = verify(storage, "--count", "2", "--last-hash", events[-1]["hash"])
+    assert mismatched.returncode == 1 and "is event 3's, not event 2's" in mismatched.stdout
+
+    await execute(storage, "DELETE FROM audit_events WHERE seq = 3")
+    assert verify(storage).returncode == 0  # the chain alone cannot tell
+    for options, why in (
+        (noted, "2 events chained, 3 noted"),
+        (noted[2:], f"no event has the noted hash {events[-1]['hash']}"),
+    ):
+        result = verify(storage, *options)
+        assert result.returncode == 1, result.stdout
+        assert f"audit log not intact (sqlite {storage['sqlite_path']}): {why}" in result.stdout
+    assert verify(storage, *second).returncode == 0
+
+    await execute(storage, "DELETE FROM audit_events")
+    result = verify(storage, "--count", "1")
+    assert result.returncode == 1 and "0 events chained, 1 noted" in result.stdout
+
+    for options, option in ((["--count", "0"], "--count"), (["--last-hash", "ab"], "--last-hash")):
+        result = verify(storage, *options)
+        assert result.returncode == 2 and f"argument {option}" in result.stderr
