@@ -30,7 +30,7 @@ from server.application.admin import config_summary
 from server.application.governance.signin import call_for
 from server.base import config
 from server.base.errors import GatewayError
-from server.cli import audit, keys, migrate, prices, probe, router, workers
+from server.cli import audit, keys, lifeline, migrate, prices, probe, router, workers
 from server.cli import serve as app
 from server.cli.options import describe_storage, storage_options, with_overrides
 from server.cli.status import say
@@ -126,6 +126,8 @@ def announce(cfg: config.Config, source: str, running: app.Running, embedded: bo
 async def serve(args: argparse.Namespace) -> int:
     loop = asyncio.get_running_loop()
     index, shared_state = workers.worker_options()
+    if index is not None:
+        lifeline.follow_supervisor()
     starting = asyncio.current_task()
     assert starting is not None
     # Until it serves, a stop signal ends start-up: as a container's first process the

@@ -41,6 +41,7 @@ from http_facade.mcp_sessions import SECRET_VARIABLE
 from server.accounting.shared import StateServer
 from server.base.config import Config
 from server.cli import serve as app
+from server.cli.lifeline import SUPERVISOR
 from server.cli.status import say
 from server.storage import Store, open_store
 
@@ -168,7 +169,7 @@ async def supervise(
         ports += ["--http-port", str(http_port)]
 
     async def spawn(index: int) -> asyncio.subprocess.Process:
-        env = {**os.environ, WORKER: str(index), SHARED_STATE: path}
+        env = {**os.environ, WORKER: str(index), SHARED_STATE: path, SUPERVISOR: str(os.getpid())}
         if spool is not None:
             env[SPOOL] = spool
         return await asyncio.create_subprocess_exec(
@@ -261,10 +262,13 @@ async def run(
         loop.add_signal_handler(sig, stop.set)
     # SIGHUP (reload the config) goes on to every worker.
     loop.add_signal_handler(signal.SIGHUP, lambda: _forward(started.processes, signal.SIGHUP))
-    failed = await _keep_alive(started, stop)
-    if not failed:
-        say("gateway: shutting down")
-    await started.stop()
+    try:
+        failed = await _keep_alive(started, stop)
+        if not failed:
+            say("gateway: shutting down")
+    finally:
+        # Whatever ended the wait, no worker is left serving without a supervisor.
+        await started.stop()
     say("gateway: stopped")
     return 1 if failed else 0
 
