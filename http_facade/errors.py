@@ -62,6 +62,8 @@ REASON_ERROR_TYPE: dict[str, str] = {
     "MODEL_NOT_FOUND": "invalid_request_error",
     # The gateway's own storage, not an upstream, failed the change.
     "AUDIT_UNAVAILABLE": "api_error",
+    # The gateway's own workers, not an upstream, did not all confirm the change.
+    "CHANGE_NOT_EVERYWHERE": "api_error",
 }
 
 

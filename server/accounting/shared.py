@@ -35,7 +35,7 @@ _LENGTH = struct.Struct(">I")
 MAX_MESSAGE = 1 << 20
 
 
-async def _read(reader: asyncio.StreamReader) -> Any:
+async def read_message(reader: asyncio.StreamReader) -> Any:
     head = await reader.readexactly(_LENGTH.size)
     (size,) = _LENGTH.unpack(head)
     if size > MAX_MESSAGE:
@@ -43,7 +43,7 @@ async def _read(reader: asyncio.StreamReader) -> Any:
     return orjson.loads(await reader.readexactly(size))
 
 
-def _frame(message: Any) -> bytes:
+def framed(message: Any) -> bytes:
     body = orjson.dumps(message)
     return _LENGTH.pack(len(body)) + body
 
@@ -83,7 +83,7 @@ class StateServer:
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             while True:
-                call_id, op, *args = await _read(reader)
+                call_id, op, *args = await read_message(reader)
                 try:
                     answer = [call_id, await self._ops[op](*args)]
                 except BudgetExhausted as exc:
@@ -91,7 +91,7 @@ class StateServer:
                 except Exception:
                     log.exception("shared state: %s failed", op)
                     answer = [call_id, None, None]
-                writer.write(_frame(answer))
+                writer.write(framed(answer))
         except (asyncio.IncompleteReadError, ConnectionError):
             pass
         except ValueError as exc:  # a frame too long or not JSON: no call can be read
@@ -156,7 +156,7 @@ class StateClient:
     async def _read_answers(self, reader: asyncio.StreamReader) -> None:
         try:
             while True:
-                call_id, result, *error = await _read(reader)
+                call_id, result, *error = await read_message(reader)
                 future = self._pending.pop(call_id, None)
                 if future is None or future.done():
                     continue
@@ -182,7 +182,7 @@ class StateClient:
         call_id = self._next_id
         future = asyncio.get_running_loop().create_future()
         self._pending[call_id] = future
-        writer.write(_frame([call_id, op, *args]))
+        writer.write(framed([call_id, op, *args]))
         return await future
 
     async def aclose(self) -> None:

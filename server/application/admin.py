@@ -296,6 +296,7 @@ class AdminService:
                 call, actor.id, "config.reload", f"config:{prepared.source}",
                 config_summary(prepared.before), config_summary(prepared.config),
             )  # fmt: skip
+        await self.control.everywhere({"op": "reload"})
         assert prepared.answer is not None
         return prepared.answer
 
@@ -323,6 +324,9 @@ class AdminService:
             {"enabled": False}, {"enabled": True},
         )  # fmt: skip
         upstream = self.control.set_enabled(request.provider_id, True)
+        await self.control.everywhere(
+            {"op": "provider", "provider": upstream.config.id, "enabled": True}
+        )
         return admin_pb.EnableProviderResponse(
             provider=provider_message(upstream), model=upstream.model.id
         )
@@ -338,6 +342,9 @@ class AdminService:
             {"enabled": True}, {"enabled": False},
         )  # fmt: skip
         upstream = self.control.set_enabled(request.provider_id, False)
+        await self.control.everywhere(
+            {"op": "provider", "provider": upstream.config.id, "enabled": False}
+        )
         return admin_pb.DisableProviderResponse(
             provider=provider_message(upstream), model=upstream.model.id
         )

@@ -25,6 +25,7 @@ from gateway.v1 import admin_service_pb2 as admin_pb
 from server.application.pipeline import state
 from server.application.pipeline.catalog import Catalog, ProviderBuilder, Upstream
 from server.application.pipeline.state import Live, RouterBuilder, Snapshot
+from server.application.relay import Alone, Change, Relay
 from server.base.config import Config, ConfigError
 from server.base.errors import Code, GatewayError, InvalidArgument, NotFound
 from server.base.generation import Provider
@@ -85,6 +86,8 @@ class Control:
         self.overrides: dict[str, bool] = {}
         self._retired: set[asyncio.Task[None]] = set()
         self._lock = asyncio.Lock()
+        # How a change made here reaches the other workers of `--workers N`.
+        self.relay: Relay = Alone()
 
     # -- the work --------------------------------------------------------------------
 
@@ -103,6 +106,18 @@ class Control:
         if found is None:
             raise NotFound(f"provider {provider_id!r} does not exist", {"provider": provider_id})
         return found
+
+    async def everywhere(self, change: Change) -> None:
+        """After a change made here: makes it on every other worker, or
+        ChangeNotEverywhere."""
+        await self.relay.everywhere(change)
+
+    async def apply(self, change: Change) -> None:
+        """A change another worker made (`everywhere`), made here too."""
+        if change.get("op") == "reload":
+            await self.reload()
+        else:
+            self.set_enabled(str(change.get("provider")), change.get("enabled") is True)
 
     async def reload(self) -> admin_pb.ReloadConfigResponse:
         """Reads the file and swaps the new config in, or refuses it whole."""

@@ -18,6 +18,7 @@
     ├── Internal                 INTERNAL             500  a bug; details stay in the log
     ├── StorageUnavailable       UNAVAILABLE          503  the database or Redis is slow or away
     ├── AuditUnavailable         UNAVAILABLE          503  the audit log could not record a change
+    ├── ChangeNotEverywhere      UNAVAILABLE          503  a worker did not confirm an admin change
     ├── ShuttingDown             UNAVAILABLE          503  the gateway is stopping (retry elsewhere)
     └── UpstreamError            UNAVAILABLE          503  a provider failed (retryable or not)
         ├── AllProvidersFailed   UNAVAILABLE          503  every provider tried failed
@@ -225,6 +226,15 @@ class AuditUnavailable(GatewayError):
 
     code = Code.UNAVAILABLE
     reason = "AUDIT_UNAVAILABLE"
+    retryable = False
+
+
+class ChangeNotEverywhere(GatewayError):
+    """An administrative change was made here but not confirmed by every worker of
+    `--workers N` in time; making it again is safe."""
+
+    code = Code.UNAVAILABLE
+    reason = "CHANGE_NOT_EVERYWHERE"
     retryable = False
 
 

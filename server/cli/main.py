@@ -152,6 +152,7 @@ async def serve(args: argparse.Namespace) -> int:
         cfg, grpc_target=args.grpc_target, serve_http=not args.no_http,
         reuse_port=index is not None, shared_state=shared_state,
         source=None if args.config is None else lambda: _reread(args), spool=spool,
+        relay=workers.relay_options(),
     )  # fmt: skip
     quiet_gc()
     if index is None:

@@ -51,6 +51,7 @@ from server.application.pipeline.chain import Chains
 from server.application.pipeline.generations import Generations
 from server.application.pipeline.state import Live, Snapshot, snapshot_of
 from server.application.provider import ProviderService
+from server.application.relay import WorkerRelay
 from server.application.retrain import retrain_every
 from server.application.rpcs import Services
 from server.application.usage import UsageService
@@ -562,10 +563,12 @@ async def start(
     shared_state: str | None = None,
     source: Callable[[], tuple[Config, str]] | None = None,
     spool: Spool | None = None,
+    relay: tuple[str, int] | None = None,
 ) -> Running:
     """Starts the gateway. With `grpc_target`, only the facade runs, forwarding there.
-    `reuse_port` and `shared_state` make it one worker of several (server/cli/workers.py);
-    `source` reads the config file again on a reload."""
+    `reuse_port`, `shared_state` and `relay` (the hub's socket and the number of
+    workers) make it one worker of several (server/cli/workers.py); `source` reads the
+    config file again on a reload."""
     from http_facade.app import create_app
     from http_facade.edge_health import EdgeHealth
     from http_facade.mcp import McpEndpoint, mcp_routes
@@ -598,7 +601,16 @@ async def start(
     )
     # What has started, stopped in reverse when a later listener cannot start.
     started: list[Closer] = [gateway.aclose]
+    # What a stop closes once the listeners are closed.
+    closers: list[Closer] = [gateway.aclose]
     try:
+        if relay is not None:
+            # Before it serves: the provider switches made before this worker started.
+            worker_relay = WorkerRelay(*relay, gateway.control.apply)
+            started.append(worker_relay.aclose)
+            closers.insert(0, worker_relay.aclose)
+            await worker_relay.open()
+            gateway.control.relay = worker_relay
         grpc_server, grpc_port = await start_grpc(
             table, settings, health_servicer, reuse_port, stopping
         )
@@ -628,7 +640,7 @@ async def start(
     return Running(
         grpc_port=grpc_port, http_port=http.port if http else None,
         metrics_port=metrics.port if metrics else None,
-        gateway=gateway, grpc=grpc_server, http=http, metrics=metrics, closers=[gateway.aclose],
+        gateway=gateway, grpc=grpc_server, http=http, metrics=metrics, closers=closers,
         readiness=gateway.health, health=health_servicer, operations=config.operations,
         stopping=stopping,
     )  # fmt: skip

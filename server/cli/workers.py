@@ -42,11 +42,15 @@ from server.accounting.shared import StateServer
 from server.base.config import Config
 from server.cli import serve as app
 from server.cli.lifeline import SUPERVISOR
+from server.cli.relay_hub import RelayHub
 from server.cli.status import say
 from server.storage import Store, open_store
 
 WORKER = "GATEWAY_WORKER_INDEX"
 SHARED_STATE = "GATEWAY_SHARED_STATE"
+# The hub's socket and the number of workers, for admin changes (relay_hub.py).
+RELAY = "GATEWAY_RELAY"
+WORKERS = "GATEWAY_WORKERS"
 SPOOL = "GATEWAY_LEDGER_SPOOL"
 READY_TIMEOUT_S = 120.0
 STOP_TIMEOUT_S = 60.0
@@ -60,6 +64,12 @@ def worker_options() -> tuple[int | None, str | None]:
     """(index, shared state socket) when this process is a worker, else (None, None)."""
     index = os.environ.get(WORKER)
     return (int(index), os.environ.get(SHARED_STATE)) if index is not None else (None, None)
+
+
+def relay_options() -> tuple[str, int] | None:
+    """(the relay hub's socket, the number of workers) in a worker, else None."""
+    path = os.environ.get(RELAY)
+    return (path, int(os.environ[WORKERS])) if path else None
 
 
 def spool_folder() -> str | None:
@@ -97,6 +107,7 @@ class Workers:
     processes: list[asyncio.subprocess.Process]
     exited: asyncio.Queue[int]  # the index of each worker that exits
     state: StateServer
+    hub: RelayHub
     store: Store | None
     spawn: Callable[[int], Awaitable[asyncio.subprocess.Process]]
     # The default spool folder, removed at a clean stop when empty (None: the config's own).
@@ -127,6 +138,7 @@ class Workers:
 
     async def stop(self) -> None:
         await stop_workers(self.processes)
+        await self.hub.aclose()
         await _close_state(self.state, self.store)
         if self.own_spool is not None:
             with contextlib.suppress(OSError):
@@ -160,6 +172,8 @@ async def supervise(
     path = str(Path(tempfile.mkdtemp(prefix="gateway-state-")) / "state.sock")
     state = StateServer(path, spent, cfg.limits.window_s)
     await state.start()
+    hub = RelayHub(str(Path(path).parent / "relay.sock"))
+    await hub.start()
     own_spool = None if cfg.ledger.spool_dir else default_spool_folder(cfg)
     spool = cfg.ledger.spool_dir or own_spool
     ports = []
@@ -169,7 +183,10 @@ async def supervise(
         ports += ["--http-port", str(http_port)]
 
     async def spawn(index: int) -> asyncio.subprocess.Process:
-        env = {**os.environ, WORKER: str(index), SHARED_STATE: path, SUPERVISOR: str(os.getpid())}
+        env = {
+            **os.environ, WORKER: str(index), SHARED_STATE: path, SUPERVISOR: str(os.getpid()),
+            RELAY: hub.path, WORKERS: str(workers),
+        }  # fmt: skip
         if spool is not None:
             env[SPOOL] = spool
         return await asyncio.create_subprocess_exec(
@@ -178,7 +195,7 @@ async def supervise(
 
     processes = [await spawn(index) for index in range(workers)]
     running = app.Running(grpc_port=grpc_port, http_port=http_port)
-    started = Workers(running, processes, asyncio.Queue(), state, store, spawn, own_spool)
+    started = Workers(running, processes, asyncio.Queue(), state, hub, store, spawn, own_spool)
     for index in range(workers):
         started.watch(index)
     try:
