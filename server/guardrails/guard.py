@@ -214,6 +214,14 @@ class Guard:
             self.restore[placeholder] = value
         return placeholder
 
+    def at_rest(self, text: str, phase: str) -> str:
+        """`text` as a store may keep it (a stored response, a conversation): what the
+        guardrails redacting `phase` replace, replaced with the call's own placeholders;
+        nothing counted or blocked again (the call itself was)."""
+        found = [(rail, f) for rail, f in self.scan(text, phase) if rail.action(phase) == "redact"]
+        edits = self.settle(text, phase, found, counted=False)
+        return apply(text, 0, len(text), edits) if edits else text
+
     def arguments(self, arguments: str, phase: str = "tool_calls") -> str:
         """JSON arguments redacted in their string values, every one (still valid JSON);
         text that is not JSON (cut short) as text."""

@@ -361,3 +361,44 @@ async def test_restored_answers_are_never_cached_for_another_caller() -> None:
     assert first.choices[0].message.content == f"Writing to {EMAIL}."
     assert other.choices[0].message.content == "Writing to bob@b.example."
     assert len(oa.seen) == 2  # each asked upstream: the same redacted request, not cached
+
+
+async def test_stored_responses_and_conversations_keep_no_redacted_value(tmp_path: Path) -> None:
+    """What the Responses API stores (the response, its input items, the context a
+    continuation reads, the conversation's items) holds what the guardrails left, never
+    the caller's values, nor those a reversible guardrail put back in the answer."""
+    async with serving(OpenAIWire()) as oa, serving(AnthropicWire()) as an:
+        oa.text = ("Mailing ", "[EMAIL_1] about [CREDIT_CARD_1].")
+        data = config(oa, an, reversible=True)
+        data["storage"] |= {"sqlite_path": str(tmp_path / "gw.db")}
+        async with running_gateway(data) as gw:
+            sdk = Env(oa, an, gw).sdk()
+            conv = await sdk.conversations.create()
+            call = {"type": "function_call_output", "call_id": "c1", "output": f"card {CARD}"}
+            first = await sdk.responses.create(
+                model="oa", instructions=f"Owner {EMAIL}", conversation=conv.id,
+                input=[{"role": "user", "content": f"Card {CARD}, mail {EMAIL}"}, call],  # type: ignore[list-item]
+            )  # fmt: skip
+            # The caller gets its own values back (reversible); nothing stored does.
+            assert first.output_text == f"Mailing {EMAIL} about {CARD}."
+            stream = await sdk.responses.create(
+                model="oa", previous_response_id=first.id, input=f"Again {EMAIL}", stream=True
+            )
+            second = [e async for e in stream][-1].response  # type: ignore[union-attr]
+            # The earlier turn's placeholders stay: their values were never kept (this
+            # turn's own value became [EMAIL_2]).
+            assert second.output_text == "Mailing [EMAIL_1] about [CREDIT_CARD_1]."
+            assert "[EMAIL_2]" in json.dumps(oa.seen[-1].body)
+            assert EMAIL not in json.dumps(oa.seen[-1].body)
+            kept = [
+                (await sdk.responses.retrieve(first.id)).model_dump_json(),
+                (await sdk.responses.retrieve(second.id)).model_dump_json(),
+                (await sdk.responses.input_items.list(first.id)).model_dump_json(),
+                (await sdk.responses.input_items.list(second.id)).model_dump_json(),
+                (await sdk.conversations.items.list(conv.id)).model_dump_json(),
+            ]
+            for text in kept:
+                assert CARD not in text and EMAIL not in text, text
+            assert "[EMAIL_1]" in kept[0] and "[CREDIT_CARD_1]" in kept[4]
+    stored = await asyncio.to_thread(_read_all, tmp_path)
+    assert CARD.encode() not in stored and EMAIL.encode() not in stored

@@ -27,7 +27,7 @@ from google.protobuf import struct_pb2
 
 from server.accounting.accounts import Accounts
 from server.accounting.guard import bounded
-from server.application.dialects.responses import mcp
+from server.application.dialects.responses import at_rest, mcp
 from server.application.dialects.responses.reply import Builder
 from server.application.dialects.responses.request import (
     DIALECT,
@@ -50,6 +50,7 @@ from server.base.costs import max_cost
 from server.base.errors import GatewayError, InvalidArgument, NotFound
 from server.base.generation import GenerationRequest, Relayed, TextDelta, ToolCallDelta
 from server.base.pipeline import Encoded
+from server.guardrails.guard import Guard
 from server.storage.conversations import ConversationStore
 from server.storage.responses import ResponseStore, StoredResponse
 
@@ -291,8 +292,14 @@ class ResponsesService:
         """Stores the response when the request asked (`store`, true by default), and
         adds its items to the conversation it names (when it completed)."""
         config = admitted.state.config
+        input_items, output, answer = translated.input_items, builder.items, builder.response
+        guard = admitted.call.record.guardrails
+        if isinstance(guard, Guard):  # kept as the guardrails redacted them
+            input_items = at_rest.items(guard, input_items, "input")
+            output = list(at_rest.items(guard, output, "output"))
+            answer = at_rest.response(guard, answer)
         if not quietly and (conversation := conversation_of(request)) is not None:
-            added = (*translated.input_items, *builder.items)
+            added = (*input_items, *output)
             key_id = admitted.principal.key_id
             await _bounded(self.conversations.append(conversation, key_id, added), config)
         if not _stored(request):
@@ -306,9 +313,9 @@ class ResponsesService:
             expires_at=now + retention_s,
             provider=run.provider_id,
             upstream_id=run.upstream_response_id or "",
-            response=builder.response.SerializeToString(),
-            input_items=translated.input_items,
-            context=(*translated.history, *translated.input_items, *builder.items),
+            response=answer.SerializeToString(),
+            input_items=input_items,
+            context=(*translated.history, *input_items, *output),
         )
         try:
             await _bounded(self.store.save(stored), config)
