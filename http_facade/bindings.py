@@ -59,6 +59,8 @@ class Rpc:
     # dialect's keys the gateway cannot honour (refused by name).
     strict: bool = False
     refused_fields: frozenset[str] = frozenset()
+    # Query parameters and bodies refused too (`refuse_unknown`): nothing is ignored.
+    refuse_unknown: bool = False
     error_format: int = rest_pb2.ERROR_FORMAT_UNSPECIFIED
     # How a streaming RPC's events are written (its `gateway.v1.sse` option).
     framing: Framing = PLAIN
@@ -89,8 +91,9 @@ class Rpc:
             descriptor,
             message_factory.GetMessageClass(descriptor.input_type),
             message_factory.GetMessageClass(descriptor.output_type),
-            rest.strict,
+            rest.strict or rest.refuse_unknown,
             frozenset(rest.refused_fields),
+            rest.refuse_unknown,
             rest.error_format,
             framing,
             tuple(h.lower() for h in rest.forwarded_headers),

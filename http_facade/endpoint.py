@@ -24,7 +24,7 @@ from http_facade.context import Exchange, exchange_for
 from http_facade.errors import PayloadTooLarge, RequestTimeout, response_headers
 from http_facade.protocol import unless_gone
 from server.accounting.admission import KEY_HEADERS
-from server.base.errors import InvalidArgument
+from server.base.errors import InvalidArgument, UnknownParameter
 
 
 @dataclass(frozen=True)
@@ -61,7 +61,7 @@ class Endpoint:
         return _json(answer, exchange)
 
     async def _payload(self, request: Request) -> Any:
-        if not self.binding.body:
+        if not self.binding.body and not self.binding.rpc.refuse_unknown:
             return {}
         try:
             async with asyncio.timeout(self.limits.body_timeout_s):
@@ -78,6 +78,9 @@ class Endpoint:
             payload = _strict_loads(raw)
         if self.binding.body == "*" and not isinstance(payload, dict):
             raise InvalidArgument("the request body must be a JSON object")
+        if not self.binding.body:
+            _no_body(payload, request.method)
+            return {}
         return payload
 
     def _rpc(self, payload: Any) -> Rpc:
@@ -89,6 +92,10 @@ class Endpoint:
     def _message(self, rpc: Rpc, payload: Any, request: Request) -> Message:
         message = rpc.request_type()
         body = self.binding.body
+        if rpc.refuse_unknown and body and request.query_params:
+            # The body holds the whole request: the query is read for nothing.
+            key = next(iter(request.query_params))
+            raise UnknownParameter.for_field(key, "is not a query parameter of this method")
         if body == "*":
             _refuse(payload, rpc.refused_fields)
             codec.from_dict(payload, message, strict=rpc.strict)
@@ -99,6 +106,8 @@ class Endpoint:
             for key in request.query_params:
                 field = codec.field_for(descriptor, key)
                 if field is None or field.message_type is not None:
+                    if rpc.refuse_unknown:
+                        raise UnknownParameter.for_field(key, "is not a known parameter")
                     continue  # unknown parameters are ignored, like unknown body fields
                 values = [codec.from_text(field, v, key) for v in request.query_params.getlist(key)]
                 codec.set_field(message, key, values if field.is_repeated else values[-1])
@@ -138,6 +147,18 @@ def _key_from_query(exchange: Exchange, request: Request, parameter: str) -> Non
     key = request.query_params.get(parameter)
     if key and not any(exchange.metadata.get(h) for h in KEY_HEADERS):
         exchange.metadata["authorization"] = f"Bearer {key}"
+
+
+def _no_body(payload: Any, method: str) -> None:
+    """A 400 for a body sent to a method that reads none (its fields go in the path and
+    query): an empty object, or no body at all, is the only one taken."""
+    if not isinstance(payload, dict):
+        raise InvalidArgument(f"a {method} of this path takes no request body")
+    if payload:
+        key = next(iter(payload))
+        raise UnknownParameter.for_field(
+            key, f"is not read from the body of a {method}; give it in the query"
+        )
 
 
 def _refuse(payload: dict[str, Any], refused: frozenset[str]) -> None:

@@ -11,6 +11,7 @@ import logging
 from dataclasses import dataclass
 
 import grpc
+from gateway.v1 import rest_pb2
 from google.protobuf.message import Message
 
 from server.base.call import PEER, Call, request_id_or_new
@@ -89,7 +90,7 @@ def _unary(method: RpcMethod, timeout_s: float) -> grpc.RpcMethodHandler:
 
     return grpc.unary_unary_rpc_method_handler(
         handle,
-        request_deserializer=decoder(method.request_type),
+        request_deserializer=decoder(method.request_type, _refuses_unknown(method)),
         response_serializer=method.response_type.SerializeToString,
     )
 
@@ -145,9 +146,16 @@ def _streaming(
 
     return grpc.unary_stream_rpc_method_handler(
         handle,
-        request_deserializer=decoder(method.request_type),
+        request_deserializer=decoder(method.request_type, _refuses_unknown(method)),
         response_serializer=method.response_type.SerializeToString,
     )
+
+
+def _refuses_unknown(method: RpcMethod) -> bool:
+    """Whether the method's service refuses fields its messages lack (the contract's
+    `refuse_unknown`), as its REST binding does."""
+    service = method.descriptor.containing_service.GetOptions()
+    return bool(service.Extensions[rest_pb2.RestOptions.rest].refuse_unknown)
 
 
 def grpc_handlers(

@@ -31,7 +31,8 @@ class AdminServiceStub:
     providers at run time.
 
     Every call needs an `x-admin-key` metadata entry holding an admin key; any other
-    key is refused with UNAUTHENTICATED.
+    key is refused with UNAUTHENTICATED. A field the request message does not have is
+    refused (INVALID_ARGUMENT, reason UNKNOWN_PARAMETER, the field named), never ignored.
     """
 
     def __init__(self, channel):
@@ -188,7 +189,8 @@ class AdminServiceServicer:
     providers at run time.
 
     Every call needs an `x-admin-key` metadata entry holding an admin key; any other
-    key is refused with UNAUTHENTICATED.
+    key is refused with UNAUTHENTICATED. A field the request message does not have is
+    refused (INVALID_ARGUMENT, reason UNKNOWN_PARAMETER, the field named), never ignored.
     """
 
     def CreateKey(self, request, context):
@@ -646,7 +648,8 @@ class AdminService:
     providers at run time.
 
     Every call needs an `x-admin-key` metadata entry holding an admin key; any other
-    key is refused with UNAUTHENTICATED.
+    key is refused with UNAUTHENTICATED. A field the request message does not have is
+    refused (INVALID_ARGUMENT, reason UNKNOWN_PARAMETER, the field named), never ignored.
     """
 
     @staticmethod

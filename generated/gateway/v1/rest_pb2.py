@@ -25,17 +25,17 @@ _sym_db = _symbol_database.Default()
 from google.protobuf import descriptor_pb2 as google_dot_protobuf_dot_descriptor__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15gateway/v1/rest.proto\x12\ngateway.v1\x1a google/protobuf/descriptor.proto\"\xe6\x01\n\x0bRestOptions\x12\x0e\n\x06strict\x18\x01 \x01(\x08\x12\x16\n\x0erefused_fields\x18\x02 \x03(\t\x12-\n\x0c\x65rror_format\x18\x03 \x01(\x0e\x32\x17.gateway.v1.ErrorFormat\x12\x19\n\x11\x66orwarded_headers\x18\x04 \x03(\t\x12\x1b\n\x13key_query_parameter\x18\x05 \x01(\t2H\n\x04rest\x12\x1f.google.protobuf.ServiceOptions\x18\x98\x88\x03 \x01(\x0b\x32\x17.gateway.v1.RestOptions\"\x92\x01\n\x11RestMethodOptions\x12\x13\n\x0bwhen_header\x18\x01 \x01(\t\x12\x12\n\nwhen_query\x18\x02 \x01(\t2T\n\x0brest_method\x12\x1e.google.protobuf.MethodOptions\x18\x99\x88\x03 \x01(\x0b\x32\x1d.gateway.v1.RestMethodOptions*\x83\x01\n\x0b\x45rrorFormat\x12\x1c\n\x18\x45RROR_FORMAT_UNSPECIFIED\x10\x00\x12\x1a\n\x16\x45RROR_FORMAT_ANTHROPIC\x10\x01\x12!\n\x1d\x45RROR_FORMAT_OPENAI_RESPONSES\x10\x02\x12\x17\n\x13\x45RROR_FORMAT_GOOGLE\x10\x03\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15gateway/v1/rest.proto\x12\ngateway.v1\x1a google/protobuf/descriptor.proto\"\xfe\x01\n\x0bRestOptions\x12\x0e\n\x06strict\x18\x01 \x01(\x08\x12\x16\n\x0erefused_fields\x18\x02 \x03(\t\x12-\n\x0c\x65rror_format\x18\x03 \x01(\x0e\x32\x17.gateway.v1.ErrorFormat\x12\x19\n\x11\x66orwarded_headers\x18\x04 \x03(\t\x12\x1b\n\x13key_query_parameter\x18\x05 \x01(\t\x12\x16\n\x0erefuse_unknown\x18\x06 \x01(\x08\x32H\n\x04rest\x12\x1f.google.protobuf.ServiceOptions\x18\x98\x88\x03 \x01(\x0b\x32\x17.gateway.v1.RestOptions\"\x92\x01\n\x11RestMethodOptions\x12\x13\n\x0bwhen_header\x18\x01 \x01(\t\x12\x12\n\nwhen_query\x18\x02 \x01(\t2T\n\x0brest_method\x12\x1e.google.protobuf.MethodOptions\x18\x99\x88\x03 \x01(\x0b\x32\x1d.gateway.v1.RestMethodOptions*\x83\x01\n\x0b\x45rrorFormat\x12\x1c\n\x18\x45RROR_FORMAT_UNSPECIFIED\x10\x00\x12\x1a\n\x16\x45RROR_FORMAT_ANTHROPIC\x10\x01\x12!\n\x1d\x45RROR_FORMAT_OPENAI_RESPONSES\x10\x02\x12\x17\n\x13\x45RROR_FORMAT_GOOGLE\x10\x03\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'gateway.v1.rest_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_ERRORFORMAT']._serialized_start=454
-  _globals['_ERRORFORMAT']._serialized_end=585
+  _globals['_ERRORFORMAT']._serialized_start=478
+  _globals['_ERRORFORMAT']._serialized_end=609
   _globals['_RESTOPTIONS']._serialized_start=72
-  _globals['_RESTOPTIONS']._serialized_end=302
-  _globals['_RESTMETHODOPTIONS']._serialized_start=305
-  _globals['_RESTMETHODOPTIONS']._serialized_end=451
+  _globals['_RESTOPTIONS']._serialized_end=326
+  _globals['_RESTMETHODOPTIONS']._serialized_start=329
+  _globals['_RESTMETHODOPTIONS']._serialized_end=475
 # @@protoc_insertion_point(module_scope)

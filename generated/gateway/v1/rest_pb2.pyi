@@ -20,7 +20,7 @@ ERROR_FORMAT_OPENAI_RESPONSES: ErrorFormat
 ERROR_FORMAT_GOOGLE: ErrorFormat
 
 class RestOptions(_message.Message):
-    __slots__ = ("strict", "refused_fields", "error_format", "forwarded_headers", "key_query_parameter")
+    __slots__ = ("strict", "refused_fields", "error_format", "forwarded_headers", "key_query_parameter", "refuse_unknown")
     REST_FIELD_NUMBER: _ClassVar[int]
     rest: _descriptor.FieldDescriptor
     STRICT_FIELD_NUMBER: _ClassVar[int]
@@ -28,12 +28,14 @@ class RestOptions(_message.Message):
     ERROR_FORMAT_FIELD_NUMBER: _ClassVar[int]
     FORWARDED_HEADERS_FIELD_NUMBER: _ClassVar[int]
     KEY_QUERY_PARAMETER_FIELD_NUMBER: _ClassVar[int]
+    REFUSE_UNKNOWN_FIELD_NUMBER: _ClassVar[int]
     strict: bool
     refused_fields: _containers.RepeatedScalarFieldContainer[str]
     error_format: ErrorFormat
     forwarded_headers: _containers.RepeatedScalarFieldContainer[str]
     key_query_parameter: str
-    def __init__(self, strict: _Optional[bool] = ..., refused_fields: _Optional[_Iterable[str]] = ..., error_format: _Optional[_Union[ErrorFormat, str]] = ..., forwarded_headers: _Optional[_Iterable[str]] = ..., key_query_parameter: _Optional[str] = ...) -> None: ...
+    refuse_unknown: bool
+    def __init__(self, strict: _Optional[bool] = ..., refused_fields: _Optional[_Iterable[str]] = ..., error_format: _Optional[_Union[ErrorFormat, str]] = ..., forwarded_headers: _Optional[_Iterable[str]] = ..., key_query_parameter: _Optional[str] = ..., refuse_unknown: _Optional[bool] = ...) -> None: ...
 
 class RestMethodOptions(_message.Message):
     __slots__ = ("when_header", "when_query")

@@ -1,3 +1,4 @@
+from gateway.v1 import rest_pb2 as _rest_pb2
 from google.api import annotations_pb2 as _annotations_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor

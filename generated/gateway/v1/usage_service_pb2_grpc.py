@@ -56,8 +56,9 @@ class UsageServiceServicer:
         """Gets a key's requests, tokens and spend over a time range, in total, by model, by
         UTC day, and by day and model, plus the state of its budget.
 
-        Errors: UNAUTHENTICATED, INVALID_ARGUMENT for a range that ends before it starts
-        or a key_id without an admin key, NOT_FOUND for an unknown key_id.
+        Errors: UNAUTHENTICATED, INVALID_ARGUMENT for a range that ends before it starts,
+        a key_id without an admin key, or a parameter the request does not have,
+        NOT_FOUND for an unknown key_id.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
