@@ -15,7 +15,7 @@ from server.application.pipeline.state import Live
 from server.base.call import Call
 from server.base.caller import Principal
 from server.base.config import KeyKind
-from server.base.errors import InvalidArgument
+from server.base.errors import InvalidArgument, PermissionDenied
 from server.storage import Store
 from server.storage.usage import Bucket
 
@@ -38,13 +38,20 @@ class UsageService:
         # A Bearer key alone says its kind only through the key itself.
         bearer = await self.accounts.admission.keys.bearer_kind(call.metadata, keys)
         if HEADER["admin"] in call.metadata or bearer == "admin":
-            await self.accounts.check(call, "admin", keys)
+            admin = await self.accounts.check(call, "admin", keys)
             if not request.key_id:
                 raise InvalidArgument.for_field("key_id", "is required with an admin key")
-            configured = keys.by_id_or_name(request.key_id)
-            if configured is not None:
-                return configured
-            return principal_of(await key_of(self.store, request.key_id))
+            found = keys.by_id_or_name(request.key_id)
+            if found is None:
+                found = principal_of(await key_of(self.store, request.key_id))
+            # A team's admin key reads its team's keys only (the config's keys and the
+            # gateway's admin keys are of no team).
+            if admin.team_id and found.team_id != admin.team_id:
+                raise PermissionDenied(
+                    f"this administrator may not read key {request.key_id!r}",
+                    {"key": request.key_id, "team": admin.team_id},
+                )
+            return found
         if request.key_id:
             raise InvalidArgument.for_field("key_id", "needs an admin key (x-admin-key)")
         kind: KeyKind = "router" if HEADER["router"] in call.metadata else bearer or "api"

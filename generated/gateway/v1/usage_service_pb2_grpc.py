@@ -29,7 +29,8 @@ class UsageServiceStub:
     """UsageService reports what a key has used and spent, from the usage ledger.
 
     A caller reads its own key's usage with the key it calls with (`x-api-key` or
-    `x-router-key`); an admin key (`x-admin-key`) reads any key's usage by key_id.
+    `x-router-key`); an admin key (`x-admin-key`) of the whole gateway reads any key's
+    usage by key_id, an admin key of a team the usage of that team's keys only.
     """
 
     def __init__(self, channel):
@@ -49,7 +50,8 @@ class UsageServiceServicer:
     """UsageService reports what a key has used and spent, from the usage ledger.
 
     A caller reads its own key's usage with the key it calls with (`x-api-key` or
-    `x-router-key`); an admin key (`x-admin-key`) reads any key's usage by key_id.
+    `x-router-key`); an admin key (`x-admin-key`) of the whole gateway reads any key's
+    usage by key_id, an admin key of a team the usage of that team's keys only.
     """
 
     def GetUsage(self, request, context):
@@ -58,7 +60,8 @@ class UsageServiceServicer:
 
         Errors: UNAUTHENTICATED, INVALID_ARGUMENT for a range that ends before it starts,
         a key_id without an admin key, or a parameter the request does not have,
-        NOT_FOUND for an unknown key_id.
+        PERMISSION_DENIED for a key_id outside a team admin key's team, NOT_FOUND for an
+        unknown key_id.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -84,7 +87,8 @@ class UsageService:
     """UsageService reports what a key has used and spent, from the usage ledger.
 
     A caller reads its own key's usage with the key it calls with (`x-api-key` or
-    `x-router-key`); an admin key (`x-admin-key`) reads any key's usage by key_id.
+    `x-router-key`); an admin key (`x-admin-key`) of the whole gateway reads any key's
+    usage by key_id, an admin key of a team the usage of that team's keys only.
     """
 
     @staticmethod

@@ -168,6 +168,38 @@ async def test_team_admin_keys_manage_their_own_team_only(http: httpx.AsyncClien
     assert events[0]["actor"] == f"key:{made.json()['key']['id']}"
 
 
+async def test_a_team_admin_key_reads_the_usage_of_its_own_teams_keys_only(
+    http: httpx.AsyncClient,
+) -> None:
+    org = await setup_org(http, f"usage-{await last_seq(http)}")
+    mine = await setup_team(http, org["id"], "mine")
+    other = await setup_team(http, org["id"], "other")
+
+    async def key(name: str, kind: str, team: str | None) -> dict[str, Any]:
+        body = {"name": name, "kind": kind} | ({"team": team} if team else {})
+        reply = await http.post("/v1/admin/keys", headers=ADMIN, json=body)
+        assert reply.status_code == 200, reply.text
+        return dict(reply.json())
+
+    scoped = {"x-admin-key": (await key("mine-admin", "admin", mine["id"]))["secret"]}
+    own = (await key("svc", "api", mine["id"]))["key"]["id"]
+    theirs = (await key("theirs", "api", other["id"]))["key"]["id"]
+    gateway_admin = (await key("root", "admin", None))["key"]["id"]
+    loose = (await key("loose", "api", None))["key"]["id"]
+    read = await http.get("/v1/usage", headers=scoped, params={"key_id": own})
+    assert read.status_code == 200 and read.json()["key_id"] == own
+    # Another team's key, a key of no team, the gateway's admin key, a key of the config
+    # file (by id or name): none is this team's.
+    for other_key in (theirs, loose, gateway_admin, "cfg-dev-api", "dev-api"):
+        refused = await http.get("/v1/usage", headers=scoped, params={"key_id": other_key})
+        assert refused.status_code == 403, (other_key, refused.text)
+        assert "may not read key" in refused.json()["error"]["message"]
+    # The gateway's own administrator reads them all.
+    for any_key in (own, theirs, loose, gateway_admin, "cfg-dev-api"):
+        reply = await http.get("/v1/usage", headers=ADMIN, params={"key_id": any_key})
+        assert reply.status_code == 200, (any_key, reply.text)
+
+
 async def test_deleting_a_team_with_live_keys_and_a_stale_if_match(
     http: httpx.AsyncClient,
 ) -> None:
