@@ -158,8 +158,8 @@ class McpEndpoint:
         try:
             header, token = presented(request.headers, "api")
             if oauth is not None and header == AUTHORIZATION and looks_like_jwt(token):
-                subject = await oauth.subject(token)
-                return await self.admission.keys.named(subject, "api", state.keys)
+                key_id = await oauth.subject(token)
+                return await self.admission.keys.by_id(key_id, "api", state.keys)
             return await self.admission.identify(request.headers, "api", state.keys)
         except Unauthenticated as exc:
             headers = {"www-authenticate": "Bearer"}

@@ -4,8 +4,8 @@ expiry by PyJWT.
 
 The JWKS is fetched off the event loop, kept for JWKS_TTL_S, and fetched again (at
 most every JWKS_RETRY_S) when a token names a key it does not hold. A JWKS of one key
-without a `kid` signs every token. The token's `key_claim` names the gateway key whose
-grants, limits and budget apply.
+without a `kid` signs every token. The token's `key_claim` names, by its id, the gateway
+key whose grants, limits and budget apply.
 """
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ class OAuth:
         return value + (f', error="{error}"' if error else "")
 
     async def subject(self, token: str) -> str:
-        """The gateway key a valid token names; Unauthenticated otherwise."""
+        """The id of the gateway key a valid token names; Unauthenticated otherwise."""
         try:
             header = jwt.get_unverified_header(token)
         except jwt.PyJWTError:

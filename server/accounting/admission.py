@@ -67,6 +67,9 @@ class KeyRing:
     def __init__(self, keys: list[KeyConfig]) -> None:
         self._keys = [(_digest(k.secret), Principal.of_config(k)) for k in keys]
 
+    def by_id(self, key_id: str) -> Principal | None:
+        return next((p for _, p in self._keys if p.key_id == key_id and p.kind != "admin"), None)
+
     def by_id_or_name(self, id_or_name: str) -> Principal | None:
         return next(
             (p for _, p in self._keys if id_or_name in (p.key_id, p.name) and p.kind != "admin"),
@@ -115,8 +118,8 @@ class KeyDirectory:
         # hex digest -> (fetched at, record or None when no such key)
         self._cache: dict[str, tuple[float, KeyRecord | None]] = {}
         self._inflight: dict[str, asyncio.Future[KeyRecord | None]] = {}
-        # id or name -> (fetched at, record or None): the keys OAuth tokens name.
-        self._named: dict[str, tuple[float, KeyRecord | None]] = {}
+        # id -> (fetched at, record or None): the keys OAuth tokens name.
+        self._by_id: dict[str, tuple[float, KeyRecord | None]] = {}
 
     async def identify(
         self, metadata: Mapping[str, str], kind: KeyKind, ring: KeyRing
@@ -140,27 +143,31 @@ class KeyDirectory:
             raise Unauthenticated(f"the {shown} has expired", {"header": header})
         return principal_of(record)
 
-    async def named(self, id_or_name: str, kind: KeyKind, ring: KeyRing) -> Principal:
-        """The principal of the live key of `kind` with this id or name (the subject of
-        an OAuth token); Unauthenticated when there is none. Store lookups are cached
-        as digests are."""
-        found = ring.by_id_or_name(id_or_name)
+    async def by_id(self, key_id: str, kind: KeyKind, ring: KeyRing) -> Principal:
+        """The principal of the live key of `kind` with this id (the subject of an OAuth
+        token); Unauthenticated when there is none. An id, never a name: a name may be
+        taken again by a newer key, another team's even. Store lookups are cached as
+        digests are."""
+        found = ring.by_id(key_id)
         if found is None and self.store is not None:
             now = self._clock()
-            cached = self._named.get(id_or_name)
+            cached = self._by_id.get(key_id)
             if cached is not None and now - cached[0] < self.ttl_s:
                 record = cached[1]
             else:
-                lookup = self.store.get(id_or_name)
+                lookup = self.store.get(key_id)
                 record = await bounded("key store", lookup, self.timeout_s)
-                if len(self._named) > 10_000:
-                    self._named.clear()
-                self._named[id_or_name] = (now, record)
+                if record is not None and record.id != key_id:
+                    record = None  # the store found a key by that name, not that id
+                if len(self._by_id) > 10_000:
+                    self._by_id.clear()
+                self._by_id[key_id] = (now, record)
             live = record is not None and not record.revoked and not record.expired()
             found = principal_of(record) if live and record is not None else None
         if found is None or found.kind != kind:
             raise Unauthenticated(
-                f"the token names no live {kind} key of this gateway", {"header": AUTHORIZATION}
+                f"the token names no live {kind} key of this gateway by its id",
+                {"header": AUTHORIZATION},
             )
         return found
 
@@ -223,6 +230,7 @@ class KeyDirectory:
         for digest, (_, record) in list(self._cache.items()):
             if record is not None and record.id == key_id:
                 del self._cache[digest]
+        self._by_id.pop(key_id, None)
 
 
 class Admission:

@@ -349,8 +349,8 @@ class McpServerConfig(Strict):
 class McpOAuthConfig(Strict):
     """OAuth 2.1 resource-server mode: Bearer JWTs from `issuer`, checked against the
     keys at `jwks_uri`, for `audience` (the MCP URL the client was given). The token's
-    `key_claim` names the gateway key (by name or id) whose grants, limits and budget
-    apply."""
+    `key_claim` names the gateway key, by its id (`cfg-<name>` for a key of the config
+    file), whose grants, limits and budget apply: a name could be taken by a newer key."""
 
     issuer: str = Field(min_length=1)
     jwks_uri: str = Field(min_length=1)

@@ -16,6 +16,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
 from tests.support.gateways import running_gateway
 from tests.support.mcp.upstreams import BOB, free_port, http_upstream, mcp_config, sdk_client
+from tests.support.shared_state import ADMIN_KEY
 
 ISSUER = "https://issuer.example"
 
@@ -29,7 +30,7 @@ class Issuer:
         self.jwks = {"keys": [public]}  # no kid: one key signs everything
         self.fetches = 0
 
-    def token(self, audience: str, subject: str = "bob", key=None, **claims) -> str:
+    def token(self, audience: str, subject: str = "cfg-bob", key=None, **claims) -> str:
         now = int(time.time())
         body = {"iss": ISSUER, "aud": audience, "sub": subject, "iat": now, "exp": now + 300}
         return jwt.encode({**body, **claims}, key or self.key, algorithm="RS256")
@@ -65,6 +66,7 @@ async def setup():
         data = mcp_config(url, oauth={"issuer": ISSUER, "jwks_uri": jwks_uri,
                                       "audience": audience, "scopes": ["tools"]})  # fmt: skip
         data["server"]["http_port"] = port
+        data["keys"].append({"name": "test-admin", "kind": "admin", "secret": ADMIN_KEY})
         async with running_gateway(data) as gw:
             yield issuer, audience, gw
     jwks_server.shutdown()
@@ -117,6 +119,7 @@ async def test_tokens_that_do_not_hold(setup) -> None:
         "expired": issuer.token(audience, exp=int(time.time()) - 60),
         "another key": issuer.token(audience, key=stranger),
         "no such gateway key": issuer.token(audience, subject="mallory"),
+        "a key named by its name": issuer.token(audience, subject="bob"),
         "not signed": jwt.encode({"iss": ISSUER, "aud": audience, "sub": "bob",
                                   "exp": int(time.time()) + 60}, None, algorithm="none"),
         "signed by a key of another kind": jwt.encode(
@@ -129,6 +132,46 @@ async def test_tokens_that_do_not_hold(setup) -> None:
             answer = await http.post(audience, json=body, headers=headers)
             assert answer.status_code == 401, why
             assert answer.headers["www-authenticate"].startswith("Bearer resource_metadata="), why
+
+
+async def tool_names(audience: str, token: str) -> set[str]:
+    async with sdk_client(audience, token) as client:
+        return {t.name for t in (await client.list_tools()).tools}
+
+
+async def test_a_token_names_its_key_by_id_so_a_newer_key_of_that_name_cannot_take_it(
+    setup,
+) -> None:
+    issuer, audience, gw = setup
+    admin = {"x-admin-key": ADMIN_KEY}
+    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{gw.http_port}") as http:
+        org = (await http.post("/v1/admin/orgs", headers=admin, json={"name": "o"})).json()
+        teams = []
+        for name in ("a", "b"):
+            team = await http.post("/v1/admin/teams", headers=admin,
+                                   json={"org_id": org["org"]["id"], "name": name})  # fmt: skip
+            teams.append(team.json()["team"]["id"])
+        first = await http.post("/v1/admin/keys", headers=admin, json={
+            "name": "agent", "kind": "api", "team": teams[0], "mcp_tools": ["web__add"]})  # fmt: skip
+        agent = first.json()["key"]["id"]
+        assert await tool_names(audience, issuer.token(audience, subject=agent)) == {"web__add"}
+        # Another team's administrator makes a newer key of the same name, granted more.
+        b_admin = await http.post("/v1/admin/keys", headers=admin,
+                                  json={"name": "b-admin", "kind": "admin", "team": teams[1]})  # fmt: skip
+        shadow = await http.post(
+            "/v1/admin/keys",
+            headers={"x-admin-key": b_admin.json()["secret"]},
+            json={"name": "agent", "kind": "api", "mcp_tools": ["web__*"]},
+        )
+        assert shadow.status_code == 200, shadow.text
+    # The token still reaches the key it named, with its grants only.
+    assert await tool_names(audience, issuer.token(audience, subject=agent)) == {"web__add"}
+    # A token naming the key by its name reaches neither.
+    body, headers = listing(issuer.token(audience, subject="agent"))
+    async with httpx.AsyncClient() as http:
+        refused = await http.post(audience, json=body, headers=headers)
+    assert refused.status_code == 401, refused.text
+    assert "by its id" in refused.text
 
 
 async def test_the_issuers_keys_are_fetched_once_not_per_call(setup) -> None:

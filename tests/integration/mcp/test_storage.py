@@ -31,16 +31,20 @@ async def test_a_stored_key_keeps_its_grant(storage) -> None:
         assert (await store.keys.get(granted.id)).mcp_tools == ("files__read*", "web__*")
         assert (await store.keys.by_digest(granted.digest)) == granted
         assert (await store.keys.get(plain.id)).mcp_tools == ()
-        # An OAuth token's subject names a stored key by name or id.
+        # An OAuth token's subject names a stored key by its id, never by its name.
         keys = KeyDirectory(store.keys)
-        principal = await keys.named("agent-7", "api", KeyRing([]))
+        principal = await keys.by_id(granted.id, "api", KeyRing([]))
         assert principal.mcp_tools == ("files__read*", "web__*")
-        assert (await keys.named(granted.id, "api", KeyRing([]))).key_id == granted.id
+        with pytest.raises(Unauthenticated, match="by its id"):
+            await keys.by_id("agent-7", "api", KeyRing([]))
         with pytest.raises(Unauthenticated):
-            await keys.named("agent-7", "router", KeyRing([]))
+            await KeyDirectory(store.keys).by_id(granted.id, "router", KeyRing([]))
+        assert (await keys.by_id(plain.id, "api", KeyRing([]))).key_id == plain.id
+        # Revoked: the cached answer is dropped at once on this instance.
         await store.keys.revoke(plain.id)
+        keys.forget(plain.id)
         with pytest.raises(Unauthenticated):
-            await KeyDirectory(store.keys).named("plain-7", "api", KeyRing([]))
+            await keys.by_id(plain.id, "api", KeyRing([]))
     finally:
         await store.aclose()
 
