@@ -35,7 +35,13 @@ from starlette.routing import BaseRoute, Route
 from http_facade.context import exchange_for
 from http_facade.endpoint import read_body
 from http_facade.errors import PayloadTooLarge
-from http_facade.mcp_oauth import WELL_KNOWN, OAuth, looks_like_jwt
+from http_facade.mcp_oauth import (
+    INSUFFICIENT_SCOPE,
+    WELL_KNOWN,
+    InsufficientScope,
+    OAuth,
+    looks_like_jwt,
+)
 from http_facade.mcp_sessions import Sessions
 from http_facade.protocol import unless_gone
 from server.accounting.admission import AUTHORIZATION, Admission, presented
@@ -166,6 +172,12 @@ class McpEndpoint:
             if oauth is not None:
                 headers["www-authenticate"] = oauth.challenge(oauth.config.audience)
             raise RpcError(REFUSED, exc.message, status=401, headers=headers) from None
+        except InsufficientScope as exc:
+            assert oauth is not None  # only a token it checked lacks a scope
+            challenge = oauth.challenge(oauth.config.audience, INSUFFICIENT_SCOPE)
+            raise RpcError(
+                REFUSED, exc.message, status=403, headers={"www-authenticate": challenge}
+            ) from None
 
     def _server(self, server: str | None) -> None:
         if server is not None and self.live.current.config.mcp.server(server) is None:

@@ -5,7 +5,9 @@ expiry by PyJWT.
 The JWKS is fetched off the event loop, kept for JWKS_TTL_S, and fetched again (at
 most every JWKS_RETRY_S) when a token names a key it does not hold. A JWKS of one key
 without a `kid` signs every token. The token's `key_claim` names, by its id, the gateway
-key whose grants, limits and budget apply.
+key whose grants, limits and budget apply. The scopes the metadata advertises are the
+ones a token needs: each must be in its `scope` claim (or `scp`), else 403
+`insufficient_scope`.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from urllib.parse import urlsplit
 import jwt
 
 from server.base.config import McpOAuthConfig
-from server.base.errors import Unauthenticated
+from server.base.errors import PermissionDenied, Unauthenticated
 
 JWKS_TTL_S = 300.0
 JWKS_RETRY_S = 30.0
@@ -33,6 +35,7 @@ ALGORITHMS = {
     "OKP": ("EdDSA",),
 }
 WELL_KNOWN = "/.well-known/oauth-protected-resource"
+INSUFFICIENT_SCOPE = "insufficient_scope"
 
 
 def metadata_url(resource: str) -> str:
@@ -65,8 +68,11 @@ class OAuth:
         return document
 
     def challenge(self, resource: str, error: str | None = None) -> str:
-        """The WWW-Authenticate header of a 401."""
+        """The WWW-Authenticate header of a 401, or with `insufficient_scope` of a 403
+        (RFC 6750: the scopes needed named)."""
         value = f'Bearer resource_metadata="{metadata_url(resource)}"'
+        if error == INSUFFICIENT_SCOPE:
+            value += f', scope="{" ".join(self.config.scopes)}"'
         return value + (f', error="{error}"' if error else "")
 
     async def subject(self, token: str) -> str:
@@ -95,6 +101,13 @@ class OAuth:
         name = claims.get(self.config.key_claim)
         if not isinstance(name, str) or not name:
             raise _invalid(f"without a {self.config.key_claim!r} claim")
+        granted = _scopes(claims)
+        missing = [s for s in self.config.scopes if s not in granted]
+        if missing:
+            raise InsufficientScope(
+                f"the Bearer token lacks the scope {' '.join(missing)!r} this resource needs",
+                {"scope": " ".join(missing)},
+            )
         return name
 
     async def _key(self, kid: str | None) -> jwt.PyJWK:
@@ -131,6 +144,23 @@ class OAuth:
                 {"header": "authorization"},
             ) from None
         self._keys, self._fetched = keys, time.monotonic()
+
+
+class InsufficientScope(PermissionDenied):
+    """A valid token without a scope the resource needs (403, RFC 6750)."""
+
+    reason = "INSUFFICIENT_SCOPE"
+
+
+def _scopes(claims: dict[str, Any]) -> set[str]:
+    """The scopes a token grants: its `scope` claim (space-separated, RFC 9068), else
+    `scp` (a list, or a string, as some issuers write it)."""
+    value = claims.get("scope") or claims.get("scp")
+    if isinstance(value, str):
+        return set(value.split())
+    if isinstance(value, list):
+        return {s for s in value if isinstance(s, str)}
+    return set()
 
 
 def _get_json(url: str) -> Any:

@@ -356,7 +356,8 @@ class McpOAuthConfig(Strict):
     jwks_uri: str = Field(min_length=1)
     audience: str = Field(min_length=1)
     key_claim: str = "sub"
-    # Scopes a client should ask for, advertised in the resource metadata.
+    # Scopes a token needs (each in its `scope` or `scp` claim, else 403
+    # insufficient_scope), advertised in the resource metadata.
     scopes: list[str] = Field(default_factory=list)
 
 

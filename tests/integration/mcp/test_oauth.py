@@ -32,8 +32,10 @@ class Issuer:
 
     def token(self, audience: str, subject: str = "cfg-bob", key=None, **claims) -> str:
         now = int(time.time())
-        body = {"iss": ISSUER, "aud": audience, "sub": subject, "iat": now, "exp": now + 300}
-        return jwt.encode({**body, **claims}, key or self.key, algorithm="RS256")
+        body = {"iss": ISSUER, "aud": audience, "sub": subject, "iat": now, "exp": now + 300,
+                "scope": "tools"}  # fmt: skip
+        claims = {k: v for k, v in {**body, **claims}.items() if v is not None}  # None: left out
+        return jwt.encode(claims, key or self.key, algorithm="RS256")
 
     def serve(self) -> tuple[ThreadingHTTPServer, str]:
         issuer = self
@@ -132,6 +134,32 @@ async def test_tokens_that_do_not_hold(setup) -> None:
             answer = await http.post(audience, json=body, headers=headers)
             assert answer.status_code == 401, why
             assert answer.headers["www-authenticate"].startswith("Bearer resource_metadata="), why
+
+
+async def test_the_advertised_scopes_are_the_ones_a_token_needs(setup) -> None:
+    issuer, audience, gw = setup
+    base = f"http://127.0.0.1:{gw.http_port}"
+    async with httpx.AsyncClient() as http:
+        for why, token in {
+            "no scope": issuer.token(audience, scope=None),
+            "other scopes": issuer.token(audience, scope="read write"),
+            "a longer scope": issuer.token(audience, scope="tools:read"),
+            "scp of others": issuer.token(audience, scope=None, scp=["read"]),
+        }.items():
+            body, headers = listing(token)
+            answer = await http.post(audience, json=body, headers=headers)
+            assert answer.status_code == 403, why
+            assert answer.headers["www-authenticate"] == (
+                f'Bearer resource_metadata="{base}/.well-known/oauth-protected-resource/mcp", '
+                'scope="tools", error="insufficient_scope"'
+            ), why
+            assert "lacks the scope 'tools'" in answer.json()["error"]["message"], why
+        for why, token in {
+            "among others": issuer.token(audience, scope="read tools write"),
+            "scp as a list": issuer.token(audience, scope=None, scp=["tools"]),
+        }.items():
+            body, headers = listing(token)
+            assert (await http.post(audience, json=body, headers=headers)).status_code == 200, why
 
 
 async def tool_names(audience: str, token: str) -> set[str]:
