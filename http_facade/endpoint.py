@@ -23,7 +23,9 @@ from http_facade.bindings import Binding, Rpc
 from http_facade.context import Exchange, exchange_for
 from http_facade.errors import PayloadTooLarge, RequestTimeout, response_headers
 from http_facade.protocol import unless_gone
+from http_facade.same_origin import check_cookie_change
 from server.accounting.admission import KEY_HEADERS
+from server.application.governance.signin import SESSION
 from server.base.errors import InvalidArgument, UnknownParameter
 
 
@@ -47,6 +49,10 @@ class Endpoint:
         # Errors from here on are written in the service's own error format.
         request.state.error_format = self.binding.rpc.error_format
         exchange = exchange_for(request.scope, self.binding.rpc.forwarded_headers)
+        if SESSION in exchange.metadata and not any(
+            exchange.metadata.get(h) for h in KEY_HEADERS
+        ):  # the admin page's cookie is what authenticates the call
+            check_cookie_change(request)
         if self.binding.rpc.key_query:
             _key_from_query(exchange, request, self.binding.rpc.key_query)
         payload = await self._payload(request)

@@ -96,6 +96,16 @@ class RequestTimeout(InvalidArgument):
         return 408
 
 
+class UnsupportedMediaType(InvalidArgument):
+    """The request body is of a type the method does not take (an HTTP-only condition)."""
+
+    reason = "UNSUPPORTED_MEDIA_TYPE"
+
+    @property
+    def http_status(self) -> int:
+        return 415
+
+
 class MethodNotAllowed(GatewayError):
     """The path exists, but not for this HTTP method (an HTTP-only condition)."""
 

@@ -20,6 +20,8 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from http_facade.errors import error_response
+from http_facade.same_origin import check_origin
 from server.application.governance.oidc import SignInFailed
 from server.application.governance.signin import COOKIE, SignIn, call_for
 from server.base.call import Call
@@ -69,6 +71,10 @@ def signin_routes(signin: SignIn) -> list[BaseRoute]:
         return response
 
     async def signout(request: Request) -> Response:
+        try:
+            check_origin(request)  # another page of the site cannot end the session
+        except GatewayError as exc:
+            return error_response(exc)
         ended = await signin.sign_out(request.cookies.get(COOKIE, ""), call_of(request))
         response = JSONResponse({"signed_out": ended}, headers=NO_STORE)
         response.delete_cookie(COOKIE, path="/", secure=True, httponly=True, samesite="lax")

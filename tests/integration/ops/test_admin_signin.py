@@ -103,7 +103,9 @@ async def code_flow(base: str, provider: str, sub: str) -> httpx.AsyncClient:
     # browser sends it to a loopback gateway; the chromium test shows it).
     session = back.cookies["gw_admin_session"]
     await client.aclose()
-    return httpx.AsyncClient(base_url=base, headers={"cookie": f"gw_admin_session={session}"})
+    # As the admin page's own requests: a browser sends the page's Origin with a change.
+    headers = {"cookie": f"gw_admin_session={session}", "origin": base}
+    return httpx.AsyncClient(base_url=base, headers=headers)
 
 
 async def id_token(provider: str, sub: str) -> str:
@@ -174,6 +176,53 @@ async def test_groups_at_the_provider_are_synchronised_at_each_sign_in(
     assert all(e["actor"].startswith("user:") for e in events)
 
 
+async def test_a_change_the_cookie_signs_comes_from_the_gateways_own_page_as_json(
+    gateway: str, provider: str
+) -> None:
+    set_user(provider, "erin", ["gw-admins"])
+    page = await code_flow(gateway, provider, "erin")
+    cookie = {"cookie": page.headers["cookie"]}
+    host = urlsplit(gateway).netloc
+    body = b'{"name": "forged"}'
+    json_type = {"content-type": "application/json"}
+    async with httpx.AsyncClient(base_url=gateway) as http:
+        for why, headers, status in (
+            ("no Origin", json_type, 403),
+            ("a page of the same site", {**json_type, "origin": "http://evil.127.0.0.1.nip.io",
+                                         "sec-fetch-site": "same-site"}, 403),
+            ("another port", {**json_type, "origin": f"http://{host.split(':')[0]}:1"}, 403),
+            ("another scheme", {**json_type, "origin": f"https://{host}"}, 403),
+            ("a form's type", {"content-type": "text/plain", "origin": gateway}, 415),
+            ("a form's other type", {"content-type": "application/x-www-form-urlencoded",
+                                     "sec-fetch-site": "same-origin"}, 415),
+            ("no type", {"origin": gateway}, 415),
+        ):  # fmt: skip
+            reply = await http.post("/v1/admin/orgs", content=body, headers={**cookie, **headers})
+            assert reply.status_code == status, (why, reply.text)
+        # The page's own requests: its Origin, or the browser's same-origin word.
+        for name, headers in (
+            ("by-origin", {**json_type, "origin": gateway}),
+            ("by-fetch-site", {**json_type, "sec-fetch-site": "same-origin"}),
+            ("with-charset", {"content-type": "application/json; charset=utf-8",
+                              "origin": gateway}),
+        ):  # fmt: skip
+            reply = await http.post("/v1/admin/orgs", json={"name": name},
+                                    headers={**cookie, **headers})  # fmt: skip
+            assert reply.status_code == 200, (name, reply.text)
+        # Reading needs neither; a key instead of the cookie needs neither either.
+        assert (await http.get("/v1/admin/orgs", headers=cookie)).status_code == 200
+        keyed = await http.post("/v1/admin/orgs", headers=ADMIN, content=b'{"name": "keyed"}')
+        assert keyed.status_code == 200, keyed.text
+        orgs = (await http.get("/v1/admin/orgs", headers=ADMIN)).json()["orgs"]
+        assert "forged" not in {o["name"] for o in orgs}
+        # Signing out is a change too: another page cannot end the session.
+        refused = await http.post("/admin/signout", headers={**cookie, "origin": "http://x"})
+        assert refused.status_code == 403
+        assert (await http.get("/admin/session", headers=cookie)).json()["signed_in"] is True
+    assert (await page.post("/admin/signout")).json() == {"signed_out": True}
+    await page.aclose()
+
+
 async def test_a_failed_sign_in_is_refused_and_recorded(gateway: str, provider: str) -> None:
     client = httpx.AsyncClient(base_url=gateway)
     forged = await client.get("/admin/signin/callback", params={"code": "x", "state": "forged"})
@@ -241,6 +290,13 @@ async def test_the_admin_page_signs_in_through_the_provider_in_chromium(
             # No script of the page can read it.
             assert "gw_admin_session" not in await page.evaluate("document.cookie")
             await page.screenshot(path=str(SHOTS / "admin-signed-in.png"), full_page=True)
+            # A change from the page (its JSON, its origin) goes through with the cookie.
+            button = page.locator("#providers button").first
+            switched = await button.get_attribute("data-provider")
+            await button.click()
+            await page.wait_for_selector(
+                f'#providers button[data-provider="{switched}"]:has-text("Enable")'
+            )
             await page.click("#logout")
             await page.wait_for_selector("#login:not([hidden])")
             assert (await page.request.get(f"{gateway}/v1/admin/dashboard")).status == 401

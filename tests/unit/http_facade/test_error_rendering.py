@@ -19,6 +19,7 @@ from http_facade.errors import (
     MethodNotAllowed,
     PayloadTooLarge,
     RequestTimeout,
+    UnsupportedMediaType,
     error_body,
     error_json,
     error_response,
@@ -107,6 +108,7 @@ def test_openai_error_format() -> None:
         (PayloadTooLarge("too big", {}), 413, "request_too_large"),
         (RequestTimeout("too slow", {}), 408, "request_timeout"),
         (MethodNotAllowed("no GET", {}), 405, "method_not_allowed"),
+        (UnsupportedMediaType("not JSON", {}), 415, "unsupported_media_type"),
     ],
 )
 def test_http_only_conditions(error: GatewayError, status: int, code: str) -> None:
