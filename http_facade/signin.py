@@ -14,6 +14,7 @@ metadata entry and nothing else of the cookie header.
 from __future__ import annotations
 
 import html
+import ipaddress
 import logging
 
 from starlette.requests import Request
@@ -25,7 +26,7 @@ from http_facade.same_origin import check_origin
 from server.application.governance.oidc import SignInFailed
 from server.application.governance.signin import COOKIE, SignIn, call_for
 from server.base.call import Call
-from server.base.errors import GatewayError
+from server.base.errors import GatewayError, PermissionDenied
 
 log = logging.getLogger(__name__)
 NO_STORE = {"cache-control": "no-store"}
@@ -34,9 +35,19 @@ CALLBACK = "/admin/signin/callback"
 
 def signin_routes(signin: SignIn) -> list[BaseRoute]:
     def redirect_uri(request: Request) -> str:
+        """The configured callback URL; without one, this gateway's own as the browser
+        reached it, on a loopback address only: elsewhere the Host header, which anyone
+        may send, would choose where the provider sends the code."""
         config = signin.config
         if config is not None and config.redirect_url:
             return config.redirect_url
+        if config is not None and not is_loopback(request.url.hostname or ""):
+            raise PermissionDenied(
+                "sign-in on an address other than loopback needs auth.oidc.redirect_url: "
+                f"set it to this gateway's public URL ending in {CALLBACK} (the one "
+                "registered at the identity provider)",
+                {"field": "auth.oidc.redirect_url"},
+            )
         return str(request.base_url).rstrip("/") + CALLBACK
 
     def call_of(request: Request) -> Call:
@@ -94,6 +105,16 @@ def signin_routes(signin: SignIn) -> list[BaseRoute]:
         Route("/admin/signout", signout, methods=["POST"]),
         Route("/admin/session", session, methods=["GET"]),
     ]
+
+
+def is_loopback(host: str) -> bool:
+    """Whether `host` (a name or an address, without its port) is this machine's."""
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def _page(status: int, message: str) -> Response:

@@ -748,7 +748,8 @@ class OidcConfig(Strict):
     # A gateway-wide role for every signed-in user: none (the default) or `viewer`.
     default_role: str = ""
     # The callback URL the provider redirects to; absent: this gateway's own
-    # `/admin/signin/callback` as the browser reached it.
+    # `/admin/signin/callback` as the browser reached it, on a loopback address only
+    # (elsewhere sign-in asks for it: the Host header never chooses the callback).
     redirect_url: str | None = None
     # The audience a Bearer access token must name; absent: `client_id`.
     audience: str | None = None

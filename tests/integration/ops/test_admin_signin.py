@@ -223,6 +223,36 @@ async def test_a_change_the_cookie_signs_comes_from_the_gateways_own_page_as_jso
     await page.aclose()
 
 
+async def test_without_redirect_url_only_a_loopback_host_chooses_the_callback(
+    gateway: str, provider: str, storage: dict[str, Any]
+) -> None:
+    port = urlsplit(gateway).port
+    async with httpx.AsyncClient(base_url=gateway) as http:
+        for host in ("gateway.example.com", "evil.example", "127.0.0.1.nip.io", "10.0.0.1"):
+            start = await http.get("/admin/signin", headers={"host": f"{host}:{port}"})
+            assert start.status_code == 403, (host, start.headers.get("location"))
+            assert "auth.oidc.redirect_url" in start.text and "location" not in start.headers
+            back = await http.get("/admin/signin/callback", params={"code": "c", "state": "s"},
+                                  headers={"host": host})  # fmt: skip
+            assert back.status_code == 403 and "redirect_url" in back.text
+        for host in (f"localhost:{port}", f"127.0.0.1:{port}", f"[::1]:{port}"):
+            start = await http.get("/admin/signin", headers={"host": host})
+            assert start.status_code == 302, (host, start.text)
+            asked = parse_qs(urlsplit(start.headers["location"]).query)["redirect_uri"]
+            assert asked == [f"http://{host}/admin/signin/callback"]
+    # With redirect_url set, it is the callback whatever the Host says.
+    data = signin_config(provider, storage)
+    data["auth"]["oidc"]["redirect_url"] = "https://gw.example.com/admin/signin/callback"
+    async with (
+        running_gateway(data) as gw,
+        httpx.AsyncClient(base_url=f"http://127.0.0.1:{gw.http_port}") as http,
+    ):
+        start = await http.get("/admin/signin", headers={"host": "evil.example"})
+        assert start.status_code == 302, start.text
+        asked = parse_qs(urlsplit(start.headers["location"]).query)["redirect_uri"]
+        assert asked == ["https://gw.example.com/admin/signin/callback"]
+
+
 async def test_a_failed_sign_in_is_refused_and_recorded(gateway: str, provider: str) -> None:
     client = httpx.AsyncClient(base_url=gateway)
     forged = await client.get("/admin/signin/callback", params={"code": "x", "state": "forged"})
