@@ -26,6 +26,7 @@ from http_facade.same_origin import check_origin
 from server.application.governance.oidc import SignInFailed
 from server.application.governance.signin import COOKIE, SignIn, call_for
 from server.base.call import Call
+from server.base.config import OidcConfig
 from server.base.errors import GatewayError, PermissionDenied
 
 log = logging.getLogger(__name__)
@@ -34,22 +35,6 @@ CALLBACK = "/admin/signin/callback"
 
 
 def signin_routes(signin: SignIn) -> list[BaseRoute]:
-    def redirect_uri(request: Request) -> str:
-        """The configured callback URL; without one, this gateway's own as the browser
-        reached it, on a loopback address only: elsewhere the Host header, which anyone
-        may send, would choose where the provider sends the code."""
-        config = signin.config
-        if config is not None and config.redirect_url:
-            return config.redirect_url
-        if config is not None and not is_loopback(request.url.hostname or ""):
-            raise PermissionDenied(
-                "sign-in on an address other than loopback needs auth.oidc.redirect_url: "
-                f"set it to this gateway's public URL ending in {CALLBACK} (the one "
-                "registered at the identity provider)",
-                {"field": "auth.oidc.redirect_url"},
-            )
-        return str(request.base_url).rstrip("/") + CALLBACK
-
     def call_of(request: Request) -> Call:
         client = request.client
         address = f"{client.host}:{client.port}" if client else ""
@@ -57,7 +42,7 @@ def signin_routes(signin: SignIn) -> list[BaseRoute]:
 
     async def begin(request: Request) -> Response:
         try:
-            url = await signin.begin(redirect_uri(request))
+            url = await signin.begin(callback_url(signin.config, request))
         except GatewayError as exc:
             return _page(exc.http_status, exc.message)
         return RedirectResponse(url, status_code=302, headers=NO_STORE)
@@ -70,7 +55,9 @@ def signin_routes(signin: SignIn) -> list[BaseRoute]:
         else:
             code, state = params.get("code", ""), params.get("state", "")
         try:
-            secret, ttl = await signin.finish(code, state, redirect_uri(request), call_of(request))
+            secret, ttl = await signin.finish(
+                code, state, callback_url(signin.config, request), call_of(request)
+            )
         except SignInFailed as exc:
             return _page(401, f"Sign-in failed: {exc}.")
         except GatewayError as exc:
@@ -105,6 +92,22 @@ def signin_routes(signin: SignIn) -> list[BaseRoute]:
         Route("/admin/signout", signout, methods=["POST"]),
         Route("/admin/session", session, methods=["GET"]),
     ]
+
+
+def callback_url(config: OidcConfig | None, request: Request) -> str:
+    """The configured callback URL; without one, this gateway's own as the browser
+    reached it, on a loopback address only: elsewhere the Host header, which anyone may
+    send, would choose where the provider sends the code."""
+    if config is not None and config.redirect_url:
+        return config.redirect_url
+    if config is not None and not is_loopback(request.url.hostname or ""):
+        raise PermissionDenied(
+            "sign-in on an address other than loopback needs auth.oidc.redirect_url: "
+            f"set it to this gateway's public URL ending in {CALLBACK} (the one "
+            "registered at the identity provider)",
+            {"field": "auth.oidc.redirect_url"},
+        )
+    return str(request.base_url).rstrip("/") + CALLBACK
 
 
 def is_loopback(host: str) -> bool:

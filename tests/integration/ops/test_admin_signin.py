@@ -203,7 +203,7 @@ async def test_a_change_the_cookie_signs_comes_from_the_gateways_own_page_as_jso
         for name, headers in (
             ("by-origin", {**json_type, "origin": gateway}),
             ("by-fetch-site", {**json_type, "sec-fetch-site": "same-origin"}),
-            ("with-charset", {"content-type": "application/json; charset=utf-8",
+            ("with-charset", {"content-type": "Application/JSON ; charset=utf-8",
                               "origin": gateway}),
         ):  # fmt: skip
             reply = await http.post("/v1/admin/orgs", json={"name": name},

@@ -96,7 +96,11 @@ async def test_grpc_requests_with_field_numbers_the_message_lacks(gateway) -> No
     _, channel = gateway
     admin = admin_service_pb2_grpc.AdminServiceStub(channel)
     newer = admin_pb.CreateKeyRequest.FromString(
-        admin_pb.CreateKeyRequest(name="svc", kind="api").SerializeToString() + tag(99)
+        # After fields of every width (a double, a varint, strings): found all the same.
+        admin_pb.CreateKeyRequest(
+            name="svc", kind="api", budget_usd=2.5, requests_per_minute=5
+        ).SerializeToString()
+        + tag(99)
     )
     with pytest.raises(grpc.aio.AioRpcError) as caught:
         await admin.CreateKey(newer, metadata=ADMIN)
