@@ -362,18 +362,18 @@ class StartupError(ConfigError):
 
 async def connect_redis(url: str, timeout_s: float, max_connections: int) -> Redis:
     """A Redis client whose every command is bounded; StartupError (one line, no
-    traceback) when the URL is malformed or nothing answers there. Its pool holds
-    `max_connections`, and a command finding them all busy waits for one (within the
-    storage bound): a burst of requests is back-pressure, never a refusal."""
-    from redis.asyncio import BlockingConnectionPool, Redis
+    traceback) when the URL is malformed or nothing answers there. `redis://` is one
+    server, `redis+cluster://` a Redis Cluster, `redis+sentinel://` the primary its
+    Sentinels name (server/storage/redis_topology.py). Its pool holds
+    `max_connections` (per node of a cluster), and a command finding them all busy
+    waits for one (within the storage bound): a burst of requests is back-pressure,
+    never a refusal."""
     from redis.exceptions import RedisError
 
+    from server.storage.redis_topology import client_for
+
     try:
-        pool = BlockingConnectionPool.from_url(
-            url, max_connections=max_connections, timeout=timeout_s,
-            socket_timeout=timeout_s, socket_connect_timeout=timeout_s,
-        )  # fmt: skip
-        client = Redis.from_pool(pool)  # closed with the client
+        client = client_for(url, timeout_s, max_connections)
     except (ValueError, RedisError) as exc:
         raise StartupError(f"storage.redis_url: not a usable Redis URL ({exc})") from None
     try:

@@ -5,7 +5,7 @@ The fixtures reach every test through the root conftest."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import asyncpg
@@ -19,6 +19,7 @@ from server.base import costs, tokens
 from server.base.config import Price
 from server.base.generation import GenerationRequest, Message
 from tests.support.gateways import default_config_dict
+from tests.support.redis_nodes import redis_cluster
 
 PG_ADMIN_URL = "postgresql://postgres@127.0.0.1:5432/test"
 REDIS_URL = "redis://127.0.0.1:6379/0"
@@ -65,6 +66,21 @@ async def redis_prefix() -> AsyncIterator[str]:
             await client.delete(*keys)
     finally:
         await client.aclose()
+
+
+@pytest.fixture(scope="session")
+def redis_cluster_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A six-node Redis Cluster on loopback for this test session (skipped without
+    redis-server)."""
+    with redis_cluster(tmp_path_factory.mktemp("redis-cluster")) as url:
+        yield url
+
+
+def redis_settings(request: pytest.FixtureRequest, kind: str, prefix: str) -> dict[str, Any]:
+    """Storage settings putting a test's limits and budgets on one Redis (`redis`) or on
+    the session's Redis Cluster (`cluster`), under a prefix of its own."""
+    url = REDIS_URL if kind == "redis" else request.getfixturevalue("redis_cluster_url")
+    return {"redis_url": url, "redis_prefix": f"{prefix}{uuid.uuid4().hex[:6]}:"}
 
 
 def config_with(

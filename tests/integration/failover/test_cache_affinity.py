@@ -6,7 +6,6 @@ agree, and the metrics show affinity outcomes and prompt-cache hit rates."""
 from __future__ import annotations
 
 import asyncio
-import uuid
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack
 from typing import Any
@@ -15,7 +14,7 @@ import httpx
 import pytest
 
 from tests.support.gateways import openai_gateway
-from tests.support.shared_state import REDIS_URL
+from tests.support.shared_state import redis_settings
 from tests.support.upstreams.base import FakeUpstream, Fault, Usage, serving
 from tests.support.upstreams.config import model, provider, with_models
 from tests.support.upstreams.openai import OpenAIWire
@@ -126,13 +125,11 @@ async def test_a_remembered_provider_that_expired_or_was_disabled_is_passed_over
 
 
 @pytest.mark.redis
-async def test_two_instances_sharing_redis_agree(pair, redis_prefix):
+@pytest.mark.parametrize("kind", ["redis", "cluster"])
+async def test_two_instances_sharing_redis_agree(pair, redis_prefix, request, kind):
     a, b = pair
     data = config(a, b)
-    data["storage"] |= {
-        "redis_url": REDIS_URL,
-        "redis_prefix": f"{redis_prefix}{uuid.uuid4().hex[:6]}:",
-    }
+    data["storage"] |= redis_settings(request, kind, redis_prefix)
     async with AsyncExitStack() as stack:
         (one, _), (two, _) = [
             await stack.enter_async_context(openai_gateway(data)) for _ in range(2)

@@ -19,9 +19,10 @@ import pytest
 from gateway.v1 import chat_service_pb2 as chat
 from redis.asyncio import Redis
 
+from server.storage.redis_topology import client_for
 from tests.support.gateways import API_KEY, running_gateway
 from tests.support.grpc_stubs import Stubs
-from tests.support.shared_state import REDIS_URL
+from tests.support.shared_state import REDIS_URL, redis_settings
 from tests.support.upstreams.base import FakeUpstream, serving
 from tests.support.upstreams.config import PRICE, model, provider, with_models
 from tests.support.upstreams.openai import OpenAIWire
@@ -209,19 +210,21 @@ async def test_the_ledger_marks_a_hit(fake, tmp_path):
 
 
 @pytest.mark.redis
+@pytest.mark.parametrize("kind", ["redis", "cluster"])
 async def test_instances_sharing_redis_share_answers_and_an_unreadable_entry_is_a_miss(
-    fake, redis_prefix
+    fake, redis_prefix, request, kind
 ):
-    prefix = f"{redis_prefix}{uuid.uuid4().hex[:6]}:"
+    settings = redis_settings(request, kind, redis_prefix)
+    prefix = settings["redis_prefix"]
     data = config(fake)
-    data["storage"] |= {"redis_url": REDIS_URL, "redis_prefix": prefix}
+    data["storage"] |= settings
     async with AsyncExitStack() as stack:
         one, two = [await stack.enter_async_context(gateway(data)) for _ in range(2)]
         await one.post("/v1/chat/completions", json=HELLO)
         assert (await two.post("/v1/chat/completions", json=HELLO)).headers[
             "x-gateway-cache"
         ] == "hit"
-        redis = Redis.from_url(REDIS_URL)
+        redis = client_for(settings["redis_url"], 10, 4)  # one server or the cluster
         keys = [k async for k in redis.scan_iter(f"{prefix}response:*")]
         assert len(keys) == 1
         await redis.set(keys[0], b"\x00not an entry")

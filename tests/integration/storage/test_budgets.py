@@ -4,7 +4,6 @@ concurrent requests cannot overrun; spend survives a restart (it comes from the 
 from __future__ import annotations
 
 import asyncio
-import uuid
 
 import grpc
 import httpx
@@ -16,7 +15,13 @@ from server.accounting import budget
 from tests.support.facade import set_params
 from tests.support.gateways import running_gateway
 from tests.support.grpc_stubs import Stubs, details
-from tests.support.shared_state import MAX_TOKENS, REDIS_URL, AdminClient, config_with, reservation
+from tests.support.shared_state import (
+    MAX_TOKENS,
+    AdminClient,
+    config_with,
+    redis_settings,
+    reservation,
+)
 
 HELLO = [chat.ChatMessage(role="user", content="hello")]
 
@@ -28,11 +33,11 @@ def test_period_bounds_are_utc_calendar_periods():
     assert budget.period_bounds("none") == (0.0, None)
 
 
-@pytest.fixture(params=["memory", "redis"])
+@pytest.fixture(params=["memory", "redis", "cluster"])
 def shared(request, redis_prefix):
     if request.param == "memory":
         return {}
-    return {"redis_url": REDIS_URL, "redis_prefix": f"{redis_prefix}{uuid.uuid4().hex[:6]}:"}
+    return redis_settings(request, request.param, redis_prefix)
 
 
 async def test_concurrent_requests_cannot_overrun_a_nearly_spent_budget(shared):

@@ -19,7 +19,13 @@ import openai
 import pytest
 
 from tests.support.gateways import eventually, start_process, stop_process, write_config
-from tests.support.shared_state import ADMIN_KEY, MAX_TOKENS, REDIS_URL, config_with, reservation
+from tests.support.shared_state import (
+    ADMIN_KEY,
+    MAX_TOKENS,
+    config_with,
+    redis_settings,
+    reservation,
+)
 
 ADMIN = {"x-admin-key": ADMIN_KEY}
 HELLO = [{"role": "user", "content": "hello"}]
@@ -58,8 +64,9 @@ async def ledger_rows(storage: dict[str, Any], org_id: str) -> list[tuple[str, s
         ("sqlite", "redis"),
         ("sqlite", "workers"),
         pytest.param(("postgresql", "redis"), marks=pytest.mark.postgres),
+        ("sqlite", "cluster"),
     ],
-    ids=["sqlite-redis", "sqlite-shared-state", "postgresql-redis"],
+    ids=["sqlite-redis", "sqlite-shared-state", "postgresql-redis", "sqlite-redis-cluster"],
 )
 def storage(request: pytest.FixtureRequest, tmp_path: Path, redis_prefix: str) -> dict[str, Any]:
     database, shared = request.param
@@ -68,8 +75,8 @@ def storage(request: pytest.FixtureRequest, tmp_path: Path, redis_prefix: str) -
         if database == "postgresql"
         else {"sqlite_path": str(tmp_path / "gateway.db")}
     )
-    if shared == "redis":
-        out |= {"redis_url": REDIS_URL, "redis_prefix": f"{redis_prefix}{uuid.uuid4().hex[:6]}:"}
+    if shared in ("redis", "cluster"):
+        out |= redis_settings(request, shared, redis_prefix)
     return out
 
 

@@ -18,7 +18,7 @@ from redis.asyncio import Redis
 from server.accounting.ratelimit import BucketLimiter, RedisLimiter
 from tests.support.gateways import running_gateway
 from tests.support.grpc_stubs import Stubs, details
-from tests.support.shared_state import REDIS_URL, AdminClient, config_with
+from tests.support.shared_state import REDIS_URL, AdminClient, config_with, redis_settings
 
 HELLO = [chat.ChatMessage(role="user", content="hello")]
 
@@ -83,11 +83,11 @@ async def test_redis_limiter_is_exact_under_concurrency(redis_client, redis_pref
         await other.aclose()
 
 
-@pytest.fixture(params=["memory", "redis"])
+@pytest.fixture(params=["memory", "redis", "cluster"])
 def shared(request, redis_prefix):
     if request.param == "memory":
         return {}
-    return {"redis_url": REDIS_URL, "redis_prefix": f"{redis_prefix}{uuid.uuid4().hex[:6]}:"}
+    return redis_settings(request, request.param, redis_prefix)
 
 
 async def test_headers_on_every_response_over_grpc_and_rest(shared):

@@ -22,6 +22,7 @@ from server.accounting.ratelimit import BucketLimiter, Decision, RedisLimiter, d
 from server.accounting.shared import SharedBudgets, SharedLimiter, StateClient, StateServer
 from server.base.caller import BudgetSpec
 from server.base.errors import BudgetExhausted
+from server.storage.redis_topology import client_for
 from tests.support.shared_state import REDIS_URL
 
 DAY = 86400
@@ -73,19 +74,22 @@ class Parents:
             shutil.rmtree(server.path.rpartition("/")[0], ignore_errors=True)
 
 
-@pytest.fixture(params=["memory", "redis", "shared"])
+@pytest.fixture(params=["memory", "redis", "shared", "cluster"])
 async def budgets(
     request: pytest.FixtureRequest, redis_prefix: str, parents: Parents
 ) -> AsyncIterator[Any]:
     """A factory of budgets on one backend, each over its own ledger."""
-    clients: list[Redis] = []
+    clients: list[Any] = []
 
     async def make(ledger: Ledger) -> Any:
         if request.param == "memory":
             return MemoryBudgets(ledger)
         if request.param == "shared":
             return SharedBudgets(await parents.client(ledger))
-        client = Redis.from_url(REDIS_URL)
+        url = REDIS_URL
+        if request.param == "cluster":
+            url = request.getfixturevalue("redis_cluster_url")
+        client = client_for(url, 10, 8)
         clients.append(client)
         return RedisBudgets(client, f"{redis_prefix}ub{uuid.uuid4().hex[:6]}:", ledger)
 

@@ -1,0 +1,164 @@
+"""Redis topologies started by the tests themselves, on free loopback ports in temporary
+folders, and stopped afterwards: a six-node Redis Cluster (three primaries with a
+replica each) and a primary with a replica watched by a Sentinel. Tests that use them
+are skipped, saying why, where redis-server or redis-cli is not installed."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+# The bound on a topology's start, for a loaded machine; they form in a few seconds.
+START_DEADLINE_S = 60.0
+
+
+def require_redis() -> None:
+    for tool in ("redis-server", "redis-cli"):
+        if shutil.which(tool) is None:
+            pytest.skip(f"{tool} is not installed (Debian package redis-server)")
+
+
+def _free(port: int) -> bool:
+    with socket.socket() as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def free_ports(count: int) -> list[int]:
+    """Ports free now whose cluster bus ports (+10000) are free too."""
+    ports: list[int] = []
+    while len(ports) < count:
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]
+        if port < 55535 and port not in ports and _free(port + 10000):
+            ports.append(port)
+    return ports
+
+
+def cli(port: int, *args: str) -> str:
+    done = subprocess.run(
+        ["redis-cli", "-h", "127.0.0.1", "-p", str(port), *args],
+        capture_output=True, text=True, timeout=30,
+    )  # fmt: skip
+    return done.stdout.strip()
+
+
+def wait_until(check, what: str, deadline_s: float = START_DEADLINE_S) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + deadline_s
+    while not check():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{what}: not within {deadline_s}s")
+        time.sleep(0.05)
+
+
+@dataclass
+class Nodes:
+    """Redis processes this test session started; `stop` ends every one."""
+
+    folder: Path
+    processes: dict[int, subprocess.Popen[bytes]] = field(default_factory=dict)
+
+    def start(self, port: int, *options: str, config: str | None = None) -> None:
+        home = self.folder / str(port)
+        home.mkdir()
+        argv = ["redis-server"]
+        if config is not None:  # a Sentinel rewrites its config file
+            (home / "node.conf").write_text(config)
+            argv.append(str(home / "node.conf"))
+        argv += ["--port", str(port), "--bind", "127.0.0.1", "--dir", str(home)]
+        argv += ["--save", "", "--appendonly", "no", *options]
+        self.processes[port] = subprocess.Popen(
+            argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
+        wait_until(lambda: cli(port, "ping") == "PONG", f"redis on {port}")
+
+    def stop(self) -> None:
+        for process in self.processes.values():
+            process.terminate()
+        for process in self.processes.values():
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+@contextmanager
+def redis_cluster(folder: Path) -> Iterator[str]:
+    """A six-node Redis Cluster; yields its `redis+cluster://` URL."""
+    require_redis()
+    nodes = Nodes(folder)
+    ports = free_ports(6)
+    try:
+        for port in ports:
+            nodes.start(port, "--cluster-enabled", "yes", "--cluster-node-timeout", "2000")
+        created = subprocess.run(
+            ["redis-cli", "--cluster", "create", *(f"127.0.0.1:{p}" for p in ports),
+             "--cluster-replicas", "1", "--cluster-yes"],
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert created.returncode == 0, created.stdout + created.stderr
+
+        def formed() -> bool:
+            return all("cluster_state:ok" in cli(p, "cluster", "info") for p in ports)
+
+        wait_until(formed, "the cluster")
+        yield "redis+cluster://" + ",".join(f"127.0.0.1:{p}" for p in ports[:2])
+    finally:
+        nodes.stop()
+
+
+@dataclass(frozen=True)
+class SentinelSet:
+    url: str
+    primary: int
+    replica: int
+    sentinel: int
+    service: str
+
+    def primary_now(self) -> int:
+        """The primary's port as the Sentinel names it."""
+        _, port = cli(self.sentinel, "sentinel", "get-master-addr-by-name", self.service).split()
+        return int(port)
+
+
+@contextmanager
+def redis_sentinel(folder: Path, service: str = "gateway") -> Iterator[SentinelSet]:
+    """A primary, its replica and a Sentinel watching them. The URL names a Sentinel
+    that is not running first, so a client must try the next."""
+    require_redis()
+    nodes = Nodes(folder)
+    primary, replica, sentinel, absent = free_ports(4)
+    try:
+        nodes.start(primary)
+        nodes.start(replica, "--replicaof", "127.0.0.1", str(primary))
+        wait_until(
+            lambda: "master_link_status:up" in cli(replica, "info", "replication"),
+            "the replica's link",
+        )
+        config = (
+            f"sentinel monitor {service} 127.0.0.1 {primary} 1\n"
+            f"sentinel down-after-milliseconds {service} 1000\n"
+            f"sentinel failover-timeout {service} 5000\n"
+        )
+        nodes.start(sentinel, "--sentinel", config=config)
+        wait_until(
+            lambda: f"{replica}" in cli(sentinel, "sentinel", "replicas", service),
+            "the Sentinel's view of the replica",
+        )
+        url = f"redis+sentinel://127.0.0.1:{absent},127.0.0.1:{sentinel}/{service}"
+        yield SentinelSet(url, primary, replica, sentinel, service)
+    finally:
+        nodes.stop()
