@@ -16,7 +16,7 @@ UV_VERSION := 0.13.9
 # Extra flags for `make lock`, e.g. LOCK_FLAGS=--upgrade, or LOCK_FLAGS='--upgrade-package ruff'.
 LOCK_FLAGS ?=
 
-.PHONY: image setup lock hooks run generate check-generated third_party breaking lint typecheck test bench mutate clean claude-code gemini-cli js-clients codex-cli opencode
+.PHONY: image deploy-check setup lock hooks run generate check-generated third_party breaking lint typecheck test bench mutate clean claude-code gemini-cli js-clients codex-cli opencode
 
 # The venv gets what the lock pins, hash-checked, and nothing newer; then the project itself,
 # without resolving again. `pip check` fails when a runtime dependency added to pyproject.toml
@@ -137,6 +137,11 @@ image:
 	$(PODMAN) build --format docker --network host --build-arg BASE=$(IMAGE_BASE) \
 		--volume /etc/ssl/certs/ca-certificates.crt:/etc/ssl/build-ca.crt:ro \
 		--build-arg PIP_CERT=/etc/ssl/build-ca.crt -t $(IMAGE) .
+
+# The deployment checks (after `make image`): the chart rendered and validated, the image
+# run, three replicas behind haproxy on a Redis Cluster and pgbouncer; figures printed.
+deploy-check: $(BIN)/gateway
+	$(BIN)/pytest -s -p no:randomly deploy/checks
 
 bench: $(BIN)/gateway
 	$(BIN)/python -m bench.overhead
