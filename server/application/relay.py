@@ -87,6 +87,8 @@ class WorkerRelay:
                     answer.set_result(int(body))
         except (asyncio.IncompleteReadError, ConnectionError, ValueError) as exc:
             log.error("relay of admin changes lost: %s", type(exc).__name__)
+            if self._writer is not None:
+                self._writer.close()  # later changes fail at once
             for answer in self._answers.values():
                 if not answer.done():
                     answer.set_result(1)
