@@ -10,6 +10,10 @@ refused with the reason and nothing changes.
 
 Providers enabled or disabled through the admin API stay so across reloads (the
 operator's word beats the file's) until changed again, and end with the process.
+
+An admin change is recorded before it is made (`reloading`: read and checked, the body
+records it, then swapped in), and under `--workers N` relayed to every other worker
+after (`everywhere`, server/application/relay.py).
 """
 
 from __future__ import annotations
