@@ -66,7 +66,8 @@ def _varint(raw: bytes, i: int) -> tuple[int, int]:
 
 def _fields(raw: bytes) -> Iterator[tuple[int, bytes | None]]:
     """Each field of an encoded message, in order: its number, and its bytes when it is
-    length-delimited (None otherwise). Ends early at a group or a truncated field."""
+    length-delimited (None otherwise). Ends at a group (after its number) or at a
+    truncated field."""
     i = 0
     try:
         while i < len(raw):
@@ -82,7 +83,8 @@ def _fields(raw: bytes) -> Iterator[tuple[int, bytes | None]]:
             elif wire == 2:
                 size, i = _varint(raw, i)
                 chunk, i = raw[i : i + size], i + size
-            else:
+            else:  # a group: its number, and nothing read past it
+                yield number, None
                 return
             yield number, chunk
     except (IndexError, ValueError):
