@@ -49,7 +49,7 @@ class UsageService:
             if admin.team_id and found.team_id != admin.team_id:
                 raise PermissionDenied(
                     f"this administrator may not read key {request.key_id!r}",
-                    {"key": request.key_id, "team": admin.team_id},
+                    {"key": request.key_id},
                 )
             return found
         if request.key_id:

@@ -8,10 +8,14 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any
 
+import grpc
 import httpx
 import pytest
+from gateway.v1 import usage_service_pb2 as usage_pb
+from gateway.v1.usage_service_pb2_grpc import UsageServiceStub
 
-from tests.support.gateways import running_gateway
+from tests.support.gateways import API_KEY, ROUTER_KEY, running_gateway
+from tests.support.grpc_stubs import details
 from tests.support.shared_state import ADMIN_KEY, config_with
 
 ADMIN = {"x-admin-key": ADMIN_KEY}
@@ -169,8 +173,17 @@ async def test_team_admin_keys_manage_their_own_team_only(http: httpx.AsyncClien
 
 
 async def test_a_team_admin_key_reads_the_usage_of_its_own_teams_keys_only(
-    http: httpx.AsyncClient,
+    storage: dict[str, Any],
 ) -> None:
+    async with (
+        running_gateway(config_with(**storage)) as gw,
+        httpx.AsyncClient(base_url=f"http://127.0.0.1:{gw.http_port}", timeout=30) as http,
+        grpc.aio.insecure_channel(f"127.0.0.1:{gw.grpc_port}") as channel,
+    ):
+        await team_admin_usage(http, UsageServiceStub(channel))
+
+
+async def team_admin_usage(http: httpx.AsyncClient, usage: UsageServiceStub) -> None:
     org = await setup_org(http, f"usage-{await last_seq(http)}")
     mine = await setup_team(http, org["id"], "mine")
     other = await setup_team(http, org["id"], "other")
@@ -194,10 +207,29 @@ async def test_a_team_admin_key_reads_the_usage_of_its_own_teams_keys_only(
         refused = await http.get("/v1/usage", headers=scoped, params={"key_id": other_key})
         assert refused.status_code == 403, (other_key, refused.text)
         assert "may not read key" in refused.json()["error"]["message"]
+    # Over gRPC alike, the key named in the error's details.
+    with pytest.raises(grpc.aio.AioRpcError) as caught:
+        await usage.GetUsage(usage_pb.GetUsageRequest(key_id=theirs),
+                             metadata=tuple(scoped.items()))  # fmt: skip
+    assert caught.value.code() == grpc.StatusCode.PERMISSION_DENIED
+    assert dict(details(caught.value)["ErrorInfo"].metadata) == {"key": theirs}  # type: ignore[attr-defined]
     # The gateway's own administrator reads them all.
     for any_key in (own, theirs, loose, gateway_admin, "cfg-dev-api"):
         reply = await http.get("/v1/usage", headers=ADMIN, params={"key_id": any_key})
         assert reply.status_code == 200, (any_key, reply.text)
+    # An admin key names the key it reads; another key reads its own, and names none.
+    for headers, asked, param, words in (
+        (ADMIN, {}, "key_id", "is required with an admin key"),
+        ({"x-api-key": API_KEY}, {"key_id": own}, "key_id", "needs an admin key (x-admin-key)"),
+    ):
+        refused = await http.get("/v1/usage", headers=headers, params=asked)
+        assert refused.status_code == 400, refused.text
+        assert refused.json()["error"]["param"] == param
+        assert refused.json()["error"]["message"] == f"{param}: {words}"
+    for headers, key_id in (({"x-router-key": ROUTER_KEY}, "cfg-dev-router"),
+                            ({"x-api-key": API_KEY}, "cfg-dev-api")):  # fmt: skip
+        reply = await http.get("/v1/usage", headers=headers)
+        assert reply.status_code == 200 and reply.json()["key_id"] == key_id, reply.text
 
 
 async def test_deleting_a_team_with_live_keys_and_a_stale_if_match(

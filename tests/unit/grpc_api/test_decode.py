@@ -82,8 +82,9 @@ def test_an_unknown_group_is_named_by_its_number() -> None:
 
 def test_a_string_that_is_not_utf8_is_named_after_other_fields() -> None:
     bad = b"\xff\xfe"
-    # After a varint, an unknown field and a repeated string: still found, indexed.
-    raw = (field(10, 0, varint(5)) + field(99, 2, b"zz") + field(1, 2, b"name")
+    # After a varint, a string field sent as a varint (protobuf sets it aside), an
+    # unknown field and a repeated string: still found, indexed.
+    raw = (field(10, 0, varint(5)) + field(1, 0, varint(5)) + field(99, 2, b"zz") + field(1, 2, b"name")
            + field(2, 2, field(3, 0, varint(7)) + field(5, 2, b"ok") + field(5, 2, bad)))  # fmt: skip
     assert refused(raw, admin_pb.CreateOrganizationRequest) == "limits.models[1]"
 
