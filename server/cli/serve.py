@@ -368,7 +368,7 @@ async def connect_redis(url: str, timeout_s: float, max_connections: int) -> Red
     `max_connections` (per node of a cluster), and a command finding them all busy
     waits for one (within the storage bound): a burst of requests is back-pressure,
     never a refusal."""
-    from redis.exceptions import RedisError
+    from redis.exceptions import RedisClusterException, RedisError
 
     from server.storage.redis_topology import client_for
 
@@ -378,7 +378,7 @@ async def connect_redis(url: str, timeout_s: float, max_connections: int) -> Red
         raise StartupError(f"storage.redis_url: not a usable Redis URL ({exc})") from None
     try:
         await asyncio.wait_for(client.ping(), timeout_s * 2)
-    except (OSError, RedisError, TimeoutError) as exc:
+    except (OSError, RedisError, RedisClusterException, TimeoutError) as exc:
         await client.aclose()
         why = str(exc) or type(exc).__name__
         raise StartupError(f"storage.redis_url: cannot reach Redis ({why})") from None

@@ -120,7 +120,14 @@ async def test_a_stalled_redis(fail_open, redis_prefix):
 
 @pytest.mark.parametrize(
     "url, said",
-    [("redis://127.0.0.1:1/0", "cannot reach Redis"), ("nonsense://x", "not a usable Redis URL")],
+    [
+        ("redis://127.0.0.1:1/0", "cannot reach Redis"),
+        ("nonsense://x", "not a usable Redis URL"),
+        ("redis+cluster://:pw-secret@127.0.0.1:1", "cannot reach Redis"),
+        ("redis+cluster://127.0.0.1", "not a usable Redis URL"),
+        ("redis+sentinel://:pw-secret@127.0.0.1:1/gateway", "cannot reach Redis"),
+        ("redis+sentinel://127.0.0.1:1", "not a usable Redis URL"),
+    ],
 )
 def test_a_wrong_redis_url_at_start_up_is_one_clear_line(tmp_path, url, said):
     data = config_with()
@@ -129,7 +136,7 @@ def test_a_wrong_redis_url_at_start_up_is_one_clear_line(tmp_path, url, said):
     output = stop_process(gw)
     assert gw.process.returncode != 0
     assert f"storage.redis_url: {said}" in output, output
-    assert "Traceback" not in output, output
+    assert "Traceback" not in output and "pw-secret" not in output, output
 
 
 @pytest.mark.parametrize(
