@@ -112,8 +112,8 @@ breaking: setup third_party
 lint: setup third_party breaking
 	$(BUF) format proto --diff --exit-code
 	$(BUF) lint
-	$(BIN)/ruff check server http_facade tests tools bench
-	$(BIN)/ruff format --check server http_facade tests tools bench
+	$(BIN)/ruff check server http_facade tests tools bench deploy
+	$(BIN)/ruff format --check server http_facade tests tools bench deploy
 
 typecheck: $(BIN)/gateway
 	$(BIN)/mypy
