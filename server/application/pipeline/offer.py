@@ -11,6 +11,7 @@ through the gateway, and never holding a key of the gateway.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
@@ -23,6 +24,8 @@ from server.base.tools import ToolServerError
 
 # The scheme that names a configured server without a URL.
 GATEWAY_SCHEME = "gateway:"
+# The path of the gateway's own `/mcp/{server}` (at whatever host), and the server.
+GATEWAY_PATH = re.compile(r"(?:^|/)mcp/([^/]+)/*$")
 
 
 @dataclass(frozen=True)
@@ -102,10 +105,8 @@ def gateway_named(config: McpConfig, url: str) -> McpServerConfig | None:
     the gateway's own `/mcp/{server}` at whatever host), if any."""
     if url.startswith(GATEWAY_SCHEME):
         return config.server(url.removeprefix(GATEWAY_SCHEME))
-    segments = urlsplit(url).path.rstrip("/").split("/")
-    if len(segments) >= 2 and segments[-2] == "mcp":
-        return config.server(segments[-1])
-    return None
+    found = GATEWAY_PATH.search(urlsplit(url).path)
+    return config.server(found.group(1)) if found else None
 
 
 def _takes_headers(server: McpServerConfig, header_fields: dict[str, str]) -> McpServerConfig:

@@ -271,6 +271,38 @@ def test_a_token_goes_to_its_server_as_a_bearer() -> None:
     assert (use.allowed, use.named, use.denied) == (None, (), frozenset())
 
 
+def test_a_connector_server_names_a_configured_server_or_a_remote_by_its_name() -> None:
+    untyped = {"url": WEB, "name": "web"}  # `type` defaults to url
+    use = messages_use({}, untyped)
+    assert (use.server.id, use.server.url) == ("web", WEB)
+    request = messages_request([{"type": "url", "url": REMOTE, "name": "partner"}],
+                               [{"type": "mcp_toolset", "mcp_server_name": "partner"}])  # fmt: skip
+    (remote,) = messages_mcp.uses(request, BETA, CONFIG)
+    assert (remote.label, remote.server.id, remote.server.url) == ("partner", "partner", REMOTE)
+
+
+@pytest.mark.parametrize(
+    ("server", "field", "message"),
+    [
+        ({"url": "https://else.example.com/mcp"}, "mcp_servers[0].url",
+         "'https://else.example.com/mcp' is not a configured MCP server (mcp.remote_urls lists "
+         "the others a request may name)"),
+        ({"url": REMOTE, "name": "Bad Name"}, "mcp_servers[0].name",
+         "must match [a-z0-9-]{1,24}"),
+        ({"url": REMOTE}, "mcp_servers[0].name",
+         "'web' is a configured MCP server's id: a remote one needs a label of its own"),
+    ],
+)  # fmt: skip
+def test_a_connector_server_is_refused_by_its_own_fields(
+    server: dict[str, Any], field: str, message: str
+) -> None:
+    given = {**SERVER, **server}
+    request = messages_request([given], [{"type": "mcp_toolset", "mcp_server_name": given["name"]}])
+    assert refusal(lambda: messages_mcp.uses(request, BETA, CONFIG)) == (
+        field, f"{field}: {message}"
+    )  # fmt: skip
+
+
 def test_the_earlier_beta_reads_tool_configuration() -> None:
     earlier = {"anthropic-beta": "other-beta, mcp-client-2025-04-04"}
     server = {**SERVER, "tool_configuration": {"allowed_tools": ["echo"]}}

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from server.application.mcp import upstream_headers as uh
-from server.application.pipeline.offer import ServerUse, offered, server_named
+from server.application.pipeline.offer import ServerUse, gateway_named, offered, server_named
 from server.base.config import McpConfig, McpServerConfig
 from server.base.errors import InvalidArgument
 
@@ -216,6 +216,19 @@ def test_a_remote_cannot_take_a_configured_servers_id(label: str) -> None:
         f"tools[0].server_label: {label!r} is a configured MCP server's id: a remote one "
         "needs a label of its own",
     )
+
+
+@pytest.mark.parametrize(
+    ("url", "server"),
+    [("gateway:web", "web"), ("gateway:nowhere", None), ("https://h.example/mcp/web", "web"),
+     ("https://h.example/a/mcp/web///", "web"), ("mcp/web", "web"), ("/mcp/local", "local"),
+     ("https://h.example/api/web", None), ("https://h.example/mcp/webX", None),
+     ("https://h.example/mcp/", None), ("https://h.example/mcp", None),
+     ("https://h.example/mcpx/web", None), ("https://h.example/mcp/web/tools", None)],
+)  # fmt: skip
+def test_the_gateways_own_urls(url: str, server: str | None) -> None:
+    found = gateway_named(CONFIG, url)
+    assert (found.id if found is not None else None) == server
 
 
 @pytest.mark.parametrize("url", [None, "gateway:local", "/mcp/local"])
