@@ -73,12 +73,44 @@ async def test_a_change_reaches_every_other_worker(hub: RelayHub) -> None:
     await close(one, two, three)
 
 
+async def test_changes_sent_at_once_are_each_answered(hub: RelayHub) -> None:
+    one, two = await workers(hub, 2)
+    await asyncio.wait_for(asyncio.gather(*(one.relay.everywhere(RELOAD) for _ in range(3))), 5)
+    assert two.made == [RELOAD] * 3
+    assert not one.relay._answers  # nothing left waiting
+    await close(one, two)
+
+
+async def test_a_hub_that_never_answers_is_given_up(monkeypatch) -> None:
+    monkeypatch.setattr("server.application.relay.ANSWER_TIMEOUT_S", 0.2)
+
+    async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readexactly(4 + len(orjson.dumps(["hello"])))
+        body = orjson.dumps(["welcome", []])
+        writer.write(struct.pack(">I", len(body)) + body)
+        await reader.read()  # reads the change, answers nothing
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = str(Path(folder) / "relay.sock")
+        server = await asyncio.start_unix_server(silent, path)
+        (one,) = [Worker(path, 2)]
+        await one.relay.open()
+        with pytest.raises(ChangeNotEverywhere, match="made on 1 of 2 workers"):
+            await asyncio.wait_for(one.relay.everywhere(RELOAD), 5)
+        assert not one.relay._answers
+        await close(one)
+        server.close()
+
+
 async def test_a_worker_that_fails_it_makes_it_not_everywhere(hub: RelayHub) -> None:
     one, two, three = await workers(hub, 3)
     three.fails = True
     with pytest.raises(ChangeNotEverywhere) as caught:
         await one.relay.everywhere(RELOAD)
-    assert caught.value.message.startswith("the change was made on 2 of 3 workers")
+    assert caught.value.message == (
+        "the change was made on 2 of 3 workers: the others did not confirm it in time; "
+        "send it again"
+    )
     assert caught.value.metadata == {"made": "2", "workers": "3"}
     assert two.made == [RELOAD]
     await close(one, two, three)
