@@ -30,7 +30,7 @@ def check_origin(request: Request) -> None:
         raise PermissionDenied(
             "a change signed in with the admin page's cookie must come from the gateway's "
             "own pages (Sec-Fetch-Site: same-origin, or its own Origin)",
-            {"header": "origin"},
+            {"field": "origin"},
         )
 
 
@@ -46,5 +46,5 @@ def check_cookie_change(request: Request) -> None:
         raise UnsupportedMediaType(
             "a change signed in with the admin page's cookie must send "
             "Content-Type: application/json",
-            {"header": "content-type"},
+            {"field": "content-type"},
         )

@@ -176,6 +176,17 @@ async def test_groups_at_the_provider_are_synchronised_at_each_sign_in(
     assert all(e["actor"].startswith("user:") for e in events)
 
 
+REFUSED = {
+    403: {"message": "a change signed in with the admin page's cookie must come from the "
+                     "gateway's own pages (Sec-Fetch-Site: same-origin, or its own Origin)",
+          "type": "permission_error", "code": "permission_denied", "param": "origin"},
+    415: {"message": "a change signed in with the admin page's cookie must send "
+                     "Content-Type: application/json",
+          "type": "invalid_request_error", "code": "unsupported_media_type",
+          "param": "content-type"},
+}  # fmt: skip
+
+
 async def test_a_change_the_cookie_signs_comes_from_the_gateways_own_page_as_json(
     gateway: str, provider: str
 ) -> None:
@@ -199,6 +210,7 @@ async def test_a_change_the_cookie_signs_comes_from_the_gateways_own_page_as_jso
         ):  # fmt: skip
             reply = await http.post("/v1/admin/orgs", content=body, headers={**cookie, **headers})
             assert reply.status_code == status, (why, reply.text)
+            assert reply.json()["error"] == REFUSED[status], why
         # The page's own requests: its Origin, or the browser's same-origin word.
         for name, headers in (
             ("by-origin", {**json_type, "origin": gateway}),
