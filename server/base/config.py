@@ -560,6 +560,10 @@ class StorageConfig(Strict):
 
     # PostgreSQL URL (postgresql://user:password@host:5432/db); absent: SQLite.
     database_url: str | None = None
+    # PostgreSQL is reached through pgbouncer in transaction (or statement) mode: no
+    # prepared statements are kept on a connection, since the next transaction may
+    # run on another server connection. Session mode needs nothing.
+    pgbouncer: bool = False
     # The SQLite file, created on first start; `:memory:` keeps nothing. A relative
     # path is under `state_dir` when that is set.
     sqlite_path: str = "gateway.db"

@@ -50,7 +50,7 @@ def _hash(text: str) -> str:
 
 async def run(args: argparse.Namespace) -> int:
     cfg = load(args)
-    db = await connect(cfg.storage.database_url, cfg.storage.sqlite_file)
+    db = await connect(cfg.storage.database_url, cfg.storage.sqlite_file, cfg.storage.pgbouncer)
     try:
         await migrate(db)
         log = AuditLog(db)

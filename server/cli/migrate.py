@@ -21,7 +21,7 @@ def add_parser(commands: Any) -> None:
 
 async def run(args: argparse.Namespace) -> int:
     cfg = load(args)
-    db = await connect(cfg.storage.database_url, cfg.storage.sqlite_file)
+    db = await connect(cfg.storage.database_url, cfg.storage.sqlite_file, cfg.storage.pgbouncer)
     try:
         applied = await migrate(db)
         version = await current_version(db)

@@ -47,7 +47,7 @@ class Store:
 
 async def open_store(settings: StorageConfig) -> Store:
     """Connects to the configured database and brings its schema up to date."""
-    db = await connect(settings.database_url, settings.sqlite_file)
+    db = await connect(settings.database_url, settings.sqlite_file, settings.pgbouncer)
     try:
         await migrate(db)
     except BaseException:

@@ -172,11 +172,16 @@ class PostgresDatabase:
         self._pool = pool
 
     @classmethod
-    async def open(cls, url: str) -> PostgresDatabase:
+    async def open(cls, url: str, pgbouncer: bool = False) -> PostgresDatabase:
+        """A pool on `url`; with `pgbouncer` (transaction mode) no statement cache,
+        whose named statements would meet another server connection."""
         import asyncpg
 
+        cache = {"statement_cache_size": 0} if pgbouncer else {}
         try:
-            pool = await asyncpg.create_pool(url, min_size=1, max_size=10, command_timeout=30)
+            pool = await asyncpg.create_pool(
+                url, min_size=1, max_size=10, command_timeout=30, **cache
+            )
         except (OSError, TimeoutError, ValueError, asyncpg.PostgresError) as exc:
             # One line naming the setting, never the URL (it may hold a password).
             why = str(exc) or type(exc).__name__
@@ -229,10 +234,11 @@ class _PostgresTx:
         return [dict(r) for r in await self._conn.fetch(_numbered(sql), *_args(args))]
 
 
-async def connect(database_url: str | None, sqlite_path: str) -> Database:
-    """PostgreSQL when a URL is given, else the SQLite file (created if missing)."""
+async def connect(database_url: str | None, sqlite_path: str, pgbouncer: bool = False) -> Database:
+    """PostgreSQL when a URL is given (`pgbouncer`: behind pgbouncer in transaction
+    mode), else the SQLite file (created if missing)."""
     if database_url:
         if not database_url.startswith(("postgres://", "postgresql://")):
             raise ConfigError("storage.database_url: only postgresql:// URLs are supported")
-        return await PostgresDatabase.open(database_url)
+        return await PostgresDatabase.open(database_url, pgbouncer)
     return await SQLiteDatabase.open(sqlite_path)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 
+from server.base.config import ConfigError
 from server.storage.db import Database, Dialect
 
 # An arbitrary constant naming the migration lock.
@@ -305,8 +306,29 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
 ]
 
 
+# asyncpg's errors when its named prepared statements meet a server connection another
+# client used (pgbouncer in transaction mode), by name: asyncpg is imported only for
+# PostgreSQL.
+BOUNCED = ("DuplicatePreparedStatementError", "InvalidSQLStatementNameError")
+
+
 async def migrate(db: Database) -> list[int]:
-    """Applies every pending migration; returns the versions applied now."""
+    """Applies every pending migration; returns the versions applied now. The first
+    statements a process sends: where pgbouncer in transaction mode meets a statement
+    cache, ConfigError says what to set."""
+    try:
+        return await _migrate(db)
+    except Exception as exc:
+        if type(exc).__name__ in BOUNCED:
+            raise ConfigError(
+                "storage.database_url: the server connection holds another client's "
+                "prepared statements, as behind pgbouncer in transaction mode: set "
+                "storage.pgbouncer: true"
+            ) from None
+        raise
+
+
+async def _migrate(db: Database) -> list[int]:
     floats = TYPES[db.dialect]["float"]
     applied_now = []
     async with db.transaction(lock_id=LOCK_ID) as tx:
