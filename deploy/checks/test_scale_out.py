@@ -232,9 +232,13 @@ async def settled(fleet: Fleet, key_name: str, expected: int) -> tuple[int, floa
 
 
 def test_a_keys_rate_limit_is_exact_across_three_replicas(fleet):
+    started = time.monotonic()
     statuses = asyncio.run(burst(fleet.url, LIMITED, 150))
-    print(f"rate limit 60/min over 3 replicas, 150 at once: {dict(statuses)}")
-    assert statuses == Counter({200: 60, 429: 90})
+    took = time.monotonic() - started
+    print(f"rate limit 60/min over 3 replicas, 150 at once in {took:.1f} s: {dict(statuses)}")
+    # The bucket holds 60 and refills one a second while the burst lasts.
+    assert set(statuses) == {200, 429} and sum(statuses.values()) == 150
+    assert 60 <= statuses[200] <= 60 + int(took)
 
 
 def test_a_keys_budget_is_not_overrun_across_three_replicas(fleet):
