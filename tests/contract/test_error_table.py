@@ -201,9 +201,11 @@ def test_every_reason_the_gateway_emits_is_in_the_contract() -> None:
     from gateway.v1 import errors_pb2
 
     import http_facade.errors
+    import http_facade.mcp_oauth
     import server.grpc_api.status
 
-    assert http_facade.errors and server.grpc_api.status  # their error classes are loaded
+    # Their error classes are loaded.
+    assert http_facade.errors and http_facade.mcp_oauth and server.grpc_api.status
 
     def subclasses(cls: type) -> list[type]:
         return [cls, *(s for sub in cls.__subclasses__() for s in subclasses(sub))]

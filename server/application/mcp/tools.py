@@ -26,10 +26,10 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from server.accounting.accounts import Accounts
-from server.application.mcp import upstream_headers
 from server.application.mcp.grants import exposes, granted
 from server.application.mcp.toolbox import Toolbox, Upstream
 from server.application.pipeline.state import Live
+from server.base import upstream_headers
 from server.base.caller import Principal
 from server.base.config import TOOL_NAME, McpServerConfig, exposed_tool_name
 from server.base.errors import (

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from server.application.mcp import upstream_headers as uh
 from server.application.pipeline.offer import ServerUse, gateway_named, offered, server_named
+from server.base import upstream_headers as uh
 from server.base.config import McpConfig, McpServerConfig
 from server.base.errors import InvalidArgument
 

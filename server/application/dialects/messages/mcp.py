@@ -12,9 +12,8 @@ from dataclasses import replace
 from typing import Any
 
 from server.application.dialects.messages.request import BETA_HEADER, AnyRequest
-from server.application.mcp import upstream_headers
 from server.application.pipeline.offer import ServerUse, server_named
-from server.base import structs
+from server.base import structs, upstream_headers
 from server.base.config import McpConfig
 from server.base.errors import InvalidArgument
 

@@ -10,9 +10,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from server.application.dialects.responses.request import Item, resolve
-from server.application.mcp import upstream_headers
 from server.application.pipeline.chain import Approval, Toolset
 from server.application.pipeline.offer import ServerUse, server_named
+from server.base import upstream_headers
 from server.base.config import McpConfig
 from server.base.errors import InvalidArgument
 from server.base.generation import ToolCall
