@@ -5,6 +5,7 @@ start-up ends it too; and PROMETHEUS_MULTIPROC_DIR is created when missing."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -158,6 +159,49 @@ def test_sigterm_during_start_up_ends_the_gateway(tmp_path, workers):
             conn.close()
     assert code != 0, err
     assert "Traceback" not in err, err
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(entry.name))
+    return found
+
+
+def test_sigterm_reaches_a_gateway_that_is_a_containers_first_process(tmp_path):
+    """PID 1 of a PID namespace gets no signal it has no handler for: a gateway there
+    that installed none until serving could not be stopped while starting."""
+    unshare = shutil.which("unshare")
+    probe = subprocess.run(
+        [unshare or "unshare", "--pid", "--fork", "true"], capture_output=True, timeout=30
+    )
+    if unshare is None or probe.returncode != 0:
+        pytest.skip("no PID namespace here (unshare missing or not permitted)")
+    data = default_config_dict()
+    data["storage"]["timeout_s"] = 300
+    with listening() as redis:
+        data["storage"]["redis_url"] = f"redis://127.0.0.1:{redis.getsockname()[1]}/0"
+        path = write_config(tmp_path, data)
+        process = subprocess.Popen(
+            [unshare, "--pid", "--fork", "--kill-child", sys.executable, "-m",
+             "server.cli.main", "--config", str(path)],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+        )  # fmt: skip
+        redis.settimeout(EXIT_DEADLINE_S)
+        conn, _ = redis.accept()  # start-up has reached Redis
+        try:
+            [first] = _children(process.pid)  # the namespace's PID 1
+            os.kill(first, signal.SIGTERM)
+            code, err, _ = ended(process)
+        finally:
+            conn.close()
+    assert code != 0 and "stopped before it was serving" in err, err
 
 
 def test_a_missing_multiprocess_folder_is_created(tmp_path):
