@@ -13,7 +13,12 @@ from tests.support.gateways import default_config_dict, running_gateway
 # The PostgreSQL database and Redis prefix private to the session.
 pytest_plugins = ("tests.support.shared_state",)
 
-NEEDS = {"pg_url": "postgres", "redis_prefix": "redis", "redis_cluster_url": "redis"}
+NEEDS = {
+    "pg_url": "postgres",
+    "redis_prefix": "redis",
+    "redis_cluster_url": "redis",
+    "redis_sentinel_url": "redis",
+}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -19,7 +19,7 @@ from server.base import costs, tokens
 from server.base.config import Price
 from server.base.generation import GenerationRequest, Message
 from tests.support.gateways import default_config_dict
-from tests.support.redis_nodes import redis_cluster
+from tests.support.redis_nodes import redis_cluster, redis_sentinel
 
 PG_ADMIN_URL = "postgresql://postgres@127.0.0.1:5432/test"
 REDIS_URL = "redis://127.0.0.1:6379/0"
@@ -76,10 +76,19 @@ def redis_cluster_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]
         yield url
 
 
+@pytest.fixture(scope="session")
+def redis_sentinel_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A primary, its replica and a Sentinel on loopback for this test session
+    (skipped without redis-server)."""
+    with redis_sentinel(tmp_path_factory.mktemp("redis-sentinel")) as nodes:
+        yield nodes.url
+
+
 def redis_settings(request: pytest.FixtureRequest, kind: str, prefix: str) -> dict[str, Any]:
-    """Storage settings putting a test's limits and budgets on one Redis (`redis`) or on
-    the session's Redis Cluster (`cluster`), under a prefix of its own."""
-    url = REDIS_URL if kind == "redis" else request.getfixturevalue("redis_cluster_url")
+    """Storage settings putting a test's limits and budgets on one Redis (`redis`), on
+    the session's Redis Cluster (`cluster`) or on its Sentinel's primary (`sentinel`),
+    under a prefix of its own."""
+    url = REDIS_URL if kind == "redis" else request.getfixturevalue(f"redis_{kind}_url")
     return {"redis_url": url, "redis_prefix": f"{prefix}{uuid.uuid4().hex[:6]}:"}
 
 

@@ -207,12 +207,12 @@ async def test_listings_take_nothing_from_the_limit_unless_configured(shared):
 
 
 @pytest.mark.redis
-@pytest.mark.parametrize("kind", ["redis", "cluster"])
+@pytest.mark.parametrize("kind", ["redis", "cluster", "sentinel"])
 async def test_a_redis_pool_exhausted_is_back_pressure_never_an_error(redis_prefix, request, kind):
     # Two connections for 200 requests at once, in two dialects (Anthropic's says 529
     # for what would be a 503): each waits its turn, and the limit holds (60, and the
-    # one a second its bucket refills while they run). A cluster's own pools refuse
-    # when full: its client waits too.
+    # one a second its bucket refills while they run). A cluster's own pools, and a
+    # Sentinel's, refuse when full: their clients wait too.
     data = config_with(**redis_settings(request, kind, redis_prefix))
     data["storage"]["redis_max_connections"] = 2
     # Waiting for a connection counts against the storage bound: generous here, where
