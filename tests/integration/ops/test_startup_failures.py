@@ -10,7 +10,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -26,8 +25,9 @@ from tests.support.gateways import (
     write_config,
 )
 
-# A failing start-up is over in a few seconds; the bound leaves room for a loaded
-# machine's imports (a hung process is what it catches).
+# A failing start-up is over in seconds (an unreachable Redis is retried for a few);
+# the bound leaves room for a loaded machine's imports: a hung process is what it
+# catches.
 EXIT_DEADLINE_S = 60.0
 
 
@@ -61,16 +61,15 @@ def launch(tmp_path: Path, data: dict[str, Any], workers: int, env: dict[str, st
     )  # fmt: skip
 
 
-def ended(process: subprocess.Popen[str]) -> tuple[int, str, float]:
-    """Waits for the process to exit (killing it past the deadline): code, stderr, seconds."""
-    began = time.monotonic()
+def ended(process: subprocess.Popen[str]) -> tuple[int, str]:
+    """Waits for the process to exit (killing it past the deadline): its code, stderr."""
     try:
         _, err = process.communicate(timeout=EXIT_DEADLINE_S)
     except subprocess.TimeoutExpired:
         process.kill()
         _, err = process.communicate()
         pytest.fail(f"still running after {EXIT_DEADLINE_S}s:\n{err}")
-    return process.returncode, err, time.monotonic() - began
+    return process.returncode, err
 
 
 def _multiproc_under_a_file(tmp_path: Path, data: dict[str, Any]) -> tuple[dict[str, str], str]:
@@ -130,15 +129,13 @@ def test_a_start_up_failure_exits_non_zero_at_once(tmp_path, failure, workers):
     data = default_config_dict()
     try:
         env, expected = FAILURES[failure](tmp_path, data)
-        code, err, took = ended(launch(tmp_path, data, workers, env))
+        code, err = ended(launch(tmp_path, data, workers, env))
     finally:
         while HELD:
             HELD.pop().close()
     assert code != 0, err
     assert expected in err, err
     assert "Traceback" not in err and "secret-pw" not in err, err
-    # Seconds, not the minutes a hung process would take (imports included).
-    assert took < 30, (took, err)
 
 
 @pytest.mark.parametrize("workers", [1, 2])
@@ -154,7 +151,7 @@ def test_sigterm_during_start_up_ends_the_gateway(tmp_path, workers):
         conn, _ = redis.accept()  # start-up has reached Redis
         try:
             process.send_signal(signal.SIGTERM)
-            code, err, _ = ended(process)
+            code, err = ended(process)
         finally:
             conn.close()
     assert code != 0, err
@@ -198,7 +195,7 @@ def test_sigterm_reaches_a_gateway_that_is_a_containers_first_process(tmp_path):
         try:
             [first] = _children(process.pid)  # the namespace's PID 1
             os.kill(first, signal.SIGTERM)
-            code, err, _ = ended(process)
+            code, err = ended(process)
         finally:
             conn.close()
     assert code != 0 and "stopped before it was serving" in err, err
