@@ -84,15 +84,16 @@ async def test_the_callers_credentials_never_go_upstream(upstream) -> None:
 
 
 async def test_a_slow_answer_is_a_timeout_naming_the_server(upstream) -> None:
+    # A stdio child's first answer includes its start, and a timed-out child is started
+    # again: its bound leaves room for a start on a loaded machine.
+    bounds = {"web": 2.5, "local": 15}
     data = mcp_config(upstream)
     for server in data["mcp"]["servers"]:
-        server["timeout_s"] = 2.5  # room for a loaded machine
+        server["timeout_s"] = bounds[server["id"]]
     async with running_gateway(data) as gw, sdk_client(mcp_url(gw), ALICE) as client:
-        for server in ("web", "local"):
+        for server, bound in bounds.items():
 
             async def started(server: str = server) -> None:
-                # A stdio child's start may outlast 2.5 s on a loaded machine: the first
-                # call then times out, and a later one finds it up.
                 try:
                     answer = await client.call_tool(f"{server}__add", {"a": 1, "b": 2})
                 except MCPError as error:
@@ -101,9 +102,9 @@ async def test_a_slow_answer_is_a_timeout_naming_the_server(upstream) -> None:
 
             await eventually(started, 60)
             with pytest.raises(MCPError) as slow:
-                await client.call_tool(f"{server}__slow", {"seconds": 6})
+                await client.call_tool(f"{server}__slow", {"seconds": 60})
             assert slow.value.error.data == {"server": server, "reason": "timeout"}
-            assert slow.value.error.message.startswith(f"{server}: no answer within 2.5s")
+            assert slow.value.error.message.startswith(f"{server}: no answer within {bound:g}s")
 
 
 async def test_an_oversized_answer_is_refused_and_a_larger_limit_relays_it(upstream) -> None:
@@ -154,7 +155,7 @@ async def test_fifty_reloads_leave_one_child_per_server(upstream) -> None:
             # Every other reload changes the stdio server's settings: a new client,
             # whose child starts only once the old one is gone.
             changed = mcp_config(upstream)
-            changed["mcp"]["servers"][1]["timeout_s"] = 5 + i % 2
+            changed["mcp"]["servers"][1]["timeout_s"] = 30 + i % 2  # room for a start
             current["data"] = changed
             await control.reload()
             if i % 10 == 0:
