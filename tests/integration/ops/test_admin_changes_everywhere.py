@@ -80,8 +80,9 @@ async def test_reloads_and_switches_reach_every_worker(tmp_path: Path) -> None:
             stopped = children(gw.process.pid)[0]
             os.kill(stopped, signal.SIGSTOP)
             try:
-                # Some of these reach the stopped worker and wait for it.
-                pending = {asyncio.ensure_future(_enable(port)) for _ in range(8)}
+                # Some of these reach the stopped worker and wait for it; of 24, one reaches
+                # the other but once in 2**24 (each new connection's worker is a coin toss).
+                pending = {asyncio.ensure_future(_enable(port)) for _ in range(24)}
                 answer = None
                 while answer is None and pending:
                     done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
