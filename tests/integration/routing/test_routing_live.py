@@ -3,14 +3,13 @@ through the live /v1/infer API."""
 
 from __future__ import annotations
 
-import asyncio
 import copy
 from pathlib import Path
 from typing import Any
 
 from tests.integration.routing.test_routing import EASY, HARD, HEADERS, PROMPTS, infer
 from tests.support.facade import client
-from tests.support.gateways import default_config_dict
+from tests.support.gateways import default_config_dict, eventually
 
 # (id, vendor, $ per million output tokens, quality prior): eight models of four vendors.
 POOL = [
@@ -96,9 +95,11 @@ async def test_feedback_retrains_the_served_scorer_on_a_schedule(tmp_path: Path)
             assert rated.status_code == 200, rated.text
         # Every answer fell short: once refitted, the same prompts score harder.
         probe = prompts[0]
-        for _ in range(50):
-            if (await infer(c, probe, profile="economy"))["route"]["difficulty"] > before[probe]:
-                break
-            await asyncio.sleep(0.2)
+
+        async def refitted() -> None:
+            difficulty = (await infer(c, probe, profile="economy"))["route"]["difficulty"]
+            assert difficulty > before[probe]
+
+        await eventually(refitted, 60)  # the schedule runs in its own time
         after = {p: (await infer(c, p, profile="economy"))["route"]["difficulty"] for p in prompts}
     assert all(after[p] > before[p] for p in prompts), (before, after)

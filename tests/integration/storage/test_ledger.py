@@ -232,7 +232,9 @@ async def test_a_locked_database_does_not_slow_requests(pg_url):
                     started = time.perf_counter()
                     await stubs.chat.CreateChatCompletion(_chat(), metadata=API)
                     slowest = max(slowest, time.perf_counter() - started)
-            assert slowest < 0.25, f"a request took {slowest:.3f}s while the ledger was blocked"
+            # A request that waited on the ledger would wait for the lock, held all along,
+            # or fail at the storage bound (2 s): far beyond a loaded machine's slowest.
+            assert slowest < 2, f"a request took {slowest:.3f}s while the ledger was blocked"
             assert gw.gateway.accounts.ledger.pending >= 40  # held, not lost
         finally:
             await tx.rollback()
