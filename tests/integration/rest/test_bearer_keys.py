@@ -174,7 +174,11 @@ async def test_stored_keys_and_admin_keys_as_bearer(tmp_path) -> None:  # type: 
         assert theirs.status_code == 200 and theirs.json()["key_id"] == key_id
         own = await http.get("/v1/usage", headers=bearer(secret))
         assert own.status_code == 200 and own.json()["key_id"] == key_id
-        # Revoked: refused as Bearer at once, saying so.
-        await http.post(f"/v1/admin/keys/{key_id}:revoke", headers=admin, json={})
+        # Revoked: refused as Bearer at once, saying so (a key the gateway never had,
+        # remembered as unknown beside it, takes nothing from the revocation).
+        unknown = await http.get("/v1/deployments", headers=bearer("gw-no-such-key-00000000"))
+        assert unknown.status_code == 401
+        revoked = await http.post(f"/v1/admin/keys/{key_id}:revoke", headers=admin, json={})
+        assert revoked.status_code == 200, revoked.text
         gone = await http.get("/v1/deployments", headers=bearer(secret))
         assert gone.status_code == 401 and "revoked" in gone.json()["error"]["message"]
