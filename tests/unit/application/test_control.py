@@ -69,7 +69,8 @@ async def test_a_reload_is_swapped_in_only_after_its_body(caplog) -> None:
     assert results == ["ok", "refused", "ok"] and "new" not in keys(made)
 
 
-async def test_a_relayed_change_is_made_here() -> None:
+async def test_a_relayed_change_is_made_here(caplog) -> None:
+    caplog.set_level(logging.INFO, logger="server.application.control")
     data = default_config_dict()
     made, results, file = control_of(data)
     file["data"] = {**data, "keys": data["keys"][:1]}
@@ -78,8 +79,10 @@ async def test_a_relayed_change_is_made_here() -> None:
     await made.apply({"op": "provider", "provider": "sim-mini-primary", "enabled": False})
     assert made.find("sim-mini-primary").config.enabled is False
     assert made.overrides == {"sim-mini-primary": False}
+    assert "provider sim-mini-primary disabled at run time" in caplog.text
     await made.apply({"op": "provider", "provider": "sim-mini-primary", "enabled": True})
     assert made.find("sim-mini-primary").config.enabled is True
+    assert "provider sim-mini-primary enabled at run time" in caplog.text
     with pytest.raises(NotFound):
         await made.apply({"op": "provider", "provider": "nope", "enabled": True})
     await made.everywhere({"op": "reload"})  # alone: everywhere already
@@ -91,6 +94,7 @@ def test_a_provider_is_named_by_its_id() -> None:
     with pytest.raises(InvalidArgument) as empty:
         made.find("")
     assert empty.value.metadata["field"] == "provider_id"
+    assert empty.value.message == "provider_id: is required"
     with pytest.raises(NotFound) as missing:
         made.find("nope")
     assert missing.value.message == "provider 'nope' does not exist"
