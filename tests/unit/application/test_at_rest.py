@@ -43,7 +43,7 @@ def test_opaque_fields_stay_and_arguments_stay_json() -> None:
     both = guard()
     item = {
         "id": EMAIL, "type": "function_call", "call_id": EMAIL, "name": EMAIL, "status": EMAIL,
-        "arguments": json.dumps({"to": EMAIL, "id": EMAIL, "n": 3, "list": [CARD, None]}),
+        "arguments": json.dumps({"to": EMAIL, "id": [EMAIL], "n": 3, "list": [CARD, None]}),
         "summary": [{"type": "summary_text", "text": f"{EMAIL} {CARD}"}],
     }  # fmt: skip
     (kept,) = at_rest.items(both, [item], "output")
@@ -51,7 +51,7 @@ def test_opaque_fields_stay_and_arguments_stay_json() -> None:
         ("id", "call_id", "name", "status"), EMAIL
     )
     assert json.loads(kept["arguments"]) == {
-        "to": "[EMAIL_1]", "id": EMAIL, "n": 3, "list": ["[CREDIT_CARD_1]", None],
+        "to": "[EMAIL_1]", "id": [EMAIL], "n": 3, "list": ["[CREDIT_CARD_1]", None],
     }  # fmt: skip
     assert kept["summary"] == [{"type": "summary_text", "text": "[EMAIL_1] [CREDIT_CARD_1]"}]
     assert item["arguments"] != kept["arguments"]  # a copy: the answer's own stays
@@ -68,7 +68,7 @@ def test_the_response_keeps_its_instructions_and_output_redacted() -> None:
         answer.output.add(),
     )  # fmt: skip
     json_format.ParseDict(
-        {"function_call": {"call_id": "c_1", "name": "mail",
+        {"function_call": {"call_id": f"c_{EMAIL}", "name": "mail",
                            "arguments": json.dumps({"to": EMAIL})}},
         answer.output.add(),
     )  # fmt: skip
@@ -77,7 +77,7 @@ def test_the_response_keeps_its_instructions_and_output_redacted() -> None:
     assert kept.output[0].message.content[0].text == f"To {EMAIL}"  # output: logged only
     assert kept.output[0].message.id == "msg_1"
     assert json.loads(kept.output[1].function_call.arguments) == {"to": "[EMAIL_1]"}
-    assert kept.output[1].function_call.call_id == "c_1"
+    assert kept.output[1].function_call.call_id == f"c_{EMAIL}"  # an id, as it is
     assert answer.instructions == f"Owner {EMAIL}"  # the answer itself is untouched
     bare = at_rest.response(both, rpb.Response(id="r"))
     assert not bare.HasField("instructions")

@@ -62,6 +62,7 @@ async def test_a_reload_is_swapped_in_only_after_its_body(caplog) -> None:
         async with made.reloading():
             raise AssertionError("a refused reload runs no body")
     assert refused.value.message.startswith("config not reloaded: gateway.yaml")
+    assert refused.value.metadata == {}
     assert results == ["ok", "refused"] and "config reload refused" in caplog.text
     file["data"] = data
     answer = await made.reload()
@@ -86,6 +87,15 @@ async def test_a_relayed_change_is_made_here(caplog) -> None:
     with pytest.raises(NotFound):
         await made.apply({"op": "provider", "provider": "nope", "enabled": True})
     await made.everywhere({"op": "reload"})  # alone: everywhere already
+    sent: list[dict[str, Any]] = []
+
+    class Relay:
+        async def everywhere(self, change: dict[str, Any]) -> None:
+            sent.append(change)
+
+    made.relay = Relay()
+    await made.everywhere({"op": "reload"})
+    assert sent == [{"op": "reload"}]
 
 
 def test_a_provider_is_named_by_its_id() -> None:
@@ -105,5 +115,7 @@ async def test_a_gateway_without_a_file_refuses_to_reload() -> None:
     first = config.parse(default_config_dict(), "x")
     made = Control(Live(snapshot_of(first, registry.build, build_router)), registry.build,
                    build_router)  # fmt: skip
-    with pytest.raises(ReloadRefused, match="no file to reload"):
+    with pytest.raises(ReloadRefused) as refused:
         await made.reload()
+    assert refused.value.message == "this gateway runs on a config with no file to reload"
+    assert refused.value.metadata == {}

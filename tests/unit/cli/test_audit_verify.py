@@ -75,6 +75,7 @@ async def test_verify_against_what_was_noted(tmp_path: Path, capsys) -> None:
         (["--last-hash", "a" * 65], "argument --last-hash: must be an event's hash"),
         (["--last-hash", "A" * 64], "argument --last-hash: must be an event's hash"),
         (["--last-hash", "g" * 64], "argument --last-hash: must be an event's hash"),
+        (["--last-hash", "X" * 64], "argument --last-hash: must be an event's hash"),
     ],
 )
 def test_what_was_noted_is_checked(options, why, capsys) -> None:

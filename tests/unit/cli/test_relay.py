@@ -50,6 +50,8 @@ async def hub() -> AsyncIterator[RelayHub]:
         await started.start()
         yield started
         await started.aclose()
+        await started.aclose()  # again: nothing left to close
+        assert started._server is not None and not started._server.is_serving()
         assert not await asyncio.to_thread(os.path.exists, started.path)  # gone with the hub
 
 
@@ -107,7 +109,7 @@ async def test_a_hub_that_answers_late_is_given_up(monkeypatch) -> None:
         server.close()
 
 
-async def test_a_worker_that_fails_it_makes_it_not_everywhere(hub: RelayHub) -> None:
+async def test_a_worker_that_fails_it_makes_it_not_everywhere(hub: RelayHub, caplog) -> None:
     one, two, three = await workers(hub, 3)
     three.fails = True
     with pytest.raises(ChangeNotEverywhere) as caught:
@@ -118,6 +120,7 @@ async def test_a_worker_that_fails_it_makes_it_not_everywhere(hub: RelayHub) -> 
     )
     assert caught.value.metadata == {"made": "2", "workers": "3"}
     assert two.made == [RELOAD]
+    assert "relayed change reload not made here: refused here" in caplog.text
     await close(one, two, three)
 
 
