@@ -60,7 +60,7 @@ def test_opaque_fields_stay_and_arguments_stay_json() -> None:
 
 
 def test_the_response_keeps_its_instructions_and_output_redacted() -> None:
-    both = guard(on_output="log")
+    both = guard()
     answer = rpb.Response(id="resp_1", instructions=f"Owner {EMAIL}", model="m")
     json_format.ParseDict(
         {"message": {"id": "msg_1", "type": "message", "role": "assistant",
@@ -74,7 +74,7 @@ def test_the_response_keeps_its_instructions_and_output_redacted() -> None:
     )  # fmt: skip
     kept = at_rest.response(both, answer)
     assert kept.instructions == "Owner [EMAIL_1]" and kept.id == "resp_1"
-    assert kept.output[0].message.content[0].text == f"To {EMAIL}"  # output: logged only
+    assert kept.output[0].message.content[0].text == "To [EMAIL_1]"
     assert kept.output[0].message.id == "msg_1"
     assert json.loads(kept.output[1].function_call.arguments) == {"to": "[EMAIL_1]"}
     assert kept.output[1].function_call.call_id == f"c_{EMAIL}"  # an id, as it is

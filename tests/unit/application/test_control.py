@@ -80,10 +80,10 @@ async def test_a_relayed_change_is_made_here(caplog) -> None:
     await made.apply({"op": "provider", "provider": "sim-mini-primary", "enabled": False})
     assert made.find("sim-mini-primary").config.enabled is False
     assert made.overrides == {"sim-mini-primary": False}
-    assert "provider sim-mini-primary disabled at run time" in caplog.text
+    assert "provider sim-mini-primary disabled at run time" in caplog.messages
     await made.apply({"op": "provider", "provider": "sim-mini-primary", "enabled": True})
     assert made.find("sim-mini-primary").config.enabled is True
-    assert "provider sim-mini-primary enabled at run time" in caplog.text
+    assert "provider sim-mini-primary enabled at run time" in caplog.messages
     with pytest.raises(NotFound):
         await made.apply({"op": "provider", "provider": "nope", "enabled": True})
     await made.everywhere({"op": "reload"})  # alone: everywhere already

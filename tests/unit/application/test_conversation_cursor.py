@@ -15,6 +15,7 @@ def test_every_position_has_a_cursor_that_finds_it() -> None:
     names = [cursor(IDS, i) for i in range(len(IDS))]
     assert names == ["a~1", "b", "a~2", "a~1~1", "c~x", "a"]
     assert [_position(IDS, n) for n in names] == list(range(len(IDS)))
+    assert [cursor(["a", "a"], i) for i in (0, 1)] == ["a~1", "a"]  # side by side
 
 
 def test_a_bare_id_names_its_last_occurrence() -> None:

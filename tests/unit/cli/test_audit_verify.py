@@ -4,6 +4,7 @@ options are checked and named."""
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -58,6 +59,14 @@ async def test_verify_against_what_was_noted(tmp_path: Path, capsys) -> None:
         assert await verify(path, *options) == 1
         out = capsys.readouterr().out
         assert out.startswith(f"gateway: audit log not intact (sqlite {path}): {why}"), out
+    # An event edited in the database: named, with what fits before it.
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE audit_events SET target = '' WHERE seq = 2")
+    assert await verify(path, "--count", "3") == 1
+    assert capsys.readouterr().out == (
+        "gateway: audit event 2 (org.create of - at 1001.000) does not fit the chain: its "
+        "content does not match its hash; 1 events before it fit\n"
+    )
     empty = tmp_path / "empty.db"
     assert await verify(empty) == 0  # the chain alone cannot tell
     assert await verify(empty, "--count", "1") == 1

@@ -120,7 +120,7 @@ async def test_a_worker_that_fails_it_makes_it_not_everywhere(hub: RelayHub, cap
     )
     assert caught.value.metadata == {"made": "2", "workers": "3"}
     assert two.made == [RELOAD]
-    assert "relayed change reload not made here: refused here" in caplog.text
+    assert "relayed change reload not made here: refused here" in caplog.messages
     await close(one, two, three)
 
 
@@ -188,7 +188,7 @@ async def test_a_hub_gone_fails_the_change_at_once(caplog) -> None:
             await asyncio.wait_for(one.relay.everywhere(RELOAD), 4)
         two.hold.set()
         await close(one, two)
-    assert "relay of admin changes lost: IncompleteReadError" in caplog.text
+    assert "relay of admin changes lost: IncompleteReadError" in caplog.messages
 
 
 async def test_a_connection_that_speaks_out_of_turn_is_dropped(hub: RelayHub) -> None:
