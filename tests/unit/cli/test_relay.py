@@ -81,6 +81,12 @@ async def test_changes_sent_at_once_are_each_answered(hub: RelayHub) -> None:
     await asyncio.wait_for(asyncio.gather(*(one.relay.everywhere(RELOAD) for _ in range(3))), 5)
     assert two.made == [RELOAD] * 3
     assert not one.relay._answers  # nothing left waiting
+    # Nor any task held once done: the hub's relays, the worker's changes made.
+    for _ in range(200):
+        if not hub._tasks and len(two.relay._tasks) == 1:  # its listener only
+            break
+        await asyncio.sleep(0.01)
+    assert not hub._tasks and len(two.relay._tasks) == 1
     await close(one, two)
 
 
@@ -149,6 +155,31 @@ async def test_a_worker_missing_or_gone_counts_as_not_made(hub: RelayHub) -> Non
     await close(two)  # gone with its ack owed: not made, without waiting for the bound
     with pytest.raises(ChangeNotEverywhere, match="made on 1 of 2 workers"):
         await asyncio.wait_for(sent, 4)
+    await close(one)
+
+
+async def test_a_worker_gone_is_forgotten(hub: RelayHub) -> None:
+    one, two = await workers(hub, 2)
+    await close(two)
+    (three,) = await workers(hub, 1, total=2)
+    # Only the live ones are asked: no wait for the one gone.
+    await asyncio.wait_for(one.relay.everywhere(RELOAD), 2)
+    assert three.made == [RELOAD]
+    await close(one, three)
+
+
+async def test_an_ack_of_nothing_owed_is_ignored(hub: RelayHub) -> None:
+    (one,) = await workers(hub, 1, total=2)
+    reader, writer = await asyncio.open_unix_connection(hub.path)
+    writer.write(framed(["hello"]))
+    assert await read_message(reader) == ["welcome", []]
+    writer.write(framed(["ack", 999, True]))  # owed nothing: ignored
+    sent = asyncio.ensure_future(one.relay.everywhere(RELOAD))
+    kind, ack_id, change = await read_message(reader)
+    assert (kind, change) == ("apply", RELOAD)
+    writer.write(framed(["ack", ack_id, True]) + framed(["ack", ack_id, True]))
+    await asyncio.wait_for(sent, 2)
+    writer.close()
     await close(one)
 
 
