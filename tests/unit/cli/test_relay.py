@@ -38,7 +38,7 @@ class Worker:
     async def apply(self, change: dict[str, Any]) -> None:
         if self.hold is not None:
             await self.hold.wait()
-        if self.fails:
+        if self.fails or change.get("refused"):
             raise ValueError("refused here")
         self.made.append(change)
 
@@ -87,6 +87,16 @@ async def test_changes_sent_at_once_are_each_answered(hub: RelayHub) -> None:
             break
         await asyncio.sleep(0.01)
     assert not hub._tasks and len(two.relay._tasks) == 1
+    await close(one, two)
+
+
+async def test_changes_at_once_each_get_their_own_outcome(hub: RelayHub) -> None:
+    one, two = await workers(hub, 2)
+    refused = {"op": "reload", "refused": True}
+    outcomes = await asyncio.gather(
+        one.relay.everywhere(refused), one.relay.everywhere(RELOAD), return_exceptions=True
+    )
+    assert isinstance(outcomes[0], ChangeNotEverywhere) and outcomes[1] is None
     await close(one, two)
 
 
