@@ -33,6 +33,10 @@ def test_valid_headers_come_back_by_their_lower_case_names() -> None:
         "x-tenant": "acme café", "x-note": "a\tb c", "x-empty": "", "x~y!#$%&'*+.^_`|": "1",
     }  # fmt: skip
     assert uh.checked({}, WHERE) == {}
+    # Only a space or tab at either end is lost on the way: others stay the value's own.
+    assert uh.checked({"X-Nbsp": "\xa0x\xa0", "X-Edge": "Xx X"}, WHERE) == {
+        "x-nbsp": "\xa0x\xa0", "x-edge": "Xx X"
+    }  # fmt: skip
     # Every visible ASCII character and every Latin-1 letter or sign is a value.
     every = "".join(map(chr, range(0x20, 0x7F))).strip() + "".join(map(chr, range(0xA0, 0x100)))
     assert uh.checked({"X-All": every}, WHERE) == {"x-all": every}
