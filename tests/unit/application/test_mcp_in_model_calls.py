@@ -295,6 +295,9 @@ def test_a_connector_server_names_a_configured_server_or_a_remote_by_its_name() 
          "must match [a-z0-9-]{1,24}"),
         ({"url": REMOTE}, "mcp_servers[0].name",
          "'web' is a configured MCP server's id: a remote one needs a label of its own"),
+        ({"authorization_token": "tok"}, "mcp_servers[0].authorization_token",
+         "is for the gateway's own MCP server 'web', which the gateway calls with its "
+         "configured credentials: it takes no headers"),
     ],
 )  # fmt: skip
 def test_a_connector_server_is_refused_by_its_own_fields(
