@@ -72,7 +72,7 @@ def server_named(
         return _takes_headers(server, header_fields)
     for server in config.servers:
         if server.url is not None and server.url == url:
-            return _takes_headers(server, header_fields)
+            return server  # an HTTP server's: it takes headers
     if url in config.remote_urls:
         if not MCP_SERVER_ID.fullmatch(label):
             raise InvalidArgument.for_field(
