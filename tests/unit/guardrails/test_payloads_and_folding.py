@@ -47,6 +47,8 @@ def test_a_card_in_look_alike_characters_is_found_and_its_own_characters_replace
 def test_folding_maps_each_character_back_to_where_it_was():
     assert folded("plain ascii 123") == ("plain ascii 123", None)
     assert folded("\uff11\u00a0\u2013") == ("1 -", None)  # one for one: no map needed
+    # Full-width ASCII from its first character to its last, not only its digits.
+    assert folded("\uff01\uff21\uff5a\uff5e\uff5f") == ("!Az~\uff5f", None)
     text = "a\u200bb\u200c\uff12"
     out, where = folded(text)
     assert (out, where) == ("ab2", [0, 2, 4])
@@ -85,7 +87,9 @@ def test_an_mcp_result_is_scanned_but_its_content_blocks_media_and_addresses():
         "structuredContent": {"name": SSN, "id": CARD, "data": {"url": CARD}},
         "isError": False,
     }
-    out = guard().value(result, "tool_results")
+    g = guard()
+    out = g.value(result, "tool_results")
+    assert sum(g.counts.values()) == 5  # each value found once: the blocks scanned once
     text, image, link = out["content"]
     assert redacted(text["text"]) and image == result["content"][1]
     assert link["uri"] == f"file:///{CARD}" and redacted(link["name"])
@@ -93,6 +97,8 @@ def test_an_mcp_result_is_scanned_but_its_content_blocks_media_and_addresses():
     assert redacted(structured["name"]) and redacted(structured["id"])
     assert redacted(structured["data"]["url"]) and out["isError"] is False
     assert redacted(guard().value({"args": {"id": CARD}}, "tool_calls")["args"]["id"])
+    top = guard().value({"id": CARD, "url": SSN}, "tool_calls")  # keys of a tool's own JSON
+    assert redacted(top["id"]) and redacted(top["url"])
     assert redacted(guard().value([CARD], "tool_calls")[0])
     assert guard(on_tool_results="off").value(result, "tool_results") is result
 
@@ -118,6 +124,7 @@ def test_a_native_bodys_tool_payloads_are_scanned_and_its_media_is_not():
     assert use["name"] == "pay" and redacted(mcp["input"]["data"])
     assert image == body["content"][2] and redacted(document["source"]["data"])
     assert other["input"] == {"id": CARD}  # not a tool's input: its id is an id
+    assert g._json({"type": "x", "url": [CARD]}, "input") == {"type": "x", "url": [CARD]}
     assert redacted(out["parts"][0]["functionCall"]["args"]["id"])
     assert redacted(out["parts"][1]["functionResponse"]["response"]["name"])
 
@@ -136,13 +143,19 @@ def test_a_requests_tools_are_read_as_the_model_reads_them():
     tool = ToolSpec(
         name="pay_4111",
         description=f"Pays with the card {CARD}",
-        parameters={"type": "object", "properties": {"id": {"default": CARD, "enum": [SSN]}}},
+        parameters={
+            "type": "object",
+            "properties": {"id": {"default": CARD, "enum": [SSN]}},
+            "examples": [{"id": CARD, "url": SSN}],
+        },  # fmt: skip
     )
     request = GenerationRequest(messages=(Message("user", "hi"),), tools=(tool,))
     (seen,) = guard().request(request).tools
     assert seen.name == "pay_4111" and redacted(seen.description or "")
     properties = seen.parameters["properties"]["id"]  # type: ignore[index]
     assert redacted(properties["default"]) and redacted(properties["enum"][0])
+    example = seen.parameters["examples"][0]  # type: ignore[index]
+    assert redacted(example["id"]) and redacted(example["url"])
     assert guard(on_input="off").request(request).tools == (tool,)
     bare = ToolSpec(name="t", description=None, parameters=None)
     assert guard().request(GenerationRequest(messages=(), tools=(bare,))).tools == (bare,)
