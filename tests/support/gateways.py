@@ -163,3 +163,17 @@ async def eventually(check, timeout_s: float = 30.0):  # type: ignore[no-untyped
             if asyncio.get_running_loop().time() > deadline:
                 raise
         await asyncio.sleep(0.05)
+
+
+def children(pid: int) -> list[int]:
+    """The processes whose parent is `pid` (a supervisor's workers), from /proc."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(entry.name))
+    return found

@@ -9,21 +9,8 @@ from pathlib import Path
 
 import httpx
 
-from tests.support.gateways import start_process, stop_process, write_config
+from tests.support.gateways import children, start_process, stop_process, write_config
 from tests.support.mcp.upstreams import ALICE, mcp_config
-
-
-def children(pid: int) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
-                found.append(int(entry.name))
-    return found
 
 
 def is_stdio_server(pid: int) -> bool:

@@ -16,8 +16,7 @@ import httpx
 import yaml
 
 from tests.integration.ops.test_worker_crash import said
-from tests.integration.ops.test_workers import children
-from tests.support.gateways import API_KEY, start_process, stop_process, write_config
+from tests.support.gateways import API_KEY, children, start_process, stop_process, write_config
 from tests.support.shared_state import ADMIN_KEY, config_with
 
 ADMIN = {"x-admin-key": ADMIN_KEY}

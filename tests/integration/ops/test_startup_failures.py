@@ -19,6 +19,7 @@ import pytest
 
 from tests.support.gateways import (
     ROOT,
+    children,
     default_config_dict,
     start_process,
     stop_process,
@@ -158,19 +159,6 @@ def test_sigterm_during_start_up_ends_the_gateway(tmp_path, workers):
     assert "Traceback" not in err, err
 
 
-def _children(pid: int) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
-                found.append(int(entry.name))
-    return found
-
-
 def test_sigterm_reaches_a_gateway_that_is_a_containers_first_process(tmp_path):
     """PID 1 of a PID namespace gets no signal it has no handler for: a gateway there
     that installed none until serving could not be stopped while starting."""
@@ -193,7 +181,7 @@ def test_sigterm_reaches_a_gateway_that_is_a_containers_first_process(tmp_path):
         redis.settimeout(EXIT_DEADLINE_S)
         conn, _ = redis.accept()  # start-up has reached Redis
         try:
-            [first] = _children(process.pid)  # the namespace's PID 1
+            [first] = children(process.pid)  # the namespace's PID 1
             os.kill(first, signal.SIGTERM)
             code, err = ended(process)
         finally:

@@ -14,9 +14,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.integration.ops.test_workers import children
 from tests.support.gateways import (
     API_KEY,
+    children,
     default_config_dict,
     start_process,
     stop_process,

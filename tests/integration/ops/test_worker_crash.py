@@ -16,10 +16,10 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.integration.ops.test_workers import children
 from tests.support.gateways import (
     API_KEY,
     GatewayProcess,
+    children,
     default_config_dict,
     start_process,
     stop_process,

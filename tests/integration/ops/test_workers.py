@@ -15,7 +15,13 @@ import grpc
 import httpx
 from gateway.v1 import chat_service_pb2 as chat
 
-from tests.support.gateways import default_config_dict, start_process, stop_process, write_config
+from tests.support.gateways import (
+    children,
+    default_config_dict,
+    start_process,
+    stop_process,
+    write_config,
+)
 from tests.support.grpc_stubs import Stubs
 from tests.support.shared_state import MAX_TOKENS, reservation
 
@@ -23,19 +29,6 @@ BURST = "burst-key-000000000000000"
 SPENDER = "spender-key-0000000000000"
 RPM = 30
 HELLO = {"role": "user", "content": "hello"}
-
-
-def children(pid: int) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
-                found.append(int(entry.name))
-    return found
 
 
 def cpu_ticks(pid: int) -> int:
