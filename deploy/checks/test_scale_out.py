@@ -25,6 +25,7 @@ import pytest
 import yaml
 
 from deploy.checks.conftest import IMAGE, MODEL, ROUTING, free_port, state_folder, wait_ready
+from tests.support.pgbouncer import pgbouncer
 from tests.support.redis_nodes import cli, redis_cluster
 
 PG_ADMIN = "postgresql://postgres@127.0.0.1:5432/test"
@@ -117,47 +118,14 @@ def database() -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
-def pgbouncer(database: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def pgbouncer_url(database: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """pgbouncer in transaction mode in front of the database; yields its URL."""
-    if shutil.which("pgbouncer") is None:
-        pytest.skip("pgbouncer is not installed (.ci/run installs it)")
-    folder = tmp_path_factory.mktemp("pgbouncer")
-    os.chmod(folder, 0o777)
-    name = database.rsplit("/", 1)[1]
-    port = free_port()
-    (folder / "users.txt").write_text('"postgres" ""\n')
-    (folder / "pgbouncer.ini").write_text(
-        f"[databases]\n{name} = host=127.0.0.1 port=5432 dbname={name}\n"
-        f"[pgbouncer]\nlisten_addr = 127.0.0.1\nlisten_port = {port}\n"
-        f"unix_socket_dir =\nauth_type = trust\nauth_file = {folder}/users.txt\n"
-        "pool_mode = transaction\nmax_client_conn = 1000\ndefault_pool_size = 20\n"
-        "ignore_startup_parameters = extra_float_digits,options\n"
-    )
-    process = subprocess.Popen(
-        ["pgbouncer", "-u", "postgres", str(folder / "pgbouncer.ini")],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    url = f"postgresql://postgres@127.0.0.1:{port}/{name}"
-
-    async def answers() -> None:
-        connection = await asyncpg.connect(url, statement_cache_size=0)
-        await connection.close()
-
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            asyncio.run(answers())
-            break
-        except (OSError, asyncpg.PostgresError):
-            assert process.poll() is None and time.monotonic() < deadline, "pgbouncer did not start"
-            time.sleep(0.1)
-    yield url
-    process.terminate()
-    process.wait(timeout=10)
+    with pgbouncer(tmp_path_factory.mktemp("pgbouncer"), pool_size=20) as port:
+        yield f"postgresql://postgres@127.0.0.1:{port}/{database.rsplit('/', 1)[1]}"
 
 
 @pytest.fixture(scope="module")
-def fleet(podman, database, pgbouncer, tmp_path_factory) -> Iterator[Fleet]:
+def fleet(podman, database, pgbouncer_url, tmp_path_factory) -> Iterator[Fleet]:
     if shutil.which("haproxy") is None:
         pytest.skip("haproxy is not installed (.ci/run installs it)")
     folder = tmp_path_factory.mktemp("fleet")
@@ -177,7 +145,7 @@ def fleet(podman, database, pgbouncer, tmp_path_factory) -> Iterator[Fleet]:
                 state = state_folder(folder / g.name)
                 subprocess.run(
                     [*podman, "run", "-d", "--name", g.name, "--read-only", "--network", "host",
-                     "-e", f"GATEWAY_DATABASE_URL={pgbouncer}", "-e", f"GATEWAY_REDIS_URL={redis_url}",
+                     "-e", f"GATEWAY_DATABASE_URL={pgbouncer_url}", "-e", f"GATEWAY_REDIS_URL={redis_url}",
                      "-v", f"{state}:/var/lib/gateway", "-v", f"{folder / 'gateway.yaml'}:/etc/gateway.yaml:ro",
                      IMAGE, "serve", "--config", "/etc/gateway.yaml", "--host", "127.0.0.1",
                      "--http-port", str(g.http), "--grpc-port", str(g.grpc)],

@@ -19,8 +19,9 @@ START_DEADLINE_S = 30.0
 
 
 @contextmanager
-def pgbouncer(folder: Path, user: str = "postgres") -> Iterator[int]:
-    """Yields the port pgbouncer listens on; every database name is passed through."""
+def pgbouncer(folder: Path, user: str = "postgres", pool_size: int = 1) -> Iterator[int]:
+    """Yields the port pgbouncer listens on; every database name is passed through, on
+    `pool_size` server connections each."""
     binary = shutil.which("pgbouncer") or "/usr/sbin/pgbouncer"
     if not os.access(binary, os.X_OK):
         pytest.skip("pgbouncer is not installed (Debian package pgbouncer)")
@@ -34,7 +35,7 @@ def pgbouncer(folder: Path, user: str = "postgres") -> Iterator[int]:
         "[pgbouncer]\n"
         f"listen_addr = 127.0.0.1\nlisten_port = {port}\nunix_socket_dir =\n"
         f"auth_type = trust\nauth_file = {folder / 'users.txt'}\n"
-        "pool_mode = transaction\ndefault_pool_size = 1\n"
+        f"pool_mode = transaction\ndefault_pool_size = {pool_size}\n"
         "ignore_startup_parameters = extra_float_digits\n"
     )
     folder.chmod(0o755)  # read by the unprivileged user it runs as
