@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import asyncpg
@@ -37,21 +38,31 @@ def reservation() -> float:
     return costs.max_cost([PRO], request, 1024)
 
 
-@pytest.fixture(scope="session")
-async def pg_url() -> AsyncIterator[str]:
-    """A fresh PostgreSQL database for this test session, dropped at its end."""
-    name = f"gw_test_{uuid.uuid4().hex[:12]}"
+@asynccontextmanager
+async def fresh_database(prefix: str) -> AsyncIterator[str]:
+    """A new PostgreSQL database named `prefix` and a random tail; yields its name and
+    drops it at the end."""
+    name = f"{prefix}{uuid.uuid4().hex[:12]}"
     admin = await asyncpg.connect(PG_ADMIN_URL)
     try:
         await admin.execute(f'CREATE DATABASE "{name}"')
     finally:
         await admin.close()
-    yield f"postgresql://postgres@127.0.0.1:5432/{name}"
-    admin = await asyncpg.connect(PG_ADMIN_URL)
     try:
-        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        yield name
     finally:
-        await admin.close()
+        admin = await asyncpg.connect(PG_ADMIN_URL)
+        try:
+            await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        finally:
+            await admin.close()
+
+
+@pytest.fixture(scope="session")
+async def pg_url() -> AsyncIterator[str]:
+    """A fresh PostgreSQL database for this test session, dropped at its end."""
+    async with fresh_database("gw_test_") as name:
+        yield f"postgresql://postgres@127.0.0.1:5432/{name}"
 
 
 @pytest.fixture(scope="session")

@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import sys
-import uuid
 from collections.abc import AsyncIterator
 
 import asyncpg
@@ -18,7 +17,7 @@ import pytest
 
 from tests.support.gateways import API_KEY, ROOT, start_process, stop_process, write_config
 from tests.support.pgbouncer import pgbouncer
-from tests.support.shared_state import PG_ADMIN_URL, config_with
+from tests.support.shared_state import config_with, fresh_database
 
 pytestmark = pytest.mark.postgres
 
@@ -29,18 +28,8 @@ HELLO = {"model": "sim-mini", "messages": [{"role": "user", "content": "hello"}]
 @pytest.fixture
 async def database() -> AsyncIterator[str]:
     """A database of this test's own (its ledger rows are all this test's)."""
-    name = f"gw_bouncer_{uuid.uuid4().hex[:10]}"
-    admin = await asyncpg.connect(PG_ADMIN_URL)
-    try:
-        await admin.execute(f'CREATE DATABASE "{name}"')
-    finally:
-        await admin.close()
-    yield name
-    admin = await asyncpg.connect(PG_ADMIN_URL)
-    try:
-        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-    finally:
-        await admin.close()
+    async with fresh_database("gw_bouncer_") as name:
+        yield name
 
 
 def migrate(config: str) -> subprocess.CompletedProcess[str]:
