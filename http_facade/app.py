@@ -11,6 +11,7 @@ import functools
 from collections.abc import Sequence
 
 from fastapi import FastAPI
+from google.protobuf.descriptor import MethodDescriptor
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
@@ -18,12 +19,15 @@ from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute, Route
 
 from http_facade.backends import Backend, InProcess, Remote
+from http_facade.bindings import bindings
 from http_facade.context import RequestContext
 from http_facade.endpoint import Limits
 from http_facade.errors import EXCEPTION_HANDLERS
 from http_facade.fast_routes import Facade, direct
 from http_facade.openapi import document
+from http_facade.responses_socket import ResponsesSocket
 from http_facade.routes import routes
+from http_facade.sockets import Sessions
 from http_facade.unknown_routes import UnknownRouteHook
 from server.base.config import CorsConfig, ServerConfig
 from server.base.pipeline import RpcMethod, methods
@@ -60,16 +64,19 @@ def create_app(
         Route("/openapi.json", openapi, methods=["GET"]),
     ]
     served_routes[-1].methods = {"GET"}  # type: ignore[attr-defined]
+    sessions = Sessions(settings.websockets)
+    socket_routes = _socket_routes(served, backend, settings, sessions)
     app = Facade(
         title="Model gateway",
         openapi_url=None,
         docs_url=None,
         redoc_url=None,
-        routes=[*served_routes, *extra_routes],
+        routes=[*served_routes, *socket_routes, *extra_routes],
         middleware=[*_cors(settings.cors), Middleware(RequestContext)],
         exception_handlers=EXCEPTION_HANDLERS,
     )
     app.state.backend = backend
+    app.state.sessions = sessions
     app.state.on_unknown_route = on_unknown_route
     if not settings.cors.allow_origins:
         app.fixed = {
@@ -79,6 +86,23 @@ def create_app(
             for verb in route.methods or ()
         }
     return app
+
+
+def _socket_routes(
+    served: Sequence[MethodDescriptor],
+    backend: Backend,
+    settings: ServerConfig,
+    sessions: Sessions,
+) -> list[BaseRoute]:
+    """The WebSocket sessions over the served RPCs: the Responses API's WebSocket mode
+    beside its POST (an upgrade checked as a model listing is)."""
+    by_name = {b.rpc.descriptor.full_name: b for b in bindings(served)}
+    check = by_name.get("gateway.v1.ModelService.ListModels")
+    create = by_name.get("gateway.v1.ResponsesService.CreateResponse")
+    if check is None or create is None or create.stream_rpc is None:
+        return []
+    socket = ResponsesSocket(create.stream_rpc, check.rpc, backend, settings, sessions)
+    return [socket.route(create.route_path)]
 
 
 def _cors(cors: CorsConfig) -> list[Middleware]:

@@ -520,6 +520,27 @@ class CorsConfig(Strict):
         return origins
 
 
+class WebSocketsConfig(Strict):
+    """Sessions held open over WebSocket: the Responses API's WebSocket mode (`GET
+    /v1/responses`) and OpenAI's Realtime API (`GET /v1/realtime`). An upgrade to a
+    mode turned off is refused with 426, so a client falls back to HTTP at once."""
+
+    responses: bool = True
+    realtime: bool = True
+    # The largest frame a client may send; a larger one closes the session (1009).
+    max_frame_bytes: int = Field(default=1 << 20, ge=1024)
+    # Frames a session may send per second (averaged over a second); past it the
+    # session gets an error event and the frame is dropped.
+    frames_per_s: float = Field(default=50, gt=0)
+    # Sessions open at once, per key and on this instance; past either the upgrade
+    # is refused with 429.
+    sessions_per_key: int = Field(default=100, ge=1)
+    sessions_per_instance: int = Field(default=10000, ge=1)
+    # Seconds a session may last, and may go without a frame from its client.
+    max_session_s: float = Field(default=3600, gt=0)
+    idle_timeout_s: float = Field(default=600, gt=0)
+
+
 class ServerConfig(Strict):
     host: str = "127.0.0.1"
     grpc_port: int = Field(default=50051, ge=0, le=65535)
@@ -550,6 +571,7 @@ class ServerConfig(Strict):
     grpc_max_connection_age_grace_s: float | None = Field(default=None, gt=0)
     # Browser access from other origins; off by default.
     cors: CorsConfig = Field(default_factory=CorsConfig)
+    websockets: WebSocketsConfig = Field(default_factory=WebSocketsConfig)
 
 
 class StorageConfig(Strict):

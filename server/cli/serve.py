@@ -539,7 +539,7 @@ async def start_http(
     config = uvicorn.Config(
         app, host=settings.host, port=settings.http_port if port is None else port,
         log_level="warning", lifespan="off", timeout_graceful_shutdown=max(1, round(grace_s)),
-        http=protocol, access_log=False,
+        http=protocol, access_log=False, ws_max_size=settings.websockets.max_frame_bytes,
     )  # fmt: skip
     bind = settings.http_port if port is None else port
     sock = reuse_port_socket(settings.host, bind, reuse_port, setting)

@@ -34,6 +34,7 @@ name = "Model gateway"
 base_url = "http://127.0.0.1:{port}/v1"
 env_key = "GATEWAY_API_KEY"
 wire_api = "responses"
+supports_websockets = true
 """
 
 
@@ -65,8 +66,14 @@ async def test_codex_exec_with_its_default_tools(tmp_path: Path) -> None:
         # which Codex runs (the simulated arguments name no real agent), then it asks
         # again with their results.
         spawned = await codex_exec(tmp_path, gw.http_port, "Spawn an agent")
+        assert gw.http is not None
+        sockets = gw.http.server.config.app.state.sessions
         await gw.gateway.accounts.ledger.flush()
         rows = await gw.gateway.store.db.fetch("SELECT method, status FROM usage_records")
     assert "(simulated)" in said and "(simulated)" in spawned
+    assert "Falling back" not in said + spawned
     turns = [r for r in rows if r["method"] in ("CreateResponse", "StreamResponse")]
     assert len(turns) >= 4 and all(r["status"] == "OK" for r in turns), rows
+    # Its default transport: each run's turns on one WebSocket, none over HTTP.
+    assert sockets.opened >= 2
+    assert {r["method"] for r in turns} == {"StreamResponse"}

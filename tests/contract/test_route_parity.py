@@ -9,7 +9,7 @@ import httpx
 import pytest
 from gateway.v1 import rest_pb2
 from google.api import annotations_pb2
-from starlette.routing import Route
+from starlette.routing import Route, WebSocketRoute
 
 from http_facade.app import create_app
 from server.base.config import ServerConfig
@@ -46,6 +46,9 @@ def annotated(with_header: bool = False) -> dict[tuple[str, ...], str]:
 def served(app) -> set[tuple[str, str]]:  # type: ignore[no-untyped-def]
     pairs = set()
     for route in app.routes:
+        if isinstance(route, WebSocketRoute):
+            pairs.add(("WEBSOCKET", route.path))
+            continue
         assert isinstance(route, Route)
         for verb in route.methods or ():
             pairs.add((verb, route.path))
@@ -73,7 +76,9 @@ async def test_routes_match_annotations_exactly(edge_app) -> None:  # type: igno
     # A variable's pattern (`{model=**}`) is how it matches, not part of its name.
     # Plus the OpenAPI document, itself generated from those annotations.
     expected = {(verb, re.sub(r"=[^}]*\}", "}", t)) for verb, t in annotated()}
-    assert paths == expected | {("GET", "/openapi.json")}
+    # And the WebSocket sessions (api.md).
+    sockets = {("WEBSOCKET", "/v1/responses")}
+    assert paths == expected | {("GET", "/openapi.json")} | sockets
 
 
 async def test_in_process_and_edge_serve_the_same_routes(edge_app) -> None:  # type: ignore[no-untyped-def]

@@ -1,0 +1,249 @@
+"""What every WebSocket session of the façade shares: the upgrade's checks, the
+session's bounds, and its frames in and out.
+
+An upgrade is checked before the socket opens, so a refusal is an HTTP answer a client
+reads (401, 403, 404, 429) and not a socket closed after the fact: the mode must be
+turned on (426 otherwise: a client that can fall back to HTTP does so at once), the key
+must be one the gateway knows (checked as a model listing is, through the backend, so an
+edge tier asks its gateway), and the key and the instance must have a session to spare.
+
+Once open, a session is bounded: its client's frames by size (the server's
+`ws_max_size`, 1009 past it) and rate (an error event, the frame dropped), its length and
+its silence (closed with a reason), and its slow reader (a send that waits past
+`send_timeout_s` ends the session, as a slow SSE reader's stream ends). A gateway
+stopping closes every session with 1012 and a reason.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import logging
+import time
+from collections import Counter
+from collections.abc import Iterator
+from typing import Any
+
+import orjson
+from starlette.responses import Response
+from starlette.websockets import WebSocket
+
+from http_facade.context import Exchange, exchange_for
+from http_facade.errors import error_object, error_response, error_status
+from server.accounting.admission import KEY_HEADERS
+from server.base.call import request_id_or_new
+from server.base.config import ServerConfig, WebSocketsConfig
+from server.base.errors import GatewayError, InvalidArgument, RateLimited
+
+# Close codes (RFC 6455 and IANA's registry).
+NORMAL = 1000
+POLICY = 1008
+TOO_BIG = 1009
+RESTARTING = 1012
+# The browser's way to give a key: a subprotocol, as OpenAI's Realtime API takes it.
+KEY_SUBPROTOCOL = "openai-insecure-api-key."
+
+
+class _DenialIsAnAnswer(logging.Filter):
+    """uvicorn logs an upgrade answered with an HTTP refusal (the ASGI denial response)
+    as an error, as if the app had dropped it; every refusal here is one of those."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.getMessage() != "ASGI callable returned without completing handshake."
+
+
+logging.getLogger("uvicorn.error").addFilter(_DenialIsAnAnswer())
+
+
+class Closed(Exception):
+    """The session is over: its client left, or a bound closed it."""
+
+
+def exchange_of(websocket: WebSocket, forwarded: tuple[str, ...] = ()) -> Exchange:
+    """The upgrade's exchange (its key headers as call metadata), as an HTTP request's."""
+    state = websocket.scope.setdefault("state", {})
+    state.setdefault("request_id", request_id_or_new(websocket.headers.get("x-request-id", "")))
+    exchange = exchange_for(websocket.scope, forwarded)
+    if not any(exchange.metadata.get(h) for h in KEY_HEADERS):
+        for offered in _subprotocols(websocket):
+            if offered.startswith(KEY_SUBPROTOCOL):
+                exchange.metadata["authorization"] = f"Bearer {offered[len(KEY_SUBPROTOCOL) :]}"
+    return exchange
+
+
+def _subprotocols(websocket: WebSocket) -> list[str]:
+    return [p.strip() for p in websocket.scope.get("subprotocols", ()) if p.strip()]
+
+
+def chosen_subprotocol(websocket: WebSocket) -> str | None:
+    """The subprotocol the answer names: the first that is not the key (a browser
+    refuses an upgrade that names none of those it offered)."""
+    offered = _subprotocols(websocket)
+    others = [p for p in offered if not p.startswith(KEY_SUBPROTOCOL)]
+    return next(iter(others or offered), None)
+
+
+def upgrade_required(mode: str) -> Response:
+    """426: the mode is turned off here; a client falls back to HTTP."""
+    body = {
+        "error": {
+            "message": f"{mode} over WebSocket is turned off on this gateway; use HTTP",
+            "type": "invalid_request_error",
+            "code": "websocket_disabled",
+            "param": None,
+        }
+    }
+    return Response(orjson.dumps(body), 426, media_type="application/json")
+
+
+def refusal(error: GatewayError, exchange: Exchange) -> Response:
+    return error_response(error, exchange.response_headers)
+
+
+class Sessions:
+    """The sessions open on this instance, per key and in all."""
+
+    def __init__(self, limits: WebSocketsConfig) -> None:
+        self.limits = limits
+        self.open = 0
+        # Sessions opened since the start.
+        self.opened = 0
+        self._per_key: Counter[str] = Counter()
+
+    @contextlib.contextmanager
+    def hold(self, exchange: Exchange) -> Iterator[None]:
+        """One session of the key that `exchange` carries, for as long as it lasts;
+        RateLimited (429) when the key or the instance has none to spare."""
+        key = _credential(exchange)
+        if self.open >= self.limits.sessions_per_instance:
+            raise RateLimited("this gateway holds as many sessions as it may; retry later")
+        if self._per_key[key] >= self.limits.sessions_per_key:
+            raise RateLimited(
+                f"this key has {self.limits.sessions_per_key} sessions open, as many as it "
+                "may; close one first"
+            )
+        self.open += 1
+        self.opened += 1
+        self._per_key[key] += 1
+        try:
+            yield
+        finally:
+            self.open -= 1
+            self._per_key[key] -= 1
+            if not self._per_key[key]:
+                del self._per_key[key]
+
+
+def _credential(exchange: Exchange) -> str:
+    """The key's fingerprint (never the key itself in memory longer than needed)."""
+    raw = next((exchange.metadata[h] for h in KEY_HEADERS if exchange.metadata.get(h)), "")
+    return hashlib.sha256(raw.encode()).hexdigest()
+
+
+class Session:
+    """One open socket's frames, within its bounds."""
+
+    def __init__(
+        self,
+        websocket: WebSocket,
+        settings: ServerConfig,
+        stopping: asyncio.Future[None] | None,
+    ) -> None:
+        self.websocket = websocket
+        self.limits = settings.websockets
+        self.send_timeout_s = settings.send_timeout_s
+        self.stopping = stopping
+        self.ends_at = time.monotonic() + self.limits.max_session_s
+        # A token bucket of frames: `frames_per_s` a second, as many at once.
+        self._tokens = self.limits.frames_per_s
+        self._refilled = time.monotonic()
+
+    async def receive(self) -> dict[str, Any]:
+        """The client's next frame, a JSON object; Closed when the client left, went
+        quiet past the idle bound, or the session reached its length or the gateway is
+        stopping (each closed here with its reason)."""
+        while True:
+            left = self.ends_at - time.monotonic()
+            if left <= 0:
+                await self.close(POLICY, "the session reached its maximum length")
+            wait = min(left, self.limits.idle_timeout_s)
+            message = await self._next(wait, left)
+            if message["type"] == "websocket.disconnect":
+                raise Closed
+            if not self._allowed():
+                await self.send(error_event(RateLimited(
+                    f"more than {self.limits.frames_per_s:g} frames a second; frame dropped"
+                )))  # fmt: skip
+                continue
+            text = message.get("text")
+            raw = (message.get("bytes") or b"") if text is None else text.encode()
+            try:
+                frame = orjson.loads(raw)
+            except ValueError:
+                await self.send(error_event(_invalid("the frame is not valid JSON")))
+                continue
+            if not isinstance(frame, dict):
+                await self.send(error_event(_invalid("a frame must be a JSON object")))
+                continue
+            return frame
+
+    async def _next(self, wait: float, left: float) -> dict[str, Any]:
+        receiving = asyncio.ensure_future(self.websocket.receive())
+        waiting: set[asyncio.Future[Any]] = {receiving}
+        if self.stopping is not None:
+            waiting.add(self.stopping)
+        done, _ = await asyncio.wait(waiting, timeout=wait, return_when=asyncio.FIRST_COMPLETED)
+        if receiving in done:
+            return dict(receiving.result())
+        receiving.cancel()
+        if self.stopping is not None and self.stopping.done():
+            await self.close(RESTARTING, "the gateway is shutting down; reconnect")
+        if wait >= left:
+            await self.close(POLICY, "the session reached its maximum length")
+        await self.close(NORMAL, f"no frame for {self.limits.idle_timeout_s:g}s; session closed")
+        raise AssertionError("unreachable")
+
+    def _allowed(self) -> bool:
+        now = time.monotonic()
+        rate = self.limits.frames_per_s
+        self._tokens = min(rate, self._tokens + (now - self._refilled) * rate)
+        self._refilled = now
+        if self._tokens < 1:
+            return False
+        self._tokens -= 1
+        return True
+
+    async def send(self, event: dict[str, Any]) -> None:
+        await self.send_raw(orjson.dumps(event).decode())
+
+    async def send_raw(self, text: str) -> None:
+        """One frame; Closed when the client is gone or reads nothing for
+        `send_timeout_s` (then the socket is closed)."""
+        try:
+            async with asyncio.timeout(self.send_timeout_s):
+                await self.websocket.send_text(text)
+        except TimeoutError:
+            await self.close(POLICY, "the client read nothing in time; session closed")
+        except (OSError, RuntimeError):
+            raise Closed from None
+        except Exception as exc:  # the server's own "connection closed" errors
+            if type(exc).__name__ in ("ClientDisconnected", "WebSocketDisconnect"):
+                raise Closed from None
+            raise
+
+    async def close(self, code: int, reason: str) -> None:
+        """Closes the socket with `code` and `reason`, then raises Closed."""
+        with contextlib.suppress(Exception):  # already gone: nothing to tell it
+            await self.websocket.close(code, reason)
+        raise Closed
+
+
+def error_event(error: GatewayError, **extra: Any) -> dict[str, Any]:
+    """An error as a session's event: its HTTP status beside OpenAI's error object, as
+    Codex and the Realtime API's clients read one."""
+    return {"type": "error", "status": error_status(error), "error": error_object(error), **extra}
+
+
+def _invalid(message: str) -> GatewayError:
+    return InvalidArgument(message)
