@@ -25,6 +25,7 @@ from http_facade.endpoint import Limits
 from http_facade.errors import EXCEPTION_HANDLERS
 from http_facade.fast_routes import Facade, direct
 from http_facade.openapi import document
+from http_facade.realtime import RealtimeSocket
 from http_facade.responses_socket import ResponsesSocket
 from http_facade.routes import routes
 from http_facade.sockets import Sessions
@@ -95,14 +96,20 @@ def _socket_routes(
     sessions: Sessions,
 ) -> list[BaseRoute]:
     """The WebSocket sessions over the served RPCs: the Responses API's WebSocket mode
-    beside its POST (an upgrade checked as a model listing is)."""
+    beside its POST (an upgrade checked as a model listing is), and OpenAI's Realtime API
+    over the same handler (an upgrade checked as reading its model is)."""
     by_name = {b.rpc.descriptor.full_name: b for b in bindings(served)}
     check = by_name.get("gateway.v1.ModelService.ListModels")
     create = by_name.get("gateway.v1.ResponsesService.CreateResponse")
     if check is None or create is None or create.stream_rpc is None:
         return []
     socket = ResponsesSocket(create.stream_rpc, check.rpc, backend, settings, sessions)
-    return [socket.route(create.route_path)]
+    routes: list[BaseRoute] = [socket.route(create.route_path)]
+    model = by_name.get("gateway.v1.ModelService.GetModel")
+    if model is not None:
+        realtime = RealtimeSocket(create.stream_rpc, model.rpc, backend, settings, sessions)
+        routes.append(realtime.route())
+    return routes
 
 
 def _cors(cors: CorsConfig) -> list[Middleware]:

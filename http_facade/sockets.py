@@ -66,9 +66,14 @@ def exchange_of(websocket: WebSocket, forwarded: tuple[str, ...] = ()) -> Exchan
     state.setdefault("request_id", request_id_or_new(websocket.headers.get("x-request-id", "")))
     exchange = exchange_for(websocket.scope, forwarded)
     if not any(exchange.metadata.get(h) for h in KEY_HEADERS):
+        # Azure OpenAI's header, and the browser's subprotocol, as OpenAI's Realtime
+        # API takes them.
+        key = websocket.headers.get("api-key", "")
         for offered in _subprotocols(websocket):
-            if offered.startswith(KEY_SUBPROTOCOL):
-                exchange.metadata["authorization"] = f"Bearer {offered[len(KEY_SUBPROTOCOL) :]}"
+            if not key and offered.startswith(KEY_SUBPROTOCOL):
+                key = offered[len(KEY_SUBPROTOCOL) :]
+        if key:
+            exchange.metadata["authorization"] = f"Bearer {key}"
     return exchange
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from gateway.v1 import model_service_pb2 as models
 
 from server.accounting.accounts import Accounts
+from server.accounting.admission import check_model
 from server.application.pipeline.state import Live, Snapshot
 from server.base.call import Call
 from server.base.config import ModelConfig
@@ -33,6 +34,9 @@ class ModelService:
         if not request.model:
             raise InvalidArgument.for_field("model", "is required")
         m = state.catalog.model(request.model)
+        # A key reads only the models it may call (what a session asks before it opens).
+        if call.record.principal is not None:
+            check_model(call.record.principal, m.id)
         return models.GetModelResponse(
             id=m.id, object="model", created=m.created, owned_by=m.owned_by
         )

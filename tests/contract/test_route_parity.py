@@ -77,7 +77,7 @@ async def test_routes_match_annotations_exactly(edge_app) -> None:  # type: igno
     # Plus the OpenAPI document, itself generated from those annotations.
     expected = {(verb, re.sub(r"=[^}]*\}", "}", t)) for verb, t in annotated()}
     # And the WebSocket sessions (api.md).
-    sockets = {("WEBSOCKET", "/v1/responses")}
+    sockets = {("WEBSOCKET", "/v1/responses"), ("WEBSOCKET", "/v1/realtime")}
     assert paths == expected | {("GET", "/openapi.json")} | sockets
 
 

@@ -1,0 +1,429 @@
+"""OpenAI's Realtime API (`GET /v1/realtime?model=` upgraded), text sessions over every
+model of the catalog.
+
+The session holds the conversation (its items in the Realtime API's form) and its
+settings (`session.update`); each `response.create` runs the conversation as one
+streamed Responses request (the same handler as `POST /v1/responses`, so the same
+admission, model allowlist, rate limits, budget reserved per response, guardrails on
+the text, and one ledger row per response, written when the response ends whatever
+the client does next), and its events are written as the Realtime API's:
+`response.created`, `response.output_item.added`, `conversation.item.added`,
+`response.content_part.added`, `response.output_text.delta`…`.done`,
+`response.function_call_arguments.delta`…`.done`, `response.output_item.done`,
+`conversation.item.done`, and `response.done` with the usage split as the Realtime API
+splits it (text, audio, cached). A function call's output goes back as a
+`function_call_output` item, as the API has it.
+
+Audio (`input_audio_buffer.*`, an `audio` output modality, `input_audio` parts) is
+refused by name with an error event: no model of a catalog served this way speaks it.
+
+The upgrade is checked before the socket opens: the key (401), the model (400 when
+missing, 404 unknown, 403 outside the key's allowlist), the sessions the key and the
+instance may hold (429), the mode turned on (426). The key may come in
+`Authorization`, `api-key`, or the browser's subprotocol
+`openai-insecure-api-key.<key>`.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import orjson
+from google.protobuf.message import Message
+from starlette.routing import WebSocketRoute
+from starlette.websockets import WebSocket
+
+from http_facade import codec
+from http_facade.backends import Backend
+from http_facade.bindings import Rpc
+from http_facade.context import Exchange
+from http_facade.errors import internal
+from http_facade.sockets import (
+    Closed,
+    Session,
+    Sessions,
+    chosen_subprotocol,
+    error_event,
+    exchange_of,
+    refusal,
+    upgrade_required,
+)
+from server.base.config import ServerConfig
+from server.base.errors import GatewayError, InvalidArgument, Unsupported
+from server.base.pipeline import Encoded
+
+# The Responses stream's terminal events, and the Realtime status each becomes.
+_ENDS = {
+    "response.completed": "completed",
+    "response.incomplete": "incomplete",
+    "response.failed": "failed",
+}
+# Session settings a session.update may set (the rest of OpenAI's are refused).
+_SETTINGS = frozenset(
+    {"type", "model", "instructions", "tools", "tool_choice", "output_modalities",
+     "max_output_tokens", "temperature", "tracing", "prompt", "include"}
+)  # fmt: skip
+
+
+class RealtimeSocket:
+    def __init__(
+        self,
+        stream_rpc: Rpc,
+        model_rpc: Rpc,
+        backend: Backend,
+        settings: ServerConfig,
+        sessions: Sessions,
+    ) -> None:
+        self.rpc = stream_rpc
+        self.model_rpc = model_rpc
+        self.backend = backend
+        self.settings = settings
+        self.sessions = sessions
+
+    def route(self) -> WebSocketRoute:
+        return WebSocketRoute("/v1/realtime", self.serve)
+
+    async def serve(self, websocket: WebSocket) -> None:
+        if not self.settings.websockets.realtime:
+            await websocket.send_denial_response(upgrade_required("The Realtime API"))
+            return
+        exchange = exchange_of(websocket, self.rpc.forwarded_headers)
+        model = websocket.query_params.get("model", "")
+        try:
+            if not model:
+                raise InvalidArgument.for_field("model", "is required in the query")
+            asked = self.model_rpc.request_type()
+            codec.set_field(asked, "model", model)
+            await self.backend.unary(self.model_rpc, asked, exchange)
+            held = self.sessions.hold(exchange)
+            held.__enter__()
+        except GatewayError as error:
+            await websocket.send_denial_response(refusal(error, exchange))
+            return
+        try:
+            await websocket.accept(chosen_subprotocol(websocket))
+            stopping = getattr(websocket.app.state, "stopping", None)
+            session = Session(websocket, self.settings, stopping)
+            await _Conversation(self, session, exchange, model).run()
+        finally:
+            held.__exit__(None, None, None)
+
+
+def _event_id() -> str:
+    return f"event_{uuid.uuid4().hex[:24]}"
+
+
+class _Conversation:
+    def __init__(
+        self, socket: RealtimeSocket, session: Session, exchange: Exchange, model: str
+    ) -> None:
+        self.socket = socket
+        self.session = session
+        self.exchange = exchange
+        self.id = f"sess_{uuid.uuid4().hex[:24]}"
+        self.settings: dict[str, Any] = {
+            "type": "realtime",
+            "object": "realtime.session",
+            "id": self.id,
+            "model": model,
+            "output_modalities": ["text"],
+            "instructions": "",
+            "tools": [],
+            "tool_choice": "auto",
+            "max_output_tokens": "inf",
+        }
+        self.items: list[dict[str, Any]] = []
+
+    async def send(self, event: dict[str, Any]) -> None:
+        await self.session.send({"event_id": _event_id(), **event})
+
+    async def run(self) -> None:
+        try:
+            await self.send({"type": "session.created", "session": self.settings})
+            while True:
+                frame = await self.session.receive()
+                try:
+                    await self._take(frame)
+                except GatewayError as error:
+                    await self.send(error_event(error, client_event_id=frame.get("event_id")))
+        except Closed:
+            return
+
+    async def _take(self, frame: dict[str, Any]) -> None:
+        kind = frame.get("type")
+        if kind == "session.update":
+            self._update(frame.get("session"))
+            await self.send({"type": "session.updated", "session": self.settings})
+        elif kind == "conversation.item.create":
+            item = self._item(frame.get("item"), "item")
+            previous = self.items[-1]["id"] if self.items else None
+            self.items.append(item)
+            for name in ("conversation.item.added", "conversation.item.done"):
+                await self.send({"type": name, "previous_item_id": previous, "item": item})
+        elif kind == "conversation.item.delete":
+            item_id = frame.get("item_id")
+            before = len(self.items)
+            self.items = [i for i in self.items if i["id"] != item_id]
+            if len(self.items) == before:
+                raise InvalidArgument.for_field("item_id", f"no item {item_id!r} in the session")
+            await self.send({"type": "conversation.item.deleted", "item_id": item_id})
+        elif kind == "response.create":
+            await self._respond(frame.get("response") or {})
+        elif kind == "response.cancel":
+            return  # a response runs to its end before the next frame is read
+        elif isinstance(kind, str) and kind.startswith("input_audio_buffer."):
+            raise Unsupported.for_field("type", f"{kind}: audio is not served by this gateway")
+        else:
+            raise InvalidArgument.for_field("type", f"unknown client event {kind!r}")
+
+    def _update(self, changes: Any) -> None:
+        if not isinstance(changes, dict):
+            raise InvalidArgument.for_field("session", "must be an object")
+        for key, value in changes.items():
+            if key not in _SETTINGS:
+                raise Unsupported.for_field(f"session.{key}", "is not supported by this gateway")
+            if key == "model" and value != self.settings["model"]:
+                raise InvalidArgument.for_field("session.model", "is set by the URL's model")
+            if key == "output_modalities":
+                _text_only(value, "session.output_modalities")
+            if key in ("tools", "tool_choice", "instructions", "max_output_tokens",
+                       "output_modalities", "temperature"):  # fmt: skip
+                self.settings[key] = value
+
+    def _item(self, item: Any, where: str) -> dict[str, Any]:
+        """A client's conversation item, checked, with an id."""
+        if not isinstance(item, dict):
+            raise InvalidArgument.for_field(where, "must be an object")
+        kind = item.get("type")
+        if kind == "message":
+            for n, part in enumerate(item.get("content") or []):
+                if not isinstance(part, dict) or part.get("type") not in (
+                    "input_text", "output_text", "text"
+                ):  # fmt: skip
+                    raise Unsupported.for_field(
+                        f"{where}.content[{n}].type", "only text parts are served"
+                    )
+        elif kind not in ("function_call", "function_call_output"):
+            raise InvalidArgument.for_field(f"{where}.type", f"unknown item type {kind!r}")
+        return {"id": item.get("id") or f"item_{uuid.uuid4().hex[:24]}",
+                "object": "realtime.item", "status": "completed", **item}  # fmt: skip
+
+    async def _respond(self, asked: dict[str, Any]) -> None:
+        settings = {**self.settings, **{k: v for k, v in asked.items() if k in _SETTINGS}}
+        _text_only(settings.get("output_modalities"), "response.output_modalities")
+        into_conversation = asked.get("conversation", "auto") != "none"
+        items = (
+            [self._item(i, f"response.input[{n}]") for n, i in enumerate(asked["input"])]
+            if isinstance(asked.get("input"), list)
+            else self.items
+        )
+        message = self._request(settings, items)
+        chunks = self.socket.backend.stream(self.socket.rpc, message, self.exchange)
+        translate = _Translation(self, settings, into_conversation)
+        try:
+            async for chunk in chunks:
+                if type(chunk) is Encoded:
+                    for data in chunk.events:
+                        await translate.event(orjson.loads(data))
+                else:
+                    await translate.event(codec.to_dict(chunk))
+        except GatewayError as error:
+            # Before its first event nothing started: the error alone says why.
+            if translate.started:
+                await translate.failed(error)
+            raise
+        except Closed:
+            raise
+        except Exception as exc:
+            raise internal(exc, self.exchange.request_id) from None
+        finally:
+            await chunks.aclose()
+
+    def _request(self, settings: dict[str, Any], items: list[dict[str, Any]]) -> Message:
+        payload: dict[str, Any] = {
+            "model": settings["model"],
+            "input": [_as_input(i) for i in items],
+            "stream": True,
+            "store": False,
+        }
+        if settings.get("instructions"):
+            payload["instructions"] = settings["instructions"]
+        if settings.get("tools"):
+            payload["tools"] = settings["tools"]
+            payload["tool_choice"] = settings.get("tool_choice", "auto")
+        limit = settings.get("max_output_tokens")
+        if isinstance(limit, int):
+            payload["max_output_tokens"] = limit
+        if settings.get("temperature") is not None:
+            payload["temperature"] = settings["temperature"]
+        message = self.socket.rpc.request_type()
+        codec.from_dict(payload, message, strict=self.socket.rpc.strict)
+        return message
+
+
+def _text_only(modalities: Any, field: str) -> None:
+    if modalities is None:
+        return
+    if not isinstance(modalities, list) or any(m != "text" for m in modalities):
+        raise Unsupported.for_field(field, 'only ["text"] is served: no audio')
+
+
+def _as_input(item: dict[str, Any]) -> dict[str, Any]:
+    """A Realtime conversation item as a Responses input item."""
+    kind = item["type"]
+    if kind == "function_call":
+        return {"type": "function_call", "call_id": item.get("call_id", ""),
+                "name": item.get("name", ""), "arguments": item.get("arguments", "")}  # fmt: skip
+    if kind == "function_call_output":
+        return {"type": "function_call_output", "call_id": item.get("call_id", ""),
+                "output": item.get("output", "")}  # fmt: skip
+    role = item.get("role", "user")
+    text_kind = "output_text" if role == "assistant" else "input_text"
+    parts = [
+        {"type": text_kind, "text": part.get("text") or part.get("transcript") or ""}
+        for part in item.get("content") or []
+    ]
+    return {"type": "message", "role": role, "content": parts}
+
+
+class _Translation:
+    """One response's Responses events, written as the Realtime API's."""
+
+    def __init__(
+        self, conversation: _Conversation, settings: dict[str, Any], into_conversation: bool
+    ) -> None:
+        self.conversation = conversation
+        self.settings = settings
+        self.into_conversation = into_conversation
+        self.started = False
+        self.response_id = ""
+        self.output: list[dict[str, Any]] = []
+        # Function call item id -> its call_id, which the Realtime API's argument
+        # events carry and the Responses API's do not.
+        self.calls: dict[str, str] = {}
+
+    async def send(self, event: dict[str, Any]) -> None:
+        await self.conversation.send(event)
+
+    def _response(self, status: str, **more: Any) -> dict[str, Any]:
+        return {
+            "object": "realtime.response",
+            "id": self.response_id,
+            "status": status,
+            "conversation_id": self.conversation.id if self.into_conversation else None,
+            "output_modalities": ["text"],
+            "max_output_tokens": self.settings.get("max_output_tokens", "inf"),
+            "output": self.output,
+            **more,
+        }
+
+    async def event(self, event: dict[str, Any]) -> None:
+        kind = event.get("type")
+        where = {
+            "response_id": self.response_id,
+            "item_id": event.get("item_id"),
+            "output_index": event.get("output_index", 0),
+        }
+        if kind == "response.created":
+            self.started = True
+            self.response_id = event["response"]["id"]
+            await self.send({"type": "response.created", "response": self._response("in_progress")})
+        elif kind == "response.output_item.added":
+            item = _as_item(event["item"], "in_progress")
+            if item["type"] == "function_call":
+                self.calls[str(item["id"])] = str(item["call_id"])
+            await self.send({"type": "response.output_item.added", "response_id": self.response_id,
+                             "output_index": event.get("output_index", 0), "item": item})  # fmt: skip
+            if self.into_conversation:
+                await self.send({"type": "conversation.item.added", "item": item})
+        elif kind == "response.content_part.added":
+            await self.send({"type": "response.content_part.added", **where,
+                             "content_index": event.get("content_index", 0),
+                             "part": {"type": "text", "text": ""}})  # fmt: skip
+        elif kind == "response.output_text.delta":
+            await self.send({"type": "response.output_text.delta", **where,
+                             "content_index": event.get("content_index", 0),
+                             "delta": event.get("delta", "")})  # fmt: skip
+        elif kind == "response.output_text.done":
+            await self.send({"type": "response.output_text.done", **where,
+                             "content_index": event.get("content_index", 0),
+                             "text": event.get("text", "")})  # fmt: skip
+        elif kind == "response.content_part.done":
+            part = event.get("part") or {}
+            await self.send({"type": "response.content_part.done", **where,
+                             "content_index": event.get("content_index", 0),
+                             "part": {"type": "text", "text": part.get("text", "")}})  # fmt: skip
+        elif kind in ("response.function_call_arguments.delta",
+                      "response.function_call_arguments.done"):  # fmt: skip
+            body: dict[str, Any] = {
+                k: event[k] for k in ("delta", "arguments", "name") if k in event
+            }
+            await self.send({"type": kind, **where, "call_id": self._call_id(event), **body})
+        elif kind == "response.output_item.done":
+            item = _as_item(event["item"], "completed")
+            self.output.append(item)
+            await self.send({"type": "response.output_item.done", "response_id": self.response_id,
+                             "output_index": event.get("output_index", 0), "item": item})  # fmt: skip
+            if self.into_conversation:
+                self.conversation.items.append(item)
+                await self.send({"type": "conversation.item.done", "item": item})
+        elif kind in _ENDS:
+            response = event.get("response") or {}
+            done = self._response(
+                _ENDS[kind], usage=_usage(response.get("usage") or {}),
+                status_details=_details(response), metadata=response.get("metadata"),
+            )  # fmt: skip
+            await self.send({"type": "response.done", "response": done})
+
+    def _call_id(self, event: dict[str, Any]) -> str:
+        return self.calls.get(str(event.get("item_id")), "")
+
+    async def failed(self, error: GatewayError) -> None:
+        done = self._response("failed", status_details={
+            "type": "failed", "error": {"type": error.reason.lower(), "code": error.reason.lower(),
+                                        "message": error.message}})  # fmt: skip
+        await self.send({"type": "response.done", "response": done})
+
+
+def _as_item(item: dict[str, Any], status: str) -> dict[str, Any]:
+    kind = item.get("type")
+    if kind == "function_call":
+        return {"id": item.get("id"), "object": "realtime.item", "type": "function_call",
+                "status": status, "call_id": item.get("call_id"), "name": item.get("name"),
+                "arguments": item.get("arguments", "")}  # fmt: skip
+    parts = [
+        {"type": "output_text", "text": p.get("text", "")}
+        for p in item.get("content") or []
+        if p.get("type") == "output_text"
+    ]
+    return {"id": item.get("id"), "object": "realtime.item", "type": "message",
+            "status": status, "role": "assistant", "content": parts}  # fmt: skip
+
+
+def _usage(usage: dict[str, Any]) -> dict[str, Any]:
+    """The Responses usage as the Realtime API splits it: every token here is text."""
+    inputs = int(usage.get("input_tokens") or 0)
+    outputs = int(usage.get("output_tokens") or 0)
+    cached = int((usage.get("input_tokens_details") or {}).get("cached_tokens") or 0)
+    return {
+        "total_tokens": inputs + outputs,
+        "input_tokens": inputs,
+        "output_tokens": outputs,
+        "input_token_details": {
+            "text_tokens": inputs, "audio_tokens": 0, "image_tokens": 0,
+            "cached_tokens": cached,
+            "cached_tokens_details": {"text_tokens": cached, "audio_tokens": 0, "image_tokens": 0},
+        },
+        "output_token_details": {"text_tokens": outputs, "audio_tokens": 0},
+    }  # fmt: skip
+
+
+def _details(response: dict[str, Any]) -> dict[str, Any] | None:
+    status = response.get("status")
+    if status == "incomplete":
+        reason = (response.get("incomplete_details") or {}).get("reason")
+        return {"type": "incomplete", "reason": reason}
+    if status == "failed":
+        return {"type": "failed", "error": response.get("error")}
+    return None
