@@ -211,3 +211,24 @@ async def test_turned_off_the_upgrade_is_refused_with_426() -> None:
     async with running_gateway(data) as gw:
         refused = await _refused(_url(gw), {"Authorization": f"Bearer {API_KEY}"})
     assert refused.status_code == 426
+
+
+async def test_guardrails_see_a_session_s_text() -> None:
+    data = default_config_dict()
+    data["guardrails"] = [{"id": "pii", "detectors": ["email"], "on_input": "block"}]
+    data["default_guardrails"] = ["pii"]
+    async with (
+        running_gateway(data) as gw,
+        _sdk(gw) as sdk,
+        sdk.realtime.connect(model="sim-pro") as connection,
+    ):
+        await connection.recv()  # session.created
+        blocked = await _say(connection, "Write to jane.doe@example.com for me")
+        # The item stays in the conversation until the client deletes it.
+        await connection.conversation.item.delete(item_id=blocked[0].item.id)
+        deleted = await connection.recv()
+        clean = await _say(connection, "Say hello")
+    assert blocked[-1].type == "error" and "email" in blocked[-1].error.message.lower()
+    assert "response.created" not in [e.type for e in blocked]
+    assert deleted.type == "conversation.item.deleted"
+    assert clean[-1].type == "response.done" and clean[-1].response.status == "completed"

@@ -155,3 +155,17 @@ async def test_a_stopping_gateway_closes_its_sessions_with_1012() -> None:
         await ws.close()
     assert closed.value.rcvd is not None and closed.value.rcvd.code == 1012
     assert "shutting down" in closed.value.rcvd.reason
+
+
+async def test_an_edge_tier_serves_the_socket_through_its_gateway() -> None:
+    async with (
+        running_gateway() as gw,
+        running_gateway(grpc_target=f"127.0.0.1:{gw.grpc_port}") as edge,
+    ):
+        async with websockets.connect(_url(edge), additional_headers=AUTH) as ws:
+            events = await _response(ws, model="sim-pro", input="Say hello")
+        refused = await _refused(_url(edge), {"Authorization": "Bearer gw-wrong-key-000000000"})
+        rows = await _rows(gw)
+    assert events[-1]["type"] == "response.completed"
+    assert refused.status_code == 401
+    assert [r["status"] for r in rows if r["method"] == "StreamResponse"] == ["OK"]
