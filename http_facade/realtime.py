@@ -32,6 +32,7 @@ from typing import Any
 import orjson
 from google.protobuf.message import Message
 from starlette.routing import WebSocketRoute
+from starlette.types import Receive, Scope, Send
 from starlette.websockets import WebSocket
 
 from http_facade import codec
@@ -82,9 +83,12 @@ class RealtimeSocket:
         self.sessions = sessions
 
     def route(self) -> WebSocketRoute:
-        return WebSocketRoute("/v1/realtime", self.serve)
+        return WebSocketRoute("/v1/realtime", self)
 
-    async def serve(self, websocket: WebSocket) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self.serve(WebSocket(scope, receive, send), send)
+
+    async def serve(self, websocket: WebSocket, send: Send) -> None:
         if not self.settings.websockets.realtime:
             await websocket.send_denial_response(upgrade_required("The Realtime API"))
             return
@@ -104,14 +108,10 @@ class RealtimeSocket:
         try:
             await websocket.accept(chosen_subprotocol(websocket))
             stopping = getattr(websocket.app.state, "stopping", None)
-            session = Session(websocket, self.settings, stopping)
-            await _Conversation(self, session, exchange, model).run()
+            session = Session(websocket, send, self.settings, stopping)
+            await session.run(_Conversation(self, session, exchange, model).run())
         finally:
             held.__exit__(None, None, None)
-
-
-def _event_id() -> str:
-    return f"event_{uuid.uuid4().hex[:24]}"
 
 
 class _Conversation:
@@ -134,9 +134,14 @@ class _Conversation:
             "max_output_tokens": "inf",
         }
         self.items: list[dict[str, Any]] = []
+        # Event ids: the session's own prefix and a count (unique, and no random
+        # draw per event).
+        self._event_prefix = f"event_{uuid.uuid4().hex[:12]}"
+        self._events = 0
 
     async def send(self, event: dict[str, Any]) -> None:
-        await self.session.send({"event_id": _event_id(), **event})
+        self._events += 1
+        await self.session.send({"event_id": f"{self._event_prefix}{self._events:x}", **event})
 
     async def run(self) -> None:
         try:

@@ -25,6 +25,7 @@ from typing import Any
 
 from google.protobuf.message import Message
 from starlette.routing import WebSocketRoute
+from starlette.types import Receive, Scope, Send
 from starlette.websockets import WebSocket
 
 from http_facade import codec
@@ -68,9 +69,12 @@ class ResponsesSocket:
         self.sessions = sessions
 
     def route(self, path: str) -> WebSocketRoute:
-        return WebSocketRoute(path, self.serve)
+        return WebSocketRoute(path, self)
 
-    async def serve(self, websocket: WebSocket) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self.serve(WebSocket(scope, receive, send), send)
+
+    async def serve(self, websocket: WebSocket, send: Send) -> None:
         if not self.settings.websockets.responses:
             await websocket.send_denial_response(upgrade_required("The Responses API"))
             return
@@ -85,8 +89,8 @@ class ResponsesSocket:
         try:
             await websocket.accept(chosen_subprotocol(websocket))
             stopping = getattr(websocket.app.state, "stopping", None)
-            session = Session(websocket, self.settings, stopping)
-            await _Conversation(self, session, exchange).run()
+            session = Session(websocket, send, self.settings, stopping)
+            await session.run(_Conversation(self, session, exchange).run())
         finally:
             held.__exit__(None, None, None)
 

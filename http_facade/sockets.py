@@ -22,11 +22,12 @@ import hashlib
 import logging
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Awaitable, Iterator
 from typing import Any
 
 import orjson
 from starlette.responses import Response
+from starlette.types import Send
 from starlette.websockets import WebSocket
 
 from http_facade.context import Exchange, exchange_for
@@ -152,13 +153,24 @@ class Session:
     def __init__(
         self,
         websocket: WebSocket,
+        send: Send,
         settings: ServerConfig,
         stopping: asyncio.Future[None] | None,
     ) -> None:
         self.websocket = websocket
+        # The server's own send: each event goes out past Starlette's state checks.
+        self._send = send
         self.limits = settings.websockets
         self.send_timeout_s = settings.send_timeout_s
         self.stopping = stopping
+        # When the send under way began (None: none is), and whether the watchdog
+        # found it stalled. One timer per session, re-armed when it fires, bounds every
+        # send instead of a timeout set and cancelled around each event.
+        self._loop = asyncio.get_running_loop()
+        self._task = asyncio.current_task()
+        self._sending_since: float | None = None
+        self._stalled = False
+        self._watchdog = self._loop.call_later(self.send_timeout_s, self._watch)
         self.ends_at = time.monotonic() + self.limits.max_session_s
         # A token bucket of frames: `frames_per_s` a second, as many at once.
         self._tokens = self.limits.frames_per_s
@@ -224,23 +236,57 @@ class Session:
 
     async def send_raw(self, text: str) -> None:
         """One frame; Closed when the client is gone or reads nothing for
-        `send_timeout_s` (then the socket is closed)."""
+        `send_timeout_s` (the session then ends and the server closes the connection,
+        as it does a slow SSE reader's)."""
+        self._sending_since = self._loop.time()
         try:
-            async with asyncio.timeout(self.send_timeout_s):
-                await self.websocket.send_text(text)
-        except TimeoutError:
-            await self.close(POLICY, "the client read nothing in time; session closed")
-        except (OSError, RuntimeError):
-            raise Closed from None
-        except Exception as exc:  # the server's own "connection closed" errors
-            if type(exc).__name__ in ("ClientDisconnected", "WebSocketDisconnect"):
+            await self._send({"type": "websocket.send", "text": text})
+        except asyncio.CancelledError:
+            if self._stalled and self._task is not None:
+                self._task.uncancel()
                 raise Closed from None
             raise
+        except (OSError, RuntimeError):
+            raise Closed from None
+        except Exception as exc:  # the server's own "connection closed" error
+            if type(exc).__name__ == "ClientDisconnected":
+                raise Closed from None
+            raise
+        finally:
+            self._sending_since = None
+
+    def _watch(self) -> None:
+        since = self._sending_since
+        now = self._loop.time()
+        if since is not None and now - since >= self.send_timeout_s and self._task is not None:
+            self._stalled = True
+            self._task.cancel()
+            return
+        due = (since if since is not None else now) + self.send_timeout_s
+        self._watchdog = self._loop.call_at(due, self._watch)
+
+    def end(self) -> None:
+        """Stops the session's timer (its task is over)."""
+        self._watchdog.cancel()
+
+    async def run(self, work: Awaitable[None]) -> None:
+        """Runs the session's `work` to its end; a stalled reader's session ends there
+        (the watchdog's cancel landing past the send it stopped, too)."""
+        try:
+            await work
+        except asyncio.CancelledError:
+            if not self._stalled:
+                raise
+            if self._task is not None:
+                self._task.uncancel()
+        finally:
+            self.end()
 
     async def close(self, code: int, reason: str) -> None:
         """Closes the socket with `code` and `reason`, then raises Closed."""
         with contextlib.suppress(Exception):  # already gone: nothing to tell it
-            await self.websocket.close(code, reason)
+            async with asyncio.timeout(self.send_timeout_s):
+                await self.websocket.close(code, reason)
         raise Closed
 
 

@@ -12,7 +12,7 @@ import pytest
 import websockets
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
-from tests.support.gateways import API_KEY, default_config_dict, running_gateway
+from tests.support.gateways import API_KEY, default_config_dict, running_gateway, wait_for
 
 AUTH = {"Authorization": f"Bearer {API_KEY}"}
 
@@ -169,3 +169,30 @@ async def test_an_edge_tier_serves_the_socket_through_its_gateway() -> None:
     assert events[-1]["type"] == "response.completed"
     assert refused.status_code == 401
     assert [r["status"] for r in rows if r["method"] == "StreamResponse"] == ["OK"]
+
+
+async def test_a_client_that_reads_nothing_is_dropped_after_the_send_timeout() -> None:
+    data = default_config_dict()
+    data["server"]["send_timeout_s"] = 0.5
+    data["server"]["websockets"] = {"frames_per_s": 1000}
+    for provider in data["models"][0]["providers"]:
+        provider["params"] |= {"min_reply_tokens": 2000, "max_reply_tokens": 2000}
+    model = data["models"][0]["id"]
+    async with running_gateway(data) as gw:
+        assert gw.http is not None
+        sessions = gw.http.server.config.app.state.sessions
+        # max_queue=1: the client library stops reading the socket once one frame waits.
+        ws = await websockets.connect(
+            _url(gw), additional_headers=AUTH, max_queue=1, compression=None
+        )
+        request = json.dumps({"type": "response.create", "model": model, "input": "hi"})
+        for _ in range(200):
+            await ws.send(request)
+        await wait_for(lambda: sessions.opened == 1 and sessions.open == 0, timeout_s=60)
+        ws.transport.abort()
+        rows = await _rows(gw)
+    # The responses after the stall never ran; each that ran has its row (the one being
+    # written when the reader stalled, CANCELLED unless its last event was out).
+    statuses = [r["status"] for r in rows if r["method"] == "StreamResponse"]
+    assert 0 < len(statuses) < 200 and set(statuses) <= {"OK", "CANCELLED"}, statuses
+    assert statuses.count("CANCELLED") <= 1
