@@ -228,6 +228,7 @@ class _Conversation:
         translate = _Translation(self, settings, into_conversation)
         try:
             async for chunk in chunks:
+                await self.session.check()
                 if type(chunk) is Encoded:
                     for data in chunk.events:
                         await translate.event(orjson.loads(data))

@@ -141,6 +141,7 @@ class _Conversation:
         chunks = self.socket.backend.stream(self.socket.rpc, message, self.exchange)
         try:
             async for chunk in chunks:
+                await self.session.check()
                 if type(chunk) is Encoded:
                     for data in chunk.events:
                         await self.session.send_raw(data.decode())

@@ -171,17 +171,26 @@ class Session:
         self._sending_since: float | None = None
         self._stalled = False
         self._watchdog = self._loop.call_later(self.send_timeout_s, self._watch)
-        self.ends_at = time.monotonic() + self.limits.max_session_s
+        self.ends_at = asyncio.get_running_loop().time() + self.limits.max_session_s
         # A token bucket of frames: `frames_per_s` a second, as many at once.
         self._tokens = self.limits.frames_per_s
         self._refilled = time.monotonic()
+
+    async def check(self) -> None:
+        """Between a response's events: Closed (the socket closed with the reason) once
+        the gateway is stopping or the session is past its length, so neither waits for
+        the response to end."""
+        if self.stopping is not None and self.stopping.done():
+            await self.close(RESTARTING, "the gateway is shutting down; reconnect")
+        if self._loop.time() >= self.ends_at:
+            await self.close(POLICY, "the session reached its maximum length")
 
     async def receive(self) -> dict[str, Any]:
         """The client's next frame, a JSON object; Closed when the client left, went
         quiet past the idle bound, or the session reached its length or the gateway is
         stopping (each closed here with its reason)."""
         while True:
-            left = self.ends_at - time.monotonic()
+            left = self.ends_at - self._loop.time()
             if left <= 0:
                 await self.close(POLICY, "the session reached its maximum length")
             wait = min(left, self.limits.idle_timeout_s)

@@ -196,3 +196,42 @@ async def test_a_client_that_reads_nothing_is_dropped_after_the_send_timeout() -
     statuses = [r["status"] for r in rows if r["method"] == "StreamResponse"]
     assert 0 < len(statuses) < 200 and set(statuses) <= {"OK", "CANCELLED"}, statuses
     assert statuses.count("CANCELLED") <= 1
+
+
+async def test_frames_past_the_rate_are_refused_and_a_session_ends_at_its_length() -> None:
+    data = default_config_dict()
+    data["server"]["websockets"] = {"frames_per_s": 2, "max_session_s": 1.5}
+    async with (
+        running_gateway(data) as gw,
+        websockets.connect(_url(gw), additional_headers=AUTH) as ws,
+    ):
+        for _ in range(3):
+            await ws.send(json.dumps({"type": "response.processed", "response_id": "r"}))
+        refused = json.loads(await ws.recv())
+        with pytest.raises(ConnectionClosed) as ended:
+            await ws.recv()
+    assert refused["type"] == "error" and refused["status"] == 429
+    assert "frames a second" in refused["error"]["message"]
+    assert ended.value.rcvd is not None and ended.value.rcvd.code == 1008
+    assert "maximum length" in ended.value.rcvd.reason
+
+
+async def test_a_response_under_way_when_the_gateway_stops_ends_with_1012_and_its_row() -> None:
+    data = default_config_dict()
+    for provider in data["models"][0]["providers"]:
+        provider["params"] = {"ttft_ms": 0, "tokens_per_second": 20,
+                              "min_reply_tokens": 2000, "max_reply_tokens": 2000}  # fmt: skip
+    model = data["models"][0]["id"]
+    async with running_gateway(data) as gw:
+        async with websockets.connect(_url(gw), additional_headers=AUTH) as ws:
+            await ws.send(json.dumps({"type": "response.create", "model": model, "input": "hi"}))
+            while json.loads(await ws.recv())["type"] != "response.output_text.delta":
+                pass
+            assert gw.stopping is not None
+            gw.stopping.set_result(None)
+            with pytest.raises(ConnectionClosed) as closed:
+                while True:
+                    await ws.recv()
+        rows = await _rows(gw)
+    assert closed.value.rcvd is not None and closed.value.rcvd.code == 1012
+    assert [r["status"] for r in rows if r["method"] == "StreamResponse"] == ["CANCELLED"]
