@@ -26,7 +26,9 @@ instance may hold (429), the mode turned on (426). The key may come in
 
 from __future__ import annotations
 
+import asyncio
 import uuid
+from collections.abc import AsyncGenerator
 from typing import Any
 
 import orjson
@@ -134,6 +136,8 @@ class _Conversation:
             "max_output_tokens": "inf",
         }
         self.items: list[dict[str, Any]] = []
+        # Frames that came while a response ran, taken after it.
+        self.later: list[dict[str, Any]] = []
         # Event ids: the session's own prefix and a count (unique, and no random
         # draw per event).
         self._event_prefix = f"event_{uuid.uuid4().hex[:12]}"
@@ -147,7 +151,7 @@ class _Conversation:
         try:
             await self.send({"type": "session.created", "session": self.settings})
             while True:
-                frame = await self.session.receive()
+                frame = self.later.pop(0) if self.later else await self.session.receive()
                 try:
                     await self._take(frame)
                 except GatewayError as error:
@@ -176,7 +180,7 @@ class _Conversation:
         elif kind == "response.create":
             await self._respond(frame.get("response") or {})
         elif kind == "response.cancel":
-            return  # a response runs to its end before the next frame is read
+            return  # no response is running: nothing to cancel
         elif isinstance(kind, str) and kind.startswith("input_audio_buffer."):
             raise Unsupported.for_field("type", f"{kind}: audio is not served by this gateway")
         else:
@@ -226,6 +230,33 @@ class _Conversation:
         message = self._request(settings, items)
         chunks = self.socket.backend.stream(self.socket.rpc, message, self.exchange)
         translate = _Translation(self, settings, into_conversation)
+        # The response runs while the client's frames are read: `response.cancel` ends
+        # it; any other frame is taken once it is over, in order.
+        work = asyncio.ensure_future(self._stream(chunks, translate))
+        try:
+            while not work.done():
+                reading = asyncio.ensure_future(self.session.receive())
+                done, _ = await asyncio.wait({work, reading}, return_when=asyncio.FIRST_COMPLETED)
+                if reading not in done:
+                    reading.cancel()
+                    await asyncio.gather(reading, return_exceptions=True)
+                    break
+                frame = reading.result()
+                if frame.get("type") != "response.cancel":
+                    self.later.append(frame)
+                    continue
+                work.cancel()
+                await asyncio.gather(work, return_exceptions=True)
+                if translate.started:
+                    await translate.cancelled()
+                return
+            work.result()
+        finally:
+            if not work.done():
+                work.cancel()
+                await asyncio.gather(work, return_exceptions=True)
+
+    async def _stream(self, chunks: AsyncGenerator[Message, None], translate: _Translation) -> None:
         try:
             async for chunk in chunks:
                 await self.session.check()
@@ -239,7 +270,7 @@ class _Conversation:
             if translate.started:
                 await translate.failed(error)
             raise
-        except Closed:
+        except (Closed, asyncio.CancelledError):
             raise
         except Exception as exc:
             raise internal(exc, self.exchange.request_id) from None
@@ -384,6 +415,11 @@ class _Translation:
 
     def _call_id(self, event: dict[str, Any]) -> str:
         return self.calls.get(str(event.get("item_id")), "")
+
+    async def cancelled(self) -> None:
+        details = {"type": "cancelled", "reason": "client_cancelled"}
+        done = self._response("cancelled", status_details=details)
+        await self.send({"type": "response.done", "response": done})
 
     async def failed(self, error: GatewayError) -> None:
         done = self._response("failed", status_details={

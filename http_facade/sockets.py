@@ -175,6 +175,7 @@ class Session:
         # A token bucket of frames: `frames_per_s` a second, as many at once.
         self._tokens = self.limits.frames_per_s
         self._refilled = time.monotonic()
+        self._early: dict[str, Any] | None = None
 
     async def check(self) -> None:
         """Between a response's events: Closed (the socket closed with the reason) once
@@ -215,11 +216,22 @@ class Session:
             return frame
 
     async def _next(self, wait: float, left: float) -> dict[str, Any]:
+        if self._early is not None:
+            message, self._early = self._early, None
+            return message
         receiving = asyncio.ensure_future(self.websocket.receive())
         waiting: set[asyncio.Future[Any]] = {receiving}
         if self.stopping is not None:
             waiting.add(self.stopping)
-        done, _ = await asyncio.wait(waiting, timeout=wait, return_when=asyncio.FIRST_COMPLETED)
+        try:
+            done, _ = await asyncio.wait(waiting, timeout=wait, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            # A read given up (a response ended first): a frame it already took is
+            # the next one read, not lost.
+            if receiving.done() and not receiving.cancelled():
+                self._early = dict(receiving.result())
+            receiving.cancel()
+            raise
         if receiving in done:
             return dict(receiving.result())
         receiving.cancel()
@@ -251,10 +263,13 @@ class Session:
         try:
             await self._send({"type": "websocket.send", "text": text})
         except asyncio.CancelledError:
-            if self._stalled and self._task is not None:
+            if not self._stalled:
+                raise
+            # The watchdog cancelled the session's task; a send from another task of
+            # the session (a response running beside the reads) was cancelled by it.
+            if self._task is not None and asyncio.current_task() is self._task:
                 self._task.uncancel()
-                raise Closed from None
-            raise
+            raise Closed from None
         except (OSError, RuntimeError):
             raise Closed from None
         except Exception as exc:  # the server's own "connection closed" error

@@ -232,3 +232,35 @@ async def test_guardrails_see_a_session_s_text() -> None:
     assert "response.created" not in [e.type for e in blocked]
     assert deleted.type == "conversation.item.deleted"
     assert clean[-1].type == "response.done" and clean[-1].response.status == "completed"
+
+
+async def test_response_cancel_ends_the_response_under_way_and_its_row_is_written() -> None:
+    data = default_config_dict()
+    for provider in data["models"][0]["providers"]:
+        provider["params"] = {"ttft_ms": 0, "tokens_per_second": 20,
+                              "min_reply_tokens": 2000, "max_reply_tokens": 2000}  # fmt: skip
+    model = data["models"][0]["id"]
+    async with (
+        running_gateway(data) as gw,
+        _sdk(gw) as sdk,
+        sdk.realtime.connect(model=model) as connection,
+    ):
+        await connection.recv()  # session.created
+        await connection.conversation.item.create(item={
+            "type": "message", "role": "user",
+            "content": [{"type": "input_text", "text": "Tell me a long story"}],
+        })  # fmt: skip
+        await connection.response.create()
+        async for event in connection:
+            if event.type == "response.output_text.delta":
+                break
+        # A frame sent while the response runs is taken after it, in order.
+        await connection.session.update(session={"type": "realtime", "instructions": "Brief."})
+        await connection.response.cancel()
+        events = await _until_done(connection)
+        updated = await connection.recv()
+        rows = await _rows(gw)
+    done = events[-1].response
+    assert done.status == "cancelled" and done.status_details.reason == "client_cancelled"
+    assert updated.type == "session.updated" and updated.session.instructions == "Brief."
+    assert [r["status"] for r in rows] == ["CANCELLED"]
