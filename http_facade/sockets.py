@@ -83,11 +83,9 @@ def _subprotocols(websocket: WebSocket) -> list[str]:
 
 
 def chosen_subprotocol(websocket: WebSocket) -> str | None:
-    """The subprotocol the answer names: the first that is not the key (a browser
-    refuses an upgrade that names none of those it offered)."""
-    offered = _subprotocols(websocket)
-    others = [p for p in offered if not p.startswith(KEY_SUBPROTOCOL)]
-    return next(iter(others or offered), None)
+    """The subprotocol the answer names: the first offered that is not the key (the
+    key is never echoed; a client offering only it gets none, which it accepts)."""
+    return next((p for p in _subprotocols(websocket) if not p.startswith(KEY_SUBPROTOCOL)), None)
 
 
 def upgrade_required(mode: str) -> Response:

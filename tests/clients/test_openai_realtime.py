@@ -264,3 +264,13 @@ async def test_response_cancel_ends_the_response_under_way_and_its_row_is_writte
     assert done.status == "cancelled" and done.status_details.reason == "client_cancelled"
     assert updated.type == "session.updated" and updated.session.instructions == "Brief."
     assert [r["status"] for r in rows] == ["CANCELLED"]
+
+
+async def test_a_key_given_only_as_a_subprotocol_is_never_echoed() -> None:
+    async with running_gateway() as gw:
+        offered = [f"openai-insecure-api-key.{API_KEY}"]
+        async with websockets.connect(_url(gw), subprotocols=offered) as ws:  # type: ignore[arg-type]
+            created = json.loads(await ws.recv())
+    assert created["type"] == "session.created"
+    assert ws.subprotocol is None
+    assert API_KEY not in str(ws.response.headers)
