@@ -135,6 +135,9 @@ async def test_what_only_gemini_honours_is_refused_by_name_elsewhere(
             {"category": "HARM_CATEGORY_HARASSMENT", "threshold": "BLOCK_LOW_AND_ABOVE"}]},
         "cachedContent": {"cachedContent": "cachedContents/abc"},
         "generationConfig.speechConfig": {"generationConfig": {"speechConfig": {}}},
+        "generationConfig.responseModalities": {
+            "generationConfig": {"responseModalities": ["TEXT", "IMAGE"]}},
+        "generationConfig.responseLogprobs": {"generationConfig": {"responseLogprobs": True}},
     }  # fmt: skip
     for field, extra in cases.items():
         response = await env.client.post(
@@ -147,6 +150,18 @@ async def test_what_only_gemini_honours_is_refused_by_name_elsewhere(
         assert error["status"] == "INVALID_ARGUMENT" and error["message"].startswith(field)
     lenient = [{"category": "HARM_CATEGORY_HARASSMENT", "threshold": "BLOCK_NONE"}]
     await env.generate(model_id, {"contents": [user("Hi.")], "safetySettings": lenient})
+
+
+@pytest.mark.parametrize("model_id", ["sim-mini", "oa", "claude-x"])
+async def test_what_a_text_model_answers_anyway_is_accepted_everywhere(
+    env: Env, model_id: str
+) -> None:
+    no_ops = {"responseModalities": ["TEXT"], "responseLogprobs": False,
+              "audioTimestamp": False, "enableEnhancedCivicAnswers": False,
+              "enableAffectiveDialog": False, "mediaResolution": "MEDIA_RESOLUTION_UNSPECIFIED",
+              "response_modalities": ["text"], "speechConfig": None}  # fmt: skip
+    answer = await env.generate(model_id, {"contents": [user("Hi.")], "generationConfig": no_ops})
+    assert answer["candidates"][0]["content"]["parts"][0]["text"]
 
 
 async def test_thought_signatures_go_back_only_to_their_maker(env: Env) -> None:

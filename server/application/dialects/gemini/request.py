@@ -17,6 +17,8 @@ Every field is honoured, carried, or refused with a 400 naming it:
   NONE; `generationConfig`'s sampling, candidates, stop sequences, structured output
   (`responseMimeType` application/json with `responseJsonSchema` or `responseSchema`)
   and `thinkingConfig` (a budget, -1 for the model's choice, 0 for none, or a level);
+  its values a text model answers anyway (`responseModalities: ["TEXT"]`, a feature
+  switched off: see no_ops.py) are accepted on any model;
 - what only Gemini's own API carries (its tools, a cached prefix, audio and video,
   files by Files API URI, a stricter safety threshold, the keys the contract has no
   field for...) sets the native request's `required_by`, so only a Gemini provider of
@@ -43,6 +45,7 @@ from gateway.v1 import gemini_service_pb2 as service
 from google.protobuf import json_format
 from google.protobuf.message import Message as ProtoMessage
 
+from server.application.dialects.gemini import no_ops
 from server.application.pipeline import schemas
 from server.application.pipeline.fields import MAX_TOKENS_CEILING
 from server.base import structs, urls
@@ -444,7 +447,9 @@ def _sampling(request: GenerateRequest, reader: Reader) -> dict[str, Any]:
         return {}
     config = request.generation_config
     at = "generationConfig"
-    reader.others(config, at)
+    for key, value in structs.read(config.other, at).items():
+        if not no_ops.answered_anyway(_camel(key), value):
+            reader.native(f"{at}.{key}")
     out: dict[str, Any] = {}
     ranges = {"temperature": (0, 2), "top_p": (0, 1), "presence_penalty": (-2, 2),
               "frequency_penalty": (-2, 2)}  # fmt: skip
