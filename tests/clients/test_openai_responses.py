@@ -169,6 +169,36 @@ async def test_function_tool_round_trip(sdk: openai.AsyncOpenAI) -> None:
     assert second.previous_response_id == first.id
 
 
+async def test_every_field_the_sdk_types_allow_on_an_input_item(sdk: openai.AsyncOpenAI) -> None:
+    """A turn replayed whole, each item with every field OpenAI's API takes on it (the
+    SDK's ResponseInputItemParam types): Codex sends `name` on a function_call_output."""
+    first = await sdk.responses.create(model="sim-mini", input="Weather in Paris?", tools=[WEATHER])  # type: ignore[list-item]
+    (call,) = first.output
+    assert call.type == "function_call"
+    direct = {"type": "direct"}
+    items: list[Any] = [
+        {"type": "message", "role": "user", "content": "Weather in Paris?", "phase": None},
+        {"type": "reasoning", "id": "rs_1", "summary": [], "status": "completed",
+         "content": [{"type": "reasoning_text", "text": "Look it up."}], "encrypted_content": None},
+        {"type": "function_call", "id": call.id, "call_id": call.call_id, "name": call.name,
+         "arguments": call.arguments, "status": "completed", "caller": direct},
+        {"type": "function_call_output", "id": "fco_1", "call_id": call.call_id,
+         "name": call.name, "output": "18C", "status": "completed", "caller": direct},
+    ]  # fmt: skip
+    second = await sdk.responses.create(model="sim-mini", input=items, tools=[WEATHER])  # type: ignore[list-item]
+    assert second.output_text.startswith("(simulated)")
+    listed = await sdk.responses.input_items.list(second.id, order="asc")
+    output = next(i for i in listed.data if i.type == "function_call_output")
+    assert output.model_dump()["name"] == call.name
+    with pytest.raises(openai.BadRequestError) as caught:
+        await sdk.responses.create(
+            model="sim-mini",
+            input=[{**items[3], "arguments": "{}"}],
+            tools=[WEATHER],  # type: ignore[list-item]
+        )
+    assert caught.value.body["param"] == "input[0].arguments"  # type: ignore[index]
+
+
 async def test_streamed_function_call(sdk: openai.AsyncOpenAI) -> None:
     async with sdk.responses.stream(
         model="sim-mini",

@@ -266,7 +266,7 @@ class SummaryText(_message.Message):
     def __init__(self, type: _Optional[str] = ..., text: _Optional[str] = ...) -> None: ...
 
 class InputItem(_message.Message):
-    __slots__ = ("type", "role", "content", "content_parts", "id", "status", "call_id", "name", "arguments", "output", "output_parts", "summary", "encrypted_content", "phase", "namespace", "server_label", "approval_request_id", "approve", "reason", "tools", "error")
+    __slots__ = ("type", "role", "content", "content_parts", "id", "status", "call_id", "name", "arguments", "output", "output_parts", "summary", "encrypted_content", "phase", "namespace", "server_label", "approval_request_id", "approve", "reason", "tools", "error", "caller")
     TYPE_FIELD_NUMBER: _ClassVar[int]
     ROLE_FIELD_NUMBER: _ClassVar[int]
     CONTENT_FIELD_NUMBER: _ClassVar[int]
@@ -288,6 +288,7 @@ class InputItem(_message.Message):
     REASON_FIELD_NUMBER: _ClassVar[int]
     TOOLS_FIELD_NUMBER: _ClassVar[int]
     ERROR_FIELD_NUMBER: _ClassVar[int]
+    CALLER_FIELD_NUMBER: _ClassVar[int]
     type: str
     role: str
     content: str
@@ -309,7 +310,8 @@ class InputItem(_message.Message):
     reason: str
     tools: _containers.RepeatedCompositeFieldContainer[_struct_pb2.Struct]
     error: _struct_pb2.Value
-    def __init__(self, type: _Optional[str] = ..., role: _Optional[str] = ..., content: _Optional[str] = ..., content_parts: _Optional[_Iterable[_Union[InputContent, _Mapping]]] = ..., id: _Optional[str] = ..., status: _Optional[str] = ..., call_id: _Optional[str] = ..., name: _Optional[str] = ..., arguments: _Optional[str] = ..., output: _Optional[str] = ..., output_parts: _Optional[_Iterable[_Union[InputContent, _Mapping]]] = ..., summary: _Optional[_Iterable[_Union[SummaryText, _Mapping]]] = ..., encrypted_content: _Optional[str] = ..., phase: _Optional[str] = ..., namespace: _Optional[str] = ..., server_label: _Optional[str] = ..., approval_request_id: _Optional[str] = ..., approve: _Optional[bool] = ..., reason: _Optional[str] = ..., tools: _Optional[_Iterable[_Union[_struct_pb2.Struct, _Mapping]]] = ..., error: _Optional[_Union[_struct_pb2.Value, _Mapping]] = ...) -> None: ...
+    caller: _struct_pb2.Struct
+    def __init__(self, type: _Optional[str] = ..., role: _Optional[str] = ..., content: _Optional[str] = ..., content_parts: _Optional[_Iterable[_Union[InputContent, _Mapping]]] = ..., id: _Optional[str] = ..., status: _Optional[str] = ..., call_id: _Optional[str] = ..., name: _Optional[str] = ..., arguments: _Optional[str] = ..., output: _Optional[str] = ..., output_parts: _Optional[_Iterable[_Union[InputContent, _Mapping]]] = ..., summary: _Optional[_Iterable[_Union[SummaryText, _Mapping]]] = ..., encrypted_content: _Optional[str] = ..., phase: _Optional[str] = ..., namespace: _Optional[str] = ..., server_label: _Optional[str] = ..., approval_request_id: _Optional[str] = ..., approve: _Optional[bool] = ..., reason: _Optional[str] = ..., tools: _Optional[_Iterable[_Union[_struct_pb2.Struct, _Mapping]]] = ..., error: _Optional[_Union[_struct_pb2.Value, _Mapping]] = ..., caller: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
 
 class InputContent(_message.Message):
     __slots__ = ("type", "text", "image_url", "detail", "file_id", "file_data", "file_url", "filename", "annotations", "logprobs", "refusal")

@@ -366,12 +366,12 @@ def _item(item: rpb.InputItem, where: str, known: Set[str], native_only: list[st
             arguments=item.arguments if item.HasField("arguments") else "",
             status="completed",
         )
-        if item.HasField("namespace"):
-            out["namespace"] = item.namespace
+        out.update(_call_context(item, where))
     elif kind == "function_call_output":
         out.update(type="function_call_output", call_id=_required(item, "call_id", where))
-        if item.HasField("namespace"):
-            out["namespace"] = item.namespace
+        out.update(_call_context(item, where))
+        if item.HasField("name"):
+            out["name"] = item.name
         if item.output_parts:
             parts = [_part(p, f"{where}.output[{j}]", "tool", native_only)
                      for j, p in enumerate(item.output_parts)]  # fmt: skip
@@ -401,8 +401,9 @@ def _item(item: rpb.InputItem, where: str, known: Set[str], native_only: list[st
 
 _ITEM_FIELDS = {
     "message": {"id", "role", "content", "content_parts", "status", "phase"},
-    "function_call": {"id", "call_id", "name", "arguments", "status", "namespace"},
-    "function_call_output": {"id", "call_id", "output", "output_parts", "status", "namespace"},
+    "function_call": {"id", "call_id", "name", "arguments", "status", "namespace", "caller"},
+    "function_call_output": {"id", "call_id", "output", "output_parts", "status", "namespace",
+                             "name", "caller"},
     "reasoning": {"id", "summary", "encrypted_content", "content_parts", "status"},
     "item_reference": {"id"},
     "mcp_list_tools": {"id", "server_label", "tools", "error", "status"},
@@ -411,6 +412,16 @@ _ITEM_FIELDS = {
     "mcp_approval_request": {"id", "server_label", "name", "arguments", "status"},
     "mcp_approval_response": {"id", "approval_request_id", "approve", "reason", "status"},
 }  # fmt: skip
+
+
+def _call_context(item: rpb.InputItem, where: str) -> Item:
+    """A call's namespace and caller, carried as given."""
+    out: Item = {}
+    if item.HasField("namespace"):
+        out["namespace"] = item.namespace
+    if item.HasField("caller"):
+        out["caller"] = structs.read(item.caller, f"{where}.caller")
+    return out
 
 
 def _mcp_item(item: rpb.InputItem, kind: str, where: str) -> Item:
