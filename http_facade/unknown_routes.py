@@ -18,18 +18,20 @@ UnknownRouteHook = Callable[[str, str, str, int], None]
 
 
 def nearest(path: str, method: str, routes: Iterable[BaseRoute]) -> str | None:
-    """The served path a near miss meant, when there is exactly one idea of it."""
+    """The served path a near miss meant, when there is exactly one idea of it: a route
+    that serves the request's method if one matches (`POST /models/m:generateContent`
+    is told the Gemini route, not `GET /v1/models/{model}` whose pattern also matches),
+    else the first route whose path matches, with its own method."""
     trimmed = path.rstrip("/") or "/"
     candidates = [trimmed, re.sub(r"^(/v1)+", "/v1", trimmed)]
     if not trimmed.startswith("/v1"):
         candidates.append("/v1" + trimmed)
-    for candidate in candidates:
-        if candidate == path:
-            continue
-        for route in routes:
-            if isinstance(route, Route) and route.path_regex.match(candidate):
-                verbs = sorted(route.methods or ())
-                if method in verbs or not verbs:
-                    return f"{method} {candidate}"
-                return f"{verbs[0]} {candidate}"
+    candidates = [c for c in dict.fromkeys(candidates) if c != path]
+    served = [r for r in routes if isinstance(r, Route)]
+    matches = [(c, r) for c in candidates for r in served if r.path_regex.match(c)]
+    for candidate, route in matches:
+        if not route.methods or method in route.methods:
+            return f"{method} {candidate}"
+    for candidate, route in matches:
+        return f"{sorted(route.methods or ())[0]} {candidate}"
     return None

@@ -23,6 +23,13 @@ HELLO = {"model": "sim-mini", "messages": [{"role": "user", "content": "hi"}]}
         ("GET", "/models/sim-mini", "use GET /v1/models/sim-mini"),
         ("POST", "/v1/v1/chat/completions", "use POST /v1/chat/completions"),
         ("GET", "/models", "use GET /v1/models"),
+        # A path of two routes (GET /v1/models/{model} matches too): the POST one.
+        (
+            "POST",
+            "/models/sim-mini:generateContent",
+            "use POST /v1/models/sim-mini:generateContent",
+        ),
+        ("POST", "/models", "use GET /v1/models"),  # no POST route there: the one that is
         ("POST", "/api/generate", None),
     ],
 )
