@@ -81,7 +81,7 @@ HEADER_MISMATCH, UNSUPPORTED_VERSION = -32020, -32022
 MODERN_STATUS = {PARSE_ERROR: 400, INVALID_REQUEST: 400, INVALID_PARAMS: 400,
                  HEADER_MISMATCH: 400, UNSUPPORTED_VERSION: 400, METHOD_NOT_FOUND: 404}  # fmt: skip
 KEEPALIVE_S = 15.0
-# Methods of the hand-shake generation answered with nothing to list.
+# List methods of both generations answered with nothing to list.
 EMPTY_LISTS = {"resources/list": "resources", "resources/templates/list": "resourceTemplates",
                "prompts/list": "prompts"}  # fmt: skip
 
@@ -249,10 +249,6 @@ class McpEndpoint:
                       "serverInfo": SERVER_INFO}  # fmt: skip
             return result, {SESSION_HEADER: session}
         self._session(exchange, request)
-        if exchange.method == "ping":
-            return {}, {}
-        if exchange.method in EMPTY_LISTS:
-            return {EMPTY_LISTS[exchange.method]: []}, {}
         return await self._tools(exchange, request), {}
 
     def _session(self, exchange: Exchange, request: Request) -> str:
@@ -275,6 +271,12 @@ class McpEndpoint:
         return {**extra, **result}
 
     async def _tools(self, exchange: Exchange, request: Request) -> dict[str, Any]:
+        # Every method either generation defines is answered alike in both.
+        if exchange.method == "ping":
+            return {}
+        if exchange.method in EMPTY_LISTS:
+            listed: dict[str, Any] = {EMPTY_LISTS[exchange.method]: []}
+            return {**listed, "cacheScope": "private", "ttlMs": 0} if exchange.modern else listed
         if exchange.method == "tools/list":
             found = await self.tools.list_tools(exchange.principal, exchange.server)
             result: dict[str, Any] = {"tools": [t.definition for t in found]}

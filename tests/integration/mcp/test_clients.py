@@ -107,6 +107,9 @@ async def test_fastmcp_client(gw) -> None:
         assert {t.name for t in await client.list_tools()} == {"web__echo", "web__add"}
         result = await client.call_tool("web__add", {"a": 20, "b": 22})
         assert result.structured_content == {"sum": 42}
+        assert await client.list_resources() == []
+        assert await client.list_resource_templates() == []
+        assert await client.list_prompts() == []
 
 
 async def test_grpc_and_rest_serve_the_same_filtered_set(gw) -> None:
@@ -166,3 +169,14 @@ async def test_grpcurl_lists_and_calls(gw) -> None:
         out, err = await process.communicate()
         assert process.returncode == 0, err.decode()
         assert check(json.loads(out))
+
+
+@pytest.mark.parametrize("mode", GENERATIONS)
+async def test_every_list_method_answers_alike_in_both_generations(gw, mode) -> None:
+    """Hosts call the list methods without checking capabilities: nothing offered is
+    an empty list in both generations, never -32601."""
+    async with sdk_client(mcp_url(gw), BOB, mode) as client:
+        assert (await client.list_resources()).resources == []
+        assert (await client.list_resource_templates()).resource_templates == []
+        assert (await client.list_prompts()).prompts == []
+        await client.send_ping()
