@@ -22,6 +22,9 @@ It has every capability, so the embedded default shows the whole request surface
 - response_format: JSON valid against the schema (`json_object`: an object with the
   keys the prompt names, quoted or after "keys"/"fields", else one holding the
   simulated text), strings inside labelled "(simulated)";
+- JSON asked for in the prompt alone (a schema or example in it, BAML's format, a
+  fenced block when asked), a classifier's label (or index) among those it lists: see
+  prompt_json; with `json_object`, the prompt's schema is honoured too;
 - a reply format prescribed by field markers (dspy's `[[ ## answer ## ]]`): each asked
   field under its marker, valued as the prompt's note on it says (field_markers);
 - n: distinct deterministic choices; logprobs: deterministic made-up values;
@@ -43,6 +46,7 @@ import re
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -64,7 +68,7 @@ from server.base.generation import (
     ToolCallDelta,
     TopLogprob,
 )
-from server.providers import field_markers
+from server.providers import field_markers, prompt_json
 from server.providers.schema_instance import instance
 
 PHRASE = (
@@ -203,28 +207,43 @@ class SimulatedProvider:
                 calls.append(PlannedCall(tool, call_id, pieces))
             return Planned([], "length" if cut else "tool_calls", tuple(calls))
         fmt = request.response_format
+        asked = prompt_json.read(_prompt(request))
+        seed = int.from_bytes(_seed(request, choice), "big")
         if fmt is not None:
-            seed = int.from_bytes(_seed(request, choice), "big")
-            words, _ = self.reply_tokens(request, choice)
-            keys = _keys_asked_for(request)
-            if fmt.type == "json_schema":
-                value = instance(fmt.schema, seed, WORDS)
-            elif keys:
-                value = {
-                    key: f"{LABEL} {WORDS[(seed + i) % len(WORDS)]}" for i, key in enumerate(keys)
-                }
-            else:
-                value = {"text": "".join(words)}
+            schema = fmt.schema if fmt.type == "json_schema" else asked.schema
+            value = self._json(request, choice, schema, asked)
             return _written(json.dumps(value), request)
         user = _last_user(request)
         if field_markers.OPENING in user:
-            seed = int.from_bytes(_seed(request, choice), "big")
             system = "\n".join(m.content for m in request.messages if m.role == "system")
             marked = field_markers.reply(system, user, seed, WORDS)
             if marked is not None:
                 return _written(marked, request)
+        if asked.json:
+            text = json.dumps(self._json(request, choice, asked.schema, asked), indent=2)
+            return _written(prompt_json.fence(text) if asked.fenced else text, request)
+        if asked.labels:  # a classifier's answer: one of its labels, or its index
+            k = seed % len(asked.labels)
+            return _written(str(asked.indices[k]) if asked.indices else asked.labels[k], request)
         pieces, finish, stopped_by = self._reply(request, choice)
         return Planned(pieces, finish, stop_sequence=stopped_by)
+
+    def _json(
+        self,
+        request: GenerationRequest,
+        choice: int,
+        schema: dict[str, Any] | None,
+        asked: prompt_json.Asked,
+    ) -> Any:
+        """A JSON answer: valid against `schema` (integers kept to a classifier's
+        indices), else an object of the keys the prompt names, else the text."""
+        seed = int.from_bytes(_seed(request, choice), "big")
+        if schema is not None:
+            return instance(prompt_json.bounded(schema, asked.indices), seed, WORDS)
+        if keys := _keys_asked_for(request):
+            return {key: f"{LABEL} {WORDS[(seed + i) % len(WORDS)]}" for i, key in enumerate(keys)}
+        words, _ = self.reply_tokens(request, choice)
+        return {"text": "".join(words)}
 
     async def generate(self, request: GenerationRequest) -> AsyncIterator[Event]:
         p = self.params
@@ -415,6 +434,12 @@ def _written(text: str, request: GenerationRequest) -> Planned:
     if request.max_tokens is not None and request.max_tokens < len(pieces):
         return Planned(pieces[: request.max_tokens], "length")
     return Planned(pieces, "stop")
+
+
+def _prompt(request: GenerationRequest) -> str:
+    """The system and user text a prompt's asks are read from."""
+    said = [m.content for m in request.messages if m.role in ("system", "user")]
+    return "\n".join(said) or request.prompt or ""
 
 
 def _last_user(request: GenerationRequest) -> str:
