@@ -12,6 +12,7 @@ from typing import Any
 from gateway.v1 import admin_service_pb2 as admin_pb
 
 from server.accounting.accounts import Accounts
+from server.application import key_pages
 from server.application.control import Control
 from server.application.dashboard import Dashboard
 from server.application.governance.audit import Actor, Admins
@@ -229,7 +230,11 @@ class AdminService:
                 k for k in keys
                 if k.team_id in teams and actor.may_manage_team(k.team_id, teams[k.team_id])
             ]  # fmt: skip
-        return admin_pb.ListKeysResponse(keys=[key_message(k) for k in keys])
+        keys = key_pages.matching(keys, request.query, request.team)
+        shown, token = key_pages.page(keys, request.order_by, request.page_size, request.page_token)
+        return admin_pb.ListKeysResponse(
+            keys=[key_message(k) for k in shown], next_page_token=token, total_size=len(keys)
+        )
 
     async def get_key(self, request: admin_pb.GetKeyRequest, call: Call) -> admin_pb.GetKeyResponse:
         actor = await self._check(call)

@@ -81,20 +81,34 @@ class CreateKeyResponse(_message.Message):
     def __init__(self, key: _Optional[_Union[ApiKey, _Mapping]] = ..., secret: _Optional[str] = ...) -> None: ...
 
 class ListKeysRequest(_message.Message):
-    __slots__ = ("kind", "owner", "include_revoked")
+    __slots__ = ("kind", "owner", "include_revoked", "page_size", "page_token", "query", "team", "order_by")
     KIND_FIELD_NUMBER: _ClassVar[int]
     OWNER_FIELD_NUMBER: _ClassVar[int]
     INCLUDE_REVOKED_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    QUERY_FIELD_NUMBER: _ClassVar[int]
+    TEAM_FIELD_NUMBER: _ClassVar[int]
+    ORDER_BY_FIELD_NUMBER: _ClassVar[int]
     kind: str
     owner: str
     include_revoked: bool
-    def __init__(self, kind: _Optional[str] = ..., owner: _Optional[str] = ..., include_revoked: _Optional[bool] = ...) -> None: ...
+    page_size: int
+    page_token: str
+    query: str
+    team: str
+    order_by: str
+    def __init__(self, kind: _Optional[str] = ..., owner: _Optional[str] = ..., include_revoked: _Optional[bool] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., query: _Optional[str] = ..., team: _Optional[str] = ..., order_by: _Optional[str] = ...) -> None: ...
 
 class ListKeysResponse(_message.Message):
-    __slots__ = ("keys",)
+    __slots__ = ("keys", "next_page_token", "total_size")
     KEYS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_SIZE_FIELD_NUMBER: _ClassVar[int]
     keys: _containers.RepeatedCompositeFieldContainer[ApiKey]
-    def __init__(self, keys: _Optional[_Iterable[_Union[ApiKey, _Mapping]]] = ...) -> None: ...
+    next_page_token: str
+    total_size: int
+    def __init__(self, keys: _Optional[_Iterable[_Union[ApiKey, _Mapping]]] = ..., next_page_token: _Optional[str] = ..., total_size: _Optional[int] = ...) -> None: ...
 
 class GetKeyRequest(_message.Message):
     __slots__ = ("key_id",)
