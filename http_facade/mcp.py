@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,6 +45,7 @@ from http_facade.mcp_oauth import (
 from http_facade.mcp_sessions import Sessions
 from http_facade.protocol import unless_gone
 from server.accounting.admission import AUTHORIZATION, Admission, presented
+from server.application.mcp.catalog import Catalog
 from server.application.mcp.tools import Tools
 from server.application.pipeline.state import Live
 from server.base.caller import Principal
@@ -59,6 +60,7 @@ from server.base.errors import (
     Unauthenticated,
     UpstreamError,
 )
+from server.base.tools import ToolAnswer
 
 log = logging.getLogger(__name__)
 
@@ -69,7 +71,8 @@ VERSION_META = "io.modelcontextprotocol/protocolVersion"
 CAPABILITIES_META = "io.modelcontextprotocol/clientCapabilities"
 SERVER_INFO_META = "io.modelcontextprotocol/serverInfo"
 SERVER_INFO = {"name": "model-gateway", "version": "0.1.0"}
-CAPABILITIES = {"tools": {"listChanged": False}}
+CAPABILITIES = {"tools": {"listChanged": False}, "prompts": {"listChanged": False},
+                "resources": {"listChanged": False, "subscribe": False}}  # fmt: skip
 SESSION_HEADER = "mcp-session-id"
 # JSON-RPC error codes: the standard ones, then those of the MCP revisions.
 PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS = -32700, -32600, -32601, -32602
@@ -81,9 +84,10 @@ HEADER_MISMATCH, UNSUPPORTED_VERSION = -32020, -32022
 MODERN_STATUS = {PARSE_ERROR: 400, INVALID_REQUEST: 400, INVALID_PARAMS: 400,
                  HEADER_MISMATCH: 400, UNSUPPORTED_VERSION: 400, METHOD_NOT_FOUND: 404}  # fmt: skip
 KEEPALIVE_S = 15.0
-# List methods of both generations answered with nothing to list.
-EMPTY_LISTS = {"resources/list": "resources", "resources/templates/list": "resourceTemplates",
-               "prompts/list": "prompts"}  # fmt: skip
+# The list methods of what the gateway's servers offer besides tools: each result's key.
+LISTS = {"resources/list": "resources", "resources/templates/list": "resourceTemplates",
+         "prompts/list": "prompts"}  # fmt: skip
+RESOURCE_NOT_FOUND = -32002
 
 
 @dataclass
@@ -137,6 +141,7 @@ class McpEndpoint:
         self.live = live
         self.admission = admission
         self.tools = tools
+        self.catalog = Catalog(tools)
         self.sessions = sessions
         self.max_body_bytes = max_body_bytes
         self._oauth: OAuth | None = None
@@ -274,9 +279,13 @@ class McpEndpoint:
         # Every method either generation defines is answered alike in both.
         if exchange.method == "ping":
             return {}
-        if exchange.method in EMPTY_LISTS:
-            listed: dict[str, Any] = {EMPTY_LISTS[exchange.method]: []}
+        if exchange.method in LISTS:
+            key = LISTS[exchange.method]
+            found = await self.catalog.listed(exchange.principal, key, exchange.server)
+            listed: dict[str, Any] = {key: found}
             return {**listed, "cacheScope": "private", "ttlMs": 0} if exchange.modern else listed
+        if exchange.method in ("resources/read", "prompts/get"):
+            return await self._catalog(exchange, request)
         if exchange.method == "tools/list":
             found = await self.tools.list_tools(exchange.principal, exchange.server)
             result: dict[str, Any] = {"tools": [t.definition for t in found]}
@@ -301,10 +310,44 @@ class McpEndpoint:
             exchange.principal, name, arguments, request_id=context.request_id,
             response_metadata=context.response_headers, server=exchange.server,
         )  # fmt: skip
+        return await self._answer(call, request, INVALID_PARAMS, f"Unknown tool: {name[:100]}")
+
+    async def _catalog(self, exchange: Exchange, request: Request) -> dict[str, Any]:
+        """resources/read or prompts/get, on the server that owns the URI or name."""
+        context = exchange_for(request.scope)
+        ids, server = context.request_id, exchange.server
+        if exchange.method == "resources/read":
+            uri = exchange.params.get("uri")
+            if not isinstance(uri, str) or not uri:
+                raise RpcError(INVALID_PARAMS, "Invalid params: uri must be a resource's URI")
+            read = self.catalog.read_resource(
+                exchange.principal, uri, request_id=ids, server=server,
+                response_metadata=context.response_headers,
+            )  # fmt: skip
+            return await self._answer(read, request, RESOURCE_NOT_FOUND,
+                                      f"Resource not found: {uri[:200]}")  # fmt: skip
+        name = exchange.params.get("name")
+        arguments = exchange.params.get("arguments") or {}
+        if not isinstance(name, str) or not name:
+            raise RpcError(INVALID_PARAMS, "Invalid params: name must be a prompt's name")
+        if not isinstance(arguments, dict):
+            raise RpcError(INVALID_PARAMS, "Invalid params: arguments must be an object")
+        got = self.catalog.get_prompt(
+            exchange.principal, name, arguments, request_id=ids, server=server,
+            response_metadata=context.response_headers,
+        )  # fmt: skip
+        return await self._answer(got, request, INVALID_PARAMS, f"Unknown prompt: {name[:100]}")
+
+    async def _answer(
+        self, work: Awaitable[ToolAnswer], request: Request, missing_code: int, missing: str
+    ) -> dict[str, Any]:
+        """The result of MCP work on a server, or the JSON-RPC error of its failure
+        (`missing` for what does not exist or is not granted)."""
+        context = exchange_for(request.scope)
         try:
-            answer = await unless_gone(request.scope, call)
+            answer = await unless_gone(request.scope, work)
         except ToolNotFound:
-            raise RpcError(INVALID_PARAMS, f"Unknown tool: {name[:100]}") from None
+            raise RpcError(missing_code, missing) from None
         except (RateLimited, BudgetExhausted) as exc:
             headers = dict(context.response_headers)
             if exc.retry_after_s is not None:

@@ -87,6 +87,14 @@ class ToolServer(Protocol):
         """Calls `name` with `arguments`, bounded by the server's timeout_s."""
         ...
 
+    async def list_all(self, method: str, key: str, field: str) -> list[dict[str, Any]]:
+        """Every entry of a list method (`resources/list`, `prompts/list`...), all pages."""
+        ...
+
+    async def ask(self, method: str, params: dict[str, Any]) -> ToolAnswer:
+        """One request's result as the server sent it (`resources/read`, `prompts/get`)."""
+        ...
+
     async def aclose(self) -> None:
         """Closes connections; stops and reaps a child process."""
         ...

@@ -1,5 +1,6 @@
 """What the gateway's two MCP clients (streamable HTTP and stdio) share: the JSON-RPC
-messages they send, the hand-shake they open with, listing every page of tools, and
+messages they send, the hand-shake they open with, listing every page of tools (or
+resources, templates, prompts), and
 reading an answer into a result or one of the errors of server/base/tools.py.
 
 Upstream, the gateway speaks the hand-shake generation (`initialize`, then requests),
@@ -109,19 +110,29 @@ class McpClient:
         return result_of(self.server, message), size
 
     async def list_tools(self) -> list[Tool]:
-        tools: list[Tool] = []
+        return await self.list_all("tools/list", "tools", "name")
+
+    async def list_all(self, method: str, key: str, field: str) -> list[dict[str, Any]]:
+        """Every page of a list method's `key` list, keeping the entries with a string
+        `field` (a tool's or prompt's name, a resource's uri)."""
+        entries: list[dict[str, Any]] = []
         params: dict[str, Any] | None = None
         for _ in range(MAX_PAGES):
-            result, _ = await self._call("tools/list", params)
-            page = result.get("tools")
+            result, _ = await self._call(method, params)
+            page = result.get(key)
             if not isinstance(page, list):
-                raise ToolServerError(f"{self.server}: tools/list answered without a tools list")
-            tools.extend(t for t in page if isinstance(t, dict) and isinstance(t.get("name"), str))
+                raise ToolServerError(f"{self.server}: {method} answered without a {key} list")
+            entries.extend(e for e in page if isinstance(e, dict) and isinstance(e.get(field), str))
             cursor = result.get("nextCursor")
             if not isinstance(cursor, str) or not cursor:
                 break
             params = {"cursor": cursor}
-        return tools
+        return entries
+
+    async def ask(self, method: str, params: dict[str, Any]) -> ToolAnswer:
+        """One request's result as the server sent it (resources/read, prompts/get)."""
+        result, size = await self._call(method, params)
+        return ToolAnswer(result, size)
 
     async def call_tool(self, name: str, arguments: dict[str, Any]) -> ToolAnswer:
         result, size = await self._call("tools/call", {"name": name, "arguments": arguments})

@@ -29,6 +29,8 @@ MODERN_VERSION = "2026-07-28"
 # What an event-stream line holds besides its message: the field and a CR.
 DATA_LINE = "data: \r"
 # The stateless generation's envelope, in every request's params._meta.
+# The methods whose target the stateless generation mirrors in Mcp-Name: its param.
+NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
 ENVELOPE = {
     "io.modelcontextprotocol/protocolVersion": MODERN_VERSION,
     "io.modelcontextprotocol/clientCapabilities": {},
@@ -113,8 +115,8 @@ class HttpMcpClient(mcp_client.McpClient):
         if self._modern:
             params = {**(params or {}), "_meta": ENVELOPE}
             headers["mcp-method"] = method
-            if method == "tools/call":
-                headers["mcp-name"] = params["name"]
+            if method in NAMED:  # what the request acts on, mirrored for routing
+                headers["mcp-name"] = str(params[NAMED[method]])
         message = mcp_client.request(request_id, method, params)
         return await self._send(message, request_id, headers)
 

@@ -168,7 +168,7 @@ class Tools:
         upstream = upstream or self._current().upstream(server_id)
         # A name no server holds is the caller's text: kept short, and no server named.
         known = server_id if upstream is not None else ""
-        ledger = _Row(principal, request_id, started, clock, known, tool[:64], response_id)
+        ledger = LedgerRow(principal, request_id, started, clock, known, tool[:64], response_id)
         if (
             upstream is None
             or server not in (None, server_id)
@@ -238,9 +238,19 @@ class Tools:
         except ToolServerError as exc:
             raise UpstreamError(str(exc), {**meta, "outcome": exc.outcome}) from None
 
+    def servers(self, server: str | None) -> list[Upstream]:
+        """Every server of the current config, or `server` alone (NotFound when none)."""
+        return self._upstreams(server)
+
+    def write(self, row: UsageRecord) -> None:
+        """Records a row of MCP work: the ledger, this instance's tallies, and the tool
+        metrics when it is a tool call (a resource's URI is no metric label)."""
+        self._write(row)
+
     def _write(self, row: UsageRecord) -> None:
         self.accounts.ledger.record(row)
-        self.report(row)
+        if row.method == METHOD:
+            self.report(row)
         self.recent.append(row)
         if row.mcp_server:
             tally = self.tallies.setdefault(row.mcp_server, Tally())
@@ -250,8 +260,9 @@ class Tools:
 
 
 @dataclass(frozen=True, slots=True)
-class _Row:
-    """What a call's ledger row knows before the call ends."""
+class LedgerRow:
+    """What a call's ledger row knows before the call ends (a tool call's, or a
+    resource read's or prompt get's: `method`)."""
 
     principal: Principal
     request_id: str
@@ -260,6 +271,7 @@ class _Row:
     server: str
     tool: str
     response_id: str
+    method: str = METHOD
 
     def ended(
         self, outcome: str, cost: float, size: int, error: BaseException | None
@@ -267,7 +279,7 @@ class _Row:
         status, reason = ("OK", "") if error is None else status_of(error)
         return UsageRecord(
             ts=self.started, request_id=self.request_id, key_id=self.principal.key_id,
-            key_name=self.principal.name, method=METHOD, model="", provider=self.server,
+            key_name=self.principal.name, method=self.method, model="", provider=self.server,
             prompt_tokens=0, completion_tokens=0, total_tokens=0, input_cost_usd=None,
             output_cost_usd=None, cache_input_cost_usd=None, total_cost_usd=cost,
             latency_ms=round((time.perf_counter() - self.clock) * 1000, 3), ttft_ms=None,

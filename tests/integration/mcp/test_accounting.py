@@ -20,6 +20,7 @@ from tests.support.mcp.upstreams import ALICE, BOB, http_upstream, mcp_config, s
 ADMIN_KEY = "gw-mcp-admin-key-0000000"
 CAROL = "gw-mcp-carol-key-0000000"  # a budget of two web calls
 DAVE = "gw-mcp-dave-key-00000000"  # two requests a minute
+ERIN = "gw-mcp-erin-key-00000000"  # two requests a minute, for resources and prompts
 ACCEPT = "application/json, text/event-stream"
 
 
@@ -30,6 +31,8 @@ def config(url: str) -> dict:
         {"name": "carol", "kind": "api", "secret": CAROL, "mcp_tools": ["web__*"],
          "budget_usd": 0.005},
         {"name": "dave", "kind": "api", "secret": DAVE, "mcp_tools": ["local__*"],
+         "requests_per_minute": 2},
+        {"name": "erin", "kind": "api", "secret": ERIN, "mcp_tools": ["local__*"],
          "requests_per_minute": 2},
     ]  # fmt: skip
     return data
@@ -118,6 +121,28 @@ async def test_the_price_is_reserved_against_the_budget(gw) -> None:
     assert [(r["mcp_outcome"], r["error_reason"]) for r in found] == [
         ("ok", ""), ("ok", ""), ("denied", "BUDGET_EXHAUSTED"),
     ]  # fmt: skip
+
+
+async def test_resource_reads_and_prompt_gets_are_counted_rows(gw) -> None:
+    async with sdk_client(url(gw), ERIN) as client:  # two requests a minute
+        read = await client.read_resource("gateway://local/note://readme")
+        assert read.contents[0].text == "tests: read me"
+        await client.get_prompt("local__greet", {"name": "Ada"})
+        with pytest.raises(MCPError) as refused:
+            await client.read_resource("gateway://local/note://9")
+    assert "rate limit of 2 requests per minute" in str(refused.value)
+    await gw.gateway.accounts.ledger.flush()
+    found = await gw.gateway.store.db.fetch(
+        "SELECT method, mcp_server, mcp_tool, mcp_outcome, total_cost_usd, result_bytes "
+        "FROM usage_records WHERE key_name = 'erin' AND method <> 'CallTool' ORDER BY id"
+    )
+    assert [tuple(dict(r).values()) for r in found][:2] == [
+        ("ReadResource", "local", "gateway://local/note://readme", "ok", 0.0,
+         found[0]["result_bytes"]),
+        ("GetPrompt", "local", "greet", "ok", 0.0, found[1]["result_bytes"]),
+    ]  # fmt: skip
+    assert found[0]["result_bytes"] > 0 and found[1]["result_bytes"] > 0
+    assert [(r["method"], r["mcp_outcome"]) for r in found[2:]] == [("ReadResource", "denied")]
 
 
 async def test_calls_count_against_the_rate_limit(gw) -> None:

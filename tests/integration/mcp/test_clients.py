@@ -107,9 +107,14 @@ async def test_fastmcp_client(gw) -> None:
         assert {t.name for t in await client.list_tools()} == {"web__echo", "web__add"}
         result = await client.call_tool("web__add", {"a": 20, "b": 22})
         assert result.structured_content == {"sum": 42}
-        assert await client.list_resources() == []
+        assert await client.list_resources() == []  # granted none
         assert await client.list_resource_templates() == []
         assert await client.list_prompts() == []
+    async with Client(mcp_url(gw), auth=ALICE) as client:
+        prompts = {p.name for p in await client.list_prompts()}
+        assert prompts == {"web__greet", "local__greet"}
+        read = await client.read_resource("gateway://web/note://readme")
+        assert read[0].text == "tests: read me"  # type: ignore[union-attr]
 
 
 async def test_grpc_and_rest_serve_the_same_filtered_set(gw) -> None:
@@ -173,10 +178,51 @@ async def test_grpcurl_lists_and_calls(gw) -> None:
 
 @pytest.mark.parametrize("mode", GENERATIONS)
 async def test_every_list_method_answers_alike_in_both_generations(gw, mode) -> None:
-    """Hosts call the list methods without checking capabilities: nothing offered is
+    """Hosts call the list methods without checking capabilities: nothing granted is
     an empty list in both generations, never -32601."""
-    async with sdk_client(mcp_url(gw), BOB, mode) as client:
+    async with sdk_client(mcp_url(gw), NOBODY, mode) as client:
         assert (await client.list_resources()).resources == []
         assert (await client.list_resource_templates()).resource_templates == []
         assert (await client.list_prompts()).prompts == []
         await client.send_ping()
+
+
+@pytest.mark.parametrize("mode", GENERATIONS)
+async def test_resources_and_prompts_of_every_server_through_the_gateway(gw, mode) -> None:
+    async with sdk_client(mcp_url(gw), ALICE, mode) as client:
+        resources = {r.name: str(r.uri) for r in (await client.list_resources()).resources}
+        assert resources == {"web__readme": "gateway://web/note://readme",
+                             "local__readme": "gateway://local/note://readme"}  # fmt: skip
+        templates = (await client.list_resource_templates()).resource_templates
+        assert {t.name: t.uri_template for t in templates} == {
+            "web__note": "gateway://web/note://{note_id}",
+            "local__note": "gateway://local/note://{note_id}",
+        }
+        for server in ("web", "local"):  # each read and get on the server that owns it
+            read = await client.read_resource(f"gateway://{server}/note://readme")
+            assert read.contents[0].text == "tests: read me"
+            read = await client.read_resource(f"gateway://{server}/note://7")
+            assert read.contents[0].text == "tests: note 7"
+        prompts = (await client.list_prompts()).prompts
+        assert {p.name for p in prompts} == {"web__greet", "local__greet"}
+        got = await client.get_prompt("local__greet", {"name": "Ada"})
+        assert got.messages[0].content.text == "Hello, Ada, from tests."
+
+
+@pytest.mark.parametrize("mode", GENERATIONS)
+async def test_resources_and_prompts_are_granted_per_key(gw, mode) -> None:
+    """Bob's grant (two of web's tools) covers no resource or prompt: each is refused
+    as missing, alike for what exists and what does not."""
+    async with sdk_client(mcp_url(gw), BOB, mode) as client:
+        assert (await client.list_resources()).resources == []
+        assert (await client.list_prompts()).prompts == []
+        answers = set()
+        for uri in ("gateway://web/note://readme", "gateway://web/nothing", "note://readme"):
+            with pytest.raises(MCPError) as refused:
+                await client.read_resource(uri)
+            answers.add((refused.value.error.code, refused.value.error.message.replace(uri, "U")))
+        assert answers == {(-32002, "Resource not found: U")}
+        for name in ("web__greet", "web__nothing"):
+            with pytest.raises(MCPError) as refused:
+                await client.get_prompt(name, {"name": "Ada"})
+            assert refused.value.error.code == -32602

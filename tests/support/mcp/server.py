@@ -3,7 +3,8 @@
     python -m tests.support.mcp.server stdio
     python -m tests.support.mcp.server http PORT [--handshake-only]
 
-Its tools cover what a gateway must relay unchanged or survive: a plain answer with
+It offers a resource, a resource template and a prompt. Its tools cover what a
+gateway must relay unchanged or survive: a plain answer with
 whole numbers and structured content, a slow tool, a tool that reports its own failure
 (`isError`), a 5 MiB result, and a tool that kills its own process mid-call. With
 `--handshake-only` it answers a 2026-07-28 request as a server of the hand-shake
@@ -87,6 +88,24 @@ def big() -> str:
 def die() -> str:
     """Kills its own process mid-call."""
     os._exit(17)
+
+
+@server.resource("note://readme", name="readme", mime_type="text/plain")
+def readme() -> str:
+    """A fixed text resource."""
+    return f"{NAME}: read me"
+
+
+@server.resource("note://{note_id}", name="note", mime_type="text/plain")
+def note(note_id: str) -> str:
+    """One note of many, by id: a resource template."""
+    return f"{NAME}: note {note_id}"
+
+
+@server.prompt()
+def greet(name: str) -> str:
+    """Greets someone."""
+    return f"Hello, {name}, from {NAME}."
 
 
 def handshake_only(app):
