@@ -361,7 +361,7 @@ class AdminService:
     ) -> admin_pb.GetDashboardResponse:
         actor = await self.admins.admit(call)
         actor.require_reader()  # a viewer of the whole gateway reads the page too
-        return await self.dashboard.gather()
+        return await self.dashboard.gather(request)
 
 
 def config_summary(config: Config) -> dict[str, object]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import binascii
 import contextlib
 import time
 from collections.abc import Iterable, Sequence
@@ -15,6 +17,7 @@ from server.application.mcp.tools import Tally, Tools
 from server.application.pipeline.state import Live
 from server.base.caller import Principal
 from server.base.config import KeyConfig
+from server.base.errors import InvalidArgument
 from server.storage import Store
 
 
@@ -41,6 +44,7 @@ class RecentView(Protocol):
 
 
 USAGE_RANGE_S = 30 * 86400
+MAX_KEY_PAGE = 1000
 
 
 class Dashboard:
@@ -55,7 +59,9 @@ class Dashboard:
         self.recent = recent
         self.tools = tools
 
-    async def gather(self) -> admin_pb.GetDashboardResponse:
+    async def gather(
+        self, request: admin_pb.GetDashboardRequest | None = None
+    ) -> admin_pb.GetDashboardResponse:
         state = self.live.current
         now = time.time()
         answer = admin_pb.GetDashboardResponse(time=int(now))
@@ -77,7 +83,7 @@ class Dashboard:
                 cached = m.price.cached_input
                 price.cached_input = m.price.input if cached is None else cached
             answer.models.append(price)
-        answer.keys.extend(await self._keys(state.config.keys, now))
+        await self._keys(answer, request or admin_pb.GetDashboardRequest(), state.config.keys, now)
         for minute in self.recent.last_hour():
             answer.minutes.append(
                 admin_pb.MinuteStats(
@@ -125,7 +131,12 @@ class Dashboard:
                 )  # fmt: skip
             )
 
-    async def _keys(self, configured: Iterable[KeyConfig], now: float) -> list[admin_pb.KeySummary]:
+    async def _keys(
+        self, answer: admin_pb.GetDashboardResponse, request: admin_pb.GetDashboardRequest,
+        configured: Iterable[KeyConfig], now: float,
+    ) -> None:  # fmt: skip
+        """The key list: every key's figures, or one page's, or those of `key_ids` (the
+        usage of only the keys shown is read)."""
         principals = [Principal.of_config(k) for k in configured]
         store = self.store
         if store is not None:
@@ -133,7 +144,18 @@ class Dashboard:
             with contextlib.suppress(Exception):
                 await self.accounts.ledger.caught_up(2.0)
             principals += [principal_of(k) for k in await store.keys.list()]
-        out = []
+        if request.key_ids:
+            wanted = set(request.key_ids)
+            principals = [p for p in principals if p.key_id in wanted]
+        answer.key_total = len(principals)
+        size = request.key_page_size
+        if size or request.key_page_token:
+            if not 1 <= size <= MAX_KEY_PAGE:
+                raise InvalidArgument.for_field("key_page_size", f"must be 1 to {MAX_KEY_PAGE}")
+            start = _offset(request.key_page_token)
+            if start + size < len(principals):
+                answer.key_next_page_token = _token(start + size)
+            principals = principals[start : start + size]
         for p in principals:
             summary = admin_pb.KeySummary(id=p.key_id, name=p.name, kind=p.kind)
             if store is not None:
@@ -144,5 +166,22 @@ class Dashboard:
                 spent, _ = await self.accounts.budgets.status(spec)
                 summary.budget_usd = spec.limit_usd
                 summary.remaining_usd = round(max(0.0, spec.limit_usd - spent), 9)
-            out.append(summary)
-        return out
+            answer.keys.append(summary)
+
+
+def _token(offset: int) -> str:
+    return base64.urlsafe_b64encode(f"keys:{offset}".encode()).decode()
+
+
+def _offset(token: str) -> int:
+    """Where a key page starts: the keys are listed in a stable order (the config's,
+    then the stored ones by age), so a page is named by its place."""
+    if not token:
+        return 0
+    try:
+        kind, _, offset = base64.urlsafe_b64decode(token.encode()).decode().partition(":")
+        if kind != "keys" or not offset.isdigit():
+            raise ValueError(token)
+        return int(offset)
+    except (ValueError, UnicodeDecodeError, binascii.Error):
+        raise InvalidArgument.for_field("key_page_token", "is not a token this API gave") from None

@@ -227,11 +227,17 @@ class DisableProviderResponse(_message.Message):
     def __init__(self, provider: _Optional[_Union[_provider_service_pb2.Provider, _Mapping]] = ..., model: _Optional[str] = ...) -> None: ...
 
 class GetDashboardRequest(_message.Message):
-    __slots__ = ()
-    def __init__(self) -> None: ...
+    __slots__ = ("key_page_size", "key_page_token", "key_ids")
+    KEY_PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    KEY_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    KEY_IDS_FIELD_NUMBER: _ClassVar[int]
+    key_page_size: int
+    key_page_token: str
+    key_ids: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, key_page_size: _Optional[int] = ..., key_page_token: _Optional[str] = ..., key_ids: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class GetDashboardResponse(_message.Message):
-    __slots__ = ("time", "providers", "models", "keys", "minutes", "routes", "mcp_servers", "mcp_calls")
+    __slots__ = ("time", "providers", "models", "keys", "minutes", "routes", "mcp_servers", "mcp_calls", "key_next_page_token", "key_total")
     TIME_FIELD_NUMBER: _ClassVar[int]
     PROVIDERS_FIELD_NUMBER: _ClassVar[int]
     MODELS_FIELD_NUMBER: _ClassVar[int]
@@ -240,6 +246,8 @@ class GetDashboardResponse(_message.Message):
     ROUTES_FIELD_NUMBER: _ClassVar[int]
     MCP_SERVERS_FIELD_NUMBER: _ClassVar[int]
     MCP_CALLS_FIELD_NUMBER: _ClassVar[int]
+    KEY_NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    KEY_TOTAL_FIELD_NUMBER: _ClassVar[int]
     time: int
     providers: _containers.RepeatedCompositeFieldContainer[ProviderStats]
     models: _containers.RepeatedCompositeFieldContainer[ModelPrice]
@@ -248,7 +256,9 @@ class GetDashboardResponse(_message.Message):
     routes: _containers.RepeatedCompositeFieldContainer[RoutingRecord]
     mcp_servers: _containers.RepeatedCompositeFieldContainer[McpServerStats]
     mcp_calls: _containers.RepeatedCompositeFieldContainer[McpCallRecord]
-    def __init__(self, time: _Optional[int] = ..., providers: _Optional[_Iterable[_Union[ProviderStats, _Mapping]]] = ..., models: _Optional[_Iterable[_Union[ModelPrice, _Mapping]]] = ..., keys: _Optional[_Iterable[_Union[KeySummary, _Mapping]]] = ..., minutes: _Optional[_Iterable[_Union[MinuteStats, _Mapping]]] = ..., routes: _Optional[_Iterable[_Union[RoutingRecord, _Mapping]]] = ..., mcp_servers: _Optional[_Iterable[_Union[McpServerStats, _Mapping]]] = ..., mcp_calls: _Optional[_Iterable[_Union[McpCallRecord, _Mapping]]] = ...) -> None: ...
+    key_next_page_token: str
+    key_total: int
+    def __init__(self, time: _Optional[int] = ..., providers: _Optional[_Iterable[_Union[ProviderStats, _Mapping]]] = ..., models: _Optional[_Iterable[_Union[ModelPrice, _Mapping]]] = ..., keys: _Optional[_Iterable[_Union[KeySummary, _Mapping]]] = ..., minutes: _Optional[_Iterable[_Union[MinuteStats, _Mapping]]] = ..., routes: _Optional[_Iterable[_Union[RoutingRecord, _Mapping]]] = ..., mcp_servers: _Optional[_Iterable[_Union[McpServerStats, _Mapping]]] = ..., mcp_calls: _Optional[_Iterable[_Union[McpCallRecord, _Mapping]]] = ..., key_next_page_token: _Optional[str] = ..., key_total: _Optional[int] = ...) -> None: ...
 
 class McpServerStats(_message.Message):
     __slots__ = ("id", "transport", "up", "tools", "calls", "errors", "cost_usd")

@@ -110,3 +110,19 @@ async def test_bad_paging_is_refused_naming_the_field(gw: Any, params: dict, fie
         reply = await http.get("/v1/admin/keys", params=params)
     assert reply.status_code == 400, reply.text
     assert field in reply.json()["error"]["message"]
+
+
+async def test_the_dashboard_key_list_pages_and_names_its_keys(gw: Any) -> None:
+    base = f"http://127.0.0.1:{gw.http_port}"
+    async with httpx.AsyncClient(base_url=base, headers=HEADERS) as http:
+        first = (await http.get("/v1/admin/dashboard", params={"key_page_size": 40})).json()
+        assert len(first["keys"]) == 40 and first["key_total"] > KEYS
+        after = {"key_page_size": 40, "key_page_token": first["key_next_page_token"]}
+        second = (await http.get("/v1/admin/dashboard", params=after)).json()
+        assert not {k["id"] for k in first["keys"]} & {k["id"] for k in second["keys"]}
+        listed = (await http.get("/v1/admin/keys", params={"page_size": 3})).json()["keys"]
+        ids = [k["id"] for k in listed]
+        named = (await http.get("/v1/admin/dashboard", params={"key_ids": ids})).json()
+        assert [k["id"] for k in named["keys"]] == ids and named["key_total"] == 3
+        refused = await http.get("/v1/admin/dashboard", params={"key_page_size": 5000})
+        assert refused.status_code == 400 and "key_page_size" in refused.json()["error"]["message"]
