@@ -1,7 +1,8 @@
 """The admin page with 500 stored keys in headless chromium, in a 400 px window: one page
 of keys at a time (served by ListKeys), search, a selection that survives the 2-second
-refresh, a key created, revoked and rotated from the page (each secret shown once) and
-nothing wider than the window. Screenshots in build/screenshots/."""
+refresh, a key created, revoked and rotated from the page (each secret shown once),
+organisations and teams with their budgets, the audit log, and nothing wider than the
+window. Screenshots in build/screenshots/."""
 
 from __future__ import annotations
 
@@ -28,6 +29,13 @@ async def test_five_hundred_keys_in_a_narrow_window(tmp_path) -> None:  # type: 
         for i in range(KEYS):
             await gw.gateway.store.keys.create(kind="api", name=f"svc-{i:03d}", owner="ops")
         base = f"http://127.0.0.1:{gw.http_port}"
+        async with httpx.AsyncClient(base_url=base, headers={"x-admin-key": ADMIN_KEY}) as admin:
+            org = await admin.post("/v1/admin/orgs", json={"name": "acme",
+                                   "limits": {"budget_usd": 250}})  # fmt: skip
+            assert org.status_code == 200, org.text
+            team = await admin.post("/v1/admin/teams", json={
+                "org_id": org.json()["org"]["id"], "name": "search"})  # fmt: skip
+            assert team.status_code == 200, team.text
         async with async_playwright() as pw, httpx.AsyncClient(base_url=base) as http:
             browser = await pw.chromium.launch(
                 executable_path=executable, args=["--headless", "--no-sandbox", "--disable-gpu"]
@@ -39,6 +47,11 @@ async def test_five_hundred_keys_in_a_narrow_window(tmp_path) -> None:  # type: 
                 await page.click("#login button")
                 await page.wait_for_selector(f"#keys-count:has-text('1–50 of {KEYS}')")
                 assert await page.locator("#keys tbody tr").count() == 50
+                # Organisations and teams with their budgets; the audit log's changes.
+                await page.wait_for_selector("#teams tr:has-text('acme') >> text=$250.00")
+                assert "search" in await page.inner_text("#teams")
+                await page.wait_for_selector("#audit tr:has-text('team.create')")
+                assert "org.create" in await page.inner_text("#audit")
                 width = await page.evaluate("document.documentElement.scrollWidth")
                 assert width <= 400, width
                 await page.screenshot(path=str(SHOTS / "admin-keys-400px.png"), full_page=True)
