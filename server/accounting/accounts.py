@@ -143,6 +143,7 @@ class Accounts:
             self._spawn(self.budgets.settle_all(record.reservations, total))
         status, reason = status_of(error if error is not None else record.failure)
         ttft = run.ttft_ms() if run is not None else None
+        unit, units = run.billed() if run is not None else ("tokens", None)
         record.usage = UsageRecord(
             ts=record.started,
             request_id=call.request_id,
@@ -176,6 +177,8 @@ class Accounts:
             team_id=principal.team_id,
             org_id=principal.org_id,
             user_id=principal.user_id,
+            unit=unit,
+            units=units,
         )
         self.ledger.record(record.usage)
 

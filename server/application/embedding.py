@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import base64
+import struct
+from collections.abc import Sequence
+
 from gateway.v1 import embedding_service_pb2 as embeddings
+from google.protobuf import struct_pb2
 
 from server.accounting.accounts import Accounts
 from server.application import validation
-from server.application.pipeline.embedding_run import embed, encode
+from server.application.pipeline.operation_run import operate
 from server.application.pipeline.state import Live
 from server.base.call import Call
+from server.base.embedding import EMBEDDINGS
 
 
 class EmbeddingService:
@@ -22,7 +28,9 @@ class EmbeddingService:
         state = self.live.current
         principal = await self.accounts.identify(call, "api", state.keys)
         wanted, encoding = validation.embeddings(request)
-        run = await embed(self.accounts, state, call, principal, request.model, wanted)
+        run = await operate(
+            self.accounts, state, call, principal, request.model, EMBEDDINGS, wanted
+        )
         assert run.result is not None
         return embeddings.CreateEmbeddingsResponse(
             object="list",
@@ -33,3 +41,13 @@ class EmbeddingService:
             model=run.model.id,
             usage=run.usage(),
         )
+
+
+def encode(vector: Sequence[float], encoding: str) -> struct_pb2.Value:
+    """A vector as OpenAI writes it: numbers, or base64 of little-endian float32."""
+    if encoding == "base64":
+        packed = struct.pack(f"<{len(vector)}f", *vector)
+        return struct_pb2.Value(string_value=base64.b64encode(packed).decode())
+    numbers = struct_pb2.Value()
+    numbers.list_value.extend(vector)
+    return numbers

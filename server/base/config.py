@@ -11,7 +11,7 @@ import re
 import shutil
 from importlib import resources
 from pathlib import Path
-from typing import Any, Literal, cast, get_args
+from typing import Annotated, Any, Literal, cast, get_args
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -23,6 +23,13 @@ from server.base.generation import ALL_CAPABILITIES, Capability, served_dialect
 ProfileName = Literal["economy", "balanced", "quality"]
 PROFILES: tuple[ProfileName, ...] = get_args(ProfileName)
 KeyKind = Literal["api", "router", "admin"]
+# What a model may serve besides text generation (server/base/operation.py's kinds).
+ModelCapability = Literal[
+    "embeddings", "rerank", "moderation", "transcription", "speech", "image_generation"
+]
+# A model that declares nothing serves what models served before they declared: text
+# generation and, when a provider of it can, embeddings.
+DEFAULT_MODEL_CAPABILITIES: tuple[ModelCapability, ...] = ("embeddings",)
 # How often a key's budget starts again from zero (UTC calendar days and months).
 BudgetPeriod = Literal["none", "daily", "monthly"]
 
@@ -33,6 +40,10 @@ class ConfigError(Exception):
 
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+# The Price fields of the units other than tokens.
+PER_UNIT = ("per_second", "per_million_characters", "per_search_unit", "per_image")
 
 
 class PriceTier(Strict):
@@ -49,7 +60,10 @@ class PriceTier(Strict):
 
 
 class Price(Strict):
-    """USD per million tokens."""
+    """USD per million tokens; and, for calls billed in another unit, USD per unit.
+
+    A model priced only in another unit (a rerank model's search units, say) may leave
+    `input` and `output` out: they are then 0, and that unit is what it bills."""
 
     input: float = Field(ge=0)
     output: float = Field(ge=0)
@@ -64,6 +78,22 @@ class Price(Strict):
     cache_write_1h: float | None = Field(default=None, ge=0)
     # Other prices for long prompts, by prompt size.
     tiers: list[PriceTier] = Field(default_factory=list)
+    # Calls billed in the provider's own unit (server/base/operation.py), each price
+    # taking precedence over the token prices for the calls it applies to: USD per
+    # second of audio transcribed, per million input characters spoken, per search unit
+    # (a rerank query over up to 100 documents), and per image by `<quality>/<size>`
+    # or `<size>` (`1024x1024`, `hd/1024x1792`) with `default` for the rest.
+    per_second: float | None = Field(default=None, ge=0)
+    per_million_characters: float | None = Field(default=None, ge=0)
+    per_search_unit: float | None = Field(default=None, ge=0)
+    per_image: dict[str, Annotated[float, Field(ge=0)]] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _tokens_free_when_priced_per_unit(cls, given: Any) -> Any:
+        if isinstance(given, dict) and any(given.get(name) for name in PER_UNIT):
+            return {"input": 0, "output": 0, **given}
+        return given
 
     def for_prompt(self, prompt_tokens: int) -> Price:
         """The prices a prompt of this many tokens pays: the highest tier it passes."""
@@ -143,6 +173,16 @@ class ModelConfig(Strict):
     # Guardrails applied to every call of this model (ids of `guardrails`).
     guardrails: list[str] = Field(default_factory=list)
     providers: list[ProviderConfig] = Field(min_length=1)
+    # What the model serves besides text generation (embeddings, rerank, moderation,
+    # transcription, speech, image_generation); a call of a kind not listed is refused
+    # naming `model`. Absent: embeddings only, when a provider can embed.
+    capabilities: list[ModelCapability] | None = None
+
+    @property
+    def serves(self) -> tuple[ModelCapability, ...]:
+        """The kinds of call besides text generation the model serves."""
+        given = self.capabilities
+        return DEFAULT_MODEL_CAPABILITIES if given is None else tuple(given)
 
     @model_validator(mode="after")
     def _one_primary_first(self) -> ModelConfig:

@@ -1,4 +1,6 @@
-"""What a generation cost and how long it took: Cost for the ledger, Usage for callers."""
+"""What a call cost and how long it took: Cost for the ledger, Usage for callers. A
+generation is priced by its tokens; an operation (server/base/operation.py) in the unit
+its model's price names (`billed`)."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from gateway.v1 import usage_pb2
 from server.base import tokens
 from server.base.config import Price
 from server.base.generation import GenerationRequest, TokenCounts
+from server.base.operation import Measure, Unit
 
 PER_MILLION = 1_000_000
 # Costs are rounded to a billionth of a cent: exact enough, free of float noise.
@@ -57,6 +60,56 @@ def cost(counts: TokenCounts, price: Price | None) -> Cost | None:
         total_usd=round(input_cost + cached_cost + write_cost + output_cost, COST_DIGITS),
         cache_write_usd=round(write_cost, COST_DIGITS) if counts.cache_write_tokens else None,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class Billed:
+    """An operation's bill: the unit it is billed in, how many, and what they cost
+    (None: the model has no price for them, which is absent, never $0)."""
+
+    unit: Unit
+    quantity: float
+    cost: Cost | None
+
+
+def billed(measure: Measure, price: Price | None) -> Billed:
+    """Bills an operation in the first of its units its model prices, else by its
+    tokens at the token prices. Audio seconds and characters are input; images output."""
+    counts = measure.counts
+    tokens_bill = Billed("tokens", counts.total_tokens, cost(counts, price))
+    if price is None:
+        return tokens_bill
+    for unit, quantity in measure.units.items():
+        rate = _unit_price(price, unit, measure.variant)
+        if rate is None:
+            continue
+        total = round(quantity * rate, COST_DIGITS)
+        spent = Cost(
+            input_usd=0.0 if unit == "images" else total,
+            output_usd=total if unit == "images" else 0.0,
+            cache_input_usd=None,
+            total_usd=total,
+        )
+        return Billed(unit, quantity, spent)
+    return tokens_bill
+
+
+def _unit_price(price: Price, unit: Unit, variant: str) -> float | None:
+    """USD per one `unit` under `price`; None when it does not price that unit."""
+    if unit == "seconds":
+        return price.per_second
+    if unit == "characters":
+        per_million = price.per_million_characters
+        return None if per_million is None else per_million / PER_MILLION
+    if unit == "search_units":
+        return price.per_search_unit
+    if unit == "images":
+        sizes = price.per_image
+        size = variant.rpartition("/")[2]
+        for key in (variant, size, "default"):
+            if key in sizes:
+                return sizes[key]
+    return None
 
 
 def max_cost(prices: Iterable[Price | None], request: GenerationRequest, default_max: int) -> float:
@@ -124,6 +177,17 @@ def usage(
     if spent.cache_write_usd is not None:
         result.cache_write_cost_usd = spent.cache_write_usd
     result.total_cost_usd = spent.total_usd
+    return result
+
+
+def operation_usage(measure: Measure, price: Price | None, latency_ms: float) -> usage_pb2.Usage:
+    """Usage of an operation: its tokens, its timing, and its cost in the unit billed."""
+    result = usage(measure.counts, None, latency_ms, None)
+    spent = billed(measure, price).cost
+    if spent is not None:
+        result.input_cost_usd = spent.input_usd
+        result.output_cost_usd = spent.output_usd
+        result.total_cost_usd = spent.total_usd
     return result
 
 

@@ -84,10 +84,15 @@ class UsageRecord:
     team_id: str = ""
     org_id: str = ""
     user_id: str = ""
+    # What the call is billed in (tokens, seconds, characters, images, search_units:
+    # server/base/operation.py) and how many; None for a call that billed nothing.
+    unit: str = "tokens"
+    units: float | None = None
 
 
 class Metered(Protocol):
-    """What the ledger reads from the work a call ran: a generation or an embedding."""
+    """What the ledger reads from the work a call ran: a generation or an operation
+    (embeddings, rerank...)."""
 
     # Seconds spent waiting on upstreams; the rest of a call's time is the gateway's own.
     upstream_s: float
@@ -111,6 +116,10 @@ class Metered(Protocol):
     def counts(self) -> TokenCounts: ...
 
     def cost(self) -> Cost | None: ...
+
+    def billed(self) -> tuple[str, float]:
+        """The unit the call is billed in and how many of it it used."""
+        ...
 
     def ttft_ms(self) -> float | None: ...
 

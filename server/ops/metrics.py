@@ -93,6 +93,8 @@ def operation_of(rpc: str) -> str:
         name = "chat"
     elif "Embedding" in rpc:
         name = "embeddings"
+    elif other := next((o for word, o in OPERATIONS if word in rpc), None):
+        name = other
     else:
         name = "text_completion"
     OPERATION[rpc] = name
@@ -100,6 +102,15 @@ def operation_of(rpc: str) -> str:
 
 
 OPERATION: dict[str, str] = {}
+# The operations that are not generations, by a word of their RPCs' names.
+OPERATIONS = (
+    ("Rerank", "rerank"),
+    ("Moderation", "moderation"),
+    ("Transcription", "transcription"),
+    ("Translation", "translation"),
+    ("Speech", "speech"),
+    ("Image", "image_generation"),
+)
 
 
 class Metrics:
@@ -138,6 +149,12 @@ class Metrics:
         self.cost = Counter(
             "gateway_cost_usd", "Cost of the calls in USD (as the usage ledger records it).",
             ["model", "provider", "key_id"], registry=registry,
+        )  # fmt: skip
+        self.units = Counter(
+            "gateway_billed_units",
+            "What calls billed outside tokens used, by unit (seconds, characters, images, "
+            "search_units).",
+            ["gen_ai_operation_name", "model", "unit"], registry=registry,
         )  # fmt: skip
         self.failovers = Counter(
             "gateway_failovers", "Upstreams given up on before another answered, by cause.",
@@ -308,6 +325,8 @@ class Metrics:
             if count > 0:
                 of(self.prompt_cache, o.model, o.provider, kind).inc(count)
         operation = OPERATION.get(o.rpc) or operation_of(o.rpc)
+        if o.unit != "tokens" and o.units:
+            of(self.units, operation, o.model, o.unit).inc(o.units)
         of(self.tokens, operation, o.provider, o.model, "input").observe(o.prompt_tokens)
         of(self.tokens, operation, o.provider, o.model, "output").observe(o.completion_tokens)
         error_type = "" if o.status == "OK" else o.reason

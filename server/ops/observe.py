@@ -19,6 +19,7 @@ from gateway.v1.router_service_pb2 import RouteDecision
 from google.protobuf.descriptor import MethodDescriptor
 
 from server.application.pipeline.engine import Run
+from server.application.pipeline.operation_run import OperationRun
 from server.base.call import Call
 from server.base.errors import Code, GatewayError, status_of
 from server.base.pipeline import Middleware, StreamHandler, UnaryHandler
@@ -64,6 +65,9 @@ class Outcome:
     completion: str | None = None
     # What the call's guardrails found and did, when any applied.
     guardrails: GuardrailReport | None = None
+    # What the call is billed in and how many (the ledger's unit and units).
+    unit: str = "tokens"
+    units: float = 0.0
 
     @property
     def overhead_s(self) -> float:
@@ -192,10 +196,15 @@ class Observer(Middleware):
                 record.ttft_ms / 1000 if record is not None and record.ttft_ms is not None else None
             ),
             upstream_s=run.upstream_s if run is not None else 0.0,
-            # A generation's Run records its failovers; an embedding call's run does not.
-            failovers=[(p, cause(e)) for p, e in run.causes] if isinstance(run, Run) else [],
+            failovers=(
+                [(p, cause(e)) for p, e in run.causes]
+                if isinstance(run, Run | OperationRun)
+                else []
+            ),
             route=(route.profile, route.model) if route is not None else None,
             guardrails=call.record.guardrails,
+            unit=record.unit if record is not None else "tokens",
+            units=(record.units or 0.0) if record is not None else 0.0,
         )
         if isinstance(run, Run):
             outcome.affinity = run.affinity

@@ -303,6 +303,16 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
             )""",
         ],
     ),
+    (
+        14,
+        "billing units",
+        [
+            # What a call is billed in (tokens, seconds, characters, images,
+            # search_units) and how many; rows from before are token-billed.
+            "ALTER TABLE usage_records ADD COLUMN unit TEXT NOT NULL DEFAULT 'tokens'",
+            "ALTER TABLE usage_records ADD COLUMN units {float}",
+        ],
+    ),
 ]
 
 

@@ -397,6 +397,10 @@ class Run:
     def cost(self) -> costs.Cost | None:
         return costs.cost(self.counts(), self.price)
 
+    def billed(self) -> tuple[str, float]:
+        """A generation is billed by its tokens."""
+        return "tokens", self.counts().total_tokens
+
     def ttft_ms(self) -> float | None:
         return self._clock.ttft_ms()
 

@@ -18,13 +18,13 @@ from server.accounting.accounts import Accounts
 from server.application.dialects.gemini import reply as replies
 from server.application.dialects.gemini import request as translation
 from server.application.dialects.gemini.reply import Reply
-from server.application.pipeline.embedding_run import embed
 from server.application.pipeline.engine import Run
 from server.application.pipeline.generations import Generations
+from server.application.pipeline.operation_run import operate
 from server.application.pipeline.state import Live
 from server.base import tokens
 from server.base.call import Call
-from server.base.embedding import Embedder, EmbeddingRequest
+from server.base.embedding import EMBEDDINGS, EmbeddingRequest
 from server.base.errors import InvalidArgument, UpstreamError
 from server.base.generation import Relayed, TokenCounter, serves
 from server.base.pipeline import Encoded
@@ -147,7 +147,7 @@ class GeminiService:
                 f"{where}[0].outputDimensionality", "must be the same in every request"
             )
         wanted = EmbeddingRequest(tuple(texts), dimensions.pop())
-        run = await embed(self.accounts, state, call, principal, name, wanted)
+        run = await operate(self.accounts, state, call, principal, name, EMBEDDINGS, wanted)
         assert run.result is not None
         return [pb.GeminiContentEmbedding(values=v) for v in run.result.vectors]
 
@@ -169,8 +169,11 @@ class GeminiService:
 
     def _model(self, model_id: str) -> pb.GeminiModel:
         catalog = self.live.current.catalog
-        embeds = any(isinstance(u.provider, Embedder) for u in catalog.upstreams[model_id])
-        return replies.model(catalog.model(model_id), embeds)
+        model = catalog.model(model_id)
+        embeds = EMBEDDINGS.name in model.serves and any(
+            EMBEDDINGS.serves(u.provider) for u in catalog.upstreams[model_id]
+        )
+        return replies.model(model, embeds)
 
 
 def _shown(request: translation.GenerateRequest) -> bool:
