@@ -38,7 +38,11 @@ class ModelService:
         if call.record.principal is not None:
             check_model(call.record.principal, m.id)
         return models.GetModelResponse(
-            id=m.id, object="model", created=m.created, owned_by=m.owned_by
+            id=m.id,
+            object="model",
+            created=m.created,
+            owned_by=m.owned_by,
+            capabilities=m.capabilities or (),
         )
 
 
@@ -52,4 +56,10 @@ async def admit_listing(accounts: Accounts, call: Call, state: Snapshot) -> None
 
 
 def _model(m: ModelConfig) -> models.Model:
-    return models.Model(id=m.id, object="model", created=m.created, owned_by=m.owned_by)
+    return models.Model(
+        id=m.id,
+        object="model",
+        created=m.created,
+        owned_by=m.owned_by,
+        capabilities=m.capabilities or (),
+    )

@@ -25,6 +25,7 @@ from server.application.governance.service import Governance
 from server.application.mcp.service import McpService
 from server.application.model import ModelService
 from server.application.provider import ProviderService
+from server.application.rerank import RerankService
 from server.application.usage import UsageService
 from server.base.pipeline import Handler, Middleware, RpcMethod, rpc_table
 
@@ -37,6 +38,7 @@ class Services:
     completion: CompletionService
     model: ModelService
     embedding: EmbeddingService
+    rerank: RerankService
     provider: ProviderService
     router: RouterService
     deployment: DeploymentService
@@ -61,6 +63,7 @@ def handlers(s: Services) -> dict[str, Handler]:
         "gateway.v1.ModelService.ListModels": s.model.list_models,
         "gateway.v1.ModelService.GetModel": s.model.get_model,
         "gateway.v1.EmbeddingService.CreateEmbeddings": s.embedding.create_embeddings,
+        "gateway.v1.RerankService.RerankDocuments": s.rerank.rerank_documents,
         "gateway.v1.ProviderService.ListProviders": s.provider.list_providers,
         "gateway.v1.RouterService.Infer": s.router.infer,
         "gateway.v1.RouterService.StreamInfer": s.router.stream_infer,

@@ -52,6 +52,7 @@ from server.application.pipeline.generations import Generations
 from server.application.pipeline.state import Live, Snapshot, snapshot_of
 from server.application.provider import ProviderService
 from server.application.relay import WorkerRelay
+from server.application.rerank import RerankService
 from server.application.retrain import retrain_every
 from server.application.rpcs import Services
 from server.application.usage import UsageService
@@ -190,6 +191,7 @@ def assemble(
         completion=CompletionService(generations),
         model=ModelService(live, accounts),
         embedding=EmbeddingService(live, accounts),
+        rerank=RerankService(live, accounts),
         provider=ProviderService(live, accounts),
         router=RouterService(generations),
         deployment=DeploymentService(live, accounts, generations),

@@ -1,7 +1,9 @@
 """OpenAI-compatible adapter: /chat/completions and /completions, streamed or not.
 
 Serves OpenAI and every server speaking its wire format (vLLM, Ollama, llama.cpp
-server, TGI's OpenAI route, Groq, Together...), and /embeddings for embedding models. `base_url` includes the version prefix
+server, TGI's OpenAI route, Groq, Together...), /embeddings for embedding models, and
+/rerank for rerank models (vLLM's and Infinity's; Cohere's and Jina's APIs with their
+`base_url`, Voyage's with `rerank_format: voyage`: rerank_wire.py). `base_url` includes the version prefix
 (`https://api.openai.com/v1`, `http://localhost:11434/v1`). Streams ask for usage with
 `stream_options.include_usage`; usage carries `prompt_tokens_details.cached_tokens`
 and `completion_tokens_details.reasoning_tokens`, both kept. A stream that ends
@@ -55,7 +57,9 @@ from server.base.generation import (
     TopLogprob,
     serves,
 )
+from server.base.rerank import Ranking, RerankRequest
 from server.providers import openai_responses as responses_wire
+from server.providers import rerank_wire
 from server.providers.http import (
     HttpParams,
     ProtocolViolation,
@@ -91,6 +95,9 @@ class OpenAIParams(HttpParams):
     # The upstream serves OpenAI's Responses API (POST /responses): requests that came
     # in as that API go there as they came (the `responses_api` capability).
     responses_api: bool = False
+    # How the upstream's /rerank speaks: Cohere's shape (Cohere, Jina, vLLM, Infinity)
+    # or Voyage's (`top_k`, `data`).
+    rerank_format: rerank_wire.RerankFormat = "cohere"
 
 
 class OpenAIProvider:
@@ -278,6 +285,16 @@ class OpenAIProvider:
                 await check_status(r, self.id)
                 answer = await read_json(r)
             return _embeddings(answer, len(request.inputs))
+
+    async def rerank(self, request: RerankRequest) -> Ranking:
+        """POST /rerank in the upstream's format (rerank_wire.py)."""
+        wire = self.params.rerank_format
+        body = rerank_wire.body(self.params.model, request, wire)
+        with upstream_errors(self.id):
+            async with self._post("/rerank", body) as r:
+                await check_status(r, self.id)
+                answer = await read_json(r)
+            return rerank_wire.ranking(answer, wire)
 
     def _post(self, endpoint: str, body: dict[str, Any]) -> AbstractAsyncContextManager[Response]:
         """One request to an endpoint, signed in as this upstream wants."""

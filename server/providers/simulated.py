@@ -8,7 +8,9 @@ token, or every stream cut after N tokens.
 
 It also creates embeddings: deterministic unit vectors seeded by each input, of
 `embedding_dimensions` values, shortened to a request's `dimensions` as OpenAI's
-models do (the leading values, normalised again). They carry no meaning.
+models do (the leading values, normalised again). They carry no meaning. And it
+reranks: each document scored by the share of the query's words it holds (ties in
+document order), one search unit per 100 documents.
 
 It has every capability, so the embedded default shows the whole request surface:
 - tools, as a cooperative model calls them, so agent frameworks finish: with arguments
@@ -68,6 +70,8 @@ from server.base.generation import (
     ToolCallDelta,
     TopLogprob,
 )
+from server.base.rerank import DOCUMENTS_PER_SEARCH_UNIT, Ranking, RerankRequest
+from server.base.rerank import estimate_tokens as rerank_tokens
 from server.providers import field_markers, prompt_json
 from server.providers.schema_instance import instance
 
@@ -327,6 +331,22 @@ class SimulatedProvider:
         await asyncio.sleep(p.ttft_ms / 1000)
         vectors = tuple(unit_vector(i, p.embedding_dimensions, size) for i in request.inputs)
         return Embeddings(vectors, estimate_tokens(request))
+
+    async def rerank(self, request: RerankRequest) -> Ranking:
+        p = self.params
+        if p.error_rate and self._random.random() < p.error_rate:
+            raise UpstreamError(
+                f"{self.id}: simulated failure", {"provider": self.id}, upstream_answered=True
+            )
+        await asyncio.sleep(p.ttft_ms / 1000)
+        query = _words(request.query)
+        scored = [
+            (i, round(len(query & _words(d)) / len(query), 6) if query else 0.0)
+            for i, d in enumerate(request.documents)
+        ]
+        scored.sort(key=lambda pair: -pair[1])  # stable: ties in document order
+        units = math.ceil(len(request.documents) / DOCUMENTS_PER_SEARCH_UNIT)
+        return Ranking(tuple(scored[: request.top_n]), rerank_tokens(request), units)
 
     async def aclose(self) -> None:
         return None

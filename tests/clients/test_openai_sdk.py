@@ -155,7 +155,13 @@ async def test_streamed_completion_with_usage(sdk: openai.AsyncOpenAI) -> None:
 
 async def test_models_list(sdk: openai.AsyncOpenAI) -> None:
     page = await sdk.models.list()
-    assert [m.id for m in page.data] == ["sim-mini", "sim-standard", "sim-pro", "sim-embed"]
+    assert [m.id for m in page.data] == [
+        "sim-mini",
+        "sim-standard",
+        "sim-pro",
+        "sim-embed",
+        "sim-rerank",
+    ]
     for m in page.data:
         assert m.object == "model"
         assert isinstance(m.created, int)

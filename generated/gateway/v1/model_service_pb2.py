@@ -22,30 +22,35 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
+from gateway.v1 import json_mapping_pb2 as gateway_dot_v1_dot_json__mapping__pb2
 from google.api import annotations_pb2 as google_dot_api_dot_annotations__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1egateway/v1/model_service.proto\x12\ngateway.v1\x1a\x1cgoogle/api/annotations.proto\"F\n\x05Model\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0e\n\x06object\x18\x02 \x01(\t\x12\x0f\n\x07\x63reated\x18\x03 \x01(\x03\x12\x10\n\x08owned_by\x18\x04 \x01(\t\"\x13\n\x11ListModelsRequest\"E\n\x12ListModelsResponse\x12\x0e\n\x06object\x18\x01 \x01(\t\x12\x1f\n\x04\x64\x61ta\x18\x02 \x03(\x0b\x32\x11.gateway.v1.Model\" \n\x0fGetModelRequest\x12\r\n\x05model\x18\x01 \x01(\t\"Q\n\x10GetModelResponse\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0e\n\x06object\x18\x02 \x01(\t\x12\x0f\n\x07\x63reated\x18\x03 \x01(\x03\x12\x10\n\x08owned_by\x18\x04 \x01(\t2\xd5\x01\n\x0cModelService\x12_\n\nListModels\x12\x1d.gateway.v1.ListModelsRequest\x1a\x1e.gateway.v1.ListModelsResponse\"\x12\x82\xd3\xe4\x93\x02\x0c\x12\n/v1/models\x12\x64\n\x08GetModel\x12\x1b.gateway.v1.GetModelRequest\x1a\x1c.gateway.v1.GetModelResponse\"\x1d\x82\xd3\xe4\x93\x02\x17\x12\x15/v1/models/{model=**}b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1egateway/v1/model_service.proto\x12\ngateway.v1\x1a\x1dgateway/v1/json_mapping.proto\x1a\x1cgoogle/api/annotations.proto\"b\n\x05Model\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0e\n\x06object\x18\x02 \x01(\t\x12\x0f\n\x07\x63reated\x18\x03 \x01(\x03\x12\x10\n\x08owned_by\x18\x04 \x01(\t\x12\x1a\n\x0c\x63\x61pabilities\x18\x05 \x03(\tB\x04\x90\xb5\x18\x01\"\x13\n\x11ListModelsRequest\"E\n\x12ListModelsResponse\x12\x0e\n\x06object\x18\x01 \x01(\t\x12\x1f\n\x04\x64\x61ta\x18\x02 \x03(\x0b\x32\x11.gateway.v1.Model\" \n\x0fGetModelRequest\x12\r\n\x05model\x18\x01 \x01(\t\"m\n\x10GetModelResponse\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0e\n\x06object\x18\x02 \x01(\t\x12\x0f\n\x07\x63reated\x18\x03 \x01(\x03\x12\x10\n\x08owned_by\x18\x04 \x01(\t\x12\x1a\n\x0c\x63\x61pabilities\x18\x05 \x03(\tB\x04\x90\xb5\x18\x01\x32\xd5\x01\n\x0cModelService\x12_\n\nListModels\x12\x1d.gateway.v1.ListModelsRequest\x1a\x1e.gateway.v1.ListModelsResponse\"\x12\x82\xd3\xe4\x93\x02\x0c\x12\n/v1/models\x12\x64\n\x08GetModel\x12\x1b.gateway.v1.GetModelRequest\x1a\x1c.gateway.v1.GetModelResponse\"\x1d\x82\xd3\xe4\x93\x02\x17\x12\x15/v1/models/{model=**}b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'gateway.v1.model_service_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
+  _globals['_MODEL'].fields_by_name['capabilities']._loaded_options = None
+  _globals['_MODEL'].fields_by_name['capabilities']._serialized_options = b'\220\265\030\001'
+  _globals['_GETMODELRESPONSE'].fields_by_name['capabilities']._loaded_options = None
+  _globals['_GETMODELRESPONSE'].fields_by_name['capabilities']._serialized_options = b'\220\265\030\001'
   _globals['_MODELSERVICE'].methods_by_name['ListModels']._loaded_options = None
   _globals['_MODELSERVICE'].methods_by_name['ListModels']._serialized_options = b'\202\323\344\223\002\014\022\n/v1/models'
   _globals['_MODELSERVICE'].methods_by_name['GetModel']._loaded_options = None
   _globals['_MODELSERVICE'].methods_by_name['GetModel']._serialized_options = b'\202\323\344\223\002\027\022\025/v1/models/{model=**}'
-  _globals['_MODEL']._serialized_start=76
-  _globals['_MODEL']._serialized_end=146
-  _globals['_LISTMODELSREQUEST']._serialized_start=148
-  _globals['_LISTMODELSREQUEST']._serialized_end=167
-  _globals['_LISTMODELSRESPONSE']._serialized_start=169
-  _globals['_LISTMODELSRESPONSE']._serialized_end=238
-  _globals['_GETMODELREQUEST']._serialized_start=240
-  _globals['_GETMODELREQUEST']._serialized_end=272
-  _globals['_GETMODELRESPONSE']._serialized_start=274
-  _globals['_GETMODELRESPONSE']._serialized_end=355
-  _globals['_MODELSERVICE']._serialized_start=358
-  _globals['_MODELSERVICE']._serialized_end=571
+  _globals['_MODEL']._serialized_start=107
+  _globals['_MODEL']._serialized_end=205
+  _globals['_LISTMODELSREQUEST']._serialized_start=207
+  _globals['_LISTMODELSREQUEST']._serialized_end=226
+  _globals['_LISTMODELSRESPONSE']._serialized_start=228
+  _globals['_LISTMODELSRESPONSE']._serialized_end=297
+  _globals['_GETMODELREQUEST']._serialized_start=299
+  _globals['_GETMODELREQUEST']._serialized_end=331
+  _globals['_GETMODELRESPONSE']._serialized_start=333
+  _globals['_GETMODELRESPONSE']._serialized_end=442
+  _globals['_MODELSERVICE']._serialized_start=445
+  _globals['_MODELSERVICE']._serialized_end=658
 # @@protoc_insertion_point(module_scope)

@@ -83,7 +83,8 @@ def test_embedded_default_config_is_valid_and_complete():
     cfg, source = config.load()
     assert source == "embedded default config"
     # Three price tiers of text models, and one simulated embedding model.
-    assert len({m.price.input for m in cfg.models if m.price and m.id != "sim-embed"}) == 3
+    generators = [m for m in cfg.models if m.id not in ("sim-embed", "sim-rerank")]
+    assert len({m.price.input for m in generators if m.price}) == 3
     assert cfg.model("sim-embed") is not None
     assert all([p.type for p in m.providers] == ["primary", "backup"] for m in cfg.models)
     assert {k.kind for k in cfg.keys} == {"api", "router"}

@@ -107,7 +107,13 @@ async def test_stop_sequence_cuts_the_reply(stubs):
 async def test_list_models_and_providers(stubs):
     listed = await stubs.models.ListModels(models.ListModelsRequest(), metadata=API)
     assert listed.object == "list"
-    assert [m.id for m in listed.data] == ["sim-mini", "sim-standard", "sim-pro", "sim-embed"]
+    assert [m.id for m in listed.data] == [
+        "sim-mini",
+        "sim-standard",
+        "sim-pro",
+        "sim-embed",
+        "sim-rerank",
+    ]
     assert all(m.object == "model" and m.owned_by == "simulated" for m in listed.data)
     found = await stubs.providers.ListProviders(
         providers.ListProvidersRequest(model="sim-mini"), metadata=API
