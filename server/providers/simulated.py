@@ -339,9 +339,9 @@ class SimulatedProvider:
                 f"{self.id}: simulated failure", {"provider": self.id}, upstream_answered=True
             )
         await asyncio.sleep(p.ttft_ms / 1000)
-        query = _words(request.query)
+        query = _terms(request.query)
         scored = [
-            (i, round(len(query & _words(d)) / len(query), 6) if query else 0.0)
+            (i, round(len(query & _terms(d)) / len(query), 6) if query else 0.0)
             for i, d in enumerate(request.documents)
         ]
         scored.sort(key=lambda pair: -pair[1])  # stable: ties in document order
@@ -350,6 +350,14 @@ class SimulatedProvider:
 
     async def aclose(self) -> None:
         return None
+
+
+_TERM = re.compile(r"[a-z0-9]+")
+
+
+def _terms(text: str) -> set[str]:
+    """A text's lower-case words, for reranking (one pass: documents are many)."""
+    return set(_TERM.findall(text.lower()))
 
 
 def unit_vector(value: Input, full: int, size: int) -> tuple[float, ...]:
