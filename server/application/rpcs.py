@@ -24,6 +24,7 @@ from server.application.feedback import FeedbackService
 from server.application.governance.service import Governance
 from server.application.mcp.service import McpService
 from server.application.model import ModelService
+from server.application.moderation import ModerationService
 from server.application.provider import ProviderService
 from server.application.rerank import RerankService
 from server.application.usage import UsageService
@@ -39,6 +40,7 @@ class Services:
     model: ModelService
     embedding: EmbeddingService
     rerank: RerankService
+    moderation: ModerationService
     provider: ProviderService
     router: RouterService
     deployment: DeploymentService
@@ -64,6 +66,7 @@ def handlers(s: Services) -> dict[str, Handler]:
         "gateway.v1.ModelService.GetModel": s.model.get_model,
         "gateway.v1.EmbeddingService.CreateEmbeddings": s.embedding.create_embeddings,
         "gateway.v1.RerankService.RerankDocuments": s.rerank.rerank_documents,
+        "gateway.v1.ModerationService.CreateModeration": s.moderation.create_moderation,
         "gateway.v1.ProviderService.ListProviders": s.provider.list_providers,
         "gateway.v1.RouterService.Infer": s.router.infer,
         "gateway.v1.RouterService.StreamInfer": s.router.stream_infer,

@@ -46,6 +46,7 @@ from server.application.mcp.service import McpService
 from server.application.mcp.toolbox import Toolbox
 from server.application.mcp.tools import Tools
 from server.application.model import ModelService
+from server.application.moderation import ModerationService
 from server.application.pipeline import affinity, expiring, response_cache
 from server.application.pipeline.chain import Chains
 from server.application.pipeline.generations import Generations
@@ -192,6 +193,7 @@ def assemble(
         model=ModelService(live, accounts),
         embedding=EmbeddingService(live, accounts),
         rerank=RerankService(live, accounts),
+        moderation=ModerationService(live, accounts),
         provider=ProviderService(live, accounts),
         router=RouterService(generations),
         deployment=DeploymentService(live, accounts, generations),

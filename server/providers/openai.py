@@ -2,7 +2,7 @@
 
 Serves OpenAI and every server speaking its wire format (vLLM, Ollama, llama.cpp
 server, TGI's OpenAI route, Groq, Together...), /embeddings for embedding models, and
-/rerank for rerank models (vLLM's and Infinity's; Cohere's and Jina's APIs with their
+/moderations for moderation models, /rerank for rerank models (vLLM's and Infinity's; Cohere's and Jina's APIs with their
 `base_url`, Voyage's with `rerank_format: voyage`: rerank_wire.py). `base_url` includes the version prefix
 (`https://api.openai.com/v1`, `http://localhost:11434/v1`). Streams ask for usage with
 `stream_options.include_usage`; usage carries `prompt_tokens_details.cached_tokens`
@@ -57,6 +57,7 @@ from server.base.generation import (
     TopLogprob,
     serves,
 )
+from server.base.moderation import ModerationRequest, Moderations, Verdict
 from server.base.rerank import Ranking, RerankRequest
 from server.providers import openai_responses as responses_wire
 from server.providers import rerank_wire
@@ -296,6 +297,21 @@ class OpenAIProvider:
                 answer = await read_json(r)
             return rerank_wire.ranking(answer, wire)
 
+    async def moderate(self, request: ModerationRequest) -> Moderations:
+        """POST /moderations: strings as they came, or one list of text and image parts."""
+        given: list[Any] = list(request.inputs) or [
+            {"type": "text", "text": p.text}
+            if p.text is not None
+            else {"type": "image_url", "image_url": {"url": p.image_url}}
+            for p in request.parts
+        ]
+        body = {"model": self.params.model, "input": given}
+        with upstream_errors(self.id):
+            async with self._post("/moderations", body) as r:
+                await check_status(r, self.id)
+                answer = await read_json(r)
+            return _moderations(answer)
+
     def _post(self, endpoint: str, body: dict[str, Any]) -> AbstractAsyncContextManager[Response]:
         """One request to an endpoint, signed in as this upstream wants."""
         return self._client.stream(
@@ -324,6 +340,35 @@ def _embeddings(answer: Any, expected: int) -> Embeddings:
     return Embeddings(
         tuple(vectors), count(prompt, "usage.prompt_tokens") if prompt is not None else None
     )
+
+
+def _moderations(answer: Any) -> Moderations:
+    """OpenAI's moderation results -> verdicts, in input order."""
+    results = answer.get("results") if isinstance(answer, dict) else None
+    if not isinstance(results, list):
+        raise ProtocolViolation("a moderation answer without its results")
+    verdicts = []
+    for result in results:
+        categories = result.get("categories") if isinstance(result, dict) else None
+        scores = result.get("category_scores") if isinstance(result, dict) else None
+        if not isinstance(categories, dict) or not isinstance(scores, dict):
+            raise ProtocolViolation("a moderation result without categories and scores")
+        if not all(isinstance(v, bool) for v in categories.values()) or not all(
+            isinstance(v, int | float) and not isinstance(v, bool) for v in scores.values()
+        ):
+            raise ProtocolViolation("a moderation result with a verdict or score of a wrong type")
+        applied = result.get("category_applied_input_types") or {}
+        verdicts.append(
+            Verdict(
+                flagged=bool(result.get("flagged")),
+                categories=categories,
+                scores={k: float(v) for k, v in scores.items()},
+                applied={k: tuple(v) for k, v in applied.items() if isinstance(v, list)},
+            )
+        )
+    usage = answer.get("usage") or {}
+    used = usage.get("prompt_tokens") if isinstance(usage, dict) else None
+    return Moderations(tuple(verdicts), count(used, "usage.prompt_tokens") if used else None)
 
 
 def counts(usage: Any) -> TokenCounts | None:

@@ -10,7 +10,9 @@ It also creates embeddings: deterministic unit vectors seeded by each input, of
 `embedding_dimensions` values, shortened to a request's `dimensions` as OpenAI's
 models do (the leading values, normalised again). They carry no meaning. And it
 reranks: each document scored by the share of the query's words it holds (ties in
-document order), one search unit per 100 documents.
+document order), one search unit per 100 documents. And it moderates: an input is flagged in a category when it holds one of
+that category's listed words (`MODERATION_WORDS`), scored 0.97 there and 0.0001
+elsewhere; images are never flagged.
 
 It has every capability, so the embedded default shows the whole request surface:
 - tools, as a cooperative model calls them, so agent frameworks finish: with arguments
@@ -70,6 +72,9 @@ from server.base.generation import (
     ToolCallDelta,
     TopLogprob,
 )
+from server.base.moderation import CATEGORIES as MODERATION_CATEGORIES
+from server.base.moderation import ModerationRequest, Moderations, Verdict
+from server.base.moderation import estimate_tokens as moderation_tokens
 from server.base.rerank import DOCUMENTS_PER_SEARCH_UNIT, Ranking, RerankRequest
 from server.base.rerank import estimate_tokens as rerank_tokens
 from server.providers import field_markers, prompt_json
@@ -348,8 +353,50 @@ class SimulatedProvider:
         units = math.ceil(len(request.documents) / DOCUMENTS_PER_SEARCH_UNIT)
         return Ranking(tuple(scored[: request.top_n]), rerank_tokens(request), units)
 
+    async def moderate(self, request: ModerationRequest) -> Moderations:
+        p = self.params
+        if p.error_rate and self._random.random() < p.error_rate:
+            raise UpstreamError(
+                f"{self.id}: simulated failure", {"provider": self.id}, upstream_answered=True
+            )
+        await asyncio.sleep(p.ttft_ms / 1000)
+        if request.inputs:
+            verdicts = tuple(_verdict(_terms(text), False) for text in request.inputs)
+        else:
+            text = " ".join(part.text for part in request.parts if part.text is not None)
+            images = any(part.image_url is not None for part in request.parts)
+            verdicts = (_verdict(_terms(text), images),)
+        return Moderations(verdicts, moderation_tokens(request))
+
     async def aclose(self) -> None:
         return None
+
+
+# The words that flag each category of the simulated moderation.
+MODERATION_WORDS = {
+    "harassment": {"idiot", "stupid", "loser"},
+    "hate": {"vermin"},
+    "illicit": {"steal", "counterfeit"},
+    "self-harm": {"suicide"},
+    "sexual": {"explicit"},
+    "violence": {"kill", "attack", "shoot"},
+}
+# The categories OpenAI scores images in.
+IMAGE_CATEGORIES = ("self-harm", "self-harm/intent", "self-harm/instructions", "sexual",
+                    "violence", "violence/graphic")  # fmt: skip
+
+
+def _verdict(words: set[str], images: bool) -> Verdict:
+    flagged = {c: bool(words & MODERATION_WORDS.get(c, set())) for c in MODERATION_CATEGORIES}
+    return Verdict(
+        flagged=any(flagged.values()),
+        categories=flagged,
+        scores={c: 0.97 if hit else 0.0001 for c, hit in flagged.items()},
+        applied={
+            c: ("text", "image") if images and c in IMAGE_CATEGORIES else ("text",)
+            for c in MODERATION_CATEGORIES
+        },
+    )
 
 
 _TERM = re.compile(r"[a-z0-9]+")

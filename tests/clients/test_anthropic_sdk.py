@@ -270,7 +270,14 @@ async def test_models_in_anthropic_shape(sdk: anthropic.AsyncAnthropic) -> None:
     assert [m.id for m in page.data] == ["sim-mini", "sim-standard"]
     assert page.has_more and page.first_id == "sim-mini" and page.last_id == "sim-standard"
     everything = [m.id async for m in sdk.models.list(limit=2)]  # the SDK follows the cursor
-    assert everything == ["sim-mini", "sim-standard", "sim-pro", "sim-embed", "sim-rerank"]
+    assert everything == [
+        "sim-mini",
+        "sim-standard",
+        "sim-pro",
+        "sim-embed",
+        "sim-rerank",
+        "sim-moderation",
+    ]
     one = await sdk.models.retrieve("sim-pro")
     assert (one.type, one.id, one.display_name) == ("model", "sim-pro", "sim-pro")
     assert one.created_at.year >= 2026

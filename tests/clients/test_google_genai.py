@@ -141,7 +141,15 @@ async def test_embed_content(sdk: genai.client.AsyncClient) -> None:
 async def test_models_list_and_get(sdk: genai.client.AsyncClient) -> None:
     names = [m.name async for m in await sdk.models.list()]
     assert names == [
-        f"models/{m}" for m in ("sim-mini", "sim-standard", "sim-pro", "sim-embed", "sim-rerank")
+        f"models/{m}"
+        for m in (
+            "sim-mini",
+            "sim-standard",
+            "sim-pro",
+            "sim-embed",
+            "sim-rerank",
+            "sim-moderation",
+        )
     ]
     one = await sdk.models.get(model="sim-mini")
     assert one.name == "models/sim-mini" and one.input_token_limit

@@ -161,6 +161,7 @@ async def test_models_list(sdk: openai.AsyncOpenAI) -> None:
         "sim-pro",
         "sim-embed",
         "sim-rerank",
+        "sim-moderation",
     ]
     for m in page.data:
         assert m.object == "model"

@@ -82,8 +82,10 @@ def test_unreadable_or_malformed_file_stops_start_up(tmp_path):
 def test_embedded_default_config_is_valid_and_complete():
     cfg, source = config.load()
     assert source == "embedded default config"
-    # Three price tiers of text models, and one simulated embedding model.
-    generators = [m for m in cfg.models if m.id not in ("sim-embed", "sim-rerank")]
+    # Three price tiers of text models, and simulated models that embed, rerank, moderate.
+    generators = [
+        m for m in cfg.models if m.id not in ("sim-embed", "sim-rerank", "sim-moderation")
+    ]
     assert len({m.price.input for m in generators if m.price}) == 3
     assert cfg.model("sim-embed") is not None
     assert all([p.type for p in m.providers] == ["primary", "backup"] for m in cfg.models)

@@ -113,6 +113,7 @@ async def test_list_models_and_providers(stubs):
         "sim-pro",
         "sim-embed",
         "sim-rerank",
+        "sim-moderation",
     ]
     assert all(m.object == "model" and m.owned_by == "simulated" for m in listed.data)
     found = await stubs.providers.ListProviders(
