@@ -281,3 +281,52 @@ async def test_the_model_list_shows_what_a_model_serves(gateway_url: str) -> Non
     assert listed["sim-rerank"]["capabilities"] == ["rerank"] == one["capabilities"]
     # A model that declares nothing shows nothing (text, and embeddings when it can).
     assert "capabilities" not in listed["sim-mini"]
+
+
+CARD = "4111 1111 1111 1111"
+
+
+async def test_guardrails_redact_the_query_and_documents_before_the_upstream() -> None:
+    wire = RerankWire(search_units=1)
+    async with serving(wire) as upstream:
+        data = with_models(
+            reranker(
+                "rerank-fake",
+                provider("rr", "openai", upstream.url),
+                price={"per_search_unit": 0.002},
+            )
+        )
+        data["guardrails"] = [{"id": "pii"}]
+        data["default_guardrails"] = ["pii"]
+        async with client("in_process", data) as c:
+            body = {"model": "rerank-fake", "query": f"card {CARD}",
+                    "documents": ["plain", f"my card is {CARD}"]}  # fmt: skip
+            got = await c.post("/v1/rerank", json=body, headers=AUTH)
+    assert got.status_code == 200, got.text
+    (seen,) = upstream.seen
+    assert CARD not in str(seen.body)
+    assert seen.body["documents"][0] == "plain"
+    assert "CREDIT_CARD" in got.headers["x-gateway-guardrails"]
+
+
+BUDGETED = "gw-rerank-budget-key-00000"
+
+
+async def test_search_units_are_reserved_against_the_budget() -> None:
+    data = default_config_dict()
+    # $0.003: one search unit ($0.002) fits, a second does not.
+    data["keys"].append({"name": "reranker", "kind": "api", "secret": BUDGETED,
+                         "budget_usd": 0.003, "budget_period": "monthly"})  # fmt: skip
+    async with (
+        running_gateway(data) as gw,
+        httpx.AsyncClient(base_url=f"http://127.0.0.1:{gw.http_port}") as c,
+    ):
+        mine = {"authorization": f"Bearer {BUDGETED}"}
+        body = {"model": "sim-rerank", "query": "q", "documents": ["a", "b"]}
+        assert (await c.post("/v1/rerank", json=body, headers=mine)).status_code == 200
+        await gw.gateway.accounts.settled()
+        refused = await c.post("/v1/rerank", json=body, headers=mine)
+        assert refused.status_code == 429, refused.text
+        assert refused.json()["error"]["code"] == "budget_exhausted"
+        usage = (await c.get("/v1/usage", headers=mine)).json()
+    assert usage["budget"]["spent_usd"] == pytest.approx(0.002)
