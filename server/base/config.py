@@ -91,7 +91,7 @@ class Price(Strict):
     @model_validator(mode="before")
     @classmethod
     def _tokens_free_when_priced_per_unit(cls, given: Any) -> Any:
-        if isinstance(given, dict) and any(given.get(name) for name in PER_UNIT):
+        if isinstance(given, dict) and any(given.get(name) not in (None, {}) for name in PER_UNIT):
             return {"input": 0, "output": 0, **given}
         return given
 

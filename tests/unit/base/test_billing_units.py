@@ -62,6 +62,7 @@ def test_images_are_output_priced_by_quality_and_size() -> None:
 
 def test_a_price_in_another_unit_needs_no_token_prices() -> None:
     assert Price.model_validate({"per_search_unit": 0.002}).input == 0
+    assert Price.model_validate({"per_second": 0}).output == 0  # a free unit is a price too
     data = default_config_dict()
     data["models"][0]["price"] = {"per_second": -1}
     with pytest.raises(ConfigError, match="per_second"):
