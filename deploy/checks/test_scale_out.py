@@ -129,7 +129,7 @@ def fleet(podman, database, pgbouncer_url, tmp_path_factory) -> Iterator[Fleet]:
     if shutil.which("haproxy") is None:
         pytest.skip("haproxy is not installed (.ci/run installs it)")
     folder = tmp_path_factory.mktemp("fleet")
-    with redis_cluster(folder) as redis_url:
+    with redis_cluster(folder, node_timeout_ms=2000) as redis_url:
         ports = [int(n.rsplit(":", 1)[1]) for n in redis_url.split("://", 1)[1].split(",")]
         cluster_ports = sorted(int(line.split()[1].split(":")[1].split("@")[0])
                                for line in cli(ports[0], "cluster", "nodes").splitlines())  # fmt: skip

@@ -96,14 +96,19 @@ class Nodes:
 
 
 @contextmanager
-def redis_cluster(folder: Path) -> Iterator[str]:
-    """A six-node Redis Cluster; yields its `redis+cluster://` URL."""
+def redis_cluster(folder: Path, node_timeout_ms: int = 30_000) -> Iterator[str]:
+    """A six-node Redis Cluster; yields its `redis+cluster://` URL. A node that does not
+    answer its peers for `node_timeout_ms` is failed over: long by default, so that a
+    loaded machine never fails over a node a test did not stop (a write acknowledged by
+    the old primary could then be lost); a test that kills a primary sets it short."""
     require_redis()
     nodes = Nodes(folder)
     ports = free_ports(6)
     try:
         for port in ports:
-            nodes.start(port, "--cluster-enabled", "yes", "--cluster-node-timeout", "2000")
+            nodes.start(
+                port, "--cluster-enabled", "yes", "--cluster-node-timeout", str(node_timeout_ms)
+            )
         created = subprocess.run(
             ["redis-cli", "--cluster", "create", *(f"127.0.0.1:{p}" for p in ports),
              "--cluster-replicas", "1", "--cluster-yes"],
