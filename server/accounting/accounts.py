@@ -20,9 +20,10 @@ from google.protobuf.descriptor import MethodDescriptor
 from server.accounting.admission import Admission, KeyRing
 from server.accounting.budget import Budgets, exhausted
 from server.accounting.ledger import Ledger
+from server.accounting.traffic import MemoryInFlight, Traffic
 from server.base.call import Call
 from server.base.caller import Principal, Reservation
-from server.base.config import KeyKind
+from server.base.config import KeyKind, TrafficConfig
 from server.base.errors import status_of
 from server.base.generation import TokenCounts
 from server.base.pipeline import Middleware, StreamHandler, UnaryHandler
@@ -39,11 +40,14 @@ class Accounts:
     """Admission, rate limits, budgets and the ledger, as the handlers and the
     accounting middleware use them. Settlements finish in the background."""
 
-    def __init__(self, admission: Admission, ledger: Ledger, budgets: Budgets) -> None:
+    def __init__(
+        self, admission: Admission, ledger: Ledger, budgets: Budgets, traffic: Traffic | None = None
+    ) -> None:
         self.admission = admission
         self.limiter = admission.limiter
         self.ledger = ledger
         self.budgets = budgets
+        self.traffic = traffic or Traffic(MemoryInFlight(), TrafficConfig)
         self._tasks: set[asyncio.Task[Any]] = set()
 
     # -- the handlers' steps ---------------------------------------------------------
@@ -74,8 +78,7 @@ class Accounts:
         refused costs no storage read. `reserve` then counts only the tokens."""
         record = call.record
         principal = _identified(record.principal, "count_request")
-        metadata = call.response_metadata
-        await self.admission.limit(principal, 0, record.ticket, metadata, (True, False))
+        await self._limit(call, principal, 0, (True, False))
         record.request_counted = True
         for spec in principal.budgets:
             spent, reserved = await self.budgets.status(spec)
@@ -89,10 +92,27 @@ class Accounts:
         record = call.record
         principal = _identified(record.principal, "reserve")
         count = (not record.request_counted, True)
-        await self.admission.limit(principal, tokens, record.ticket, call.response_metadata, count)
+        await self._limit(call, principal, tokens, count)
         record.limited_tokens = any(limit[4] for limit in principal.rate_limits)
+        record.holds = await self.traffic.enter(principal, record.model, record.ticket)
         if specs := principal.budgets:
             record.reservations = await self.budgets.reserve_all(specs, max_cost())
+
+    async def _limit(
+        self, call: Call, principal: Principal, tokens: int, count: tuple[bool, bool]
+    ) -> None:
+        """Counts the call against its rate limits, waiting for room when its key, team or
+        model sets `max_wait_s` (the wait is recorded in `queue_ms`)."""
+        record = call.record
+
+        async def attempt() -> None:
+            await self.admission.limit(
+                principal, tokens, record.ticket, call.response_metadata, count
+            )
+
+        record.queue_s += await self.traffic.wait_out(
+            attempt, principal, record.model, call.deadline
+        )
 
     async def hold(
         self, principal: Principal, ticket: str, response_metadata: dict[str, str], cost: float
@@ -138,6 +158,8 @@ class Accounts:
             for _, account, _, _, tpm in principal.rate_limits:
                 if tpm:
                     self._spawn(self.limiter.settle(account, record.ticket, counts.total_tokens))
+        if record.holds:
+            self._spawn(self.traffic.leave(record.holds, record.ticket))
         if record.reservations:
             total = cost.total_usd if cost is not None else 0.0
             self._spawn(self.budgets.settle_all(record.reservations, total))
@@ -179,6 +201,7 @@ class Accounts:
             user_id=principal.user_id,
             unit=unit,
             units=units,
+            queue_ms=round(record.queue_s * 1000, 3),
         )
         self.ledger.record(record.usage)
 

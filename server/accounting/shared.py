@@ -27,6 +27,7 @@ import orjson
 
 from server.accounting.budget import MemoryBudgets, SpentLoader
 from server.accounting.ratelimit import BucketLimiter, Decision
+from server.accounting.traffic import MemoryInFlight
 from server.base.caller import BudgetSpec, Reservation
 from server.base.errors import BudgetExhausted, Internal
 
@@ -59,6 +60,7 @@ class StateServer:
         self.path = path
         self.limiter = BucketLimiter(window_s=window_s)
         self.budgets = MemoryBudgets(load_spent)
+        self.in_flight = MemoryInFlight()
         self.ready: asyncio.Queue[int] = asyncio.Queue()
         self._server: asyncio.AbstractServer | None = None
         self._ops: dict[str, Callable[..., Awaitable[Any]]] = {
@@ -69,6 +71,8 @@ class StateServer:
             "release": self._release,
             "release_all": self._release_all,
             "status": self._status,
+            "enter": self.in_flight.enter,
+            "leave": self.in_flight.leave,
             "ready": self._ready,
         }
 
@@ -220,6 +224,21 @@ class SharedLimiter:
 
     async def aclose(self) -> None:
         return None
+
+
+class SharedInFlight:
+    """The InFlight protocol (server/accounting/traffic.py), answered by the parent."""
+
+    def __init__(self, client: StateClient) -> None:
+        self.client = client
+
+    async def enter(self, account: str, cap: int, ticket: str) -> int | None:
+        count: int | None = await self.client.call("enter", account, cap, ticket)
+        return count
+
+    async def leave(self, account: str, ticket: str) -> int:
+        count: int = await self.client.call("leave", account, ticket)
+        return count
 
 
 class SharedBudgets:

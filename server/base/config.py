@@ -676,6 +676,34 @@ class LimitsConfig(Strict):
     count_listings: bool = False
 
 
+class TrafficRule(Strict):
+    """What one key, team or model may hold at once and how long its calls may wait."""
+
+    # Calls (and open streams) at once, across every worker and instance; beyond it a
+    # call is refused (429, CONCURRENCY_LIMITED) naming the level. Absent: no cap.
+    max_in_flight: int | None = Field(default=None, ge=1)
+    # Seconds a call a rate limit would refuse waits for room instead, in order;
+    # absent or 0: refused at once.
+    max_wait_s: float | None = Field(default=None, ge=0, le=600)
+    # Calls of this key, team or model waiting at once on one instance; beyond it a
+    # call is refused at once.
+    max_waiting: int = Field(default=100, ge=1)
+
+
+class TrafficConfig(Strict):
+    """Concurrency caps and waiting instead of refusing, per key, team and model."""
+
+    # By key (its id, or its name), by team (id or name), by model (id).
+    keys: dict[str, TrafficRule] = Field(default_factory=dict)
+    teams: dict[str, TrafficRule] = Field(default_factory=dict)
+    models: dict[str, TrafficRule] = Field(default_factory=dict)
+    # Calls waiting at once on one instance, whoever they are; beyond it a call that
+    # would wait is refused at once.
+    max_waiting: int = Field(default=1000, ge=1)
+    # An in-flight entry a dead instance never removed lapses after this long.
+    lease_s: float = Field(default=900, gt=0)
+
+
 class LedgerConfig(Strict):
     # Rows written per database round trip.
     batch_size: int = Field(default=500, ge=1)
@@ -840,6 +868,7 @@ class Config(Strict):
     operations: OperationsConfig = Field(default_factory=OperationsConfig)
     storage: StorageConfig = Field(default_factory=StorageConfig)
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
+    traffic: TrafficConfig = Field(default_factory=TrafficConfig)
     ledger: LedgerConfig = Field(default_factory=LedgerConfig)
     responses: ResponsesConfig = Field(default_factory=ResponsesConfig)
     affinity: AffinityConfig = Field(default_factory=AffinityConfig)
@@ -879,6 +908,9 @@ class Config(Strict):
             for i, model in enumerate(models):
                 if model not in known:
                     raise ValueError(f"routing.profiles.{name}[{i}]: unknown model {model!r}")
+        for model in self.traffic.models:
+            if model not in known:
+                raise ValueError(f"traffic.models.{model}: unknown model {model!r}")
         _unique("guardrails", [g.id for g in self.guardrails])
         guards = {g.id for g in self.guardrails}
         attached = [("default_guardrails", self.default_guardrails)]

@@ -192,6 +192,13 @@ class RateLimited(GatewayError):
     reason = "RATE_LIMITED"
 
 
+class ConcurrencyLimited(GatewayError):
+    """A key, team or model already has its `max_in_flight` calls running."""
+
+    code = Code.RESOURCE_EXHAUSTED
+    reason = "CONCURRENCY_LIMITED"
+
+
 class BudgetExhausted(GatewayError):
     code = Code.RESOURCE_EXHAUSTED
     reason = "BUDGET_EXHAUSTED"

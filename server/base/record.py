@@ -13,7 +13,7 @@ import os
 import time
 from collections import Counter
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from server.base.caller import Principal, Reservation
 from server.base.config import ModelConfig
@@ -88,6 +88,9 @@ class UsageRecord:
     # server/base/operation.py) and how many; None for a call that billed nothing.
     unit: str = "tokens"
     units: float | None = None
+    # Milliseconds the call waited for a rate limit's room (`max_wait_s`), part of its
+    # latency; 0 when it did not wait.
+    queue_ms: float = 0.0
 
 
 class Metered(Protocol):
@@ -145,7 +148,8 @@ class CallRecord:
     __slots__ = (
         "method", "started", "ticket", "principal", "model", "run", "limited_tokens",
         "request_counted", "reservations", "route_profile", "difficulty", "prompt", "tags",
-        "usage", "closed", "failure", "streaming", "guardrails", "response_id",
+        "usage", "closed", "failure", "streaming", "guardrails", "response_id", "holds",
+        "queue_s",
     )  # fmt: skip
 
     def __init__(self) -> None:
@@ -181,6 +185,10 @@ class CallRecord:
         self.guardrails: GuardrailReport | None = None
         # The response this call's row belongs to, when the call is one of its rounds.
         self.response_id = ""
+        # The in-flight caps the call counts against (server/accounting/traffic.py),
+        # and the seconds it waited for a rate limit's room.
+        self.holds: list[Any] = []
+        self.queue_s = 0.0
 
     def next_round(self) -> CallRecord:
         """A new account for the next model round of the same call (a chain of rounds

@@ -25,8 +25,9 @@ from server.accounting.budget import Budgets, MemoryBudgets, RedisBudgets
 from server.accounting.guard import GuardedBudgets, GuardedLimiter, bounded
 from server.accounting.ledger import Ledger
 from server.accounting.ratelimit import BucketLimiter, Limiter, RedisLimiter
-from server.accounting.shared import SharedBudgets, SharedLimiter, StateClient
+from server.accounting.shared import SharedBudgets, SharedInFlight, SharedLimiter, StateClient
 from server.accounting.spool import Spool
+from server.accounting.traffic import InFlight, MemoryInFlight, RedisInFlight, Traffic
 from server.application import rpcs
 from server.application.admin import AdminService
 from server.application.control import Control
@@ -103,6 +104,8 @@ class State:
     affinity: expiring.Store
     responses: expiring.Store
     closers: tuple[Closer, ...] = ()
+    # Calls in flight per key, team and model (traffic.max_in_flight).
+    in_flight: InFlight = field(default_factory=MemoryInFlight)
 
 
 @dataclass(frozen=True)
@@ -167,8 +170,16 @@ def assemble(
                      timeout_s=config.storage_timeout_s),
         state.limiter,
     )  # fmt: skip
-    accounts = Accounts(admission, state.ledger, state.budgets)
+    timeout_s = config.storage_timeout_s
+    traffic = Traffic(
+        state.in_flight, lambda: live.current.config.traffic,
+        None if isinstance(state.in_flight, MemoryInFlight)
+        else lambda what, work: bounded(what, work, timeout_s),
+    )  # fmt: skip
+    accounts = Accounts(admission, state.ledger, state.budgets, traffic)
     metrics = Metrics()
+    traffic.report = metrics.report_in_flight
+    traffic.report_waiting = metrics.waiting.set
     recent = Recent()
     toolbox = Toolbox(registry.build_tool_server, config.mcp)
 
@@ -345,15 +356,18 @@ async def open_state(config: Config, shared_state: str | None, spool: Spool | No
         answers = expiring.RedisStore(client, storage.redis_prefix, "response", timeout_s)
         limiter = GuardedLimiter(limiter, timeout_s, config.limits.fail_open)
         budgets = GuardedBudgets(budgets, timeout_s)
+        in_flight: InFlight = RedisInFlight(client, storage.redis_prefix, config.traffic.lease_s)
     elif shared_state:
         shared = StateClient(shared_state)
         closers.insert(0, shared.aclose)
         limiter = GuardedLimiter(SharedLimiter(shared), timeout_s, config.limits.fail_open)
         budgets = GuardedBudgets(SharedBudgets(shared), timeout_s)
+        in_flight = SharedInFlight(shared)
     else:
         limiter = BucketLimiter(window_s=config.limits.window_s)
         budgets = GuardedBudgets(MemoryBudgets(spent), timeout_s)
-    return State(store, limiter, budgets, ledger, remembered, answers, tuple(closers))
+        in_flight = MemoryInFlight(config.traffic.lease_s)
+    return State(store, limiter, budgets, ledger, remembered, answers, tuple(closers), in_flight)
 
 
 async def _nothing_spent(key_id: str, since: float) -> float:

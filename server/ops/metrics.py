@@ -221,6 +221,17 @@ class Metrics:
             "gateway_requests_in_flight", "Calls being served now.",
             multiprocess_mode="livesum", registry=registry,
         )  # fmt: skip
+        self.in_flight_by_level = Gauge(
+            "gateway_in_flight_by_level",
+            "Calls in flight of a key, team or model with a max_in_flight, across every "
+            "worker and instance (as last counted by a worker).",
+            ["level", "name"], multiprocess_mode="mostrecent", registry=registry,
+        )  # fmt: skip
+        self.waiting = Gauge(
+            "gateway_calls_waiting",
+            "Calls waiting for a rate limit's room (max_wait_s) on this instance.",
+            multiprocess_mode="livesum", registry=registry,
+        )  # fmt: skip
         self.breaker = Gauge(
             "gateway_circuit_breaker_state",
             "Circuit breaker per provider: 0 closed, 1 half-open, 2 open (worst worker).",
@@ -292,6 +303,10 @@ class Metrics:
         if child is None:
             child = self._children[key] = metric.labels(*labels)
         return child
+
+    def report_in_flight(self, level: str, name: str, count: int) -> None:
+        """The in-flight count of one level's account, just after a call entered or left."""
+        self._of(self.in_flight_by_level, level, name).set(count)
 
     # -- per call --------------------------------------------------------------------
 

@@ -313,6 +313,14 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
             "ALTER TABLE usage_records ADD COLUMN units {float}",
         ],
     ),
+    (
+        15,
+        "time waited for a rate limit",
+        [
+            # Milliseconds a call waited for room under `max_wait_s` (part of latency_ms).
+            "ALTER TABLE usage_records ADD COLUMN queue_ms {float} NOT NULL DEFAULT 0",
+        ],
+    ),
 ]
 
 

@@ -1,0 +1,313 @@
+"""Traffic control: how many calls a key, team or model holds at once (`max_in_flight`),
+and waiting for room instead of being refused by a rate limit (`max_wait_s`).
+
+In-flight calls are counted per account (`key_…`, `team:…`, `model:…`) as a set of
+tickets: in memory on one process, in the parent process for `--workers N`, in a Redis
+sorted set (scored by entry time) across instances. An entry a dead instance left
+lapses after `traffic.lease_s`, so a crash cannot hold a slot for ever.
+
+A call a rate limit refuses, whose key, team or model sets `max_wait_s`, waits (an
+asyncio sleep: no CPU, no upstream connection) until the bucket can hold it, behind the
+calls of the same account already waiting on this instance (a FIFO lock), and is
+refused with the usual 429 only when the wait it would need ends past its `max_wait_s`
+or its deadline. A caller that goes away cancels its wait.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from server.base.caller import Principal, account_of
+from server.base.config import TrafficConfig, TrafficRule
+from server.base.errors import ConcurrencyLimited, RateLimited
+
+# Reports an account's in-flight count: (level, name, count).
+Report = Callable[[str, str, int], None]
+# Seconds kept free of a call's deadline when deciding whether it may wait: the call
+# still has to be served after its wait.
+DEADLINE_MARGIN_S = 0.5
+
+
+class InFlight(Protocol):
+    async def enter(self, account: str, cap: int, ticket: str) -> int | None:
+        """Counts `ticket` in `account` when fewer than `cap` are; the count after it,
+        or None when the account is full."""
+        ...
+
+    async def leave(self, account: str, ticket: str) -> int:
+        """Removes `ticket`; the count after it."""
+        ...
+
+
+class MemoryInFlight:
+    """The in-flight sets of one process (or of the parent of `--workers N`)."""
+
+    def __init__(self, lease_s: float = 900.0, clock: Callable[[], float] = time.monotonic):
+        self.lease_s = lease_s
+        self._clock = clock
+        self._accounts: dict[str, dict[str, float]] = {}
+
+    async def enter(self, account: str, cap: int, ticket: str) -> int | None:
+        now = self._clock()
+        held = self._accounts.setdefault(account, {})
+        for old, at in list(held.items()):
+            if at <= now - self.lease_s:
+                del held[old]
+        if len(held) >= cap:
+            return None
+        held[ticket] = now
+        return len(held)
+
+    async def leave(self, account: str, ticket: str) -> int:
+        held = self._accounts.get(account)
+        if held is None:
+            return 0
+        held.pop(ticket, None)
+        if not held:
+            del self._accounts[account]
+        return len(held)
+
+
+# KEYS: the account's sorted set. ARGV: cap, ticket, lease ms. Redis's clock scores the
+# entries, so instances need no synchronised clocks.
+ENTER = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local lease = tonumber(ARGV[3])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - lease)
+local n = redis.call('ZCARD', KEYS[1])
+if n >= tonumber(ARGV[1]) then return -1 end
+redis.call('ZADD', KEYS[1], now, ARGV[2])
+redis.call('PEXPIRE', KEYS[1], lease)
+return n + 1
+"""
+
+LEAVE = """
+redis.call('ZREM', KEYS[1], ARGV[1])
+return redis.call('ZCARD', KEYS[1])
+"""
+
+
+class RedisInFlight:
+    """In-flight sets shared by every instance on one Redis."""
+
+    def __init__(self, redis: Any, prefix: str, lease_s: float = 900.0) -> None:
+        self.prefix = prefix
+        self.lease_ms = int(lease_s * 1000)
+        self._enter = redis.register_script(ENTER)
+        self._leave = redis.register_script(LEAVE)
+
+    def _key(self, account: str) -> str:
+        return f"{self.prefix}inflight:{{{account}}}"
+
+    async def enter(self, account: str, cap: int, ticket: str) -> int | None:
+        n = int(await self._enter(keys=[self._key(account)], args=[cap, ticket, self.lease_ms]))
+        return None if n < 0 else n
+
+    async def leave(self, account: str, ticket: str) -> int:
+        return int(await self._leave(keys=[self._key(account)], args=[ticket]))
+
+
+@dataclass(frozen=True, slots=True)
+class Hold:
+    """One level's in-flight cap that a call counts against."""
+
+    level: str
+    account: str
+    name: str
+    cap: int
+
+
+def _rule(rules: dict[str, TrafficRule], *names: str) -> TrafficRule | None:
+    return next((rules[n] for n in names if n and n in rules), None)
+
+
+def rules_for(
+    config: TrafficConfig, principal: Principal, model: str
+) -> list[tuple[str, str, str, TrafficRule]]:
+    """(level, account, name, rule) of every level with a traffic rule for this call:
+    the key's own, its team's, the model's."""
+    out = []
+    if rule := _rule(config.keys, principal.key_id, principal.name):
+        out.append(("key", principal.key_id, principal.name, rule))
+    for lv in principal.levels:
+        if lv.level == "team" and (rule := _rule(config.teams, lv.id, lv.name)):
+            out.append(("team", lv.account, lv.name, rule))
+    if model and (rule := config.models.get(model)):
+        out.append(("model", account_of("model", model), model, rule))
+    return out
+
+
+class Traffic:
+    """Concurrency caps and waiting queues, as the accounts use them."""
+
+    def __init__(
+        self,
+        in_flight: InFlight,
+        config: Callable[[], TrafficConfig],
+        guard: Callable[[str, Awaitable[Any]], Awaitable[Any]] | None = None,
+    ) -> None:
+        self.in_flight = in_flight
+        self.config = config
+        # Bounds each store call (storage.timeout_s) when the store is remote.
+        self._guard = guard
+        self.report: Report = lambda level, name, count: None
+        self.report_waiting: Callable[[int], None] = lambda count: None
+        # Waiting calls on this instance: in all, and per account.
+        self.waiting = 0
+        self._waiting: dict[str, int] = {}
+        self._queues: dict[str, asyncio.Lock] = {}
+
+    async def _store(self, work: Awaitable[Any]) -> Any:
+        if self._guard is None:
+            return await work
+        return await self._guard("in-flight store", work)
+
+    # -- concurrency caps -------------------------------------------------------------
+
+    async def enter(self, principal: Principal, model: str, ticket: str) -> list[Hold]:
+        """Counts the call against every level's `max_in_flight`; ConcurrencyLimited
+        naming the first level that is full (the levels entered before it are left)."""
+        holds = [
+            Hold(level, account, name, rule.max_in_flight)
+            for level, account, name, rule in rules_for(self.config(), principal, model)
+            if rule.max_in_flight
+        ]
+        entered: list[Hold] = []
+        for hold in holds:
+            count = await self._store(self.in_flight.enter(hold.account, hold.cap, ticket))
+            if count is None:
+                for earlier in entered:
+                    await self._leave(earlier, ticket)
+                whose = f"{hold.level} {hold.name!r}"
+                raise ConcurrencyLimited(
+                    f"{whose} has {hold.cap} calls in flight, its max_in_flight; retry when "
+                    "one ends",
+                    {"level": hold.level, hold.level: hold.name, "limit": str(hold.cap)},
+                    retry_after_s=1,
+                )
+            self.report(hold.level, hold.name, count)
+            entered.append(hold)
+        return entered
+
+    async def _leave(self, hold: Hold, ticket: str) -> None:
+        count = await self._store(self.in_flight.leave(hold.account, ticket))
+        self.report(hold.level, hold.name, count)
+
+    async def leave(self, holds: list[Hold], ticket: str) -> None:
+        for hold in holds:
+            await self._leave(hold, ticket)
+
+    # -- waiting instead of refusing ---------------------------------------------------
+
+    def wait_rule(self, principal: Principal, model: str) -> tuple[str, TrafficRule] | None:
+        """The (account, rule) whose `max_wait_s` a refused call of this key waits by:
+        the most specific level that sets one (key, then team, then model)."""
+        for _, account, _, rule in rules_for(self.config(), principal, model):
+            if rule.max_wait_s:
+                return account, rule
+        return None
+
+    def queued(self, account: str) -> bool:
+        """Whether calls of `account` wait on this instance (a new one goes behind)."""
+        return self._waiting.get(account, 0) > 0
+
+    @contextlib.asynccontextmanager
+    async def queue(
+        self, account: str, rule: TrafficRule, refusal: RateLimited, within_s: float
+    ) -> AsyncIterator[bool]:
+        """Holds the call's place in `account`'s line on this instance; yields True once
+        it is at the head of the line, False when `within_s` passed first. `refusal` at
+        once when the line or the instance is full."""
+        if (
+            self._waiting.get(account, 0) >= rule.max_waiting
+            or self.waiting >= self.config().max_waiting
+        ):
+            raise refusal
+        self._waiting[account] = self._waiting.get(account, 0) + 1
+        self.waiting += 1
+        self.report_waiting(self.waiting)
+        lock = self._queues.setdefault(account, asyncio.Lock())
+        head = False
+        try:
+            # asyncio.Lock wakes its waiters first come, first served.
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(max(0.0, within_s)):
+                    head = await lock.acquire()
+            yield head
+        finally:
+            if head:
+                lock.release()
+            self.waiting -= 1
+            self.report_waiting(self.waiting)
+            left = self._waiting[account] = self._waiting[account] - 1
+            if left == 0:
+                del self._waiting[account]
+                if not lock.locked():
+                    self._queues.pop(account, None)
+
+    async def wait_out(
+        self,
+        attempt: Callable[[], Awaitable[None]],
+        principal: Principal,
+        model: str,
+        deadline: float | None,
+    ) -> float:
+        """Runs `attempt` (a rate-limit check raising RateLimited), waiting for room when
+        the key, team or model sets `max_wait_s`. Returns the seconds waited."""
+        found = self.wait_rule(principal, model)
+        if found is None:
+            await attempt()
+            return 0.0
+        account, rule = found
+        started = time.monotonic()
+        until = started + (rule.max_wait_s or 0.0)
+        if deadline is not None:  # on the event loop's clock
+            left = deadline - asyncio.get_running_loop().time()
+            until = min(until, started + left - DEADLINE_MARGIN_S)
+        if not self.queued(account):
+            try:
+                await attempt()
+                return 0.0
+            except RateLimited as refusal:
+                if refusal.retry_after_s is None or started + refusal.retry_after_s > until:
+                    raise
+                first: RateLimited | None = refusal
+        else:
+            first = None
+        within = until - time.monotonic()
+        async with self.queue(account, rule, first or _busy(principal), within) as head:
+            while True:
+                try:
+                    await attempt()
+                    return time.monotonic() - started
+                except RateLimited as refusal:
+                    wait = refusal.retry_after_s or 0.0
+                    # Out of time in the line, or at its head with no room in time: the
+                    # refusal says when the bucket holds one more call.
+                    if not head or time.monotonic() + wait > until:
+                        raise
+                    # A little past the refill, so the bucket surely holds the call.
+                    await asyncio.sleep(wait + 0.001)
+
+
+def _busy(principal: Principal) -> RateLimited:
+    """The refusal of a call that finds its line full before trying."""
+    return RateLimited(
+        f"too many calls of key {principal.name!r} are waiting for its rate limit; retry after 1s",
+        {"key": principal.name},
+        retry_after_s=1,
+    )
+
+
+def retry_headers(retry_after_s: float) -> dict[str, str]:
+    return {
+        "retry-after": str(max(1, math.ceil(retry_after_s))),
+        "retry-after-ms": str(math.ceil(retry_after_s * 1000)),
+    }
