@@ -18,12 +18,13 @@ from typing import Any
 from google.protobuf.descriptor import MethodDescriptor
 
 from server.accounting.admission import Admission, KeyRing
+from server.accounting.alerts import BudgetAlerts
 from server.accounting.budget import Budgets, exhausted
 from server.accounting.ledger import Ledger
 from server.accounting.traffic import MemoryInFlight, Traffic
 from server.base.call import Call
 from server.base.caller import Principal, Reservation
-from server.base.config import KeyKind, TrafficConfig
+from server.base.config import BudgetAlertsConfig, KeyKind, TrafficConfig
 from server.base.errors import status_of
 from server.base.generation import TokenCounts
 from server.base.pipeline import Middleware, StreamHandler, UnaryHandler
@@ -41,13 +42,19 @@ class Accounts:
     accounting middleware use them. Settlements finish in the background."""
 
     def __init__(
-        self, admission: Admission, ledger: Ledger, budgets: Budgets, traffic: Traffic | None = None
+        self,
+        admission: Admission,
+        ledger: Ledger,
+        budgets: Budgets,
+        traffic: Traffic | None = None,
+        alerts: BudgetAlerts | None = None,
     ) -> None:
         self.admission = admission
         self.limiter = admission.limiter
         self.ledger = ledger
         self.budgets = budgets
         self.traffic = traffic or Traffic(MemoryInFlight(), TrafficConfig)
+        self.alerts = alerts or BudgetAlerts(budgets, BudgetAlertsConfig)
         self._tasks: set[asyncio.Task[Any]] = set()
 
     # -- the handlers' steps ---------------------------------------------------------
@@ -162,7 +169,7 @@ class Accounts:
             self._spawn(self.traffic.leave(record.holds, record.ticket))
         if record.reservations:
             total = cost.total_usd if cost is not None else 0.0
-            self._spawn(self.budgets.settle_all(record.reservations, total))
+            self._spawn(self._settle(principal, record.reservations, total))
         status, reason = status_of(error if error is not None else record.failure)
         ttft = run.ttft_ms() if run is not None else None
         unit, units = run.billed() if run is not None else ("tokens", None)
@@ -205,6 +212,14 @@ class Accounts:
         )
         self.ledger.record(record.usage)
 
+    async def _settle(
+        self, principal: Principal, reservations: list[Reservation], total: float
+    ) -> None:
+        """Settles a call's reservations, then checks its budgets' alert thresholds
+        (in a task of the alerts' own: reads of spend do not wait for it)."""
+        await self.budgets.settle_all(reservations, total)
+        self.alerts.after(principal, [r.spec for r in reservations])
+
     def _spawn(self, work: Coroutine[Any, Any, Any]) -> None:
         task = asyncio.create_task(work)
         self._tasks.add(task)
@@ -228,6 +243,7 @@ class Accounts:
         """Waits for settlements still running, then drains the ledger."""
         if self._tasks:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
+        await self.alerts.aclose()
         await self.ledger.aclose(drain_timeout_s)
 
 

@@ -704,6 +704,40 @@ class TrafficConfig(Strict):
     lease_s: float = Field(default=900, gt=0)
 
 
+class BudgetAlertsConfig(Strict):
+    """Alerts as a level's spend crosses shares of its period's budget."""
+
+    # Shares of the budget that raise an alert, each once per period (1.0: spent).
+    thresholds: list[float] = Field(default_factory=lambda: [0.5, 0.8, 1.0])
+    # Per level (`key`, `member`, `team`, `org`): its own thresholds instead.
+    by_level: dict[Literal["key", "member", "team", "org"], list[float]] = Field(
+        default_factory=dict
+    )
+    # Where each alert is POSTed as JSON, signed with `secret` (HMAC-SHA256 of the
+    # body, hex, in `x-gateway-signature: sha256=...`). Absent: the audit log only.
+    webhook_url: str | None = None
+    secret: str | None = Field(default=None, min_length=16)
+    # One delivery attempt's time limit, attempts in all, and the first retry's delay
+    # (doubled after each failure).
+    timeout_s: float = Field(default=5, gt=0)
+    max_attempts: int = Field(default=5, ge=1)
+    backoff_s: float = Field(default=1, gt=0)
+    # Alerts waiting for delivery; beyond it the newest are dropped (and logged).
+    max_queued: int = Field(default=1000, ge=1)
+
+    @model_validator(mode="after")
+    def _valid(self) -> BudgetAlertsConfig:
+        for where, shares in [("thresholds", self.thresholds)] + [
+            (f"by_level.{level}", shares) for level, shares in self.by_level.items()
+        ]:
+            for i, share in enumerate(shares):
+                if not 0 < share <= 10:
+                    raise ValueError(f"{where}[{i}]: a share of the budget, above 0")
+        if self.webhook_url and not self.secret:
+            raise ValueError("secret: needed to sign what webhook_url receives")
+        return self
+
+
 class LedgerConfig(Strict):
     # Rows written per database round trip.
     batch_size: int = Field(default=500, ge=1)
@@ -869,6 +903,7 @@ class Config(Strict):
     storage: StorageConfig = Field(default_factory=StorageConfig)
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
     traffic: TrafficConfig = Field(default_factory=TrafficConfig)
+    budget_alerts: BudgetAlertsConfig = Field(default_factory=BudgetAlertsConfig)
     ledger: LedgerConfig = Field(default_factory=LedgerConfig)
     responses: ResponsesConfig = Field(default_factory=ResponsesConfig)
     affinity: AffinityConfig = Field(default_factory=AffinityConfig)

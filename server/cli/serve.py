@@ -21,6 +21,7 @@ from starlette.types import ASGIApp
 
 from server.accounting.accounts import Accounting, Accounts
 from server.accounting.admission import Admission, KeyDirectory
+from server.accounting.alerts import BudgetAlerts
 from server.accounting.budget import Budgets, MemoryBudgets, RedisBudgets
 from server.accounting.guard import GuardedBudgets, GuardedLimiter, bounded
 from server.accounting.ledger import Ledger
@@ -71,6 +72,7 @@ from server.ops.tracing import Tracing
 from server.providers import registry
 from server.routing.policies import build_router
 from server.storage import Store, open_store
+from server.storage.alerts import AlertStore
 from server.storage.conversations import MemoryConversations
 from server.storage.responses import MemoryResponses
 
@@ -176,7 +178,12 @@ def assemble(
         None if isinstance(state.in_flight, MemoryInFlight)
         else lambda what, work: bounded(what, work, timeout_s),
     )  # fmt: skip
-    accounts = Accounts(admission, state.ledger, state.budgets, traffic)
+    alerts = BudgetAlerts(
+        state.budgets, lambda: live.current.config.budget_alerts,
+        AlertStore(state.store.db) if state.store else None,
+        state.store.audit if state.store else None,
+    )  # fmt: skip
+    accounts = Accounts(admission, state.ledger, state.budgets, traffic, alerts)
     metrics = Metrics()
     traffic.report = metrics.report_in_flight
     traffic.report_waiting = metrics.waiting.set

@@ -321,6 +321,23 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
             "ALTER TABLE usage_records ADD COLUMN queue_ms {float} NOT NULL DEFAULT 0",
         ],
     ),
+    (
+        15,
+        "budget alerts",
+        [
+            # One row per threshold a level's spend crossed in a period: its primary key
+            # makes each alert once across instances.
+            """CREATE TABLE budget_alerts (
+                account TEXT NOT NULL,
+                period_start {float} NOT NULL,
+                threshold {float} NOT NULL,
+                ts {float} NOT NULL,
+                payload TEXT NOT NULL,
+                PRIMARY KEY (account, period_start, threshold)
+            )""",
+            "CREATE INDEX budget_alerts_ts ON budget_alerts (ts)",
+        ],
+    ),
 ]
 
 
