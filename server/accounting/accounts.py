@@ -211,6 +211,8 @@ class Accounts:
             queue_ms=round(record.queue_s * 1000, 3),
         )
         self.ledger.record(record.usage)
+        for hook in record.after_close:
+            hook()
 
     async def _settle(
         self, principal: Principal, reservations: list[Reservation], total: float

@@ -19,6 +19,7 @@ from server.application.governance.audit import Actor, Admins
 from server.application.pipeline.state import Live
 from server.application.provider import provider_message
 from server.application.retrain import retrain_from_ledger
+from server.application.shadow_report import shadow_report
 from server.base.call import Call
 from server.base.config import Config, check_tool_globs
 from server.base.errors import Conflict, Internal, InvalidArgument, NotFound
@@ -353,6 +354,14 @@ class AdminService:
         return admin_pb.DisableProviderResponse(
             provider=provider_message(upstream), model=upstream.model.id
         )
+
+    async def get_shadow_report(
+        self, request: admin_pb.GetShadowReportRequest, call: Call
+    ) -> admin_pb.GetShadowReportResponse:
+        actor = await self.admins.admit(call)
+        actor.require_reader()
+        await self.accounts.ledger.flush()  # this instance's latest rows
+        return await shadow_report(self.store, request)
 
     # -- the admin page --------------------------------------------------------------
 

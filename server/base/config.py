@@ -153,6 +153,23 @@ class PriceSource(Strict):
     model: str = Field(min_length=1)
 
 
+class ShadowConfig(Strict):
+    """A candidate model sent a share of a model's calls as well, after the caller's
+    answer started; its answer is discarded, compared and recorded."""
+
+    model: str = Field(min_length=1)
+    share: float = Field(ge=0, le=1)
+    # How the two answers agree: the same text, the same tool calls (names and
+    # arguments), or text at least `threshold` similar (0 to 1).
+    compare: Literal["exact", "tool_calls", "similarity"] = "similarity"
+    threshold: float = Field(default=0.8, ge=0, le=1)
+    # The account the ledger bills the candidate's calls to (never the caller's).
+    account: str = Field(default="operator:shadow", min_length=1)
+    # Candidate calls under way at once on one instance; beyond it a call is not
+    # shadowed.
+    max_in_flight: int = Field(default=64, ge=1)
+
+
 class ModelConfig(Strict):
     id: str = Field(min_length=1)
     owned_by: str = Field(min_length=1)
@@ -177,6 +194,8 @@ class ModelConfig(Strict):
     # transcription, speech, image_generation); a call of a kind not listed is refused
     # naming `model`. Absent: embeddings only, when a provider can embed.
     capabilities: list[ModelCapability] | None = None
+    # A candidate model tried on a share of this model's calls (shadow traffic).
+    shadow: ShadowConfig | None = None
 
     @property
     def serves(self) -> tuple[ModelCapability, ...]:
@@ -943,6 +962,11 @@ class Config(Strict):
             for i, model in enumerate(models):
                 if model not in known:
                     raise ValueError(f"routing.profiles.{name}[{i}]: unknown model {model!r}")
+        for i, m in enumerate(self.models):
+            if m.shadow is not None and (m.shadow.model not in known or m.shadow.model == m.id):
+                raise ValueError(
+                    f"models[{i}].shadow.model: {m.shadow.model!r} is not another known model"
+                )
         for model in self.traffic.models:
             if model not in known:
                 raise ValueError(f"traffic.models.{model}: unknown model {model!r}")

@@ -12,6 +12,7 @@ import itertools
 import os
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -91,6 +92,11 @@ class UsageRecord:
     # Milliseconds the call waited for a rate limit's room (`max_wait_s`), part of its
     # latency; 0 when it did not wait.
     queue_ms: float = 0.0
+    # On a candidate model's row (shadow traffic): the request id of the call it
+    # shadowed, whether the two answers agreed and their similarity (0 to 1).
+    shadow_of: str = ""
+    shadow_agrees: bool | None = None
+    shadow_score: float | None = None
 
 
 class Metered(Protocol):
@@ -149,7 +155,7 @@ class CallRecord:
         "method", "started", "ticket", "principal", "model", "run", "limited_tokens",
         "request_counted", "reservations", "route_profile", "difficulty", "prompt", "tags",
         "usage", "closed", "failure", "streaming", "guardrails", "response_id", "holds",
-        "queue_s",
+        "queue_s", "after_close",
     )  # fmt: skip
 
     def __init__(self) -> None:
@@ -189,6 +195,8 @@ class CallRecord:
         # and the seconds it waited for a rate limit's room.
         self.holds: list[Any] = []
         self.queue_s = 0.0
+        # Called once the call's row is written (a shadow call compares answers then).
+        self.after_close: list[Callable[[], None]] = []
 
     def next_round(self) -> CallRecord:
         """A new account for the next model round of the same call (a chain of rounds

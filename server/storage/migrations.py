@@ -338,6 +338,18 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
             "CREATE INDEX budget_alerts_ts ON budget_alerts (ts)",
         ],
     ),
+    (
+        16,
+        "shadow traffic",
+        [
+            # A candidate model's row names the call it shadowed and whether the two
+            # answers agreed (and how similar they were).
+            "ALTER TABLE usage_records ADD COLUMN shadow_of TEXT NOT NULL DEFAULT ''",
+            "ALTER TABLE usage_records ADD COLUMN shadow_agrees BOOLEAN",
+            "ALTER TABLE usage_records ADD COLUMN shadow_score {float}",
+            "CREATE INDEX usage_records_shadow ON usage_records (shadow_of)",
+        ],
+    ),
 ]
 
 

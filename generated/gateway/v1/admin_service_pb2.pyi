@@ -783,3 +783,43 @@ class ExportAuditEventsResponse(_message.Message):
     EVENT_FIELD_NUMBER: _ClassVar[int]
     event: AuditEvent
     def __init__(self, event: _Optional[_Union[AuditEvent, _Mapping]] = ...) -> None: ...
+
+class GetShadowReportRequest(_message.Message):
+    __slots__ = ("model", "start_time")
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    START_TIME_FIELD_NUMBER: _ClassVar[int]
+    model: str
+    start_time: int
+    def __init__(self, model: _Optional[str] = ..., start_time: _Optional[int] = ...) -> None: ...
+
+class ShadowSide(_message.Message):
+    __slots__ = ("model", "p50_latency_ms", "total_tokens", "cost_usd", "errors")
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    P50_LATENCY_MS_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    COST_USD_FIELD_NUMBER: _ClassVar[int]
+    ERRORS_FIELD_NUMBER: _ClassVar[int]
+    model: str
+    p50_latency_ms: float
+    total_tokens: int
+    cost_usd: float
+    errors: int
+    def __init__(self, model: _Optional[str] = ..., p50_latency_ms: _Optional[float] = ..., total_tokens: _Optional[int] = ..., cost_usd: _Optional[float] = ..., errors: _Optional[int] = ...) -> None: ...
+
+class GetShadowReportResponse(_message.Message):
+    __slots__ = ("calls", "compared", "agreed", "agreement_rate", "mean_similarity", "original", "candidate")
+    CALLS_FIELD_NUMBER: _ClassVar[int]
+    COMPARED_FIELD_NUMBER: _ClassVar[int]
+    AGREED_FIELD_NUMBER: _ClassVar[int]
+    AGREEMENT_RATE_FIELD_NUMBER: _ClassVar[int]
+    MEAN_SIMILARITY_FIELD_NUMBER: _ClassVar[int]
+    ORIGINAL_FIELD_NUMBER: _ClassVar[int]
+    CANDIDATE_FIELD_NUMBER: _ClassVar[int]
+    calls: int
+    compared: int
+    agreed: int
+    agreement_rate: float
+    mean_similarity: float
+    original: ShadowSide
+    candidate: ShadowSide
+    def __init__(self, calls: _Optional[int] = ..., compared: _Optional[int] = ..., agreed: _Optional[int] = ..., agreement_rate: _Optional[float] = ..., mean_similarity: _Optional[float] = ..., original: _Optional[_Union[ShadowSide, _Mapping]] = ..., candidate: _Optional[_Union[ShadowSide, _Mapping]] = ...) -> None: ...

@@ -96,6 +96,11 @@ class AdminServiceStub:
                 request_serializer=gateway_dot_v1_dot_admin__service__pb2.RetrainRouterRequest.SerializeToString,
                 response_deserializer=gateway_dot_v1_dot_admin__service__pb2.RetrainRouterResponse.FromString,
                 _registered_method=True)
+        self.GetShadowReport = channel.unary_unary(
+                '/gateway.v1.AdminService/GetShadowReport',
+                request_serializer=gateway_dot_v1_dot_admin__service__pb2.GetShadowReportRequest.SerializeToString,
+                response_deserializer=gateway_dot_v1_dot_admin__service__pb2.GetShadowReportResponse.FromString,
+                _registered_method=True)
         self.CreateOrganization = channel.unary_unary(
                 '/gateway.v1.AdminService/CreateOrganization',
                 request_serializer=gateway_dot_v1_dot_admin__service__pb2.CreateOrganizationRequest.SerializeToString,
@@ -309,6 +314,17 @@ class AdminServiceServicer:
         fixed order, the feature scorer) the scorer is kept and the response says so.
 
         Errors: UNAUTHENTICATED.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetShadowReport(self, request, context):
+        """Reports how a model's shadow candidate compares with it on the calls it shadowed
+        (the model's `shadow: {model, share}`): how many, how often the two answers
+        agreed, and each side's latency, tokens and cost, from the usage ledger.
+
+        Errors: UNAUTHENTICATED, PERMISSION_DENIED, INVALID_ARGUMENT (no `model`).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -548,6 +564,11 @@ def add_AdminServiceServicer_to_server(servicer, server):
                     servicer.RetrainRouter,
                     request_deserializer=gateway_dot_v1_dot_admin__service__pb2.RetrainRouterRequest.FromString,
                     response_serializer=gateway_dot_v1_dot_admin__service__pb2.RetrainRouterResponse.SerializeToString,
+            ),
+            'GetShadowReport': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetShadowReport,
+                    request_deserializer=gateway_dot_v1_dot_admin__service__pb2.GetShadowReportRequest.FromString,
+                    response_serializer=gateway_dot_v1_dot_admin__service__pb2.GetShadowReportResponse.SerializeToString,
             ),
             'CreateOrganization': grpc.unary_unary_rpc_method_handler(
                     servicer.CreateOrganization,
@@ -939,6 +960,33 @@ class AdminService:
             '/gateway.v1.AdminService/RetrainRouter',
             gateway_dot_v1_dot_admin__service__pb2.RetrainRouterRequest.SerializeToString,
             gateway_dot_v1_dot_admin__service__pb2.RetrainRouterResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetShadowReport(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/gateway.v1.AdminService/GetShadowReport',
+            gateway_dot_v1_dot_admin__service__pb2.GetShadowReportRequest.SerializeToString,
+            gateway_dot_v1_dot_admin__service__pb2.GetShadowReportResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -23,6 +23,7 @@ from server.application.pipeline.affinity import Affinity
 from server.application.pipeline.catalog import Upstream, spread
 from server.application.pipeline.engine import Recorder, Run
 from server.application.pipeline.response_cache import ResponseCache
+from server.application.pipeline.shadow import Shadows
 from server.application.pipeline.state import Live, Snapshot
 from server.base import tokens
 from server.base.call import Call
@@ -58,6 +59,7 @@ class Generations:
         self.accounts = accounts
         self.affinity = affinity
         self.responses = responses
+        self.shadows = Shadows(accounts.ledger)
 
     async def admit(self, call: Call, kind: KeyKind, model: str | None = None) -> Admitted:
         """Identifies the caller by a key of `kind`, once, and reads the snapshot the
@@ -116,8 +118,12 @@ class Generations:
         ceiling = admitted.state.config.limits.max_prompt_tokens
         _fits(generation, model.context_window or ceiling, f"model {model.id!r}")
         generation = await self._reserve(admitted, generation, [model.price])
-        upstreams = admitted.state.catalog.upstreams[model.id]
-        return await self._open(admitted, upstreams, generation, subject)
+        catalog = admitted.state.catalog
+        run = await self._open(admitted, catalog.upstreams[model.id], generation, subject)
+        if model.shadow is not None:  # the caller's answer has started: try the candidate
+            candidates = catalog.upstreams.get(model.shadow.model, [])
+            self.shadows.maybe(model.shadow, admitted.call, run, candidates, generation)
+        return run
 
     async def _routed(
         self, admitted: Admitted, generation: GenerationRequest, profile: str, tags: tuple[str, ...]
