@@ -101,7 +101,13 @@ class Accounts:
         count = (not record.request_counted, True)
         await self._limit(call, principal, tokens, count)
         record.limited_tokens = any(limit[4] for limit in principal.rate_limits)
-        record.holds = await self.traffic.enter(principal, record.model, record.ticket)
+        started = time.monotonic()
+        try:
+            record.holds = await self.traffic.enter(
+                principal, record.model, record.ticket, call.deadline
+            )
+        finally:
+            record.queue_s += time.monotonic() - started if record.holds else 0.0
         if specs := principal.budgets:
             record.reservations = await self.budgets.reserve_all(specs, max_cost())
 

@@ -23,6 +23,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from server.accounting.fair import FairQueue
 from server.base.caller import Principal, account_of
 from server.base.config import TrafficConfig, TrafficRule
 from server.base.errors import ConcurrencyLimited, RateLimited
@@ -32,6 +33,9 @@ Report = Callable[[str, str, int], None]
 # Seconds kept free of a call's deadline when deciding whether it may wait: the call
 # still has to be served after its wait.
 DEADLINE_MARGIN_S = 0.5
+# How often a call waiting for a slot tries again on its own (a slot freed on another
+# instance wakes nobody here).
+POLL_S = 1.0
 
 
 class InFlight(Protocol):
@@ -163,6 +167,8 @@ class Traffic:
         self.waiting = 0
         self._waiting: dict[str, int] = {}
         self._queues: dict[str, asyncio.Lock] = {}
+        # Calls waiting for a slot of a full capped account, by account.
+        self._fair: dict[str, FairQueue] = {}
 
     async def _store(self, work: Awaitable[Any]) -> Any:
         if self._guard is None:
@@ -171,17 +177,47 @@ class Traffic:
 
     # -- concurrency caps -------------------------------------------------------------
 
-    async def enter(self, principal: Principal, model: str, ticket: str) -> list[Hold]:
-        """Counts the call against every level's `max_in_flight`; ConcurrencyLimited
-        naming the first level that is full (the levels entered before it are left)."""
+    def class_of(self, principal: Principal) -> tuple[str, float]:
+        """The priority class and weight of the key's calls: its own rule's, else its
+        team's, else `default` and 1."""
+        config = self.config()
+        rules = [_rule(config.keys, principal.key_id, principal.name)]
+        rules += [
+            _rule(config.teams, lv.id, lv.name) for lv in principal.levels if lv.level == "team"
+        ]
+        priority = next((r.priority for r in rules if r is not None and r.priority), None)
+        weight = next((r.weight for r in rules if r is not None), 1.0)
+        return priority or "default", weight
+
+    def _until(
+        self, principal: Principal, model: str, deadline: float | None
+    ) -> tuple[float, int] | None:
+        """When a call that may wait (`max_wait_s`) stops waiting (monotonic) and how
+        many of its level may wait; None when it may not wait."""
+        found = self.wait_rule(principal, model)
+        if found is None:
+            return None
+        until = time.monotonic() + (found[1].max_wait_s or 0.0)
+        if deadline is not None:  # on the event loop's clock
+            left = deadline - asyncio.get_running_loop().time()
+            until = min(until, time.monotonic() + left - DEADLINE_MARGIN_S)
+        return until, found[1].max_waiting
+
+    async def enter(
+        self, principal: Principal, model: str, ticket: str, deadline: float | None = None
+    ) -> list[Hold]:
+        """Counts the call against every level's `max_in_flight`, waiting for a slot
+        (by class and fair share) when the call may wait; ConcurrencyLimited naming the
+        first level that stays full (the levels entered before it are left)."""
         holds = [
             Hold(level, account, name, rule.max_in_flight)
             for level, account, name, rule in rules_for(self.config(), principal, model)
             if rule.max_in_flight
         ]
         entered: list[Hold] = []
+        wait = self._until(principal, model, deadline) if holds else None
         for hold in holds:
-            count = await self._store(self.in_flight.enter(hold.account, hold.cap, ticket))
+            count = await self._enter_one(hold, ticket, principal, wait)
             if count is None:
                 for earlier in entered:
                     await self._leave(earlier, ticket)
@@ -196,9 +232,61 @@ class Traffic:
             entered.append(hold)
         return entered
 
+    async def _enter_one(
+        self, hold: Hold, ticket: str, principal: Principal, wait: tuple[float, int] | None
+    ) -> int | None:
+        key = principal.key_id
+        queue = self._fair.get(hold.account)
+        if queue is None:
+            queue = self._fair[hold.account] = FairQueue(hold.cap)
+        priority, weight = self.class_of(principal)
+        queue.seen(key, weight)
+        # Nobody waits, or this key is under its share: try at once.
+        if queue.idle() or (wait is not None and queue.under_share(key)):
+            count = await self._store(self.in_flight.enter(hold.account, hold.cap, ticket))
+            if count is not None:
+                queue.took(key, ticket)
+                return count
+        if wait is None:
+            return None
+        until, most = wait
+        if len(queue) >= most or self.waiting >= self.config().max_waiting:
+            return None
+        self.waiting += 1
+        self.report_waiting(self.waiting)
+        try:
+            while (left := until - time.monotonic()) > 0:
+                turn = queue.join(priority, key, weight)
+                try:
+                    # Woken when a slot here frees; a slot freed on another instance is
+                    # found by trying again every POLL_S.
+                    await asyncio.wait_for(asyncio.shield(turn), min(left, POLL_S))
+                except TimeoutError:
+                    pass
+                except asyncio.CancelledError:
+                    if turn.done() and not turn.cancelled():
+                        queue.wake()  # the caller went away: its turn passes on
+                    raise
+                finally:
+                    queue.leave(priority, key, turn)
+                queue.seen(key, weight)
+                count = await self._store(self.in_flight.enter(hold.account, hold.cap, ticket))
+                if count is not None:
+                    queue.took(key, ticket)
+                    return count
+            return None
+        finally:
+            self.waiting -= 1
+            self.report_waiting(self.waiting)
+
     async def _leave(self, hold: Hold, ticket: str) -> None:
         count = await self._store(self.in_flight.leave(hold.account, ticket))
         self.report(hold.level, hold.name, count)
+        queue = self._fair.get(hold.account)
+        if queue is not None:
+            queue.gave_back(ticket)
+            if not queue.wake() and queue.unused():
+                del self._fair[hold.account]
 
     async def leave(self, holds: list[Hold], ticket: str) -> None:
         for hold in holds:

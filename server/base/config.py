@@ -707,6 +707,11 @@ class TrafficRule(Strict):
     # Calls of this key, team or model waiting at once on one instance; beyond it a
     # call is refused at once.
     max_waiting: int = Field(default=100, ge=1)
+    # For a key or team: the class its calls wait in when a capped level is full
+    # (`interactive` first, `batch` last; absent: the team's, else `default`), and its
+    # weight within the class (a key of weight 2 gets twice the slots of one of 1).
+    priority: Literal["interactive", "default", "batch"] | None = None
+    weight: float = Field(default=1.0, gt=0, le=1000)
 
 
 class TrafficConfig(Strict):
