@@ -203,6 +203,27 @@ class Traffic:
             until = min(until, time.monotonic() + left - DEADLINE_MARGIN_S)
         return until, found[1].max_waiting
 
+    def until(self, principal: Principal, model: str, deadline: float | None) -> float | None:
+        """When a call of this key and model that starts waiting now must stop
+        (monotonic); None when it may not wait."""
+        found = self._until(principal, model, deadline)
+        if found is None or self.waiting >= self.config().max_waiting:
+            return None
+        return found[0]
+
+    async def sleep(self, seconds: float) -> float:
+        """Waits out an upstream's Retry-After (counted among the calls waiting);
+        returns the seconds waited."""
+        started = time.monotonic()
+        self.waiting += 1
+        self.report_waiting(self.waiting)
+        try:
+            await asyncio.sleep(seconds)
+        finally:
+            self.waiting -= 1
+            self.report_waiting(self.waiting)
+        return time.monotonic() - started
+
     async def enter(
         self, principal: Principal, model: str, ticket: str, deadline: float | None = None
     ) -> list[Hold]:

@@ -16,6 +16,9 @@ import openai
 import pytest
 
 from tests.support.gateways import default_config_dict, eventually, running_gateway
+from tests.support.upstreams.base import Fault, serving
+from tests.support.upstreams.config import model, provider
+from tests.support.upstreams.openai import OpenAIWire
 
 PATIENT = "gw-patient-api-key-0000001"
 IMPATIENT = "gw-patient-api-key-0000002"
@@ -132,3 +135,33 @@ async def test_a_wait_past_max_wait_s_is_refused_at_once_and_a_caller_gone_leave
             await ask(hasty)
         await eventually(_waiting_is(base, 0), timeout_s=1)
         assert time.monotonic() - started < 1.9
+
+
+async def test_the_sdk_waits_out_an_upstreams_429_when_the_model_may_wait() -> None:
+    async with serving(OpenAIWire()) as upstream:
+        data = waiting_config()
+        no_trip = {"failure_threshold": 1000}
+        data["models"] += [
+            model("busy", provider("busy-up", "openai", upstream.url, breaker=no_trip)),
+            model("busy-now", provider("busy-now-up", "openai", upstream.url, breaker=no_trip)),
+        ]
+        data["traffic"]["models"] = {"busy": {"max_wait_s": 5}}
+        async with running_gateway(data) as gw, sdk(f"http://127.0.0.1:{gw.http_port}",
+                                                     IMPATIENT) as client:  # fmt: skip
+            # Busy once, then free: the call waits the upstream's Retry-After and is served.
+            upstream.faults = [Fault("status", 429, retry_after="1")]
+            asked = len(upstream.seen)
+            started = time.monotonic()
+            reply = await client.chat.completions.create(model="busy", messages=HELLO)
+            assert reply.choices[0].message.content
+            assert time.monotonic() - started >= 0.9 and len(upstream.seen) - asked == 2
+            # A model without max_wait_s: the upstream's 429 comes back at once.
+            upstream.faults = [Fault("status", 429, retry_after="1")]
+            with pytest.raises(openai.APIStatusError) as refused:
+                await client.chat.completions.create(model="busy-now", messages=HELLO)
+            assert refused.value.response.headers["retry-after"] == "1"
+            await gw.gateway.accounts.ledger.flush()
+            rows = await gw.gateway.store.db.fetch(
+                "SELECT queue_ms FROM usage_records WHERE model = 'busy' AND status = 'OK'"
+            )
+    assert [r["queue_ms"] >= 900 for r in rows] == [True]

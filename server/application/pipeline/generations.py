@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import functools
+import time
 from dataclasses import dataclass
 
 from gateway.v1 import router_service_pb2 as router_pb
@@ -30,7 +31,7 @@ from server.base.call import Call
 from server.base.caller import Principal
 from server.base.config import KeyKind, ModelConfig, Price
 from server.base.costs import max_cost
-from server.base.errors import InvalidArgument
+from server.base.errors import AllProvidersFailed, InvalidArgument
 from server.base.generation import GenerationRequest
 from server.base.spans import span
 from server.guardrails.guard import Guard
@@ -216,10 +217,27 @@ class Generations:
         key = self.affinity.key(config, generation, call.metadata, subject)
         upstreams, remembered = await self.affinity.ordered(key, spread(upstreams))
         cached = None if keep is None else "miss"
-        run = Run(upstreams, generation, call.deadline, response_cache=cached, recorder=keep,
-                  guard=admitted.guard)  # fmt: skip
-        call.record.ran(run)
-        await run.open(subject)
+        until: float | None = None
+        while True:
+            run = Run(upstreams, generation, call.deadline, response_cache=cached,
+                      recorder=keep, guard=admitted.guard)  # fmt: skip
+            call.record.ran(run)
+            try:
+                await run.open(subject)
+                break
+            except AllProvidersFailed as failure:
+                # Every upstream is busy and said when to come back: a call that may wait
+                # (`max_wait_s`) waits that long and tries again, in its deadline.
+                wait = failure.retry_after_s
+                if wait is None:
+                    raise
+                if until is None:
+                    until = self.accounts.traffic.until(
+                        admitted.principal, call.record.model, call.deadline
+                    )
+                if until is None or time.monotonic() + wait > until:
+                    raise
+                call.record.queue_s += await self.accounts.traffic.sleep(wait)
         if key is not None:
             run.affinity = affinity.outcome(remembered, run.provider_id)
             await self.affinity.remember(key, run.provider_id, config.ttl_s)
