@@ -33,6 +33,8 @@ from server.base.record import UsageRecord
 log = logging.getLogger(__name__)
 # The counts of a call no upstream answered.
 NO_TOKENS = TokenCounts(0, 0)
+# The response header saying how long the call waited for room (limits, slots).
+QUEUE_HEADER = "x-gateway-queue-ms"
 # How long a read of spend waits for the settlements of the calls answered before it.
 SETTLED_TIMEOUT_S = 2.0
 
@@ -101,13 +103,12 @@ class Accounts:
         count = (not record.request_counted, True)
         await self._limit(call, principal, tokens, count)
         record.limited_tokens = any(limit[4] for limit in principal.rate_limits)
-        started = time.monotonic()
-        try:
-            record.holds = await self.traffic.enter(
-                principal, record.model, record.ticket, call.deadline
-            )
-        finally:
-            record.queue_s += time.monotonic() - started if record.holds else 0.0
+        record.holds, waited = await self.traffic.enter(
+            principal, record.model, record.ticket, call.deadline
+        )
+        record.queue_s += waited
+        if record.queue_s:
+            call.response_metadata[QUEUE_HEADER] = str(round(record.queue_s * 1000))
         if specs := principal.budgets:
             record.reservations = await self.budgets.reserve_all(specs, max_cost())
 

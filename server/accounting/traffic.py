@@ -226,19 +226,22 @@ class Traffic:
 
     async def enter(
         self, principal: Principal, model: str, ticket: str, deadline: float | None = None
-    ) -> list[Hold]:
+    ) -> tuple[list[Hold], float]:
         """Counts the call against every level's `max_in_flight`, waiting for a slot
         (by class and fair share) when the call may wait; ConcurrencyLimited naming the
-        first level that stays full (the levels entered before it are left)."""
+        first level that stays full (the levels entered before it are left). Returns
+        the levels entered and the seconds waited for their slots."""
         holds = [
             Hold(level, account, name, rule.max_in_flight)
             for level, account, name, rule in rules_for(self.config(), principal, model)
             if rule.max_in_flight
         ]
         entered: list[Hold] = []
+        waited = 0.0
         wait = self._until(principal, model, deadline) if holds else None
         for hold in holds:
-            count = await self._enter_one(hold, ticket, principal, wait)
+            count, took = await self._enter_one(hold, ticket, principal, wait)
+            waited += took
             if count is None:
                 for earlier in entered:
                     await self._leave(earlier, ticket)
@@ -251,11 +254,12 @@ class Traffic:
                 )
             self.report(hold.level, hold.name, count)
             entered.append(hold)
-        return entered
+        return entered, waited
 
     async def _enter_one(
         self, hold: Hold, ticket: str, principal: Principal, wait: tuple[float, int] | None
-    ) -> int | None:
+    ) -> tuple[int | None, float]:
+        """The count after entering `hold` (None: full) and the seconds waited."""
         key = principal.key_id
         queue = self._fair.get(hold.account)
         if queue is None:
@@ -267,12 +271,13 @@ class Traffic:
             count = await self._store(self.in_flight.enter(hold.account, hold.cap, ticket))
             if count is not None:
                 queue.took(key, ticket)
-                return count
+                return count, 0.0
         if wait is None:
-            return None
+            return None, 0.0
         until, most = wait
         if len(queue) >= most or self.waiting >= self.config().max_waiting:
-            return None
+            return None, 0.0
+        started = time.monotonic()
         self.waiting += 1
         self.report_waiting(self.waiting)
         try:
@@ -294,8 +299,8 @@ class Traffic:
                 count = await self._store(self.in_flight.enter(hold.account, hold.cap, ticket))
                 if count is not None:
                     queue.took(key, ticket)
-                    return count
-            return None
+                    return count, time.monotonic() - started
+            return None, time.monotonic() - started
         finally:
             self.waiting -= 1
             self.report_waiting(self.waiting)

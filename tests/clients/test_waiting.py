@@ -152,8 +152,11 @@ async def test_the_sdk_waits_out_an_upstreams_429_when_the_model_may_wait() -> N
             upstream.faults = [Fault("status", 429, retry_after="1")]
             asked = len(upstream.seen)
             started = time.monotonic()
-            reply = await client.chat.completions.create(model="busy", messages=HELLO)
-            assert reply.choices[0].message.content
+            raw = await client.chat.completions.with_raw_response.create(
+                model="busy", messages=HELLO
+            )
+            assert raw.parse().choices[0].message.content
+            assert int(raw.headers["x-gateway-queue-ms"]) >= 900
             assert time.monotonic() - started >= 0.9 and len(upstream.seen) - asked == 2
             # A model without max_wait_s: the upstream's 429 comes back at once.
             upstream.faults = [Fault("status", 429, retry_after="1")]

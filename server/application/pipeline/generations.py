@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from gateway.v1 import router_service_pb2 as router_pb
 
-from server.accounting.accounts import Accounts
+from server.accounting.accounts import QUEUE_HEADER, Accounts
 from server.accounting.admission import check_model
 from server.application.pipeline import affinity, fields, response_cache
 from server.application.pipeline.affinity import Affinity
@@ -238,6 +238,7 @@ class Generations:
                 if until is None or time.monotonic() + wait > until:
                     raise
                 call.record.queue_s += await self.accounts.traffic.sleep(wait)
+                call.response_metadata[QUEUE_HEADER] = str(round(call.record.queue_s * 1000))
         if key is not None:
             run.affinity = affinity.outcome(remembered, run.provider_id)
             await self.affinity.remember(key, run.provider_id, config.ttl_s)
