@@ -73,6 +73,7 @@ class StateServer:
             "status": self._status,
             "enter": self.in_flight.enter,
             "leave": self.in_flight.leave,
+            "count": self.in_flight.count,
             "ready": self._ready,
         }
 
@@ -238,6 +239,10 @@ class SharedInFlight:
 
     async def leave(self, account: str, ticket: str) -> int:
         count: int = await self.client.call("leave", account, ticket)
+        return count
+
+    async def count(self, account: str) -> int:
+        count: int = await self.client.call("count", account)
         return count
 
 

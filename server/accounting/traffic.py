@@ -48,6 +48,10 @@ class InFlight(Protocol):
         """Removes `ticket`; the count after it."""
         ...
 
+    async def count(self, account: str) -> int:
+        """The calls in flight in `account` now."""
+        ...
+
 
 class MemoryInFlight:
     """The in-flight sets of one process (or of the parent of `--workers N`)."""
@@ -67,6 +71,10 @@ class MemoryInFlight:
             return None
         held[ticket] = now
         return len(held)
+
+    async def count(self, account: str) -> int:
+        now = self._clock()
+        return sum(1 for at in self._accounts.get(account, {}).values() if at > now - self.lease_s)
 
     async def leave(self, account: str, ticket: str) -> int:
         held = self._accounts.get(account)
@@ -97,6 +105,13 @@ redis.call('ZREM', KEYS[1], ARGV[1])
 return redis.call('ZCARD', KEYS[1])
 """
 
+# KEYS: the account's sorted set. ARGV: lease ms. The entries not lapsed.
+COUNT = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+return redis.call('ZCOUNT', KEYS[1], now - tonumber(ARGV[1]), '+inf')
+"""
+
 
 class RedisInFlight:
     """In-flight sets shared by every instance on one Redis."""
@@ -106,6 +121,7 @@ class RedisInFlight:
         self.lease_ms = int(lease_s * 1000)
         self._enter = redis.register_script(ENTER)
         self._leave = redis.register_script(LEAVE)
+        self._count = redis.register_script(COUNT)
 
     def _key(self, account: str) -> str:
         return f"{self.prefix}inflight:{{{account}}}"
@@ -116,6 +132,9 @@ class RedisInFlight:
 
     async def leave(self, account: str, ticket: str) -> int:
         return int(await self._leave(keys=[self._key(account)], args=[ticket]))
+
+    async def count(self, account: str) -> int:
+        return int(await self._count(keys=[self._key(account)], args=[self.lease_ms]))
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,11 +188,31 @@ class Traffic:
         self._queues: dict[str, asyncio.Lock] = {}
         # Calls waiting for a slot of a full capped account, by account.
         self._fair: dict[str, FairQueue] = {}
+        # The account of each capped (level, name) seen, for reports: a rule may name a
+        # key or team by its name.
+        self._named: dict[tuple[str, str], str] = {}
 
     async def _store(self, work: Awaitable[Any]) -> Any:
         if self._guard is None:
             return await work
         return await self._guard("in-flight store", work)
+
+    async def levels(self) -> list[tuple[str, str, TrafficRule, int]]:
+        """(level, name, rule, calls in flight now) of every key, team and model with a
+        traffic rule; stored keys and teams counted by the id they are named by."""
+        config = self.config()
+        out = []
+        for level, rules in (("key", config.keys), ("team", config.teams),
+                             ("model", config.models)):  # fmt: skip
+            for name, rule in rules.items():
+                count = 0
+                if rule.max_in_flight:
+                    account = self._named.get((level, name)) or (
+                        name if level == "key" else account_of(level, name)
+                    )
+                    count = await self._store(self.in_flight.count(account))
+                out.append((level, name, rule, count))
+        return out
 
     # -- concurrency caps -------------------------------------------------------------
 
@@ -253,6 +292,8 @@ class Traffic:
                     retry_after_s=1,
                 )
             self.report(hold.level, hold.name, count)
+            if len(self._named) < 100_000:
+                self._named[(hold.level, hold.name)] = hold.account
             entered.append(hold)
         return entered, waited
 

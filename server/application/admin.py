@@ -19,7 +19,7 @@ from server.application.governance.audit import Actor, Admins
 from server.application.pipeline.state import Live
 from server.application.provider import provider_message
 from server.application.retrain import retrain_from_ledger
-from server.application.shadow_report import shadow_report
+from server.application.traffic_reports import shadow_report, traffic_state
 from server.base.call import Call
 from server.base.config import Config, check_tool_globs
 from server.base.errors import Conflict, Internal, InvalidArgument, NotFound
@@ -362,6 +362,13 @@ class AdminService:
         actor.require_reader()
         await self.accounts.ledger.flush()  # this instance's latest rows
         return await shadow_report(self.store, request)
+
+    async def get_traffic(
+        self, request: admin_pb.GetTrafficRequest, call: Call
+    ) -> admin_pb.GetTrafficResponse:
+        actor = await self.admins.admit(call)
+        actor.require_reader()
+        return await traffic_state(self.accounts, self.store)
 
     # -- the admin page --------------------------------------------------------------
 

@@ -89,6 +89,7 @@ def handlers(s: Services) -> dict[str, Handler]:
         "gateway.v1.AdminService.GetDashboard": s.admin.get_dashboard,
         "gateway.v1.AdminService.RetrainRouter": s.admin.retrain_router,
         "gateway.v1.AdminService.GetShadowReport": s.admin.get_shadow_report,
+        "gateway.v1.AdminService.GetTraffic": s.admin.get_traffic,
         "gateway.v1.AdminService.CreateOrganization": s.governance.create_organization,
         "gateway.v1.AdminService.ListOrganizations": s.governance.list_organizations,
         "gateway.v1.AdminService.GetOrganization": s.governance.get_organization,

@@ -823,3 +823,53 @@ class GetShadowReportResponse(_message.Message):
     original: ShadowSide
     candidate: ShadowSide
     def __init__(self, calls: _Optional[int] = ..., compared: _Optional[int] = ..., agreed: _Optional[int] = ..., agreement_rate: _Optional[float] = ..., mean_similarity: _Optional[float] = ..., original: _Optional[_Union[ShadowSide, _Mapping]] = ..., candidate: _Optional[_Union[ShadowSide, _Mapping]] = ...) -> None: ...
+
+class GetTrafficRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class TrafficLevel(_message.Message):
+    __slots__ = ("level", "name", "max_in_flight", "in_flight", "max_wait_s", "priority", "weight")
+    LEVEL_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    MAX_IN_FLIGHT_FIELD_NUMBER: _ClassVar[int]
+    IN_FLIGHT_FIELD_NUMBER: _ClassVar[int]
+    MAX_WAIT_S_FIELD_NUMBER: _ClassVar[int]
+    PRIORITY_FIELD_NUMBER: _ClassVar[int]
+    WEIGHT_FIELD_NUMBER: _ClassVar[int]
+    level: str
+    name: str
+    max_in_flight: int
+    in_flight: int
+    max_wait_s: float
+    priority: str
+    weight: float
+    def __init__(self, level: _Optional[str] = ..., name: _Optional[str] = ..., max_in_flight: _Optional[int] = ..., in_flight: _Optional[int] = ..., max_wait_s: _Optional[float] = ..., priority: _Optional[str] = ..., weight: _Optional[float] = ...) -> None: ...
+
+class BudgetAlert(_message.Message):
+    __slots__ = ("time", "level", "account", "name", "threshold", "spent_usd", "budget_usd")
+    TIME_FIELD_NUMBER: _ClassVar[int]
+    LEVEL_FIELD_NUMBER: _ClassVar[int]
+    ACCOUNT_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    THRESHOLD_FIELD_NUMBER: _ClassVar[int]
+    SPENT_USD_FIELD_NUMBER: _ClassVar[int]
+    BUDGET_USD_FIELD_NUMBER: _ClassVar[int]
+    time: float
+    level: str
+    account: str
+    name: str
+    threshold: float
+    spent_usd: float
+    budget_usd: float
+    def __init__(self, time: _Optional[float] = ..., level: _Optional[str] = ..., account: _Optional[str] = ..., name: _Optional[str] = ..., threshold: _Optional[float] = ..., spent_usd: _Optional[float] = ..., budget_usd: _Optional[float] = ...) -> None: ...
+
+class GetTrafficResponse(_message.Message):
+    __slots__ = ("levels", "waiting", "budget_alerts")
+    LEVELS_FIELD_NUMBER: _ClassVar[int]
+    WAITING_FIELD_NUMBER: _ClassVar[int]
+    BUDGET_ALERTS_FIELD_NUMBER: _ClassVar[int]
+    levels: _containers.RepeatedCompositeFieldContainer[TrafficLevel]
+    waiting: int
+    budget_alerts: _containers.RepeatedCompositeFieldContainer[BudgetAlert]
+    def __init__(self, levels: _Optional[_Iterable[_Union[TrafficLevel, _Mapping]]] = ..., waiting: _Optional[int] = ..., budget_alerts: _Optional[_Iterable[_Union[BudgetAlert, _Mapping]]] = ...) -> None: ...

@@ -101,6 +101,11 @@ class AdminServiceStub:
                 request_serializer=gateway_dot_v1_dot_admin__service__pb2.GetShadowReportRequest.SerializeToString,
                 response_deserializer=gateway_dot_v1_dot_admin__service__pb2.GetShadowReportResponse.FromString,
                 _registered_method=True)
+        self.GetTraffic = channel.unary_unary(
+                '/gateway.v1.AdminService/GetTraffic',
+                request_serializer=gateway_dot_v1_dot_admin__service__pb2.GetTrafficRequest.SerializeToString,
+                response_deserializer=gateway_dot_v1_dot_admin__service__pb2.GetTrafficResponse.FromString,
+                _registered_method=True)
         self.CreateOrganization = channel.unary_unary(
                 '/gateway.v1.AdminService/CreateOrganization',
                 request_serializer=gateway_dot_v1_dot_admin__service__pb2.CreateOrganizationRequest.SerializeToString,
@@ -325,6 +330,18 @@ class AdminServiceServicer:
         agreed, and each side's latency, tokens and cost, from the usage ledger.
 
         Errors: UNAUTHENTICATED, PERMISSION_DENIED, INVALID_ARGUMENT (no `model`).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetTraffic(self, request, context):
+        """Gets traffic control's state: each key, team and model with a traffic rule (its
+        `max_in_flight`, `max_wait_s`, class and weight) and its calls in flight now
+        (across instances), the calls waiting on this instance, and the last budget
+        alerts raised.
+
+        Errors: UNAUTHENTICATED, PERMISSION_DENIED.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -569,6 +586,11 @@ def add_AdminServiceServicer_to_server(servicer, server):
                     servicer.GetShadowReport,
                     request_deserializer=gateway_dot_v1_dot_admin__service__pb2.GetShadowReportRequest.FromString,
                     response_serializer=gateway_dot_v1_dot_admin__service__pb2.GetShadowReportResponse.SerializeToString,
+            ),
+            'GetTraffic': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetTraffic,
+                    request_deserializer=gateway_dot_v1_dot_admin__service__pb2.GetTrafficRequest.FromString,
+                    response_serializer=gateway_dot_v1_dot_admin__service__pb2.GetTrafficResponse.SerializeToString,
             ),
             'CreateOrganization': grpc.unary_unary_rpc_method_handler(
                     servicer.CreateOrganization,
@@ -987,6 +1009,33 @@ class AdminService:
             '/gateway.v1.AdminService/GetShadowReport',
             gateway_dot_v1_dot_admin__service__pb2.GetShadowReportRequest.SerializeToString,
             gateway_dot_v1_dot_admin__service__pb2.GetShadowReportResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetTraffic(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/gateway.v1.AdminService/GetTraffic',
+            gateway_dot_v1_dot_admin__service__pb2.GetTrafficRequest.SerializeToString,
+            gateway_dot_v1_dot_admin__service__pb2.GetTrafficResponse.FromString,
             options,
             channel_credentials,
             insecure,

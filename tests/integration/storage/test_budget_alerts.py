@@ -150,6 +150,8 @@ async def test_each_threshold_is_posted_once_signed_and_a_down_receiver_slows_no
             audit = await admin.get("/v1/admin/audit", headers=ADMIN,
                                     params={"action": "budget.alert"})  # fmt: skip
             events = audit.json()["events"]
+            state = await admin.get("/v1/admin/traffic", headers=ADMIN)
+            raised = state.json()["budget_alerts"]
     finally:
         for gw in gateways:
             stop_process(gw)
@@ -164,6 +166,11 @@ async def test_each_threshold_is_posted_once_signed_and_a_down_receiver_slows_no
     assert alert["org"]["id"] == org["id"]
     assert alert["spent_usd"] >= 0.6 * alert["budget_usd"]
     assert sorted(json.loads(e["after"])["threshold"] for e in events) == [0.2, 0.6]
+    # The admin API lists the last alerts, newest first.
+    assert [(a["threshold"], a["account"]) for a in raised] == [
+        (0.6, key["key"]["id"]),
+        (0.2, key["key"]["id"]),
+    ]
 
 
 def _settled(admin: httpx.AsyncClient, key_id: str) -> Any:

@@ -23,7 +23,7 @@ from tests.support.gateways import (
     stop_process,
     write_config,
 )
-from tests.support.shared_state import REDIS_URL
+from tests.support.shared_state import ADMIN_KEY, REDIS_URL
 
 KEY = "gw-caps-api-key-000000000001"
 OTHER = "gw-caps-api-key-000000000002"
@@ -40,6 +40,7 @@ def capped_config(**traffic: Any) -> dict[str, Any]:
     data["keys"] += [
         {"name": "caps", "kind": "api", "secret": KEY},
         {"name": "other", "kind": "api", "secret": OTHER},
+        {"name": "test-admin", "kind": "admin", "secret": ADMIN_KEY},
     ]
     data["traffic"] = traffic
     data["operations"] = {"request_log": False}
@@ -81,6 +82,12 @@ async def test_a_key_and_a_model_past_their_caps_are_refused_naming_the_level() 
             assert refused.value.response.headers["retry-after"] == "1"
             assert refused.value.response.json()["error"]["code"] == "concurrency_limited"
             assert in_flight((await http.get("/metrics")).text, "key", "caps") == 2
+            # The admin API shows each rule with its calls in flight.
+            state = await http.get("/v1/admin/traffic", headers={"x-admin-key": ADMIN_KEY})
+            levels = {(lv["level"], lv["name"]): lv for lv in state.json()["levels"]}
+            assert levels[("key", "caps")]["in_flight"] == 2
+            assert levels[("key", "caps")]["max_in_flight"] == 2
+            assert levels[("model", "sim-standard")].get("in_flight", 0) == 0
             # Another key is not held back by this one's cap.
             answer = await other.chat.completions.create(model="sim-mini", messages=HELLO,  # type: ignore[arg-type]
                                                          max_tokens=5)  # fmt: skip

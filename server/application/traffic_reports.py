@@ -1,5 +1,7 @@
-"""AdminService.GetShadowReport: a model against its shadow candidate, from the ledger's
-candidate rows (`shadow_of`) joined to the rows of the calls they shadowed."""
+"""Traffic control's admin reports: GetShadowReport (a model against its shadow
+candidate, from the ledger's candidate rows, `shadow_of`, joined to the rows of the
+calls they shadowed) and GetTraffic (the traffic rules with their calls in flight, the
+calls waiting, the last budget alerts)."""
 
 from __future__ import annotations
 
@@ -8,8 +10,10 @@ from typing import Any
 
 from gateway.v1 import admin_service_pb2 as admin_pb
 
+from server.accounting.accounts import Accounts
 from server.base.errors import InvalidArgument
 from server.storage import Store
+from server.storage.alerts import AlertStore
 
 # The most recent candidate rows a report reads.
 MAX_ROWS = 10_000
@@ -57,3 +61,23 @@ async def shadow_report(
         original=_side(request.model, rows, "o"),
         candidate=_side(rows[0]["candidate"] if rows else "", rows, "s"),
     )
+
+
+async def traffic_state(accounts: Accounts, store: Store | None) -> admin_pb.GetTrafficResponse:
+    traffic = accounts.traffic
+    answer = admin_pb.GetTrafficResponse(waiting=traffic.waiting)
+    for level, name, rule, count in await traffic.levels():
+        out = answer.levels.add(level=level, name=name, in_flight=count,
+                                priority=rule.priority or "", weight=rule.weight)  # fmt: skip
+        if rule.max_in_flight is not None:
+            out.max_in_flight = rule.max_in_flight
+        if rule.max_wait_s is not None:
+            out.max_wait_s = rule.max_wait_s
+    if store is not None:
+        for alert in await AlertStore(store.db).recent(20):
+            answer.budget_alerts.add(
+                time=alert["ts"], level=alert["level"], account=alert["account"],
+                name=alert["name"], threshold=alert["threshold"],
+                spent_usd=alert["spent_usd"], budget_usd=alert["budget_usd"],
+            )  # fmt: skip
+    return answer
