@@ -75,14 +75,16 @@ async def phase(base: str, seconds: float, flooders: int) -> tuple[list[float], 
     return took, served.count(200)
 
 
-async def run(slots: int, ttft_ms: int, seconds: float) -> str:
+async def run(slots: int, ttft_ms: int, seconds: float, workers: int) -> str:
     share = slots / 6
     flooders = max(1, round(10 * share))
     lines = []
     for flood_class in (None, "batch"):
         with tempfile.TemporaryDirectory() as folder:
             data = config(slots, ttft_ms, flood_class)
-            gw = start_process("--config", str(write_config(Path(folder), data)))
+            data["storage"]["sqlite_path"] = str(Path(folder) / "gw.db")
+            path = str(write_config(Path(folder), data))
+            gw = start_process("--config", path, "--workers", str(workers))
             try:
                 base = f"http://127.0.0.1:{gw.http_port}"
                 await phase(base, 1, 0)  # warm-up
@@ -99,10 +101,10 @@ async def run(slots: int, ttft_ms: int, seconds: float) -> str:
     return (
         "# Fair shares of a saturated model\n\n"
         f"`python -m bench.fair_share --slots {slots} --ttft-ms {ttft_ms} --seconds "
-        f"{seconds:g}`: sim-mini capped at {slots} calls in flight, upstream answering "
+        f"{seconds:g} --workers {workers}`: sim-mini capped at {slots} calls in flight, upstream answering "
         f"after {ttft_ms} ms; five keys send one call at a time each; the sixth floods "
         f"with {flooders} concurrent calls (ten times its share of {share:.2f} slots). "
-        "One gateway process; the clients run in the bench's own.\n\n"
+        f"One gateway of {workers} worker(s); the clients run in the bench's own process.\n\n"
         "| flooder's class | steady p50 alone ms | steady p50 flooded ms | ratio | "
         "steady calls | flooder's calls |\n|---|---|---|---|---|---|\n" + "\n".join(lines) + "\n"
     )
@@ -113,9 +115,11 @@ def main() -> None:
     parser.add_argument("--slots", type=int, default=6)
     parser.add_argument("--ttft-ms", type=int, default=100)
     parser.add_argument("--seconds", type=float, default=5)
+    parser.add_argument("--workers", type=int, default=1)
     args = parser.parse_args()
-    report = asyncio.run(run(args.slots, args.ttft_ms, args.seconds))
-    RESULTS.write_text(report)
+    report = asyncio.run(run(args.slots, args.ttft_ms, args.seconds, args.workers))
+    results = RESULTS if args.workers == 1 else RESULTS.with_stem(f"fair_share_{args.workers}w")
+    results.write_text(report)
     print(report)
 
 

@@ -233,8 +233,8 @@ class SharedInFlight:
     def __init__(self, client: StateClient) -> None:
         self.client = client
 
-    async def enter(self, account: str, cap: int, ticket: str) -> int | None:
-        count: int | None = await self.client.call("enter", account, cap, ticket)
+    async def enter(self, account: str, cap: int, ticket: str, weight: float = 1.0) -> int | None:
+        count: int | None = await self.client.call("enter", account, cap, ticket, weight)
         return count
 
     async def leave(self, account: str, ticket: str) -> int:

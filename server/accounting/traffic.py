@@ -23,7 +23,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from server.accounting.fair import FairQueue
+from server.accounting.fair import ACTIVE_S, FairQueue
 from server.base.caller import Principal, account_of
 from server.base.config import TrafficConfig, TrafficRule
 from server.base.errors import ConcurrencyLimited, RateLimited
@@ -39,9 +39,10 @@ POLL_S = 1.0
 
 
 class InFlight(Protocol):
-    async def enter(self, account: str, cap: int, ticket: str) -> int | None:
-        """Counts `ticket` in `account` when fewer than `cap` are; the count after it,
-        or None when the account is full."""
+    async def enter(self, account: str, cap: int, ticket: str, weight: float = 1.0) -> int | None:
+        """Counts `ticket` (`<key>|<call>`) in `account` when fewer than `cap` are and,
+        while other keys are active, its key is under its share or the slots other
+        active keys are short of their shares stay free; the count after it, or None."""
         ...
 
     async def leave(self, account: str, ticket: str) -> int:
@@ -53,6 +54,26 @@ class InFlight(Protocol):
         ...
 
 
+def _fits(
+    cap: int, held: int, running: dict[str, int], weights: dict[str, float], key: str
+) -> bool:
+    """Whether one more call of `key` fits: a free slot that no other active key under
+    its share needs (`weights`: the active keys'; shares: the cap over the weights, at
+    least one slot each)."""
+    if held >= cap:
+        return False
+    total = sum(weights.values()) or 1.0
+    mine = running.get(key, 0)
+    if mine < max(1.0, cap * weights.get(key, 1.0) / total):
+        return True
+    short = sum(
+        max(0.0, max(1.0, cap * w / total) - running.get(k, 0))
+        for k, w in weights.items()
+        if k != key
+    )
+    return held < cap - math.ceil(short - 1e-9)
+
+
 class MemoryInFlight:
     """The in-flight sets of one process (or of the parent of `--workers N`)."""
 
@@ -60,14 +81,27 @@ class MemoryInFlight:
         self.lease_s = lease_s
         self._clock = clock
         self._accounts: dict[str, dict[str, float]] = {}
+        # Per account, each key seen lately: (when, its weight).
+        self._seen: dict[str, dict[str, tuple[float, float]]] = {}
 
-    async def enter(self, account: str, cap: int, ticket: str) -> int | None:
+    async def enter(self, account: str, cap: int, ticket: str, weight: float = 1.0) -> int | None:
         now = self._clock()
         held = self._accounts.setdefault(account, {})
         for old, at in list(held.items()):
             if at <= now - self.lease_s:
                 del held[old]
-        if len(held) >= cap:
+        key = ticket.partition("|")[0]
+        running: dict[str, int] = {}
+        for member in held:
+            owner = member.partition("|")[0]
+            running[owner] = running.get(owner, 0) + 1
+        seen = self._seen.setdefault(account, {})
+        seen[key] = (now, weight)
+        for other, (at, _) in list(seen.items()):
+            if now - at >= ACTIVE_S and not running.get(other):
+                del seen[other]
+        weights = {k: w for k, (_, w) in seen.items()}
+        if not _fits(cap, len(held), running, weights, key):
             return None
         held[ticket] = now
         return len(held)
@@ -86,18 +120,52 @@ class MemoryInFlight:
         return len(held)
 
 
-# KEYS: the account's sorted set. ARGV: cap, ticket, lease ms. Redis's clock scores the
-# entries, so instances need no synchronised clocks.
+# KEYS: the account's sorted set (members `<key>|<call>`, scored by entry time) and its
+# keys seen lately (hash: key -> "ms:weight"). ARGV: cap, member, lease ms, weight,
+# active ms. Redis's clock scores the entries, so instances need no synchronised
+# clocks. The share rule is _fits's.
 ENTER = """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local lease = tonumber(ARGV[3])
+local cap, member, lease = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
+local weight, active = tonumber(ARGV[4]), tonumber(ARGV[5])
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - lease)
-local n = redis.call('ZCARD', KEYS[1])
-if n >= tonumber(ARGV[1]) then return -1 end
-redis.call('ZADD', KEYS[1], now, ARGV[2])
+local members = redis.call('ZRANGE', KEYS[1], 0, -1)
+local held = #members
+local key = string.match(member, '^([^|]*)')
+local running = {}
+for _, m in ipairs(members) do
+  local owner = string.match(m, '^([^|]*)')
+  running[owner] = (running[owner] or 0) + 1
+end
+redis.call('HSET', KEYS[2], key, now .. ':' .. weight)
+redis.call('PEXPIRE', KEYS[2], lease)
+local weights, total = {}, 0
+local seen = redis.call('HGETALL', KEYS[2])
+for i = 1, #seen, 2 do
+  local at, w = string.match(seen[i + 1], '^([^:]+):(.+)$')
+  if now - tonumber(at) < active or running[seen[i]] then
+    weights[seen[i]] = tonumber(w)
+    total = total + tonumber(w)
+  else
+    redis.call('HDEL', KEYS[2], seen[i])
+  end
+end
+if held >= cap then return -1 end
+if total == 0 then total = 1 end
+local mine = running[key] or 0
+if mine >= math.max(1, cap * weight / total) then
+  local short = 0
+  for k, w in pairs(weights) do
+    if k ~= key then
+      short = short + math.max(0, math.max(1, cap * w / total) - (running[k] or 0))
+    end
+  end
+  if held >= cap - math.ceil(short - 1e-9) then return -1 end
+end
+redis.call('ZADD', KEYS[1], now, member)
 redis.call('PEXPIRE', KEYS[1], lease)
-return n + 1
+return held + 1
 """
 
 LEAVE = """
@@ -126,8 +194,10 @@ class RedisInFlight:
     def _key(self, account: str) -> str:
         return f"{self.prefix}inflight:{{{account}}}"
 
-    async def enter(self, account: str, cap: int, ticket: str) -> int | None:
-        n = int(await self._enter(keys=[self._key(account)], args=[cap, ticket, self.lease_ms]))
+    async def enter(self, account: str, cap: int, ticket: str, weight: float = 1.0) -> int | None:
+        key = self._key(account)
+        args = [cap, ticket, self.lease_ms, weight, int(ACTIVE_S * 1000)]
+        n = int(await self._enter(keys=[key, f"{key}:seen"], args=args))
         return None if n < 0 else n
 
     async def leave(self, account: str, ticket: str) -> int:
@@ -145,6 +215,8 @@ class Hold:
     account: str
     name: str
     cap: int
+    # The call's entry in the account: `<key>|<ticket>`.
+    member: str = ""
 
 
 def _rule(rules: dict[str, TrafficRule], *names: str) -> TrafficRule | None:
@@ -271,7 +343,7 @@ class Traffic:
         first level that stays full (the levels entered before it are left). Returns
         the levels entered and the seconds waited for their slots."""
         holds = [
-            Hold(level, account, name, rule.max_in_flight)
+            Hold(level, account, name, rule.max_in_flight, f"{principal.key_id}|{ticket}")
             for level, account, name, rule in rules_for(self.config(), principal, model)
             if rule.max_in_flight
         ]
@@ -309,7 +381,9 @@ class Traffic:
         queue.seen(key, weight)
         # Nobody waits, or this key is under its share: try at once.
         if queue.idle() or (wait is not None and queue.under_share(key)):
-            count = await self._store(self.in_flight.enter(hold.account, hold.cap, ticket))
+            count = await self._store(
+                self.in_flight.enter(hold.account, hold.cap, hold.member, weight)
+            )
             if count is not None:
                 queue.took(key, ticket)
                 return count, 0.0
@@ -337,7 +411,9 @@ class Traffic:
                 finally:
                     queue.leave(priority, key, turn)
                 queue.seen(key, weight)
-                count = await self._store(self.in_flight.enter(hold.account, hold.cap, ticket))
+                count = await self._store(
+                    self.in_flight.enter(hold.account, hold.cap, hold.member, weight)
+                )
                 if count is not None:
                     queue.took(key, ticket)
                     return count, time.monotonic() - started
@@ -347,7 +423,7 @@ class Traffic:
             self.report_waiting(self.waiting)
 
     async def _leave(self, hold: Hold, ticket: str) -> None:
-        count = await self._store(self.in_flight.leave(hold.account, ticket))
+        count = await self._store(self.in_flight.leave(hold.account, hold.member or ticket))
         self.report(hold.level, hold.name, count)
         queue = self._fair.get(hold.account)
         if queue is not None:

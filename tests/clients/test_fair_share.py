@@ -2,17 +2,32 @@
 calls in flight whose calls may wait for a slot; a key flooding it with eight calls at
 once gets them all served in turn (none refused), while another key's calls, sent
 during the flood, are served in about an upstream call's time instead of queueing
-behind the flood."""
+behind the flood. In one process, and on two workers sharing the cap through Redis."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import re
 import time
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
+import httpx
 import openai
+import pytest
 
-from tests.support.gateways import default_config_dict, running_gateway, wait_for
+from tests.support.gateways import (
+    default_config_dict,
+    eventually,
+    running_gateway,
+    start_process,
+    stop_process,
+    write_config,
+)
+from tests.support.shared_state import REDIS_URL
 
 FLOOD = "gw-fair-flood-api-key-0001"
 STEADY = "gw-fair-steady-api-key-001"
@@ -20,7 +35,7 @@ HELLO: Any = [{"role": "user", "content": "hello"}]
 TTFT_MS = 300
 
 
-async def test_a_flooding_key_waits_its_turn_and_another_key_is_not_held_behind_it() -> None:
+def fair_config() -> dict[str, Any]:
     data = default_config_dict()
     for model in data["models"]:
         for provider in model["providers"]:
@@ -34,21 +49,47 @@ async def test_a_flooding_key_waits_its_turn_and_another_key_is_not_held_behind_
         "keys": {"flood": {"priority": "batch"}},
     }
     data["operations"] = {"request_log": False}
-    async with running_gateway(data) as gw:
-        base = f"http://127.0.0.1:{gw.http_port}/v1"
-        flood = openai.AsyncOpenAI(base_url=base, api_key=FLOOD, max_retries=0)
-        steady = openai.AsyncOpenAI(base_url=base, api_key=STEADY, max_retries=0)
+    return data
+
+
+@contextlib.asynccontextmanager
+async def gateway(how: str, tmp_path: Path, prefix: str) -> AsyncIterator[str]:
+    data = fair_config()
+    if how == "one-process":
+        async with running_gateway(data) as gw:
+            yield f"http://127.0.0.1:{gw.http_port}"
+        return
+    data["storage"] |= {"sqlite_path": str(tmp_path / "gw.db"), "redis_url": REDIS_URL,
+                        "redis_prefix": f"{prefix}{uuid.uuid4().hex[:6]}:"}  # fmt: skip
+    gw = start_process("--config", str(write_config(tmp_path, data)), "--workers", "2")
+    try:
+        yield f"http://127.0.0.1:{gw.http_port}"
+    finally:
+        stop_process(gw)
+
+
+@pytest.mark.parametrize("how", ["one-process", "two-workers-redis"])
+async def test_a_flooding_key_waits_its_turn_and_another_key_is_not_held_behind_it(
+    how: str, tmp_path: Path, redis_prefix: str
+) -> None:
+    async with gateway(how, tmp_path, redis_prefix) as base:
+        flood = openai.AsyncOpenAI(base_url=f"{base}/v1", api_key=FLOOD, max_retries=0)
+        steady = openai.AsyncOpenAI(base_url=f"{base}/v1", api_key=STEADY, max_retries=0)
 
         async def ask(client: openai.AsyncOpenAI) -> float:
             started = time.monotonic()
             await client.chat.completions.create(model="sim-mini", messages=HELLO, max_tokens=4)
             return time.monotonic() - started
 
+        async def flood_waits() -> None:  # it fills both slots, and six more wait
+            async with httpx.AsyncClient(base_url=base) as http:
+                text = (await http.get("/metrics")).text
+            found = re.search(r"^gateway_calls_waiting (\S+)$", text, re.M)
+            assert found is not None and float(found.group(1)) >= 6
+
         async with flood, steady:
             flooding = [asyncio.create_task(ask(flood)) for _ in range(8)]
-            traffic = gw.gateway.accounts.traffic
-            # The flood fills both slots and waits.
-            await wait_for(lambda: traffic.waiting >= 6, timeout_s=10)
+            await eventually(flood_waits, timeout_s=10)
             steady_took = [await ask(steady) for _ in range(3)]
             flood_took = await asyncio.gather(*flooding)
     # Eight flood calls through two slots: the last waited three upstream calls or more.
