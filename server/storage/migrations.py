@@ -322,7 +322,7 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
         ],
     ),
     (
-        15,
+        16,
         "budget alerts",
         [
             # One row per threshold a level's spend crossed in a period: its primary key
@@ -339,7 +339,7 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
         ],
     ),
     (
-        16,
+        17,
         "shadow traffic",
         [
             # A candidate model's row names the call it shadowed and whether the two
