@@ -25,7 +25,16 @@ from server.accounting.traffic import MemoryInFlight, Traffic
 from server.base.call import Call
 from server.base.caller import Principal, Reservation
 from server.base.config import BudgetAlertsConfig, KeyKind, TrafficConfig
-from server.base.errors import status_of
+from server.base.costs import COST_DIGITS, Cost
+from server.base.errors import (
+    Cancelled,
+    RateLimited,
+    ShuttingDown,
+    StorageUnavailable,
+    UpstreamError,
+    UpstreamRejected,
+    status_of,
+)
 from server.base.generation import TokenCounts
 from server.base.pipeline import Middleware, StreamHandler, UnaryHandler
 from server.base.record import UsageRecord
@@ -62,7 +71,10 @@ class Accounts:
     # -- the handlers' steps ---------------------------------------------------------
 
     async def identify(self, call: Call, kind: KeyKind, keys: KeyRing) -> Principal:
-        """Authenticates the caller with a key of `kind` and records who it is."""
+        """Authenticates the caller with a key of `kind` and records who it is. A batch
+        line runs as its batch's key, which the batch worker found by its id."""
+        if call.record.batch_id and call.record.principal is not None:
+            return call.record.principal
         principal = await self.admission.identify(call.metadata, kind, keys)
         call.record.principal = principal
         return principal
@@ -167,7 +179,7 @@ class Accounts:
             return  # never admitted: nothing reserved, nobody to bill
         run = record.answered
         counts = run.counts() if run is not None else NO_TOKENS
-        cost = run.cost() if run is not None else None
+        cost = _scaled(run.cost(), record.price_factor) if run is not None else None
         if record.limited_tokens:
             for _, account, _, _, tpm in principal.rate_limits:
                 if tpm:
@@ -177,6 +189,8 @@ class Accounts:
         if record.reservations:
             total = cost.total_usd if cost is not None else 0.0
             self._spawn(self._settle(principal, record.reservations, total))
+        if record.batch_id and run is None and passing(error):
+            return  # the batch runs the line again: one row per line, when it ends
         status, reason = status_of(error if error is not None else record.failure)
         ttft = run.ttft_ms() if run is not None else None
         unit, units = run.billed() if run is not None else ("tokens", None)
@@ -216,6 +230,8 @@ class Accounts:
             unit=unit,
             units=units,
             queue_ms=round(record.queue_s * 1000, 3),
+            batch_id=record.batch_id,
+            custom_id=record.custom_id,
         )
         self.ledger.record(record.usage)
         for hook in record.after_close:
@@ -254,6 +270,31 @@ class Accounts:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
         await self.alerts.aclose()
         await self.ledger.aclose(drain_timeout_s)
+
+
+def passing(error: BaseException | None) -> bool:
+    """Whether a failure passes if the work is tried again later (a rate limit, an
+    upstream or storage away, a gateway stopping), as a batch line is."""
+    if isinstance(error, RateLimited | StorageUnavailable | ShuttingDown | Cancelled):
+        return True
+    return isinstance(error, UpstreamError) and not isinstance(error, UpstreamRejected)
+
+
+def _scaled(cost: Cost | None, factor: float) -> Cost | None:
+    """`cost` at `factor` of its price (a batch line's discount)."""
+    if cost is None or factor == 1.0:
+        return cost
+    return Cost(
+        input_usd=round(cost.input_usd * factor, COST_DIGITS),
+        output_usd=round(cost.output_usd * factor, COST_DIGITS),
+        cache_input_usd=None
+        if cost.cache_input_usd is None
+        else round(cost.cache_input_usd * factor, COST_DIGITS),
+        total_usd=round(cost.total_usd * factor, COST_DIGITS),
+        cache_write_usd=None
+        if cost.cache_write_usd is None
+        else round(cost.cache_write_usd * factor, COST_DIGITS),
+    )
 
 
 def _identified(principal: Principal | None, step: str) -> Principal:

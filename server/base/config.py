@@ -778,6 +778,43 @@ class LedgerConfig(Strict):
     spool_dir: str | None = None
 
 
+class BatchesConfig(Strict):
+    """Batch jobs and the files they read (docs/batches.md)."""
+
+    # The folder uploaded files and batch results are kept in; relative: under
+    # `storage.state_dir` (absent: the working directory). Instances sharing one
+    # database must share this folder too (a network volume).
+    files_dir: str = "files"
+    # The largest file one upload may hold (413 past it), and the most lines and the
+    # largest line a batch's input may have (400 naming the line past them).
+    max_file_bytes: int = Field(default=100 * 1024 * 1024, ge=1)
+    max_lines: int = Field(default=50_000, ge=1)
+    max_line_bytes: int = Field(default=1024 * 1024, ge=1)
+    # Days an uploaded file of purpose `batch` (and a batch's results) is kept.
+    file_expiry_days: float = Field(default=30, gt=0)
+    # Lines of one batch, and of all the batches of one key, run at once by one
+    # instance; and lines every batch of an instance runs at once.
+    concurrency_per_batch: int = Field(default=4, ge=1)
+    concurrency_per_key: int = Field(default=8, ge=1)
+    concurrency: int = Field(default=16, ge=1)
+    # A batch line yields to live calls: it starts only while fewer than this many
+    # live calls are in flight on the instance.
+    yield_above_in_flight: int = Field(default=64, ge=1)
+    # Seconds an instance holds a batch it runs without renewing its lease; another
+    # instance takes the batch over once the lease has run out (after a crash).
+    lease_s: float = Field(default=30, gt=0)
+    # Seconds between two looks for batches to run.
+    poll_s: float = Field(default=1.0, gt=0)
+    # What a batch line pays, as a share of the live price (the providers' batch
+    # discount is half).
+    price_factor: float = Field(default=0.5, ge=0)
+    # Attempts of one line whose failure is passing (a rate limit, an upstream away)
+    # before it is written to the error file.
+    line_attempts: int = Field(default=5, ge=1)
+    # Whether this instance runs batch lines at all (every instance still accepts them).
+    run: bool = True
+
+
 class ResponsesConfig(Strict):
     """Stored responses of the Responses API (`store: true`, the API's default)."""
 
@@ -930,6 +967,7 @@ class Config(Strict):
     budget_alerts: BudgetAlertsConfig = Field(default_factory=BudgetAlertsConfig)
     ledger: LedgerConfig = Field(default_factory=LedgerConfig)
     responses: ResponsesConfig = Field(default_factory=ResponsesConfig)
+    batches: BatchesConfig = Field(default_factory=BatchesConfig)
     affinity: AffinityConfig = Field(default_factory=AffinityConfig)
     response_cache: ResponseCacheConfig = Field(default_factory=ResponseCacheConfig)
     models: list[ModelConfig] = Field(min_length=1)
@@ -985,6 +1023,15 @@ class Config(Strict):
                 if guard not in guards:
                     raise ValueError(f"{where}[{j}]: unknown guardrail {guard!r}")
         return self
+
+    @property
+    def files_folder(self) -> Path:
+        """The folder of uploaded files: `batches.files_dir`, under `storage.state_dir`
+        when relative."""
+        folder = Path(self.batches.files_dir).expanduser()
+        if folder.is_absolute() or not self.storage.state_dir:
+            return folder
+        return Path(self.storage.state_dir).expanduser() / folder
 
     @property
     def storage_timeout_s(self) -> float:

@@ -97,6 +97,10 @@ class UsageRecord:
     shadow_of: str = ""
     shadow_agrees: bool | None = None
     shadow_score: float | None = None
+    # For a line of a batch: the batch and the line's custom_id (the database holds at
+    # most one row per pair, so a line is billed once).
+    batch_id: str = ""
+    custom_id: str = ""
 
 
 class Metered(Protocol):
@@ -156,6 +160,8 @@ class CallRecord:
         "request_counted", "reservations", "route_profile", "difficulty", "prompt", "tags",
         "usage", "closed", "failure", "streaming", "guardrails", "response_id", "holds",
         "queue_s", "after_close",
+        "usage", "closed", "failure", "streaming", "guardrails", "response_id",
+        "batch_id", "custom_id", "price_factor",
     )  # fmt: skip
 
     def __init__(self) -> None:
@@ -197,6 +203,10 @@ class CallRecord:
         self.queue_s = 0.0
         # Called once the call's row is written (a shadow call compares answers then).
         self.after_close: list[Callable[[], None]] = []
+        # A batch line's batch and custom_id, and the share of the live price it pays.
+        self.batch_id = ""
+        self.custom_id = ""
+        self.price_factor = 1.0
 
     def next_round(self) -> CallRecord:
         """A new account for the next model round of the same call (a chain of rounds

@@ -11,7 +11,7 @@ import logging
 import socket
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import grpc
 import uvicorn
@@ -31,6 +31,9 @@ from server.accounting.spool import Spool
 from server.accounting.traffic import InFlight, MemoryInFlight, RedisInFlight, Traffic
 from server.application import rpcs
 from server.application.admin import AdminService
+from server.application.batches.files import Files
+from server.application.batches.jobs import Batches
+from server.application.batches.worker import Worker
 from server.application.control import Control
 from server.application.dashboard import Dashboard
 from server.application.dialects.chat.service import ChatService, CompletionService
@@ -74,6 +77,7 @@ from server.routing.policies import build_router
 from server.storage import Store, open_store
 from server.storage.alerts import AlertStore
 from server.storage.conversations import MemoryConversations
+from server.storage.files import DiskBlobs
 from server.storage.responses import MemoryResponses
 
 if TYPE_CHECKING:
@@ -319,6 +323,33 @@ async def open_gateway(
         sampler = asyncio.create_task(gateway.metrics.sample_every(gateway.sample_metrics))
         return dataclasses.replace(gateway, closers=(_cancel(sampler), *gateway.closers))
     return gateway
+
+
+def _batches(gateway: Gateway, max_body_bytes: int) -> tuple[list[Any], list[Closer]]:
+    """The Files and Batch APIs' routes and, where this instance runs batches, the
+    worker running them (none without a database: jobs must outlive the process)."""
+    from http_facade.batches import BatchEndpoints, TableRunner, batch_routes
+
+    if gateway.store is None:
+        return [], []
+    live, store = gateway.live, gateway.store
+    folder = live.current.config.files_folder
+    files = Files(live, gateway.accounts, store.files, DiskBlobs(folder))
+    batches = Batches(live, gateway.accounts, store.batches, files)
+    runner = TableRunner(gateway.table, live.current.config.server.request_timeout_s)
+    observer = gateway.observer
+    worker = Worker(
+        live, gateway.accounts, store.batches, files, runner, lambda: observer.in_flight
+    )
+    task = asyncio.create_task(worker.run_forever())
+
+    async def stop() -> None:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        await worker.aclose()
+
+    return batch_routes(BatchEndpoints(files, batches, max_body_bytes)), [stop]
 
 
 def _cancel(task: asyncio.Task[None]) -> Closer:
@@ -620,6 +651,8 @@ async def start(
     table = gateway.table
     health_servicer = health.aio.HealthServicer()
     extra = ops_routes(gateway.health, gateway.render_metrics)
+    batch_extra, batch_closer = _batches(gateway, settings.max_body_bytes)
+    extra = [*extra, *batch_extra]
     sessions = Sessions(shared_secret(config.mcp.session_secret_env), config.mcp.session_ttl_s)
     mcp = McpEndpoint(
         gateway.live, gateway.accounts.admission, gateway.tools, sessions, settings.max_body_bytes
@@ -627,7 +660,7 @@ async def start(
     # What has started, stopped in reverse when a later listener cannot start.
     started: list[Closer] = [gateway.aclose]
     # What a stop closes once the listeners are closed.
-    closers: list[Closer] = [gateway.aclose]
+    closers: list[Closer] = [*batch_closer, gateway.aclose]
     try:
         if relay is not None:
             # Before it serves: the provider switches made before this worker started.

@@ -10,6 +10,8 @@ conversations.py  conversations of the Conversations API, owned by the key that 
 governance.py  organisations, teams, users and memberships: the levels above keys
 audit.py       the audit log: administrative changes, chained by SHA-256
 sessions.py    admin sign-in: users' sessions and the sign-ins under way
+files.py       uploaded files: records owned by keys, bytes behind one small interface
+batches.py     batch jobs and their lines, leased to the instance running them
 """
 
 from __future__ import annotations
@@ -18,9 +20,11 @@ from dataclasses import dataclass
 
 from server.base.config import StorageConfig
 from server.storage.audit import AuditLog
+from server.storage.batches import BatchStore
 from server.storage.conversations import DatabaseConversations
 from server.storage.db import Database, connect
 from server.storage.feedback import FeedbackStore
+from server.storage.files import FileRecords
 from server.storage.governance import GovernanceStore
 from server.storage.keys import KeyStore
 from server.storage.migrations import migrate
@@ -40,6 +44,8 @@ class Store:
     governance: GovernanceStore
     audit: AuditLog
     sessions: SessionStore
+    files: FileRecords
+    batches: BatchStore
 
     async def aclose(self) -> None:
         await self.db.close()
@@ -56,6 +62,7 @@ async def open_store(settings: StorageConfig) -> Store:
     return Store(
         db, KeyStore(db), UsageStore(db), FeedbackStore(db), DatabaseResponses(db),
         DatabaseConversations(db), GovernanceStore(db), AuditLog(db), SessionStore(db),
+        FileRecords(db), BatchStore(db),
     )  # fmt: skip
 
 

@@ -350,6 +350,72 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
             "CREATE INDEX usage_records_shadow ON usage_records (shadow_of)",
         ],
     ),
+    (
+        18,
+        "batches and files",
+        [
+            # An uploaded file, owned by the key that uploaded it; its bytes are in the
+            # files folder (server/storage/files.py) under its id.
+            """CREATE TABLE files (
+                id TEXT PRIMARY KEY,
+                key_id TEXT NOT NULL,
+                purpose TEXT NOT NULL,
+                filename TEXT NOT NULL,
+                bytes INTEGER NOT NULL,
+                created_at {float} NOT NULL,
+                expires_at {float}
+            )""",
+            "CREATE INDEX files_key ON files (key_id, created_at)",
+            # A batch job: what it runs, where it stands, and the instance holding its
+            # lease (until `lease_until`) while it runs.
+            """CREATE TABLE batches (
+                id TEXT PRIMARY KEY,
+                key_id TEXT NOT NULL,
+                dialect TEXT NOT NULL,
+                endpoint TEXT NOT NULL,
+                model TEXT NOT NULL,
+                input_file_id TEXT NOT NULL DEFAULT '',
+                completion_window TEXT NOT NULL DEFAULT '24h',
+                metadata TEXT NOT NULL DEFAULT '{{}}',
+                status TEXT NOT NULL,
+                created_at {float} NOT NULL,
+                expires_at {float} NOT NULL,
+                in_progress_at {float},
+                finalizing_at {float},
+                completed_at {float},
+                failed_at {float},
+                expired_at {float},
+                cancelling_at {float},
+                cancelled_at {float},
+                output_file_id TEXT NOT NULL DEFAULT '',
+                error_file_id TEXT NOT NULL DEFAULT '',
+                total INTEGER NOT NULL DEFAULT 0,
+                lease_owner TEXT NOT NULL DEFAULT '',
+                lease_until {float} NOT NULL DEFAULT 0
+            )""",
+            "CREATE INDEX batches_key ON batches (key_id, created_at)",
+            "CREATE INDEX batches_status ON batches (status)",
+            # One line of a batch: its request, and once it ended its answer (or error).
+            """CREATE TABLE batch_lines (
+                batch_id TEXT NOT NULL,
+                line INTEGER NOT NULL,
+                custom_id TEXT NOT NULL,
+                body TEXT NOT NULL,
+                status TEXT NOT NULL DEFAULT 'pending',
+                status_code INTEGER,
+                result TEXT,
+                ended_at {float},
+                PRIMARY KEY (batch_id, line)
+            )""",
+            "CREATE INDEX batch_lines_status ON batch_lines (batch_id, status)",
+            # A batch line's ledger row names its batch and custom_id; the database
+            # takes one such row per line and refuses a second.
+            "ALTER TABLE usage_records ADD COLUMN batch_id TEXT NOT NULL DEFAULT ''",
+            "ALTER TABLE usage_records ADD COLUMN custom_id TEXT NOT NULL DEFAULT ''",
+            "CREATE UNIQUE INDEX usage_records_batch_line ON usage_records "
+            "(batch_id, custom_id) WHERE batch_id <> ''",
+        ],
+    ),
 ]
 
 

@@ -1,0 +1,273 @@
+"""`/v1/files` and `/v1/batches`: OpenAI's Files and Batch APIs over the core's batch
+jobs (server/application/batches), and the runner that sends a batch's lines through
+the same RPC handlers a live call of the line's endpoint reaches.
+
+An upload is read from the multipart stream as it arrives, each part of the file
+written once to the files folder, bounded by `batches.max_file_bytes` (413 past it).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from google.protobuf.message import Message
+from python_multipart.multipart import MultipartParser, parse_options_header
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+from starlette.routing import BaseRoute, Route
+
+from http_facade import codec
+from http_facade.bindings import Binding, bindings
+from http_facade.context import exchange_for
+from http_facade.endpoint import read_body
+from server.application.batches.files import Files, TooLarge, Upload, as_object
+from server.application.batches.jobs import Batches
+from server.base.call import Call
+from server.base.caller import Principal
+from server.base.errors import InvalidArgument
+from server.base.pipeline import RpcMethod
+
+
+class BatchEndpoints:
+    def __init__(self, files: Files, batches: Batches, max_body_bytes: int) -> None:
+        self.files = files
+        self.batches = batches
+        self.max_body_bytes = max_body_bytes
+
+    async def _caller(self, request: Request) -> Principal:
+        exchange = exchange_for(request.scope)
+        return await self.files.caller(Call(exchange.metadata, request_id=exchange.request_id))
+
+    # -- files ---------------------------------------------------------------------
+
+    async def upload(self, request: Request) -> Response:
+        principal = await self._caller(request)
+        kind, options = parse_options_header(request.headers.get("content-type", ""))
+        if kind != b"multipart/form-data" or b"boundary" not in options:
+            raise InvalidArgument.for_field("file", "send the file as multipart/form-data")
+        declared = request.headers.get("content-length", "")
+        limit = self.files.live.current.config.batches.max_file_bytes
+        if declared.isdigit() and int(declared) > limit + 64 * 1024:
+            raise TooLarge(f"file: the file exceeds {limit} bytes", {"field": "file"})
+        upload = self.files.begin(principal)
+        try:
+            fields = await _read_form(request, options[b"boundary"], upload)
+            if "file" not in fields:
+                raise InvalidArgument.for_field("file", "is required")
+            expires = _expires_after(fields)
+            record = await upload.finish(fields.get("purpose", ""), fields["file"], expires)
+        except BaseException:
+            await upload.discard()
+            raise
+        return _json(as_object(record))
+
+    async def list_files(self, request: Request) -> Response:
+        principal = await self._caller(request)
+        query = request.query_params
+        limit = _limit(query.get("limit"), 10_000)
+        found = await self.files.page(
+            principal, query.get("purpose"), limit + 1, query.get("after"),
+            query.get("order", "desc") == "asc",
+        )  # fmt: skip
+        return _json(_page([as_object(r) for r in found], limit))
+
+    async def get_file(self, request: Request) -> Response:
+        principal = await self._caller(request)
+        return _json(as_object(await self.files.get(principal, request.path_params["file_id"])))
+
+    async def file_content(self, request: Request) -> Response:
+        principal = await self._caller(request)
+        record = await self.files.get(principal, request.path_params["file_id"])
+        return StreamingResponse(
+            self.files.content(record.id), media_type="application/octet-stream",
+            headers={"content-length": str(record.bytes)},
+        )  # fmt: skip
+
+    async def delete_file(self, request: Request) -> Response:
+        principal = await self._caller(request)
+        file_id = request.path_params["file_id"]
+        await self.files.delete(principal, file_id)
+        return _json({"id": file_id, "object": "file", "deleted": True})
+
+    # -- batches -------------------------------------------------------------------
+
+    async def create_batch(self, request: Request) -> Response:
+        principal = await self._caller(request)
+        body = await _json_body(request, self.max_body_bytes)
+        input_file_id = body.get("input_file_id")
+        if not isinstance(input_file_id, str) or not input_file_id:
+            raise InvalidArgument.for_field("input_file_id", "is required")
+        endpoint = body.get("endpoint")
+        if not isinstance(endpoint, str):
+            raise InvalidArgument.for_field("endpoint", "is required")
+        row = await self.batches.create(
+            principal, input_file_id, endpoint, str(body.get("completion_window", "")),
+            body.get("metadata"),
+        )  # fmt: skip
+        return _json(await self.batches.as_object(row))
+
+    async def get_batch(self, request: Request) -> Response:
+        principal = await self._caller(request)
+        row = await self.batches.get(principal, request.path_params["batch_id"])
+        return _json(await self.batches.as_object(row))
+
+    async def list_batches(self, request: Request) -> Response:
+        principal = await self._caller(request)
+        limit = _limit(request.query_params.get("limit"), 100)
+        rows = await self.batches.page(principal, limit + 1, request.query_params.get("after"))
+        return _json(_page([await self.batches.as_object(r) for r in rows], limit))
+
+    async def cancel_batch(self, request: Request) -> Response:
+        principal = await self._caller(request)
+        row = await self.batches.cancel(principal, request.path_params["batch_id"])
+        return _json(await self.batches.as_object(row))
+
+
+def batch_routes(endpoints: BatchEndpoints) -> list[BaseRoute]:
+    return [
+        Route("/v1/files", endpoints.upload, methods=["POST"]),
+        Route("/v1/files", endpoints.list_files, methods=["GET"]),
+        Route("/v1/files/{file_id}", endpoints.get_file, methods=["GET"]),
+        Route("/v1/files/{file_id}", endpoints.delete_file, methods=["DELETE"]),
+        Route("/v1/files/{file_id}/content", endpoints.file_content, methods=["GET"]),
+        Route("/v1/batches", endpoints.create_batch, methods=["POST"]),
+        Route("/v1/batches", endpoints.list_batches, methods=["GET"]),
+        Route("/v1/batches/{batch_id}", endpoints.get_batch, methods=["GET"]),
+        Route("/v1/batches/{batch_id}/cancel", endpoints.cancel_batch, methods=["POST"]),
+    ]
+
+
+async def _read_form(request: Request, boundary: bytes, upload: Upload) -> dict[str, str]:
+    """The form's text fields (and the file's name under `file`), the file's bytes
+    going to `upload` chunk by chunk as they arrive."""
+    fields: dict[str, str] = {}
+    part: dict[str, Any] = {}
+    pending: list[bytes] = []
+    header: list[bytes] = [b"", b""]
+
+    def on_part_begin() -> None:
+        part.clear()
+        part["data"] = []
+
+    def on_header_field(data: bytes, start: int, end: int) -> None:
+        header[0] += data[start:end]
+
+    def on_header_value(data: bytes, start: int, end: int) -> None:
+        header[1] += data[start:end]
+
+    def on_header_end() -> None:
+        if header[0].lower() == b"content-disposition":
+            _, options = parse_options_header(header[1])
+            part["name"] = options.get(b"name", b"").decode()
+            if b"filename" in options:
+                part["filename"] = options[b"filename"].decode()
+        header[0], header[1] = b"", b""
+
+    def on_part_data(data: bytes, start: int, end: int) -> None:
+        if part.get("name") == "file":
+            pending.append(data[start:end])
+        elif sum(map(len, part["data"])) < 4096:
+            part["data"].append(data[start:end])
+
+    def on_part_end() -> None:
+        name = part.get("name", "")
+        if name == "file":
+            fields["file"] = part.get("filename", "")
+        elif name:
+            fields[name] = b"".join(part["data"]).decode(errors="replace")
+
+    parser = MultipartParser(boundary, {
+        "on_part_begin": on_part_begin, "on_header_field": on_header_field,
+        "on_header_value": on_header_value, "on_header_end": on_header_end,
+        "on_part_data": on_part_data, "on_part_end": on_part_end,
+    })  # fmt: skip
+    async for chunk in request.stream():
+        parser.write(chunk)
+        if pending:
+            await upload.write(b"".join(pending))
+            pending.clear()
+    parser.finalize()
+    if pending:
+        await upload.write(b"".join(pending))
+    return fields
+
+
+def _expires_after(fields: dict[str, str]) -> int | None:
+    anchor = fields.get("expires_after[anchor]")
+    seconds = fields.get("expires_after[seconds]")
+    if anchor is None and seconds is None:
+        return None
+    if anchor != "created_at":
+        raise InvalidArgument.for_field("expires_after.anchor", "must be created_at")
+    if seconds is None or not seconds.isdigit() or not 3600 <= int(seconds) <= 2_592_000:
+        raise InvalidArgument.for_field(
+            "expires_after.seconds", "must be a whole number of seconds from 3600 to 2592000"
+        )
+    return int(seconds)
+
+
+def _limit(raw: str | None, most: int) -> int:
+    if raw is None:
+        return 20
+    if not raw.isdigit() or not 1 <= int(raw) <= most:
+        raise InvalidArgument.for_field("limit", f"must be a whole number from 1 to {most}")
+    return int(raw)
+
+
+def _page(data: list[dict[str, Any]], limit: int) -> dict[str, Any]:
+    shown = data[:limit]
+    return {
+        "object": "list", "data": shown, "has_more": len(data) > limit,
+        "first_id": shown[0]["id"] if shown else None,
+        "last_id": shown[-1]["id"] if shown else None,
+    }  # fmt: skip
+
+
+async def _json_body(request: Request, limit: int) -> dict[str, Any]:
+    raw = await read_body(request, limit)
+    try:
+        body = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        raise InvalidArgument("malformed JSON in the request body") from None
+    if not isinstance(body, dict):
+        raise InvalidArgument("the request body must be a JSON object")
+    return body
+
+
+def _json(payload: Any) -> Response:
+    return Response(orjson.dumps(payload), media_type="application/json")
+
+
+class TableRunner:
+    """Runs a batch line through the RPC handlers a live call of its endpoint reaches
+    (routing, failover, guardrails, limits, the ledger), as the batch's key."""
+
+    def __init__(self, table: dict[str, RpcMethod], timeout_s: float) -> None:
+        self.table = table
+        self.timeout_s = timeout_s
+        self.by_endpoint: dict[str, Binding] = {}
+        for binding in bindings(method.descriptor for method in table.values()):
+            plain = not binding.when_header and not binding.when_query
+            if binding.verb == "POST" and plain and binding.template not in self.by_endpoint:
+                self.by_endpoint[binding.template] = binding
+
+    async def run(
+        self, principal: Principal, endpoint: str, body: dict[str, Any], batch_id: str,
+        custom_id: str, price_factor: float,
+    ) -> tuple[int, dict[str, Any], str]:  # fmt: skip
+        binding = self.by_endpoint.get(endpoint)
+        if binding is None:
+            raise InvalidArgument.for_field("url", f"{endpoint} is not served here")
+        rpc = binding.rpc
+        call = Call.with_timeout({}, self.timeout_s)
+        call.writes_json = True
+        call.record.principal = principal
+        call.record.batch_id, call.record.custom_id = batch_id, custom_id
+        call.record.price_factor = price_factor
+        message: Message = codec.from_dict(body, rpc.request_type(), strict=rpc.strict)
+        response = await self.table[rpc.path].unary(message, call)
+        answer: Any = codec.to_dict(response)
+        if binding.response_body:
+            answer = answer[binding.response_body]
+        return 200, answer, call.request_id

@@ -1,0 +1,162 @@
+"""The Batches API over one job model: a batch is created whole (validated, its lines
+stored) in `validating`, run by the worker (`in_progress`, `finalizing`, then
+`completed`, or `cancelling` then `cancelled`, or `expired` past its window), and read
+back as OpenAI writes a batch, its usage the sum of its ledger rows.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+import orjson
+
+from server.accounting.accounts import Accounts
+from server.accounting.admission import check_model
+from server.accounting.budget import exhausted
+from server.application.batches import lines
+from server.application.batches.files import Files
+from server.application.pipeline.state import Live
+from server.base.caller import Principal
+from server.base.errors import InvalidArgument, NotFound
+from server.storage.batches import BatchStore, NewLine
+from server.storage.db import Row
+
+WINDOWS = {"24h": 86_400}
+STAMPS = (
+    "in_progress_at", "finalizing_at", "completed_at", "failed_at", "expired_at",
+    "cancelling_at", "cancelled_at",
+)  # fmt: skip
+MAX_METADATA = 16
+
+
+def new_id(dialect: str) -> str:
+    prefix = "msgbatch_" if dialect == "anthropic" else "batch_"
+    return f"{prefix}{os.urandom(12).hex()}"
+
+
+class Batches:
+    def __init__(self, live: Live, accounts: Accounts, store: BatchStore, files: Files) -> None:
+        self.live = live
+        self.accounts = accounts
+        self.store = store
+        self.files = files
+
+    async def create(
+        self,
+        principal: Principal,
+        input_file_id: str,
+        endpoint: str,
+        completion_window: str,
+        metadata: dict[str, str] | None,
+    ) -> Row:
+        """Checks the whole input, reserves nothing yet unless it fits every budget, and
+        stores the batch with every line, or refuses it whole."""
+        if endpoint not in lines.ENDPOINTS:
+            raise InvalidArgument.for_field(
+                "endpoint", f"must be one of {', '.join(lines.ENDPOINTS)}"
+            )
+        if completion_window not in WINDOWS:
+            raise InvalidArgument.for_field("completion_window", "must be 24h")
+        _check_metadata(metadata)
+        config = self.live.current.config.batches
+        data = await self.files.read(principal.key_id, input_file_id)
+        read = lines.read(data, endpoint, config.max_lines, config.max_line_bytes)
+        model = self._model(read.model)
+        check_model(principal, model.id)
+        await self._fits_budgets(principal, read.tokens, model.price, config.price_factor)
+        now = time.time()
+        batch = {
+            "id": new_id("openai"), "key_id": principal.key_id, "dialect": "openai",
+            "endpoint": endpoint, "model": model.id, "input_file_id": input_file_id,
+            "completion_window": completion_window,
+            "metadata": orjson.dumps(metadata or {}).decode(), "status": "validating",
+            "created_at": now, "expires_at": now + WINDOWS[completion_window],
+            "total": len(read.lines),
+        }  # fmt: skip
+        await self.store.create(
+            batch,
+            [NewLine(i, one.custom_id, orjson.dumps(one.body).decode())
+             for i, one in enumerate(read.lines)],
+        )  # fmt: skip
+        found = await self.store.get(batch["id"])
+        assert found is not None
+        return found
+
+    def _model(self, name: str) -> Any:
+        config = self.live.current.config
+        model = config.model(name)
+        if model is None:
+            raise InvalidArgument.for_field(
+                "body.model", f"model {name!r} does not exist (line 1 names it)"
+            )
+        return model
+
+    async def _fits_budgets(
+        self, principal: Principal, worst_tokens: int, price: Any, factor: float
+    ) -> None:
+        """Refuses a batch whose worst case (every line's prompt and max_tokens at the
+        batch price) does not fit a level's budget: 429 naming the level."""
+        if not principal.budgets or price is None:
+            return
+        cost = worst_tokens * max(price.input, price.output) / 1_000_000 * factor
+        for spec in principal.budgets:
+            spent, reserved = await self.accounts.budgets.status(spec)
+            if spent >= spec.limit_usd or spent + reserved + cost > spec.limit_usd:
+                raise exhausted(spec, spent, reserved, cost)
+
+    async def get(self, principal: Principal, batch_id: str) -> Row:
+        found = await self.store.get(batch_id, principal.key_id)
+        if found is None:
+            raise NotFound(f"no batch {batch_id!r}", {"batch_id": batch_id})
+        return found
+
+    async def page(self, principal: Principal, limit: int, after: str | None) -> list[Row]:
+        return await self.store.page(principal.key_id, "openai", limit, after)
+
+    async def cancel(self, principal: Principal, batch_id: str) -> Row:
+        await self.get(principal, batch_id)
+        await self.store.cancel(batch_id, time.time())
+        return await self.get(principal, batch_id)
+
+    async def as_object(self, row: Row) -> dict[str, Any]:
+        """A batch as OpenAI writes it, its counts and usage read now."""
+        counts = await self.store.counts(row["id"])
+        usage = await self.store.usage(row["id"])
+        found: dict[str, Any] = {
+            "id": row["id"], "object": "batch", "endpoint": row["endpoint"],
+            "model": row["model"], "errors": None, "input_file_id": row["input_file_id"],
+            "completion_window": row["completion_window"], "status": row["status"],
+            "output_file_id": row["output_file_id"] or None,
+            "error_file_id": row["error_file_id"] or None,
+            "created_at": int(row["created_at"]), "expires_at": int(row["expires_at"]),
+            "request_counts": {
+                "total": counts.total, "completed": counts.completed, "failed": counts.failed,
+            },
+            "usage": {
+                "input_tokens": usage.input_tokens,
+                "input_tokens_details": {"cached_tokens": usage.cached_tokens},
+                "output_tokens": usage.output_tokens,
+                "output_tokens_details": {"reasoning_tokens": usage.reasoning_tokens},
+                "total_tokens": usage.total_tokens,
+            },
+            "metadata": orjson.loads(row["metadata"]) or None,
+        }  # fmt: skip
+        for stamp in STAMPS:
+            found[stamp] = int(row[stamp]) if row[stamp] is not None else None
+        return found
+
+
+def _check_metadata(metadata: Any) -> None:
+    if metadata is None:
+        return
+    if not isinstance(metadata, dict) or len(metadata) > MAX_METADATA:
+        raise InvalidArgument.for_field(
+            "metadata", f"must be an object of at most {MAX_METADATA} strings"
+        )
+    for key, value in metadata.items():
+        if not isinstance(value, str) or len(key) > 64 or len(value) > 512:
+            raise InvalidArgument.for_field(
+                f"metadata.{key}", "must be a string of at most 512 characters"
+            )

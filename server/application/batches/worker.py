@@ -1,0 +1,254 @@
+"""Runs batches: any instance takes a batch whose lease has lapsed, renews the lease
+while it runs the batch's lines, and finalizes it.
+
+    validating -> in_progress -> finalizing -> completed
+                       |-> cancelling -> cancelled       (asked by the caller)
+                       |-> expired                       (past its completion window)
+
+Each line goes through the same pipeline as a live call (`LineRunner`), as its batch's
+key, at the batch price, and yields to live calls. Its ledger row names the batch and
+its custom_id, and the database takes one such row per line: the line ends (its answer
+stored) only once its row is in the database, so a worker that dies between the two
+runs the line again and the second row is refused. A line cut off mid-call by a crash
+is run again; only the run that ends is billed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import logging
+import os
+import time
+from collections.abc import Callable
+from typing import Any, Protocol
+
+import orjson
+
+from server.accounting.accounts import Accounts, passing
+from server.application.batches.files import Files
+from server.application.pipeline.state import Live
+from server.base.caller import Principal
+from server.base.errors import GatewayError, Unauthenticated
+from server.storage.batches import BatchStore, NewLine
+
+log = logging.getLogger(__name__)
+# How long a line waits before another attempt after a passing failure, at most.
+BACKOFF_MAX_S = 5.0
+# How often a line waiting for live calls to thin out looks again.
+YIELD_POLL_S = 0.02
+
+
+class LineRunner(Protocol):
+    async def run(
+        self, principal: Principal, endpoint: str, body: dict[str, Any], batch_id: str,
+        custom_id: str, price_factor: float,
+    ) -> tuple[int, dict[str, Any], str]:  # fmt: skip
+        """Runs one line as a live call of `endpoint`: its HTTP status, answer (or error
+        body) and request id. Raises a passing GatewayError to be tried again."""
+        ...
+
+
+class Worker:
+    def __init__(
+        self,
+        live: Live,
+        accounts: Accounts,
+        store: BatchStore,
+        files: Files,
+        runner: LineRunner,
+        in_flight: Callable[[], int],
+    ) -> None:
+        self.live = live
+        self.accounts = accounts
+        self.store = store
+        self.files = files
+        self.runner = runner
+        self.in_flight = in_flight
+        self.owner = f"{os.uname().nodename}:{os.getpid()}:{os.urandom(4).hex()}"
+        self.running = 0
+        self._batches: dict[str, asyncio.Task[None]] = {}
+        self._per_key: dict[str, asyncio.Semaphore] = {}
+        self._all = asyncio.Semaphore(live.current.config.batches.concurrency)
+
+    async def run_forever(self) -> None:
+        while True:
+            config = self.live.current.config.batches
+            if config.run:
+                try:
+                    await self.take(config.lease_s)
+                except Exception as exc:  # the database away: look again later
+                    log.warning("batch worker: cannot claim batches: %r", exc)
+            await asyncio.sleep(config.poll_s)
+
+    async def take(self, lease_s: float) -> None:
+        free = max(0, 8 - len(self._batches))
+        for batch_id in await self.store.claim(self.owner, lease_s, free):
+            task = asyncio.create_task(self._held(batch_id, lease_s))
+            self._batches[batch_id] = task
+            task.add_done_callback(functools.partial(self._forget, batch_id))
+
+    def _forget(self, batch_id: str, _: asyncio.Task[None]) -> None:
+        self._batches.pop(batch_id, None)
+
+    async def aclose(self) -> None:
+        for task in list(self._batches.values()):
+            task.cancel()
+        for task in list(self._batches.values()):
+            with contextlib.suppress(BaseException):
+                await task
+
+    async def _held(self, batch_id: str, lease_s: float) -> None:
+        """Runs the batch while renewing its lease; stops when the lease is lost."""
+        work = asyncio.create_task(self._run(batch_id))
+        try:
+            while not work.done():
+                await asyncio.wait({work}, timeout=lease_s / 3)
+                if not work.done() and not await self.store.renew(batch_id, self.owner, lease_s):
+                    log.warning("batch %s: lease lost; another instance runs it", batch_id)
+                    work.cancel()
+            await work
+        except asyncio.CancelledError:
+            work.cancel()
+            with contextlib.suppress(BaseException):
+                await work
+            raise
+        except Exception as exc:
+            log.warning("batch %s: stopped: %r", batch_id, exc)
+        finally:
+            with contextlib.suppress(Exception):
+                await self.store.release(batch_id, self.owner)
+
+    async def _run(self, batch_id: str) -> None:
+        batch = await self.store.get(batch_id)
+        if batch is None:
+            return
+        if batch["status"] == "validating":
+            await self.store.set_status(batch_id, "in_progress", "in_progress", time.time())
+        config = self.live.current.config.batches
+        per_batch = asyncio.Semaphore(config.concurrency_per_batch)
+        per_key = self._per_key.setdefault(
+            batch["key_id"], asyncio.Semaphore(config.concurrency_per_key)
+        )
+        while True:
+            batch = await self.store.get(batch_id)
+            if batch is None:
+                return
+            if batch["status"] == "cancelling":
+                await self.store.end_pending(batch_id, "cancelled")
+                return await self._finalize(batch, "cancelled")
+            if batch["status"] == "finalizing":
+                return await self._finalize(batch, "completed")
+            if time.time() > batch["expires_at"]:
+                await self.store.end_pending(batch_id, "expired")
+                return await self._finalize(batch, "expired")
+            pending = await self.store.pending_lines(batch_id, config.concurrency_per_batch * 4)
+            if not pending:
+                await self.store.set_status(batch_id, "finalizing", "finalizing", time.time())
+                return await self._finalize(batch, "completed")
+            try:
+                principal = await self.accounts.admission.keys.by_id(
+                    batch["key_id"], "api", self.live.current.keys
+                )
+            except Unauthenticated:
+                # The key was revoked: the lines not run yet are not run.
+                await self.store.end_pending(batch_id, "errored")
+                await self.store.set_status(batch_id, "failed", "failed", time.time())
+                return
+            async with asyncio.TaskGroup() as group:
+                for line in pending:
+                    group.create_task(self._line(batch, principal, line, per_batch, per_key))
+
+    async def _line(
+        self, batch: dict[str, Any], principal: Principal, line: NewLine,
+        per_batch: asyncio.Semaphore, per_key: asyncio.Semaphore,
+    ) -> None:  # fmt: skip
+        config = self.live.current.config.batches
+        async with per_batch, per_key, self._all:
+            await self._yield(config.yield_above_in_flight)
+            self.running += 1
+            try:
+                outcome = await self._attempts(batch, principal, line, config)
+            finally:
+                self.running -= 1
+        if outcome is None:
+            return  # passing failures throughout: the line waits for the next round
+        status_code, body, request_id = outcome
+        # Its ledger row (if any) reaches the database before the line ends.
+        await asyncio.sleep(0)
+        await self.accounts.ledger.flush()
+        result = orjson.dumps({"status_code": status_code, "request_id": request_id,
+                               "body": body}).decode()  # fmt: skip
+        status = "succeeded" if status_code == 200 else "errored"
+        await self.store.end_line(batch["id"], line.line, status, status_code, result)
+
+    async def _attempts(
+        self, batch: dict[str, Any], principal: Principal, line: NewLine, config: Any
+    ) -> tuple[int, dict[str, Any], str] | None:
+        body = orjson.loads(line.body)
+        for attempt in range(config.line_attempts):
+            try:
+                return await self.runner.run(
+                    principal, batch["endpoint"], body, batch["id"], line.custom_id,
+                    config.price_factor,
+                )  # fmt: skip
+            except GatewayError as error:
+                if not passing(error) or attempt + 1 == config.line_attempts:
+                    return _error_answer(error)
+                wait = error.retry_after_s or min(BACKOFF_MAX_S, 0.05 * 2**attempt)
+                await asyncio.sleep(min(wait, BACKOFF_MAX_S))
+        return None
+
+    async def _yield(self, above: int) -> None:
+        """Waits while live calls fill the instance (batch lines not counted)."""
+        while True:
+            if self.in_flight() - self.running < above:
+                return
+            await asyncio.sleep(YIELD_POLL_S)
+
+    async def _finalize(self, batch: dict[str, Any], status: str) -> None:
+        """Writes the output and error files and ends the batch in `status`."""
+        output, errors = bytearray(), bytearray()
+        after = -1
+        while rows := await self.store.lines(batch["id"], after, 1000):
+            for row in rows:
+                after = row["line"]
+                entry = _output_line(batch["id"], row)
+                (output if row["status"] == "succeeded" else errors).extend(entry)
+        key_id = batch["key_id"]
+        output_id = errors_id = ""
+        if output:
+            made = await self.files.store(
+                key_id, "batch_output", f"{batch['id']}_output.jsonl", bytes(output)
+            )
+            output_id = made.id
+        if errors:
+            made = await self.files.store(
+                key_id, "batch_output", f"{batch['id']}_error.jsonl", bytes(errors)
+            )
+            errors_id = made.id
+        await self.store.finish(batch["id"], status, status, time.time(), output_id, errors_id)
+
+
+def _output_line(batch_id: str, row: dict[str, Any]) -> bytes:
+    """One line of an output or error file, in OpenAI's format."""
+    entry: dict[str, Any] = {"id": f"batch_req_{batch_id}_{row['line']}",
+                             "custom_id": row["custom_id"]}  # fmt: skip
+    if row["status"] in ("succeeded", "errored") and row["result"]:
+        entry["response"] = orjson.loads(row["result"])
+        entry["error"] = None
+    else:
+        code = "batch_cancelled" if row["status"] == "cancelled" else "batch_expired"
+        entry["response"] = None
+        entry["error"] = {
+            "code": code,
+            "message": f"the line was not run: the batch {row['status']}",
+        }
+    return orjson.dumps(entry) + b"\n"
+
+
+def _error_answer(error: GatewayError) -> tuple[int, dict[str, Any], str]:
+    body = {"error": {"message": error.message, "type": error.reason.lower(),
+                      "code": error.reason.lower(), "param": error.param}}  # fmt: skip
+    return error.http_status, body, ""

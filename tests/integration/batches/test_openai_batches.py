@@ -1,0 +1,247 @@
+"""OpenAI's Files and Batch APIs through the openai SDK, refusals through raw HTTP: a
+batch's lines run through the live pipeline, each billed by exactly one ledger row."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import openai
+import orjson
+import pytest
+
+from tests.support.gateways import API_KEY, default_config_dict, eventually, running_gateway
+
+OTHER_KEY = "gw-test-other-key-00000000"
+MODEL = "sim-mini"
+
+
+def config(tmp_path: Path) -> dict[str, Any]:
+    data = default_config_dict()
+    data["storage"]["sqlite_path"] = str(tmp_path / "gateway.db")
+    data["batches"] = {
+        "files_dir": str(tmp_path / "files"),
+        "poll_s": 0.05,
+        "max_lines": 50,
+        "max_file_bytes": 64 * 1024,
+    }
+    data["keys"] = [*data.get("keys", []), {"name": "other", "secret": OTHER_KEY, "kind": "api"}]
+    return data
+
+
+def jsonl(lines: list[dict[str, Any]]) -> bytes:
+    return b"".join(orjson.dumps(line) + b"\n" for line in lines)
+
+
+def chat_line(custom_id: str, text: str = "hello", **body: Any) -> dict[str, Any]:
+    return {"custom_id": custom_id, "method": "POST", "url": "/v1/chat/completions",
+            "body": {"model": MODEL, "messages": [{"role": "user", "content": text}],
+                     "max_tokens": 8, **body}}  # fmt: skip
+
+
+@pytest.fixture
+async def gateway(
+    tmp_path: Path,
+) -> AsyncIterator[tuple[openai.AsyncOpenAI, httpx.AsyncClient, Any]]:
+    async with running_gateway(config(tmp_path)) as gw:
+        base = f"http://127.0.0.1:{gw.http_port}"
+        sdk = openai.AsyncOpenAI(base_url=f"{base}/v1", api_key=API_KEY, max_retries=0)
+        async with sdk, httpx.AsyncClient(base_url=base, timeout=30) as raw:
+            yield sdk, raw, gw
+
+
+async def rows_of(gw: Any, batch_id: str) -> list[dict[str, Any]]:
+    return await gw.gateway.store.db.fetch(
+        "SELECT custom_id, total_cost_usd, prompt_tokens, completion_tokens "
+        "FROM usage_records WHERE batch_id = ?", batch_id,
+    )  # fmt: skip
+
+
+async def test_a_batch_runs_every_line_once_and_reports_its_rows(gateway) -> None:  # type: ignore[no-untyped-def]
+    sdk, raw, gw = gateway
+    lines = [chat_line(f"req-{i}", f"question {i}") for i in range(6)]
+    uploaded = await sdk.files.create(file=("in.jsonl", io.BytesIO(jsonl(lines))), purpose="batch")
+    assert uploaded.purpose == "batch" and uploaded.bytes == len(jsonl(lines))
+    assert uploaded.expires_at is not None and uploaded.expires_at > uploaded.created_at
+    batch = await sdk.batches.create(
+        input_file_id=uploaded.id, endpoint="/v1/chat/completions", completion_window="24h",
+        metadata={"job": "nightly"},
+    )  # fmt: skip
+    assert batch.id.startswith("batch_") and batch.status in ("validating", "in_progress")
+    assert batch.request_counts is not None and batch.request_counts.total == 6
+
+    async def done() -> Any:
+        found = await sdk.batches.retrieve(batch.id)
+        assert found.status == "completed", found.status
+        return found
+
+    finished = await eventually(done)
+    assert finished.request_counts.completed == 6 and finished.request_counts.failed == 0
+    assert finished.output_file_id and finished.error_file_id is None
+    assert finished.metadata == {"job": "nightly"}
+    output = (await sdk.files.content(finished.output_file_id)).content
+    answers = [orjson.loads(line) for line in output.splitlines()]
+    assert sorted(a["custom_id"] for a in answers) == sorted(f"req-{i}" for i in range(6))
+    for answer in answers:
+        assert answer["error"] is None
+        assert answer["response"]["status_code"] == 200
+        assert answer["response"]["body"]["object"] == "chat.completion"
+    rows = await rows_of(gw, batch.id)
+    assert sorted(r["custom_id"] for r in rows) == sorted(f"req-{i}" for i in range(6))
+    # The batch's usage is the sum of its rows; retrieves and fetches write none.
+    assert finished.usage.input_tokens == sum(r["prompt_tokens"] for r in rows)
+    assert finished.usage.output_tokens == sum(r["completion_tokens"] for r in rows)
+    await sdk.batches.retrieve(batch.id)
+    await sdk.files.content(finished.output_file_id)
+    await gw.gateway.accounts.ledger.flush()
+    assert len(await rows_of(gw, batch.id)) == 6
+    listed = await sdk.batches.list()
+    assert batch.id in [b.id for b in listed.data]
+
+
+async def test_a_batch_line_pays_the_batch_price(gateway) -> None:  # type: ignore[no-untyped-def]
+    sdk, raw, gw = gateway
+    uploaded = await sdk.files.create(
+        file=("in.jsonl", io.BytesIO(jsonl([chat_line("only", "price me")]))), purpose="batch"
+    )
+    batch = await sdk.batches.create(
+        input_file_id=uploaded.id, endpoint="/v1/chat/completions", completion_window="24h"
+    )
+
+    async def done() -> None:
+        assert (await sdk.batches.retrieve(batch.id)).status == "completed"
+
+    await eventually(done)
+    [row] = await rows_of(gw, batch.id)
+    # sim-mini: $0.15 in and $0.60 out per million tokens, half for a batch line.
+    live = (row["prompt_tokens"] * 0.15 + row["completion_tokens"] * 0.60) / 1_000_000
+    assert row["completion_tokens"] > 0
+    assert row["total_cost_usd"] == pytest.approx(live * 0.5)
+
+
+async def test_the_database_refuses_a_second_row_for_a_line(gateway) -> None:  # type: ignore[no-untyped-def]
+    sdk, raw, gw = gateway
+    db = gw.gateway.store.db
+    insert = ("INSERT INTO usage_records (ts, request_id, key_id, key_name, method, model, "
+              "provider, prompt_tokens, completion_tokens, total_tokens, latency_ms, status, "
+              "batch_id, custom_id) VALUES (0, ?, 'k', 'k', 'm', 'm', 'p', 1, 1, 2, 1, 'OK', "
+              "'batch_x', 'line-1')")  # fmt: skip
+    await db.execute(insert, "first")
+    with pytest.raises(Exception, match="(?i)unique"):
+        await db.execute(insert, "second")
+
+
+async def test_files_belong_to_the_key_that_uploaded_them(gateway) -> None:  # type: ignore[no-untyped-def]
+    sdk, raw, gw = gateway
+    uploaded = await sdk.files.create(file=("a.jsonl", io.BytesIO(b"{}\n")), purpose="batch")
+    other = {"authorization": f"Bearer {OTHER_KEY}"}
+    for path in (f"/v1/files/{uploaded.id}", f"/v1/files/{uploaded.id}/content"):
+        assert (await raw.get(path, headers=other)).status_code == 404
+    assert (await raw.delete(f"/v1/files/{uploaded.id}", headers=other)).status_code == 404
+    assert uploaded.id not in [
+        f["id"] for f in (await raw.get("/v1/files", headers=other)).json()["data"]
+    ]
+    assert uploaded.id in [f.id for f in (await sdk.files.list()).data]
+    assert (await sdk.files.retrieve(uploaded.id)).filename == "a.jsonl"
+    assert (await sdk.files.delete(uploaded.id)).deleted
+    assert (
+        await raw.get(f"/v1/files/{uploaded.id}", headers={"authorization": f"Bearer {API_KEY}"})
+    ).status_code == 404
+    assert (await raw.get("/v1/files")).status_code == 401
+
+
+async def test_a_file_past_the_limit_is_413_and_leaves_nothing(gateway, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    sdk, raw, gw = gateway
+    auth = {"authorization": f"Bearer {API_KEY}"}
+    big = b"x" * (65 * 1024)
+    response = await raw.post("/v1/files", headers=auth, data={"purpose": "batch"},
+                              files={"file": ("big.jsonl", big)})  # fmt: skip
+    assert response.status_code == 413, response.text
+    assert response.json()["error"]["param"] == "file"
+    assert [p for p in (tmp_path / "files").glob("*") if p.is_file()] == []
+
+
+@pytest.mark.parametrize(
+    ("content", "field", "line"),
+    [
+        (b"not json\n", "input_file_id", "line 1"),
+        (jsonl([chat_line("a"), {**chat_line("b"), "url": "/v1/embeddings"}]), "url", "line 2"),
+        (
+            jsonl(
+                [
+                    chat_line("a"),
+                    {**chat_line("b"), "body": {**chat_line("b")["body"], "model": "sim-pro"}},
+                ]
+            ),
+            "body.model",
+            "line 2",
+        ),
+        (jsonl([chat_line("a"), chat_line("a")]), "custom_id", "line 2"),
+        (jsonl([chat_line("a", stream=True)]), "body.stream", "line 1"),
+        (jsonl([chat_line(f"n{i}") for i in range(51)]), "input_file_id", "line 51"),
+    ],
+    ids=["not-json", "wrong-url", "two-models", "duplicate-custom-id", "stream", "too-many-lines"],
+)
+async def test_bad_input_is_refused_whole_naming_line_and_field(  # type: ignore[no-untyped-def]
+    gateway, content: bytes, field: str, line: str
+) -> None:
+    sdk, raw, gw = gateway
+    auth = {"authorization": f"Bearer {API_KEY}"}
+    uploaded = await sdk.files.create(file=("in.jsonl", io.BytesIO(content)), purpose="batch")
+    response = await raw.post("/v1/batches", headers=auth, json={
+        "input_file_id": uploaded.id, "endpoint": "/v1/chat/completions",
+        "completion_window": "24h"})  # fmt: skip
+    assert response.status_code == 400, response.text
+    error = response.json()["error"]
+    assert error["param"] == field and error["message"].startswith(line), error
+    assert (await sdk.batches.list()).data == []
+
+
+async def test_create_refuses_a_wrong_endpoint_window_or_file(gateway) -> None:  # type: ignore[no-untyped-def]
+    sdk, raw, gw = gateway
+    auth = {"authorization": f"Bearer {API_KEY}"}
+    uploaded = await sdk.files.create(
+        file=("in.jsonl", io.BytesIO(jsonl([chat_line("a")]))), purpose="batch"
+    )
+    good = {
+        "input_file_id": uploaded.id,
+        "endpoint": "/v1/chat/completions",
+        "completion_window": "24h",
+    }
+    for change, field, status in (
+        ({"endpoint": "/v1/nothing"}, "endpoint", 400),
+        ({"completion_window": "1h"}, "completion_window", 400),
+        ({"input_file_id": "file-" + "0" * 24}, None, 404),
+    ):
+        response = await raw.post("/v1/batches", headers=auth, json={**good, **change})
+        assert response.status_code == status, response.text
+        assert response.json()["error"]["param"] == field
+    response = await raw.post(
+        "/v1/batches", headers={"authorization": f"Bearer {OTHER_KEY}"}, json=good
+    )
+    assert response.status_code == 404
+
+
+async def test_a_cancelled_batch_ends_cancelled(gateway) -> None:  # type: ignore[no-untyped-def]
+    sdk, raw, gw = gateway
+    lines = [chat_line(f"c{i}") for i in range(40)]
+    uploaded = await sdk.files.create(file=("in.jsonl", io.BytesIO(jsonl(lines))), purpose="batch")
+    batch = await sdk.batches.create(
+        input_file_id=uploaded.id, endpoint="/v1/chat/completions", completion_window="24h"
+    )
+    cancelling = await sdk.batches.cancel(batch.id)
+    assert cancelling.status in ("cancelling", "completed")
+
+    async def ended() -> Any:
+        found = await sdk.batches.retrieve(batch.id)
+        assert found.status in ("cancelled", "completed"), found.status
+        return found
+
+    found = await eventually(ended)
+    rows = await rows_of(gw, batch.id)
+    # Billed: the lines that finished, nothing else.
+    assert len(rows) == found.request_counts.completed
+    assert len({r["custom_id"] for r in rows}) == len(rows)
