@@ -245,3 +245,34 @@ async def test_a_cancelled_batch_ends_cancelled(gateway) -> None:  # type: ignor
     # Billed: the lines that finished, nothing else.
     assert len(rows) == found.request_counts.completed
     assert len({r["custom_id"] for r in rows}) == len(rows)
+
+
+async def test_a_batch_past_the_key_budget_is_refused_at_create(tmp_path: Path) -> None:
+    data = config(tmp_path)
+    poor = "gw-test-poor-key-000000000"
+    data["keys"].append({"name": "poor", "secret": poor, "kind": "api", "budget_usd": 0.0001})
+    async with running_gateway(data) as gw:
+        base = f"http://127.0.0.1:{gw.http_port}"
+        sdk = openai.AsyncOpenAI(base_url=f"{base}/v1", api_key=poor, max_retries=0)
+        async with sdk:
+            # 50 lines of up to 4000 tokens each at sim-mini's batch price: about $0.06.
+            lines = [chat_line(f"b{i}", max_tokens=4000) for i in range(50)]
+            uploaded = await sdk.files.create(
+                file=("in.jsonl", io.BytesIO(jsonl(lines))), purpose="batch"
+            )
+            with pytest.raises(openai.RateLimitError) as refused:
+                await sdk.batches.create(
+                    input_file_id=uploaded.id, endpoint="/v1/chat/completions",
+                    completion_window="24h",
+                )  # fmt: skip
+            assert "budget" in refused.value.message and "'poor'" in refused.value.message
+            assert (await sdk.batches.list()).data == []
+            # One small line fits.
+            small = await sdk.files.create(
+                file=("s.jsonl", io.BytesIO(jsonl([chat_line("one", max_tokens=4)]))),
+                purpose="batch",
+            )
+            batch = await sdk.batches.create(
+                input_file_id=small.id, endpoint="/v1/chat/completions", completion_window="24h"
+            )
+            assert batch.request_counts is not None and batch.request_counts.total == 1
