@@ -21,6 +21,7 @@ from http_facade import codec
 from http_facade.bindings import Binding, bindings
 from http_facade.context import exchange_for
 from http_facade.endpoint import read_body
+from server.application.batches.anthropic import as_message_batch, result_line
 from server.application.batches.files import Files, TooLarge, Upload, as_object
 from server.application.batches.jobs import Batches
 from server.base.call import Call
@@ -123,9 +124,65 @@ class BatchEndpoints:
         row = await self.batches.cancel(principal, request.path_params["batch_id"])
         return _json(await self.batches.as_object(row))
 
+    # -- Anthropic's message batches --------------------------------------------------
+
+    async def _message_batch(self, request: Request, row: Any) -> dict[str, Any]:
+        url = str(request.base_url).rstrip("/") + f"/v1/messages/batches/{row['id']}/results"
+        return await as_message_batch(self.batches.store, row, url)
+
+    async def create_message_batch(self, request: Request) -> Response:
+        principal = await self._caller(request)
+        body = await _json_body(request, self.max_body_bytes)
+        row = await self.batches.create_inline(principal, body.get("requests"))
+        return _json(await self._message_batch(request, row))
+
+    async def get_message_batch(self, request: Request) -> Response:
+        principal = await self._caller(request)
+        batch_id = request.path_params["batch_id"]
+        row = await self.batches.get(principal, batch_id, "anthropic")
+        return _json(await self._message_batch(request, row))
+
+    async def list_message_batches(self, request: Request) -> Response:
+        principal = await self._caller(request)
+        limit = _limit(request.query_params.get("limit"), 1000)
+        after = request.query_params.get("after_id")
+        rows = await self.batches.page(principal, limit + 1, after, "anthropic")
+        data = [await self._message_batch(request, r) for r in rows[:limit]]
+        return _json({
+            "data": data, "has_more": len(rows) > limit,
+            "first_id": data[0]["id"] if data else None,
+            "last_id": data[-1]["id"] if data else None,
+        })  # fmt: skip
+
+    async def cancel_message_batch(self, request: Request) -> Response:
+        principal = await self._caller(request)
+        batch_id = request.path_params["batch_id"]
+        row = await self.batches.cancel(principal, batch_id, "anthropic")
+        return _json(await self._message_batch(request, row))
+
+    async def delete_message_batch(self, request: Request) -> Response:
+        principal = await self._caller(request)
+        batch_id = request.path_params["batch_id"]
+        await self.batches.delete(principal, batch_id, "anthropic")
+        return _json({"id": batch_id, "type": "message_batch_deleted"})
+
+    async def message_batch_results(self, request: Request) -> Response:
+        principal = await self._caller(request)
+        batch_id = request.path_params["batch_id"]
+        rows = await self.batches.lines_of(principal, batch_id, "anthropic")
+        body = b"".join(result_line(row) for row in rows)
+        return Response(body, media_type="application/binary")
+
 
 def batch_routes(endpoints: BatchEndpoints) -> list[BaseRoute]:
+    e = endpoints
     return [
+        Route("/v1/messages/batches", e.create_message_batch, methods=["POST"]),
+        Route("/v1/messages/batches", e.list_message_batches, methods=["GET"]),
+        Route("/v1/messages/batches/{batch_id}", e.get_message_batch, methods=["GET"]),
+        Route("/v1/messages/batches/{batch_id}", e.delete_message_batch, methods=["DELETE"]),
+        Route("/v1/messages/batches/{batch_id}/cancel", e.cancel_message_batch, methods=["POST"]),
+        Route("/v1/messages/batches/{batch_id}/results", e.message_batch_results, methods=["GET"]),
         Route("/v1/files", endpoints.upload, methods=["POST"]),
         Route("/v1/files", endpoints.list_files, methods=["GET"]),
         Route("/v1/files/{file_id}", endpoints.get_file, methods=["GET"]),

@@ -32,6 +32,8 @@ class LineCounts:
     completed: int
     failed: int
     pending: int
+    cancelled: int = 0
+    expired: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +103,8 @@ class BatchStore:
             completed=by.get("succeeded", 0),
             failed=by.get("errored", 0),
             pending=by.get("pending", 0),
+            cancelled=by.get("cancelled", 0),
+            expired=by.get("expired", 0),
         )
 
     async def usage(self, batch_id: str) -> BatchUsage:

@@ -20,7 +20,7 @@ from server.application.batches.files import Files
 from server.application.pipeline.state import Live
 from server.base.caller import Principal
 from server.base.errors import InvalidArgument, NotFound
-from server.storage.batches import BatchStore, NewLine
+from server.storage.batches import ACTIVE, BatchStore, NewLine
 from server.storage.db import Row
 
 WINDOWS = {"24h": 86_400}
@@ -63,12 +63,33 @@ class Batches:
         config = self.live.current.config.batches
         data = await self.files.read(principal.key_id, input_file_id)
         read = lines.read(data, endpoint, config.max_lines, config.max_line_bytes)
+        return await self._create(
+            principal, "openai", endpoint, read, input_file_id, completion_window, metadata
+        )
+
+    async def create_inline(self, principal: Principal, requests: Any) -> Row:
+        """An Anthropic message batch: its requests in the body, to /v1/messages."""
+        config = self.live.current.config.batches
+        read = lines.from_requests(requests, config.max_lines, config.max_line_bytes)
+        return await self._create(principal, "anthropic", "/v1/messages", read, "", "24h", None)
+
+    async def _create(
+        self,
+        principal: Principal,
+        dialect: str,
+        endpoint: str,
+        read: lines.Input,
+        input_file_id: str,
+        completion_window: str,
+        metadata: dict[str, str] | None,
+    ) -> Row:
+        config = self.live.current.config.batches
         model = self._model(read.model)
         check_model(principal, model.id)
         await self._fits_budgets(principal, read.tokens, model.price, config.price_factor)
         now = time.time()
         batch = {
-            "id": new_id("openai"), "key_id": principal.key_id, "dialect": "openai",
+            "id": new_id(dialect), "key_id": principal.key_id, "dialect": dialect,
             "endpoint": endpoint, "model": model.id, "input_file_id": input_file_id,
             "completion_window": completion_window,
             "metadata": orjson.dumps(metadata or {}).decode(), "status": "validating",
@@ -106,19 +127,42 @@ class Batches:
             if spent >= spec.limit_usd or spent + reserved + cost > spec.limit_usd:
                 raise exhausted(spec, spent, reserved, cost)
 
-    async def get(self, principal: Principal, batch_id: str) -> Row:
+    async def get(self, principal: Principal, batch_id: str, dialect: str = "openai") -> Row:
         found = await self.store.get(batch_id, principal.key_id)
-        if found is None:
+        if found is None or found["dialect"] != dialect:
             raise NotFound(f"no batch {batch_id!r}", {"batch_id": batch_id})
         return found
 
-    async def page(self, principal: Principal, limit: int, after: str | None) -> list[Row]:
-        return await self.store.page(principal.key_id, "openai", limit, after)
+    async def page(
+        self, principal: Principal, limit: int, after: str | None, dialect: str = "openai"
+    ) -> list[Row]:
+        return await self.store.page(principal.key_id, dialect, limit, after)
 
-    async def cancel(self, principal: Principal, batch_id: str) -> Row:
-        await self.get(principal, batch_id)
+    async def cancel(self, principal: Principal, batch_id: str, dialect: str = "openai") -> Row:
+        await self.get(principal, batch_id, dialect)
         await self.store.cancel(batch_id, time.time())
-        return await self.get(principal, batch_id)
+        return await self.get(principal, batch_id, dialect)
+
+    async def delete(self, principal: Principal, batch_id: str, dialect: str) -> None:
+        """Deletes a batch that has ended (one still running is cancelled first)."""
+        found = await self.get(principal, batch_id, dialect)
+        if found["status"] in ACTIVE:
+            raise InvalidArgument.for_field(
+                "message_batch_id", "a batch still processing cannot be deleted; cancel it first"
+            )
+        await self.store.delete(batch_id)
+
+    async def lines_of(self, principal: Principal, batch_id: str, dialect: str) -> list[Row]:
+        """Every line of an ended batch, in order."""
+        found = await self.get(principal, batch_id, dialect)
+        if found["status"] in ACTIVE:
+            raise InvalidArgument.for_field(
+                "message_batch_id", "the batch has not ended: its results are not ready"
+            )
+        rows: list[Row] = []
+        while more := await self.store.lines(batch_id, rows[-1]["line"] if rows else -1, 1000):
+            rows.extend(more)
+        return rows
 
     async def as_object(self, row: Row) -> dict[str, Any]:
         """A batch as OpenAI writes it, its counts and usage read now."""

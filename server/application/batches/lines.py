@@ -84,6 +84,29 @@ def read(data: bytes, endpoint: str, max_lines: int, max_line_bytes: int) -> Inp
     return Input(lines, model, worst)
 
 
+def from_requests(requests: Any, max_lines: int, max_line_bytes: int) -> Input:
+    """An Anthropic batch's `requests[{custom_id, params}]`, as lines to /v1/messages."""
+    if not isinstance(requests, list) or not requests:
+        raise InvalidArgument.for_field("requests", "is required (a non-empty list)")
+    if len(requests) > max_lines:
+        raise InvalidArgument.for_field("requests", f"holds more than {max_lines} requests")
+    data = bytearray()
+    for i, one in enumerate(requests):
+        if not isinstance(one, dict):
+            raise InvalidArgument.for_field(f"requests[{i}]", "is not an object")
+        line = {"custom_id": one.get("custom_id"), "url": "/v1/messages", "body": one.get("params")}
+        data += orjson.dumps(line) + b"\n"
+    try:
+        return read(bytes(data), "/v1/messages", max_lines, max_line_bytes)
+    except InvalidArgument as refused:
+        # Named by the request's place in `requests`, not by a file's line.
+        number = int(refused.metadata["line"].removeprefix("line ")) - 1
+        field = refused.metadata["field"].replace("body", "params", 1)
+        name = f"requests[{number}]" + ("" if field == "input_file_id" else f".{field}")
+        why = refused.metadata["why"]
+        raise InvalidArgument.for_field(name, why) from None
+
+
 def _worst_tokens(body: dict[str, Any], raw: bytes) -> int:
     """A line's prompt estimate (from its size) and the most it may generate."""
     most = body.get("max_completion_tokens") or body.get("max_tokens") or 0
@@ -92,4 +115,6 @@ def _worst_tokens(body: dict[str, Any], raw: bytes) -> int:
 
 def _refused(where: str, field: str, why: str) -> InvalidArgument:
     name = f"{where}: {field}" if field else where
-    return InvalidArgument(f"{name} {why}", {"field": field or "input_file_id", "line": where})
+    return InvalidArgument(
+        f"{name} {why}", {"field": field or "input_file_id", "line": where, "why": why}
+    )

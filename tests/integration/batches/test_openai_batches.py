@@ -233,7 +233,7 @@ async def test_a_cancelled_batch_ends_cancelled(gateway) -> None:  # type: ignor
         input_file_id=uploaded.id, endpoint="/v1/chat/completions", completion_window="24h"
     )
     cancelling = await sdk.batches.cancel(batch.id)
-    assert cancelling.status in ("cancelling", "completed")
+    assert cancelling.status in ("cancelling", "cancelled", "completed")
 
     async def ended() -> Any:
         found = await sdk.batches.retrieve(batch.id)
