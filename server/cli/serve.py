@@ -66,6 +66,7 @@ from server.base.config import Config, ConfigError, OperationsConfig, ServerConf
 from server.base.pipeline import SERVICES, Middleware, RpcMethod
 from server.grpc_api.service import Limits, grpc_handlers
 from server.ops import requestlog
+from server.ops.batch_metrics import BatchMetrics
 from server.ops.health import GatewayHealth, Readiness
 from server.ops.loop_lag import watch_lag
 from server.ops.metrics import Metrics, multiprocess_dir, prepare_multiprocess_dir
@@ -325,13 +326,15 @@ async def open_gateway(
     return gateway
 
 
-def _batches(gateway: Gateway, max_body_bytes: int) -> tuple[list[Any], list[Closer]]:
-    """The Files and Batch APIs' routes and, where this instance runs batches, the
-    worker running them (none without a database: jobs must outlive the process)."""
+def _batches(
+    gateway: Gateway, max_body_bytes: int
+) -> tuple[list[Any], list[Closer], Callable[[], bytes]]:
+    """The Files and Batch APIs' routes, the worker running batches (none without a
+    database: jobs must outlive the process) and the metrics' render with its figures."""
     from http_facade.batches import BatchEndpoints, TableRunner, batch_routes
 
     if gateway.store is None:
-        return [], []
+        return [], [], gateway.render_metrics
     live, store = gateway.live, gateway.store
     folder = live.current.config.files_folder
     files = Files(live, gateway.accounts, store.files, DiskBlobs(folder))
@@ -349,7 +352,13 @@ def _batches(gateway: Gateway, max_body_bytes: int) -> tuple[list[Any], list[Clo
             await task
         await worker.aclose()
 
-    return batch_routes(BatchEndpoints(files, batches, max_body_bytes)), [stop]
+    batch_metrics = BatchMetrics(gateway.metrics.registry)
+
+    def render() -> bytes:
+        batch_metrics.sample(worker)
+        return gateway.render_metrics()
+
+    return batch_routes(BatchEndpoints(files, batches, max_body_bytes)), [stop], render
 
 
 def _cancel(task: asyncio.Task[None]) -> Closer:
@@ -650,9 +659,8 @@ async def start(
     gateway = await open_gateway(config, shared_state, source, spool)
     table = gateway.table
     health_servicer = health.aio.HealthServicer()
-    extra = ops_routes(gateway.health, gateway.render_metrics)
-    batch_extra, batch_closer = _batches(gateway, settings.max_body_bytes)
-    extra = [*extra, *batch_extra]
+    batch_extra, batch_closer, render = _batches(gateway, settings.max_body_bytes)
+    extra = [*ops_routes(gateway.health, render), *batch_extra]
     sessions = Sessions(shared_secret(config.mcp.session_secret_env), config.mcp.session_ttl_s)
     mcp = McpEndpoint(
         gateway.live, gateway.accounts.admission, gateway.tools, sessions, settings.max_body_bytes

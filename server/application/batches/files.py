@@ -103,6 +103,14 @@ class Files:
     ) -> list[FileRecord]:  # fmt: skip
         return await self.records.page(principal.key_id, purpose, limit, after, ascending)
 
+    async def clean(self) -> int:
+        """Deletes the files that have expired (their bytes first); returns how many."""
+        gone = await self.records.expired(time.time())
+        for file_id in gone:
+            await self.blobs.delete(file_id)
+            await self.records.forget(file_id)
+        return len(gone)
+
     async def delete(self, principal: Principal, file_id: str) -> None:
         if not await self.records.delete(principal.key_id, file_id):
             raise NotFound(f"no file {file_id!r}", {"file_id": file_id})

@@ -21,6 +21,7 @@ import functools
 import logging
 import os
 import time
+from collections import Counter
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -36,6 +37,8 @@ from server.storage.batches import BatchStore, NewLine
 log = logging.getLogger(__name__)
 # How long a line waits before another attempt after a passing failure, at most.
 BACKOFF_MAX_S = 5.0
+# How often expired files are deleted.
+CLEAN_EVERY_S = 600.0
 # How often a line waiting for live calls to thin out looks again.
 YIELD_POLL_S = 0.02
 
@@ -67,19 +70,27 @@ class Worker:
         self.runner = runner
         self.in_flight = in_flight
         self.owner = f"{os.uname().nodename}:{os.getpid()}:{os.urandom(4).hex()}"
+        # What the metrics read: lines running now, lines ended by outcome (succeeded,
+        # errored, cancelled, expired), attempts repeated after a passing failure.
         self.running = 0
+        self.ended: Counter[str] = Counter()
+        self.retried = 0
         self._batches: dict[str, asyncio.Task[None]] = {}
         self._per_key: dict[str, asyncio.Semaphore] = {}
         self._all = asyncio.Semaphore(live.current.config.batches.concurrency)
 
     async def run_forever(self) -> None:
+        cleaned = 0.0
         while True:
             config = self.live.current.config.batches
-            if config.run:
-                try:
+            try:
+                if config.run:
                     await self.take(config.lease_s)
-                except Exception as exc:  # the database away: look again later
-                    log.warning("batch worker: cannot claim batches: %r", exc)
+                if time.monotonic() - cleaned > CLEAN_EVERY_S:
+                    cleaned = time.monotonic()
+                    await self.files.clean()
+            except Exception as exc:  # the database away: look again later
+                log.warning("batch worker: %r", exc)
             await asyncio.sleep(config.poll_s)
 
     async def take(self, lease_s: float) -> None:
@@ -88,6 +99,11 @@ class Worker:
             task = asyncio.create_task(self._held(batch_id, lease_s))
             self._batches[batch_id] = task
             task.add_done_callback(functools.partial(self._forget, batch_id))
+
+    @property
+    def held(self) -> int:
+        """Batches this instance runs now."""
+        return len(self._batches)
 
     def _forget(self, batch_id: str, _: asyncio.Task[None]) -> None:
         self._batches.pop(batch_id, None)
@@ -182,6 +198,7 @@ class Worker:
                                "body": body}).decode()  # fmt: skip
         status = "succeeded" if status_code == 200 else "errored"
         await self.store.end_line(batch["id"], line.line, status, status_code, result)
+        self.ended[status] += 1
 
     async def _attempts(
         self, batch: dict[str, Any], principal: Principal, line: NewLine, config: Any
@@ -196,6 +213,7 @@ class Worker:
             except GatewayError as error:
                 if not passing(error) or attempt + 1 == config.line_attempts:
                     return _error_answer(error)
+                self.retried += 1
                 wait = error.retry_after_s or min(BACKOFF_MAX_S, 0.05 * 2**attempt)
                 await asyncio.sleep(min(wait, BACKOFF_MAX_S))
         return None

@@ -100,6 +100,9 @@ async def test_a_batch_runs_every_line_once_and_reports_its_rows(gateway) -> Non
     assert len(await rows_of(gw, batch.id)) == 6
     listed = await sdk.batches.list()
     assert batch.id in [b.id for b in listed.data]
+    metrics = (await raw.get("/metrics")).text
+    assert 'gateway_batch_lines_total{outcome="succeeded"} 6.0' in metrics
+    assert "gateway_batch_lines_running 0.0" in metrics
 
 
 async def test_a_batch_line_pays_the_batch_price(gateway) -> None:  # type: ignore[no-untyped-def]
@@ -276,3 +279,17 @@ async def test_a_batch_past_the_key_budget_is_refused_at_create(tmp_path: Path) 
                 input_file_id=small.id, endpoint="/v1/chat/completions", completion_window="24h"
             )
             assert batch.request_counts is not None and batch.request_counts.total == 1
+
+
+async def test_an_expired_file_is_gone(gateway) -> None:  # type: ignore[no-untyped-def]
+    sdk, raw, gw = gateway
+    uploaded = await sdk.files.create(
+        file=("a.jsonl", io.BytesIO(b"{}\n")), purpose="user_data",
+        extra_body={"expires_after": {"anchor": "created_at", "seconds": 3600}},
+    )  # fmt: skip
+    assert uploaded.expires_at == pytest.approx(uploaded.created_at + 3600, abs=2)
+    db = gw.gateway.store.db
+    await db.execute("UPDATE files SET expires_at = 1 WHERE id = ?", uploaded.id)
+    with pytest.raises(openai.NotFoundError):
+        await sdk.files.retrieve(uploaded.id)
+    assert uploaded.id not in [f.id for f in (await sdk.files.list()).data]
