@@ -27,6 +27,17 @@ class NewLine:
 
 
 @dataclass(frozen=True, slots=True)
+class Ended:
+    """A line that ended: how, and its answer (or error) as stored."""
+
+    batch_id: str
+    line: int
+    status: str
+    status_code: int
+    result: str
+
+
+@dataclass(frozen=True, slots=True)
 class LineCounts:
     total: int
     completed: int
@@ -158,7 +169,7 @@ class BatchStore:
         )  # fmt: skip
         taken = []
         for row in candidates:
-            won = await self.db.fetch(
+            won = await self._update_returning(
                 "UPDATE batches SET lease_owner = ?, lease_until = ? "
                 "WHERE id = ? AND lease_until < ? RETURNING id",
                 owner, now + lease_s, row["id"], now,
@@ -169,11 +180,16 @@ class BatchStore:
 
     async def renew(self, batch_id: str, owner: str, lease_s: float) -> bool:
         """Extends this owner's lease; False when it is no longer the owner's."""
-        kept = await self.db.fetch(
+        kept = await self._update_returning(
             "UPDATE batches SET lease_until = ? WHERE id = ? AND lease_owner = ? RETURNING id",
             time.time() + lease_s, batch_id, owner,
         )  # fmt: skip
         return bool(kept)
+
+    async def _update_returning(self, sql: str, *args: Any) -> list[Row]:
+        """An UPDATE ... RETURNING, committed (a plain fetch leaves SQLite's write open)."""
+        async with self.db.transaction() as tx:
+            return await tx.fetch(sql, *args)
 
     async def release(self, batch_id: str, owner: str) -> None:
         await self.db.execute(
@@ -190,15 +206,15 @@ class BatchStore:
         )  # fmt: skip
         return [NewLine(int(r["line"]), r["custom_id"], r["body"]) for r in rows]
 
-    async def end_line(
-        self, batch_id: str, line: int, status: str, status_code: int, result: str
-    ) -> None:
-        """Ends a line once: a line already ended keeps its first outcome."""
-        await self.db.execute(
+    async def end_lines(self, ended: Sequence[Ended]) -> None:
+        """Ends lines once, all in one write: a line already ended keeps its first
+        outcome."""
+        now = time.time()
+        await self.db.executemany(
             "UPDATE batch_lines SET status = ?, status_code = ?, result = ?, ended_at = ? "
             "WHERE batch_id = ? AND line = ? AND status = 'pending'",
-            status, status_code, result, time.time(), batch_id, line,
-        )  # fmt: skip
+            [(e.status, e.status_code, e.result, now, e.batch_id, e.line) for e in ended],
+        )
 
     async def end_pending(self, batch_id: str, status: str) -> None:
         """Ends every line not run yet with `status` (cancelled, expired)."""

@@ -32,7 +32,7 @@ from server.application.batches.files import Files
 from server.application.pipeline.state import Live
 from server.base.caller import Principal
 from server.base.errors import GatewayError, Unauthenticated
-from server.storage.batches import BatchStore, NewLine
+from server.storage.batches import BatchStore, Ended, NewLine
 
 log = logging.getLogger(__name__)
 # How long a line waits before another attempt after a passing failure, at most.
@@ -78,6 +78,8 @@ class Worker:
         self._batches: dict[str, asyncio.Task[None]] = {}
         self._per_key: dict[str, asyncio.Semaphore] = {}
         self._all = asyncio.Semaphore(live.current.config.batches.concurrency)
+        self._to_end: list[Ended] = []
+        self._committing = asyncio.Lock()
 
     async def run_forever(self) -> None:
         cleaned = 0.0
@@ -159,7 +161,7 @@ class Worker:
             if time.time() > batch["expires_at"]:
                 await self.store.end_pending(batch_id, "expired")
                 return await self._finalize(batch, "expired")
-            pending = await self.store.pending_lines(batch_id, config.concurrency_per_batch * 4)
+            pending = await self.store.pending_lines(batch_id, config.concurrency_per_batch * 16)
             if not pending:
                 await self.store.set_status(batch_id, "finalizing", "finalizing", time.time())
                 return await self._finalize(batch, "completed")
@@ -191,14 +193,23 @@ class Worker:
         if outcome is None:
             return  # passing failures throughout: the line waits for the next round
         status_code, body, request_id = outcome
-        # Its ledger row (if any) reaches the database before the line ends.
-        await asyncio.sleep(0)
-        await self.accounts.ledger.flush()
         result = orjson.dumps({"status_code": status_code, "request_id": request_id,
                                "body": body}).decode()  # fmt: skip
         status = "succeeded" if status_code == 200 else "errored"
-        await self.store.end_line(batch["id"], line.line, status, status_code, result)
-        self.ended[status] += 1
+        await asyncio.sleep(0)  # the call's record closes: its row is in the ledger's buffer
+        self._to_end.append(Ended(batch["id"], line.line, status, status_code, result))
+        await self._commit()
+
+    async def _commit(self) -> None:
+        """Ends the lines that finished, after their rows are in the database: one
+        flush and one write for every line that finished meanwhile (a group commit)."""
+        async with self._committing:
+            taken, self._to_end = self._to_end, []
+            if not taken:
+                return  # a commit before ours took our line too
+            await self.accounts.ledger.flush()
+            await self.store.end_lines(taken)
+            self.ended.update(one.status for one in taken)
 
     async def _attempts(
         self, batch: dict[str, Any], principal: Principal, line: NewLine, config: Any
