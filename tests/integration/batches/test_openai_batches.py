@@ -3,7 +3,9 @@ batch's lines run through the live pipeline, each billed by exactly one ledger r
 
 from __future__ import annotations
 
+import asyncio
 import io
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -293,3 +295,45 @@ async def test_an_expired_file_is_gone(gateway) -> None:  # type: ignore[no-unty
     with pytest.raises(openai.NotFoundError):
         await sdk.files.retrieve(uploaded.id)
     assert uploaded.id not in [f.id for f in (await sdk.files.list()).data]
+
+
+async def test_batch_lines_wait_while_live_calls_fill_the_instance(tmp_path: Path) -> None:
+    data = config(tmp_path)
+    data["batches"]["yield_above_in_flight"] = 1  # one live call is enough to hold lines
+    slow_s = 1.5
+    for model in data["models"]:
+        if model["id"] == "sim-pro":
+            for provider in model["providers"]:
+                provider["params"] = {"ttft_ms": int(slow_s * 1000), "tokens_per_second": 0}
+    async with running_gateway(data) as gw:
+        base = f"http://127.0.0.1:{gw.http_port}"
+        sdk = openai.AsyncOpenAI(base_url=f"{base}/v1", api_key=API_KEY, max_retries=0)
+        async with sdk:
+            uploaded = await sdk.files.create(
+                file=("in.jsonl", io.BytesIO(jsonl([chat_line(f"y{i}") for i in range(5)]))),
+                purpose="batch",
+            )
+            started = time.time()
+            live = asyncio.create_task(sdk.chat.completions.create(
+                model="sim-pro", max_tokens=4, messages=[{"role": "user", "content": "slow"}]
+            ))  # fmt: skip
+
+            async def in_flight() -> None:
+                assert gw.gateway.observer.in_flight >= 1
+
+            await eventually(in_flight)
+            batch = await sdk.batches.create(
+                input_file_id=uploaded.id, endpoint="/v1/chat/completions",
+                completion_window="24h",
+            )  # fmt: skip
+            await live
+
+            async def done() -> None:
+                assert (await sdk.batches.retrieve(batch.id)).status == "completed"
+
+            await eventually(done)
+            ended = await gw.gateway.store.db.fetch(
+                "SELECT ended_at FROM batch_lines WHERE batch_id = ?", batch.id
+            )
+            # No line ran while the live call waited on its upstream.
+            assert min(r["ended_at"] for r in ended) >= started + slow_s
