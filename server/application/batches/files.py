@@ -22,7 +22,7 @@ DAY_S = 86_400
 class TooLarge(InvalidArgument):
     """A file past `batches.max_file_bytes` (413 on HTTP)."""
 
-    reason = "FILE_TOO_LARGE"
+    reason = "REQUEST_TOO_LARGE"
 
     @property
     def http_status(self) -> int:

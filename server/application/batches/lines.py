@@ -70,7 +70,7 @@ def read(data: bytes, endpoint: str, max_lines: int, max_line_bytes: int) -> Inp
         if not isinstance(body, dict):
             raise _refused(where, "body", "is required (a JSON object)")
         if body.get("stream"):
-            raise _refused(where, "body.stream", "a batch line cannot stream")
+            raise _refused(where, "body.stream", "must not be true: a batch line cannot stream")
         named = body.get("model")
         if not isinstance(named, str) or not named:
             raise _refused(where, "body.model", "is required")
