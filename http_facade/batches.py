@@ -23,6 +23,7 @@ from http_facade.context import exchange_for
 from http_facade.endpoint import read_body
 from server.application.batches.anthropic import as_message_batch, result_line
 from server.application.batches.files import Files, TooLarge, Upload, as_object
+from server.application.batches.gemini import as_operation
 from server.application.batches.jobs import Batches
 from server.base.call import Call
 from server.base.caller import Principal
@@ -109,11 +110,19 @@ class BatchEndpoints:
         return _json(await self.batches.as_object(row))
 
     async def get_batch(self, request: Request) -> Response:
+        """OpenAI's and Gemini's (v1) batches share this path: the batch's dialect says
+        which shape it is read in."""
         principal = await self._caller(request)
-        row = await self.batches.get(principal, request.path_params["batch_id"])
+        batch_id = request.path_params["batch_id"]
+        gemini = await self.batches.store.get(batch_id, principal.key_id)
+        if gemini is not None and gemini["dialect"] == "gemini":
+            return _json(await as_operation(self.batches.store, gemini))
+        row = await self.batches.get(principal, batch_id)
         return _json(await self.batches.as_object(row))
 
     async def list_batches(self, request: Request) -> Response:
+        if _from_google(request):  # Gemini's list on its v1 path
+            return await self.list_gemini_batches(request)
         principal = await self._caller(request)
         limit = _limit(request.query_params.get("limit"), 100)
         rows = await self.batches.page(principal, limit + 1, request.query_params.get("after"))
@@ -173,26 +182,80 @@ class BatchEndpoints:
         body = b"".join(result_line(row) for row in rows)
         return Response(body, media_type="application/binary")
 
+    # -- Gemini's batch mode -----------------------------------------------------------
+
+    async def create_gemini_batch(self, request: Request) -> Response:
+        principal = await self._caller(request)
+        body = await _json_body(request, self.max_body_bytes)
+        model = request.path_params["model"].removeprefix("models/")
+        row = await self.batches.create_gemini(principal, model, body)
+        return _json(await as_operation(self.batches.store, row))
+
+    async def get_gemini_batch(self, request: Request) -> Response:
+        principal = await self._caller(request)
+        row = await self.batches.get(principal, request.path_params["batch_id"], "gemini")
+        return _json(await as_operation(self.batches.store, row))
+
+    async def list_gemini_batches(self, request: Request) -> Response:
+        principal = await self._caller(request)
+        limit = _limit(request.query_params.get("pageSize"), 1000)
+        after = request.query_params.get("pageToken")
+        rows = await self.batches.page(principal, limit + 1, after, "gemini")
+        found: dict[str, Any] = {
+            "operations": [await as_operation(self.batches.store, r) for r in rows[:limit]]
+        }
+        if len(rows) > limit:
+            found["nextPageToken"] = rows[limit - 1]["id"]
+        return _json(found)
+
+    async def cancel_gemini_batch(self, request: Request) -> Response:
+        principal = await self._caller(request)
+        await self.batches.cancel(principal, request.path_params["batch_id"], "gemini")
+        return _json({})
+
+    async def delete_gemini_batch(self, request: Request) -> Response:
+        principal = await self._caller(request)
+        await self.batches.delete(principal, request.path_params["batch_id"], "gemini")
+        return _json({})
+
 
 def batch_routes(endpoints: BatchEndpoints) -> list[BaseRoute]:
     e = endpoints
+    gemini_create = "{version}/models/{{model:path}}:batchGenerateContent"
     return [
+        # OpenAI's Files and Batch APIs (Gemini's v1 batches share /v1/batches/{id}).
+        Route("/v1/files", e.upload, methods=["POST"]),
+        Route("/v1/files", e.list_files, methods=["GET"]),
+        Route("/v1/files/{file_id}", e.get_file, methods=["GET"]),
+        Route("/v1/files/{file_id}", e.delete_file, methods=["DELETE"]),
+        Route("/v1/files/{file_id}/content", e.file_content, methods=["GET"]),
+        Route("/v1/batches", e.create_batch, methods=["POST"]),
+        Route("/v1/batches", e.list_batches, methods=["GET"]),
+        Route("/v1/batches/{batch_id}", e.get_batch, methods=["GET"]),
+        Route("/v1/batches/{batch_id}/cancel", e.cancel_batch, methods=["POST"]),
+        # Anthropic's Message Batches.
         Route("/v1/messages/batches", e.create_message_batch, methods=["POST"]),
         Route("/v1/messages/batches", e.list_message_batches, methods=["GET"]),
         Route("/v1/messages/batches/{batch_id}", e.get_message_batch, methods=["GET"]),
         Route("/v1/messages/batches/{batch_id}", e.delete_message_batch, methods=["DELETE"]),
         Route("/v1/messages/batches/{batch_id}/cancel", e.cancel_message_batch, methods=["POST"]),
         Route("/v1/messages/batches/{batch_id}/results", e.message_batch_results, methods=["GET"]),
-        Route("/v1/files", endpoints.upload, methods=["POST"]),
-        Route("/v1/files", endpoints.list_files, methods=["GET"]),
-        Route("/v1/files/{file_id}", endpoints.get_file, methods=["GET"]),
-        Route("/v1/files/{file_id}", endpoints.delete_file, methods=["DELETE"]),
-        Route("/v1/files/{file_id}/content", endpoints.file_content, methods=["GET"]),
-        Route("/v1/batches", endpoints.create_batch, methods=["POST"]),
-        Route("/v1/batches", endpoints.list_batches, methods=["GET"]),
-        Route("/v1/batches/{batch_id}", endpoints.get_batch, methods=["GET"]),
-        Route("/v1/batches/{batch_id}/cancel", endpoints.cancel_batch, methods=["POST"]),
-    ]
+        # Gemini's batch mode, on both API versions.
+        Route(gemini_create.format(version="/v1beta"), e.create_gemini_batch, methods=["POST"]),
+        Route(gemini_create.format(version="/v1"), e.create_gemini_batch, methods=["POST"]),
+        Route("/v1beta/batches", e.list_gemini_batches, methods=["GET"]),
+        Route("/v1beta/batches/{batch_id}", e.get_gemini_batch, methods=["GET"]),
+        Route("/v1beta/batches/{batch_id}", e.delete_gemini_batch, methods=["DELETE"]),
+        Route("/v1beta/batches/{batch_id}:cancel", e.cancel_gemini_batch, methods=["POST"]),
+        Route("/v1/batches/{batch_id}", e.delete_gemini_batch, methods=["DELETE"]),
+        Route("/v1/batches/{batch_id}:cancel", e.cancel_gemini_batch, methods=["POST"]),
+    ]  # fmt: skip
+
+
+def _from_google(request: Request) -> bool:
+    """Whether a request comes from a Google SDK (its key header or its paging)."""
+    headers, query = request.headers, request.query_params
+    return "x-goog-api-key" in headers or "pageSize" in query or "pageToken" in query
 
 
 async def _read_form(request: Request, boundary: bytes, upload: Upload) -> dict[str, str]:
@@ -307,6 +370,7 @@ class TableRunner:
         for binding in bindings(method.descriptor for method in table.values()):
             plain = not binding.when_header and not binding.when_query
             if binding.verb == "POST" and plain and binding.template not in self.by_endpoint:
+                # Paths with a variable are known by their template (Gemini's model).
                 self.by_endpoint[binding.template] = binding
 
     async def run(
@@ -322,7 +386,12 @@ class TableRunner:
         call.record.principal = principal
         call.record.batch_id, call.record.custom_id = batch_id, custom_id
         call.record.price_factor = price_factor
+        if binding.path_fields:  # the model goes in the path (Gemini), not the body
+            body = dict(body)
+            model = str(body.pop("model", "")).removeprefix("models/")
         message: Message = codec.from_dict(body, rpc.request_type(), strict=rpc.strict)
+        for path in binding.path_fields.values():
+            codec.set_field(message, path, model)
         response = await self.table[rpc.path].unary(message, call)
         answer: Any = codec.to_dict(response)
         if binding.response_body:

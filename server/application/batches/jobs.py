@@ -15,7 +15,7 @@ import orjson
 from server.accounting.accounts import Accounts
 from server.accounting.admission import check_model
 from server.accounting.budget import exhausted
-from server.application.batches import lines
+from server.application.batches import gemini, lines
 from server.application.batches.files import Files
 from server.application.pipeline.state import Live
 from server.base.caller import Principal
@@ -72,6 +72,17 @@ class Batches:
         config = self.live.current.config.batches
         read = lines.from_requests(requests, config.max_lines, config.max_line_bytes)
         return await self._create(principal, "anthropic", "/v1/messages", read, "", "24h", None)
+
+    async def create_gemini(self, principal: Principal, model: str, body: Any) -> Row:
+        """A Gemini batch: inline requests to one model."""
+        config = self.live.current.config.batches
+        read = gemini.read_requests(model, body, config.max_lines, config.max_line_bytes)
+        batch = body["batch"]
+        name = batch.get("displayName") if isinstance(batch.get("displayName"), str) else ""
+        return await self._create(
+            principal, "gemini", gemini.ENDPOINT, read, "", "24h",
+            {"display_name": name[:128]} if name else None,
+        )  # fmt: skip
 
     async def _create(
         self,

@@ -29,7 +29,10 @@ def test_lines_are_read_with_their_worst_case_tokens() -> None:
         (b"[1]\n", "line 1 is not a JSON object"),
         (line("a") + b'{"custom_id": 3}\n', "line 2: custom_id is required (a string)"),
         (line("a").replace(b'"POST"', b'"GET"'), "line 1: method must be POST"),
-        (line("a", stream=True), "line 1: body.stream must not be true: a batch line cannot stream"),
+        (
+            line("a", stream=True),
+            "line 1: body.stream must not be true: a batch line cannot stream",
+        ),
         (line("a") + line("b", model="n"), "line 2: body.model is 'n'; earlier lines use 'm'"),
         (line("a") * 2, "line 2: custom_id 'a' is used by an earlier line"),
         (line("a") + line("b") + line("c"), "line 3 is past the limit of 2 lines"),
