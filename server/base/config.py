@@ -790,6 +790,10 @@ class BatchesConfig(Strict):
     max_file_bytes: int = Field(default=100 * 1024 * 1024, ge=1)
     max_lines: int = Field(default=50_000, ge=1)
     max_line_bytes: int = Field(default=1024 * 1024, ge=1)
+    # Tokens (lines' prompts and max_tokens) the running batches of one key may hold in
+    # the queue; a batch past it is refused with 429 (absent: no limit). The per-minute
+    # rate limits are not charged for the queue, only for the lines as they run.
+    max_enqueued_tokens_per_key: int | None = Field(default=None, ge=1)
     # Days an uploaded file of purpose `batch` (and a batch's results) is kept.
     file_expiry_days: float = Field(default=30, gt=0)
     # Lines of one batch, and of all the batches of one key, run at once by one

@@ -133,6 +133,26 @@ class BatchStore:
             float(row["usd"]), int(row["n"]),
         )  # fmt: skip
 
+    async def outstanding(self, match: dict[str, str]) -> tuple[int, float]:
+        """What the running batches of an account (`match`: its ledger columns, which
+        batches carry too) may still take: their tokens, and their reserved cost less
+        what their lines were billed."""
+        where = " AND ".join(f"b.{column} = ?" for column in match)
+        active = ", ".join("?" for _ in ACTIVE)
+        held = await self.db.fetchrow(
+            "SELECT COALESCE(SUM(b.tokens), 0) AS tokens, "
+            "COALESCE(SUM(b.reserved_usd), 0) AS usd "
+            f"FROM batches b WHERE {where} AND b.status IN ({active})",
+            *match.values(), *ACTIVE,
+        )  # fmt: skip
+        billed = await self.db.fetchrow(
+            "SELECT COALESCE(SUM(u.total_cost_usd), 0) AS usd FROM usage_records u "
+            f"JOIN batches b ON u.batch_id = b.id WHERE {where} AND b.status IN ({active})",
+            *match.values(), *ACTIVE,
+        )  # fmt: skip
+        assert held is not None and billed is not None
+        return int(held["tokens"]), max(0.0, float(held["usd"]) - float(billed["usd"]))
+
     async def set_status(self, batch_id: str, status: str, when: str, now: float) -> None:
         """Moves the batch to `status`, stamping `<when>_at` (a column of the table)."""
         assert when.isidentifier()

@@ -366,8 +366,10 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
                 expires_at {float}
             )""",
             "CREATE INDEX files_key ON files (key_id, created_at)",
-            # A batch job: what it runs, where it stands, and the instance holding its
-            # lease (until `lease_until`) while it runs.
+            # A batch job: what it runs, whose it is (its key's levels), what it may
+            # take at most (its lines' tokens and their cost at the batch price, held
+            # against budgets while it runs), where it stands, and the instance holding
+            # its lease (until `lease_until`) while it runs.
             """CREATE TABLE batches (
                 id TEXT PRIMARY KEY,
                 key_id TEXT NOT NULL,
@@ -390,6 +392,11 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
                 output_file_id TEXT NOT NULL DEFAULT '',
                 error_file_id TEXT NOT NULL DEFAULT '',
                 total INTEGER NOT NULL DEFAULT 0,
+                team_id TEXT NOT NULL DEFAULT '',
+                org_id TEXT NOT NULL DEFAULT '',
+                user_id TEXT NOT NULL DEFAULT '',
+                tokens INTEGER NOT NULL DEFAULT 0,
+                reserved_usd {float} NOT NULL DEFAULT 0,
                 lease_owner TEXT NOT NULL DEFAULT '',
                 lease_until {float} NOT NULL DEFAULT 0
             )""",

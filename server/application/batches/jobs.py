@@ -18,8 +18,8 @@ from server.accounting.budget import exhausted
 from server.application.batches import gemini, lines
 from server.application.batches.files import Files
 from server.application.pipeline.state import Live
-from server.base.caller import Principal
-from server.base.errors import InvalidArgument, NotFound
+from server.base.caller import Principal, account_fields
+from server.base.errors import InvalidArgument, NotFound, RateLimited
 from server.storage.batches import ACTIVE, BatchStore, NewLine
 from server.storage.db import Row
 
@@ -97,7 +97,9 @@ class Batches:
         config = self.live.current.config.batches
         model = self._model(read.model)
         check_model(principal, model.id)
-        await self._fits_budgets(principal, read.tokens, model.price, config.price_factor)
+        await self._fits_queue(principal, read.tokens, config.max_enqueued_tokens_per_key)
+        cost = _worst_cost(read.tokens, model.price, config.price_factor)
+        await self._fits_budgets(principal, cost)
         now = time.time()
         batch = {
             "id": new_id(dialect), "key_id": principal.key_id, "dialect": dialect,
@@ -105,7 +107,9 @@ class Batches:
             "completion_window": completion_window,
             "metadata": orjson.dumps(metadata or {}).decode(), "status": "validating",
             "created_at": now, "expires_at": now + WINDOWS[completion_window],
-            "total": len(read.lines),
+            "total": len(read.lines), "team_id": principal.team_id,
+            "org_id": principal.org_id, "user_id": principal.user_id,
+            "tokens": read.tokens, "reserved_usd": cost,
         }  # fmt: skip
         await self.store.create(
             batch,
@@ -125,18 +129,28 @@ class Batches:
             )
         return model
 
-    async def _fits_budgets(
-        self, principal: Principal, worst_tokens: int, price: Any, factor: float
-    ) -> None:
-        """Refuses a batch whose worst case (every line's prompt and max_tokens at the
-        batch price) does not fit a level's budget: 429 naming the level."""
-        if not principal.budgets or price is None:
+    async def _fits_queue(self, principal: Principal, tokens: int, limit: int | None) -> None:
+        """Refuses a batch that would put the key's queued tokens (its running batches'
+        worst case) past `batches.max_enqueued_tokens_per_key`: 429."""
+        if limit is None:
             return
-        cost = worst_tokens * max(price.input, price.output) / 1_000_000 * factor
+        queued, _ = await self.store.outstanding({"key_id": principal.key_id})
+        if queued + tokens > limit:
+            raise RateLimited(
+                f"the batches of key {principal.name!r} would hold {queued + tokens} tokens "
+                f"in the queue, past its limit of {limit}",
+                {"key": principal.name, "limit": str(limit)},
+            )
+
+    async def _fits_budgets(self, principal: Principal, cost: float) -> None:
+        """Refuses a batch whose worst case does not fit a level's budget beside what
+        the level spent, its calls in flight reserve and its running batches may still
+        take: 429 naming the level."""
         for spec in principal.budgets:
             spent, reserved = await self.accounts.budgets.status(spec)
-            if spent >= spec.limit_usd or spent + reserved + cost > spec.limit_usd:
-                raise exhausted(spec, spent, reserved, cost)
+            _, held = await self.store.outstanding(account_fields(spec.key_id))
+            if spent >= spec.limit_usd or spent + reserved + held + cost > spec.limit_usd:
+                raise exhausted(spec, spent, reserved + held, cost)
 
     async def get(self, principal: Principal, batch_id: str, dialect: str = "openai") -> Row:
         found = await self.store.get(batch_id, principal.key_id)
@@ -201,6 +215,13 @@ class Batches:
         for stamp in STAMPS:
             found[stamp] = int(row[stamp]) if row[stamp] is not None else None
         return found
+
+
+def _worst_cost(tokens: int, price: Any, factor: float) -> float:
+    """Every token at the dearer of the input and output price, at the batch price."""
+    if price is None:
+        return 0.0
+    return tokens * max(price.input, price.output) / 1_000_000 * factor
 
 
 def _check_metadata(metadata: Any) -> None:

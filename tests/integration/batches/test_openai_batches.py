@@ -337,3 +337,58 @@ async def test_batch_lines_wait_while_live_calls_fill_the_instance(tmp_path: Pat
             )
             # No line ran while the live call waited on its upstream.
             assert min(r["ended_at"] for r in ended) >= started + slow_s
+
+
+async def test_running_batches_hold_their_worst_case_against_budget_and_queue(
+    tmp_path: Path,
+) -> None:
+    data = config(tmp_path)
+    data["batches"]["run"] = False  # the batches stay queued
+    data["batches"]["max_enqueued_tokens_per_key"] = 100_000
+    poor = "gw-test-poor-key-000000000"
+    data["keys"].append({"name": "poor", "secret": poor, "kind": "api", "budget_usd": 0.01})
+    async with running_gateway(data) as gw:
+        base = f"http://127.0.0.1:{gw.http_port}"
+        sdk = openai.AsyncOpenAI(base_url=f"{base}/v1", api_key=poor, max_retries=0)
+        async with sdk:
+            # 10 lines of up to 4000 tokens at $0.60 per million, half price: ~$0.012
+            # would not fit $0.01; 6 lines (~$0.0072) do, once.
+            six = await sdk.files.create(
+                file=("6.jsonl", io.BytesIO(jsonl([chat_line(f"s{i}", max_tokens=4000)
+                                                  for i in range(6)]))),
+                purpose="batch",
+            )  # fmt: skip
+            first = await sdk.batches.create(
+                input_file_id=six.id, endpoint="/v1/chat/completions", completion_window="24h"
+            )
+            with pytest.raises(openai.RateLimitError) as refused:
+                await sdk.batches.create(
+                    input_file_id=six.id, endpoint="/v1/chat/completions",
+                    completion_window="24h",
+                )  # fmt: skip
+            assert "budget" in refused.value.message and "'poor'" in refused.value.message
+            # Its worst case is released once it ends (cancelled here, by hand: no
+            # instance runs it).
+            await gw.gateway.store.db.execute(
+                "UPDATE batches SET status = 'cancelled' WHERE id = ?", first.id
+            )
+            again = await sdk.batches.create(
+                input_file_id=six.id, endpoint="/v1/chat/completions", completion_window="24h"
+            )
+            assert again.status == "validating"
+        rich = openai.AsyncOpenAI(base_url=f"{base}/v1", api_key=API_KEY, max_retries=0)
+        async with rich:
+            many = await rich.files.create(
+                file=("q.jsonl", io.BytesIO(jsonl([chat_line(f"q{i}", max_tokens=4000)
+                                                  for i in range(20)]))),
+                purpose="batch",
+            )  # fmt: skip
+            await rich.batches.create(
+                input_file_id=many.id, endpoint="/v1/chat/completions", completion_window="24h"
+            )
+            with pytest.raises(openai.RateLimitError) as queued:
+                await rich.batches.create(
+                    input_file_id=many.id, endpoint="/v1/chat/completions",
+                    completion_window="24h",
+                )  # fmt: skip
+            assert "in the queue" in queued.value.message and "100000" in queued.value.message
