@@ -31,7 +31,7 @@ from server.accounting.accounts import Accounts, passing
 from server.application.batches.files import Files
 from server.application.pipeline.state import Live
 from server.base.caller import Principal
-from server.base.errors import GatewayError, Unauthenticated
+from server.base.errors import GatewayError, Internal, Unauthenticated
 from server.storage.batches import BatchStore, Ended, NewLine
 
 log = logging.getLogger(__name__)
@@ -227,6 +227,10 @@ class Worker:
                 self.retried += 1
                 wait = error.retry_after_s or min(BACKOFF_MAX_S, 0.05 * 2**attempt)
                 await asyncio.sleep(min(wait, BACKOFF_MAX_S))
+            except Exception:
+                # A bug: the line fails alone (a 500, details in the log), not its batch.
+                log.exception("batch %s: line %s failed", batch["id"], line.custom_id)
+                return _error_answer(Internal("the gateway failed on this line"))
         return None
 
     async def _yield(self, above: int) -> None:

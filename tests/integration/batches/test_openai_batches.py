@@ -392,3 +392,29 @@ async def test_running_batches_hold_their_worst_case_against_budget_and_queue(
                     completion_window="24h",
                 )  # fmt: skip
             assert "in the queue" in queued.value.message and "100000" in queued.value.message
+
+
+async def test_a_refused_line_goes_to_the_error_file_and_leaves_one_row(gateway) -> None:  # type: ignore[no-untyped-def]
+    sdk, raw, gw = gateway
+    lines = [chat_line("good"), chat_line("hot", temperature=5)]
+    uploaded = await sdk.files.create(file=("in.jsonl", io.BytesIO(jsonl(lines))), purpose="batch")
+    batch = await sdk.batches.create(
+        input_file_id=uploaded.id, endpoint="/v1/chat/completions", completion_window="24h"
+    )
+
+    async def done() -> Any:
+        found = await sdk.batches.retrieve(batch.id)
+        assert found.status == "completed"
+        return found
+
+    found = await eventually(done)
+    assert (found.request_counts.completed, found.request_counts.failed) == (1, 1)
+    [error] = [
+        orjson.loads(x) for x in (await sdk.files.content(found.error_file_id)).content.splitlines()
+    ]
+    assert error["custom_id"] == "hot" and error["response"]["status_code"] == 400
+    assert "temperature" in error["response"]["body"]["error"]["message"]
+    [output] = (await sdk.files.content(found.output_file_id)).content.splitlines()
+    assert orjson.loads(output)["custom_id"] == "good"
+    rows = await rows_of(gw, batch.id)
+    assert sorted(r["custom_id"] for r in rows) == ["good", "hot"]
