@@ -32,6 +32,7 @@ from server.application.batches.files import Files
 from server.application.pipeline.state import Live
 from server.base.caller import Principal
 from server.base.errors import GatewayError, Internal, Unauthenticated
+from server.base.spans import span
 from server.storage.batches import BatchStore, Ended, NewLine
 
 log = logging.getLogger(__name__)
@@ -187,7 +188,9 @@ class Worker:
             await self._yield(config.yield_above_in_flight)
             self.running += 1
             try:
-                outcome = await self._attempts(batch, principal, line, config)
+                with span("gateway.batch.line", **{"gateway.batch.id": batch["id"],
+                                                   "gateway.batch.custom_id": line.custom_id}):  # fmt: skip
+                    outcome = await self._attempts(batch, principal, line, config)
             finally:
                 self.running -= 1
         if outcome is None:

@@ -14,7 +14,11 @@ import httpx
 import openai
 import orjson
 import pytest
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from server.ops import tracing
 from tests.support.gateways import API_KEY, default_config_dict, eventually, running_gateway
 
 OTHER_KEY = "gw-test-other-key-00000000"
@@ -418,3 +422,33 @@ async def test_a_refused_line_goes_to_the_error_file_and_leaves_one_row(gateway)
     assert orjson.loads(output)["custom_id"] == "good"
     rows = await rows_of(gw, batch.id)
     assert sorted(r["custom_id"] for r in rows) == ["good", "hot"]
+
+
+async def test_each_line_is_a_span_with_the_call_beneath_it(gateway) -> None:  # type: ignore[no-untyped-def]
+    sdk, raw, gw = gateway
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracing.enable(provider)
+    try:
+        uploaded = await sdk.files.create(
+            file=("in.jsonl", io.BytesIO(jsonl([chat_line("t0"), chat_line("t1")]))),
+            purpose="batch",
+        )
+        batch = await sdk.batches.create(
+            input_file_id=uploaded.id, endpoint="/v1/chat/completions", completion_window="24h"
+        )
+
+        async def done() -> None:
+            assert (await sdk.batches.retrieve(batch.id)).status == "completed"
+
+        await eventually(done)
+    finally:
+        tracing.enable(None)
+    spans = exporter.get_finished_spans()
+    lines = [s for s in spans if s.name == "gateway.batch.line"]
+    assert sorted((s.attributes or {})["gateway.batch.custom_id"] for s in lines) == ["t0", "t1"]
+    assert {(s.attributes or {})["gateway.batch.id"] for s in lines} == {batch.id}
+    ids = {s.context.span_id for s in lines}
+    beneath = [s for s in spans if s.parent is not None and s.parent.span_id in ids]
+    assert len(beneath) >= 2  # each line's call runs inside its line's span
