@@ -106,6 +106,7 @@ def _bucket(b: Bucket, day: str, model: str) -> usage_pb.UsageBucket:
         day=day, model=model, requests=b.requests, errors=b.errors,
         prompt_tokens=b.prompt_tokens, completion_tokens=b.completion_tokens,
         total_tokens=b.total_tokens, cost_usd=round(b.cost_usd, 11),
+        batch_requests=b.batch_requests, batch_cost_usd=round(b.batch_cost_usd, 11),
     )  # fmt: skip
 
 
@@ -114,4 +115,5 @@ def _sum(buckets: list[Bucket]) -> Bucket:
         "", "", sum(b.requests for b in buckets), sum(b.prompt_tokens for b in buckets),
         sum(b.completion_tokens for b in buckets), sum(b.total_tokens for b in buckets),
         sum(b.cost_usd for b in buckets), sum(b.errors for b in buckets),
+        sum(b.batch_requests for b in buckets), sum(b.batch_cost_usd for b in buckets),
     )  # fmt: skip

@@ -25,6 +25,9 @@ class Bucket:
     total_tokens: int
     cost_usd: float
     errors: int
+    # The requests that were batch lines, and their cost (among the above).
+    batch_requests: int = 0
+    batch_cost_usd: float = 0.0
 
 
 # The UTC day of a row, per dialect.
@@ -69,7 +72,9 @@ class UsageStore:
             f"SELECT {day} AS day, model, COUNT(*) AS requests, "
             "SUM(prompt_tokens) AS prompt_tokens, SUM(completion_tokens) AS completion_tokens, "
             "SUM(total_tokens) AS total_tokens, COALESCE(SUM(total_cost_usd), 0) AS cost_usd, "
-            "SUM(CASE WHEN status = 'OK' THEN 0 ELSE 1 END) AS errors "
+            "SUM(CASE WHEN status = 'OK' THEN 0 ELSE 1 END) AS errors, "
+            "SUM(CASE WHEN batch_id <> '' THEN 1 ELSE 0 END) AS batch_requests, "
+            "COALESCE(SUM(CASE WHEN batch_id <> '' THEN total_cost_usd END), 0) AS batch_cost "
             "FROM usage_records WHERE key_id = ? AND ts >= ? AND ts < ? "
             f"GROUP BY {day}, model ORDER BY 1, 2",
             key_id,
@@ -86,6 +91,8 @@ class UsageStore:
                 int(r["total_tokens"]),
                 float(r["cost_usd"]),
                 int(r["errors"]),
+                int(r["batch_requests"]),
+                float(r["batch_cost"]),
             )  # fmt: skip
             for r in rows
         ]

@@ -26,7 +26,7 @@ from gateway.v1 import rest_pb2 as gateway_dot_v1_dot_rest__pb2
 from google.api import annotations_pb2 as google_dot_api_dot_annotations__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1egateway/v1/usage_service.proto\x12\ngateway.v1\x1a\x15gateway/v1/rest.proto\x1a\x1cgoogle/api/annotations.proto\"\xa5\x01\n\x0bUsageBucket\x12\x0b\n\x03\x64\x61y\x18\x01 \x01(\t\x12\r\n\x05model\x18\x02 \x01(\t\x12\x10\n\x08requests\x18\x03 \x01(\x03\x12\x0e\n\x06\x65rrors\x18\x04 \x01(\x03\x12\x15\n\rprompt_tokens\x18\x05 \x01(\x03\x12\x19\n\x11\x63ompletion_tokens\x18\x06 \x01(\x03\x12\x14\n\x0ctotal_tokens\x18\x07 \x01(\x03\x12\x10\n\x08\x63ost_usd\x18\x08 \x01(\x01\"\x8d\x01\n\x0c\x42udgetStatus\x12\x12\n\nbudget_usd\x18\x01 \x01(\x01\x12\x0e\n\x06period\x18\x02 \x01(\t\x12\x19\n\x11period_start_time\x18\x03 \x01(\x03\x12\x11\n\tspent_usd\x18\x04 \x01(\x01\x12\x14\n\x0creserved_usd\x18\x05 \x01(\x01\x12\x15\n\rremaining_usd\x18\x06 \x01(\x01\"m\n\x0fGetUsageRequest\x12\x17\n\nstart_time\x18\x01 \x01(\x03H\x00\x88\x01\x01\x12\x15\n\x08\x65nd_time\x18\x02 \x01(\x03H\x01\x88\x01\x01\x12\x0e\n\x06key_id\x18\x03 \x01(\tB\r\n\x0b_start_timeB\x0b\n\t_end_time\"\xb3\x02\n\x10GetUsageResponse\x12\x0e\n\x06key_id\x18\x01 \x01(\t\x12\x10\n\x08key_name\x18\x02 \x01(\t\x12\x12\n\nstart_time\x18\x03 \x01(\x03\x12\x10\n\x08\x65nd_time\x18\x04 \x01(\x03\x12&\n\x05total\x18\x05 \x01(\x0b\x32\x17.gateway.v1.UsageBucket\x12)\n\x08\x62y_model\x18\x06 \x03(\x0b\x32\x17.gateway.v1.UsageBucket\x12\'\n\x06\x62y_day\x18\x07 \x03(\x0b\x32\x17.gateway.v1.UsageBucket\x12\x31\n\x10\x62y_day_and_model\x18\x08 \x03(\x0b\x32\x17.gateway.v1.UsageBucket\x12(\n\x06\x62udget\x18\t \x01(\x0b\x32\x18.gateway.v1.BudgetStatus2p\n\x0cUsageService\x12X\n\x08GetUsage\x12\x1b.gateway.v1.GetUsageRequest\x1a\x1c.gateway.v1.GetUsageResponse\"\x11\x82\xd3\xe4\x93\x02\x0b\x12\t/v1/usage\x1a\x06\xc2\xc1\x18\x02\x30\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1egateway/v1/usage_service.proto\x12\ngateway.v1\x1a\x15gateway/v1/rest.proto\x1a\x1cgoogle/api/annotations.proto\"\xd5\x01\n\x0bUsageBucket\x12\x0b\n\x03\x64\x61y\x18\x01 \x01(\t\x12\r\n\x05model\x18\x02 \x01(\t\x12\x10\n\x08requests\x18\x03 \x01(\x03\x12\x0e\n\x06\x65rrors\x18\x04 \x01(\x03\x12\x15\n\rprompt_tokens\x18\x05 \x01(\x03\x12\x19\n\x11\x63ompletion_tokens\x18\x06 \x01(\x03\x12\x14\n\x0ctotal_tokens\x18\x07 \x01(\x03\x12\x10\n\x08\x63ost_usd\x18\x08 \x01(\x01\x12\x16\n\x0e\x62\x61tch_requests\x18\t \x01(\x03\x12\x16\n\x0e\x62\x61tch_cost_usd\x18\n \x01(\x01\"\x8d\x01\n\x0c\x42udgetStatus\x12\x12\n\nbudget_usd\x18\x01 \x01(\x01\x12\x0e\n\x06period\x18\x02 \x01(\t\x12\x19\n\x11period_start_time\x18\x03 \x01(\x03\x12\x11\n\tspent_usd\x18\x04 \x01(\x01\x12\x14\n\x0creserved_usd\x18\x05 \x01(\x01\x12\x15\n\rremaining_usd\x18\x06 \x01(\x01\"m\n\x0fGetUsageRequest\x12\x17\n\nstart_time\x18\x01 \x01(\x03H\x00\x88\x01\x01\x12\x15\n\x08\x65nd_time\x18\x02 \x01(\x03H\x01\x88\x01\x01\x12\x0e\n\x06key_id\x18\x03 \x01(\tB\r\n\x0b_start_timeB\x0b\n\t_end_time\"\xb3\x02\n\x10GetUsageResponse\x12\x0e\n\x06key_id\x18\x01 \x01(\t\x12\x10\n\x08key_name\x18\x02 \x01(\t\x12\x12\n\nstart_time\x18\x03 \x01(\x03\x12\x10\n\x08\x65nd_time\x18\x04 \x01(\x03\x12&\n\x05total\x18\x05 \x01(\x0b\x32\x17.gateway.v1.UsageBucket\x12)\n\x08\x62y_model\x18\x06 \x03(\x0b\x32\x17.gateway.v1.UsageBucket\x12\'\n\x06\x62y_day\x18\x07 \x03(\x0b\x32\x17.gateway.v1.UsageBucket\x12\x31\n\x10\x62y_day_and_model\x18\x08 \x03(\x0b\x32\x17.gateway.v1.UsageBucket\x12(\n\x06\x62udget\x18\t \x01(\x0b\x32\x18.gateway.v1.BudgetStatus2p\n\x0cUsageService\x12X\n\x08GetUsage\x12\x1b.gateway.v1.GetUsageRequest\x1a\x1c.gateway.v1.GetUsageResponse\"\x11\x82\xd3\xe4\x93\x02\x0b\x12\t/v1/usage\x1a\x06\xc2\xc1\x18\x02\x30\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -38,13 +38,13 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_USAGESERVICE'].methods_by_name['GetUsage']._loaded_options = None
   _globals['_USAGESERVICE'].methods_by_name['GetUsage']._serialized_options = b'\202\323\344\223\002\013\022\t/v1/usage'
   _globals['_USAGEBUCKET']._serialized_start=100
-  _globals['_USAGEBUCKET']._serialized_end=265
-  _globals['_BUDGETSTATUS']._serialized_start=268
-  _globals['_BUDGETSTATUS']._serialized_end=409
-  _globals['_GETUSAGEREQUEST']._serialized_start=411
-  _globals['_GETUSAGEREQUEST']._serialized_end=520
-  _globals['_GETUSAGERESPONSE']._serialized_start=523
-  _globals['_GETUSAGERESPONSE']._serialized_end=830
-  _globals['_USAGESERVICE']._serialized_start=832
-  _globals['_USAGESERVICE']._serialized_end=944
+  _globals['_USAGEBUCKET']._serialized_end=313
+  _globals['_BUDGETSTATUS']._serialized_start=316
+  _globals['_BUDGETSTATUS']._serialized_end=457
+  _globals['_GETUSAGEREQUEST']._serialized_start=459
+  _globals['_GETUSAGEREQUEST']._serialized_end=568
+  _globals['_GETUSAGERESPONSE']._serialized_start=571
+  _globals['_GETUSAGERESPONSE']._serialized_end=878
+  _globals['_USAGESERVICE']._serialized_start=880
+  _globals['_USAGESERVICE']._serialized_end=992
 # @@protoc_insertion_point(module_scope)

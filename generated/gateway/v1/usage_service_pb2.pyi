@@ -9,7 +9,7 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class UsageBucket(_message.Message):
-    __slots__ = ("day", "model", "requests", "errors", "prompt_tokens", "completion_tokens", "total_tokens", "cost_usd")
+    __slots__ = ("day", "model", "requests", "errors", "prompt_tokens", "completion_tokens", "total_tokens", "cost_usd", "batch_requests", "batch_cost_usd")
     DAY_FIELD_NUMBER: _ClassVar[int]
     MODEL_FIELD_NUMBER: _ClassVar[int]
     REQUESTS_FIELD_NUMBER: _ClassVar[int]
@@ -18,6 +18,8 @@ class UsageBucket(_message.Message):
     COMPLETION_TOKENS_FIELD_NUMBER: _ClassVar[int]
     TOTAL_TOKENS_FIELD_NUMBER: _ClassVar[int]
     COST_USD_FIELD_NUMBER: _ClassVar[int]
+    BATCH_REQUESTS_FIELD_NUMBER: _ClassVar[int]
+    BATCH_COST_USD_FIELD_NUMBER: _ClassVar[int]
     day: str
     model: str
     requests: int
@@ -26,7 +28,9 @@ class UsageBucket(_message.Message):
     completion_tokens: int
     total_tokens: int
     cost_usd: float
-    def __init__(self, day: _Optional[str] = ..., model: _Optional[str] = ..., requests: _Optional[int] = ..., errors: _Optional[int] = ..., prompt_tokens: _Optional[int] = ..., completion_tokens: _Optional[int] = ..., total_tokens: _Optional[int] = ..., cost_usd: _Optional[float] = ...) -> None: ...
+    batch_requests: int
+    batch_cost_usd: float
+    def __init__(self, day: _Optional[str] = ..., model: _Optional[str] = ..., requests: _Optional[int] = ..., errors: _Optional[int] = ..., prompt_tokens: _Optional[int] = ..., completion_tokens: _Optional[int] = ..., total_tokens: _Optional[int] = ..., cost_usd: _Optional[float] = ..., batch_requests: _Optional[int] = ..., batch_cost_usd: _Optional[float] = ...) -> None: ...
 
 class BudgetStatus(_message.Message):
     __slots__ = ("budget_usd", "period", "period_start_time", "spent_usd", "reserved_usd", "remaining_usd")

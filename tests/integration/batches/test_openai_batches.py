@@ -452,3 +452,27 @@ async def test_each_line_is_a_span_with_the_call_beneath_it(gateway) -> None:  #
     ids = {s.context.span_id for s in lines}
     beneath = [s for s in spans if s.parent is not None and s.parent.span_id in ids]
     assert len(beneath) >= 2  # each line's call runs inside its line's span
+
+
+async def test_the_usage_api_tells_batch_spend_from_live_spend(gateway) -> None:  # type: ignore[no-untyped-def]
+    sdk, raw, gw = gateway
+    await sdk.chat.completions.create(
+        model=MODEL, max_tokens=8, messages=[{"role": "user", "content": "live"}]
+    )
+    uploaded = await sdk.files.create(
+        file=("in.jsonl", io.BytesIO(jsonl([chat_line("u0"), chat_line("u1")]))), purpose="batch"
+    )
+    batch = await sdk.batches.create(
+        input_file_id=uploaded.id, endpoint="/v1/chat/completions", completion_window="24h"
+    )
+
+    async def done() -> None:
+        assert (await sdk.batches.retrieve(batch.id)).status == "completed"
+
+    await eventually(done)
+    usage = (await raw.get("/v1/usage", headers={"authorization": f"Bearer {API_KEY}"})).json()
+    rows = await rows_of(gw, batch.id)
+    total = usage["total"]
+    assert total["requests"] == 3 and total["batch_requests"] == 2
+    assert total["batch_cost_usd"] == pytest.approx(sum(r["total_cost_usd"] for r in rows))
+    assert total["cost_usd"] > total["batch_cost_usd"] > 0
