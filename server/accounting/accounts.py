@@ -116,7 +116,7 @@ class Accounts:
         await self._limit(call, principal, tokens, count)
         record.limited_tokens = any(limit[4] for limit in principal.rate_limits)
         record.holds, waited = await self.traffic.enter(
-            principal, record.model, record.ticket, call.deadline
+            principal, record.model, record.ticket, call.deadline, batch=bool(record.batch_id)
         )
         record.queue_s += waited
         if record.queue_s:

@@ -288,9 +288,10 @@ class Traffic:
 
     # -- concurrency caps -------------------------------------------------------------
 
-    def class_of(self, principal: Principal) -> tuple[str, float]:
+    def class_of(self, principal: Principal, batch: bool = False) -> tuple[str, float]:
         """The priority class and weight of the key's calls: its own rule's, else its
-        team's, else `default` and 1."""
+        team's, else `default` and 1. A batch job's lines are always in `batch`, the
+        lowest: a key's interactive class does not lift its offline work."""
         config = self.config()
         rules = [_rule(config.keys, principal.key_id, principal.name)]
         rules += [
@@ -298,7 +299,7 @@ class Traffic:
         ]
         priority = next((r.priority for r in rules if r is not None and r.priority), None)
         weight = next((r.weight for r in rules if r is not None), 1.0)
-        return priority or "default", weight
+        return "batch" if batch else priority or "default", weight
 
     def _until(
         self, principal: Principal, model: str, deadline: float | None
@@ -336,7 +337,12 @@ class Traffic:
         return time.monotonic() - started
 
     async def enter(
-        self, principal: Principal, model: str, ticket: str, deadline: float | None = None
+        self,
+        principal: Principal,
+        model: str,
+        ticket: str,
+        deadline: float | None = None,
+        batch: bool = False,
     ) -> tuple[list[Hold], float]:
         """Counts the call against every level's `max_in_flight`, waiting for a slot
         (by class and fair share) when the call may wait; ConcurrencyLimited naming the
@@ -351,7 +357,7 @@ class Traffic:
         waited = 0.0
         wait = self._until(principal, model, deadline) if holds else None
         for hold in holds:
-            count, took = await self._enter_one(hold, ticket, principal, wait)
+            count, took = await self._enter_one(hold, ticket, principal, wait, batch)
             waited += took
             if count is None:
                 for earlier in entered:
@@ -370,14 +376,19 @@ class Traffic:
         return entered, waited
 
     async def _enter_one(
-        self, hold: Hold, ticket: str, principal: Principal, wait: tuple[float, int] | None
+        self,
+        hold: Hold,
+        ticket: str,
+        principal: Principal,
+        wait: tuple[float, int] | None,
+        batch: bool,
     ) -> tuple[int | None, float]:
         """The count after entering `hold` (None: full) and the seconds waited."""
         key = principal.key_id
         queue = self._fair.get(hold.account)
         if queue is None:
             queue = self._fair[hold.account] = FairQueue(hold.cap)
-        priority, weight = self.class_of(principal)
+        priority, weight = self.class_of(principal, batch)
         queue.seen(key, weight)
         # Nobody waits, or this key is under its share: try at once.
         if queue.idle() or (wait is not None and queue.under_share(key)):
