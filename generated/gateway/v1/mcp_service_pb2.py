@@ -26,7 +26,7 @@ from google.api import annotations_pb2 as google_dot_api_dot_annotations__pb2
 from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1cgateway/v1/mcp_service.proto\x12\ngateway.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1cgoogle/protobuf/struct.proto\"\xaf\x01\n\x07McpTool\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0e\n\x06server\x18\x02 \x01(\t\x12\x15\n\rupstream_name\x18\x03 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x04 \x01(\t\x12-\n\x0cinput_schema\x18\x05 \x01(\x0b\x32\x17.google.protobuf.Struct\x12+\n\ndefinition\x18\x06 \x01(\x0b\x32\x17.google.protobuf.Struct\"\"\n\x10ListToolsRequest\x12\x0e\n\x06server\x18\x01 \x01(\t\"7\n\x11ListToolsResponse\x12\"\n\x05tools\x18\x01 \x03(\x0b\x32\x13.gateway.v1.McpTool\"K\n\x0f\x43\x61llToolRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12*\n\targuments\x18\x02 \x01(\x0b\x32\x17.google.protobuf.Struct\"_\n\x10\x43\x61llToolResponse\x12\'\n\x06result\x18\x01 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x10\n\x08is_error\x18\x02 \x01(\x08\x12\x10\n\x08\x63ost_usd\x18\x03 \x01(\x01\x32\xd3\x01\n\nMcpService\x12_\n\tListTools\x12\x1c.gateway.v1.ListToolsRequest\x1a\x1d.gateway.v1.ListToolsResponse\"\x15\x82\xd3\xe4\x93\x02\x0f\x12\r/v1/mcp/tools\x12\x64\n\x08\x43\x61llTool\x12\x1b.gateway.v1.CallToolRequest\x1a\x1c.gateway.v1.CallToolResponse\"\x1d\x82\xd3\xe4\x93\x02\x17\"\x12/v1/mcp/tools:call:\x01*b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1cgateway/v1/mcp_service.proto\x12\ngateway.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1cgoogle/protobuf/struct.proto\"\xaf\x01\n\x07McpTool\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0e\n\x06server\x18\x02 \x01(\t\x12\x15\n\rupstream_name\x18\x03 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x04 \x01(\t\x12-\n\x0cinput_schema\x18\x05 \x01(\x0b\x32\x17.google.protobuf.Struct\x12+\n\ndefinition\x18\x06 \x01(\x0b\x32\x17.google.protobuf.Struct\"\"\n\x10ListToolsRequest\x12\x0e\n\x06server\x18\x01 \x01(\t\"7\n\x11ListToolsResponse\x12\"\n\x05tools\x18\x01 \x03(\x0b\x32\x13.gateway.v1.McpTool\"K\n\x0f\x43\x61llToolRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12*\n\targuments\x18\x02 \x01(\x0b\x32\x17.google.protobuf.Struct\"_\n\x10\x43\x61llToolResponse\x12\'\n\x06result\x18\x01 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x10\n\x08is_error\x18\x02 \x01(\x08\x12\x10\n\x08\x63ost_usd\x18\x03 \x01(\x01\"\xa3\x01\n\x0bMcpResource\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0e\n\x06server\x18\x02 \x01(\t\x12\x0b\n\x03uri\x18\x03 \x01(\t\x12\x14\n\x0cupstream_uri\x18\x04 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x05 \x01(\t\x12\x11\n\tmime_type\x18\x06 \x01(\t\x12+\n\ndefinition\x18\x07 \x01(\x0b\x32\x17.google.protobuf.Struct\"\xbd\x01\n\x13McpResourceTemplate\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0e\n\x06server\x18\x02 \x01(\t\x12\x14\n\x0curi_template\x18\x03 \x01(\t\x12\x1d\n\x15upstream_uri_template\x18\x04 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x05 \x01(\t\x12\x11\n\tmime_type\x18\x06 \x01(\t\x12+\n\ndefinition\x18\x07 \x01(\x0b\x32\x17.google.protobuf.Struct\"\x82\x01\n\tMcpPrompt\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0e\n\x06server\x18\x02 \x01(\t\x12\x15\n\rupstream_name\x18\x03 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x04 \x01(\t\x12+\n\ndefinition\x18\x05 \x01(\x0b\x32\x17.google.protobuf.Struct\"&\n\x14ListResourcesRequest\x12\x0e\n\x06server\x18\x01 \x01(\t\"C\n\x15ListResourcesResponse\x12*\n\tresources\x18\x01 \x03(\x0b\x32\x17.gateway.v1.McpResource\".\n\x1cListResourceTemplatesRequest\x12\x0e\n\x06server\x18\x01 \x01(\t\"\\\n\x1dListResourceTemplatesResponse\x12;\n\x12resource_templates\x18\x01 \x03(\x0b\x32\x1f.gateway.v1.McpResourceTemplate\"$\n\x12ListPromptsRequest\x12\x0e\n\x06server\x18\x01 \x01(\t\"=\n\x13ListPromptsResponse\x12&\n\x07prompts\x18\x01 \x03(\x0b\x32\x15.gateway.v1.McpPrompt\"\"\n\x13ReadResourceRequest\x12\x0b\n\x03uri\x18\x01 \x01(\t\"?\n\x14ReadResourceResponse\x12\'\n\x06result\x18\x01 \x01(\x0b\x32\x17.google.protobuf.Struct\"L\n\x10GetPromptRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12*\n\targuments\x18\x02 \x01(\x0b\x32\x17.google.protobuf.Struct\"<\n\x11GetPromptResponse\x12\'\n\x06result\x18\x01 \x01(\x0b\x32\x17.google.protobuf.Struct2\xa0\x06\n\nMcpService\x12_\n\tListTools\x12\x1c.gateway.v1.ListToolsRequest\x1a\x1d.gateway.v1.ListToolsResponse\"\x15\x82\xd3\xe4\x93\x02\x0f\x12\r/v1/mcp/tools\x12\x64\n\x08\x43\x61llTool\x12\x1b.gateway.v1.CallToolRequest\x1a\x1c.gateway.v1.CallToolResponse\"\x1d\x82\xd3\xe4\x93\x02\x17\"\x12/v1/mcp/tools:call:\x01*\x12o\n\rListResources\x12 .gateway.v1.ListResourcesRequest\x1a!.gateway.v1.ListResourcesResponse\"\x19\x82\xd3\xe4\x93\x02\x13\x12\x11/v1/mcp/resources\x12\x90\x01\n\x15ListResourceTemplates\x12(.gateway.v1.ListResourceTemplatesRequest\x1a).gateway.v1.ListResourceTemplatesResponse\"\"\x82\xd3\xe4\x93\x02\x1c\x12\x1a/v1/mcp/resource_templates\x12g\n\x0bListPrompts\x12\x1e.gateway.v1.ListPromptsRequest\x1a\x1f.gateway.v1.ListPromptsResponse\"\x17\x82\xd3\xe4\x93\x02\x11\x12\x0f/v1/mcp/prompts\x12t\n\x0cReadResource\x12\x1f.gateway.v1.ReadResourceRequest\x1a .gateway.v1.ReadResourceResponse\"!\x82\xd3\xe4\x93\x02\x1b\"\x16/v1/mcp/resources:read:\x01*\x12h\n\tGetPrompt\x12\x1c.gateway.v1.GetPromptRequest\x1a\x1d.gateway.v1.GetPromptResponse\"\x1e\x82\xd3\xe4\x93\x02\x18\"\x13/v1/mcp/prompts:get:\x01*b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -37,6 +37,16 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_MCPSERVICE'].methods_by_name['ListTools']._serialized_options = b'\202\323\344\223\002\017\022\r/v1/mcp/tools'
   _globals['_MCPSERVICE'].methods_by_name['CallTool']._loaded_options = None
   _globals['_MCPSERVICE'].methods_by_name['CallTool']._serialized_options = b'\202\323\344\223\002\027\"\022/v1/mcp/tools:call:\001*'
+  _globals['_MCPSERVICE'].methods_by_name['ListResources']._loaded_options = None
+  _globals['_MCPSERVICE'].methods_by_name['ListResources']._serialized_options = b'\202\323\344\223\002\023\022\021/v1/mcp/resources'
+  _globals['_MCPSERVICE'].methods_by_name['ListResourceTemplates']._loaded_options = None
+  _globals['_MCPSERVICE'].methods_by_name['ListResourceTemplates']._serialized_options = b'\202\323\344\223\002\034\022\032/v1/mcp/resource_templates'
+  _globals['_MCPSERVICE'].methods_by_name['ListPrompts']._loaded_options = None
+  _globals['_MCPSERVICE'].methods_by_name['ListPrompts']._serialized_options = b'\202\323\344\223\002\021\022\017/v1/mcp/prompts'
+  _globals['_MCPSERVICE'].methods_by_name['ReadResource']._loaded_options = None
+  _globals['_MCPSERVICE'].methods_by_name['ReadResource']._serialized_options = b'\202\323\344\223\002\033\"\026/v1/mcp/resources:read:\001*'
+  _globals['_MCPSERVICE'].methods_by_name['GetPrompt']._loaded_options = None
+  _globals['_MCPSERVICE'].methods_by_name['GetPrompt']._serialized_options = b'\202\323\344\223\002\030\"\023/v1/mcp/prompts:get:\001*'
   _globals['_MCPTOOL']._serialized_start=105
   _globals['_MCPTOOL']._serialized_end=280
   _globals['_LISTTOOLSREQUEST']._serialized_start=282
@@ -47,6 +57,32 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_CALLTOOLREQUEST']._serialized_end=450
   _globals['_CALLTOOLRESPONSE']._serialized_start=452
   _globals['_CALLTOOLRESPONSE']._serialized_end=547
-  _globals['_MCPSERVICE']._serialized_start=550
-  _globals['_MCPSERVICE']._serialized_end=761
+  _globals['_MCPRESOURCE']._serialized_start=550
+  _globals['_MCPRESOURCE']._serialized_end=713
+  _globals['_MCPRESOURCETEMPLATE']._serialized_start=716
+  _globals['_MCPRESOURCETEMPLATE']._serialized_end=905
+  _globals['_MCPPROMPT']._serialized_start=908
+  _globals['_MCPPROMPT']._serialized_end=1038
+  _globals['_LISTRESOURCESREQUEST']._serialized_start=1040
+  _globals['_LISTRESOURCESREQUEST']._serialized_end=1078
+  _globals['_LISTRESOURCESRESPONSE']._serialized_start=1080
+  _globals['_LISTRESOURCESRESPONSE']._serialized_end=1147
+  _globals['_LISTRESOURCETEMPLATESREQUEST']._serialized_start=1149
+  _globals['_LISTRESOURCETEMPLATESREQUEST']._serialized_end=1195
+  _globals['_LISTRESOURCETEMPLATESRESPONSE']._serialized_start=1197
+  _globals['_LISTRESOURCETEMPLATESRESPONSE']._serialized_end=1289
+  _globals['_LISTPROMPTSREQUEST']._serialized_start=1291
+  _globals['_LISTPROMPTSREQUEST']._serialized_end=1327
+  _globals['_LISTPROMPTSRESPONSE']._serialized_start=1329
+  _globals['_LISTPROMPTSRESPONSE']._serialized_end=1390
+  _globals['_READRESOURCEREQUEST']._serialized_start=1392
+  _globals['_READRESOURCEREQUEST']._serialized_end=1426
+  _globals['_READRESOURCERESPONSE']._serialized_start=1428
+  _globals['_READRESOURCERESPONSE']._serialized_end=1491
+  _globals['_GETPROMPTREQUEST']._serialized_start=1493
+  _globals['_GETPROMPTREQUEST']._serialized_end=1569
+  _globals['_GETPROMPTRESPONSE']._serialized_start=1571
+  _globals['_GETPROMPTRESPONSE']._serialized_end=1631
+  _globals['_MCPSERVICE']._serialized_start=1634
+  _globals['_MCPSERVICE']._serialized_end=2434
 # @@protoc_insertion_point(module_scope)

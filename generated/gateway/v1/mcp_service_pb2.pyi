@@ -53,3 +53,115 @@ class CallToolResponse(_message.Message):
     is_error: bool
     cost_usd: float
     def __init__(self, result: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., is_error: _Optional[bool] = ..., cost_usd: _Optional[float] = ...) -> None: ...
+
+class McpResource(_message.Message):
+    __slots__ = ("name", "server", "uri", "upstream_uri", "description", "mime_type", "definition")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    SERVER_FIELD_NUMBER: _ClassVar[int]
+    URI_FIELD_NUMBER: _ClassVar[int]
+    UPSTREAM_URI_FIELD_NUMBER: _ClassVar[int]
+    DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    MIME_TYPE_FIELD_NUMBER: _ClassVar[int]
+    DEFINITION_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    server: str
+    uri: str
+    upstream_uri: str
+    description: str
+    mime_type: str
+    definition: _struct_pb2.Struct
+    def __init__(self, name: _Optional[str] = ..., server: _Optional[str] = ..., uri: _Optional[str] = ..., upstream_uri: _Optional[str] = ..., description: _Optional[str] = ..., mime_type: _Optional[str] = ..., definition: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
+
+class McpResourceTemplate(_message.Message):
+    __slots__ = ("name", "server", "uri_template", "upstream_uri_template", "description", "mime_type", "definition")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    SERVER_FIELD_NUMBER: _ClassVar[int]
+    URI_TEMPLATE_FIELD_NUMBER: _ClassVar[int]
+    UPSTREAM_URI_TEMPLATE_FIELD_NUMBER: _ClassVar[int]
+    DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    MIME_TYPE_FIELD_NUMBER: _ClassVar[int]
+    DEFINITION_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    server: str
+    uri_template: str
+    upstream_uri_template: str
+    description: str
+    mime_type: str
+    definition: _struct_pb2.Struct
+    def __init__(self, name: _Optional[str] = ..., server: _Optional[str] = ..., uri_template: _Optional[str] = ..., upstream_uri_template: _Optional[str] = ..., description: _Optional[str] = ..., mime_type: _Optional[str] = ..., definition: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
+
+class McpPrompt(_message.Message):
+    __slots__ = ("name", "server", "upstream_name", "description", "definition")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    SERVER_FIELD_NUMBER: _ClassVar[int]
+    UPSTREAM_NAME_FIELD_NUMBER: _ClassVar[int]
+    DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    DEFINITION_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    server: str
+    upstream_name: str
+    description: str
+    definition: _struct_pb2.Struct
+    def __init__(self, name: _Optional[str] = ..., server: _Optional[str] = ..., upstream_name: _Optional[str] = ..., description: _Optional[str] = ..., definition: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
+
+class ListResourcesRequest(_message.Message):
+    __slots__ = ("server",)
+    SERVER_FIELD_NUMBER: _ClassVar[int]
+    server: str
+    def __init__(self, server: _Optional[str] = ...) -> None: ...
+
+class ListResourcesResponse(_message.Message):
+    __slots__ = ("resources",)
+    RESOURCES_FIELD_NUMBER: _ClassVar[int]
+    resources: _containers.RepeatedCompositeFieldContainer[McpResource]
+    def __init__(self, resources: _Optional[_Iterable[_Union[McpResource, _Mapping]]] = ...) -> None: ...
+
+class ListResourceTemplatesRequest(_message.Message):
+    __slots__ = ("server",)
+    SERVER_FIELD_NUMBER: _ClassVar[int]
+    server: str
+    def __init__(self, server: _Optional[str] = ...) -> None: ...
+
+class ListResourceTemplatesResponse(_message.Message):
+    __slots__ = ("resource_templates",)
+    RESOURCE_TEMPLATES_FIELD_NUMBER: _ClassVar[int]
+    resource_templates: _containers.RepeatedCompositeFieldContainer[McpResourceTemplate]
+    def __init__(self, resource_templates: _Optional[_Iterable[_Union[McpResourceTemplate, _Mapping]]] = ...) -> None: ...
+
+class ListPromptsRequest(_message.Message):
+    __slots__ = ("server",)
+    SERVER_FIELD_NUMBER: _ClassVar[int]
+    server: str
+    def __init__(self, server: _Optional[str] = ...) -> None: ...
+
+class ListPromptsResponse(_message.Message):
+    __slots__ = ("prompts",)
+    PROMPTS_FIELD_NUMBER: _ClassVar[int]
+    prompts: _containers.RepeatedCompositeFieldContainer[McpPrompt]
+    def __init__(self, prompts: _Optional[_Iterable[_Union[McpPrompt, _Mapping]]] = ...) -> None: ...
+
+class ReadResourceRequest(_message.Message):
+    __slots__ = ("uri",)
+    URI_FIELD_NUMBER: _ClassVar[int]
+    uri: str
+    def __init__(self, uri: _Optional[str] = ...) -> None: ...
+
+class ReadResourceResponse(_message.Message):
+    __slots__ = ("result",)
+    RESULT_FIELD_NUMBER: _ClassVar[int]
+    result: _struct_pb2.Struct
+    def __init__(self, result: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
+
+class GetPromptRequest(_message.Message):
+    __slots__ = ("name", "arguments")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    ARGUMENTS_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    arguments: _struct_pb2.Struct
+    def __init__(self, name: _Optional[str] = ..., arguments: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
+
+class GetPromptResponse(_message.Message):
+    __slots__ = ("result",)
+    RESULT_FIELD_NUMBER: _ClassVar[int]
+    result: _struct_pb2.Struct
+    def __init__(self, result: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...

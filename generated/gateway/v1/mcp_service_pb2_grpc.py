@@ -28,7 +28,10 @@ if _version_not_supported:
 class McpServiceStub:
     """McpService lists and calls the tools of the MCP servers the gateway fronts, the same
     set `/mcp` serves: each server's tools less its deny list, intersected with the
-    calling key's `mcp_tools` grant. Tools are named `{server}__{tool}`.
+    calling key's `mcp_tools` grant. Tools are named `{server}__{tool}`. It lists, reads
+    and gets the servers' resources, resource templates and prompts alike: named
+    `{server}__{name}`, a resource's URI behind `gateway://{server}/`, granted by the
+    same globs over those names.
 
     Every call needs an API key, in `x-api-key` or as `authorization: Bearer <key>`.
     """
@@ -49,12 +52,40 @@ class McpServiceStub:
                 request_serializer=gateway_dot_v1_dot_mcp__service__pb2.CallToolRequest.SerializeToString,
                 response_deserializer=gateway_dot_v1_dot_mcp__service__pb2.CallToolResponse.FromString,
                 _registered_method=True)
+        self.ListResources = channel.unary_unary(
+                '/gateway.v1.McpService/ListResources',
+                request_serializer=gateway_dot_v1_dot_mcp__service__pb2.ListResourcesRequest.SerializeToString,
+                response_deserializer=gateway_dot_v1_dot_mcp__service__pb2.ListResourcesResponse.FromString,
+                _registered_method=True)
+        self.ListResourceTemplates = channel.unary_unary(
+                '/gateway.v1.McpService/ListResourceTemplates',
+                request_serializer=gateway_dot_v1_dot_mcp__service__pb2.ListResourceTemplatesRequest.SerializeToString,
+                response_deserializer=gateway_dot_v1_dot_mcp__service__pb2.ListResourceTemplatesResponse.FromString,
+                _registered_method=True)
+        self.ListPrompts = channel.unary_unary(
+                '/gateway.v1.McpService/ListPrompts',
+                request_serializer=gateway_dot_v1_dot_mcp__service__pb2.ListPromptsRequest.SerializeToString,
+                response_deserializer=gateway_dot_v1_dot_mcp__service__pb2.ListPromptsResponse.FromString,
+                _registered_method=True)
+        self.ReadResource = channel.unary_unary(
+                '/gateway.v1.McpService/ReadResource',
+                request_serializer=gateway_dot_v1_dot_mcp__service__pb2.ReadResourceRequest.SerializeToString,
+                response_deserializer=gateway_dot_v1_dot_mcp__service__pb2.ReadResourceResponse.FromString,
+                _registered_method=True)
+        self.GetPrompt = channel.unary_unary(
+                '/gateway.v1.McpService/GetPrompt',
+                request_serializer=gateway_dot_v1_dot_mcp__service__pb2.GetPromptRequest.SerializeToString,
+                response_deserializer=gateway_dot_v1_dot_mcp__service__pb2.GetPromptResponse.FromString,
+                _registered_method=True)
 
 
 class McpServiceServicer:
     """McpService lists and calls the tools of the MCP servers the gateway fronts, the same
     set `/mcp` serves: each server's tools less its deny list, intersected with the
-    calling key's `mcp_tools` grant. Tools are named `{server}__{tool}`.
+    calling key's `mcp_tools` grant. Tools are named `{server}__{tool}`. It lists, reads
+    and gets the servers' resources, resource templates and prompts alike: named
+    `{server}__{name}`, a resource's URI behind `gateway://{server}/`, granted by the
+    same globs over those names.
 
     Every call needs an API key, in `x-api-key` or as `authorization: Bearer <key>`.
     """
@@ -83,6 +114,60 @@ class McpServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListResources(self, request, context):
+        """Lists the resources the key may read, of every server or of one; a server that
+        does not answer is left out.
+
+        Errors: UNAUTHENTICATED, NOT_FOUND for an unknown server, RESOURCE_EXHAUSTED.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListResourceTemplates(self, request, context):
+        """Lists the resource templates the key may read by, of every server or of one.
+
+        Errors: UNAUTHENTICATED, NOT_FOUND for an unknown server, RESOURCE_EXHAUSTED.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListPrompts(self, request, context):
+        """Lists the prompts the key may get, of every server or of one.
+
+        Errors: UNAUTHENTICATED, NOT_FOUND for an unknown server, RESOURCE_EXHAUSTED.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ReadResource(self, request, context):
+        """Reads a resource by its exposed URI (a listed one, or one of a granted template)
+        on the server that owns it, and returns the server's result unchanged. One ledger
+        row (`ReadResource`), counted against the key's rate limit, not priced.
+
+        Errors: UNAUTHENTICATED, INVALID_ARGUMENT without a `uri`, NOT_FOUND for a
+        resource that does not exist or is not granted (alike), RESOURCE_EXHAUSTED,
+        DEADLINE_EXCEEDED, UNAVAILABLE.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetPrompt(self, request, context):
+        """Gets a prompt by its exposed name, with its arguments, from the server that owns
+        it, and returns the server's result unchanged. One ledger row (`GetPrompt`),
+        counted against the key's rate limit, not priced.
+
+        Errors: UNAUTHENTICATED, INVALID_ARGUMENT without a `name`, NOT_FOUND for a
+        prompt that does not exist or is not granted (alike), RESOURCE_EXHAUSTED,
+        DEADLINE_EXCEEDED, UNAVAILABLE.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_McpServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -96,6 +181,31 @@ def add_McpServiceServicer_to_server(servicer, server):
                     request_deserializer=gateway_dot_v1_dot_mcp__service__pb2.CallToolRequest.FromString,
                     response_serializer=gateway_dot_v1_dot_mcp__service__pb2.CallToolResponse.SerializeToString,
             ),
+            'ListResources': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListResources,
+                    request_deserializer=gateway_dot_v1_dot_mcp__service__pb2.ListResourcesRequest.FromString,
+                    response_serializer=gateway_dot_v1_dot_mcp__service__pb2.ListResourcesResponse.SerializeToString,
+            ),
+            'ListResourceTemplates': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListResourceTemplates,
+                    request_deserializer=gateway_dot_v1_dot_mcp__service__pb2.ListResourceTemplatesRequest.FromString,
+                    response_serializer=gateway_dot_v1_dot_mcp__service__pb2.ListResourceTemplatesResponse.SerializeToString,
+            ),
+            'ListPrompts': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListPrompts,
+                    request_deserializer=gateway_dot_v1_dot_mcp__service__pb2.ListPromptsRequest.FromString,
+                    response_serializer=gateway_dot_v1_dot_mcp__service__pb2.ListPromptsResponse.SerializeToString,
+            ),
+            'ReadResource': grpc.unary_unary_rpc_method_handler(
+                    servicer.ReadResource,
+                    request_deserializer=gateway_dot_v1_dot_mcp__service__pb2.ReadResourceRequest.FromString,
+                    response_serializer=gateway_dot_v1_dot_mcp__service__pb2.ReadResourceResponse.SerializeToString,
+            ),
+            'GetPrompt': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetPrompt,
+                    request_deserializer=gateway_dot_v1_dot_mcp__service__pb2.GetPromptRequest.FromString,
+                    response_serializer=gateway_dot_v1_dot_mcp__service__pb2.GetPromptResponse.SerializeToString,
+            ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
             'gateway.v1.McpService', rpc_method_handlers)
@@ -107,7 +217,10 @@ def add_McpServiceServicer_to_server(servicer, server):
 class McpService:
     """McpService lists and calls the tools of the MCP servers the gateway fronts, the same
     set `/mcp` serves: each server's tools less its deny list, intersected with the
-    calling key's `mcp_tools` grant. Tools are named `{server}__{tool}`.
+    calling key's `mcp_tools` grant. Tools are named `{server}__{tool}`. It lists, reads
+    and gets the servers' resources, resource templates and prompts alike: named
+    `{server}__{name}`, a resource's URI behind `gateway://{server}/`, granted by the
+    same globs over those names.
 
     Every call needs an API key, in `x-api-key` or as `authorization: Bearer <key>`.
     """
@@ -156,6 +269,141 @@ class McpService:
             '/gateway.v1.McpService/CallTool',
             gateway_dot_v1_dot_mcp__service__pb2.CallToolRequest.SerializeToString,
             gateway_dot_v1_dot_mcp__service__pb2.CallToolResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListResources(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/gateway.v1.McpService/ListResources',
+            gateway_dot_v1_dot_mcp__service__pb2.ListResourcesRequest.SerializeToString,
+            gateway_dot_v1_dot_mcp__service__pb2.ListResourcesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListResourceTemplates(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/gateway.v1.McpService/ListResourceTemplates',
+            gateway_dot_v1_dot_mcp__service__pb2.ListResourceTemplatesRequest.SerializeToString,
+            gateway_dot_v1_dot_mcp__service__pb2.ListResourceTemplatesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListPrompts(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/gateway.v1.McpService/ListPrompts',
+            gateway_dot_v1_dot_mcp__service__pb2.ListPromptsRequest.SerializeToString,
+            gateway_dot_v1_dot_mcp__service__pb2.ListPromptsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ReadResource(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/gateway.v1.McpService/ReadResource',
+            gateway_dot_v1_dot_mcp__service__pb2.ReadResourceRequest.SerializeToString,
+            gateway_dot_v1_dot_mcp__service__pb2.ReadResourceResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetPrompt(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/gateway.v1.McpService/GetPrompt',
+            gateway_dot_v1_dot_mcp__service__pb2.GetPromptRequest.SerializeToString,
+            gateway_dot_v1_dot_mcp__service__pb2.GetPromptResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -226,3 +226,77 @@ async def test_resources_and_prompts_are_granted_per_key(gw, mode) -> None:
             with pytest.raises(MCPError) as refused:
                 await client.get_prompt(name, {"name": "Ada"})
             assert refused.value.error.code == -32602
+
+
+async def test_grpc_and_rest_serve_resources_and_prompts(gw) -> None:
+    """McpService lists, reads and gets what `/mcp` does, granted alike: Alice sees both
+    servers' resources and prompts, Bob none, and what he may not read is not found."""
+    alice, bob = (("x-api-key", ALICE),), (("x-api-key", BOB),)
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{gw.grpc_port}") as channel:
+        stub = mcp_service_pb2_grpc.McpServiceStub(channel)
+        resources = await stub.ListResources(mcp_pb.ListResourcesRequest(), metadata=alice)
+        assert {(r.name, r.server, r.uri, r.upstream_uri, r.mime_type)
+                for r in resources.resources} == {
+            ("web__readme", "web", "gateway://web/note://readme", "note://readme", "text/plain"),
+            ("local__readme", "local", "gateway://local/note://readme", "note://readme",
+             "text/plain"),
+        }  # fmt: skip
+        templates = await stub.ListResourceTemplates(
+            mcp_pb.ListResourceTemplatesRequest(server="local"), metadata=alice
+        )
+        assert [(t.name, t.uri_template, t.upstream_uri_template)
+                for t in templates.resource_templates] == [
+            ("local__note", "gateway://local/note://{note_id}", "note://{note_id}")
+        ]  # fmt: skip
+        prompts = await stub.ListPrompts(mcp_pb.ListPromptsRequest(), metadata=alice)
+        assert {(p.name, p.server, p.upstream_name) for p in prompts.prompts} == {
+            ("web__greet", "web", "greet"), ("local__greet", "local", "greet")
+        }  # fmt: skip
+        greet = json_format.MessageToDict(prompts.prompts[0].definition)
+        assert [a["name"] for a in greet["arguments"]] == ["name"]
+        read = await stub.ReadResource(
+            mcp_pb.ReadResourceRequest(uri="gateway://web/note://9"), metadata=alice
+        )
+        assert json_format.MessageToDict(read.result)["contents"][0]["text"] == "tests: note 9"
+        request = mcp_pb.GetPromptRequest(name="local__greet")
+        request.arguments.update({"name": "Ada"})
+        got = await stub.GetPrompt(request, metadata=alice)
+        message = json_format.MessageToDict(got.result)["messages"][0]
+        assert message["content"]["text"] == "Hello, Ada, from tests."
+        assert (await stub.ListPrompts(mcp_pb.ListPromptsRequest(), metadata=bob)).prompts == []
+        with pytest.raises(grpc.aio.AioRpcError) as refused:
+            await stub.ReadResource(
+                mcp_pb.ReadResourceRequest(uri="gateway://web/note://readme"), metadata=bob
+            )
+        assert refused.value.code() == grpc.StatusCode.NOT_FOUND
+        with pytest.raises(grpc.aio.AioRpcError) as unnamed:
+            await stub.GetPrompt(mcp_pb.GetPromptRequest(), metadata=alice)
+        assert unnamed.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert "name" in (unnamed.value.details() or "")
+    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{gw.http_port}") as http:
+        listed = await http.get("/v1/mcp/resources", params={"server": "web"},
+                                headers={"x-api-key": ALICE})  # fmt: skip
+        assert listed.status_code == 200, listed.text
+        assert [r["uri"] for r in listed.json()["resources"]] == ["gateway://web/note://readme"]
+        templates = await http.get("/v1/mcp/resource_templates", headers={"x-api-key": ALICE})
+        assert {t["name"] for t in templates.json()["resource_templates"]} == {
+            "web__note", "local__note"
+        }  # fmt: skip
+        prompts = await http.get("/v1/mcp/prompts", headers={"x-api-key": ALICE})
+        assert {p["name"] for p in prompts.json()["prompts"]} == {"web__greet", "local__greet"}
+        read = await http.post("/v1/mcp/resources:read", headers={"x-api-key": ALICE},
+                               json={"uri": "gateway://local/note://readme"})  # fmt: skip
+        assert read.status_code == 200, read.text
+        assert read.json()["result"]["contents"][0]["text"] == "tests: read me"
+        got = await http.post("/v1/mcp/prompts:get", headers={"x-api-key": ALICE},
+                              json={"name": "web__greet", "arguments": {"name": "Bo"}})  # fmt: skip
+        assert got.json()["result"]["messages"][0]["content"]["text"] == "Hello, Bo, from tests."
+        assert (await http.get("/v1/mcp/resources", headers={"x-api-key": BOB})).json() == {
+            "resources": []
+        }
+        refused = await http.post("/v1/mcp/prompts:get", headers={"x-api-key": BOB},
+                                  json={"name": "web__greet"})  # fmt: skip
+        assert refused.status_code == 404
+        bad = await http.post("/v1/mcp/prompts:get", headers={"x-api-key": ALICE},
+                              json={"name": "web__greet", "arguments": {"name": 3}})  # fmt: skip
+        assert bad.status_code == 400 and bad.json()["error"]["param"] == "arguments.name"
