@@ -324,8 +324,13 @@ class McpEndpoint:
                 exchange.principal, uri, request_id=ids, server=server,
                 response_metadata=context.response_headers,
             )  # fmt: skip
-            return await self._answer(read, request, RESOURCE_NOT_FOUND,
-                                      f"Resource not found: {uri[:200]}")  # fmt: skip
+            contents = await self._answer(read, request, RESOURCE_NOT_FOUND,
+                                          f"Resource not found: {uri[:200]}")  # fmt: skip
+            # The stateless generation's read result is cacheable, so it must say how;
+            # what a key may read is its own.
+            return (
+                {**contents, "cacheScope": "private", "ttlMs": 0} if exchange.modern else contents
+            )
         name = exchange.params.get("name")
         arguments = exchange.params.get("arguments") or {}
         if not isinstance(name, str) or not name:
