@@ -190,15 +190,18 @@ class AdminService:
         """Key management: not billed to the admin key, no ledger row."""
         return await self.admins.check(call)
 
-    async def _team_of(self, actor: Actor, team_id: str) -> None:
+    async def _team_of(self, actor: Actor, team_id: str, field: str = "") -> None:
         """PermissionDenied unless `actor` may manage team `team_id` (a key of no team:
-        only an administrator of the whole gateway)."""
+        only an administrator of the whole gateway). `field`: the request's field that
+        named the team, named in the refusal of one that does not exist."""
         if not team_id:
             actor.require_unrestricted("a key of no team")
             return
         team = await stored(self.store).governance.get_team(team_id)
         if team is None:
-            raise NotFound(f"team {team_id!r} does not exist", {"team": team_id})
+            named = {"field": field} if field else {}
+            prefix = f"{field}: " if field else ""
+            raise NotFound(f"{prefix}team {team_id!r} does not exist", {"team": team_id, **named})
         actor.require_team(team.id, team.org_id)
 
     # -- keys ------------------------------------------------------------------------
@@ -211,7 +214,7 @@ class AdminService:
         args = validate_new_key(request)
         if not request.team and actor.teams is not None and len(actor.teams) == 1:
             args["team_id"] = next(iter(actor.teams))  # a team's admin key: its own team
-        await self._team_of(actor, str(args.get("team_id", "")))
+        await self._team_of(actor, str(args.get("team_id", "")), "team" if request.team else "")
         async with self.auditor.change(call, actor) as change:
             key, secret = await stored(self.store).keys.create(**args, ex=change.tx)  # type: ignore[arg-type]
             change.record("key.create", f"key:{key.id}", None, key_record(key))
@@ -268,7 +271,7 @@ class AdminService:
         await self._team_of(actor, key.team_id)
         changed = key_changes(key, request)
         if changed.team_id != key.team_id:
-            await self._team_of(actor, changed.team_id)  # moved: the new team's too
+            await self._team_of(actor, changed.team_id, "team")  # moved: the new team's too
         async with self.auditor.change(call, actor) as change:
             await stored(self.store).keys.update(change.tx, changed)
             change.record("key.update", f"key:{key.id}", key_record(key), key_record(changed))

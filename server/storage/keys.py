@@ -10,6 +10,7 @@ import uuid
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from server.base.errors import NotFound
 from server.storage.db import Database, Executor
 from server.storage.governance import GovernanceStore, Scope
 
@@ -111,7 +112,12 @@ class KeyStore:
         models: tuple[str, ...] = (),
         ex: Executor | None = None,
     ) -> tuple[KeyRecord, str]:
-        """Creates a key; returns it and its secret, which is not stored anywhere."""
+        """Creates a key; returns it and its secret, which is not stored anywhere.
+        NotFound (naming `team_id`) for a team that does not exist: such a key could
+        not be managed (read, rotated or revoked through the admin API)."""
+        if team_id and await self.governance.get_team(team_id, ex) is None:
+            raise NotFound(f"team_id: team {team_id!r} does not exist",
+                           {"team_id": team_id, "field": "team_id"})  # fmt: skip
         secret = new_secret(kind)
         record = KeyRecord(
             id="key_" + uuid.uuid4().hex[:16],

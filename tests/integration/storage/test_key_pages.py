@@ -12,6 +12,7 @@ import httpx
 import pytest
 from gateway.v1 import admin_service_pb2 as admin_pb
 
+from server.storage.governance import Limits
 from tests.support.gateways import running_gateway
 from tests.support.shared_state import ADMIN, ADMIN_KEY, AdminClient, config_with
 
@@ -23,11 +24,19 @@ HEADERS = {"x-admin-key": ADMIN_KEY}
 async def gw(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Any]:
     path = tmp_path_factory.mktemp("keys") / "gw.db"
     async with running_gateway(config_with(sqlite_path=str(path))) as running:
-        keys = running.gateway.store.keys
+        store = running.gateway.store
+        async with store.db.transaction() as tx:  # a key's team must exist
+            org = await store.governance.create_org(tx, "acme", Limits())
+            team = await store.governance.create_team(tx, org.id, "team-a", Limits())
         for i in range(KEYS):
-            await keys.create(kind="router" if i % 10 == 0 else "api", name=f"svc-{i:03d}",
-                              owner=f"owner-{i % 7}", team_id="team-a" if i % 5 == 0 else "")  # fmt: skip
+            await store.keys.create(kind="router" if i % 10 == 0 else "api", name=f"svc-{i:03d}",
+                                    owner=f"owner-{i % 7}", team_id=team.id if i % 5 == 0 else "")  # fmt: skip
         yield running
+
+
+async def team_a(gw: Any) -> str:
+    """The id of the team a fifth of the keys are of."""
+    return str((await gw.gateway.store.governance.list_teams())[0].id)
 
 
 async def pages(http: httpx.AsyncClient, **params: Any) -> list[dict[str, Any]]:
@@ -84,7 +93,7 @@ async def test_search_and_filters(gw: Any) -> None:
             by = (await http.get("/v1/admin/keys", params={"query": text})).json()["keys"]
             assert one["id"] in {k["id"] for k in by}
         team = (
-            await http.get("/v1/admin/keys", params={"team": "team-a", "kind": "router"})
+            await http.get("/v1/admin/keys", params={"team": await team_a(gw), "kind": "router"})
         ).json()
         assert team["total_size"] == KEYS // 10 and all(k["kind"] == "router" for k in team["keys"])
     async with grpc.aio.insecure_channel(f"127.0.0.1:{gw.grpc_port}") as channel:
