@@ -71,7 +71,7 @@ async def test_unknown_json_keys_are_refused_by_name_and_nothing_is_made(gateway
 
 async def test_query_parameters_and_bodies_a_method_does_not_read(gateway) -> None:
     http, _ = gateway
-    refused(await http.get("/v1/admin/keys", headers=HEADERS, params={"team": "t"}), "team")
+    refused(await http.get("/v1/admin/keys", headers=HEADERS, params={"org": "o"}), "org")
     refused(await http.get("/v1/usage", headers=HEADERS, params={"key": "x"}), "key")
     # A query beside a JSON body that holds the whole request.
     refused(await http.post("/v1/admin/keys", headers=HEADERS, params={"budget_usd": "3"},
