@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import fcntl
 import fnmatch
 import io
 import json
@@ -54,11 +55,18 @@ def chosen(patterns: list[str], again: bool) -> dict[Path, list[str]]:
 
 
 def record(meta: Path, results: dict[str, tuple[int, float]]) -> None:
-    data = json.loads(meta.read_text())
-    for name, (code, seconds) in results.items():
-        data["exit_code_by_key"][name] = code
-        data.setdefault("durations_by_key", {})[name] = seconds
-    meta.write_text(json.dumps(data, indent=4))
+    """Adds `results` to `meta`, under a lock (runs of other functions of the same
+    module may record theirs at the same time) and replacing the file whole (a reader
+    never sees half of it)."""
+    with open(meta.with_name(meta.name + ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        data = json.loads(meta.read_text())
+        for name, (code, seconds) in results.items():
+            data["exit_code_by_key"][name] = code
+            data.setdefault("durations_by_key", {})[name] = seconds
+        written = meta.with_name(meta.name + ".new")
+        written.write_text(json.dumps(data, indent=4))
+        os.replace(written, meta)
 
 
 def use_tree() -> None:

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from gateway.v1 import messages_service_pb2 as messages_service
+from gateway.v1 import responses_service_pb2 as responses_service
 from google.protobuf import json_format
 
 from http_facade import codec
@@ -195,3 +196,16 @@ def test_a_native_json_body_is_redacted_as_json_and_kept_when_input_is_off():
     assert body["input"][0]["content"] == f"to {MAIL}"
     off = guard(on_input="off", on_tool_results="block")
     assert off.request(GenerationRequest(prompt=MAIL, native=native)).native is native
+
+
+def test_a_native_bodys_maps_are_kept_and_the_fields_after_them_still_redacted():
+    request = responses_service.CreateResponseRequest()
+    body = {"model": "m", "input": f"hi {MAIL}", "metadata": {"owner": MAIL}, "user": MAIL,
+            "prompt_cache_key": f"key {OTHER}"}  # fmt: skip
+    codec.from_dict(body, request, strict=True)
+    native = Native("responses", request)
+    out = guard(placeholder="type").request(GenerationRequest(prompt="x", native=native))
+    assert out.native is not None
+    sent = json_format.MessageToDict(out.native.request, preserving_proto_field_name=True)
+    assert sent == {"model": "m", "input": "hi [EMAIL]", "metadata": {"owner": MAIL},
+                    "user": "[EMAIL]", "prompt_cache_key": "key [EMAIL]"}  # fmt: skip

@@ -313,6 +313,22 @@ async def test_bedrock_names_the_exception_and_quotes_its_message():
     )  # fmt: skip
     assert await refusal(bedrock.check, 200, said) is None
     assert await refusal(bedrock.check, 299, said) is None
+    # A JSON answer that is no object (a proxy's, say) names no exception.
+    assert await refusal(bedrock.check, 400, [said]) == UpstreamRejected(
+        "p1: upstream answered HTTP 400", {"provider": "p1", "upstream_status": "400",
+                                           "upstream_error": ""}
+    )  # fmt: skip
+    # The exception's name is what follows the last '#' of __type.
+    nested = {"__type": "com.amazon#coral#ThrottlingException"}
+    out = await refusal(bedrock.check, 400, nested)
+    assert out is not None and out.metadata["upstream_error"] == "ThrottlingException"
+    assert out.retryable
+
+
+@pytest.mark.parametrize("check", [check_status, bedrock.check, gemini.check])
+async def test_a_redirect_is_no_success(check):
+    out = await refusal(check, 300, {"message": "moved"})
+    assert isinstance(out, UpstreamRejected) and out.metadata["upstream_status"] == "300"
 
 
 @pytest.mark.parametrize(
@@ -338,7 +354,8 @@ async def test_bedrock_says_refused_credentials_region_or_model_are_the_provider
     [(400, "ThrottlingException"), (400, "ServiceQuotaExceededException"),
      (429, "ModelNotReadyException"), (503, "ServiceUnavailableException"),
      (500, "InternalServerException"), (408, "ModelTimeoutException"),
-     (424, "ModelErrorException"), (400, "ModelStreamErrorException"), (502, "")],
+     (424, "ModelErrorException"), (400, "ModelStreamErrorException"), (502, ""), (500, ""),
+     (429, ""), (408, ""), (424, "")],
 )  # fmt: skip
 async def test_bedrock_fails_over_on_throttling_and_server_faults(status, kind):
     out = await refusal(bedrock.check, status, {"message": "Too many requests"},
