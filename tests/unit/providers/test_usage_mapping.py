@@ -7,6 +7,7 @@ in milliseconds, for each mutant too."""
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import Any
 
@@ -20,10 +21,14 @@ from openai.types.responses import ResponseUsage
 from openai.types.responses.response_usage import InputTokensDetails, OutputTokensDetails
 
 from server.base.config import ProviderConfig
+from server.base.embedding import EmbeddingRequest, Embeddings
+from server.base.errors import UpstreamError, UpstreamRejected
 from server.base.generation import GenerationRequest, Message, TokenCounts
 from server.providers import anthropic, bedrock, gemini, openai, openai_responses, registry
 from server.providers.http import ProtocolViolation, count, plausible, streamed_counts
 from server.providers.tgi import TgiProvider, _int_header
+from server.providers.vertex import VertexGeminiProvider
+from tests.support.faults import RawRequest, http_response, raw_upstream
 from tests.support.upstreams.config import provider
 
 REQUEST = GenerationRequest(messages=(Message("user", "Say hello. " * 200),), max_tokens=500)
@@ -347,3 +352,87 @@ def test_tgi_unreadable_counts_fail_a_whole_answer_but_only_drop_a_streamed_one(
         "tgi-test: unusable usage report (details.generated_tokens is not a token count: -2);"
         " counting tokens instead"
     ]
+
+
+# -- Vertex embeddings (the tokens counted per instance) -------------------------
+
+
+async def vertex_embed(
+    monkeypatch: pytest.MonkeyPatch, answer: Any, request: EmbeddingRequest
+) -> tuple[Embeddings, RawRequest]:
+    """`request` embedded by a Vertex provider whose upstream answers `answer`; what it
+    gave back and the request the upstream saw."""
+    monkeypatch.setenv("VERTEX_UNIT_TOKEN", "ya29.unit-token")
+
+    async def reply(seen: RawRequest, writer: Any) -> None:
+        writer.write(http_response(json.dumps(answer)))
+
+    async with raw_upstream(reply) as upstream:
+        entry = provider("vertex-test", "vertex", upstream.url, project="proj-1",
+                         location="europe-west4", api_key_env=None, token_env="VERTEX_UNIT_TOKEN",
+                         embedding_model="text-embedding-005")  # fmt: skip
+        built = registry.build(ProviderConfig.model_validate(entry), "models[0].providers[0]")
+        assert isinstance(built, VertexGeminiProvider)
+        try:
+            return await built.embed(request), upstream.requests[0]
+        finally:
+            await built.aclose()
+
+
+def prediction(values: list[float], tokens: Any = None) -> dict[str, Any]:
+    statistics = {"truncated": False} if tokens is None else {"truncated": False,
+                                                              "token_count": tokens}  # fmt: skip
+    return {"embeddings": {"statistics": statistics, "values": values}}
+
+
+async def test_vertex_embeddings_count_the_tokens_of_every_instance(monkeypatch):
+    answer = {"predictions": [prediction([0.5, 1], 6), prediction([2, -1.5], 4.0)]}
+    request = EmbeddingRequest(("one", "two"), dimensions=2)
+    out, seen = await vertex_embed(monkeypatch, answer, request)
+    assert out == Embeddings(((0.5, 1.0), (2.0, -1.5)), 10)
+    assert seen.path == ("/v1/projects/proj-1/locations/europe-west4/publishers/google/models/"
+                         "text-embedding-005:predict")  # fmt: skip
+    assert seen.headers["authorization"] == "Bearer ya29.unit-token"
+    assert seen.json() == {"instances": [{"content": "one"}, {"content": "two"}],
+                           "parameters": {"outputDimensionality": 2}}  # fmt: skip
+
+
+async def test_vertex_embeddings_without_every_count_have_none(monkeypatch):
+    answer = {"predictions": [prediction([1.0], 6), prediction([2.0])]}
+    out, seen = await vertex_embed(monkeypatch, answer, EmbeddingRequest(("a", "b")))
+    assert out == Embeddings(((1.0,), (2.0,)), None)
+    assert seen.json() == {"instances": [{"content": "a"}, {"content": "b"}]}
+    answer = {"predictions": [{"embeddings": {"values": [3.0]}}]}
+    assert (await vertex_embed(monkeypatch, answer, EmbeddingRequest(("a",))))[0] == (
+        Embeddings(((3.0,),), None)
+    )
+
+
+@pytest.mark.parametrize(
+    ("answer", "why"),
+    [({"predictions": [prediction([1.0], -1)]},
+      "statistics.token_count is not a token count: -1"),
+     ({"predictions": [prediction([1.0], 1), prediction([1.0], 1)]},
+      "predictions do not match the inputs"),
+     ({"predictions": {"embeddings": {}}}, "predictions do not match the inputs"),
+     ({}, "predictions do not match the inputs"),
+     ({"predictions": [{"values": [1.0]}]}, "malformed")],
+)  # fmt: skip
+async def test_a_vertex_embedding_answer_that_cannot_be_read_is_a_broken_answer(
+    monkeypatch, answer, why
+):
+    with pytest.raises(UpstreamError) as caught:
+        await vertex_embed(monkeypatch, answer, EmbeddingRequest(("a",)))
+    assert caught.value == UpstreamError(
+        f"vertex-test: malformed answer ({why})", {"provider": "vertex-test"},
+        upstream_answered=True,
+    )  # fmt: skip
+
+
+async def test_vertex_embeds_text_only(monkeypatch):
+    with pytest.raises(UpstreamRejected) as caught:
+        await vertex_embed(monkeypatch, {}, EmbeddingRequest(("a", (1, 2))))
+    assert caught.value == UpstreamRejected(
+        "input: vertex-test (Vertex) embeds text, not token ids",
+        {"provider": "vertex-test", "field": "input"},
+    )
