@@ -147,6 +147,7 @@ async def test_azures_content_filter_is_said_as_such():
         ([1, 2], ""),
         ("just text", ""),  # a JSON string: no message field
         (b"  <html>Bad Gateway</html>  ", "<html>Bad Gateway</html>"),
+        (b"\xffbad \xe2\x82 gateway", "\ufffdbad \ufffd gateway"),  # not UTF-8
         ({"error": "x" * 300}, "x" * 200),
         (b"y" * 300, "y" * 200),
         (b"", ""),
