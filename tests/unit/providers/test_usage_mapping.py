@@ -392,7 +392,7 @@ async def test_vertex_embeddings_count_the_tokens_of_every_instance(monkeypatch)
     assert out == Embeddings(((0.5, 1.0), (2.0, -1.5)), 10)
     assert seen.path == ("/v1/projects/proj-1/locations/europe-west4/publishers/google/models/"
                          "text-embedding-005:predict")  # fmt: skip
-    assert seen.headers["authorization"] == "Bearer ya29.unit-token"
+    assert seen.method == "POST" and seen.headers["authorization"] == "Bearer ya29.unit-token"
     assert seen.json() == {"instances": [{"content": "one"}, {"content": "two"}],
                            "parameters": {"outputDimensionality": 2}}  # fmt: skip
 
