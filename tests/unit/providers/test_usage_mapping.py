@@ -358,14 +358,14 @@ def test_tgi_unreadable_counts_fail_a_whole_answer_but_only_drop_a_streamed_one(
 
 
 async def vertex_embed(
-    monkeypatch: pytest.MonkeyPatch, answer: Any, request: EmbeddingRequest
+    monkeypatch: pytest.MonkeyPatch, answer: Any, request: EmbeddingRequest, status: int = 200
 ) -> tuple[Embeddings, RawRequest]:
-    """`request` embedded by a Vertex provider whose upstream answers `answer`; what it
-    gave back and the request the upstream saw."""
+    """`request` embedded by a Vertex provider whose upstream answers `answer` (with
+    `status`); what it gave back and the request the upstream saw."""
     monkeypatch.setenv("VERTEX_UNIT_TOKEN", "ya29.unit-token")
 
     async def reply(seen: RawRequest, writer: Any) -> None:
-        writer.write(http_response(json.dumps(answer)))
+        writer.write(http_response(json.dumps(answer), status=status))
 
     async with raw_upstream(reply) as upstream:
         entry = provider("vertex-test", "vertex", upstream.url, project="proj-1",
@@ -435,4 +435,14 @@ async def test_vertex_embeds_text_only(monkeypatch):
     assert caught.value == UpstreamRejected(
         "input: vertex-test (Vertex) embeds text, not token ids",
         {"provider": "vertex-test", "field": "input"},
+    )
+
+
+async def test_a_vertex_embedding_refusal_names_the_provider(monkeypatch):
+    said = {"error": {"code": 400, "message": "Text too long", "status": "INVALID_ARGUMENT"}}
+    with pytest.raises(UpstreamRejected) as caught:
+        await vertex_embed(monkeypatch, said, EmbeddingRequest(("a",)), status=400)
+    assert caught.value == UpstreamRejected(
+        "vertex-test: upstream answered HTTP 400: Text too long",
+        {"provider": "vertex-test", "upstream_status": "400"},
     )
