@@ -372,7 +372,8 @@ def _moderations(answer: Any) -> Moderations:
 
 
 def counts(usage: Any) -> TokenCounts | None:
-    """OpenAI usage -> TokenCounts (same convention: prompt includes cached)."""
+    """OpenAI usage -> TokenCounts (same convention: prompt includes cached and cache
+    writes, priced at the model's cache-write price where it has one)."""
     if not isinstance(usage, dict) or usage.get("prompt_tokens") is None:
         return None
     prompt_details = usage.get("prompt_tokens_details") or {}
@@ -382,6 +383,9 @@ def counts(usage: Any) -> TokenCounts | None:
         completion_tokens=count(usage.get("completion_tokens") or 0, "usage.completion_tokens"),
         cached_tokens=count(prompt_details.get("cached_tokens") or 0, "cached_tokens"),
         reasoning_tokens=count(completion_details.get("reasoning_tokens") or 0, "reasoning_tokens"),
+        cache_write_tokens=count(
+            prompt_details.get("cache_write_tokens") or 0, "cache_write_tokens"
+        ),
     )
 
 

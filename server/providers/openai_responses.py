@@ -206,6 +206,7 @@ def counts(usage: Any) -> TokenCounts | None:
         completion_tokens=count(usage.get("output_tokens") or 0, "usage.output_tokens"),
         cached_tokens=count(inputs.get("cached_tokens") or 0, "cached_tokens"),
         reasoning_tokens=count(outputs.get("reasoning_tokens") or 0, "reasoning_tokens"),
+        cache_write_tokens=count(inputs.get("cache_write_tokens") or 0, "cache_write_tokens"),
     )
 
 

@@ -97,10 +97,14 @@ def openai_usage(**fields: Any) -> dict[str, Any]:
 def test_openai_usage_with_its_details():
     usage = openai_usage(
         prompt_tokens=120, completion_tokens=45,
-        prompt_tokens_details=PromptTokensDetails(cached_tokens=100, audio_tokens=0),
+        prompt_tokens_details=PromptTokensDetails(
+            cached_tokens=100, cache_write_tokens=15, audio_tokens=0
+        ),
         completion_tokens_details=CompletionTokensDetails(reasoning_tokens=30, audio_tokens=0),
     )  # fmt: skip
-    assert openai.counts(usage) == TokenCounts(120, 45, cached_tokens=100, reasoning_tokens=30)
+    assert openai.counts(usage) == TokenCounts(
+        120, 45, cached_tokens=100, reasoning_tokens=30, cache_write_tokens=15
+    )
 
 
 def test_openai_usage_without_details_or_completion_counts_zeros():
@@ -127,6 +131,8 @@ def test_openai_usage_refusals_name_the_field():
             "cached_tokens")  # fmt: skip
     refused(openai.counts, {**fine, "completion_tokens_details": {"reasoning_tokens": -1}},
             "reasoning_tokens")  # fmt: skip
+    refused(openai.counts, {**fine, "prompt_tokens_details": {"cache_write_tokens": -1}},
+            "cache_write_tokens")  # fmt: skip
 
 
 # -- OpenAI responses ----------------------------------------------------------
@@ -135,11 +141,11 @@ def test_openai_usage_refusals_name_the_field():
 def test_responses_usage_with_its_details():
     usage = ResponseUsage(
         input_tokens=300, output_tokens=80, total_tokens=380,
-        input_tokens_details=InputTokensDetails(cached_tokens=256, cache_write_tokens=0),
+        input_tokens_details=InputTokensDetails(cached_tokens=200, cache_write_tokens=56),
         output_tokens_details=OutputTokensDetails(reasoning_tokens=64),
     ).model_dump()  # fmt: skip
     assert openai_responses.counts(usage) == TokenCounts(
-        300, 80, cached_tokens=256, reasoning_tokens=64
+        300, 80, cached_tokens=200, reasoning_tokens=64, cache_write_tokens=56
     )
 
 
@@ -161,6 +167,8 @@ def test_responses_usage_refusals_name_the_field():
     refused(mapping, {**fine, "input_tokens": -1}, "usage.input_tokens")
     refused(mapping, {**fine, "output_tokens": -1}, "usage.output_tokens")
     refused(mapping, {**fine, "input_tokens_details": {"cached_tokens": -1}}, "cached_tokens")
+    refused(mapping, {**fine, "input_tokens_details": {"cache_write_tokens": -1}},
+            "cache_write_tokens")  # fmt: skip
     refused(mapping, {**fine, "output_tokens_details": {"reasoning_tokens": -1}},
             "reasoning_tokens")  # fmt: skip
 
