@@ -232,6 +232,10 @@ class Accounts:
             queue_ms=round(record.queue_s * 1000, 3),
             batch_id=record.batch_id,
             custom_id=record.custom_id,
+            audio_input_tokens=counts.audio_input_tokens,
+            audio_output_tokens=counts.audio_output_tokens,
+            audio_input_cost_usd=cost.audio_input_usd if cost is not None else None,
+            audio_output_cost_usd=cost.audio_output_usd if cost is not None else None,
         )
         self.ledger.record(record.usage)
         for hook in record.after_close:

@@ -76,6 +76,12 @@ class Price(Strict):
     cache_write: float | None = Field(default=None, ge=0)
     # Input tokens written to a prompt cache for an hour; defaults to cache_write.
     cache_write_1h: float | None = Field(default=None, ge=0)
+    # A Realtime session's audio tokens (heard and spoken), USD per million. Without
+    # one, audio is unpriced (its call has no cost, never $0) unless
+    # `audio_at_text_price` says to bill audio at the text prices.
+    audio_input: float | None = Field(default=None, ge=0)
+    audio_output: float | None = Field(default=None, ge=0)
+    audio_at_text_price: bool = False
     # Other prices for long prompts, by prompt size.
     tiers: list[PriceTier] = Field(default_factory=list)
     # Calls billed in the provider's own unit (server/base/operation.py), each price

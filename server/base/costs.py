@@ -31,6 +31,9 @@ class Cost:
     cache_input_usd: float | None
     total_usd: float
     cache_write_usd: float | None = None
+    # The audio tokens' share of input_usd and of output_usd (None without any).
+    audio_input_usd: float | None = None
+    audio_output_usd: float | None = None
 
 
 def cost(counts: TokenCounts, price: Price | None) -> Cost | None:
@@ -40,11 +43,18 @@ def cost(counts: TokenCounts, price: Price | None) -> Cost | None:
     if price is None:
         return None
     price = price.for_prompt(counts.prompt_tokens)
-    uncached = counts.prompt_tokens - counts.cached_tokens - counts.cache_write_tokens
-    visible_output = counts.completion_tokens - counts.reasoning_tokens
+    heard, spoken = counts.audio_input_tokens, counts.audio_output_tokens
+    audio_in = _audio_rate(price.audio_input, price.input, price, heard)
+    audio_out = _audio_rate(price.audio_output, price.output, price, spoken)
+    if audio_in is None or audio_out is None:
+        return None  # audio without a price: the call is unpriced, not half priced
+    uncached = counts.prompt_tokens - counts.cached_tokens - counts.cache_write_tokens - heard
+    visible_output = counts.completion_tokens - counts.reasoning_tokens - spoken
     write_5m = _or(price.cache_write, price.input)
     write_1h = _or(price.cache_write_1h, write_5m)
-    input_cost = uncached * price.input / PER_MILLION
+    heard_cost = heard * audio_in / PER_MILLION
+    spoken_cost = spoken * audio_out / PER_MILLION
+    input_cost = uncached * price.input / PER_MILLION + heard_cost
     cached_cost = counts.cached_tokens * _or(price.cached_input, price.input) / PER_MILLION
     write_cost = (
         (counts.cache_write_tokens - counts.cache_write_1h_tokens) * write_5m
@@ -52,14 +62,26 @@ def cost(counts: TokenCounts, price: Price | None) -> Cost | None:
     ) / PER_MILLION
     output_cost = (
         visible_output * price.output + counts.reasoning_tokens * _or(price.reasoning, price.output)
-    ) / PER_MILLION
+    ) / PER_MILLION + spoken_cost
     return Cost(
         input_usd=round(input_cost, COST_DIGITS),
         output_usd=round(output_cost, COST_DIGITS),
         cache_input_usd=round(cached_cost, COST_DIGITS) if counts.cached_tokens else None,
         total_usd=round(input_cost + cached_cost + write_cost + output_cost, COST_DIGITS),
         cache_write_usd=round(write_cost, COST_DIGITS) if counts.cache_write_tokens else None,
+        audio_input_usd=round(heard_cost, COST_DIGITS) if heard else None,
+        audio_output_usd=round(spoken_cost, COST_DIGITS) if spoken else None,
     )
+
+
+def _audio_rate(audio: float | None, text: float, price: Price, tokens: int) -> float | None:
+    """USD per million audio tokens: the audio price, else the text price where the
+    config says so; None when audio is there and unpriced (0 when there is none)."""
+    if not tokens:
+        return 0.0
+    if audio is not None:
+        return audio
+    return text if price.audio_at_text_price else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,7 +152,11 @@ def max_cost(prices: Iterable[Price | None], request: GenerationRequest, default
         for tier in (price.for_prompt(prompt), price.for_prompt(prompt * 2)):
             input_price = max(tier.input, tier.cache_write or 0, tier.cache_write_1h or 0)
             output = max(tier.output, tier.reasoning or 0)
-            worst = max(worst, (prompt * input_price + completion * output) / PER_MILLION)
+            if request.output_audio:
+                # Each word written is also spoken: 2 audio tokens (server/base/audio.py).
+                output += 2 * _or(tier.audio_output, tier.output)
+            heard = request.input_audio_tokens * _or(tier.audio_input, tier.input)
+            worst = max(worst, (prompt * input_price + heard + completion * output) / PER_MILLION)
     return worst
 
 
@@ -165,6 +191,8 @@ def usage(
     if counts.cache_write_1h_tokens:
         result.prompt_tokens_details.cache_write_1h_tokens = counts.cache_write_1h_tokens
     result.completion_tokens_details.reasoning_tokens = counts.reasoning_tokens
+    result.prompt_tokens_details.audio_tokens = counts.audio_input_tokens
+    result.completion_tokens_details.audio_tokens = counts.audio_output_tokens
     result.prompt_tokens_details.SetInParent()
     result.completion_tokens_details.SetInParent()
     spent = cost(counts, price)

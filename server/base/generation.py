@@ -47,6 +47,9 @@ class Capability(StrEnum):
     # A text completion of several prompts in one request, or of a prompt given as
     # token ids (OpenAI's array forms of `prompt`).
     PROMPT_ARRAYS = "prompt_arrays"
+    # A Realtime session's spoken turn (audio heard, audio spoken): the simulated
+    # provider's alone; upstreams that speak are relayed, not run through here.
+    SPOKEN_AUDIO = "spoken_audio"
 
 
 # Everything a generation request can ask of an adapter that does it all.
@@ -289,6 +292,11 @@ class GenerationRequest:
     # every turn): sent where the provider samples so, left out elsewhere.
     top_k_hint: bool = False
     thinking: Thinking | None = None
+    # A Realtime session's spoken turn (server/base/audio.py): the audio tokens of the
+    # input heard (its transcript is in the messages), and whether the answer is also
+    # spoken. Only a provider that speaks (`speaks_audio`) takes such a request.
+    input_audio_tokens: int = 0
+    output_audio: bool = False
     # Its input tokens as server/base/tokens.py estimates them, once asked.
     prompt_estimate: int | None = field(default=None, init=False, repr=False, compare=False)
 
@@ -348,6 +356,8 @@ class GenerationRequest:
             out[Capability.SUFFIX] = "suffix"
         if self.prompts:
             out[Capability.PROMPT_ARRAYS] = "prompt"
+        if self.output_audio or self.input_audio_tokens:
+            out[Capability.SPOKEN_AUDIO] = "realtime_audio"
         if self.reasoning_effort is not None:
             out[Capability.REASONING_EFFORT] = "reasoning_effort"
         if self.metadata:
@@ -379,6 +389,10 @@ class TokenCounts:
     # Of those, the ones written for an hour (Anthropic's 1h TTL, priced at
     # Price.cache_write_1h); the rest live the default 5 minutes.
     cache_write_1h_tokens: int = 0
+    # Input tokens heard as audio and output tokens spoken as audio (a Realtime
+    # session's), each priced at its own rate.
+    audio_input_tokens: int = 0
+    audio_output_tokens: int = 0
 
     @property
     def total_tokens(self) -> int:

@@ -101,6 +101,13 @@ class UsageRecord:
     # most one row per pair, so a line is billed once).
     batch_id: str = ""
     custom_id: str = ""
+    # A Realtime session's audio: the prompt tokens heard and the completion tokens
+    # spoken (among prompt_tokens and completion_tokens), and what each cost at the
+    # audio prices (among input_cost_usd and output_cost_usd; None without any).
+    audio_input_tokens: int = 0
+    audio_output_tokens: int = 0
+    audio_input_cost_usd: float | None = None
+    audio_output_cost_usd: float | None = None
 
 
 class Metered(Protocol):

@@ -99,6 +99,7 @@ def implausible(counts: TokenCounts, request: GenerationRequest) -> str | None:
     parts = (
         counts.prompt_tokens, counts.completion_tokens, counts.cached_tokens,
         counts.reasoning_tokens, counts.cache_write_tokens, counts.cache_write_1h_tokens,
+        counts.audio_input_tokens, counts.audio_output_tokens,
     )  # fmt: skip
     if any(not isinstance(n, int) or n < 0 or n > MAX_COUNT for n in parts):
         return "a count is negative or too large"
@@ -110,14 +111,20 @@ def implausible(counts: TokenCounts, request: GenerationRequest) -> str | None:
         return "more hour-long cache writes than cache writes"
     if counts.reasoning_tokens > counts.completion_tokens:
         return "more reasoning tokens than completion tokens"
+    if counts.audio_input_tokens > counts.prompt_tokens:
+        return "more audio prompt tokens than prompt tokens"
+    if counts.audio_output_tokens > counts.completion_tokens:
+        return "more audio completion tokens than completion tokens"
     prompt_bytes = estimate_prompt(request) * BYTES_PER_TOKEN
     native = request.native
     if native is not None and isinstance(native.request, ProtoMessage):
         # What the native form carries beyond the generic fields (server tool results).
         prompt_bytes = max(prompt_bytes, native.request.ByteSize())
-    if counts.prompt_tokens > 2 * prompt_bytes + PROMPT_SLACK_TOKENS:
+    if counts.prompt_tokens > 2 * prompt_bytes + PROMPT_SLACK_TOKENS + request.input_audio_tokens:
         return f"{counts.prompt_tokens} prompt tokens for a prompt of about {prompt_bytes} bytes"
     limit = request.max_tokens
-    if limit is not None and counts.completion_tokens > limit + COMPLETION_SLACK_TOKENS:
+    # The simulated voice's audio tokens follow its text, which max_tokens bounds.
+    written = counts.completion_tokens - counts.audio_output_tokens
+    if limit is not None and written > limit + COMPLETION_SLACK_TOKENS:
         return f"{counts.completion_tokens} completion tokens with max_tokens {limit}"
     return None

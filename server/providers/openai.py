@@ -40,6 +40,7 @@ from server.base.embedding import EmbeddingRequest, Embeddings
 from server.base.errors import UpstreamError
 from server.base.generation import (
     ALL_CAPABILITIES,
+    Capability,
     DocumentPart,
     Event,
     Finished,
@@ -106,7 +107,8 @@ class OpenAIProvider:
         self.id = provider_id
         self.params = params
         self.retry_policy = params.retry_policy
-        self.capabilities = ALL_CAPABILITIES | (
+        # Chat Completions' audio is not a Realtime session's spoken turn.
+        self.capabilities = (ALL_CAPABILITIES - {Capability.SPOKEN_AUDIO}) | (
             {serves(responses_wire.DIALECT)} if params.responses_api else set()
         )
         self._client = make_client(params, self.credentials(params, where))

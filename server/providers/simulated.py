@@ -54,7 +54,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from server.base import tokens
+from server.base import audio, tokens
 from server.base.embedding import EmbeddingRequest, Embeddings, Input, estimate_tokens
 from server.base.errors import UpstreamError, UpstreamRejected
 from server.base.generation import (
@@ -167,7 +167,7 @@ class SimulatedProvider:
         self.params = params
         # A simulated failure is injected on purpose: fail over at once, never retry.
         self.retry_policy = NO_RETRY
-        self.capabilities = ALL_CAPABILITIES
+        self.capabilities = ALL_CAPABILITIES  # Capability.SPOKEN_AUDIO among them
         self._random = random.Random()
         # Generations running now; a cancelled caller must bring this back down.
         self.in_flight = 0
@@ -314,9 +314,23 @@ class SimulatedProvider:
         if self._cache is not None:
             cached = max(cached, min(prompt_tokens, self._cache.read(request)))
         reasons = tuple(plan.finish for plan in plans)
+        # A spoken answer: its transcript's text tokens, and the voice's audio tokens
+        # (the tone the Realtime session sends, server/base/audio.py).
+        spoken = (
+            audio.output_tokens(audio.spoken_ms("".join(plans[0].pieces)))
+            if request.output_audio and not plans[0].calls
+            else 0
+        )
         yield Finished(
             reasons[0],
-            TokenCounts(prompt_tokens, sent, cached_tokens=cached, reasoning_tokens=thought),
+            TokenCounts(
+                prompt_tokens + request.input_audio_tokens,
+                sent + spoken,
+                cached_tokens=cached,
+                reasoning_tokens=thought,
+                audio_input_tokens=request.input_audio_tokens,
+                audio_output_tokens=spoken,
+            ),
             reasons if len(reasons) > 1 else (),
             stop_sequence=plans[0].stop_sequence,
         )

@@ -423,6 +423,18 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
             "(batch_id, custom_id) WHERE batch_id <> ''",
         ],
     ),
+    (
+        19,
+        "realtime audio",
+        [
+            # A Realtime response's audio tokens, heard and spoken, and what each cost
+            # at the audio prices (parts of the row's tokens and costs).
+            "ALTER TABLE usage_records ADD COLUMN audio_input_tokens INTEGER NOT NULL DEFAULT 0",
+            "ALTER TABLE usage_records ADD COLUMN audio_output_tokens INTEGER NOT NULL DEFAULT 0",
+            "ALTER TABLE usage_records ADD COLUMN audio_input_cost_usd {float}",
+            "ALTER TABLE usage_records ADD COLUMN audio_output_cost_usd {float}",
+        ],
+    ),
 ]
 
 

@@ -154,18 +154,22 @@ class ResponseUsage(_message.Message):
     def __init__(self, input_tokens: _Optional[int] = ..., input_tokens_details: _Optional[_Union[InputTokensDetails, _Mapping]] = ..., output_tokens: _Optional[int] = ..., output_tokens_details: _Optional[_Union[OutputTokensDetails, _Mapping]] = ..., total_tokens: _Optional[int] = ..., input_cost_usd: _Optional[float] = ..., output_cost_usd: _Optional[float] = ..., cache_input_cost_usd: _Optional[float] = ..., total_cost_usd: _Optional[float] = ..., latency_ms: _Optional[float] = ..., ttft_ms: _Optional[float] = ..., cache_write_cost_usd: _Optional[float] = ..., response_cached: _Optional[bool] = ...) -> None: ...
 
 class InputTokensDetails(_message.Message):
-    __slots__ = ("cached_tokens", "cache_write_tokens")
+    __slots__ = ("cached_tokens", "cache_write_tokens", "audio_tokens")
     CACHED_TOKENS_FIELD_NUMBER: _ClassVar[int]
     CACHE_WRITE_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    AUDIO_TOKENS_FIELD_NUMBER: _ClassVar[int]
     cached_tokens: int
     cache_write_tokens: int
-    def __init__(self, cached_tokens: _Optional[int] = ..., cache_write_tokens: _Optional[int] = ...) -> None: ...
+    audio_tokens: int
+    def __init__(self, cached_tokens: _Optional[int] = ..., cache_write_tokens: _Optional[int] = ..., audio_tokens: _Optional[int] = ...) -> None: ...
 
 class OutputTokensDetails(_message.Message):
-    __slots__ = ("reasoning_tokens",)
+    __slots__ = ("reasoning_tokens", "audio_tokens")
     REASONING_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    AUDIO_TOKENS_FIELD_NUMBER: _ClassVar[int]
     reasoning_tokens: int
-    def __init__(self, reasoning_tokens: _Optional[int] = ...) -> None: ...
+    audio_tokens: int
+    def __init__(self, reasoning_tokens: _Optional[int] = ..., audio_tokens: _Optional[int] = ...) -> None: ...
 
 class OutputItem(_message.Message):
     __slots__ = ("message", "function_call", "reasoning", "other")

@@ -13,7 +13,7 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class CreateResponseRequest(_message.Message):
-    __slots__ = ("model", "input", "input_items", "instructions", "tools", "tool_choice", "tool_choice_object", "parallel_tool_calls", "text", "reasoning", "max_output_tokens", "temperature", "top_p", "store", "previous_response_id", "include", "metadata", "user", "safety_identifier", "prompt_cache_key", "truncation", "service_tier", "stream", "background", "top_logprobs", "stream_options", "client_metadata", "prompt_cache_retention", "conversation", "conversation_object")
+    __slots__ = ("model", "input", "input_items", "instructions", "tools", "tool_choice", "tool_choice_object", "parallel_tool_calls", "text", "reasoning", "max_output_tokens", "temperature", "top_p", "store", "previous_response_id", "include", "metadata", "user", "safety_identifier", "prompt_cache_key", "truncation", "service_tier", "stream", "background", "top_logprobs", "stream_options", "client_metadata", "prompt_cache_retention", "conversation", "conversation_object", "realtime_audio")
     class MetadataEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -58,6 +58,7 @@ class CreateResponseRequest(_message.Message):
     PROMPT_CACHE_RETENTION_FIELD_NUMBER: _ClassVar[int]
     CONVERSATION_FIELD_NUMBER: _ClassVar[int]
     CONVERSATION_OBJECT_FIELD_NUMBER: _ClassVar[int]
+    REALTIME_AUDIO_FIELD_NUMBER: _ClassVar[int]
     model: str
     input: str
     input_items: _containers.RepeatedCompositeFieldContainer[_responses_pb2.InputItem]
@@ -88,7 +89,8 @@ class CreateResponseRequest(_message.Message):
     prompt_cache_retention: str
     conversation: str
     conversation_object: ConversationReference
-    def __init__(self, model: _Optional[str] = ..., input: _Optional[str] = ..., input_items: _Optional[_Iterable[_Union[_responses_pb2.InputItem, _Mapping]]] = ..., instructions: _Optional[str] = ..., tools: _Optional[_Iterable[_Union[_struct_pb2.Struct, _Mapping]]] = ..., tool_choice: _Optional[str] = ..., tool_choice_object: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., parallel_tool_calls: _Optional[bool] = ..., text: _Optional[_Union[_responses_pb2.TextConfig, _Mapping]] = ..., reasoning: _Optional[_Union[_responses_pb2.ReasoningConfig, _Mapping]] = ..., max_output_tokens: _Optional[int] = ..., temperature: _Optional[float] = ..., top_p: _Optional[float] = ..., store: _Optional[bool] = ..., previous_response_id: _Optional[str] = ..., include: _Optional[_Iterable[str]] = ..., metadata: _Optional[_Mapping[str, str]] = ..., user: _Optional[str] = ..., safety_identifier: _Optional[str] = ..., prompt_cache_key: _Optional[str] = ..., truncation: _Optional[str] = ..., service_tier: _Optional[str] = ..., stream: _Optional[bool] = ..., background: _Optional[bool] = ..., top_logprobs: _Optional[int] = ..., stream_options: _Optional[_Union[ResponseStreamOptions, _Mapping]] = ..., client_metadata: _Optional[_Mapping[str, str]] = ..., prompt_cache_retention: _Optional[str] = ..., conversation: _Optional[str] = ..., conversation_object: _Optional[_Union[ConversationReference, _Mapping]] = ...) -> None: ...
+    realtime_audio: RealtimeAudio
+    def __init__(self, model: _Optional[str] = ..., input: _Optional[str] = ..., input_items: _Optional[_Iterable[_Union[_responses_pb2.InputItem, _Mapping]]] = ..., instructions: _Optional[str] = ..., tools: _Optional[_Iterable[_Union[_struct_pb2.Struct, _Mapping]]] = ..., tool_choice: _Optional[str] = ..., tool_choice_object: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., parallel_tool_calls: _Optional[bool] = ..., text: _Optional[_Union[_responses_pb2.TextConfig, _Mapping]] = ..., reasoning: _Optional[_Union[_responses_pb2.ReasoningConfig, _Mapping]] = ..., max_output_tokens: _Optional[int] = ..., temperature: _Optional[float] = ..., top_p: _Optional[float] = ..., store: _Optional[bool] = ..., previous_response_id: _Optional[str] = ..., include: _Optional[_Iterable[str]] = ..., metadata: _Optional[_Mapping[str, str]] = ..., user: _Optional[str] = ..., safety_identifier: _Optional[str] = ..., prompt_cache_key: _Optional[str] = ..., truncation: _Optional[str] = ..., service_tier: _Optional[str] = ..., stream: _Optional[bool] = ..., background: _Optional[bool] = ..., top_logprobs: _Optional[int] = ..., stream_options: _Optional[_Union[ResponseStreamOptions, _Mapping]] = ..., client_metadata: _Optional[_Mapping[str, str]] = ..., prompt_cache_retention: _Optional[str] = ..., conversation: _Optional[str] = ..., conversation_object: _Optional[_Union[ConversationReference, _Mapping]] = ..., realtime_audio: _Optional[_Union[RealtimeAudio, _Mapping]] = ...) -> None: ...
 
 class ConversationReference(_message.Message):
     __slots__ = ("id",)
@@ -109,7 +111,7 @@ class CreateResponseResponse(_message.Message):
     def __init__(self, response: _Optional[_Union[_responses_pb2.Response, _Mapping]] = ...) -> None: ...
 
 class StreamResponseRequest(_message.Message):
-    __slots__ = ("model", "input", "input_items", "instructions", "tools", "tool_choice", "tool_choice_object", "parallel_tool_calls", "text", "reasoning", "max_output_tokens", "temperature", "top_p", "store", "previous_response_id", "include", "metadata", "user", "safety_identifier", "prompt_cache_key", "truncation", "service_tier", "stream", "background", "top_logprobs", "stream_options", "client_metadata", "prompt_cache_retention", "conversation", "conversation_object")
+    __slots__ = ("model", "input", "input_items", "instructions", "tools", "tool_choice", "tool_choice_object", "parallel_tool_calls", "text", "reasoning", "max_output_tokens", "temperature", "top_p", "store", "previous_response_id", "include", "metadata", "user", "safety_identifier", "prompt_cache_key", "truncation", "service_tier", "stream", "background", "top_logprobs", "stream_options", "client_metadata", "prompt_cache_retention", "conversation", "conversation_object", "realtime_audio")
     class MetadataEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -154,6 +156,7 @@ class StreamResponseRequest(_message.Message):
     PROMPT_CACHE_RETENTION_FIELD_NUMBER: _ClassVar[int]
     CONVERSATION_FIELD_NUMBER: _ClassVar[int]
     CONVERSATION_OBJECT_FIELD_NUMBER: _ClassVar[int]
+    REALTIME_AUDIO_FIELD_NUMBER: _ClassVar[int]
     model: str
     input: str
     input_items: _containers.RepeatedCompositeFieldContainer[_responses_pb2.InputItem]
@@ -184,7 +187,8 @@ class StreamResponseRequest(_message.Message):
     prompt_cache_retention: str
     conversation: str
     conversation_object: ConversationReference
-    def __init__(self, model: _Optional[str] = ..., input: _Optional[str] = ..., input_items: _Optional[_Iterable[_Union[_responses_pb2.InputItem, _Mapping]]] = ..., instructions: _Optional[str] = ..., tools: _Optional[_Iterable[_Union[_struct_pb2.Struct, _Mapping]]] = ..., tool_choice: _Optional[str] = ..., tool_choice_object: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., parallel_tool_calls: _Optional[bool] = ..., text: _Optional[_Union[_responses_pb2.TextConfig, _Mapping]] = ..., reasoning: _Optional[_Union[_responses_pb2.ReasoningConfig, _Mapping]] = ..., max_output_tokens: _Optional[int] = ..., temperature: _Optional[float] = ..., top_p: _Optional[float] = ..., store: _Optional[bool] = ..., previous_response_id: _Optional[str] = ..., include: _Optional[_Iterable[str]] = ..., metadata: _Optional[_Mapping[str, str]] = ..., user: _Optional[str] = ..., safety_identifier: _Optional[str] = ..., prompt_cache_key: _Optional[str] = ..., truncation: _Optional[str] = ..., service_tier: _Optional[str] = ..., stream: _Optional[bool] = ..., background: _Optional[bool] = ..., top_logprobs: _Optional[int] = ..., stream_options: _Optional[_Union[ResponseStreamOptions, _Mapping]] = ..., client_metadata: _Optional[_Mapping[str, str]] = ..., prompt_cache_retention: _Optional[str] = ..., conversation: _Optional[str] = ..., conversation_object: _Optional[_Union[ConversationReference, _Mapping]] = ...) -> None: ...
+    realtime_audio: RealtimeAudio
+    def __init__(self, model: _Optional[str] = ..., input: _Optional[str] = ..., input_items: _Optional[_Iterable[_Union[_responses_pb2.InputItem, _Mapping]]] = ..., instructions: _Optional[str] = ..., tools: _Optional[_Iterable[_Union[_struct_pb2.Struct, _Mapping]]] = ..., tool_choice: _Optional[str] = ..., tool_choice_object: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., parallel_tool_calls: _Optional[bool] = ..., text: _Optional[_Union[_responses_pb2.TextConfig, _Mapping]] = ..., reasoning: _Optional[_Union[_responses_pb2.ReasoningConfig, _Mapping]] = ..., max_output_tokens: _Optional[int] = ..., temperature: _Optional[float] = ..., top_p: _Optional[float] = ..., store: _Optional[bool] = ..., previous_response_id: _Optional[str] = ..., include: _Optional[_Iterable[str]] = ..., metadata: _Optional[_Mapping[str, str]] = ..., user: _Optional[str] = ..., safety_identifier: _Optional[str] = ..., prompt_cache_key: _Optional[str] = ..., truncation: _Optional[str] = ..., service_tier: _Optional[str] = ..., stream: _Optional[bool] = ..., background: _Optional[bool] = ..., top_logprobs: _Optional[int] = ..., stream_options: _Optional[_Union[ResponseStreamOptions, _Mapping]] = ..., client_metadata: _Optional[_Mapping[str, str]] = ..., prompt_cache_retention: _Optional[str] = ..., conversation: _Optional[str] = ..., conversation_object: _Optional[_Union[ConversationReference, _Mapping]] = ..., realtime_audio: _Optional[_Union[RealtimeAudio, _Mapping]] = ...) -> None: ...
 
 class StreamResponseResponse(_message.Message):
     __slots__ = ("type", "sequence_number", "response_event", "output_item", "content_part", "text_delta", "text_done", "delta", "arguments_done", "summary_part", "summary_text_done", "other")
@@ -373,3 +377,11 @@ class ListInputItemsResponse(_message.Message):
     last_id: str
     has_more: bool
     def __init__(self, object: _Optional[str] = ..., data: _Optional[_Iterable[_Union[_responses_pb2.InputItem, _Mapping]]] = ..., first_id: _Optional[str] = ..., last_id: _Optional[str] = ..., has_more: _Optional[bool] = ...) -> None: ...
+
+class RealtimeAudio(_message.Message):
+    __slots__ = ("input_audio_tokens", "output_audio")
+    INPUT_AUDIO_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    OUTPUT_AUDIO_FIELD_NUMBER: _ClassVar[int]
+    input_audio_tokens: int
+    output_audio: bool
+    def __init__(self, input_audio_tokens: _Optional[int] = ..., output_audio: _Optional[bool] = ...) -> None: ...

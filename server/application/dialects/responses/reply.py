@@ -614,6 +614,11 @@ def fill_usage(out: rpb.ResponseUsage, usage: usage_pb2.Usage) -> None:
     if usage.prompt_tokens_details.HasField("cache_write_tokens"):
         out.input_tokens_details.cache_write_tokens = usage.prompt_tokens_details.cache_write_tokens
     out.output_tokens_details.reasoning_tokens = usage.completion_tokens_details.reasoning_tokens
+    # A Realtime session's audio (absent from every other response).
+    if usage.prompt_tokens_details.audio_tokens:
+        out.input_tokens_details.audio_tokens = usage.prompt_tokens_details.audio_tokens
+    if usage.completion_tokens_details.audio_tokens:
+        out.output_tokens_details.audio_tokens = usage.completion_tokens_details.audio_tokens
     for field, value in usage.ListFields():
         if field.name in _USAGE_EXTRAS:
             setattr(out, field.name, value)

@@ -220,6 +220,8 @@ def translate(request: ResponsesRequest, previous: Previous | None) -> Translate
             request, "prompt_cache_retention", fields.CACHE_RETENTIONS
         ),
         native=native,
+        input_audio_tokens=request.realtime_audio.input_audio_tokens,
+        output_audio=request.realtime_audio.output_audio,
     )
     return Translated(
         generation,
