@@ -14,8 +14,16 @@ the client does next), and its events are written as the Realtime API's:
 splits it (text, audio, cached). A function call's output goes back as a
 `function_call_output` item, as the API has it.
 
-Audio (`input_audio_buffer.*`, an `audio` output modality, `input_audio` parts) is
-refused by name with an error event: no model of a catalog served this way speaks it.
+Audio: `input_audio_buffer.append`…`commit` (PCM16 at 24 kHz, `audio/pcm`) makes a
+user message of an `input_audio` part, which the model hears as its transcript
+(`conversation.item.input_audio_transcription.completed` when transcription is on);
+an `audio` output modality answers with `response.output_audio.delta` (PCM16) and
+`response.output_audio_transcript.delta`…`.done` beside it. Both go to the pipeline
+as the request's `realtime_audio` (the audio tokens heard, the answer spoken), which
+only a provider that speaks takes (the simulated provider: server/base/audio.py);
+elsewhere the response is refused naming `realtime_audio`. Refused by name: other
+audio formats, server-side turn detection (the client commits), audio with text in
+one response's modalities.
 
 The upgrade is checked before the socket opens: the key (401), the model (400 when
 missing, 404 unknown, 403 outside the key's allowlist), the sessions the key and the
@@ -27,6 +35,8 @@ instance may hold (429), the mode turned on (426). The key may come in
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
 import uuid
 from collections.abc import AsyncGenerator
 from typing import Any
@@ -52,6 +62,7 @@ from http_facade.sockets import (
     refusal,
     upgrade_required,
 )
+from server.base import audio
 from server.base.config import ServerConfig
 from server.base.errors import GatewayError, InvalidArgument, Unsupported
 from server.base.pipeline import Encoded
@@ -65,8 +76,14 @@ _ENDS = {
 # Session settings a session.update may set (the rest of OpenAI's are refused).
 _SETTINGS = frozenset(
     {"type", "model", "instructions", "tools", "tool_choice", "output_modalities",
-     "max_output_tokens", "temperature", "tracing", "prompt", "include"}
+     "max_output_tokens", "temperature", "tracing", "prompt", "include", "audio"}
 )  # fmt: skip
+# The one audio format served, both ways.
+PCM = {"type": "audio/pcm", "rate": audio.RATE}
+# Audio a session's buffer holds before a commit, at most (OpenAI's bound of one append).
+MAX_BUFFERED_BYTES = 15 * 1024 * 1024
+# The spoken answer's audio goes out in deltas of this many bytes (a quarter second).
+AUDIO_DELTA_BYTES = audio.BYTES_PER_SECOND // 4
 
 
 class RealtimeSocket:
@@ -134,8 +151,16 @@ class _Conversation:
             "tools": [],
             "tool_choice": "auto",
             "max_output_tokens": "inf",
+            "audio": {
+                "input": {"format": PCM, "transcription": None, "turn_detection": None},
+                "output": {"format": PCM, "voice": "alloy", "speed": 1.0},
+            },
         }
         self.items: list[dict[str, Any]] = []
+        # The input audio buffer, and each committed audio item's id -> what the model
+        # hears in it and its audio tokens.
+        self.buffer = bytearray()
+        self.heard: dict[str, tuple[str, int]] = {}
         # Frames that came while a response ran, taken after it.
         self.later: list[dict[str, Any]] = []
         # Event ids: the session's own prefix and a count (unique, and no random
@@ -181,8 +206,13 @@ class _Conversation:
             await self._respond(frame.get("response") or {})
         elif kind == "response.cancel":
             return  # no response is running: nothing to cancel
-        elif isinstance(kind, str) and kind.startswith("input_audio_buffer."):
-            raise Unsupported.for_field("type", f"{kind}: audio is not served by this gateway")
+        elif kind == "input_audio_buffer.append":
+            self._append(frame.get("audio"))
+        elif kind == "input_audio_buffer.clear":
+            self.buffer.clear()
+            await self.send({"type": "input_audio_buffer.cleared"})
+        elif kind == "input_audio_buffer.commit":
+            await self._commit()
         else:
             raise InvalidArgument.for_field("type", f"unknown client event {kind!r}")
 
@@ -195,10 +225,56 @@ class _Conversation:
             if key == "model" and value != self.settings["model"]:
                 raise InvalidArgument.for_field("session.model", "is set by the URL's model")
             if key == "output_modalities":
-                _text_only(value, "session.output_modalities")
+                _modalities(value, "session.output_modalities")
+            if key == "audio":
+                self.settings["audio"] = _audio_settings(value, self.settings["audio"])
             if key in ("tools", "tool_choice", "instructions", "max_output_tokens",
                        "output_modalities", "temperature"):  # fmt: skip
                 self.settings[key] = value
+
+    def _append(self, given: Any) -> None:
+        if not isinstance(given, str):
+            raise InvalidArgument.for_field("audio", "must be base64 of PCM16 audio")
+        try:
+            pcm = base64.b64decode(given, validate=True)
+        except (binascii.Error, ValueError):
+            raise InvalidArgument.for_field("audio", "is not valid base64") from None
+        if len(self.buffer) + len(pcm) > MAX_BUFFERED_BYTES:
+            raise InvalidArgument.for_field(
+                "audio", f"the buffer holds at most {MAX_BUFFERED_BYTES} bytes before a commit"
+            )
+        self.buffer += pcm
+
+    async def _commit(self) -> None:
+        """The buffer becomes a user message the model hears as its transcript."""
+        if audio.duration_ms(len(self.buffer)) < audio.MS_PER_INPUT_TOKEN:
+            raise InvalidArgument.for_field(
+                "audio", f"the buffer holds {audio.duration_ms(len(self.buffer))} ms of "
+                f"audio; a commit needs at least {audio.MS_PER_INPUT_TOKEN} ms",
+            )  # fmt: skip
+        pcm = bytes(self.buffer)
+        self.buffer.clear()
+        transcript = audio.heard(pcm)
+        transcribing = self.settings["audio"]["input"].get("transcription") is not None
+        item: dict[str, Any] = {
+            "id": f"item_{uuid.uuid4().hex[:24]}", "object": "realtime.item",
+            "type": "message", "status": "completed", "role": "user",
+            "content": [{"type": "input_audio", "transcript": None}],
+        }  # fmt: skip
+        self.heard[item["id"]] = (transcript, audio.input_tokens(len(pcm)))
+        previous = self.items[-1]["id"] if self.items else None
+        self.items.append(item)
+        await self.send({"type": "input_audio_buffer.committed",
+                         "previous_item_id": previous, "item_id": item["id"]})  # fmt: skip
+        for name in ("conversation.item.added", "conversation.item.done"):
+            await self.send({"type": name, "previous_item_id": previous, "item": item})
+        if transcribing:
+            item["content"][0]["transcript"] = transcript
+            await self.send({
+                "type": "conversation.item.input_audio_transcription.completed",
+                "item_id": item["id"], "content_index": 0, "transcript": transcript,
+                "usage": {"type": "duration", "seconds": audio.duration_ms(pcm) / 1000},
+            })  # fmt: skip
 
     def _item(self, item: Any, where: str) -> dict[str, Any]:
         """A client's conversation item, checked, with an id."""
@@ -208,10 +284,12 @@ class _Conversation:
         if kind == "message":
             for n, part in enumerate(item.get("content") or []):
                 if not isinstance(part, dict) or part.get("type") not in (
-                    "input_text", "output_text", "text"
+                    "input_text", "output_text", "text", "output_audio"
                 ):  # fmt: skip
                     raise Unsupported.for_field(
-                        f"{where}.content[{n}].type", "only text parts are served"
+                        f"{where}.content[{n}].type",
+                        "only text parts are served in an item (audio comes through "
+                        "input_audio_buffer)",
                     )
         elif kind not in ("function_call", "function_call_output"):
             raise InvalidArgument.for_field(f"{where}.type", f"unknown item type {kind!r}")
@@ -220,7 +298,7 @@ class _Conversation:
 
     async def _respond(self, asked: dict[str, Any]) -> None:
         settings = {**self.settings, **{k: v for k, v in asked.items() if k in _SETTINGS}}
-        _text_only(settings.get("output_modalities"), "response.output_modalities")
+        spoken = _modalities(settings.get("output_modalities"), "response.output_modalities")
         into_conversation = asked.get("conversation", "auto") != "none"
         items = (
             [self._item(i, f"response.input[{n}]") for n, i in enumerate(asked["input"])]
@@ -228,8 +306,12 @@ class _Conversation:
             else self.items
         )
         message = self._request(settings, items)
+        message.realtime_audio.output_audio = spoken
+        message.realtime_audio.input_audio_tokens = sum(
+            self.heard[i["id"]][1] for i in items if i["id"] in self.heard
+        )
         chunks = self.socket.backend.stream(self.socket.rpc, message, self.exchange)
-        translate = _Translation(self, settings, into_conversation)
+        translate = _Translation(self, settings, into_conversation, spoken)
         # The response runs while the client's frames are read: `response.cancel` ends
         # it; any other frame is taken once it is over, in order.
         work = asyncio.ensure_future(self._stream(chunks, translate))
@@ -280,7 +362,7 @@ class _Conversation:
     def _request(self, settings: dict[str, Any], items: list[dict[str, Any]]) -> Message:
         payload: dict[str, Any] = {
             "model": settings["model"],
-            "input": [_as_input(i) for i in items],
+            "input": [_as_input(i, self.heard) for i in items],
             "stream": True,
             "store": False,
         }
@@ -299,14 +381,48 @@ class _Conversation:
         return message
 
 
-def _text_only(modalities: Any, field: str) -> None:
+def _modalities(modalities: Any, field: str) -> bool:
+    """Whether the answer is spoken: `["audio"]` (its transcript beside it) or
+    `["text"]`, as the Realtime API takes them."""
     if modalities is None:
-        return
-    if not isinstance(modalities, list) or any(m != "text" for m in modalities):
-        raise Unsupported.for_field(field, 'only ["text"] is served: no audio')
+        return False
+    if modalities not in (["text"], ["audio"]):
+        raise Unsupported.for_field(field, 'is ["text"] or ["audio"]')
+    return modalities == ["audio"]
 
 
-def _as_input(item: dict[str, Any]) -> dict[str, Any]:
+def _audio_settings(given: Any, current: dict[str, Any]) -> dict[str, Any]:
+    """A session.update's `audio`, over the session's: PCM both ways, no server-side
+    turn detection, transcription on or off."""
+    if not isinstance(given, dict):
+        raise InvalidArgument.for_field("session.audio", "must be an object")
+    merged = {side: dict(current[side]) for side in ("input", "output")}
+    for side, changes in given.items():
+        if side not in merged or not isinstance(changes, dict):
+            raise InvalidArgument.for_field(f"session.audio.{side}", "is input or output, objects")
+        for key, value in changes.items():
+            where = f"session.audio.{side}.{key}"
+            if key == "format":
+                kind = value.get("type") if isinstance(value, dict) else None
+                rate = value.get("rate", audio.RATE) if isinstance(value, dict) else None
+                if kind != "audio/pcm" or rate != audio.RATE:
+                    raise Unsupported.for_field(where, f"only audio/pcm at {audio.RATE} Hz")
+                value = PCM
+            elif key == "turn_detection" and side == "input":
+                if value is not None:
+                    raise Unsupported.for_field(
+                        where, "is null: commit the buffer with input_audio_buffer.commit"
+                    )
+            elif key == "transcription" and side == "input":
+                if value is not None and not isinstance(value, dict):
+                    raise InvalidArgument.for_field(where, "must be an object or null")
+            elif key not in ("voice", "speed", "noise_reduction"):
+                raise Unsupported.for_field(where, "is not supported by this gateway")
+            merged[side][key] = value
+    return merged
+
+
+def _as_input(item: dict[str, Any], heard: dict[str, tuple[str, int]]) -> dict[str, Any]:
     """A Realtime conversation item as a Responses input item."""
     kind = item["type"]
     if kind == "function_call":
@@ -321,6 +437,8 @@ def _as_input(item: dict[str, Any]) -> dict[str, Any]:
         {"type": text_kind, "text": part.get("text") or part.get("transcript") or ""}
         for part in item.get("content") or []
     ]
+    if item["id"] in heard:  # what the model hears in a committed audio buffer
+        parts = [{"type": "input_text", "text": heard[item["id"]][0]}]
     return {"type": "message", "role": role, "content": parts}
 
 
@@ -328,11 +446,17 @@ class _Translation:
     """One response's Responses events, written as the Realtime API's."""
 
     def __init__(
-        self, conversation: _Conversation, settings: dict[str, Any], into_conversation: bool
+        self,
+        conversation: _Conversation,
+        settings: dict[str, Any],
+        into_conversation: bool,
+        spoken: bool,
     ) -> None:
         self.conversation = conversation
         self.settings = settings
         self.into_conversation = into_conversation
+        # A spoken answer: its text is the transcript, its audio the simulated voice.
+        self.spoken = spoken
         self.started = False
         self.response_id = ""
         self.output: list[dict[str, Any]] = []
@@ -349,7 +473,7 @@ class _Translation:
             "id": self.response_id,
             "status": status,
             "conversation_id": self.conversation.id if self.into_conversation else None,
-            "output_modalities": ["text"],
+            "output_modalities": ["audio"] if self.spoken else ["text"],
             "max_output_tokens": self.settings.get("max_output_tokens", "inf"),
             "output": self.output,
             **more,
@@ -367,7 +491,7 @@ class _Translation:
             self.response_id = event["response"]["id"]
             await self.send({"type": "response.created", "response": self._response("in_progress")})
         elif kind == "response.output_item.added":
-            item = _as_item(event["item"], "in_progress")
+            item = _as_item(event["item"], "in_progress", self.spoken)
             if item["type"] == "function_call":
                 self.calls[str(item["id"])] = str(item["call_id"])
             await self.send({"type": "response.output_item.added", "response_id": self.response_id,
@@ -377,20 +501,24 @@ class _Translation:
         elif kind == "response.content_part.added":
             await self.send({"type": "response.content_part.added", **where,
                              "content_index": event.get("content_index", 0),
-                             "part": {"type": "text", "text": ""}})  # fmt: skip
+                             "part": self._part("")})  # fmt: skip
         elif kind == "response.output_text.delta":
-            await self.send({"type": "response.output_text.delta", **where,
+            name = "output_audio_transcript" if self.spoken else "output_text"
+            await self.send({"type": f"response.{name}.delta", **where,
                              "content_index": event.get("content_index", 0),
                              "delta": event.get("delta", "")})  # fmt: skip
         elif kind == "response.output_text.done":
-            await self.send({"type": "response.output_text.done", **where,
-                             "content_index": event.get("content_index", 0),
-                             "text": event.get("text", "")})  # fmt: skip
+            at = {**where, "content_index": event.get("content_index", 0)}
+            if self.spoken:
+                await self._speak(at, event.get("text", ""))
+            else:
+                await self.send({"type": "response.output_text.done", **at,
+                                 "text": event.get("text", "")})  # fmt: skip
         elif kind == "response.content_part.done":
             part = event.get("part") or {}
             await self.send({"type": "response.content_part.done", **where,
                              "content_index": event.get("content_index", 0),
-                             "part": {"type": "text", "text": part.get("text", "")}})  # fmt: skip
+                             "part": self._part(part.get("text", ""))})  # fmt: skip
         elif kind in ("response.function_call_arguments.delta",
                       "response.function_call_arguments.done"):  # fmt: skip
             body: dict[str, Any] = {
@@ -398,7 +526,7 @@ class _Translation:
             }
             await self.send({"type": kind, **where, "call_id": self._call_id(event), **body})
         elif kind == "response.output_item.done":
-            item = _as_item(event["item"], "completed")
+            item = _as_item(event["item"], "completed", self.spoken)
             self.output.append(item)
             await self.send({"type": "response.output_item.done", "response_id": self.response_id,
                              "output_index": event.get("output_index", 0), "item": item})  # fmt: skip
@@ -412,6 +540,22 @@ class _Translation:
                 status_details=_details(response), metadata=response.get("metadata"),
             )  # fmt: skip
             await self.send({"type": "response.done", "response": done})
+
+    def _part(self, text: str) -> dict[str, Any]:
+        return (
+            {"type": "audio", "transcript": text} if self.spoken else {"type": "text", "text": text}
+        )
+
+    async def _speak(self, at: dict[str, Any], transcript: str) -> None:
+        """The spoken answer's audio (the simulated voice, server/base/audio.py), then
+        the ends of its audio and its transcript."""
+        pcm = audio.tone(transcript)
+        for start in range(0, len(pcm), AUDIO_DELTA_BYTES):
+            chunk = base64.b64encode(pcm[start : start + AUDIO_DELTA_BYTES]).decode()
+            await self.send({"type": "response.output_audio.delta", **at, "delta": chunk})
+        await self.send({"type": "response.output_audio.done", **at})
+        await self.send({"type": "response.output_audio_transcript.done", **at,
+                         "transcript": transcript})  # fmt: skip
 
     def _call_id(self, event: dict[str, Any]) -> str:
         return self.calls.get(str(event.get("item_id")), "")
@@ -428,14 +572,16 @@ class _Translation:
         await self.send({"type": "response.done", "response": done})
 
 
-def _as_item(item: dict[str, Any], status: str) -> dict[str, Any]:
+def _as_item(item: dict[str, Any], status: str, spoken: bool) -> dict[str, Any]:
     kind = item.get("type")
     if kind == "function_call":
         return {"id": item.get("id"), "object": "realtime.item", "type": "function_call",
                 "status": status, "call_id": item.get("call_id"), "name": item.get("name"),
                 "arguments": item.get("arguments", "")}  # fmt: skip
     parts = [
-        {"type": "output_text", "text": p.get("text", "")}
+        {"type": "output_audio", "transcript": p.get("text", "")}
+        if spoken
+        else {"type": "output_text", "text": p.get("text", "")}
         for p in item.get("content") or []
         if p.get("type") == "output_text"
     ]
@@ -444,20 +590,24 @@ def _as_item(item: dict[str, Any], status: str) -> dict[str, Any]:
 
 
 def _usage(usage: dict[str, Any]) -> dict[str, Any]:
-    """The Responses usage as the Realtime API splits it: every token here is text."""
+    """The Responses usage as the Realtime API splits it: text and audio apart (the
+    cached tokens are text: the gateway's audio is never read from a prompt cache)."""
     inputs = int(usage.get("input_tokens") or 0)
     outputs = int(usage.get("output_tokens") or 0)
-    cached = int((usage.get("input_tokens_details") or {}).get("cached_tokens") or 0)
+    input_details = usage.get("input_tokens_details") or {}
+    cached = int(input_details.get("cached_tokens") or 0)
+    heard = int(input_details.get("audio_tokens") or 0)
+    spoken = int((usage.get("output_tokens_details") or {}).get("audio_tokens") or 0)
     return {
         "total_tokens": inputs + outputs,
         "input_tokens": inputs,
         "output_tokens": outputs,
         "input_token_details": {
-            "text_tokens": inputs, "audio_tokens": 0, "image_tokens": 0,
+            "text_tokens": inputs - heard, "audio_tokens": heard, "image_tokens": 0,
             "cached_tokens": cached,
             "cached_tokens_details": {"text_tokens": cached, "audio_tokens": 0, "image_tokens": 0},
         },
-        "output_token_details": {"text_tokens": outputs, "audio_tokens": 0},
+        "output_token_details": {"text_tokens": outputs - spoken, "audio_tokens": spoken},
     }  # fmt: skip
 
 

@@ -1,12 +1,15 @@
 """OpenAI's Realtime API (`GET /v1/realtime?model=`) through the openai SDK's
 `realtime.connect()` on loopback: text turns remembered across a session, a function
 call and its output, one ledger row per response.done with the usage it reported, a
-budget refused per response naming its level; and every refusal of the upgrade, by raw
+budget refused per response naming its level; an audio turn heard and answered in
+audio, its audio tokens apart in the usage and the ledger at their own prices; and every refusal of the upgrade, by raw
 WebSocket frames, as an HTTP answer before the socket opens."""
 
 from __future__ import annotations
 
+import base64
 import json
+import struct
 from typing import Any
 
 import httpx
@@ -121,22 +124,130 @@ async def test_a_function_call_and_its_output_make_the_next_response() -> None:
     assert len(rows) == 2
 
 
-async def test_audio_is_refused_by_name_and_the_session_goes_on() -> None:
+# Half a second of PCM16 at 24 kHz: 5 input audio tokens (one per 100 ms).
+HALF_SECOND = bytes(range(256)) * (24_000 // 256) + bytes(24_000 % 256)
+
+
+def _audio_priced() -> dict[str, Any]:
+    data = default_config_dict()
+    for model in data["models"]:
+        if model["id"] == "sim-pro":
+            model["price"] = {"input": 5.0, "output": 20.0, "cached_input": 2.5,
+                              "audio_input": 32.0, "audio_output": 64.0}  # fmt: skip
+    return data
+
+
+async def _spoken_turn(connection: Any) -> tuple[list[Any], list[Any]]:
+    """Half a second heard, in two appends, and the answer spoken."""
+    await connection.session.update(session={
+        "type": "realtime", "output_modalities": ["audio"],
+        "audio": {"input": {"format": {"type": "audio/pcm", "rate": 24000},
+                            "transcription": {"model": "whisper-1"}, "turn_detection": None}},
+    })  # fmt: skip
+    await connection.input_audio_buffer.append(
+        audio=base64.b64encode(HALF_SECOND[:10_000]).decode()
+    )
+    await connection.input_audio_buffer.append(
+        audio=base64.b64encode(HALF_SECOND[10_000:]).decode()
+    )
+    await connection.input_audio_buffer.commit()
+    heard = []
+    async for event in connection:
+        heard.append(event)
+        if event.type == "conversation.item.input_audio_transcription.completed":
+            break
+    await connection.response.create()
+    return heard, await _until_done(connection)
+
+
+async def test_an_audio_turn_is_heard_and_answered_in_audio_with_the_usage_split() -> None:
+    async with running_gateway(_audio_priced()) as gw, _sdk(gw) as sdk:
+        async with sdk.realtime.connect(model="sim-pro") as connection:
+            await connection.recv()  # session.created
+            heard, answered = await _spoken_turn(connection)
+        async with sdk.realtime.connect(model="sim-pro") as again:
+            await again.recv()
+            heard_again, _ = await _spoken_turn(again)
+        await gw.gateway.accounts.ledger.flush()
+        rows = await gw.gateway.store.db.fetch(
+            "SELECT prompt_tokens, completion_tokens, audio_input_tokens, audio_output_tokens, "
+            "input_cost_usd, output_cost_usd, audio_input_cost_usd, audio_output_cost_usd, "
+            "cache_input_cost_usd, total_cost_usd, cached_tokens FROM usage_records "
+            "WHERE method = 'StreamResponse' ORDER BY ts"
+        )
+    kinds = [e.type for e in heard]
+    assert kinds[1:4] == ["input_audio_buffer.committed", "conversation.item.added",
+                          "conversation.item.done"]  # fmt: skip
+    transcript = heard[-1].transcript
+    assert heard[1].item_id == heard[-1].item_id == heard[2].item.id
+    assert "500 milliseconds" in transcript and transcript == heard_again[-1].transcript
+    # The answer: its transcript streamed, its audio PCM16 of the transcript's length.
+    said = "".join(e.delta for e in answered if e.type == "response.output_audio_transcript.delta")
+    done = [e for e in answered if e.type == "response.output_audio_transcript.done"]
+    pcm = b"".join(
+        base64.b64decode(e.delta) for e in answered if e.type == "response.output_audio.delta"
+    )
+    assert said and done[0].transcript == said
+    assert "response.output_text.delta" not in [e.type for e in answered]
+    assert "response.output_audio.done" in [e.type for e in answered]
+    words = len(said.split())
+    assert len(pcm) == words * 100 * 48  # 100 ms a word, 48 bytes a millisecond
+    assert max(abs(s) for s in struct.unpack(f"<{len(pcm) // 2}h", pcm)) > 1000
+    response = answered[-1].response
+    assert response.status == "completed" and response.output_modalities == ["audio"]
+    assert response.output[0].content[0].type == "output_audio"
+    assert response.output[0].content[0].transcript == said
+    usage = response.usage
+    assert usage.input_token_details.audio_tokens == 5
+    assert usage.output_token_details.audio_tokens == words * 2  # 50 ms a token
+    assert usage.input_token_details.text_tokens == usage.input_tokens - 5
+    assert usage.output_token_details.text_tokens == usage.output_tokens - words * 2
+    # The ledger row: audio apart, each at its own price.
+    row = rows[0]
+    assert len(rows) == 2
+    assert (row["prompt_tokens"], row["completion_tokens"]) == (
+        usage.input_tokens,
+        usage.output_tokens,
+    )
+    assert (row["audio_input_tokens"], row["audio_output_tokens"]) == (5, words * 2)
+    assert row["audio_input_cost_usd"] == pytest.approx(5 * 32 / 1e6)
+    assert row["audio_output_cost_usd"] == pytest.approx(words * 2 * 64 / 1e6)
+    text_in = usage.input_tokens - 5 - row["cached_tokens"]
+    text_out = usage.output_tokens - words * 2
+    assert row["input_cost_usd"] == pytest.approx((text_in * 5 + 5 * 32) / 1e6)
+    assert row["output_cost_usd"] == pytest.approx((text_out * 20 + words * 2 * 64) / 1e6)
+    assert row["total_cost_usd"] == pytest.approx(
+        row["input_cost_usd"] + row["output_cost_usd"] + (row["cache_input_cost_usd"] or 0)
+    )
+
+
+async def test_what_audio_cannot_be_honoured_is_refused_by_name_and_the_session_goes_on() -> None:
     async with (
         running_gateway() as gw,
         _sdk(gw) as sdk,
         sdk.realtime.connect(model="sim-pro") as connection,
     ):
         await connection.recv()  # session.created
-        await connection.session.update(
-            session={"type": "realtime", "output_modalities": ["audio"]}
-        )
-        refused = await connection.recv()
-        await connection.input_audio_buffer.append(audio="AAAA")
-        appended = await connection.recv()
+        refusals = []
+        for session in (
+            {"type": "realtime", "output_modalities": ["text", "audio"]},
+            {"type": "realtime", "audio": {"input": {"format": {"type": "audio/pcmu"}}}},
+            {"type": "realtime", "audio": {"input": {"turn_detection": {"type": "server_vad"}}}},
+        ):
+            await connection.session.update(session=session)  # type: ignore[arg-type]
+            refusals.append(await connection.recv())
+        await connection.input_audio_buffer.append(audio="not base64!")
+        refusals.append(await connection.recv())
+        await connection.input_audio_buffer.append(audio=base64.b64encode(b"\0" * 480).decode())
+        await connection.input_audio_buffer.commit()  # 10 ms: too short
+        refusals.append(await connection.recv())
         answered = await _say(connection, "hello")
-    assert refused.type == "error" and refused.error.param == "session.output_modalities"
-    assert appended.type == "error" and appended.error.param == "type"
+    assert [e.type for e in refusals] == ["error"] * 5
+    assert [e.error.param for e in refusals] == [
+        "session.output_modalities", "session.audio.input.format",
+        "session.audio.input.turn_detection", "audio", "audio",
+    ]  # fmt: skip
+    assert "100 ms" in refusals[-1].error.message
     assert answered[-1].response.status == "completed"
 
 
@@ -274,3 +385,13 @@ async def test_a_key_given_only_as_a_subprotocol_is_never_echoed() -> None:
     assert created["type"] == "session.created"
     assert ws.subprotocol is None
     assert API_KEY not in str(ws.response.headers)
+
+
+async def test_a_spoken_turn_is_refused_over_rest_where_the_responses_api_has_no_audio() -> None:
+    async with running_gateway() as gw, _sdk(gw) as sdk:
+        with pytest.raises(openai.BadRequestError) as refused:
+            await sdk.responses.create(
+                model="sim-pro", input="hi",
+                extra_body={"realtime_audio": {"output_audio": True}},
+            )  # fmt: skip
+    assert refused.value.body["param"] == "realtime_audio"  # type: ignore[index]
