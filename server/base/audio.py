@@ -42,13 +42,22 @@ def spoken_ms(text: str) -> int:
     return words(text) * MS_PER_WORD
 
 
-def tone(text: str) -> bytes:
-    """The simulated voice saying `text`: a 440 Hz tone of `spoken_ms(text)`."""
-    samples = spoken_ms(text) * RATE // 1000
+def _word_tone() -> bytes:
+    # 100 ms of 440 Hz is 44 whole periods: words joined make one continuous tone.
+    samples = MS_PER_WORD * RATE // 1000
     step = 2 * math.pi * _TONE_HZ / RATE
     return struct.pack(
         f"<{samples}h", *(int(_AMPLITUDE * math.sin(step * n)) for n in range(samples))
     )
+
+
+_WORD_TONE = _word_tone()
+
+
+def tone(text: str) -> bytes:
+    """The simulated voice saying `text`: a 440 Hz tone of `spoken_ms(text)`, built
+    once per word's length (computing each sample per answer took 55 ms for 50 words)."""
+    return _WORD_TONE * words(text)
 
 
 def heard(pcm: bytes) -> str:

@@ -395,3 +395,30 @@ async def test_a_spoken_turn_is_refused_over_rest_where_the_responses_api_has_no
                 extra_body={"realtime_audio": {"output_audio": True}},
             )  # fmt: skip
     assert refused.value.body["param"] == "realtime_audio"  # type: ignore[index]
+
+
+async def test_a_spoken_response_on_a_model_that_does_not_speak_is_an_error_naming_it() -> None:
+    data = _audio_priced()
+    for model in data["models"]:
+        if model["id"] == "sim-pro":
+            for provider in model["providers"]:
+                provider["capabilities"] = ["tools"]  # no spoken_audio
+    async with (
+        running_gateway(data) as gw,
+        _sdk(gw) as sdk,
+        sdk.realtime.connect(model="sim-pro") as connection,
+    ):
+        await connection.recv()  # session.created
+        await connection.session.update(
+            session={"type": "realtime", "output_modalities": ["audio"]}
+        )
+        await connection.recv()  # session.updated
+        refused = await _say(connection, "hello")
+        await connection.session.update(session={"type": "realtime", "output_modalities": ["text"]})
+        await connection.recv()
+        written = await _say(connection, "hello")
+    error = refused[-1]
+    assert error.type == "error" and error.error.param == "realtime_audio"
+    assert "spoken_audio" in error.error.message
+    assert "response.created" not in [e.type for e in refused]
+    assert written[-1].response.status == "completed"
