@@ -19,6 +19,7 @@ import httpx
 import openai
 import pytest
 
+from server.accounting.traffic import POLL_S
 from tests.support.gateways import (
     default_config_dict,
     eventually,
@@ -95,5 +96,7 @@ async def test_a_flooding_key_waits_its_turn_and_another_key_is_not_held_behind_
     # Eight flood calls through two slots: the last waited three upstream calls or more.
     assert max(flood_took) >= 3.5 * TTFT_MS / 1000, flood_took
     # The steady key's calls, each sent while the flood waited, were not queued behind
-    # it: each took one upstream call and the wait for one slot's release at most.
-    assert max(steady_took) < 3 * TTFT_MS / 1000, (steady_took, flood_took)
+    # it: each took one upstream call and the wait for one slot's release at most, plus
+    # on two workers one poll for a slot the other worker freed.
+    bound = 3 * TTFT_MS / 1000 + (POLL_S if how != "one-process" else 0)
+    assert max(steady_took) < bound, (steady_took, flood_took)
