@@ -3,7 +3,9 @@ fetch as over HTTP): each token that does not hold is refused with its reason.""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import socket
 import time
 
 import jwt
@@ -11,7 +13,7 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
 from http_facade import mcp_oauth
-from http_facade.mcp_oauth import OAuth, looks_like_jwt, metadata_url
+from http_facade.mcp_oauth import InsufficientScope, OAuth, looks_like_jwt, metadata_url
 from server.base.config import McpOAuthConfig
 from server.base.errors import Unauthenticated
 
@@ -154,3 +156,101 @@ async def test_an_issuer_whose_keys_cannot_be_read(tmp_path) -> None:
                                audience=AUDIENCE))  # fmt: skip
     with pytest.raises(Unauthenticated):
         await odd.subject(token())
+
+
+def test_the_challenge_names_every_scope_needed() -> None:
+    scoped = OAuth(McpOAuthConfig(issuer=ISSUER, jwks_uri="x", audience=AUDIENCE,
+                                  scopes=["tools", "read"]))  # fmt: skip
+    assert scoped.challenge(AUDIENCE, "insufficient_scope") == (
+        'Bearer resource_metadata="https://gw.example/.well-known/oauth-protected-resource/mcp", '
+        'scope="tools read", error="insufficient_scope"'
+    )
+    # Only the trailing slash leaves the path, whatever it ends with.
+    assert metadata_url("https://gw.example/mcp/BOX/") == (
+        "https://gw.example/.well-known/oauth-protected-resource/mcp/BOX"
+    )
+
+
+async def test_a_token_lacking_scopes_is_told_each_one(tmp_path) -> None:
+    checks = oauth(tmp_path, jwk(RSA_KEY, None), scopes=["tools", "read", "write"])
+    with pytest.raises(InsufficientScope) as lacking:
+        await checks.subject(token(scope="read"))
+    assert lacking.value.message == (
+        "the Bearer token lacks the scope 'tools write' this resource needs"
+    )
+    assert lacking.value.metadata == {"scope": "tools write"}
+    assert await checks.subject(token(scope="write read tools")) == "bob"
+    assert await checks.subject(token(scp=["tools", "read", "write", 5])) == "bob"
+
+
+async def test_which_key_signs_what(tmp_path) -> None:
+    # A set of two keys, one without a kid: a token naming another kid is not its.
+    two = oauth(tmp_path, jwk(RSA_KEY, None), jwk(EC_KEY, "k2"))
+    with pytest.raises(Unauthenticated) as unknown:
+        await two.subject(token(kid="zzz"))
+    assert (
+        unknown.value.message == "the Bearer token is signed by a key the issuer does not publish"
+    )
+    assert await two.subject(token()) == "bob"
+    # A shared secret in the set signs nothing (and is no failure of the check itself).
+    secret = {"kty": "oct", "kid": "s", "k": "c2VjcmV0LWxvbmctZW5vdWdoLWZvci1oczI1Ng"}
+    shared = oauth(tmp_path, secret)
+    hs = token("secret-long-enough-for-hs256-xxxxxxxx", "s", "HS256")
+    with pytest.raises(Unauthenticated) as refused:
+        await shared.subject(hs)
+    assert refused.value.message == (
+        "the Bearer token is signed with an algorithm its key does not take"
+    )
+
+
+@pytest.mark.parametrize(
+    "document",
+    [{}, {"keys": [{"kty": "nope"}, jwk(EC_KEY, "k2")]}],
+)
+async def test_a_set_without_keys_or_with_unusable_ones_first(tmp_path, document) -> None:
+    path = tmp_path / "jwks.json"
+    path.write_text(json.dumps(document))
+    checks = OAuth(McpOAuthConfig(issuer=ISSUER, jwks_uri=path.as_uri(), audience=AUDIENCE))
+    made = token(EC_KEY, "k2", "ES256")
+    if not document:
+        with pytest.raises(Unauthenticated) as refused:
+            await checks.subject(made)
+        assert refused.value.message.endswith("signed by a key the issuer does not publish")
+    else:
+        assert await checks.subject(made) == "bob"
+
+
+async def test_kept_keys_are_not_fetched_again_before_their_time(tmp_path, monkeypatch) -> None:
+    checks = oauth(tmp_path, jwk(RSA_KEY, "old"))
+    fetches = []
+    real = mcp_oauth._get_json
+    monkeypatch.setattr(mcp_oauth, "_get_json", lambda url: fetches.append(url) or real(url))
+    # Two callers at once on an empty set: one fetch, the other waits and uses it.
+    assert await asyncio.gather(checks.subject(token(kid="old")),
+                                checks.subject(token(kid="old"))) == ["bob", "bob"]  # fmt: skip
+    assert len(fetches) == 1
+    # Past the retry interval but within the set's time: a kid it holds fetches nothing.
+    checks._fetched -= mcp_oauth.JWKS_RETRY_S + 1
+    assert await checks.subject(token(kid="old")) == "bob"
+    assert len(fetches) == 1
+
+
+async def test_a_set_too_large_is_not_read(tmp_path) -> None:
+    path = tmp_path / "jwks.json"
+    path.write_text(json.dumps({"pad": "x" * (3 << 19), "keys": [jwk(RSA_KEY, None)]}))
+    checks = OAuth(McpOAuthConfig(issuer=ISSUER, jwks_uri=path.as_uri(), audience=AUDIENCE))
+    with pytest.raises(Unauthenticated) as refused:
+        await checks.subject(token())
+    assert refused.value.message.startswith("the token cannot be checked now")
+
+
+async def test_an_issuer_that_never_answers_times_out(monkeypatch) -> None:
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        monkeypatch.setattr(mcp_oauth, "FETCH_TIMEOUT_S", 0.2)
+        url = f"http://127.0.0.1:{silent.getsockname()[1]}/jwks"
+        checks = OAuth(McpOAuthConfig(issuer=ISSUER, jwks_uri=url, audience=AUDIENCE))
+        with pytest.raises(Unauthenticated) as refused:
+            await asyncio.wait_for(checks.subject(token()), 10)
+        assert refused.value.message.startswith("the token cannot be checked now")
