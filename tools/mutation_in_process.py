@@ -111,6 +111,7 @@ def main() -> None:
     parser.add_argument("--log", type=Path, default=ROOT / "build/mutation/in_process.log")
     args = parser.parse_args()
 
+    args.log = args.log.resolve()
     # The tests as they are now in the checkout (new ones too), beside the mutated code.
     shutil.copytree(ROOT / "tests", MUTANTS / "tests", dirs_exist_ok=True)
     # The mutated tree first on the path, so that `server` and `http_facade` are its.

@@ -7,6 +7,8 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import re
+import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -33,6 +35,10 @@ class Provider:
         self.jwks_body: Any = None
         self.jwks_status = 200
         self.authorize_path = "/authorize"
+        # The issuer's path (discovery is served under it) and changes to its discovery
+        # document (a field set to None is left out).
+        self.prefix = ""
+        self.discovery: dict[str, Any] = {}
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), self.handler())
         self.url = f"http://127.0.0.1:{self.server.server_port}"
 
@@ -41,12 +47,14 @@ class Provider:
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
-                if self.path == "/.well-known/openid-configuration":
+                if self.path.removeprefix(provider.prefix) == "/.well-known/openid-configuration":
                     body: dict[str, Any] = {
-                        "issuer": provider.url, "jwks_uri": f"{provider.url}/jwks",
+                        "issuer": provider.url + provider.prefix,
+                        "jwks_uri": f"{provider.url}/jwks",
                         "authorization_endpoint": f"{provider.url}{provider.authorize_path}",
                         "token_endpoint": f"{provider.url}/token",
-                    }  # fmt: skip
+                    } | provider.discovery  # fmt: skip
+                    body = {k: v for k, v in body.items() if v is not None}
                 else:
                     provider.jwks_requests += 1
                     body = provider.jwks_body
@@ -261,3 +269,45 @@ async def test_an_authorization_endpoint_with_a_query_keeps_it(provider):
     provider.authorize_path = "/authorize?tenant=acme"
     url = await client(provider).authorize_url("https://gw/cb", "st", "no", "ch")
     assert url.startswith(f"{provider.url}/authorize?tenant=acme&response_type=code&")
+
+
+async def test_the_issuer_as_configured_and_as_discovered(provider):
+    provider.add("k1")
+    # A trailing slash on either side is the same issuer, whatever its path ends with.
+    provider.prefix = "/tenantX"
+    issuer = provider.url + provider.prefix
+    provider.discovery = {"issuer": issuer + "/"}
+    oidc = OidcProvider(OidcConfig(issuer=issuer + "/", client_id="gateway"), None)
+    assert oidc.issuer == issuer
+    claims = await oidc.verify(provider.token("k1", iss=issuer), "gateway")
+    assert claims["iss"] == issuer
+    assert oidc.jwks_fetches == 1 and provider.jwks_requests == 1
+
+
+@pytest.mark.parametrize(
+    ("discovery", "why"),
+    [
+        ({"issuer": "https://elsewhere"}, "the provider's discovery document names another issuer"),
+        ({"issuer": None}, "the provider's discovery document names another issuer"),
+        ({"jwks_uri": None}, "the provider's discovery document has no jwks_uri"),
+        ({"token_endpoint": 5}, "the provider's discovery document has no token_endpoint"),
+        ({"authorization_endpoint": None},
+         "the provider's discovery document has no authorization_endpoint"),
+    ],
+)  # fmt: skip
+async def test_a_discovery_document_that_does_not_hold(provider, discovery, why):
+    provider.add("k1")
+    provider.discovery = discovery
+    assert await refused(client(provider), provider.token("k1")) == why
+
+
+async def test_a_provider_that_cannot_be_reached():
+    with socket.socket() as closed:  # a port nobody listens on once closed
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    oidc = OidcProvider(OidcConfig(issuer=f"http://127.0.0.1:{port}", client_id="gateway"), None)
+    with pytest.raises(SignInFailed) as caught:
+        await oidc.metadata()
+    assert re.fullmatch(
+        r"the provider's discovery document is unavailable \(.+\)", str(caught.value)
+    )
