@@ -151,6 +151,7 @@ async def test_an_issuer_whose_keys_cannot_be_read(tmp_path) -> None:
     assert refused.value.message.startswith(
         "the token cannot be checked now: the issuer's keys are unavailable"
     )
+    assert refused.value.metadata == {"header": "authorization"}
     (tmp_path / "bad.json").write_text('{"keys": [{"kty": "nope"}, 5]}')
     odd = OAuth(McpOAuthConfig(issuer=ISSUER, jwks_uri=(tmp_path / "bad.json").as_uri(),
                                audience=AUDIENCE))  # fmt: skip

@@ -35,6 +35,7 @@ def test_limits_as_rows_and_records() -> None:
     assert Limits.from_row(row) == FULL
     assert Limits.from_row(row | {"models": None}).models == ()
     assert Limits.from_row(row | {"models": "a\n\nb"}).models == ("a", "b")
+    assert Limits.from_row(row | {"models": "my model\nb"}).models == ("my model", "b")
     assert FULL.as_dict() == {"budget_usd": 12.5, "budget_period": "daily",
                               "requests_per_minute": 30, "tokens_per_minute": 4000,
                               "models": ["sim-pro", "sim-mini"]}  # fmt: skip
@@ -48,6 +49,7 @@ async def test_organisations_read_back_listed_and_updated_by_version(store: Stor
         first = await gov.create_org(tx, "acme", FULL)
         second = await gov.create_org(tx, "globex", Limits())
     assert first.version == 1 and first.name == "acme" and first.limits == FULL
+    assert re.fullmatch(r"org_[0-9a-f]{16}", first.id)
     assert await gov.get_org(first.id) == first
     assert await gov.get_org("acme") == first  # by name too
     assert await gov.get_org("nobody") is None
@@ -79,6 +81,7 @@ async def test_teams_read_back_listed_updated_and_deleted_with_their_memberships
         org.id, "search", FULL, 1,
     )  # fmt: skip
     assert await gov.get_team(search.id) == search
+    assert re.fullmatch(r"team_[0-9a-f]{16}", search.id)
     assert await gov.get_team("search") is None  # teams by id only
     assert await gov.list_teams() == [search, ads, chat]
     assert await gov.list_teams(org.id) == [search, chat]
