@@ -14,6 +14,7 @@ import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import parse_qs
 
 import jwt
 import pytest
@@ -39,6 +40,10 @@ class Provider:
         # document (a field set to None is left out).
         self.prefix = ""
         self.discovery: dict[str, Any] = {}
+        # What the token and userinfo endpoints answer (status, body), and each request
+        # they were sent (headers, and the token endpoint's form).
+        self.answers: dict[str, tuple[int, Any]] = {}
+        self.requests: dict[str, list[tuple[dict[str, str], dict[str, list[str]]]]] = {}
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), self.handler())
         self.url = f"http://127.0.0.1:{self.server.server_port}"
 
@@ -53,8 +58,12 @@ class Provider:
                         "jwks_uri": f"{provider.url}/jwks",
                         "authorization_endpoint": f"{provider.url}{provider.authorize_path}",
                         "token_endpoint": f"{provider.url}/token",
+                        "userinfo_endpoint": f"{provider.url}/userinfo",
                     } | provider.discovery  # fmt: skip
                     body = {k: v for k, v in body.items() if v is not None}
+                elif self.path == "/userinfo":
+                    self.answer("/userinfo", {})
+                    return
                 else:
                     provider.jwks_requests += 1
                     body = provider.jwks_body
@@ -64,6 +73,20 @@ class Provider:
                 data = json.dumps(body).encode()
                 self.send_response(provider.jwks_status if self.path == "/jwks" else 200)
                 self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_POST(self) -> None:  # noqa: N802 - the stdlib's name
+                length = int(self.headers.get("content-length", "0"))
+                self.answer(self.path, parse_qs(self.rfile.read(length).decode()))
+
+            def answer(self, path: str, form: dict[str, list[str]]) -> None:
+                seen = {k.lower(): v for k, v in self.headers.items()}
+                provider.requests.setdefault(path, []).append((seen, form))
+                status, body = provider.answers.get(path, (404, {}))
+                data = body if isinstance(body, bytes) else json.dumps(body).encode()
+                self.send_response(status)
                 self.send_header("content-length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)
@@ -311,3 +334,55 @@ async def test_a_provider_that_cannot_be_reached():
     assert re.fullmatch(
         r"the provider's discovery document is unavailable \(.+\)", str(caught.value)
     )
+
+
+async def test_the_code_exchanged_with_the_clients_credentials(provider):
+    provider.answers["/token"] = (200, {"id_token": "eyJ.a.b", "access_token": "at"})
+    oidc = OidcProvider(OidcConfig(issuer=provider.url, client_id="gate way:1"), "s3cr%t:x")
+    tokens = await oidc.exchange("the-code", "the-verifier", "https://gw/cb")
+    assert tokens == {"id_token": "eyJ.a.b", "access_token": "at"}
+    headers, form = provider.requests["/token"][0]
+    assert form == {"grant_type": ["authorization_code"], "code": ["the-code"],
+                    "redirect_uri": ["https://gw/cb"], "code_verifier": ["the-verifier"],
+                    "client_id": ["gate way:1"]}  # fmt: skip
+    assert headers["content-type"] == "application/x-www-form-urlencoded"
+    assert headers["accept"] == "application/json"
+    # Basic credentials of the form-encoded id and secret (RFC 6749 2.3.1).
+    pair = base64.b64decode(headers["authorization"].removeprefix("Basic ")).decode()
+    assert headers["authorization"].startswith("Basic ") and pair == "gate%20way%3A1:s3cr%25t%3Ax"
+    public = await client(provider).exchange("c", "v", "https://gw/cb")  # no secret: no header
+    assert public["id_token"] == "eyJ.a.b"
+    assert "authorization" not in provider.requests["/token"][1][0]
+
+
+@pytest.mark.parametrize(
+    ("answer", "why"),
+    [
+        ((400, {"error": "invalid_grant"}), "the provider refused the code (HTTP 400)"),
+        ((200, b"not json"), "the provider refused the code (JSONDecodeError)"),
+        ((200, {"access_token": "at"}), "the provider's token answer has no id_token"),
+        ((200, {"id_token": 5}), "the provider's token answer has no id_token"),
+        ((200, ["id_token"]), "the provider's token answer has no id_token"),
+    ],
+)
+async def test_a_code_the_provider_does_not_exchange(provider, answer, why):
+    provider.answers["/token"] = answer
+    with pytest.raises(SignInFailed) as caught:
+        await client(provider).exchange("c", "v", "https://gw/cb")
+    assert str(caught.value) == why
+
+
+async def test_userinfo_with_the_access_token_or_nothing(provider):
+    provider.answers["/userinfo"] = (200, {"groups": ["a"]})
+    oidc = client(provider)
+    assert await oidc.userinfo("at-1") == {"groups": ["a"]}
+    headers, _ = provider.requests["/userinfo"][0]
+    assert (headers["authorization"], headers["accept"]) == ("Bearer at-1", "application/json")
+    assert await oidc.userinfo("") == {}
+    assert len(provider.requests["/userinfo"]) == 1  # no token, no request
+    for status, body in ((500, {"groups": ["a"]}), (200, b"{"), (200, ["a"])):
+        provider.answers["/userinfo"] = (status, body)
+        assert await oidc.userinfo("at-2") == {}
+    provider.discovery = {"userinfo_endpoint": None}
+    assert await client(provider).userinfo("at-3") == {}
+    assert len(provider.requests["/userinfo"]) == 4
