@@ -121,6 +121,7 @@ async def test_an_organisations_life_with_its_audit_events(gov: Governance) -> N
     ]  # fmt: skip
     assert json.loads(second.before)["version"] == 1 and json.loads(second.after)["version"] == 2
     assert json.loads(second.after)["limits"]["budget_usd"] is None
+    assert set(json.loads(second.after)) == {"id", "name", "limits", "version", "created_at"}
     assert second.prev_hash == first.hash and len(second.hash) == 64 and second.seq == first.seq + 1
 
 
@@ -197,7 +198,7 @@ async def test_if_match_from_the_header(gov: Governance) -> None:
         await gov.update_organization(request, admin(**{"if-match": header}))
     with pytest.raises(PreconditionFailed):
         await gov.update_organization(request, admin(**{"if-match": '"3"'}))
-    for bad in ("abc", '"-1"', "W/x"):
+    for bad in ("abc", '"-1"', "W/x", '"4X"'):
         with pytest.raises(InvalidArgument) as refused:
             await gov.update_organization(request, admin(**{"if-match": bad}))
         assert refusal(refused) == (

@@ -126,6 +126,10 @@ async def test_users_by_id_email_and_subject(store: Store) -> None:
         )
     assert await gov.get_user("carol@corp.example") == await gov.get_user(made.id)
     assert [u.id for u in await gov.list_users()] == [alice.id, again.id, made.id]
+    # An older user whose email is another's id: the id names its own user first.
+    async with store.db.transaction() as tx:
+        await gov.set_subject(tx, alice.id, "sub-a", again.id)
+    assert await gov.get_user(again.id) == again
 
 
 async def test_memberships_put_replaced_filtered_and_removed(store: Store) -> None:
