@@ -133,7 +133,9 @@ def main() -> None:
     print(f"{len(todo)} mutants to test; {len(reach.duration)} tests", flush=True)
     counts: dict[int, int] = defaultdict(int)
     for n, (meta, name) in enumerate(todo, 1):
-        tests = sorted(reach.tests_by_function.get(mangled(name), ()), key=reach.duration.get)
+        tests = sorted(
+            reach.tests_by_function.get(mangled(name), ()), key=lambda t: reach.duration[t]
+        )
         started = time.monotonic()
         if not tests:
             code = 33
