@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import fcntl
 import fnmatch
 import io
 import json
@@ -40,7 +41,12 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 MUTANTS = ROOT / "build" / "mutation" / "tree" / "mutants"
 # pytest's options for every run: quiet, in a fixed order, no cache written into the tree.
-QUIET = ["-q", "-p", "no:randomly", "-p", "no:cacheprovider", "--no-header", "-p", "no:warnings"]
+# Without the unraisable-exception plugin: its full garbage collection at each session's
+# end, over every module this process has imported, took most of a run.
+QUIET = [
+    "-q", "-p", "no:randomly", "-p", "no:cacheprovider", "--no-header", "-p", "no:warnings",
+    "-p", "no:unraisableexception",
+]  # fmt: skip
 MARKS = "not slow and not browser"
 # pytest's exit codes of a mutant no test caught: every test passed, none ran, none reached it.
 SURVIVED = (0, 5, 33)
@@ -95,10 +101,17 @@ def pending(patterns: list[str], again: bool) -> list[tuple[Path, str]]:
 
 
 def record(meta: Path, name: str, code: int, seconds: float) -> None:
-    data = json.loads(meta.read_text())
-    data["exit_code_by_key"][name] = code
-    data.setdefault("durations_by_key", {})[name] = seconds
-    meta.write_text(json.dumps(data, indent=4))
+    """Adds one result to `meta`, under a lock (runs over other functions of the same
+    module may record theirs at the same time) and replacing the file whole (a reader
+    never sees half of it)."""
+    with open(meta.with_name(meta.name + ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        data = json.loads(meta.read_text())
+        data["exit_code_by_key"][name] = code
+        data.setdefault("durations_by_key", {})[name] = seconds
+        written = meta.with_name(meta.name + ".new")
+        written.write_text(json.dumps(data, indent=4))
+        os.replace(written, meta)
 
 
 def main() -> None:
