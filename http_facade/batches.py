@@ -12,7 +12,6 @@ from typing import Any
 
 import orjson
 from google.protobuf.message import Message
-from python_multipart.multipart import MultipartParser, parse_options_header
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import BaseRoute, Route
@@ -21,8 +20,9 @@ from http_facade import codec
 from http_facade.bindings import Binding, bindings
 from http_facade.context import exchange_for
 from http_facade.endpoint import read_body
+from http_facade.forms import boundary_of, read_form
 from server.application.batches.anthropic import as_message_batch, result_line
-from server.application.batches.files import Files, TooLarge, Upload, as_object
+from server.application.batches.files import Files, TooLarge, as_object
 from server.application.batches.gemini import as_operation
 from server.application.batches.jobs import Batches
 from server.base.call import Call
@@ -45,16 +45,14 @@ class BatchEndpoints:
 
     async def upload(self, request: Request) -> Response:
         principal = await self._caller(request)
-        kind, options = parse_options_header(request.headers.get("content-type", ""))
-        if kind != b"multipart/form-data" or b"boundary" not in options:
-            raise InvalidArgument.for_field("file", "send the file as multipart/form-data")
+        boundary = boundary_of(request, "file")
         declared = request.headers.get("content-length", "")
         limit = self.files.live.current.config.batches.max_file_bytes
         if declared.isdigit() and int(declared) > limit + 64 * 1024:
             raise TooLarge(f"file: the file exceeds {limit} bytes", {"field": "file"})
         upload = self.files.begin(principal)
         try:
-            fields = await _read_form(request, options[b"boundary"], upload)
+            fields = dict(await read_form(request, boundary, "file", upload.write))
             if "file" not in fields:
                 raise InvalidArgument.for_field("file", "is required")
             expires = _expires_after(fields)
@@ -256,61 +254,6 @@ def _from_google(request: Request) -> bool:
     """Whether a request comes from a Google SDK (its key header or its paging)."""
     headers, query = request.headers, request.query_params
     return "x-goog-api-key" in headers or "pageSize" in query or "pageToken" in query
-
-
-async def _read_form(request: Request, boundary: bytes, upload: Upload) -> dict[str, str]:
-    """The form's text fields (and the file's name under `file`), the file's bytes
-    going to `upload` chunk by chunk as they arrive."""
-    fields: dict[str, str] = {}
-    part: dict[str, Any] = {}
-    pending: list[bytes] = []
-    header: list[bytes] = [b"", b""]
-
-    def on_part_begin() -> None:
-        part.clear()
-        part["data"] = []
-
-    def on_header_field(data: bytes, start: int, end: int) -> None:
-        header[0] += data[start:end]
-
-    def on_header_value(data: bytes, start: int, end: int) -> None:
-        header[1] += data[start:end]
-
-    def on_header_end() -> None:
-        if header[0].lower() == b"content-disposition":
-            _, options = parse_options_header(header[1])
-            part["name"] = options.get(b"name", b"").decode()
-            if b"filename" in options:
-                part["filename"] = options[b"filename"].decode()
-        header[0], header[1] = b"", b""
-
-    def on_part_data(data: bytes, start: int, end: int) -> None:
-        if part.get("name") == "file":
-            pending.append(data[start:end])
-        elif sum(map(len, part["data"])) < 4096:
-            part["data"].append(data[start:end])
-
-    def on_part_end() -> None:
-        name = part.get("name", "")
-        if name == "file":
-            fields["file"] = part.get("filename", "")
-        elif name:
-            fields[name] = b"".join(part["data"]).decode(errors="replace")
-
-    parser = MultipartParser(boundary, {
-        "on_part_begin": on_part_begin, "on_header_field": on_header_field,
-        "on_header_value": on_header_value, "on_header_end": on_header_end,
-        "on_part_data": on_part_data, "on_part_end": on_part_end,
-    })  # fmt: skip
-    async for chunk in request.stream():
-        parser.write(chunk)
-        if pending:
-            await upload.write(b"".join(pending))
-            pending.clear()
-    parser.finalize()
-    if pending:
-        await upload.write(b"".join(pending))
-    return fields
 
 
 def _expires_after(fields: dict[str, str]) -> int | None:

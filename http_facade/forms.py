@@ -1,0 +1,81 @@
+"""Multipart forms read as they arrive: the text fields kept (each bounded), the file's
+bytes handed to a writer chunk by chunk, so a file is never held twice. The Files API's
+uploads and the audio routes read their forms here."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from python_multipart.multipart import MultipartParser, parse_options_header
+from starlette.requests import Request
+
+from server.base.errors import InvalidArgument
+
+# What a text field keeps (a longer one is cut there).
+FIELD_BYTES = 4096
+
+
+def boundary_of(request: Request, file_field: str) -> bytes:
+    """The form's boundary; InvalidArgument naming the file field when it is no form."""
+    kind, options = parse_options_header(request.headers.get("content-type", ""))
+    if kind != b"multipart/form-data" or b"boundary" not in options:
+        raise InvalidArgument.for_field(file_field, "send the file as multipart/form-data")
+    return bytes(options[b"boundary"])
+
+
+async def read_form(
+    request: Request, boundary: bytes, file_field: str, write: Callable[[bytes], Awaitable[None]]
+) -> list[tuple[str, str]]:
+    """The form's text fields in order (a repeated name once per value), and the file's
+    name under `file_field`, its bytes going to `write` as they arrive."""
+    fields: list[tuple[str, str]] = []
+    part: dict[str, Any] = {}
+    pending: list[bytes] = []
+    header: list[bytes] = [b"", b""]
+
+    def on_part_begin() -> None:
+        part.clear()
+        part["data"] = []
+
+    def on_header_field(data: bytes, start: int, end: int) -> None:
+        header[0] += data[start:end]
+
+    def on_header_value(data: bytes, start: int, end: int) -> None:
+        header[1] += data[start:end]
+
+    def on_header_end() -> None:
+        if header[0].lower() == b"content-disposition":
+            _, options = parse_options_header(header[1])
+            part["name"] = options.get(b"name", b"").decode()
+            if b"filename" in options:
+                part["filename"] = options[b"filename"].decode()
+        header[0], header[1] = b"", b""
+
+    def on_part_data(data: bytes, start: int, end: int) -> None:
+        if part.get("name") == file_field:
+            pending.append(data[start:end])
+        elif sum(map(len, part["data"])) < FIELD_BYTES:
+            part["data"].append(data[start:end])
+
+    def on_part_end() -> None:
+        name = part.get("name", "")
+        if name == file_field:
+            fields.append((name, part.get("filename", "")))
+        elif name:
+            fields.append((name, b"".join(part["data"]).decode(errors="replace")))
+
+    parser = MultipartParser(boundary, {
+        "on_part_begin": on_part_begin, "on_header_field": on_header_field,
+        "on_header_value": on_header_value, "on_header_end": on_header_end,
+        "on_part_data": on_part_data, "on_part_end": on_part_end,
+    })  # fmt: skip
+    async for chunk in request.stream():
+        parser.write(chunk)
+        if pending:
+            await write(b"".join(pending))
+            pending.clear()
+    parser.finalize()
+    if pending:
+        await write(b"".join(pending))
+    return fields
