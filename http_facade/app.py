@@ -18,6 +18,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute, Route
 
+from http_facade.audio import with_audio
 from http_facade.backends import Backend, InProcess, Remote
 from http_facade.bindings import bindings
 from http_facade.context import RequestContext
@@ -61,7 +62,7 @@ def create_app(
         return JSONResponse(spec())
 
     served_routes = [
-        *routes(served, backend, limits),
+        *with_audio(routes(served, backend, limits), served, backend, settings.max_body_bytes),
         Route("/openapi.json", openapi, methods=["GET"]),
     ]
     served_routes[-1].methods = {"GET"}  # type: ignore[attr-defined]

@@ -20,7 +20,7 @@ user message of an `input_audio` part, which the model hears as its transcript
 an `audio` output modality answers with `response.output_audio.delta` (PCM16) and
 `response.output_audio_transcript.delta`…`.done` beside it. Both go to the pipeline
 as the request's `realtime_audio` (the audio tokens heard, the answer spoken), which
-only a provider that speaks takes (the simulated provider: server/base/audio.py);
+only a provider that speaks takes (the simulated provider: server/base/realtime_audio.py);
 elsewhere the response is refused naming `realtime_audio`. Refused by name: other
 audio formats, server-side turn detection (the client commits), audio with text in
 one response's modalities.
@@ -62,7 +62,7 @@ from http_facade.sockets import (
     refusal,
     upgrade_required,
 )
-from server.base import audio
+from server.base import realtime_audio as audio
 from server.base.config import ServerConfig
 from server.base.errors import GatewayError, InvalidArgument, Unsupported
 from server.base.pipeline import Encoded
@@ -547,7 +547,7 @@ class _Translation:
         )
 
     async def _speak(self, at: dict[str, Any], transcript: str) -> None:
-        """The spoken answer's audio (the simulated voice, server/base/audio.py), then
+        """The spoken answer's audio (the simulated voice, server/base/realtime_audio.py), then
         the ends of its audio and its transcript."""
         pcm = audio.tone(transcript)
         for start in range(0, len(pcm), AUDIO_DELTA_BYTES):

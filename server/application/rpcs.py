@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from server.application.admin import AdminService
+from server.application.audio import AudioService
 from server.application.dialects.chat.service import ChatService, CompletionService
 from server.application.dialects.gemini.service import GeminiService
 from server.application.dialects.messages.service import MessagesService
@@ -41,6 +42,7 @@ class Services:
     embedding: EmbeddingService
     rerank: RerankService
     moderation: ModerationService
+    audio: AudioService
     provider: ProviderService
     router: RouterService
     deployment: DeploymentService
@@ -67,6 +69,10 @@ def handlers(s: Services) -> dict[str, Handler]:
         "gateway.v1.EmbeddingService.CreateEmbeddings": s.embedding.create_embeddings,
         "gateway.v1.RerankService.RerankDocuments": s.rerank.rerank_documents,
         "gateway.v1.ModerationService.CreateModeration": s.moderation.create_moderation,
+        "gateway.v1.AudioService.CreateTranscription": s.audio.create_transcription,
+        "gateway.v1.AudioService.StreamTranscription": s.audio.stream_transcription,
+        "gateway.v1.AudioService.CreateTranslation": s.audio.create_translation,
+        "gateway.v1.AudioService.CreateSpeech": s.audio.create_speech,
         "gateway.v1.ProviderService.ListProviders": s.provider.list_providers,
         "gateway.v1.RouterService.Infer": s.router.infer,
         "gateway.v1.RouterService.StreamInfer": s.router.stream_infer,

@@ -153,7 +153,7 @@ def max_cost(prices: Iterable[Price | None], request: GenerationRequest, default
             input_price = max(tier.input, tier.cache_write or 0, tier.cache_write_1h or 0)
             output = max(tier.output, tier.reasoning or 0)
             if request.output_audio:
-                # Each word written is also spoken: 2 audio tokens (server/base/audio.py).
+                # Each word written is also spoken: 2 audio tokens (server/base/realtime_audio.py).
                 output += 2 * _or(tier.audio_output, tier.output)
             heard = request.input_audio_tokens * _or(tier.audio_input, tier.input)
             worst = max(worst, (prompt * input_price + heard + completion * output) / PER_MILLION)

@@ -292,7 +292,7 @@ class GenerationRequest:
     # every turn): sent where the provider samples so, left out elsewhere.
     top_k_hint: bool = False
     thinking: Thinking | None = None
-    # A Realtime session's spoken turn (server/base/audio.py): the audio tokens of the
+    # A Realtime session's spoken turn (server/base/realtime_audio.py): the audio tokens of the
     # input heard (its transcript is in the messages), and whether the answer is also
     # spoken. Only a provider that speaks (`speaks_audio`) takes such a request.
     input_audio_tokens: int = 0

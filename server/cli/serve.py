@@ -31,6 +31,7 @@ from server.accounting.spool import Spool
 from server.accounting.traffic import InFlight, MemoryInFlight, RedisInFlight, Traffic
 from server.application import rpcs
 from server.application.admin import AdminService
+from server.application.audio import AudioService
 from server.application.batches.files import Files
 from server.application.batches.jobs import Batches
 from server.application.batches.worker import Worker
@@ -217,6 +218,7 @@ def assemble(
         embedding=EmbeddingService(live, accounts),
         rerank=RerankService(live, accounts),
         moderation=ModerationService(live, accounts),
+        audio=AudioService(live, accounts),
         provider=ProviderService(live, accounts),
         router=RouterService(generations),
         deployment=DeploymentService(live, accounts, generations),

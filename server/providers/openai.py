@@ -2,7 +2,8 @@
 
 Serves OpenAI and every server speaking its wire format (vLLM, Ollama, llama.cpp
 server, TGI's OpenAI route, Groq, Together...), /embeddings for embedding models, and
-/moderations for moderation models, /rerank for rerank models (vLLM's and Infinity's; Cohere's and Jina's APIs with their
+/moderations for moderation models, /audio/transcriptions,
+/audio/translations and /audio/speech for audio models (audio_wire.py), /rerank for rerank models (vLLM's and Infinity's; Cohere's and Jina's APIs with their
 `base_url`, Voyage's with `rerank_format: voyage`: rerank_wire.py). `base_url` includes the version prefix
 (`https://api.openai.com/v1`, `http://localhost:11434/v1`). Streams ask for usage with
 `stream_options.include_usage`; usage carries `prompt_tokens_details.cached_tokens`
@@ -29,13 +30,14 @@ requests that came in as that API then go to its /responses as they came
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import AsyncIterator
-from contextlib import AbstractAsyncContextManager
+from collections.abc import AsyncGenerator, AsyncIterator
+from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from typing import Any, Literal
 
 from pydantic import Field
 
 from server.base import urls
+from server.base.audio import Speech, SpeechRequest, Transcript, TranscriptionRequest
 from server.base.embedding import EmbeddingRequest, Embeddings
 from server.base.errors import UpstreamError
 from server.base.generation import (
@@ -60,8 +62,8 @@ from server.base.generation import (
 )
 from server.base.moderation import ModerationRequest, Moderations, Verdict
 from server.base.rerank import Ranking, RerankRequest
+from server.providers import audio_wire, rerank_wire
 from server.providers import openai_responses as responses_wire
-from server.providers import rerank_wire
 from server.providers.http import (
     HttpParams,
     ProtocolViolation,
@@ -313,6 +315,46 @@ class OpenAIProvider:
                 await check_status(r, self.id)
                 answer = await read_json(r)
             return _moderations(answer)
+
+    async def transcribe(self, request: TranscriptionRequest) -> Transcript:
+        """POST /audio/transcriptions (or /translations) as a multipart form."""
+        endpoint = "/audio/translations" if request.translate else "/audio/transcriptions"
+        body, content_type = audio_wire.transcription_form(self.params.model, request)
+        headers = [*self.request_headers(), ("content-type", content_type)]
+        with upstream_errors(self.id):
+            async with self._client.stream(
+                "POST", self.path(endpoint), content=body, extra_headers=headers
+            ) as r:
+                await check_status(r, self.id)
+                answer = await read_json(r)
+            return audio_wire.transcript(answer)
+
+    async def speak(self, request: SpeechRequest) -> Speech:
+        """POST /audio/speech, its audio relayed as it arrives: the first chunk read
+        here (a failure before it fails over), the rest by the caller."""
+        body = audio_wire.speech_body(self.params.model, request)
+        held = AsyncExitStack()
+        with upstream_errors(self.id):
+            try:
+                r = await held.enter_async_context(self._post("/audio/speech", body))
+                await check_status(r, self.id)
+                chunks = r.aiter_bytes()
+                first = await anext(chunks, b"")  # none: malformed, failed over
+            except BaseException:
+                await held.aclose()
+                raise
+        content_type = r.headers.get("content-type", "application/octet-stream")
+        return Speech(content_type, first, self._rest(chunks, held))
+
+    async def _rest(
+        self, chunks: AsyncIterator[bytes], held: AsyncExitStack
+    ) -> AsyncGenerator[bytes, None]:
+        try:
+            with upstream_errors(self.id):
+                async for chunk in chunks:
+                    yield chunk
+        finally:
+            await held.aclose()
 
     def _post(self, endpoint: str, body: dict[str, Any]) -> AbstractAsyncContextManager[Response]:
         """One request to an endpoint, signed in as this upstream wants."""

@@ -12,7 +12,9 @@ models do (the leading values, normalised again). They carry no meaning. And it
 reranks: each document scored by the share of the query's words it holds (ties in
 document order), one search unit per 100 documents. And it moderates: an input is flagged in a category when it holds one of
 that category's listed words (`MODERATION_WORDS`), scored 0.97 there and 0.0001
-elsewhere; images are never flagged.
+elsewhere; images are never flagged. And it transcribes and speaks (simulated_audio):
+a transcript of placeholder words picked by the file's bytes, billed by its seconds,
+and a short tone as WAV or PCM (silent frames as MP3), sent in chunks of 4 kB.
 
 It has every capability, so the embedded default shows the whole request surface:
 - tools, as a cooperative model calls them, so agent frameworks finish: with arguments
@@ -48,13 +50,14 @@ import math
 import random
 import re
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from server.base import audio, tokens
+from server.base import realtime_audio, tokens
+from server.base.audio import Speech, SpeechRequest, Transcript, TranscriptionRequest
 from server.base.embedding import EmbeddingRequest, Embeddings, Input, estimate_tokens
 from server.base.errors import UpstreamError, UpstreamRejected
 from server.base.generation import (
@@ -77,7 +80,7 @@ from server.base.moderation import ModerationRequest, Moderations, Verdict
 from server.base.moderation import estimate_tokens as moderation_tokens
 from server.base.rerank import DOCUMENTS_PER_SEARCH_UNIT, Ranking, RerankRequest
 from server.base.rerank import estimate_tokens as rerank_tokens
-from server.providers import field_markers, prompt_json
+from server.providers import field_markers, prompt_json, simulated_audio
 from server.providers.schema_instance import instance
 
 PHRASE = (
@@ -315,9 +318,9 @@ class SimulatedProvider:
             cached = max(cached, min(prompt_tokens, self._cache.read(request)))
         reasons = tuple(plan.finish for plan in plans)
         # A spoken answer: its transcript's text tokens, and the voice's audio tokens
-        # (the tone the Realtime session sends, server/base/audio.py).
+        # (the tone the Realtime session sends, server/base/realtime_audio.py).
         spoken = (
-            audio.output_tokens(audio.spoken_ms("".join(plans[0].pieces)))
+            realtime_audio.output_tokens(realtime_audio.spoken_ms("".join(plans[0].pieces)))
             if request.output_audio and not plans[0].calls
             else 0
         )
@@ -382,8 +385,34 @@ class SimulatedProvider:
             verdicts = (_verdict(_terms(text), images),)
         return Moderations(verdicts, moderation_tokens(request))
 
+    async def transcribe(self, request: TranscriptionRequest) -> Transcript:
+        await self._pause()
+        return simulated_audio.transcript(request, WORDS)
+
+    async def speak(self, request: SpeechRequest) -> Speech:
+        await self._pause()
+        content_type, audio = simulated_audio.speech(request)
+        return Speech(content_type, audio[:SPEECH_CHUNK], _chunks(audio[SPEECH_CHUNK:]))
+
+    async def _pause(self) -> None:
+        """The injected failure, else the time to the answer."""
+        p = self.params
+        if p.error_rate and self._random.random() < p.error_rate:
+            raise UpstreamError(
+                f"{self.id}: simulated failure", {"provider": self.id}, upstream_answered=True
+            )
+        await asyncio.sleep(p.ttft_ms / 1000)
+
     async def aclose(self) -> None:
         return None
+
+
+SPEECH_CHUNK = 4096
+
+
+async def _chunks(audio: bytes) -> AsyncGenerator[bytes, None]:
+    for start in range(0, len(audio), SPEECH_CHUNK):
+        yield audio[start : start + SPEECH_CHUNK]
 
 
 # The words that flag each category of the simulated moderation.

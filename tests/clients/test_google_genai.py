@@ -149,6 +149,7 @@ async def test_models_list_and_get(sdk: genai.client.AsyncClient) -> None:
             "sim-embed",
             "sim-rerank",
             "sim-moderation",
+            "sim-audio",
         )
     ]
     one = await sdk.models.get(model="sim-mini")

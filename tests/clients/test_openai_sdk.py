@@ -162,6 +162,7 @@ async def test_models_list(sdk: openai.AsyncOpenAI) -> None:
         "sim-embed",
         "sim-rerank",
         "sim-moderation",
+        "sim-audio",
     ]
     for m in page.data:
         assert m.object == "model"

@@ -59,7 +59,7 @@ def shape(field: FieldDescriptor) -> tuple[object, ...]:
 
 
 def test_every_streaming_request_has_a_twin() -> None:
-    assert len(pairs()) == 9
+    assert len(pairs()) == 10
 
 
 @pytest.mark.parametrize("unary,stream", pairs(), ids=lambda d: d.name)

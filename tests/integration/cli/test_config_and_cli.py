@@ -84,7 +84,9 @@ def test_embedded_default_config_is_valid_and_complete():
     assert source == "embedded default config"
     # Three price tiers of text models, and simulated models that embed, rerank, moderate.
     generators = [
-        m for m in cfg.models if m.id not in ("sim-embed", "sim-rerank", "sim-moderation")
+        m
+        for m in cfg.models
+        if m.id not in ("sim-embed", "sim-rerank", "sim-moderation", "sim-audio")
     ]
     assert len({m.price.input for m in generators if m.price}) == 3
     assert cfg.model("sim-embed") is not None

@@ -114,6 +114,7 @@ async def test_list_models_and_providers(stubs):
         "sim-embed",
         "sim-rerank",
         "sim-moderation",
+        "sim-audio",
     ]
     assert all(m.object == "model" and m.owned_by == "simulated" for m in listed.data)
     found = await stubs.providers.ListProviders(

@@ -166,7 +166,9 @@ class FakeUpstream:
         # For wires that check a signature over the exact bytes (Bedrock's SigV4): a
         # key no HTTP header can have.
         headers[":body-sha256"] = hashlib.sha256(raw).hexdigest()
-        body = json.loads(raw) if raw else {}
+        # A wire that reads other bodies than JSON (multipart forms) parses its own.
+        parse = getattr(self.wire, "parse", None)
+        body = parse(headers, raw) if parse is not None else json.loads(raw) if raw else {}
         query = scope.get("query_string", b"").decode()
         self.seen.append(Seen(scope["path"], headers, body, query))
         fault = self.next_fault()

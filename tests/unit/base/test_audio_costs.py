@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from server.base import audio, costs
+from server.base import costs
+from server.base import realtime_audio as audio
 from server.base.config import Price
 from server.base.generation import GenerationRequest, Message, TokenCounts
 
