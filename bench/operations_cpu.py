@@ -1,7 +1,9 @@
-"""CPU per rerank of 100 documents against a chat call's, in one process, through the
+"""CPU per rerank of 100 documents and per transcription of a 1 MB file against a chat
+call's, in one process, through the
 gateway's own RPC table (every middleware: tracing hook, observer, accounting, and the
 ledger row): the transport-neutral work each call costs, without HTTP or JSON. The
-simulated providers answer at once (no pacing), so the figures are the gateway's own.
+simulated providers answer at once (no pacing), so the figures are the gateway's own
+(but for the simulated transcript's hash of the file, about a millisecond a megabyte).
 CPU time (time.process_time) keeps other work on a shared machine out of them.
 
 Run: python -m bench.operations_cpu [--calls N] [--rounds R]
@@ -16,6 +18,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 
+from gateway.v1 import audio_service_pb2 as audio
 from gateway.v1 import chat_service_pb2 as chat
 from gateway.v1 import rerank_service_pb2 as rerank
 from google.protobuf import struct_pb2
@@ -24,10 +27,12 @@ from server.base import config
 from server.base.call import Call
 from server.cli.serve import open_gateway
 from server.ops import requestlog
+from server.providers.simulated_audio import wav
 from tests.support.gateways import API_KEY, default_config_dict
 
 CHAT = "/gateway.v1.ChatService/CreateChatCompletion"
 RERANK = "/gateway.v1.RerankService/RerankDocuments"
+TRANSCRIBE = "/gateway.v1.AudioService/CreateTranscription"
 # A passage of about 60 words, made distinct per document.
 PASSAGE = (
     "The capital city hosts the national parliament, the supreme court and most of the "
@@ -68,9 +73,16 @@ async def main(calls: int, rounds: int) -> None:
         )  # fmt: skip
         await table[RERANK].unary(request, Call(meta))
 
+    megabyte = wav(bytes(1 << 20))
+
+    async def one_transcription() -> None:
+        request = audio.CreateTranscriptionRequest(model="sim-audio", file=megabyte)
+        await table[TRANSCRIBE].unary(request, Call(meta))
+
     works: dict[str, Callable[[], Awaitable[None]]] = {
         "chat completion (sim-mini, unary)": one_chat,
         "rerank of 100 documents (sim-rerank, top_n 10)": one_rerank,
+        "transcription of a 1 MB WAV (sim-audio, json)": one_transcription,
     }
     best: dict[str, float] = {}
     for _ in range(rounds):
@@ -88,8 +100,9 @@ async def main(calls: int, rounds: int) -> None:
     print("|---|---|")
     for name, us in best.items():
         print(f"| {name} | {us:.0f} |")
-    chat_us, rerank_us = best.values()
+    chat_us, rerank_us, transcribe_us = best.values()
     print(f"\nrerank / chat: {rerank_us / chat_us:.2f}")
+    print(f"transcription / chat: {transcribe_us / chat_us:.2f}")
 
 
 if __name__ == "__main__":
