@@ -45,7 +45,28 @@ class _BoundedCluster(RedisCluster):
 
     async def execute_command(self, *args: Any, **kwargs: Any) -> Any:
         async with self._turns:
-            return await super().execute_command(*args, **kwargs)
+            try:
+                return await super().execute_command(*args, **kwargs)
+            except (AttributeError, TypeError) as exc:
+                # The cluster client can close a connection while another command is
+                # still opening it (seen on a loaded machine): the write then fails on
+                # a stream already gone, before anything reached Redis, so the
+                # command is sent once more, on a fresh connection.
+                if not _torn_down(exc):
+                    raise
+                return await super().execute_command(*args, **kwargs)
+
+
+def _torn_down(exc: BaseException) -> bool:
+    """Whether `exc` was raised writing to a connection's stream after it was closed
+    (its writer or transport gone), inside the Redis client or asyncio's streams."""
+    frame = exc.__traceback__
+    while frame is not None and frame.tb_next is not None:
+        frame = frame.tb_next
+    where = frame.tb_frame.f_code.co_filename if frame is not None else ""
+    return "NoneType" in str(exc) and where.endswith(
+        ("redis/asyncio/connection.py", "asyncio/streams.py", "asyncio/selector_events.py")
+    )
 
 
 def client_for(url: str, timeout_s: float, max_connections: int) -> Any:
