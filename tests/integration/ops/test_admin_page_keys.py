@@ -1,8 +1,8 @@
 """The admin page with 500 stored keys in headless chromium, in a 400 px window: one page
 of keys at a time (served by ListKeys), search, a selection that survives the 2-second
 refresh, a key created, revoked and rotated from the page (each secret shown once),
-organisations and teams with their budgets, the audit log, and nothing wider than the
-window. Screenshots in build/screenshots/."""
+organisations and teams with their budgets, a budget alert, the audit log, and nothing
+wider than the window. Screenshots in build/screenshots/."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import httpx
 import pytest
 
 from tests.integration.ops.test_admin_page import SHOTS, chromium_or_skip
-from tests.support.gateways import running_gateway
-from tests.support.shared_state import ADMIN_KEY, config_with
+from tests.support.gateways import eventually, running_gateway
+from tests.support.shared_state import ADMIN_KEY, MAX_TOKENS, config_with, reservation
 
 KEYS = 500
 SECRET = re.compile(r"gw-api-\S+")
@@ -36,6 +36,24 @@ async def test_five_hundred_keys_in_a_narrow_window(tmp_path) -> None:  # type: 
             team = await admin.post("/v1/admin/teams", json={
                 "org_id": org.json()["org"]["id"], "name": "search"})  # fmt: skip
             assert team.status_code == 200, team.text
+            # A key (the 501st) that spends half its budget or more: a budget alert.
+            made = await admin.post("/v1/admin/keys", json={
+                "name": "alerted", "kind": "api", "budget_usd": round(reservation() * 2, 9)})  # fmt: skip
+            secret = made.json()["secret"]
+            for _ in range(4):
+                answer = await admin.post(
+                    "/v1/chat/completions", headers={"authorization": f"Bearer {secret}"},
+                    json={"model": "sim-pro", "max_tokens": MAX_TOKENS,
+                          "messages": [{"role": "user", "content": "hello"}]},
+                )  # fmt: skip
+                if answer.status_code != 200:
+                    break
+
+            async def alerted() -> None:
+                traffic = (await admin.get("/v1/admin/traffic")).json()
+                assert any(a["name"] == "alerted" for a in traffic.get("budget_alerts", []))
+
+            await eventually(alerted, timeout_s=10)
         async with async_playwright() as pw, httpx.AsyncClient(base_url=base) as http:
             browser = await pw.chromium.launch(
                 executable_path=executable, args=["--headless", "--no-sandbox", "--disable-gpu"]
@@ -45,19 +63,20 @@ async def test_five_hundred_keys_in_a_narrow_window(tmp_path) -> None:  # type: 
                 await page.goto(f"{base}/admin")
                 await page.fill("#key", ADMIN_KEY)
                 await page.click("#login button")
-                await page.wait_for_selector(f"#keys-count:has-text('1–50 of {KEYS}')")
+                await page.wait_for_selector(f"#keys-count:has-text('1–50 of {KEYS + 1}')")
                 assert await page.locator("#keys tbody tr").count() == 50
                 # Organisations and teams with their budgets; the audit log's changes.
                 await page.wait_for_selector("#teams tr:has-text('acme') >> text=$250.00")
                 assert "search" in await page.inner_text("#teams")
                 await page.wait_for_selector("#audit tr:has-text('team.create')")
                 assert "org.create" in await page.inner_text("#audit")
+                await page.wait_for_selector("#alerts tr:has-text('alerted') >> text=50%")
                 width = await page.evaluate("document.documentElement.scrollWidth")
                 assert width <= 400, width
                 await page.screenshot(path=str(SHOTS / "admin-keys-400px.png"), full_page=True)
 
                 await page.click("#keys-next")
-                await page.wait_for_selector(f"#keys-count:has-text('51–100 of {KEYS}')")
+                await page.wait_for_selector(f"#keys-count:has-text('51–100 of {KEYS + 1}')")
                 await page.fill("#key-query", "svc-04")
                 await page.wait_for_selector("#keys-count:has-text('1–10 of 10')")
 
@@ -108,7 +127,7 @@ async def test_five_hundred_keys_in_a_narrow_window(tmp_path) -> None:  # type: 
 
                 # Another visit shows no secret.
                 await page.reload()
-                await page.wait_for_selector(f"#keys-count:has-text('1–50 of {KEYS}')")
+                await page.wait_for_selector(f"#keys-count:has-text('1–50 of {KEYS + 1}')")
                 assert await page.is_hidden("#secret")
                 assert rotated.group(0) not in await page.content()
                 await page.set_viewport_size({"width": 1280, "height": 1000})
