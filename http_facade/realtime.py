@@ -56,10 +56,9 @@ from http_facade.sockets import (
     Closed,
     Session,
     Sessions,
-    chosen_subprotocol,
     error_event,
     exchange_of,
-    refusal,
+    serve_session,
     upgrade_required,
 )
 from server.base import realtime_audio as audio
@@ -113,24 +112,18 @@ class RealtimeSocket:
             return
         exchange = exchange_of(websocket, self.rpc.forwarded_headers)
         model = websocket.query_params.get("model", "")
-        try:
+
+        async def admit() -> None:  # the key, and the model as the key may use it
             if not model:
                 raise InvalidArgument.for_field("model", "is required in the query")
             asked = self.model_rpc.request_type()
             codec.set_field(asked, "model", model)
             await self.backend.unary(self.model_rpc, asked, exchange)
-            held = self.sessions.hold(exchange)
-            held.__enter__()
-        except GatewayError as error:
-            await websocket.send_denial_response(refusal(error, exchange))
-            return
-        try:
-            await websocket.accept(chosen_subprotocol(websocket))
-            stopping = getattr(websocket.app.state, "stopping", None)
-            session = Session(websocket, send, self.settings, stopping)
-            await session.run(_Conversation(self, session, exchange, model).run())
-        finally:
-            held.__exit__(None, None, None)
+
+        await serve_session(
+            websocket, send, self.settings, self.sessions, exchange, admit,
+            lambda session: _Conversation(self, session, exchange, model).run(),
+        )  # fmt: skip
 
 
 class _Conversation:

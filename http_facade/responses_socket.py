@@ -37,10 +37,9 @@ from http_facade.sockets import (
     Closed,
     Session,
     Sessions,
-    chosen_subprotocol,
     error_event,
     exchange_of,
-    refusal,
+    serve_session,
     upgrade_required,
 )
 from server.base.config import ServerConfig
@@ -79,20 +78,14 @@ class ResponsesSocket:
             await websocket.send_denial_response(upgrade_required("The Responses API"))
             return
         exchange = exchange_of(websocket, self.rpc.forwarded_headers)
-        try:
+
+        async def admit() -> None:  # the key
             await self.backend.unary(self.check_rpc, self.check_rpc.request_type(), exchange)
-            held = self.sessions.hold(exchange)
-            held.__enter__()
-        except GatewayError as error:
-            await websocket.send_denial_response(refusal(error, exchange))
-            return
-        try:
-            await websocket.accept(chosen_subprotocol(websocket))
-            stopping = getattr(websocket.app.state, "stopping", None)
-            session = Session(websocket, send, self.settings, stopping)
-            await session.run(_Conversation(self, session, exchange).run())
-        finally:
-            held.__exit__(None, None, None)
+
+        await serve_session(
+            websocket, send, self.settings, self.sessions, exchange, admit,
+            lambda session: _Conversation(self, session, exchange).run(),
+        )  # fmt: skip
 
 
 class _Conversation:

@@ -22,7 +22,7 @@ import hashlib
 import logging
 import time
 from collections import Counter
-from collections.abc import Awaitable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 import orjson
@@ -137,6 +137,34 @@ class Sessions:
             self._per_key[key] -= 1
             if not self._per_key[key]:
                 del self._per_key[key]
+
+
+async def serve_session(
+    websocket: WebSocket,
+    send: Send,
+    settings: ServerConfig,
+    sessions: Sessions,
+    exchange: Exchange,
+    admit: Callable[[], Awaitable[None]],
+    conversation: Callable[[Session], Awaitable[None]],
+) -> None:
+    """Opens a session once `admit` passes and the key and instance have a session to
+    spare (a GatewayError of either refuses the upgrade: 401/403/429 before the socket
+    opens), then runs `conversation` on it until it ends."""
+    try:
+        await admit()
+        held = sessions.hold(exchange)
+        held.__enter__()
+    except GatewayError as error:
+        await websocket.send_denial_response(refusal(error, exchange))
+        return
+    try:
+        await websocket.accept(chosen_subprotocol(websocket))
+        stopping = getattr(websocket.app.state, "stopping", None)
+        session = Session(websocket, send, settings, stopping)
+        await session.run(conversation(session))
+    finally:
+        held.__exit__(None, None, None)
 
 
 def _credential(exchange: Exchange) -> str:
