@@ -82,6 +82,8 @@ class Price(Strict):
     audio_input: float | None = Field(default=None, ge=0)
     audio_output: float | None = Field(default=None, ge=0)
     audio_at_text_price: bool = False
+    # Input images' tokens (an image edit's), USD per million; defaults to `input`.
+    image_input: float | None = Field(default=None, ge=0)
     # Other prices for long prompts, by prompt size.
     tiers: list[PriceTier] = Field(default_factory=list)
     # Calls billed in the provider's own unit (server/base/operation.py), each price

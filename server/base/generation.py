@@ -393,6 +393,8 @@ class TokenCounts:
     # session's), each priced at its own rate.
     audio_input_tokens: int = 0
     audio_output_tokens: int = 0
+    # Input tokens of images (an image edit's), priced at Price.image_input.
+    image_input_tokens: int = 0
 
     @property
     def total_tokens(self) -> int:
