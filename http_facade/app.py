@@ -25,6 +25,7 @@ from http_facade.context import RequestContext
 from http_facade.endpoint import Limits
 from http_facade.errors import EXCEPTION_HANDLERS
 from http_facade.fast_routes import Facade, direct
+from http_facade.images import with_images
 from http_facade.openapi import document
 from http_facade.realtime import RealtimeSocket
 from http_facade.responses_socket import ResponsesSocket
@@ -62,7 +63,11 @@ def create_app(
         return JSONResponse(spec())
 
     served_routes = [
-        *with_audio(routes(served, backend, limits), served, backend, settings.max_body_bytes),
+        *with_images(
+            with_audio(routes(served, backend, limits), served, backend, settings.max_body_bytes),
+            served,
+            backend,
+        ),
         Route("/openapi.json", openapi, methods=["GET"]),
     ]
     served_routes[-1].methods = {"GET"}  # type: ignore[attr-defined]

@@ -23,6 +23,7 @@ from server.application.dialects.routing.service import DeploymentService, Route
 from server.application.embedding import EmbeddingService
 from server.application.feedback import FeedbackService
 from server.application.governance.service import Governance
+from server.application.images import ImageService
 from server.application.mcp.service import McpService
 from server.application.model import ModelService
 from server.application.moderation import ModerationService
@@ -43,6 +44,7 @@ class Services:
     rerank: RerankService
     moderation: ModerationService
     audio: AudioService
+    images: ImageService
     provider: ProviderService
     router: RouterService
     deployment: DeploymentService
@@ -73,6 +75,8 @@ def handlers(s: Services) -> dict[str, Handler]:
         "gateway.v1.AudioService.StreamTranscription": s.audio.stream_transcription,
         "gateway.v1.AudioService.CreateTranslation": s.audio.create_translation,
         "gateway.v1.AudioService.CreateSpeech": s.audio.create_speech,
+        "gateway.v1.ImageService.CreateImage": s.images.create_image,
+        "gateway.v1.ImageService.EditImage": s.images.edit_image,
         "gateway.v1.ProviderService.ListProviders": s.provider.list_providers,
         "gateway.v1.RouterService.Infer": s.router.infer,
         "gateway.v1.RouterService.StreamInfer": s.router.stream_infer,

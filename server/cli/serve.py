@@ -48,6 +48,7 @@ from server.application.feedback import FeedbackService
 from server.application.governance.audit import Admins, Auditor
 from server.application.governance.service import Governance
 from server.application.governance.signin import SignIn
+from server.application.images import ImageService
 from server.application.mcp.service import McpService
 from server.application.mcp.toolbox import Toolbox
 from server.application.mcp.tools import Tools
@@ -219,6 +220,7 @@ def assemble(
         rerank=RerankService(live, accounts),
         moderation=ModerationService(live, accounts),
         audio=AudioService(live, accounts),
+        images=ImageService(live, accounts),
         provider=ProviderService(live, accounts),
         router=RouterService(generations),
         deployment=DeploymentService(live, accounts, generations),

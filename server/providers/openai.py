@@ -3,7 +3,8 @@
 Serves OpenAI and every server speaking its wire format (vLLM, Ollama, llama.cpp
 server, TGI's OpenAI route, Groq, Together...), /embeddings for embedding models, and
 /moderations for moderation models, /audio/transcriptions,
-/audio/translations and /audio/speech for audio models (audio_wire.py), /rerank for rerank models (vLLM's and Infinity's; Cohere's and Jina's APIs with their
+/audio/translations and /audio/speech for audio models (audio_wire.py), /images/generations
+and /images/edits for image models (images_wire.py), /rerank for rerank models (vLLM's and Infinity's; Cohere's and Jina's APIs with their
 `base_url`, Voyage's with `rerank_format: voyage`: rerank_wire.py). `base_url` includes the version prefix
 (`https://api.openai.com/v1`, `http://localhost:11434/v1`). Streams ask for usage with
 `stream_options.include_usage`; usage carries `prompt_tokens_details.cached_tokens`
@@ -34,6 +35,7 @@ from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from typing import Any, Literal
 
+import orjson
 from pydantic import Field
 
 from server.base import urls
@@ -60,9 +62,10 @@ from server.base.generation import (
     TopLogprob,
     serves,
 )
+from server.base.images import ImageRequest, Images
 from server.base.moderation import ModerationRequest, Moderations, Verdict
 from server.base.rerank import Ranking, RerankRequest
-from server.providers import audio_wire, rerank_wire
+from server.providers import audio_wire, images_wire, rerank_wire
 from server.providers import openai_responses as responses_wire
 from server.providers.http import (
     HttpParams,
@@ -102,6 +105,9 @@ class OpenAIParams(HttpParams):
     # How the upstream's /rerank speaks: Cohere's shape (Cohere, Jina, vLLM, Infinity)
     # or Voyage's (`top_k`, `data`).
     rerank_format: rerank_wire.RerankFormat = "cohere"
+    # An image answered as a link to the upstream's signed storage: fetched and answered
+    # as its bytes (`fetch`), or the link passed to the caller (`pass`).
+    image_urls: Literal["fetch", "pass"] = "fetch"
 
 
 class OpenAIProvider:
@@ -328,6 +334,28 @@ class OpenAIProvider:
                 await check_status(r, self.id)
                 answer = await read_json(r)
             return audio_wire.transcript(answer)
+
+    async def make_images(self, request: ImageRequest) -> Images:
+        """POST /images/generations as JSON, or /images/edits as a multipart form; the
+        upstream's links fetched as the images unless `image_urls` is `pass`."""
+        links = self.params.image_urls == "pass"
+        if request.edit:
+            body, content_type = images_wire.edit_form(self.params.model, request, links)
+            endpoint = "/images/edits"
+        else:
+            body = orjson.dumps(images_wire.generation_body(self.params.model, request, links))
+            content_type, endpoint = "application/json", "/images/generations"
+        headers = [*self.request_headers(), ("content-type", content_type)]
+        with upstream_errors(self.id):
+            async with self._client.stream(
+                "POST", self.path(endpoint), content=body, extra_headers=headers
+            ) as r:
+                await check_status(r, self.id)
+                answer = await images_wire.read_answer(r)
+            made = images_wire.images(answer, request)
+            if links:
+                return made
+            return await images_wire.fetched(made)
 
     async def speak(self, request: SpeechRequest) -> Speech:
         """POST /audio/speech, its audio relayed as it arrives: the first chunk read

@@ -14,7 +14,8 @@ document order), one search unit per 100 documents. And it moderates: an input i
 that category's listed words (`MODERATION_WORDS`), scored 0.97 there and 0.0001
 elsewhere; images are never flagged. And it transcribes and speaks (simulated_audio):
 a transcript of placeholder words picked by the file's bytes, billed by its seconds,
-and a short tone as WAV or PCM (silent frames as MP3), sent in chunks of 4 kB.
+and a short tone as WAV or PCM (silent frames as MP3), sent in chunks of 4 kB. And it
+draws: a valid PNG of the asked size in colours picked by the prompt (simulated_images).
 
 It has every capability, so the embedded default shows the whole request surface:
 - tools, as a cooperative model calls them, so agent frameworks finish: with arguments
@@ -75,12 +76,13 @@ from server.base.generation import (
     ToolCallDelta,
     TopLogprob,
 )
+from server.base.images import ImageRequest, Images
 from server.base.moderation import CATEGORIES as MODERATION_CATEGORIES
 from server.base.moderation import ModerationRequest, Moderations, Verdict
 from server.base.moderation import estimate_tokens as moderation_tokens
 from server.base.rerank import DOCUMENTS_PER_SEARCH_UNIT, Ranking, RerankRequest
 from server.base.rerank import estimate_tokens as rerank_tokens
-from server.providers import field_markers, prompt_json, simulated_audio
+from server.providers import field_markers, prompt_json, simulated_audio, simulated_images
 from server.providers.schema_instance import instance
 
 PHRASE = (
@@ -393,6 +395,10 @@ class SimulatedProvider:
         await self._pause()
         content_type, audio = simulated_audio.speech(request)
         return Speech(content_type, audio[:SPEECH_CHUNK], _chunks(audio[SPEECH_CHUNK:]))
+
+    async def make_images(self, request: ImageRequest) -> Images:
+        await self._pause()
+        return simulated_images.images(request)
 
     async def _pause(self) -> None:
         """The injected failure, else the time to the answer."""

@@ -278,6 +278,7 @@ async def test_models_in_anthropic_shape(sdk: anthropic.AsyncAnthropic) -> None:
         "sim-rerank",
         "sim-moderation",
         "sim-audio",
+        "sim-image",
     ]
     one = await sdk.models.retrieve("sim-pro")
     assert (one.type, one.id, one.display_name) == ("model", "sim-pro", "sim-pro")

@@ -150,6 +150,7 @@ async def test_models_list_and_get(sdk: genai.client.AsyncClient) -> None:
             "sim-rerank",
             "sim-moderation",
             "sim-audio",
+            "sim-image",
         )
     ]
     one = await sdk.models.get(model="sim-mini")

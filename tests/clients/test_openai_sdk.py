@@ -163,6 +163,7 @@ async def test_models_list(sdk: openai.AsyncOpenAI) -> None:
         "sim-rerank",
         "sim-moderation",
         "sim-audio",
+        "sim-image",
     ]
     for m in page.data:
         assert m.object == "model"

@@ -86,7 +86,7 @@ def test_embedded_default_config_is_valid_and_complete():
     generators = [
         m
         for m in cfg.models
-        if m.id not in ("sim-embed", "sim-rerank", "sim-moderation", "sim-audio")
+        if m.id not in ("sim-embed", "sim-rerank", "sim-moderation", "sim-audio", "sim-image")
     ]
     assert len({m.price.input for m in generators if m.price}) == 3
     assert cfg.model("sim-embed") is not None

@@ -115,6 +115,7 @@ async def test_list_models_and_providers(stubs):
         "sim-rerank",
         "sim-moderation",
         "sim-audio",
+        "sim-image",
     ]
     assert all(m.object == "model" and m.owned_by == "simulated" for m in listed.data)
     found = await stubs.providers.ListProviders(

@@ -64,7 +64,7 @@ async def test_dashboard_data(tmp_path):
             )
         assert refused.value.code() == grpc.StatusCode.UNAUTHENTICATED
     providers = {p.id: p for p in board.providers}
-    assert len(providers) == 14  # the seven models' primaries and backups
+    assert len(providers) == 16  # the eight models' primaries and backups
     broken = providers["sim-pro-primary"]
     assert (broken.requests, broken.errors, broken.error_rate) == (2, 2, 1.0)
     assert not broken.HasField("mean_latency_ms") and broken.health == "open"

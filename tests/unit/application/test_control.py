@@ -66,7 +66,7 @@ async def test_a_reload_is_swapped_in_only_after_its_body(caplog) -> None:
     assert results == ["ok", "refused"] and "config reload refused" in caplog.text
     file["data"] = data
     answer = await made.reload()
-    assert answer.source == "gateway.yaml" and answer.providers == 14 and answer.models == 7
+    assert answer.source == "gateway.yaml" and answer.providers == 16 and answer.models == 8
     assert results == ["ok", "refused", "ok"] and "new" not in keys(made)
 
 
