@@ -394,3 +394,25 @@ async def test_an_edit_sent_as_json_is_transcoded() -> None:
         )  # fmt: skip
     assert got.status_code == 200, got.text
     assert got.json()["data"][0]["b64_json"] == form.json()["data"][0]["b64_json"]
+
+
+async def test_a_link_that_cannot_be_fetched_fails_over_and_is_never_shown() -> None:
+    unsigned, signed = ImagesWire(sign_links=False), ImagesWire()
+    async with serving(unsigned) as primary, serving(signed) as backup:
+        unsigned.base_url, signed.base_url = primary.url, backup.url
+        async with (
+            running_gateway(with_models(_image_model(primary.url, backup.url, "dall-e-2"))) as gw,
+            httpx.AsyncClient(base_url=f"http://127.0.0.1:{gw.http_port}", headers=AUTH) as c,
+        ):
+            got = await c.post("/v1/images/edits", data={"model": "images-fake", "prompt": "hat"},
+                               files=[("image", PNG)])  # fmt: skip
+            row = await last_row(gw)
+            backup.faults = [Fault("status", 503)]
+            failed = await c.post("/v1/images/edits", data={"model": "images-fake", "prompt": "x"},
+                                  files=[("image", PNG)])  # fmt: skip
+    assert got.status_code == 200, got.text
+    assert base64.b64decode(got.json()["data"][0]["b64_json"]) == image(0)
+    assert unsigned.refused == ["unsigned"] * 2 and len(signed.fetched) == 1
+    assert (row["method"], row["provider"]) == ("EditImage", "images-backup")
+    assert failed.status_code == 502 and "/storage/" not in failed.text
+    assert "could not" in failed.text or "answered 403" in failed.text

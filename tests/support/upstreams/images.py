@@ -42,6 +42,8 @@ class ImagesWire:
     key: str | None = KEY
     # Where the fake is served (set once it runs), for its storage links.
     base_url: str = ""
+    # Links without their signature (the storage refuses them).
+    sign_links: bool = True
     refused: list[str] = field(default_factory=list)
     fetched: list[str] = field(default_factory=list)
 
@@ -119,7 +121,8 @@ class ImagesWire:
         data = []
         for i in range(n):
             if link:
-                data.append({"url": f"{self.base_url}/storage/{i}.png?{SIGNATURE}",
+                signed = f"?{SIGNATURE}" if self.sign_links else ""
+                data.append({"url": f"{self.base_url}/storage/{i}.png{signed}",
                              "revised_prompt": f"revised {given['prompt']}"})  # fmt: skip
             else:
                 data.append({"b64_json": base64.b64encode(image(i)).decode()})
