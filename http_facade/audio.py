@@ -27,7 +27,7 @@ from http_facade.bindings import Rpc
 from http_facade.context import exchange_for
 from http_facade.endpoint import read_body
 from http_facade.errors import response_headers
-from http_facade.forms import boundary_of, read_form
+from http_facade.forms import boundary_of, read_form, refuse_declared_past
 from http_facade.protocol import unless_gone
 from server.application.batches.files import TooLarge
 from server.base.audio import MAX_AUDIO_BYTES
@@ -35,9 +35,11 @@ from server.base.errors import InvalidArgument
 
 Handle = Callable[[Request], Awaitable[Response]]
 SERVICE = "gateway.v1.AudioService"
-# Form overhead allowed beside the file before a declared length is refused at once.
-FORM_SLACK = 64 * 1024
 SPEECH_FIELDS = ("model", "input", "voice", "instructions", "response_format", "speed")
+
+
+def _too_large() -> TooLarge:
+    return TooLarge(f"file: the file exceeds {MAX_AUDIO_BYTES} bytes", {"field": "file"})
 
 
 class Chunks:
@@ -50,7 +52,7 @@ class Chunks:
     async def write(self, chunk: bytes) -> None:
         self.size += len(chunk)
         if self.size > MAX_AUDIO_BYTES:
-            raise TooLarge(f"file: the file exceeds {MAX_AUDIO_BYTES} bytes", {"field": "file"})
+            raise _too_large()
         self.parts.append(chunk)
 
     def take(self) -> bytes:
@@ -166,9 +168,7 @@ Form = list[tuple[str, str]]
 async def _read_upload(request: Request) -> tuple[Form, bytes]:
     """The form's text fields and the file, read once within MAX_AUDIO_BYTES."""
     boundary = boundary_of(request, "file")
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > MAX_AUDIO_BYTES + FORM_SLACK:
-        raise TooLarge(f"file: the file exceeds {MAX_AUDIO_BYTES} bytes", {"field": "file"})
+    refuse_declared_past(request, MAX_AUDIO_BYTES, _too_large())
     upload = Chunks()
     fields = await read_form(request, boundary, "file", upload.write)
     if "file" not in (name for name, _ in fields):

@@ -17,6 +17,18 @@ from server.base.errors import InvalidArgument
 FIELD_BYTES = 4096
 
 
+# What a form's other fields and boundaries may add to its files' bytes.
+FORM_SLACK = 64 * 1024
+
+
+def refuse_declared_past(request: Request, limit: int, error: TooLarge) -> None:
+    """Raises `error` before the body is read when its declared length is past `limit`
+    plus a form's slack (a body without one is bounded as it is read)."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit + FORM_SLACK:
+        raise error
+
+
 def boundary_of(request: Request, file_field: str) -> bytes:
     """The form's boundary; InvalidArgument naming the file field when it is no form."""
     kind, options = parse_options_header(request.headers.get("content-type", ""))

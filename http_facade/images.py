@@ -26,7 +26,7 @@ from http_facade.bindings import Rpc
 from http_facade.codec import to_dict
 from http_facade.context import exchange_for
 from http_facade.errors import response_headers
-from http_facade.forms import boundary_of, read_files
+from http_facade.forms import boundary_of, read_files, refuse_declared_past
 from http_facade.protocol import unless_gone
 from server.application.batches.files import TooLarge
 from server.base.errors import InvalidArgument
@@ -35,8 +35,6 @@ from server.base.images import MAX_IMAGE_BYTES
 Handle = Callable[[Request], Awaitable[Response]]
 SERVICE = "gateway.v1.ImageService"
 EDITS = "/v1/images/edits"
-# Form overhead allowed beside the files before a declared length is refused at once.
-FORM_SLACK = 64 * 1024
 FILE_FIELDS = ("image", "image[]", "mask")
 TEXT_FIELDS = ("prompt", "model", "size", "quality", "response_format", "output_format",
                "background", "user")  # fmt: skip
@@ -53,9 +51,8 @@ class ImageEndpoints:
             return await annotated(request)
         exchange = exchange_for(request.scope)
         boundary = boundary_of(request, "image")
-        declared = request.headers.get("content-length", "")
-        if declared.isdigit() and int(declared) > MAX_IMAGE_BYTES + FORM_SLACK:
-            raise TooLarge(f"image: the files exceed {MAX_IMAGE_BYTES} bytes", {"field": "image"})
+        too_large = TooLarge(f"image: the files exceed {MAX_IMAGE_BYTES} bytes", {"field": "image"})
+        refuse_declared_past(request, MAX_IMAGE_BYTES, too_large)
         fields, files = await read_files(request, boundary, FILE_FIELDS, MAX_IMAGE_BYTES)
         message = edit_request(fields, files)
         del files  # the request holds them now

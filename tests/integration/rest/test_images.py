@@ -19,7 +19,7 @@ import pytest
 from gateway.v1 import image_service_pb2 as pb
 from gateway.v1 import image_service_pb2_grpc
 
-from http_facade.images import FORM_SLACK
+from http_facade.forms import FORM_SLACK
 from server.base.images import MAX_IMAGE_BYTES
 from tests.integration.rest.test_operation_run import last_row
 from tests.support.facade import both_modes, client, facade
