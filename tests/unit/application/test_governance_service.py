@@ -16,6 +16,7 @@ from gateway.v1 import admin_service_pb2 as pb
 from server.application.governance.service import Governance, limits_message
 from server.base import config
 from server.base.call import PEER, Call
+from server.base.caller import BudgetSpec
 from server.base.errors import (
     Conflict,
     GatewayError,
@@ -24,9 +25,10 @@ from server.base.errors import (
     PermissionDenied,
     PreconditionFailed,
 )
+from server.base.record import UsageRecord
 from server.cli.serve import Gateway, open_gateway
 from server.storage.governance import Limits
-from tests.support.shared_state import ADMIN_KEY, config_with
+from tests.support.shared_state import ADMIN_KEY, config_with, redis_settings
 
 
 @pytest.fixture
@@ -458,3 +460,99 @@ async def test_the_audit_log_paged_filtered_and_exported(gov: Governance) -> Non
     with pytest.raises(InvalidArgument) as csv:
         await anext(gov.export_audit_events(pb.ExportAuditEventsRequest(format="csv"), admin()))
     assert refusal(csv) == ("format: must be jsonl", {"field": "format"})
+
+
+def spend(cost: float, org_id: str, team_id: str = "") -> UsageRecord:
+    """A ledger row of `cost` at a level, from long ago (periods of "none" count it)."""
+    return UsageRecord(
+        ts=1000.0, request_id=f"r-{org_id}-{team_id}-{cost}", key_id="k", key_name="k",
+        method="/chat", model="m", provider="p", prompt_tokens=1, completion_tokens=1,
+        total_tokens=2, input_cost_usd=None, output_cost_usd=None, cache_input_cost_usd=None,
+        total_cost_usd=cost, latency_ms=1.0, ttft_ms=None, status="OK", team_id=team_id,
+        org_id=org_id,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("budgets", ["memory", "redis"])
+async def test_each_levels_spend_is_its_budgets_count_or_its_ledger_rows(
+    tmp_path, request, redis_prefix, budgets
+) -> None:
+    # Each level's spend as its answers show it: with a budget, what the budget counts
+    # (the ledger's rows when it was loaded, and reservations settled since); without,
+    # the rows in the database and those still in the ledger's buffer. A gateway whose
+    # ledger never flushes by itself keeps the buffered rows in the buffer.
+    shared = redis_settings(request, "redis", redis_prefix) if budgets == "redis" else {}
+    settings = config_with(sqlite_path=str(tmp_path / "g.db"), **shared,
+                           ledger={"flush_interval_s": 3600, "batch_size": 100_000})  # fmt: skip
+    first = await open_gateway(config.parse(settings, "t"))
+    try:
+        gov = first.services.governance
+        kept = pb.Limits(budget_period="none")
+        budgeted = (
+            await gov.create_organization(
+                pb.CreateOrganizationRequest(
+                    name="budgeted", limits=pb.Limits(budget_usd=100, budget_period="none")
+                ),
+                admin(),
+            )
+        ).org
+        bt = (
+            await gov.create_team(
+                pb.CreateTeamRequest(
+                    org_id=budgeted.id,
+                    name="bt",
+                    limits=pb.Limits(budget_usd=50, budget_period="none"),
+                ),
+                admin(),
+            )
+        ).team
+        unbudgeted = (
+            await gov.create_organization(
+                pb.CreateOrganizationRequest(name="open", limits=kept), admin()
+            )
+        ).org
+        ot = (
+            await gov.create_team(
+                pb.CreateTeamRequest(org_id=unbudgeted.id, name="ot", limits=kept), admin()
+            )
+        ).team
+        assert (budgeted.spent_usd, bt.spent_usd, unbudgeted.spent_usd, ot.spent_usd) == (0,) * 4
+    finally:
+        await first.aclose()
+    # A gateway started again (on Redis, under a prefix of its own) loads each budget
+    # afresh from the ledger.
+    if budgets == "redis":
+        settings["storage"] |= redis_settings(request, "redis", redis_prefix)
+    gateway = await open_gateway(config.parse(settings, "t"))
+    try:
+        gov, store, accounts = gateway.services.governance, gateway.store, gateway.accounts
+        assert store is not None
+        await store.usage.insert([
+            spend(1.25, budgeted.id, bt.id), spend(0.125, budgeted.id),
+            spend(0.5, unbudgeted.id, ot.id), spend(0.2500000004, unbudgeted.id),
+            spend(7.0, "another-org", "another-team"),
+        ])  # fmt: skip
+        accounts.ledger.record(spend(2.0, budgeted.id, bt.id))
+        accounts.ledger.record(spend(4.0, unbudgeted.id, ot.id))
+        assert accounts.ledger.pending == 2
+        # A reservation settled on the team's budget: counted there, not in the ledger.
+        team_budget = BudgetSpec(f"team:{bt.id}", "bt", 50, "none", "team", bt.id,
+                                 f"org:{budgeted.id}")  # fmt: skip
+        await accounts.budgets.settle(await accounts.budgets.reserve(team_budget, 1.0), 0.5)
+        orgs = {
+            o.name: o.spent_usd
+            for o in (await gov.list_organizations(pb.ListOrganizationsRequest(), admin())).orgs
+        }
+        assert orgs == {"budgeted": 3.375, "open": 4.75}
+        assert (await gov.get_organization(pb.GetOrganizationRequest(org_id=unbudgeted.id),
+                                           admin())).org.spent_usd == 4.75  # fmt: skip
+        teams = {
+            t.name: t.spent_usd
+            for org_id in (budgeted.id, unbudgeted.id)
+            for t in (await gov.list_teams(pb.ListTeamsRequest(org_id=org_id), admin())).teams
+        }
+        assert teams == {"bt": 3.75, "ot": 4.5}
+        assert (await gov.get_team(pb.GetTeamRequest(team_id=bt.id), admin())).team.spent_usd \
+            == 3.75  # fmt: skip
+    finally:
+        await gateway.aclose()

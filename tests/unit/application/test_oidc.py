@@ -198,7 +198,8 @@ async def test_nonce_algorithm_and_signature_are_checked(provider):
 async def test_the_authorization_url_carries_pkce_state_and_nonce(provider):
     for _ in range(300):  # the challenge is the verifier's S256, unpadded (RFC 7636)
         verifier, challenge = pkce_pair()
-        assert 43 <= len(verifier) <= 128
+        # 48 random bytes: 64 characters, within RFC 7636's 43 to 128.
+        assert len(verifier) == 64 and len(base64.urlsafe_b64decode(verifier)) == 48
         digest = hashlib.sha256(verifier.encode()).digest()
         assert challenge == base64.urlsafe_b64encode(digest).decode().rstrip("=")
     url = await client(provider).authorize_url("https://gw/cb", "st", "no", challenge)
