@@ -4,6 +4,7 @@ a one-key set signing tokens that name no key, and every check that refuses a to
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
 import json
@@ -20,7 +21,14 @@ import jwt
 import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from server.application.governance.oidc import JWKS_TTL_S, OidcProvider, SignInFailed, pkce_pair
+from server.application.governance import oidc as oidc_module
+from server.application.governance.oidc import (
+    JWKS_TTL_S,
+    OidcProvider,
+    SignInFailed,
+    invalid_bearer,
+    pkce_pair,
+)
 from server.base.config import OidcConfig
 
 
@@ -44,6 +52,8 @@ class Provider:
         # they were sent (headers, and the token endpoint's form).
         self.answers: dict[str, tuple[int, Any]] = {}
         self.requests: dict[str, list[tuple[dict[str, str], dict[str, list[str]]]]] = {}
+        # The headers of each GET, by path.
+        self.fetched: dict[str, list[dict[str, str]]] = {}
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), self.handler())
         self.url = f"http://127.0.0.1:{self.server.server_port}"
 
@@ -52,6 +62,8 @@ class Provider:
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
+                seen = {k.lower(): v for k, v in self.headers.items()}
+                provider.fetched.setdefault(self.path, []).append(seen)
                 if self.path.removeprefix(provider.prefix) == "/.well-known/openid-configuration":
                     body: dict[str, Any] = {
                         "issuer": provider.url + provider.prefix,
@@ -145,7 +157,7 @@ async def test_keys_are_fetched_once_and_again_once_for_a_key_rotated_in(provide
     rogue.server.server_close()
     with pytest.raises(SignInFailed, match="a key the provider does not publish"):
         await oidc.verify(forged, "gateway")
-    assert provider.jwks_requests == 3
+    assert provider.jwks_requests == 3 and oidc.jwks_fetches == 3
 
 
 async def test_one_key_signs_a_token_naming_none(provider):
@@ -339,7 +351,7 @@ async def test_a_provider_that_cannot_be_reached():
 
 async def test_the_code_exchanged_with_the_clients_credentials(provider):
     provider.answers["/token"] = (200, {"id_token": "eyJ.a.b", "access_token": "at"})
-    oidc = OidcProvider(OidcConfig(issuer=provider.url, client_id="gate way:1"), "s3cr%t:x")
+    oidc = OidcProvider(OidcConfig(issuer=provider.url, client_id="gate way:1"), "s3cr%t:x/y")
     tokens = await oidc.exchange("the-code", "the-verifier", "https://gw/cb")
     assert tokens == {"id_token": "eyJ.a.b", "access_token": "at"}
     headers, form = provider.requests["/token"][0]
@@ -350,7 +362,9 @@ async def test_the_code_exchanged_with_the_clients_credentials(provider):
     assert headers["accept"] == "application/json"
     # Basic credentials of the form-encoded id and secret (RFC 6749 2.3.1).
     pair = base64.b64decode(headers["authorization"].removeprefix("Basic ")).decode()
-    assert headers["authorization"].startswith("Basic ") and pair == "gate%20way%3A1:s3cr%25t%3Ax"
+    assert (
+        headers["authorization"].startswith("Basic ") and pair == "gate%20way%3A1:s3cr%25t%3Ax%2Fy"
+    )
     public = await client(provider).exchange("c", "v", "https://gw/cb")  # no secret: no header
     assert public["id_token"] == "eyJ.a.b"
     assert "authorization" not in provider.requests["/token"][1][0]
@@ -387,3 +401,61 @@ async def test_userinfo_with_the_access_token_or_nothing(provider):
     provider.discovery = {"userinfo_endpoint": None}
     assert await client(provider).userinfo("at-3") == {}
     assert len(provider.requests["/userinfo"]) == 4
+
+
+async def test_discovery_and_keys_are_asked_for_as_json(provider):
+    provider.add("k1")
+    await client(provider).verify(provider.token("k1"), "gateway")
+    for path in ("/.well-known/openid-configuration", "/jwks"):
+        assert [h["accept"] for h in provider.fetched[path]] == ["application/json"]
+
+
+def padded(provider: Provider, size: int) -> dict[str, str]:
+    """A discovery document of exactly `size` bytes as the provider sends it."""
+    base = {"issuer": provider.url, "jwks_uri": f"{provider.url}/jwks",
+            "authorization_endpoint": f"{provider.url}/authorize",
+            "token_endpoint": f"{provider.url}/token",
+            "userinfo_endpoint": f"{provider.url}/userinfo", "pad": ""}  # fmt: skip
+    return {"pad": "x" * (size - len(json.dumps(base)))}
+
+
+async def test_an_answer_is_read_up_to_a_mebibyte(provider):
+    provider.discovery = padded(provider, 1 << 20)
+    assert len((await client(provider).metadata())["pad"]) > 1000
+    provider.discovery = padded(provider, (1 << 20) + 1)  # cut short: not JSON
+    with pytest.raises(
+        SignInFailed, match=r"discovery document is unavailable \(Expecting ',' delimiter"
+    ):
+        await client(provider).metadata()
+    # The token endpoint's answer likewise.
+    provider.discovery = {}
+    tokens = {"id_token": "eyJ.a.b", "pad": ""}
+    tokens["pad"] = "x" * ((1 << 20) - len(json.dumps(tokens)))
+    provider.answers["/token"] = (200, json.dumps(tokens).encode())
+    assert (await client(provider).exchange("c", "v", "https://gw/cb"))["id_token"] == "eyJ.a.b"
+    provider.answers["/token"] = (200, json.dumps(tokens).encode() + b" ")
+    assert (await client(provider).exchange("c", "v", "https://gw/cb"))["id_token"] == "eyJ.a.b"
+    tokens["pad"] += "x"
+    provider.answers["/token"] = (200, json.dumps(tokens).encode())
+    with pytest.raises(SignInFailed, match=r"refused the code \(JSONDecodeError\)"):
+        await client(provider).exchange("c", "v", "https://gw/cb")
+
+
+async def test_a_provider_that_never_answers_times_out(provider, monkeypatch):
+    monkeypatch.setattr(oidc_module, "FETCH_TIMEOUT_S", 0.2)
+    with socket.socket() as silent:  # accepts connections (its backlog), answers nothing
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        url = f"http://127.0.0.1:{silent.getsockname()[1]}"
+        quiet = OidcProvider(OidcConfig(issuer=url, client_id="gateway"), None)
+        with pytest.raises(SignInFailed, match="discovery document is unavailable"):
+            await asyncio.wait_for(quiet.metadata(), 10)
+        provider.discovery = {"token_endpoint": f"{url}/token"}
+        with pytest.raises(SignInFailed, match="the provider refused the code"):
+            await asyncio.wait_for(client(provider).exchange("c", "v", "https://gw/cb"), 10)
+
+
+def test_a_bearer_token_refused_names_the_header():
+    refusal = invalid_bearer("the token has expired")
+    assert refusal.message == "the Bearer token is not accepted: the token has expired"
+    assert dict(refusal.metadata) == {"header": "authorization"}
