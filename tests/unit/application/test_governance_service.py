@@ -539,11 +539,16 @@ async def test_each_levels_spend_is_its_budgets_count_or_its_ledger_rows(
         team_budget = BudgetSpec(f"team:{bt.id}", "bt", 50, "none", "team", bt.id,
                                  f"org:{budgeted.id}")  # fmt: skip
         await accounts.budgets.settle(await accounts.budgets.reserve(team_budget, 1.0), 0.5)
+        org_budget = BudgetSpec(f"org:{budgeted.id}", "budgeted", 100, "none", "org",
+                                budgeted.id, f"org:{budgeted.id}")  # fmt: skip
+        await accounts.budgets.settle(await accounts.budgets.reserve(org_budget, 1.0), 0.25)
+        # A key of the other team: each team counts its own.
+        await store.keys.create(kind="api", name="ot-key", team_id=ot.id)
         orgs = {
             o.name: o.spent_usd
             for o in (await gov.list_organizations(pb.ListOrganizationsRequest(), admin())).orgs
         }
-        assert orgs == {"budgeted": 3.375, "open": 4.75}
+        assert orgs == {"budgeted": 3.625, "open": 4.75}
         assert (await gov.get_organization(pb.GetOrganizationRequest(org_id=unbudgeted.id),
                                            admin())).org.spent_usd == 4.75  # fmt: skip
         teams = {
@@ -552,6 +557,13 @@ async def test_each_levels_spend_is_its_budgets_count_or_its_ledger_rows(
             for t in (await gov.list_teams(pb.ListTeamsRequest(org_id=org_id), admin())).teams
         }
         assert teams == {"bt": 3.75, "ot": 4.5}
+        listed = [
+            t
+            for org_id in (budgeted.id, unbudgeted.id)
+            for t in (await gov.list_teams(pb.ListTeamsRequest(org_id=org_id), admin())).teams
+        ]
+        assert {t.name: t.keys for t in listed} == {"bt": 0, "ot": 1}
+        assert all(t.create_time == int(t.create_time) > 1_700_000_000 for t in listed)
         assert (await gov.get_team(pb.GetTeamRequest(team_id=bt.id), admin())).team.spent_usd \
             == 3.75  # fmt: skip
     finally:

@@ -359,6 +359,8 @@ async def test_the_code_exchanged_with_the_clients_credentials(provider):
                     "redirect_uri": ["https://gw/cb"], "code_verifier": ["the-verifier"],
                     "client_id": ["gate way:1"]}  # fmt: skip
     assert headers["content-type"] == "application/x-www-form-urlencoded"
+    assert set(headers) == {"accept", "accept-encoding", "authorization", "connection", "content-length",
+                            "content-type", "host", "user-agent"}  # fmt: skip
     assert headers["accept"] == "application/json"
     # Basic credentials of the form-encoded id and secret (RFC 6749 2.3.1).
     pair = base64.b64decode(headers["authorization"].removeprefix("Basic ")).decode()
