@@ -1,0 +1,222 @@
+"""Sign-in called directly, in a gateway built with its SQLite store (no servers of its
+own) against an OpenID provider on loopback (oidc-provider-mock): the code flow to a
+session, the rights each group gives synchronised at every sign-in (an administrator's
+memberships left alone), sign-out, the provider's JWTs as Bearer, and every sign-in,
+failed or not, in the audit log."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+from urllib.parse import parse_qs, quote, urlsplit
+
+import httpx
+import oidc_provider_mock
+import pytest
+from gateway.v1 import admin_service_pb2 as pb
+
+from server.application.governance.audit import Actor
+from server.application.governance.signin import Rights, SignInFailed, _actor, _groups, call_for
+from server.base import config
+from server.base.call import PEER, Call
+from server.base.errors import NotFound, Unauthenticated
+from server.cli.serve import Gateway, open_gateway
+from server.storage.audit import AuditFilter
+from tests.support.shared_state import ADMIN_KEY, config_with
+
+CALLBACK = "http://127.0.0.1:1/admin/signin/callback"
+ADMIN = Call({"x-admin-key": ADMIN_KEY, PEER: "ipv4:10.0.0.9:5000"})
+
+
+@pytest.fixture
+def provider() -> Iterator[str]:
+    with oidc_provider_mock.run_server_in_thread() as server:
+        yield f"http://127.0.0.1:{server.server_port}"
+
+
+def set_user(provider: str, sub: str, groups: list[str], email: str | None = None) -> None:
+    reply = httpx.put(f"{provider}/users/{quote(sub)}",
+                      json={"email": email or f"{sub}@example.com", "groups": groups})  # fmt: skip
+    assert reply.status_code == 204
+
+
+@pytest.fixture
+async def gateway(provider: str, tmp_path, monkeypatch) -> AsyncIterator[Gateway]:
+    monkeypatch.setenv("GW_TEST_OIDC_SECRET", "s3cret")
+    data = config_with(sqlite_path=str(tmp_path / "g.db"))
+    data["auth"] = {"oidc": {
+        "issuer": provider, "client_id": "gateway", "session_ttl_s": 600,
+        "client_secret_env": "GW_TEST_OIDC_SECRET",
+        "role_map": {"gw-admins": [{"role": "admin"}],
+                     "search-leads": [{"team": "search", "role": "team_admin"}],
+                     "search-devs": [{"team": "search", "role": "member"}],
+                     "acme-admins": [{"org": "acme", "role": "org_admin"}],
+                     "ghosts": [{"team": "nowhere", "role": "member"},
+                                {"org": "nowhere", "role": "org_admin"}]},
+    }}  # fmt: skip
+    built = await open_gateway(config.parse(data, "t"))
+    gov = built.services.governance
+    org = (await gov.create_organization(pb.CreateOrganizationRequest(name="acme"), ADMIN)).org
+    await gov.create_team(pb.CreateTeamRequest(org_id=org.id, name="search"), ADMIN)
+    yield built
+    await built.aclose()
+
+
+async def sign_in(gateway: Gateway, sub: str) -> str:
+    """The code flow as the browser would run it; the session's secret."""
+    url = await gateway.signin.begin(CALLBACK)
+    query = parse_qs(urlsplit(url).query)
+    assert query["code_challenge_method"] == ["S256"] and query["redirect_uri"] == [CALLBACK]
+    async with httpx.AsyncClient() as idp:
+        granted = await idp.post(url, data={"sub": sub})
+    back = parse_qs(urlsplit(granted.headers["location"]).query)
+    secret, ttl = await gateway.signin.finish(
+        back["code"][0], back["state"][0], CALLBACK, call_for("ipv4:10.0.0.1:4000", "req-in")
+    )
+    assert ttl == 600
+    return secret
+
+
+async def audit(gateway: Gateway, action: str = "sign") -> list[Any]:
+    assert gateway.store is not None
+    return await gateway.store.audit.page(AuditFilter("", action, "", None, None), 0, 100)
+
+
+def canonical(record: dict[str, str]) -> str:
+    return json.dumps(record, sort_keys=True)
+
+
+async def test_groups_give_roles_synchronised_at_each_sign_in(gateway, provider) -> None:
+    signin, store = gateway.signin, gateway.store
+    team = (await store.governance.list_teams())[0]
+    set_user(provider, "bob", ["search-leads", "search-devs", "ghosts"])
+    secret = await sign_in(gateway, "bob")
+    actor, email = await signin.actor_of_session(secret)
+    user = await store.governance.user_by_subject("bob")
+    assert email == "bob@example.com" and user.email == email
+    # Of two roles in one place the stronger; a team or organisation not made: nothing.
+    assert actor == Actor(f"user:{user.id}", frozenset({team.id}), frozenset())
+    held = await store.governance.memberships(user_id=user.id)
+    assert [(m.team_id, m.role, m.source) for m in held] == [(team.id, "team_admin", "oidc")]
+    # An administrator's membership is left alone; the provider's follow the groups.
+    await gateway.services.governance.put_membership(
+        pb.PutMembershipRequest(org_id=team.org_id, user_id=user.id, role="viewer"), ADMIN
+    )
+    set_user(provider, "bob", ["search-devs", "acme-admins"], email="bob@new.example")
+    secret = await sign_in(gateway, "bob")
+    held = await store.governance.memberships(user_id=user.id)
+    assert sorted((m.org_id, m.team_id, m.role, m.source, m.version) for m in held) == sorted([
+        (team.org_id, "", "viewer", "admin", 1), (team.org_id, team.id, "member", "oidc", 2),
+    ])  # fmt: skip
+    assert (await store.governance.user_by_subject("bob")).email == "bob@new.example"
+    actor, _ = await signin.actor_of_session(secret)
+    assert actor == Actor(f"user:{user.id}", frozenset(), frozenset())
+    set_user(provider, "bob", [])
+    await sign_in(gateway, "bob")
+    held = await store.governance.memberships(user_id=user.id)
+    assert [(m.role, m.source) for m in held] == [("viewer", "admin")]
+    events = await audit(gateway)
+    assert [e.action for e in events] == ["signin.succeeded"] * 3
+    assert all(e.actor == f"user:{user.id}" and e.target == f"user:{user.id}" for e in events)
+    first, second, third = (json.loads(e.after) for e in events)
+    assert first["groups"] == ["ghosts", "search-devs", "search-leads"]
+    assert first["role"] == "" and first["memberships"] == [
+        {"org": team.org_id, "team": team.id, "role": "team_admin", "source": "oidc"}
+    ]
+    viewer = {"org": team.org_id, "team": "", "role": "viewer", "source": "admin"}
+    before = json.loads(events[1].before)["memberships"]
+    assert sorted(map(canonical, before)) == sorted(map(canonical, [*first["memberships"], viewer]))
+    assert second["email"] == "bob@new.example" and len(second["session"]) == 12
+    assert third["memberships"] == [viewer]
+    assert events[0].actor_address == "ipv4:10.0.0.1:4000" and events[0].request_id == "req-in"
+
+
+async def test_an_administrator_by_group_only_and_sign_out(gateway, provider) -> None:
+    signin, store = gateway.signin, gateway.store
+    # A user an administrator made by email gets the subject at the first sign-in.
+    made = (
+        await gateway.services.governance.create_user(
+            pb.CreateUserRequest(email="carol@example.com"), ADMIN
+        )
+    ).user
+    set_user(provider, "carol", ["gw-admins"])
+    secret = await sign_in(gateway, "carol")
+    assert await signin.actor_of_session(secret) == (Actor(f"user:{made.id}"),
+                                                     "carol@example.com")  # fmt: skip
+    assert (await store.governance.user_by_subject("carol")).id == made.id
+    set_user(provider, "dave", [])
+    nobody = await sign_in(gateway, "dave")
+    dave = await store.governance.user_by_subject("dave")
+    assert (await signin.actor_of_session(nobody))[0] == Actor(f"user:{dave.id}", frozenset(),
+                                                               frozenset())  # fmt: skip
+    call = call_for("ipv4:10.0.0.1:4000", "req-out")
+    assert await signin.sign_out(secret, call) is True
+    assert await signin.actor_of_session(secret) is None
+    assert await signin.sign_out(secret, call) is False
+    assert await signin.sign_out("", call) is False
+    out = await audit(gateway, "signout")
+    assert [(e.actor, e.target) for e in out] == [(f"user:{made.id}", f"user:{made.id}")]
+    assert json.loads(out[0].after)["revoked"] is True
+
+
+async def test_a_sign_in_that_does_not_hold_is_refused_and_recorded(gateway, provider) -> None:
+    call = call_for("ipv4:10.0.0.1:4000", "req-bad")
+    with pytest.raises(SignInFailed, match="the sign-in's state is unknown, used or stale"):
+        await gateway.signin.finish("code", "no-such-state", CALLBACK, call)
+    with pytest.raises(SignInFailed, match="the sign-in's state is unknown, used or stale"):
+        await gateway.signin.finish("code", "", CALLBACK, call)
+    url = await gateway.signin.begin(CALLBACK)
+    state = parse_qs(urlsplit(url).query)["state"][0]
+    with pytest.raises(SignInFailed, match="the provider sent no code"):
+        await gateway.signin.finish("", state, CALLBACK, call)
+    with pytest.raises(SignInFailed, match="the sign-in's state is unknown, used or stale"):
+        await gateway.signin.finish("code", state, CALLBACK, call)  # a state is taken once
+    events = await audit(gateway)
+    assert [(e.action, e.actor, e.target) for e in events] == [
+        ("signin.failed", "oidc:unknown", "")
+    ] * 4
+    assert json.loads(events[2].after) == {"reason": "the provider sent no code"}
+
+
+async def test_the_providers_jwt_as_bearer(gateway, provider) -> None:
+    set_user(provider, "erin", ["search-leads"])
+    redirect = "http://127.0.0.1:1/callback"
+    authorize = (f"{provider}/oauth2/authorize?response_type=code&client_id=gateway"
+                 f"&redirect_uri={quote(redirect)}&scope=openid+email&state=x&nonce=n")  # fmt: skip
+    async with httpx.AsyncClient() as idp:
+        granted = await idp.post(authorize, data={"sub": "erin"})
+        code = parse_qs(urlsplit(granted.headers["location"]).query)["code"][0]
+        tokens = (await idp.post(f"{provider}/oauth2/token", data={
+            "grant_type": "authorization_code", "code": code, "redirect_uri": redirect,
+            "client_id": "gateway", "client_secret": "x"})).json()  # fmt: skip
+    team = (await gateway.store.governance.list_teams())[0]
+    actor = await gateway.signin.actor_of_bearer(tokens["id_token"])
+    assert actor == Actor("oidc:erin", frozenset({team.id}), frozenset())
+    with pytest.raises(Unauthenticated) as refused:
+        await gateway.signin.actor_of_bearer("not.a.jwt")
+    assert refused.value.message == "the Bearer token is not accepted: the token is malformed"
+
+
+async def test_without_sign_in_configured(tmp_path) -> None:
+    built = await open_gateway(config.parse(config_with(sqlite_path=str(tmp_path / "g.db")), "t"))
+    try:
+        with pytest.raises(NotFound, match=r"sign-in is not configured \(auth.oidc\)"):
+            await built.signin.begin(CALLBACK)
+        with pytest.raises(Unauthenticated) as refused:
+            await built.signin.actor_of_bearer("a.b.c")
+        assert refused.value.message == ("the Bearer token is not accepted: it is not an admin "
+                                         "key, and sign-in is not configured")  # fmt: skip
+        assert await built.signin.actor_of_session("secret") is None
+    finally:
+        await built.aclose()
+
+
+def test_groups_and_rights_as_an_actor() -> None:
+    assert _groups("one") == ["one"] and _groups(["b", "a", "b", 3]) == ["3", "a", "b"]
+    assert _groups(None) == [] and _groups({"a": 1}) == []
+    assert _actor("u", Rights("admin", {("o", "t"): "member"})) == Actor("u")
+    assert _actor("u", Rights("viewer", {})) == Actor("u", read_only=True)
+    places = {("o1", ""): "org_admin", ("o2", ""): "member", ("o1", "t1"): "team_admin",
+              ("o1", "t2"): "member"}  # fmt: skip
+    assert _actor("u", Rights("", places)) == Actor("u", frozenset({"t1"}), frozenset({"o1"}))
