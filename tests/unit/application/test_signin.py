@@ -7,6 +7,7 @@ failed or not, in the audit log."""
 from __future__ import annotations
 
 import json
+import socket
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 from urllib.parse import parse_qs, quote, urlsplit
@@ -68,6 +69,9 @@ async def sign_in(gateway: Gateway, sub: str) -> str:
     url = await gateway.signin.begin(CALLBACK)
     query = parse_qs(urlsplit(url).query)
     assert query["code_challenge_method"] == ["S256"] and query["redirect_uri"] == [CALLBACK]
+    # A nonce of 24 random bytes; the challenge an S256 digest (43 characters unpadded).
+    assert len(query["nonce"][0]) == 32 and len(query["code_challenge"][0]) == 43
+    assert gateway.signin.provider() is gateway.signin.provider()  # discovery kept
     async with httpx.AsyncClient() as idp:
         granted = await idp.post(url, data={"sub": sub})
     back = parse_qs(urlsplit(granted.headers["location"]).query)
@@ -162,15 +166,15 @@ async def test_an_administrator_by_group_only_and_sign_out(gateway, provider) ->
 
 async def test_a_sign_in_that_does_not_hold_is_refused_and_recorded(gateway, provider) -> None:
     call = call_for("ipv4:10.0.0.1:4000", "req-bad")
-    with pytest.raises(SignInFailed, match="the sign-in's state is unknown, used or stale"):
+    with pytest.raises(SignInFailed, match="^the sign-in's state is unknown, used or stale$"):
         await gateway.signin.finish("code", "no-such-state", CALLBACK, call)
-    with pytest.raises(SignInFailed, match="the sign-in's state is unknown, used or stale"):
+    with pytest.raises(SignInFailed, match="^the sign-in's state is unknown, used or stale$"):
         await gateway.signin.finish("code", "", CALLBACK, call)
     url = await gateway.signin.begin(CALLBACK)
     state = parse_qs(urlsplit(url).query)["state"][0]
-    with pytest.raises(SignInFailed, match="the provider sent no code"):
+    with pytest.raises(SignInFailed, match="^the provider sent no code$"):
         await gateway.signin.finish("", state, CALLBACK, call)
-    with pytest.raises(SignInFailed, match="the sign-in's state is unknown, used or stale"):
+    with pytest.raises(SignInFailed, match="^the sign-in's state is unknown, used or stale$"):
         await gateway.signin.finish("code", state, CALLBACK, call)  # a state is taken once
     events = await audit(gateway)
     assert [(e.action, e.actor, e.target) for e in events] == [
@@ -201,8 +205,10 @@ async def test_the_providers_jwt_as_bearer(gateway, provider) -> None:
 async def test_without_sign_in_configured(tmp_path) -> None:
     built = await open_gateway(config.parse(config_with(sqlite_path=str(tmp_path / "g.db")), "t"))
     try:
-        with pytest.raises(NotFound, match=r"sign-in is not configured \(auth.oidc\)"):
+        with pytest.raises(NotFound) as missing:
             await built.signin.begin(CALLBACK)
+        assert missing.value.message == "sign-in is not configured (auth.oidc) on this gateway"
+        assert dict(missing.value.metadata) == {}
         with pytest.raises(Unauthenticated) as refused:
             await built.signin.actor_of_bearer("a.b.c")
         assert refused.value.message == ("the Bearer token is not accepted: it is not an admin "
@@ -220,3 +226,22 @@ def test_groups_and_rights_as_an_actor() -> None:
     places = {("o1", ""): "org_admin", ("o2", ""): "member", ("o1", "t1"): "team_admin",
               ("o1", "t2"): "member"}  # fmt: skip
     assert _actor("u", Rights("", places)) == Actor("u", frozenset({"t1"}), frozenset({"o1"}))
+
+
+async def test_a_provider_that_cannot_be_reached_makes_sign_in_unavailable(tmp_path) -> None:
+    with socket.socket() as closed:  # a port nobody listens on once closed
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    data = config_with(sqlite_path=str(tmp_path / "g.db"))
+    data["auth"] = {"oidc": {"issuer": f"http://127.0.0.1:{port}", "client_id": "gateway"}}
+    built = await open_gateway(config.parse(data, "t"))
+    try:
+        with pytest.raises(Unauthenticated) as refused:
+            await built.signin.begin(CALLBACK)
+        assert refused.value.message.startswith(
+            "sign-in is unavailable: the provider's discovery document is unavailable ("
+        )
+        assert dict(refused.value.metadata) == {}
+        assert built.signin.provider().client_secret is None  # a public client: no secret
+    finally:
+        await built.aclose()
