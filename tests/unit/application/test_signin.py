@@ -17,11 +17,11 @@ import oidc_provider_mock
 import pytest
 from gateway.v1 import admin_service_pb2 as pb
 
-from server.application.governance.audit import Actor
+from server.application.governance.audit import SESSION, Actor
 from server.application.governance.signin import Rights, SignInFailed, _actor, _groups, call_for
 from server.base import config
 from server.base.call import PEER, Call
-from server.base.errors import NotFound, Unauthenticated
+from server.base.errors import NotFound, PermissionDenied, Unauthenticated
 from server.cli.serve import Gateway, open_gateway
 from server.storage.audit import AuditFilter
 from tests.support.shared_state import ADMIN_KEY, config_with
@@ -245,3 +245,25 @@ async def test_a_provider_that_cannot_be_reached_makes_sign_in_unavailable(tmp_p
         assert built.signin.provider().client_secret is None  # a public client: no secret
     finally:
         await built.aclose()
+
+
+async def test_an_organisations_administrator_sees_and_reads_that_organisation_only(
+    gateway, provider
+) -> None:
+    gov = gateway.services.governance
+    other = (await gov.create_organization(pb.CreateOrganizationRequest(name="other"),
+                                           ADMIN)).org  # fmt: skip
+    set_user(provider, "olga", ["acme-admins"])
+    session = Call({SESSION: await sign_in(gateway, "olga")})
+    olga = await gateway.store.governance.user_by_subject("olga")
+    listed = await gov.list_organizations(pb.ListOrganizationsRequest(), session)
+    assert [o.name for o in listed.orgs] == ["acme"]
+    acme = listed.orgs[0]
+    got = await gov.get_organization(pb.GetOrganizationRequest(org_id=acme.id), session)
+    assert got.org.id == acme.id
+    with pytest.raises(PermissionDenied) as refused:
+        await gov.get_organization(pb.GetOrganizationRequest(org_id=other.id), session)
+    assert refused.value.message == "this organisation needs an administrator of the whole gateway"
+    assert dict(refused.value.metadata) == {"actor": f"user:{olga.id}"}
+    teams = await gov.list_teams(pb.ListTeamsRequest(), session)
+    assert [t.name for t in teams.teams] == ["search"]
