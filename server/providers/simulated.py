@@ -221,7 +221,10 @@ class SimulatedProvider:
                 calls.append(PlannedCall(tool, call_id, pieces))
             return Planned([], "length" if cut else "tool_calls", tuple(calls))
         fmt = request.response_format
-        asked = prompt_json.read(_prompt(request))
+        # A request that offers tools is an agent's turn, whose long instructions list
+        # and ask for many things: only a plain request's prompt is read for JSON or a
+        # classifier's labels.
+        asked = prompt_json.Asked() if request.tools else prompt_json.read(_prompt(request))
         seed = int.from_bytes(_seed(request, choice), "big")
         if fmt is not None:
             schema = fmt.schema if fmt.type == "json_schema" else asked.schema

@@ -143,3 +143,17 @@ async def test_a_classifier_asking_for_an_index_gets_one_in_range(sdk: openai.As
 async def test_a_prompt_that_asks_for_no_json_gets_text(sdk: openai.AsyncOpenAI) -> None:
     text = await ask(sdk, {"role": "user", "content": "What is JSON, in a sentence?"})
     assert text.startswith("(simulated)")
+
+
+async def test_an_agents_turn_with_tools_is_not_read_as_a_classifier(
+    sdk: openai.AsyncOpenAI,
+) -> None:
+    # An agent's instructions list skills and categories; its turn is answered as text.
+    system = "Skills you may use, by category:\n- run: start the app\n- test: run the tests"
+    tool = {"type": "function", "function": {"name": "read_file", "parameters": {
+        "type": "object", "properties": {"path": {"type": "string"}}}}}  # fmt: skip
+    answer = await sdk.chat.completions.create(
+        model="sim-mini", tools=[tool], tool_choice="none",  # type: ignore[list-item]
+        messages=[{"role": "system", "content": system}, {"role": "user", "content": "Hello"}],
+    )  # fmt: skip
+    assert (answer.choices[0].message.content or "").startswith("(simulated)")
