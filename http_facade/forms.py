@@ -5,7 +5,6 @@ uploads, the audio routes and image edits read their forms here."""
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 from python_multipart.multipart import MultipartParser, parse_options_header
 from starlette.requests import Request
@@ -37,61 +36,77 @@ def boundary_of(request: Request, file_field: str) -> bytes:
     return bytes(options[b"boundary"])
 
 
+class _Form:
+    """One form's parse: text fields kept in order (each bounded), and each part of a
+    file field handed to `data` chunk by chunk, then to `end` with its filename."""
+
+    def __init__(
+        self,
+        boundary: bytes,
+        file_fields: tuple[str, ...],
+        data: Callable[[str, bytes], None],
+        end: Callable[[str, str], None],
+    ) -> None:
+        self.fields: list[tuple[str, str]] = []
+        self._file_fields = file_fields
+        self._data, self._end = data, end
+        self._name, self._filename = "", ""
+        self._text: list[bytes] = []
+        self._header = [b"", b""]
+        self.parser = MultipartParser(boundary, {
+            "on_part_begin": self._begin, "on_header_field": self._header_field,
+            "on_header_value": self._header_value, "on_header_end": self._header_end,
+            "on_part_data": self._part_data, "on_part_end": self._part_end,
+        })  # fmt: skip
+
+    def _begin(self) -> None:
+        self._name, self._filename, self._text = "", "", []
+
+    def _header_field(self, data: bytes, start: int, end: int) -> None:
+        self._header[0] += data[start:end]
+
+    def _header_value(self, data: bytes, start: int, end: int) -> None:
+        self._header[1] += data[start:end]
+
+    def _header_end(self) -> None:
+        if self._header[0].lower() == b"content-disposition":
+            _, options = parse_options_header(self._header[1])
+            self._name = options.get(b"name", b"").decode()
+            self._filename = options.get(b"filename", b"").decode()
+        self._header = [b"", b""]
+
+    def _part_data(self, data: bytes, start: int, end: int) -> None:
+        if self._name in self._file_fields:
+            self._data(self._name, data[start:end])
+        elif sum(map(len, self._text)) < FIELD_BYTES:
+            self._text.append(data[start:end])
+
+    def _part_end(self) -> None:
+        if self._name in self._file_fields:
+            self._end(self._name, self._filename)
+        elif self._name:
+            self.fields.append((self._name, b"".join(self._text).decode(errors="replace")))
+
+
 async def read_form(
     request: Request, boundary: bytes, file_field: str, write: Callable[[bytes], Awaitable[None]]
 ) -> list[tuple[str, str]]:
     """The form's text fields in order (a repeated name once per value), and the file's
     name under `file_field`, its bytes going to `write` as they arrive."""
-    fields: list[tuple[str, str]] = []
-    part: dict[str, Any] = {}
     pending: list[bytes] = []
-    header: list[bytes] = [b"", b""]
-
-    def on_part_begin() -> None:
-        part.clear()
-        part["data"] = []
-
-    def on_header_field(data: bytes, start: int, end: int) -> None:
-        header[0] += data[start:end]
-
-    def on_header_value(data: bytes, start: int, end: int) -> None:
-        header[1] += data[start:end]
-
-    def on_header_end() -> None:
-        if header[0].lower() == b"content-disposition":
-            _, options = parse_options_header(header[1])
-            part["name"] = options.get(b"name", b"").decode()
-            if b"filename" in options:
-                part["filename"] = options[b"filename"].decode()
-        header[0], header[1] = b"", b""
-
-    def on_part_data(data: bytes, start: int, end: int) -> None:
-        if part.get("name") == file_field:
-            pending.append(data[start:end])
-        elif sum(map(len, part["data"])) < FIELD_BYTES:
-            part["data"].append(data[start:end])
-
-    def on_part_end() -> None:
-        name = part.get("name", "")
-        if name == file_field:
-            fields.append((name, part.get("filename", "")))
-        elif name:
-            fields.append((name, b"".join(part["data"]).decode(errors="replace")))
-
-    parser = MultipartParser(boundary, {
-        "on_part_begin": on_part_begin, "on_header_field": on_header_field,
-        "on_header_value": on_header_value, "on_header_end": on_header_end,
-        "on_part_data": on_part_data, "on_part_end": on_part_end,
-    })  # fmt: skip
+    form = _Form(
+        boundary, (file_field,), lambda _, chunk: pending.append(chunk),
+        lambda name, filename: form.fields.append((name, filename)),
+    )  # fmt: skip
     async for chunk in request.stream():
-        parser.write(chunk)
+        form.parser.write(chunk)
         if pending:
             await write(b"".join(pending))
             pending.clear()
-    parser.finalize()
+    form.parser.finalize()
     if pending:
         await write(b"".join(pending))
-    return fields
+    return form.fields
 
 
 async def read_files(
@@ -100,53 +115,22 @@ async def read_files(
     """A form with several files (`image[]` twice, a `mask`): its text fields in order,
     and each file as (field, filename, bytes), its chunks joined once at its end. The
     files together hold at most `limit` bytes: TooLarge names the field that passed it."""
-    fields: list[tuple[str, str]] = []
     files: list[tuple[str, str, bytes]] = []
-    part: dict[str, Any] = {}
-    header: list[bytes] = [b"", b""]
+    chunks: list[bytes] = []
     held = [0]
 
-    def on_part_begin() -> None:
-        part.clear()
-        part["data"] = []
+    def data(name: str, chunk: bytes) -> None:
+        held[0] += len(chunk)
+        if held[0] > limit:
+            raise TooLarge(f"{name}: the files exceed {limit} bytes", {"field": name})
+        chunks.append(chunk)
 
-    def on_header_field(data: bytes, start: int, end: int) -> None:
-        header[0] += data[start:end]
+    def end(name: str, filename: str) -> None:
+        files.append((name, filename, b"".join(chunks)))
+        chunks.clear()
 
-    def on_header_value(data: bytes, start: int, end: int) -> None:
-        header[1] += data[start:end]
-
-    def on_header_end() -> None:
-        if header[0].lower() == b"content-disposition":
-            _, options = parse_options_header(header[1])
-            part["name"] = options.get(b"name", b"").decode()
-            part["filename"] = options.get(b"filename", b"").decode()
-        header[0], header[1] = b"", b""
-
-    def on_part_data(data: bytes, start: int, end: int) -> None:
-        if part.get("name") in file_fields:
-            held[0] += end - start
-            if held[0] > limit:
-                name = part["name"]
-                raise TooLarge(f"{name}: the files exceed {limit} bytes", {"field": name})
-            part["data"].append(data[start:end])
-        elif sum(map(len, part["data"])) < FIELD_BYTES:
-            part["data"].append(data[start:end])
-
-    def on_part_end() -> None:
-        name = part.get("name", "")
-        if name in file_fields:
-            files.append((name, part["filename"], b"".join(part["data"])))
-        elif name:
-            fields.append((name, b"".join(part["data"]).decode(errors="replace")))
-        part["data"] = []
-
-    parser = MultipartParser(boundary, {
-        "on_part_begin": on_part_begin, "on_header_field": on_header_field,
-        "on_header_value": on_header_value, "on_header_end": on_header_end,
-        "on_part_data": on_part_data, "on_part_end": on_part_end,
-    })  # fmt: skip
+    form = _Form(boundary, file_fields, data, end)
     async for chunk in request.stream():
-        parser.write(chunk)
-    parser.finalize()
-    return fields, files
+        form.parser.write(chunk)
+    form.parser.finalize()
+    return form.fields, files
