@@ -326,11 +326,8 @@ class OpenAIProvider:
         """POST /audio/transcriptions (or /translations) as a multipart form."""
         endpoint = "/audio/translations" if request.translate else "/audio/transcriptions"
         body, content_type = audio_wire.transcription_form(self.params.model, request)
-        headers = [*self.request_headers(), ("content-type", content_type)]
         with upstream_errors(self.id):
-            async with self._client.stream(
-                "POST", self.path(endpoint), content=body, extra_headers=headers
-            ) as r:
+            async with self._post_bytes(endpoint, body, content_type) as r:
                 await check_status(r, self.id)
                 answer = await read_json(r)
             return audio_wire.transcript(answer)
@@ -345,11 +342,8 @@ class OpenAIProvider:
         else:
             body = orjson.dumps(images_wire.generation_body(self.params.model, request, links))
             content_type, endpoint = "application/json", "/images/generations"
-        headers = [*self.request_headers(), ("content-type", content_type)]
         with upstream_errors(self.id):
-            async with self._client.stream(
-                "POST", self.path(endpoint), content=body, extra_headers=headers
-            ) as r:
+            async with self._post_bytes(endpoint, body, content_type) as r:
                 await check_status(r, self.id)
                 answer = await images_wire.read_answer(r)
             made = images_wire.images(answer, request)
@@ -389,6 +383,13 @@ class OpenAIProvider:
         return self._client.stream(
             "POST", self.path(endpoint), json=body, extra_headers=self.request_headers()
         )
+
+    def _post_bytes(
+        self, endpoint: str, body: bytes, content_type: str
+    ) -> AbstractAsyncContextManager[Response]:
+        """`_post` of a body already written (a multipart form, say)."""
+        headers = [*self.request_headers(), ("content-type", content_type)]
+        return self._client.stream("POST", self.path(endpoint), content=body, extra_headers=headers)
 
     async def aclose(self) -> None:
         await self._client.aclose()
