@@ -25,7 +25,7 @@ from starlette.routing import BaseRoute, Route
 from http_facade.backends import Backend
 from http_facade.bindings import Rpc
 from http_facade.context import exchange_for
-from http_facade.endpoint import read_body
+from http_facade.endpoint import read_json_object
 from http_facade.errors import response_headers
 from http_facade.forms import boundary_of, read_form, refuse_declared_past
 from http_facade.protocol import unless_gone
@@ -109,13 +109,7 @@ class AudioEndpoints:
 
     async def speech(self, request: Request) -> Response:
         exchange = exchange_for(request.scope)
-        raw = await read_body(request, self.max_body_bytes)
-        try:
-            body = orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            raise InvalidArgument("malformed JSON in the request body") from None
-        if not isinstance(body, dict):
-            raise InvalidArgument("the request body must be a JSON object")
+        body = await read_json_object(request, self.max_body_bytes)
         message = _speech_request(body)
         chunks = self.backend.stream(self.rpcs["CreateSpeech"], message, exchange)
         try:

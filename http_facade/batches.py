@@ -19,7 +19,7 @@ from starlette.routing import BaseRoute, Route
 from http_facade import codec
 from http_facade.bindings import Binding, bindings
 from http_facade.context import exchange_for
-from http_facade.endpoint import read_body
+from http_facade.endpoint import read_json_object
 from http_facade.forms import boundary_of, read_form
 from server.application.batches.anthropic import as_message_batch, result_line
 from server.application.batches.files import Files, TooLarge, as_object
@@ -94,7 +94,7 @@ class BatchEndpoints:
 
     async def create_batch(self, request: Request) -> Response:
         principal = await self._caller(request)
-        body = await _json_body(request, self.max_body_bytes)
+        body = await read_json_object(request, self.max_body_bytes)
         input_file_id = body.get("input_file_id")
         if not isinstance(input_file_id, str) or not input_file_id:
             raise InvalidArgument.for_field("input_file_id", "is required")
@@ -139,7 +139,7 @@ class BatchEndpoints:
 
     async def create_message_batch(self, request: Request) -> Response:
         principal = await self._caller(request)
-        body = await _json_body(request, self.max_body_bytes)
+        body = await read_json_object(request, self.max_body_bytes)
         row = await self.batches.create_inline(principal, body.get("requests"))
         return _json(await self._message_batch(request, row))
 
@@ -184,7 +184,7 @@ class BatchEndpoints:
 
     async def create_gemini_batch(self, request: Request) -> Response:
         principal = await self._caller(request)
-        body = await _json_body(request, self.max_body_bytes)
+        body = await read_json_object(request, self.max_body_bytes)
         model = request.path_params["model"].removeprefix("models/")
         row = await self.batches.create_gemini(principal, model, body)
         return _json(await as_operation(self.batches.store, row))
@@ -285,17 +285,6 @@ def _page(data: list[dict[str, Any]], limit: int) -> dict[str, Any]:
         "first_id": shown[0]["id"] if shown else None,
         "last_id": shown[-1]["id"] if shown else None,
     }  # fmt: skip
-
-
-async def _json_body(request: Request, limit: int) -> dict[str, Any]:
-    raw = await read_body(request, limit)
-    try:
-        body = orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        raise InvalidArgument("malformed JSON in the request body") from None
-    if not isinstance(body, dict):
-        raise InvalidArgument("the request body must be a JSON object")
-    return body
 
 
 def _json(payload: Any) -> Response:

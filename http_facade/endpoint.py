@@ -191,6 +191,18 @@ async def read_body(request: Request, limit: int) -> bytes:
     return b"".join(parts)
 
 
+async def read_json_object(request: Request, limit: int) -> dict[str, Any]:
+    """The request body (`read_body`) as a JSON object; InvalidArgument otherwise."""
+    raw = await read_body(request, limit)
+    try:
+        body = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        raise InvalidArgument("malformed JSON in the request body") from None
+    if not isinstance(body, dict):
+        raise InvalidArgument("the request body must be a JSON object")
+    return body
+
+
 def _json(payload: Any, exchange: Exchange) -> Response:
     body = orjson.dumps(payload)
     headers = response_headers(exchange.response_headers.items())
