@@ -1,8 +1,8 @@
 """Fair shares of a saturated model, through the openai SDK: sim-mini capped at two
 calls in flight whose calls may wait for a slot; a key flooding it with eight calls at
-once gets them all served in turn (none refused), while another key's calls, sent
-during the flood, are served in about an upstream call's time instead of queueing
-behind the flood. In one process, and on two workers sharing the cap through Redis."""
+once gets them all served in turn (none refused), while another key's call, sent
+during the flood, takes the next free slot instead of queueing behind the flood. In one
+process, and on two workers sharing the cap through Redis."""
 
 from __future__ import annotations
 
@@ -19,7 +19,6 @@ import httpx
 import openai
 import pytest
 
-from server.accounting.traffic import POLL_S
 from tests.support.gateways import (
     default_config_dict,
     eventually,
@@ -33,7 +32,8 @@ from tests.support.shared_state import REDIS_URL
 FLOOD = "gw-fair-flood-api-key-0001"
 STEADY = "gw-fair-steady-api-key-001"
 HELLO: Any = [{"role": "user", "content": "hello"}]
-TTFT_MS = 300
+# Long enough that all eight flood calls are in while the first two hold the slots.
+TTFT_MS = 1000
 
 
 def fair_config() -> dict[str, Any]:
@@ -82,21 +82,25 @@ async def test_a_flooding_key_waits_its_turn_and_another_key_is_not_held_behind_
             await client.chat.completions.create(model="sim-mini", messages=HELLO, max_tokens=4)
             return time.monotonic() - started
 
-        async def flood_waits() -> None:  # it fills both slots, and six more wait
+        async def flood_waits() -> None:  # it fills both slots, and five more wait
             async with httpx.AsyncClient(base_url=base) as http:
                 text = (await http.get("/metrics")).text
             found = re.search(r"^gateway_calls_waiting (\S+)$", text, re.M)
-            assert found is not None and float(found.group(1)) >= 6
+            assert found is not None and float(found.group(1)) >= 5
 
         async with flood, steady:
             flooding = [asyncio.create_task(ask(flood)) for _ in range(8)]
-            await eventually(flood_waits, timeout_s=10)
-            steady_took = [await ask(steady) for _ in range(3)]
+            await eventually(flood_waits, timeout_s=30)
+            await ask(steady)
+            # Seven flood calls or more were in before it: queued behind them, it would end
+            # after them. It took the next free slot instead, so no more than the two in
+            # flight and the one beside it in the next round (and on two workers one more,
+            # while its worker polled for a slot the other freed) ended before it.
+            flood_done_before = sum(task.done() for task in flooding)
+            for _ in range(2):
+                await ask(steady)
             flood_took = await asyncio.gather(*flooding)
-    # Eight flood calls through two slots: the last waited three upstream calls or more.
+    assert flood_done_before <= (3 if how == "one-process" else 4), flood_done_before
+    # Eight flood calls through two slots, with the steady key's three among them: the last
+    # waited three upstream calls or more.
     assert max(flood_took) >= 3.5 * TTFT_MS / 1000, flood_took
-    # The steady key's calls, each sent while the flood waited, were not queued behind
-    # it: each took one upstream call and the wait for one slot's release at most, plus
-    # on two workers one poll for a slot the other worker freed.
-    bound = 3 * TTFT_MS / 1000 + (POLL_S if how != "one-process" else 0)
-    assert max(steady_took) < bound, (steady_took, flood_took)

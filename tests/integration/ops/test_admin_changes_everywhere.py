@@ -44,8 +44,11 @@ async def primary_enabled(port: int) -> set[bool]:
     }
 
 
-async def test_reloads_and_switches_reach_every_worker(tmp_path: Path) -> None:
-    data = config_with(sqlite_path=str(tmp_path / "gw.db"))
+async def test_reloads_and_switches_reach_every_worker(tmp_path: Path, pg_url: str) -> None:
+    # On PostgreSQL: a worker stopped inside one of its own SQLite writes (the ledger's
+    # flush, the files' sweep) would hold the one database lock, and the other's audit
+    # record of the switch would wait for it instead of the change for its confirmation.
+    data = config_with(database_url=pg_url)
     data["keys"].append({"name": "doomed", "kind": "api", "secret": DOOMED["x-api-key"]})
     data["operations"] = {"request_log": False}
     path = write_config(tmp_path, data)

@@ -84,11 +84,12 @@ async def test_feedback_retrains_the_served_scorer_on_a_schedule(tmp_path: Path)
     data["routing"]["thresholds"] = {"economy": 1.0, "balanced": 1.0, "quality": 1.0}
     prompts = [f"{EASY} number {i}, tell me about the weather" for i in range(12)]
     async with client("in_process", data) as c:
-        before = {}
-        for prompt in prompts:
-            body = await infer(c, prompt, profile="economy")
-            assert body["model"] == "sim-mini"
-            before[prompt] = body["route"]["difficulty"]
+        # Every prompt scored before any feedback is sent: the schedule may refit as soon
+        # as the fifth rating is in.
+        answers = {p: await infer(c, p, profile="economy") for p in prompts}
+        assert {body["model"] for body in answers.values()} == {"sim-mini"}
+        before = {p: body["route"]["difficulty"] for p, body in answers.items()}
+        for body in answers.values():
             rated = await c.post(
                 "/v1/feedback", headers=HEADERS, json={"request_id": body["id"], "score": 0}
             )
