@@ -29,9 +29,8 @@ from http_facade.endpoint import read_json_object
 from http_facade.errors import response_headers
 from http_facade.forms import boundary_of, read_form, refuse_declared_past
 from http_facade.protocol import unless_gone
-from server.application.batches.files import TooLarge
 from server.base.audio import MAX_AUDIO_BYTES
-from server.base.errors import InvalidArgument
+from server.base.errors import InvalidArgument, TooLarge
 
 Handle = Callable[[Request], Awaitable[Response]]
 SERVICE = "gateway.v1.AudioService"

@@ -76,7 +76,11 @@ class Remote:
     """Forwards to a remote gateway over gRPC with generic (descriptor-driven) stubs."""
 
     def __init__(self, target: str, timeout_s: float) -> None:
-        self._channel = grpc.aio.insecure_channel(target)
+        # No bound of gRPC's own either way: the facade bounds what it sends (a body, an
+        # upload) and the core what it takes and answers (several images of up to
+        # 50 MB each), where gRPC's 4 MB default on answers refused two large images.
+        unbounded = [("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1)]
+        self._channel = grpc.aio.insecure_channel(target, options=unbounded)
         self._timeout_s = timeout_s
         self._stubs: dict[str, Callable[..., Any]] = {}
 

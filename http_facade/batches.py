@@ -22,12 +22,12 @@ from http_facade.context import exchange_for
 from http_facade.endpoint import read_json_object
 from http_facade.forms import boundary_of, read_form
 from server.application.batches.anthropic import as_message_batch, result_line
-from server.application.batches.files import Files, TooLarge, as_object
+from server.application.batches.files import Files, as_object
 from server.application.batches.gemini import as_operation
 from server.application.batches.jobs import Batches
 from server.base.call import Call
 from server.base.caller import Principal
-from server.base.errors import InvalidArgument
+from server.base.errors import InvalidArgument, TooLarge
 from server.base.pipeline import RpcMethod
 
 

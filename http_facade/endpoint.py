@@ -21,12 +21,12 @@ from http_facade import codec, sse
 from http_facade.backends import Backend
 from http_facade.bindings import Binding, Rpc
 from http_facade.context import Exchange, exchange_for
-from http_facade.errors import PayloadTooLarge, RequestTimeout, response_headers
+from http_facade.errors import RequestTimeout, response_headers
 from http_facade.protocol import unless_gone
 from http_facade.same_origin import check_cookie_change
 from server.accounting.admission import KEY_HEADERS
 from server.application.governance.signin import SESSION
-from server.base.errors import InvalidArgument, UnknownParameter
+from server.base.errors import InvalidArgument, TooLarge, UnknownParameter
 
 
 @dataclass(frozen=True)
@@ -177,16 +177,16 @@ def _refuse(payload: dict[str, Any], refused: frozenset[str]) -> None:
 
 
 async def read_body(request: Request, limit: int) -> bytes:
-    """The request body, at most `limit` bytes (PayloadTooLarge past it)."""
+    """The request body, at most `limit` bytes (TooLarge past it)."""
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > limit:
-        raise PayloadTooLarge(f"the request body exceeds {limit} bytes")
+        raise TooLarge(f"the request body exceeds {limit} bytes")
     parts = []
     size = 0
     async for part in request.stream():
         size += len(part)
         if size > limit:
-            raise PayloadTooLarge(f"the request body exceeds {limit} bytes")
+            raise TooLarge(f"the request body exceeds {limit} bytes")
         parts.append(part)
     return b"".join(parts)
 

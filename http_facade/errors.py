@@ -76,16 +76,6 @@ def error_type(code: Code, reason: str) -> str:
 _NOT_HEADERS = frozenset({"content-type", "content-length", "transfer-encoding", "connection"})
 
 
-class PayloadTooLarge(InvalidArgument):
-    """The request body is larger than the configured limit (an HTTP-only condition)."""
-
-    reason = "REQUEST_TOO_LARGE"
-
-    @property
-    def http_status(self) -> int:
-        return 413
-
-
 class RequestTimeout(InvalidArgument):
     """The request body did not arrive in time (an HTTP-only condition)."""
 

@@ -9,15 +9,11 @@ from collections.abc import Awaitable, Callable
 from python_multipart.multipart import MultipartParser, parse_options_header
 from starlette.requests import Request
 
-from server.application.batches.files import TooLarge
-from server.base.errors import InvalidArgument
+from server.base.errors import InvalidArgument, TooLarge
+from server.base.uploads import FORM_SLACK
 
 # What a text field keeps (a longer one is cut there).
 FIELD_BYTES = 4096
-
-
-# What a form's other fields and boundaries may add to its files' bytes.
-FORM_SLACK = 64 * 1024
 
 
 def refuse_declared_past(request: Request, limit: int, error: TooLarge) -> None:

@@ -28,8 +28,7 @@ from http_facade.context import exchange_for
 from http_facade.errors import response_headers
 from http_facade.forms import boundary_of, read_files, refuse_declared_past
 from http_facade.protocol import unless_gone
-from server.application.batches.files import TooLarge
-from server.base.errors import InvalidArgument
+from server.base.errors import InvalidArgument, TooLarge
 from server.base.images import MAX_IMAGE_BYTES
 
 Handle = Callable[[Request], Awaitable[Response]]

@@ -34,7 +34,6 @@ from starlette.routing import BaseRoute, Route
 
 from http_facade.context import exchange_for
 from http_facade.endpoint import read_body
-from http_facade.errors import PayloadTooLarge
 from http_facade.mcp_oauth import (
     INSUFFICIENT_SCOPE,
     WELL_KNOWN,
@@ -56,6 +55,7 @@ from server.base.errors import (
     GatewayError,
     NotFound,
     RateLimited,
+    TooLarge,
     ToolNotFound,
     Unauthenticated,
     UpstreamError,
@@ -227,7 +227,7 @@ class McpEndpoint:
     async def _message(self, request: Request) -> dict[str, Any]:
         try:
             raw = await read_body(request, self.max_body_bytes)
-        except PayloadTooLarge as exc:
+        except TooLarge as exc:
             raise RpcError(REFUSED, exc.message, status=413) from None
         try:
             message = orjson.loads(raw)

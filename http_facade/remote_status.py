@@ -11,7 +11,11 @@ import grpc
 from google.rpc import error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
-from server.base.errors import Code, GatewayError
+from server.base.errors import Code, GatewayError, PreconditionFailed, TooLarge
+
+# The errors whose HTTP status is not their code's: told apart by their reason.
+REASON_HTTP_STATUS = {error.reason: status for error, status in
+                      ((TooLarge, 413), (PreconditionFailed, 412))}  # fmt: skip
 
 
 class RemoteError(GatewayError):
@@ -31,6 +35,10 @@ class RemoteError(GatewayError):
         )
         self.code = code
         self.reason = reason
+
+    @property
+    def http_status(self) -> int:
+        return REASON_HTTP_STATUS.get(self.reason) or super().http_status
 
 
 def from_rpc_error(error: grpc.aio.AioRpcError) -> RemoteError:

@@ -10,7 +10,6 @@ from typing import TypeVar
 from gateway.v1 import audio_service_pb2 as pb
 
 from server.accounting.accounts import Accounts
-from server.application.batches.files import TooLarge
 from server.application.pipeline.operation_run import OperationRun, operate
 from server.application.pipeline.state import Live
 from server.base.audio import (
@@ -25,7 +24,7 @@ from server.base.audio import (
     TranscriptionRequest,
 )
 from server.base.call import Call
-from server.base.errors import InvalidArgument
+from server.base.errors import InvalidArgument, TooLarge
 
 TEXT_FORMATS = ("json", "text", "srt", "verbose_json", "vtt")
 # The three requests share their fields (and the two answers theirs).

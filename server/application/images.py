@@ -12,11 +12,10 @@ from typing import TypeVar
 from gateway.v1 import image_service_pb2 as pb
 
 from server.accounting.accounts import Accounts
-from server.application.batches.files import TooLarge
 from server.application.pipeline.operation_run import OperationRun, operate
 from server.application.pipeline.state import Live
 from server.base.call import Call
-from server.base.errors import InvalidArgument
+from server.base.errors import InvalidArgument, TooLarge
 from server.base.images import (
     BACKGROUNDS,
     IMAGES,

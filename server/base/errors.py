@@ -3,6 +3,7 @@
     GatewayError
     ├── InvalidArgument          INVALID_ARGUMENT     400  a field is missing or out of range
     │   ├── UnknownParameter     INVALID_ARGUMENT     400  a field the API does not have
+    │   ├── TooLarge             INVALID_ARGUMENT     413  a request or an upload past its bound
     │   └── Unsupported          INVALID_ARGUMENT     400  no provider of the model can do it
     ├── Unauthenticated          UNAUTHENTICATED      401  missing or wrong key
     ├── PermissionDenied         PERMISSION_DENIED    403  key valid, not allowed here
@@ -26,7 +27,7 @@
 
 Each class declares its gRPC code, an UPPER_SNAKE reason and whether another provider
 may succeed where this one failed. Both transports read `HTTP_STATUS` and nothing else
-(through `http_status`, which PreconditionFailed alone overrides: 412).
+(through `http_status`, which TooLarge and PreconditionFailed override: 413, 412).
 """
 
 from __future__ import annotations
@@ -134,6 +135,17 @@ class InvalidArgument(GatewayError):
 
 class UnknownParameter(InvalidArgument):
     reason = "UNKNOWN_PARAMETER"
+
+
+class TooLarge(InvalidArgument):
+    """A request, or a file in it, past its bound: HTTP 413, not the 400
+    INVALID_ARGUMENT otherwise maps to."""
+
+    reason = "REQUEST_TOO_LARGE"
+
+    @property
+    def http_status(self) -> int:
+        return 413
 
 
 class Unsupported(InvalidArgument):

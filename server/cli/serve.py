@@ -66,6 +66,7 @@ from server.application.rpcs import Services
 from server.application.usage import UsageService
 from server.base.config import Config, ConfigError, OperationsConfig, ServerConfig
 from server.base.pipeline import SERVICES, Middleware, RpcMethod
+from server.base.uploads import largest_message
 from server.grpc_api.service import Limits, grpc_handlers
 from server.ops import requestlog
 from server.ops.batch_metrics import BatchMetrics
@@ -465,8 +466,11 @@ async def start_grpc(
     standard health service and is the one to turn NOT_SERVING when draining. Workers of
     `--workers N` (`reuse_port`) each bind the port; the kernel spreads connections.
     `stopping` completes when streams still running must end (UNAVAILABLE)."""
-    # One request size for both transports: REST's body limit bounds a gRPC message too.
-    options: list[tuple[str, int]] = [("grpc.max_receive_message_length", settings.max_body_bytes)]
+    # One request size for both transports: REST's body limit bounds a gRPC message too,
+    # and an upload's bound a message carrying one (an edge tier's transcription). gRPC
+    # itself refuses only past the largest; the decoder bounds each method by its own.
+    largest = largest_message(settings.max_body_bytes)
+    options: list[tuple[str, int]] = [("grpc.max_receive_message_length", largest)]
     if reuse_port:
         options.append(("grpc.so_reuseport", 1))
     if settings.grpc_max_connection_age_s:
@@ -476,7 +480,7 @@ async def start_grpc(
             ("grpc.max_connection_age_grace_ms", round(grace_s * 1000)),
         ]
     server = grpc.aio.server(options=options)
-    limits = Limits(settings.request_timeout_s, settings.send_timeout_s)
+    limits = Limits(settings.request_timeout_s, settings.send_timeout_s, settings.max_body_bytes)
     server.add_generic_rpc_handlers(grpc_handlers(table, limits, stopping))
     health_servicer = health_servicer or health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)

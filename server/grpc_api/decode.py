@@ -3,7 +3,8 @@ format, a string field that is not UTF-8) becomes INVALID_ARGUMENT naming the fi
 when one can be found, instead of gRPC's UNKNOWN with a traceback in the log. A
 service that refuses unknown fields (`refuse_unknown`) gets UNKNOWN_PARAMETER for a
 field number its message lacks, named by its path (`limits.#9`), where protobuf would
-keep it aside unread."""
+keep it aside unread. A message past its method's bound (`server.max_body_bytes`, or an
+upload's bound) is REQUEST_TOO_LARGE before it is parsed."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from dataclasses import dataclass
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 
-from server.base.errors import InvalidArgument, UnknownParameter
+from server.base.errors import InvalidArgument, TooLarge, UnknownParameter
 
 # Nested messages followed when looking for the bad field (Struct is recursive).
 MAX_DEPTH = 32
@@ -27,11 +28,17 @@ class Undecodable:
 
 
 def decoder(
-    message_type: type[Message], refuse_unknown: bool = False
+    message_type: type[Message],
+    refuse_unknown: bool = False,
+    max_bytes: int | None = None,
+    upload_field: str = "",
 ) -> Callable[[bytes], Message | Undecodable]:
-    """A request_deserializer that returns Undecodable instead of raising."""
+    """A request_deserializer that returns Undecodable instead of raising; past
+    `max_bytes`, TooLarge naming `upload_field` when the method takes an upload."""
 
     def decode(raw: bytes) -> Message | Undecodable:
+        if max_bytes is not None and len(raw) > max_bytes:
+            return Undecodable(_too_large(max_bytes, upload_field))
         try:
             message = message_type.FromString(raw)
         except Exception:
@@ -49,6 +56,14 @@ def decoder(
         return message
 
     return decode
+
+
+def _too_large(max_bytes: int, upload_field: str) -> TooLarge:
+    if upload_field:
+        return TooLarge(
+            f"{upload_field}: the request exceeds {max_bytes} bytes", {"field": upload_field}
+        )
+    return TooLarge(f"the request exceeds {max_bytes} bytes", {})
 
 
 def _varint(raw: bytes, i: int) -> tuple[int, int]:

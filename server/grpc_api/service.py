@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import grpc
@@ -17,6 +18,7 @@ from google.protobuf.message import Message
 from server.base.call import PEER, Call, request_id_or_new
 from server.base.errors import Code, GatewayError, Internal, ShuttingDown
 from server.base.pipeline import RpcMethod
+from server.base.uploads import UPLOADS, message_bound
 from server.grpc_api.coalesce import merger
 from server.grpc_api.decode import Undecodable, decoder
 from server.grpc_api.relay import Relay
@@ -33,6 +35,8 @@ class Limits:
     request_timeout_s: float
     # Seconds a caller may leave sent messages unread before its stream ends.
     send_timeout_s: float
+    # Bounds a request message; a method that takes an upload has its upload's bound.
+    max_body_bytes: int = 1 << 20
 
 
 class SendTimeout(GatewayError):
@@ -70,9 +74,9 @@ async def _abort(context: grpc.aio.ServicerContext, error: GatewayError, call: C
         return  # the caller left as the status went out: gRPC could not send it
 
 
-def _unary(method: RpcMethod, timeout_s: float) -> grpc.RpcMethodHandler:
+def _unary(method: RpcMethod, limits: Limits) -> grpc.RpcMethodHandler:
     async def handle(request: Message, context: grpc.aio.ServicerContext) -> Message:
-        call = _call(context, timeout_s)
+        call = _call(context, limits.request_timeout_s)
         try:
             if isinstance(request, Undecodable):
                 raise request.error
@@ -90,7 +94,7 @@ def _unary(method: RpcMethod, timeout_s: float) -> grpc.RpcMethodHandler:
 
     return grpc.unary_unary_rpc_method_handler(
         handle,
-        request_deserializer=decoder(method.request_type, _refuses_unknown(method)),
+        request_deserializer=_decoder(method, limits),
         response_serializer=method.response_type.SerializeToString,
     )
 
@@ -146,8 +150,19 @@ def _streaming(
 
     return grpc.unary_stream_rpc_method_handler(
         handle,
-        request_deserializer=decoder(method.request_type, _refuses_unknown(method)),
+        request_deserializer=_decoder(method, limits),
         response_serializer=method.response_type.SerializeToString,
+    )
+
+
+def _decoder(method: RpcMethod, limits: Limits) -> Callable[[bytes], Message | Undecodable]:
+    name = method.descriptor.full_name
+    upload = UPLOADS.get(name)
+    return decoder(
+        method.request_type,
+        _refuses_unknown(method),
+        message_bound(name, limits.max_body_bytes),
+        upload.field if upload is not None else "",
     )
 
 
@@ -169,7 +184,7 @@ def grpc_handlers(
         handler = (
             _streaming(method, limits, stopping)
             if method.server_streaming
-            else _unary(method, limits.request_timeout_s)
+            else _unary(method, limits)
         )
         by_service.setdefault(service, {})[method.descriptor.name] = handler
     return [grpc.method_handlers_generic_handler(s, h) for s, h in by_service.items()]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -68,3 +69,28 @@ def data_events(events: list[bytes]) -> list[Any]:
         if e != b"data: [DONE]":
             out.append(json.loads(e[len(b"data: ") :]))
     return out
+
+
+async def declared_past(
+    url: str, path: str, headers: dict[str, str], length: int, head: bytes
+) -> tuple[int, Any]:
+    """POSTs `head` alone under a Content-Length of `length` and reads the answer, which
+    must come before the rest of the body (never sent) is read: its status and the JSON
+    error object."""
+    host, _, port = url.removeprefix("http://").rstrip("/").partition(":")
+    reader, writer = await asyncio.open_connection(host, int(port))
+    try:
+        async with asyncio.timeout(60):  # a gateway waiting for the body never answers
+            lines = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
+            writer.write(
+                f"POST {path} HTTP/1.1\r\nhost: {host}\r\n{lines}content-length: {length}\r\n\r\n"
+                .encode() + head
+            )  # fmt: skip
+            await writer.drain()
+            status_line = await reader.readline()
+            answer_headers = (await reader.readuntil(b"\r\n\r\n")).lower()
+            size = int(answer_headers.partition(b"content-length: ")[2].partition(b"\r\n")[0])
+            answer = await reader.readexactly(size)
+    finally:
+        writer.close()
+    return int(status_line.split()[1]), json.loads(answer)["error"]

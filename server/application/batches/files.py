@@ -12,21 +12,11 @@ from server.accounting.accounts import Accounts
 from server.application.pipeline.state import Live
 from server.base.call import Call
 from server.base.caller import Principal
-from server.base.errors import InvalidArgument, NotFound
+from server.base.errors import InvalidArgument, NotFound, TooLarge
 from server.storage.files import Blobs, BlobWriter, FileRecord, FileRecords
 
 PURPOSES = ("batch", "batch_output", "user_data", "assistants", "fine-tune", "vision", "evals")
 DAY_S = 86_400
-
-
-class TooLarge(InvalidArgument):
-    """A file past `batches.max_file_bytes` (413 on HTTP)."""
-
-    reason = "REQUEST_TOO_LARGE"
-
-    @property
-    def http_status(self) -> int:
-        return 413
 
 
 def new_id() -> str:

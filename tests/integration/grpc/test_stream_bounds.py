@@ -90,7 +90,10 @@ async def test_a_message_beyond_the_body_limit_is_refused(gw: Running) -> None:
     async with grpc.aio.insecure_channel(f"127.0.0.1:{gw.grpc_port}") as channel:
         with pytest.raises(grpc.aio.AioRpcError) as refused:
             await Stubs(channel).chat.CreateChatCompletion(big, metadata=API)
-    assert refused.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+    # REST's 413: the method's bound, not a rate limit (an edge tier answers 413 for it).
+    assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert details(refused.value)["ErrorInfo"].reason == "REQUEST_TOO_LARGE"  # type: ignore[attr-defined]
+    assert refused.value.details() == f"the request exceeds {64 * 1024} bytes"
     assert gw.gateway is not None and gw.gateway.observer.in_flight == 0
 
 

@@ -4,7 +4,6 @@ OpenAI adapter against a strict fake (links fetched unless the operator passes t
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import struct
 import zlib
@@ -14,15 +13,14 @@ from typing import Any
 import grpc
 import httpx
 import openai
-import orjson
 import pytest
 from gateway.v1 import image_service_pb2 as pb
 from gateway.v1 import image_service_pb2_grpc
 
-from http_facade.forms import FORM_SLACK
 from server.base.images import MAX_IMAGE_BYTES
+from server.base.uploads import FORM_SLACK
 from tests.integration.rest.test_operation_run import last_row
-from tests.support.facade import both_modes, client, facade
+from tests.support.facade import both_modes, client, declared_past, facade
 from tests.support.gateways import API_KEY, default_config_dict, running_gateway
 from tests.support.grpc_stubs import API, details
 from tests.support.upstreams.base import Fault, serving
@@ -199,22 +197,12 @@ async def test_edit_files_past_50_mb_are_413_whether_declared_or_not() -> None:
 
     async with client("in_process") as c:
         # Declared past the bound: answered before the body is sent (only its head is).
-        host, port = str(c.base_url.host), int(c.base_url.port or 80)
-        reader, writer = await asyncio.open_connection(host, port)
-        headers = "".join(f"{k}: {v}\r\n" for k, v in kind.items())
-        length = MAX_IMAGE_BYTES + FORM_SLACK + 1
-        writer.write(f"POST /v1/images/edits HTTP/1.1\r\nhost: {host}\r\n{headers}"
-                     f"content-length: {length}\r\n\r\n".encode() + head)  # fmt: skip
-        await writer.drain()
-        status_line = await reader.readline()
-        answer_headers = (await reader.readuntil(b"\r\n\r\n")).lower()
-        size = int(answer_headers.partition(b"content-length: ")[2].partition(b"\r\n")[0])
-        answer = await reader.readexactly(size)
-        writer.close()
+        status, error = await declared_past(
+            str(c.base_url), "/v1/images/edits", kind, MAX_IMAGE_BYTES + FORM_SLACK + 1, head
+        )
         streamed = await c.post("/v1/images/edits", content=undeclared(), headers=kind)
         within = await c.post("/v1/images/edits", content=head + image(0) + tail, headers=kind)
-    assert b" 413 " in status_line
-    error = orjson.loads(answer)["error"]
+    assert status == 413
     assert error["param"] == "image" and str(MAX_IMAGE_BYTES) in error["message"]
     assert streamed.status_code == 413, streamed.text
     assert streamed.json()["error"]["param"] == "image[]"

@@ -8,7 +8,7 @@ or has no image.
 gpt-image models answer base64 and usage in tokens (text and image input apart);
 dall-e models answer a link (by default) to the fake's own signed storage
 (`/storage/<n>.png?sig=...`, refused without its signature) and no usage. Each image
-is a PNG of `image_bytes` bytes whose first bytes tell the request apart.
+is a small PNG whose colours tell the request apart, `padding` bytes appended.
 """
 
 from __future__ import annotations
@@ -44,6 +44,8 @@ class ImagesWire:
     base_url: str = ""
     # Links without their signature (the storage refuses them).
     sign_links: bool = True
+    # Zero bytes appended to each image answered (a large answer).
+    padding: int = 0
     refused: list[str] = field(default_factory=list)
     fetched: list[str] = field(default_factory=list)
 
@@ -125,7 +127,8 @@ class ImagesWire:
                 data.append({"url": f"{self.base_url}/storage/{i}.png{signed}",
                              "revised_prompt": f"revised {given['prompt']}"})  # fmt: skip
             else:
-                data.append({"b64_json": base64.b64encode(image(i)).decode()})
+                padded = image(i) + bytes(self.padding)
+                data.append({"b64_json": base64.b64encode(padded).decode()})
         answer: dict[str, Any] = {"created": 1767225600, "data": data}
         if gpt_image:
             answer.update(size=given.get("size", "1024x1024"), quality="high",
