@@ -3,7 +3,8 @@ Azure's ways.
 
 URLs, from `base_url` (the resource's endpoint, `https://NAME.openai.azure.com`):
 - with `deployment`: `/openai/deployments/{deployment}/chat/completions` (and
-  `/completions`, `/embeddings`) with `?api-version={api_version}`, the classic API;
+  `/completions`, `/embeddings`, `/audio/*`, `/images/*`) with `?api-version={api_version}`,
+  the classic API;
 - without: Azure's v1 API, `/openai/v1/chat/completions` (and `/responses`), the model
   named in the body, no api-version.
 
@@ -18,7 +19,9 @@ Azure's content filter: a prompt it refuses is a 400 with code `content_filter`,
 reaches the caller as a 400 naming the filter (http.check_status); a completion it cuts
 ends with finish_reason `content_filter`, passed through as OpenAI's adapter passes
 every finish reason: never an empty success. Everything else (fields, streaming,
-usage with cached and reasoning tokens, capabilities, retries) is OpenAI's adapter's.
+usage with cached and reasoning tokens, capabilities, retries, audio and images at the
+deployment's `/audio/*` and `/images/*`) is OpenAI's format's. Azure serves no
+moderations and no rerank, so this adapter is neither a Moderator nor a Reranker.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from pydantic import Field, model_validator
 from server.base.config import ConfigError
 from server.base.errors import UpstreamError
 from server.providers.http import read_api_key, remember_secret
-from server.providers.openai import OpenAIParams, OpenAIProvider
+from server.providers.openai import OpenAIFormat, OpenAIParams
 
 # The newest generally available data-plane version when this adapter was written.
 DEFAULT_API_VERSION = "2024-10-21"
@@ -54,7 +57,7 @@ class AzureOpenAIParams(OpenAIParams):
         return self
 
 
-class AzureOpenAIProvider(OpenAIProvider):
+class AzureOpenAIProvider(OpenAIFormat):
     params: AzureOpenAIParams
 
     def __init__(self, provider_id: str, params: AzureOpenAIParams, where: str) -> None:

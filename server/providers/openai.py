@@ -110,7 +110,10 @@ class OpenAIParams(HttpParams):
     image_urls: Literal["fetch", "pass"] = "fetch"
 
 
-class OpenAIProvider:
+class OpenAIFormat:
+    """OpenAI's wire format as every host of it serves it: chat, text completions,
+    embeddings, audio and images. OpenAIProvider adds what only some hosts serve."""
+
     def __init__(self, provider_id: str, params: OpenAIParams, where: str) -> None:
         self.id = provider_id
         self.params = params
@@ -297,31 +300,6 @@ class OpenAIProvider:
                 answer = await read_json(r)
             return _embeddings(answer, len(request.inputs))
 
-    async def rerank(self, request: RerankRequest) -> Ranking:
-        """POST /rerank in the upstream's format (rerank_wire.py)."""
-        wire = self.params.rerank_format
-        body = rerank_wire.body(self.params.model, request, wire)
-        with upstream_errors(self.id):
-            async with self._post("/rerank", body) as r:
-                await check_status(r, self.id)
-                answer = await read_json(r)
-            return rerank_wire.ranking(answer, wire)
-
-    async def moderate(self, request: ModerationRequest) -> Moderations:
-        """POST /moderations: strings as they came, or one list of text and image parts."""
-        given: list[Any] = list(request.inputs) or [
-            {"type": "text", "text": p.text}
-            if p.text is not None
-            else {"type": "image_url", "image_url": {"url": p.image_url}}
-            for p in request.parts
-        ]
-        body = {"model": self.params.model, "input": given}
-        with upstream_errors(self.id):
-            async with self._post("/moderations", body) as r:
-                await check_status(r, self.id)
-                answer = await read_json(r)
-            return _moderations(answer)
-
     async def transcribe(self, request: TranscriptionRequest) -> Transcript:
         """POST /audio/transcriptions (or /translations) as a multipart form."""
         endpoint = "/audio/translations" if request.translate else "/audio/transcriptions"
@@ -393,6 +371,37 @@ class OpenAIProvider:
 
     async def aclose(self) -> None:
         await self._client.aclose()
+
+
+class OpenAIProvider(OpenAIFormat):
+    """The `openai` adapter: OpenAI's API and the servers speaking its format, with
+    rerank (vLLM, Infinity, Cohere, Jina, Voyage) and moderations (OpenAI's), which
+    Azure OpenAI, the format's other host, does not serve."""
+
+    async def rerank(self, request: RerankRequest) -> Ranking:
+        """POST /rerank in the upstream's format (rerank_wire.py)."""
+        wire = self.params.rerank_format
+        body = rerank_wire.body(self.params.model, request, wire)
+        with upstream_errors(self.id):
+            async with self._post("/rerank", body) as r:
+                await check_status(r, self.id)
+                answer = await read_json(r)
+            return rerank_wire.ranking(answer, wire)
+
+    async def moderate(self, request: ModerationRequest) -> Moderations:
+        """POST /moderations: strings as they came, or one list of text and image parts."""
+        given: list[Any] = list(request.inputs) or [
+            {"type": "text", "text": p.text}
+            if p.text is not None
+            else {"type": "image_url", "image_url": {"url": p.image_url}}
+            for p in request.parts
+        ]
+        body = {"model": self.params.model, "input": given}
+        with upstream_errors(self.id):
+            async with self._post("/moderations", body) as r:
+                await check_status(r, self.id)
+                answer = await read_json(r)
+            return _moderations(answer)
 
 
 def _embeddings(answer: Any, expected: int) -> Embeddings:
