@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from server.base import prices
 from server.base.generation import ALL_CAPABILITIES, Capability, served_dialect
+from server.base.moderation import CATEGORIES as MODERATION_CATEGORIES
 
 # The routing profiles: named here and nowhere else.
 ProfileName = Literal["economy", "balanced", "quality"]
@@ -510,8 +511,13 @@ class GuardrailConfig(Strict):
     blocked, or logged (docs/guardrails.md)."""
 
     id: str = Field(pattern=r"^[A-Za-z0-9_-]{1,64}$")
-    # `patterns`: the built-in engine; `presidio`: Microsoft Presidio's analyzer (an extra).
-    kind: Literal["patterns", "presidio"] = "patterns"
+    # `patterns`: the built-in engine; `presidio`: Microsoft Presidio's analyzer (an extra);
+    # `moderation`: a moderation model of this gateway's, asked whether a text is harmful.
+    kind: Literal["patterns", "presidio", "moderation"] = "patterns"
+    # `kind: moderation`: the model (it must declare `moderation`), and the categories
+    # that catch a text (OpenAI's names; empty: any the model flags).
+    model: str | None = Field(default=None, min_length=1)
+    categories: list[str] = Field(default_factory=list)
     detectors: list[BuiltinDetector] = Field(
         default_factory=lambda: cast(list[BuiltinDetector], list(BUILTIN_DETECTORS))
     )
@@ -536,8 +542,23 @@ class GuardrailConfig(Strict):
     # An engine failure: `closed` refuses the call (503), `open` lets it pass (counted).
     fail: Literal["closed", "open"] = "closed"
 
+    @model_validator(mode="before")
+    @classmethod
+    def _moderation_defaults(cls, data: Any) -> Any:
+        """A moderation guardrail blocks what the caller sends unless told otherwise, and
+        looks at nothing else: a classification of the whole text cannot redact."""
+        if isinstance(data, dict) and data.get("kind") == "moderation":
+            defaults = {"on_input": "block", "on_output": "off", "on_tool_calls": "off",
+                        "on_tool_results": "off", "detectors": []}  # fmt: skip
+            data = {**defaults, **data}
+        return data
+
     @model_validator(mode="after")
     def _consistent(self) -> GuardrailConfig:
+        if self.kind == "moderation":
+            self._moderation_consistent()
+        elif self.model is not None or self.categories:
+            raise ValueError("model, categories: only a `moderation` guardrail has them")
         if self.reversible and self.placeholder != "numbered":
             raise ValueError("reversible: needs placeholder `numbered`")
         if self.entities and self.kind != "presidio":
@@ -549,6 +570,23 @@ class GuardrailConfig(Strict):
                 raise ValueError(f"entities[{i}]: must be an upper-case entity name")
         _unique("custom", [c.name for c in self.custom])
         return self
+
+    def _moderation_consistent(self) -> None:
+        if self.model is None:
+            raise ValueError("model: a `moderation` guardrail names its moderation model")
+        if self.detectors or self.custom:
+            raise ValueError("detectors, custom: a `moderation` guardrail has none")
+        for phase in ("input", "output", "tool_calls", "tool_results"):
+            if getattr(self, f"on_{phase}") == "redact":
+                raise ValueError(
+                    f"on_{phase}: a `moderation` guardrail blocks or logs, never redacts"
+                )
+        if self.on_output != "off" or self.on_tool_calls != "off" or self.on_tool_results != "off":
+            raise ValueError("on_output, on_tool_calls, on_tool_results: a `moderation` "
+                             "guardrail reads what the caller sends (on_input) only")  # fmt: skip
+        for i, category in enumerate(self.categories):
+            if category not in MODERATION_CATEGORIES:
+                raise ValueError(f"categories[{i}]: {category!r} is not one of OpenAI's categories")
 
 
 # Response headers a browser page may read: the request id, whether and when to retry,
@@ -1034,6 +1072,16 @@ class Config(Strict):
             for j, guard in enumerate(ids):
                 if guard not in guards:
                     raise ValueError(f"{where}[{j}]: unknown guardrail {guard!r}")
+        by_id = {m.id: m for m in self.models}
+        for i, g in enumerate(self.guardrails):
+            if g.kind == "moderation":
+                judge = by_id.get(g.model or "")
+                if judge is None:
+                    raise ValueError(f"guardrails[{i}].model: unknown model {g.model!r}")
+                if "moderation" not in judge.serves:
+                    raise ValueError(
+                        f"guardrails[{i}].model: {g.model!r} does not declare `moderation`"
+                    )
         return self
 
     @property

@@ -88,7 +88,13 @@ class Rail:
     def of(cls, config: GuardrailConfig) -> Rail:
         if config.kind == "presidio":
             return cls(config, PresidioScanner(config))
+        # A moderation guardrail finds nothing in a scan: its model is asked instead
+        # (moderation.py), once per call.
         return cls(config, Scanner(config.detectors, config.custom))
+
+    @property
+    def moderates(self) -> bool:
+        return self.config.kind == "moderation"
 
     @property
     def slow(self) -> bool:
@@ -133,6 +139,8 @@ class Guard:
         # Scans that must run off the event loop (a model's, not patterns').
         self.slow = any(r.slow for r in self.rails)
         self.private_keys = any(r.scanner.private_keys for r in self.rails)
+        # Guardrails that ask a moderation model about what the caller sends.
+        self.moderators = tuple(r for r in self.rails if r.moderates and r.action("input") != "off")
 
     def active(self, phase: str) -> bool:
         return any(r.action(phase) != "off" for r in self.rails)

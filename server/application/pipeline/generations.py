@@ -23,6 +23,7 @@ from server.application.pipeline import affinity, fields, response_cache
 from server.application.pipeline.affinity import Affinity
 from server.application.pipeline.catalog import Upstream, spread
 from server.application.pipeline.engine import Recorder, Run
+from server.application.pipeline.operation_run import moderation_of
 from server.application.pipeline.response_cache import ResponseCache
 from server.application.pipeline.shadow import Shadows
 from server.application.pipeline.state import Live, Snapshot
@@ -35,6 +36,7 @@ from server.base.errors import AllProvidersFailed, InvalidArgument
 from server.base.generation import GenerationRequest
 from server.base.spans import span
 from server.guardrails.guard import Guard
+from server.guardrails.moderation import moderate, request_texts
 from server.routing.scored import prompt_text
 
 # Where a request that named a routing profile as its model says what was chosen.
@@ -263,6 +265,9 @@ async def _guarded(
         generation = await asyncio.to_thread(guard.request, generation)
     else:
         generation = guard.request(generation)
+    if guard.moderators:
+        ask = moderation_of(admitted.state, call.deadline)
+        await moderate(guard, request_texts(generation), ask)
     return dataclasses.replace(admitted, guard=guard), generation
 
 

@@ -27,7 +27,9 @@ from server.base.caller import Principal
 from server.base.config import ModelConfig
 from server.base.errors import InvalidArgument, UpstreamError
 from server.base.generation import TokenCounts
+from server.base.moderation import MODERATION, ModerationRequest, Moderations
 from server.base.operation import Measure, Operation, RequestT, ResultT
+from server.guardrails.moderation import Ask, moderate
 
 
 def servers(
@@ -171,6 +173,9 @@ async def operate(
         else:
             scanned = guard.texts(texts)
         request = kind.with_texts(request, scanned)
+        if guard.moderators and kind is not MODERATION:  # a moderation asks itself
+            said = tuple(t for t in scanned if isinstance(t, str))
+            await moderate(guard, said, moderation_of(state, call.deadline))
         guard.report()
     estimate = kind.measure(request, None)
     await accounts.reserve(
@@ -182,6 +187,21 @@ async def operate(
     call.record.ran(run)
     await run.open(f"model {model.id}")
     return run
+
+
+def moderation_of(state: Snapshot, deadline: float | None) -> Ask:
+    """How a moderation guardrail asks its model (server/guardrails/moderation.py): on
+    the model's providers that moderate, in order, within the guarded call's deadline.
+    Neither admitted nor billed apart: it is part of the call it guards."""
+
+    async def ask(model_id: str, request: ModerationRequest) -> Moderations:
+        model = state.catalog.model(model_id)
+        upstreams = servers(MODERATION, model, state.catalog.upstreams[model.id])
+        return await OperationRun(MODERATION, upstreams, request, deadline).open(
+            f"model {model.id}"
+        )
+
+    return ask
 
 
 def _worst(cost: costs.Cost | None) -> float:
