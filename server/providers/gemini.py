@@ -1,5 +1,7 @@
 """Gemini API adapter: generateContent, streamGenerateContent (`alt=sse`),
-countTokens, embedContent and batchEmbedContents, the key in `x-goog-api-key`.
+countTokens, embedContent and batchEmbedContents, the key in `x-goog-api-key`; speech
+generation and Imagen's `:predict` for models declaring `speech` or `image_generation`
+(google_media.py).
 
 Translation, both ways:
 - system and developer messages join into `systemInstruction`; the others become
@@ -64,7 +66,7 @@ import json
 import mimetypes
 import re
 import secrets
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
@@ -72,6 +74,7 @@ from urllib.parse import quote
 from pydantic import Field
 
 from server.base import urls
+from server.base.audio import Speech, SpeechRequest
 from server.base.embedding import EmbeddingRequest, Embeddings
 from server.base.errors import UpstreamError, UpstreamRejected
 from server.base.generation import (
@@ -93,6 +96,8 @@ from server.base.generation import (
     serves,
     unseal,
 )
+from server.base.images import ImageRequest, Images
+from server.providers import google_media, images_wire
 from server.providers.http import (
     MESSAGE_CHARS,
     Client,
@@ -399,8 +404,41 @@ class GeminiProvider:
                 vectors.extend(tuple(float(v) for v in e["values"]) for e in embeddings)
         return Embeddings(tuple(vectors))
 
+    async def speak(self, request: SpeechRequest) -> Speech:
+        """`:generateContent` on a TTS model, its inline PCM answered as asked
+        (google_media.py); the whole audio comes in one answer, sent as one chunk."""
+        body = google_media.speech_body(request, self.id)
+        with upstream_errors(self.id):
+            answer = await self._post_json(":generateContent", body)
+            kind, audio, counts = google_media.speech_audio(answer, request.response_format)
+        return Speech(kind, audio, _nothing_more(), counts)
+
+    async def make_images(self, request: ImageRequest) -> Images:
+        """Imagen's `:predict` (google_media.py)."""
+        body = google_media.imagen_body(request, self.id)
+        with upstream_errors(self.id):
+            answer = await self._post_json(":predict", body, images_wire.read_answer)
+            return google_media.imagen_images(answer, request)
+
+    async def _post_json(
+        self, method: str, body: dict[str, Any], read: Callable[[Any], Any] = read_json
+    ) -> Any:
+        """One call of a method of the provider's model, its answer read whole."""
+        path = self.model_path(self.params.model) + method
+        async with self._client.stream(
+            "POST", path, json=body, extra_headers=await self.request_headers()
+        ) as r:
+            await check(r, self.id)
+            return await read(r)
+
     async def aclose(self) -> None:
         await self._client.aclose()
+
+
+async def _nothing_more() -> AsyncGenerator[bytes, None]:
+    """The rest of an audio answer that came whole."""
+    return
+    yield b""  # pragma: no cover - makes this a generator
 
 
 @dataclass

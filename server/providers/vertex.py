@@ -5,7 +5,8 @@ Vertex endpoints, signed in with Google Cloud credentials (google_cloud.py).
 - `google` publisher: `.../publishers/google/models/{model}:generateContent`,
   `:streamGenerateContent?alt=sse` and `:countTokens` (which takes the request's
   contents, not a whole request); embeddings by `:predict` (`instances` of `content`,
-  `outputDimensionality`), with the token count Vertex reports.
+  `outputDimensionality`), with the token count Vertex reports; speech generation and
+  Imagen as the Gemini API serves them (google_media.py).
 - `anthropic` publisher: `.../publishers/anthropic/models/{model}:rawPredict` and
   `:streamRawPredict`, a Messages body without `model` and with `anthropic_version`
   (vertex-2023-10-16); `count-tokens:rawPredict` counts. Thinking signatures,
