@@ -20,6 +20,9 @@ from server.base.generation import GenerationRequest
 from server.base.moderation import CATEGORIES, ModerationRequest, Moderations, Verdict
 from server.guardrails.guard import Guard, GuardrailBlocked, GuardrailUnavailable, Rail
 
+# The most inputs one moderation request holds (the moderations endpoint's bound);
+# more go in several.
+MAX_INPUTS = 32
 # Asks a moderation model (by id) about a request.
 Ask = Callable[[str, ModerationRequest], Awaitable[Moderations]]
 
@@ -60,8 +63,11 @@ async def moderate(guard: Guard, texts: Sequence[str], ask: Ask) -> None:
         assert rail.config.model is not None
         action = rail.action("input")
         started = time.perf_counter()
+        verdicts: list[Verdict] = []
         try:
-            answer = await ask(rail.config.model, ModerationRequest(inputs=given))
+            for start in range(0, len(given), MAX_INPUTS):
+                batch = ModerationRequest(inputs=given[start : start + MAX_INPUTS])
+                verdicts += (await ask(rail.config.model, batch)).verdicts
         except UpstreamError:
             if rail.config.fail == "closed":
                 raise GuardrailUnavailable(
@@ -71,7 +77,7 @@ async def moderate(guard: Guard, texts: Sequence[str], ask: Ask) -> None:
             continue
         finally:
             guard.seconds["input"] += time.perf_counter() - started
-        found = sorted({entity(c) for v in answer.verdicts for c in caught(rail, v)})
+        found = sorted({entity(c) for v in verdicts for c in caught(rail, v)})
         for name in found:
             guard.counts[(rail.id, name, "input", action)] += 1
         if found and action == "block":

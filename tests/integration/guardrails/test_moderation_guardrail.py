@@ -139,3 +139,19 @@ def test_other_kinds_take_no_moderation_model() -> None:
     with pytest.raises(ConfigError) as refused:
         parse(guarded({"id": "pii", "model": "sim-moderation"}), "test")
     assert "only a `moderation` guardrail has them" in str(refused.value)
+
+
+async def test_many_texts_are_asked_in_requests_of_32() -> None:
+    wire = ModerationWire()
+    async with (
+        serving(wire) as judge,
+        running_gateway(judged_by_fake(judge.url, judge.url)) as gw,
+        httpx.AsyncClient(base_url=f"http://127.0.0.1:{gw.http_port}", timeout=10) as c,
+    ):
+        documents = [f"calm document {i}" for i in range(40)]
+        documents[35] = "an attack plan"
+        got = await c.post("/v1/rerank", headers=A, json={
+            "model": "sim-rerank", "query": "plans", "documents": documents})  # fmt: skip
+    assert got.status_code == 400 and got.json()["error"]["param"] == "harm"
+    assert [len(s.body["input"]) for s in judge.seen] == [32, 9]
+    assert wire.refused == []
