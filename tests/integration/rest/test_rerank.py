@@ -5,6 +5,7 @@ failover and billing by the upstream's tokens when the model has no search-unit 
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -330,3 +331,21 @@ async def test_search_units_are_reserved_against_the_budget() -> None:
         assert refused.json()["error"]["code"] == "budget_exhausted"
         usage = (await c.get("/v1/usage", headers=mine)).json()
     assert usage["budget"]["spent_usd"] == pytest.approx(0.002)
+
+
+async def test_llamaindex_jina_reranker_against_the_gateway(gateway_url: str) -> None:
+    """LlamaIndex's JinaRerank takes a base URL and posts Jina's body (Cohere's shape)
+    with the key as a Bearer token; it is synchronous, so it runs in a thread."""
+    from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+    from llama_index.postprocessor.jinaai_rerank import JinaRerank
+
+    reranker = JinaRerank(top_n=2, model="sim-rerank", base_url=f"{gateway_url}/v1",
+                          api_key=API_KEY)  # fmt: skip
+    nodes = [NodeWithScore(node=TextNode(text=d)) for d in DOCUMENTS]
+    ranked = await asyncio.to_thread(
+        reranker.postprocess_nodes, nodes, query_bundle=QueryBundle(QUERY)
+    )
+    scores = sorted(((overlap(QUERY, d), d) for d in DOCUMENTS), reverse=True)[:2]
+    assert [(n.score, n.node.get_content()) for n in ranked] == [
+        (pytest.approx(s), d) for s, d in scores
+    ]
