@@ -27,6 +27,7 @@ from http_facade.same_origin import check_cookie_change
 from server.accounting.admission import KEY_HEADERS
 from server.application.governance.signin import SESSION
 from server.base.errors import InvalidArgument, TooLarge, UnknownParameter
+from server.base.uploads import json_body_bound
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,10 @@ class Endpoint:
         self.binding = binding
         self.backend = backend
         self.limits = limits
+        # A method that takes an upload takes its files in base64 here, to its bound.
+        self.max_body_bytes = json_body_bound(
+            binding.rpc.descriptor.full_name, limits.max_body_bytes
+        )
 
     async def handle(self, request: Request) -> Response:
         # Errors from here on are written in the service's own error format.
@@ -71,7 +76,7 @@ class Endpoint:
             return {}
         try:
             async with asyncio.timeout(self.limits.body_timeout_s):
-                raw = await read_body(request, self.limits.max_body_bytes)
+                raw = await read_body(request, self.max_body_bytes)
         except TimeoutError:
             raise RequestTimeout(
                 f"the request body did not arrive within {self.limits.body_timeout_s:g}s"

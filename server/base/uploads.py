@@ -42,6 +42,15 @@ def message_bound(method: str, max_body_bytes: int) -> int:
     return max(max_body_bytes, upload.max_bytes + FORM_SLACK)
 
 
+def json_body_bound(method: str, max_body_bytes: int) -> int:
+    """The largest JSON body `method` takes over REST: an upload's files come in base64
+    there (4 characters for every 3 bytes), with the form's slack; else `max_body_bytes`."""
+    upload = UPLOADS.get(method)
+    if upload is None:
+        return max_body_bytes
+    return max(max_body_bytes, -(-upload.max_bytes // 3) * 4 + FORM_SLACK)
+
+
 def largest_message(max_body_bytes: int) -> int:
     """The largest request message any method takes (a transport's own bound)."""
     return max(message_bound(method, max_body_bytes) for method in [*UPLOADS, ""])

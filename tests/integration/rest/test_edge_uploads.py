@@ -180,3 +180,24 @@ async def test_an_answer_past_4_mb_crosses_the_edge_tier() -> None:
         len(image(i)) + (3 << 20) for i in range(2)
     ]
     assert wire.refused == []
+
+
+@both_modes
+async def test_an_upload_sent_as_json_takes_the_same_bound(mode: str) -> None:
+    """The JSON form of a transcription or an edit carries its files in base64: its
+    body may hold an upload's bound in base64, not just `server.max_body_bytes`."""
+    audio = base64.b64encode(MINUTE).decode()
+    async with facade(mode) as url, httpx.AsyncClient(base_url=url, timeout=60) as c:
+        got = await c.post("/v1/audio/transcriptions", headers=AUTH,
+                           json={"model": "sim-audio", "file": audio})  # fmt: skip
+        edit = await c.post("/v1/images/edits", headers=AUTH, json={
+            "model": "sim-image", "prompt": "a hat", "size": "256x256",
+            "image": [{"data": base64.b64encode(BIG_IMAGE).decode(), "filename": "a.png"}]})  # fmt: skip
+        status, error = await declared_past(
+            url, "/v1/audio/transcriptions", {"content-type": "application/json", **AUTH},
+            MAX_AUDIO_BYTES * 4 // 3 + 2 * FORM_SLACK, b'{"file": "',
+        )  # fmt: skip
+    assert got.status_code == 200, got.text[:300]
+    assert got.json()["text"].startswith("(simulated)")
+    assert edit.status_code == 200, edit.text[:300]
+    assert status == 413 and "exceeds" in error["message"]
