@@ -25,7 +25,6 @@ from server.accounting.traffic import MemoryInFlight, Traffic
 from server.base.call import Call
 from server.base.caller import Principal, Reservation
 from server.base.config import BudgetAlertsConfig, KeyKind, TrafficConfig
-from server.base.costs import COST_DIGITS, Cost
 from server.base.errors import (
     Cancelled,
     RateLimited,
@@ -179,7 +178,8 @@ class Accounts:
             return  # never admitted: nothing reserved, nobody to bill
         run = record.answered
         counts = run.counts() if run is not None else NO_TOKENS
-        cost = _scaled(run.cost(), record.price_factor) if run is not None else None
+        factor = record.price_factor if record.batch_id else None
+        cost = run.cost(factor) if run is not None else None
         if record.limited_tokens:
             for _, account, _, _, tpm in principal.rate_limits:
                 if tpm:
@@ -282,23 +282,6 @@ def passing(error: BaseException | None) -> bool:
     if isinstance(error, RateLimited | StorageUnavailable | ShuttingDown | Cancelled):
         return True
     return isinstance(error, UpstreamError) and not isinstance(error, UpstreamRejected)
-
-
-def _scaled(cost: Cost | None, factor: float) -> Cost | None:
-    """`cost` at `factor` of its price (a batch line's discount)."""
-    if cost is None or factor == 1.0:
-        return cost
-    return Cost(
-        input_usd=round(cost.input_usd * factor, COST_DIGITS),
-        output_usd=round(cost.output_usd * factor, COST_DIGITS),
-        cache_input_usd=None
-        if cost.cache_input_usd is None
-        else round(cost.cache_input_usd * factor, COST_DIGITS),
-        total_usd=round(cost.total_usd * factor, COST_DIGITS),
-        cache_write_usd=None
-        if cost.cache_write_usd is None
-        else round(cost.cache_write_usd * factor, COST_DIGITS),
-    )
 
 
 def _identified(principal: Principal | None, step: str) -> Principal:

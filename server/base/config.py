@@ -60,6 +60,28 @@ class PriceTier(Strict):
     cache_write_1h: float | None = Field(default=None, ge=0)
 
 
+class BatchRates(Strict):
+    """A model's batch prices (the provider's batch price list), USD per million tokens:
+    what a batch line of the model pays. A rate left out is the live one at `factor`,
+    and `factor` left out is `batches.price_factor`."""
+
+    input: float | None = Field(default=None, ge=0)
+    output: float | None = Field(default=None, ge=0)
+    cached_input: float | None = Field(default=None, ge=0)
+    reasoning: float | None = Field(default=None, ge=0)
+    cache_write: float | None = Field(default=None, ge=0)
+    cache_write_1h: float | None = Field(default=None, ge=0)
+    factor: float | None = Field(default=None, ge=0)
+
+
+# The Price fields that are rates a batch line pays at a share of (per unit or token).
+SCALED = (
+    "input", "output", "cached_input", "reasoning", "cache_write", "cache_write_1h",
+    "audio_input", "audio_output", "image_input", "per_second", "per_million_characters",
+    "per_search_unit",
+)  # fmt: skip
+
+
 class Price(Strict):
     """USD per million tokens; and, for calls billed in another unit, USD per unit.
 
@@ -96,6 +118,9 @@ class Price(Strict):
     per_million_characters: float | None = Field(default=None, ge=0)
     per_search_unit: float | None = Field(default=None, ge=0)
     per_image: dict[str, Annotated[float, Field(ge=0)]] = Field(default_factory=dict)
+    # What a batch line pays (docs/batches.md); absent: every rate at
+    # `batches.price_factor`.
+    batch: BatchRates | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -114,6 +139,26 @@ class Price(Strict):
         tier = max(passed, key=lambda t: t.above_input_tokens)
         given = tier.model_dump(exclude={"above_input_tokens"}, exclude_none=True)
         return self.model_copy(update={**given, "tiers": []})
+
+    def for_batch(self, factor: float) -> Price:
+        """The prices a batch line pays: the batch rates where given, every other rate
+        (long prompts' tiers too) the live one at the batch's factor (the model's own,
+        else `factor`)."""
+        share = self.batch.factor if self.batch and self.batch.factor is not None else factor
+        scaled: dict[str, Any] = {
+            name: value * share for name in SCALED if (value := getattr(self, name)) is not None
+        }
+        scaled["per_image"] = {size: value * share for size, value in self.per_image.items()}
+        scaled["tiers"] = [
+            t.model_copy(update={
+                name: value * share for name in SCALED
+                if (value := getattr(t, name, None)) is not None
+            })
+            for t in self.tiers
+        ]  # fmt: skip
+        if self.batch is not None:
+            scaled.update(self.batch.model_dump(exclude={"factor"}, exclude_none=True))
+        return self.model_copy(update={**scaled, "batch": None})
 
 
 class BreakerConfig(Strict):

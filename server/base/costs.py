@@ -36,6 +36,13 @@ class Cost:
     audio_output_usd: float | None = None
 
 
+def batch_price(price: Price | None, factor: float | None) -> Price | None:
+    """What a batch line pays (`factor` given): the model's batch rates; else `price`."""
+    if price is None or factor is None:
+        return price
+    return price.for_batch(factor)
+
+
 def cost(counts: TokenCounts, price: Price | None) -> Cost | None:
     """Each kind of token at its own price: plain input, cache reads, cache writes
     (5-minute and 1-hour apart), visible output and reasoning; a long prompt at its

@@ -135,7 +135,11 @@ class Metered(Protocol):
 
     def counts(self) -> TokenCounts: ...
 
-    def cost(self) -> Cost | None: ...
+    def cost(self, batch_factor: float | None = None) -> Cost | None:
+        """What the call cost: at the model's live prices, or a batch line's at its batch
+        prices (`batch_factor` the configured share of a live rate the model gives none
+        for)."""
+        ...
 
     def billed(self) -> tuple[str, float]:
         """The unit the call is billed in and how many of it it used."""
@@ -210,7 +214,8 @@ class CallRecord:
         self.queue_s = 0.0
         # Called once the call's row is written (a shadow call compares answers then).
         self.after_close: list[Callable[[], None]] = []
-        # A batch line's batch and custom_id, and the share of the live price it pays.
+        # A batch line's batch and custom_id, and the share of a live rate it pays where
+        # the model gives no batch rate (Price.for_batch).
         self.batch_id = ""
         self.custom_id = ""
         self.price_factor = 1.0

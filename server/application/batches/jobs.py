@@ -19,6 +19,7 @@ from server.application.batches import gemini, lines
 from server.application.batches.files import Files
 from server.application.pipeline.state import Live
 from server.base.caller import Principal, account_fields
+from server.base.config import Price
 from server.base.errors import InvalidArgument, NotFound, RateLimited
 from server.storage.batches import ACTIVE, BatchStore, NewLine
 from server.storage.db import Row
@@ -217,11 +218,12 @@ class Batches:
         return found
 
 
-def _worst_cost(tokens: int, price: Any, factor: float) -> float:
-    """Every token at the dearer of the input and output price, at the batch price."""
+def _worst_cost(tokens: int, price: Price | None, factor: float) -> float:
+    """Every token at the dearer of the model's batch input and output prices."""
     if price is None:
         return 0.0
-    return tokens * max(price.input, price.output) / 1_000_000 * factor
+    batch = price.for_batch(factor)
+    return tokens * max(batch.input, batch.output) / 1_000_000
 
 
 def _check_metadata(metadata: Any) -> None:

@@ -394,8 +394,8 @@ class Run:
         price = self.model.price
         return FREE if self.free and price is not None else price
 
-    def cost(self) -> costs.Cost | None:
-        return costs.cost(self.counts(), self.price)
+    def cost(self, batch_factor: float | None = None) -> costs.Cost | None:
+        return costs.cost(self.counts(), costs.batch_price(self.price, batch_factor))
 
     def billed(self) -> tuple[str, float]:
         """A generation is billed by its tokens."""

@@ -133,8 +133,8 @@ class OperationRun(Generic[RequestT, ResultT]):
     def counts(self) -> TokenCounts:
         return self.measure().counts
 
-    def cost(self) -> costs.Cost | None:
-        return costs.billed(self.measure(), self.model.price).cost
+    def cost(self, batch_factor: float | None = None) -> costs.Cost | None:
+        return costs.billed(self.measure(), costs.batch_price(self.model.price, batch_factor)).cost
 
     def billed(self) -> tuple[str, float]:
         bill = costs.billed(self.measure(), self.model.price)
