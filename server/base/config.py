@@ -903,6 +903,9 @@ class BatchesConfig(Strict):
     # What a batch line pays, as a share of the live price (the providers' batch
     # discount is half).
     price_factor: float = Field(default=0.5, ge=0)
+    # Seconds a batch's `24h` completion window lasts (shorter for tests and drills);
+    # past it the batch ends `expired`, its lines not run yet never run.
+    completion_window_s: float = Field(default=86_400, gt=0)
     # Attempts of one line whose failure is passing (a rate limit, an upstream away)
     # before it is written to the error file.
     line_attempts: int = Field(default=5, ge=1)

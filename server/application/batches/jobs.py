@@ -24,7 +24,8 @@ from server.base.errors import InvalidArgument, NotFound, RateLimited
 from server.storage.batches import ACTIVE, BatchStore, NewLine
 from server.storage.db import Row
 
-WINDOWS = {"24h": 86_400}
+# The completion windows a batch may ask for (`batches.completion_window_s` long).
+WINDOWS = ("24h",)
 STAMPS = (
     "in_progress_at", "finalizing_at", "completed_at", "failed_at", "expired_at",
     "cancelling_at", "cancelled_at",
@@ -107,7 +108,7 @@ class Batches:
             "endpoint": endpoint, "model": model.id, "input_file_id": input_file_id,
             "completion_window": completion_window,
             "metadata": orjson.dumps(metadata or {}).decode(), "status": "validating",
-            "created_at": now, "expires_at": now + WINDOWS[completion_window],
+            "created_at": now, "expires_at": now + config.completion_window_s,
             "total": len(read.lines), "team_id": principal.team_id,
             "org_id": principal.org_id, "user_id": principal.user_id,
             "tokens": read.tokens, "reserved_usd": cost,

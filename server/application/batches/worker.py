@@ -186,6 +186,8 @@ class Worker:
         config = self.live.current.config.batches
         async with per_batch, per_key, self._all:
             await self._yield(config.yield_above_in_flight)
+            if time.time() > batch["expires_at"]:
+                return  # past the window: the line is not run, and ends expired
             self.running += 1
             try:
                 with span("gateway.batch.line", **{"gateway.batch.id": batch["id"],
