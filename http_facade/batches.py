@@ -23,7 +23,8 @@ from http_facade.endpoint import read_json_object
 from http_facade.forms import boundary_of, read_form
 from server.application.batches.anthropic import as_message_batch, result_line
 from server.application.batches.files import Files, as_object
-from server.application.batches.gemini import as_operation
+from server.application.batches.gemini import as_operation, file_id
+from server.application.batches.gemini_files import GeminiUploads, as_file
 from server.application.batches.jobs import Batches
 from server.base.call import Call
 from server.base.caller import Principal
@@ -36,6 +37,7 @@ class BatchEndpoints:
         self.files = files
         self.batches = batches
         self.max_body_bytes = max_body_bytes
+        self.uploads = GeminiUploads(files)
 
     async def _caller(self, request: Request) -> Principal:
         exchange = exchange_for(request.scope)
@@ -63,6 +65,8 @@ class BatchEndpoints:
         return _json(as_object(record))
 
     async def list_files(self, request: Request) -> Response:
+        if _from_google(request):  # Gemini's list on its v1 path
+            return await self.gemini_list_files(request)
         principal = await self._caller(request)
         query = request.query_params
         limit = _limit(query.get("limit"), 10_000)
@@ -73,6 +77,12 @@ class BatchEndpoints:
         return _json(_page([as_object(r) for r in found], limit))
 
     async def get_file(self, request: Request) -> Response:
+        """OpenAI's and Gemini's (v1) files share this path: a Google SDK's request is
+        answered in Gemini's shape, and its `{name}:download` with the bytes."""
+        if request.path_params["file_id"].endswith(":download"):
+            return await self.gemini_download(request)
+        if _from_google(request):
+            return await self.gemini_get_file(request)
         principal = await self._caller(request)
         return _json(as_object(await self.files.get(principal, request.path_params["file_id"])))
 
@@ -85,10 +95,92 @@ class BatchEndpoints:
         )  # fmt: skip
 
     async def delete_file(self, request: Request) -> Response:
+        if _from_google(request):
+            return await self.gemini_delete_file(request)
         principal = await self._caller(request)
         file_id = request.path_params["file_id"]
         await self.files.delete(principal, file_id)
         return _json({"id": file_id, "object": "file", "deleted": True})
+
+    # -- Gemini's files ----------------------------------------------------------------
+
+    async def gemini_upload(self, request: Request) -> Response:
+        """A resumable upload's start (the key's) or one of its chunks (the upload id's)."""
+        headers = request.headers
+        command = [c.strip() for c in headers.get("x-goog-upload-command", "").split(",")]
+        upload_id = request.query_params.get("upload_id")
+        if upload_id is None:
+            return await self._gemini_upload_start(request, command)
+        if "upload" not in command:
+            raise InvalidArgument.for_field("X-Goog-Upload-Command", "must be upload")
+        offset = headers.get("x-goog-upload-offset", "")
+        if not offset.isdigit():
+            raise InvalidArgument.for_field("X-Goog-Upload-Offset", "is required (bytes so far)")
+        finalize = "finalize" in command
+        record = await self.uploads.chunk(upload_id, int(offset), request.stream(), finalize)
+        status = {"x-goog-upload-status": "final" if record else "active"}
+        if record is None:
+            return Response(b"", headers=status)
+        file = as_file(record, _base(request))
+        return Response(orjson.dumps({"file": file}), media_type="application/json",
+                        headers=status)  # fmt: skip
+
+    async def _gemini_upload_start(self, request: Request, command: list[str]) -> Response:
+        principal = await self._caller(request)
+        headers = request.headers
+        if headers.get("x-goog-upload-protocol") != "resumable":
+            raise InvalidArgument.for_field("X-Goog-Upload-Protocol", "must be resumable")
+        if command != ["start"]:
+            raise InvalidArgument.for_field("X-Goog-Upload-Command", "must be start")
+        size = headers.get("x-goog-upload-header-content-length", "")
+        if not size.isdigit():
+            raise InvalidArgument.for_field(
+                "X-Goog-Upload-Header-Content-Length", "is required (the file's bytes)"
+            )
+        body = await read_json_object(request, self.max_body_bytes) if _has_body(request) else {}
+        file = body.get("file")
+        if not isinstance(file, dict):
+            file = {}
+        # Either spelling, as the API's JSON takes them (google-genai sends snake_case).
+        name = (
+            file.get("displayName") or file.get("display_name")
+            or headers.get("x-goog-upload-file-name") or "upload.jsonl"
+        )  # fmt: skip
+        if not isinstance(name, str) or len(name) > 512:
+            raise InvalidArgument.for_field("file.displayName", "must be at most 512 characters")
+        upload_id = await self.uploads.start(principal, int(size), name)
+        url = f"{_base(request)}{request.url.path}?upload_id={upload_id}"
+        return Response(b"{}", media_type="application/json", headers={
+            "x-goog-upload-url": url, "x-goog-upload-status": "active",
+        })  # fmt: skip
+
+    async def gemini_get_file(self, request: Request) -> Response:
+        principal = await self._caller(request)
+        record = await self.files.get(principal, _gemini_file(request))
+        return _json(as_file(record, _base(request)))
+
+    async def gemini_list_files(self, request: Request) -> Response:
+        principal = await self._caller(request)
+        limit = _limit(request.query_params.get("pageSize"), 100)
+        after = request.query_params.get("pageToken")
+        found = await self.files.page(principal, None, limit + 1, after, False)
+        page: dict[str, Any] = {"files": [as_file(r, _base(request)) for r in found[:limit]]}
+        if len(found) > limit:
+            page["nextPageToken"] = found[limit - 1].id
+        return _json(page)
+
+    async def gemini_delete_file(self, request: Request) -> Response:
+        principal = await self._caller(request)
+        await self.files.delete(principal, _gemini_file(request))
+        return _json({})
+
+    async def gemini_download(self, request: Request) -> Response:
+        principal = await self._caller(request)
+        record = await self.files.get(principal, _gemini_file(request))
+        return StreamingResponse(
+            self.files.content(record.id), media_type="application/octet-stream",
+            headers={"content-length": str(record.bytes)},
+        )  # fmt: skip
 
     # -- batches -------------------------------------------------------------------
 
@@ -238,6 +330,13 @@ def batch_routes(endpoints: BatchEndpoints) -> list[BaseRoute]:
         Route("/v1/messages/batches/{batch_id}", e.delete_message_batch, methods=["DELETE"]),
         Route("/v1/messages/batches/{batch_id}/cancel", e.cancel_message_batch, methods=["POST"]),
         Route("/v1/messages/batches/{batch_id}/results", e.message_batch_results, methods=["GET"]),
+        # Gemini's Files API as batch mode needs it, on both API versions.
+        Route("/upload/v1beta/files", e.gemini_upload, methods=["POST"]),
+        Route("/upload/v1/files", e.gemini_upload, methods=["POST"]),
+        Route("/v1beta/files/{name}:download", e.gemini_download, methods=["GET"]),
+        Route("/v1beta/files", e.gemini_list_files, methods=["GET"]),
+        Route("/v1beta/files/{name}", e.gemini_get_file, methods=["GET"]),
+        Route("/v1beta/files/{name}", e.gemini_delete_file, methods=["DELETE"]),
         # Gemini's batch mode, on both API versions.
         Route(gemini_create.format(version="/v1beta"), e.create_gemini_batch, methods=["POST"]),
         Route(gemini_create.format(version="/v1"), e.create_gemini_batch, methods=["POST"]),
@@ -248,6 +347,20 @@ def batch_routes(endpoints: BatchEndpoints) -> list[BaseRoute]:
         Route("/v1/batches/{batch_id}", e.delete_gemini_batch, methods=["DELETE"]),
         Route("/v1/batches/{batch_id}:cancel", e.cancel_gemini_batch, methods=["POST"]),
     ]  # fmt: skip
+
+
+def _gemini_file(request: Request) -> str:
+    """The file a Gemini path names (`files/{name}`, `{name}:download`), by its id."""
+    params = request.path_params
+    return file_id(str(params.get("name") or params["file_id"]).removesuffix(":download"))
+
+
+def _base(request: Request) -> str:
+    return str(request.base_url).rstrip("/")
+
+
+def _has_body(request: Request) -> bool:
+    return request.headers.get("content-length", "0") != "0"
 
 
 def _from_google(request: Request) -> bool:

@@ -76,13 +76,19 @@ class Batches:
         return await self._create(principal, "anthropic", "/v1/messages", read, "", "24h", None)
 
     async def create_gemini(self, principal: Principal, model: str, body: Any) -> Row:
-        """A Gemini batch: inline requests to one model."""
+        """A Gemini batch: inline requests to one model, or an uploaded file of them
+        (whose batch writes its responses to a file too)."""
         config = self.live.current.config.batches
-        read = gemini.read_requests(model, body, config.max_lines, config.max_line_bytes)
+        file_id = gemini.input_file(body)
+        if file_id is None:
+            read = gemini.read_requests(model, body, config.max_lines, config.max_line_bytes)
+        else:
+            data = await self.files.read(principal.key_id, file_id)
+            read = gemini.read_file(model, data, config.max_lines, config.max_line_bytes)
         batch = body["batch"]
         name = batch.get("displayName") if isinstance(batch.get("displayName"), str) else ""
         return await self._create(
-            principal, "gemini", gemini.ENDPOINT, read, "", "24h",
+            principal, "gemini", gemini.ENDPOINT, read, file_id or "", "24h",
             {"display_name": name[:128]} if name else None,
         )  # fmt: skip
 

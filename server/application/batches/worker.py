@@ -28,6 +28,7 @@ from typing import Any, Protocol
 import orjson
 
 from server.accounting.accounts import Accounts, passing
+from server.application.batches import gemini
 from server.application.batches.files import Files
 from server.application.pipeline.state import Live
 from server.base.caller import Principal
@@ -247,7 +248,10 @@ class Worker:
 
     async def _finalize(self, batch: dict[str, Any], status: str) -> None:
         """Writes the output and error files and ends the batch in `status` (an
-        Anthropic batch's results are read from its lines)."""
+        Anthropic batch's results, and an inline Gemini batch's, are read from its lines;
+        a Gemini batch read from a file writes one responses file)."""
+        if batch["dialect"] == "gemini" and batch["input_file_id"]:
+            return await self._finalize_gemini_file(batch, status)
         if batch["dialect"] != "openai":
             return await self.store.finish(batch["id"], status, status, time.time(), "", "")
         output, errors = bytearray(), bytearray()
@@ -270,6 +274,18 @@ class Worker:
             )
             errors_id = made.id
         await self.store.finish(batch["id"], status, status, time.time(), output_id, errors_id)
+
+
+    async def _finalize_gemini_file(self, batch: dict[str, Any], status: str) -> None:
+        responses = bytearray()
+        after = -1
+        while rows := await self.store.lines(batch["id"], after, 1000):
+            after = rows[-1]["line"]
+            responses.extend(b"".join(gemini.output_line(row) for row in rows))
+        made = await self.files.store(
+            batch["key_id"], "batch_output", f"{batch['id']}_responses.jsonl", bytes(responses)
+        )
+        await self.store.finish(batch["id"], status, status, time.time(), made.id, "")
 
 
 def _output_line(batch_id: str, row: dict[str, Any]) -> bytes:
