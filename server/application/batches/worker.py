@@ -275,7 +275,6 @@ class Worker:
             errors_id = made.id
         await self.store.finish(batch["id"], status, status, time.time(), output_id, errors_id)
 
-
     async def _finalize_gemini_file(self, batch: dict[str, Any], status: str) -> None:
         responses = bytearray()
         after = -1
