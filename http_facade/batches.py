@@ -418,6 +418,11 @@ class TableRunner:
                 # Paths with a variable are known by their template (Gemini's model).
                 self.by_endpoint[binding.template] = binding
 
+    def method_of(self, endpoint: str) -> str:
+        """The RPC method a live call of `endpoint` is (a ledger row's `method`)."""
+        binding = self.by_endpoint.get(endpoint)
+        return self.table[binding.rpc.path].descriptor.name if binding else endpoint
+
     async def run(
         self, principal: Principal, endpoint: str, body: dict[str, Any], batch_id: str,
         custom_id: str, price_factor: float,

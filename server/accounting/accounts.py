@@ -10,6 +10,7 @@ reservations settle to what the call really used and the ledger gets one row.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import AsyncGenerator, Callable, Coroutine
@@ -24,9 +25,11 @@ from server.accounting.ledger import Ledger
 from server.accounting.traffic import MemoryInFlight, Traffic
 from server.base.call import Call
 from server.base.caller import Principal, Reservation
-from server.base.config import BudgetAlertsConfig, KeyKind, TrafficConfig
+from server.base.config import BudgetAlertsConfig, KeyKind, ModelConfig, TrafficConfig
+from server.base.costs import Cost
 from server.base.errors import (
     Cancelled,
+    GatewayError,
     RateLimited,
     ShuttingDown,
     StorageUnavailable,
@@ -241,6 +244,39 @@ class Accounts:
         for hook in record.after_close:
             hook()
 
+    async def bill_handed_line(
+        self, principal: Principal, batch_id: str, custom_id: str, model: ModelConfig,
+        provider_id: str, method: str, counts: TokenCounts | None, cost: Cost | None,
+        status_code: int, request_id: str,
+    ) -> None:  # fmt: skip
+        """The ledger row of a line a provider's batch API ran (a batch handed over),
+        and its cost charged to every level's budget. The database takes one row per
+        line: a second, after a crash, is refused."""
+        used = counts or NO_TOKENS
+        total = cost.total_usd if cost is not None else None
+        self.ledger.record(UsageRecord(
+            ts=time.time(), request_id=request_id, key_id=principal.key_id,
+            key_name=principal.name, method=method, model=model.id, provider=provider_id,
+            prompt_tokens=used.prompt_tokens, completion_tokens=used.completion_tokens,
+            total_tokens=used.total_tokens,
+            input_cost_usd=cost.input_usd if cost is not None else None,
+            output_cost_usd=cost.output_usd if cost is not None else None,
+            cache_input_cost_usd=cost.cache_input_usd if cost is not None else None,
+            total_cost_usd=total, latency_ms=0.0, ttft_ms=None,
+            status=_grpc_status(status_code),
+            cached_tokens=used.cached_tokens, cache_write_tokens=used.cache_write_tokens,
+            cache_write_1h_tokens=used.cache_write_1h_tokens,
+            reasoning_tokens=used.reasoning_tokens,
+            cache_write_cost_usd=cost.cache_write_usd if cost is not None else None,
+            team_id=principal.team_id, org_id=principal.org_id, user_id=principal.user_id,
+            units=float(used.total_tokens) if counts is not None else None,
+            batch_id=batch_id, custom_id=custom_id,
+        ))  # fmt: skip
+        if total and principal.budgets:
+            with contextlib.suppress(GatewayError):  # spent past the budget: still billed
+                held = await self.budgets.reserve_all(principal.budgets, 0.0)
+                await self._settle(principal, held, total)
+
     async def _settle(
         self, principal: Principal, reservations: list[Reservation], total: float
     ) -> None:
@@ -353,3 +389,10 @@ class Accounting(Middleware):
                     close(call, error)
 
         return stream
+
+
+def _grpc_status(http_status: int) -> str:
+    """A line's HTTP status as the ledger names outcomes."""
+    if http_status == 200:
+        return "OK"
+    return "INVALID_ARGUMENT" if 400 <= http_status < 500 else "UNAVAILABLE"

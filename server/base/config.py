@@ -244,6 +244,10 @@ class ModelConfig(Strict):
     # Guardrails applied to every call of this model (ids of `guardrails`).
     guardrails: list[str] = Field(default_factory=list)
     providers: list[ProviderConfig] = Field(min_length=1)
+    # Who runs the model's batches: the gateway, line by line through the live pipeline,
+    # or the first provider of the model whose adapter speaks a batch API (openai,
+    # anthropic), handed the whole batch (docs/batches.md).
+    batch: Literal["gateway", "provider"] = "gateway"
     # What the model serves besides text generation (embeddings, rerank, moderation,
     # transcription, speech, image_generation); a call of a kind not listed is refused
     # naming `model`. Absent: embeddings only, when a provider can embed.
@@ -903,6 +907,8 @@ class BatchesConfig(Strict):
     # What a batch line pays, as a share of the live price (the providers' batch
     # discount is half).
     price_factor: float = Field(default=0.5, ge=0)
+    # Seconds between two looks at a batch handed to a provider's own batch API.
+    provider_poll_s: float = Field(default=30, gt=0)
     # Seconds a batch's `24h` completion window lasts (shorter for tests and drills);
     # past it the batch ends `expired`, its lines not run yet never run.
     completion_window_s: float = Field(default=86_400, gt=0)

@@ -178,6 +178,12 @@ class BatchStore:
             status, now, output, errors, batch_id,
         )  # fmt: skip
 
+    async def set_upstream(self, batch_id: str, upstream_id: str) -> None:
+        """Notes the provider's id of a batch handed to it."""
+        await self.db.execute(
+            "UPDATE batches SET upstream_id = ? WHERE id = ?", upstream_id, batch_id
+        )
+
     async def claim(self, owner: str, lease_s: float, limit: int) -> list[str]:
         """Takes up to `limit` batches still worked on whose lease has lapsed (or that
         nobody held yet); returns their ids. Two instances never take one batch."""
@@ -218,11 +224,11 @@ class BatchStore:
             batch_id, owner,
         )  # fmt: skip
 
-    async def pending_lines(self, batch_id: str, limit: int) -> list[NewLine]:
+    async def pending_lines(self, batch_id: str, limit: int, skip: int = 0) -> list[NewLine]:
         rows = await self.db.fetch(
             "SELECT line, custom_id, body FROM batch_lines "
-            "WHERE batch_id = ? AND status = 'pending' ORDER BY line LIMIT ?",
-            batch_id, limit,
+            "WHERE batch_id = ? AND status = 'pending' ORDER BY line LIMIT ? OFFSET ?",
+            batch_id, limit, skip,
         )  # fmt: skip
         return [NewLine(int(r["line"]), r["custom_id"], r["body"]) for r in rows]
 

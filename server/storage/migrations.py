@@ -435,6 +435,16 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
             "ALTER TABLE usage_records ADD COLUMN audio_output_cost_usd {float}",
         ],
     ),
+    (
+        20,
+        "batches handed to a provider",
+        [
+            # A batch its model's provider runs with its own batch API: which provider,
+            # and the provider's id of the batch once it was handed over.
+            "ALTER TABLE batches ADD COLUMN upstream_provider TEXT NOT NULL DEFAULT ''",
+            "ALTER TABLE batches ADD COLUMN upstream_id TEXT NOT NULL DEFAULT ''",
+        ],
+    ),
 ]
 
 

@@ -15,11 +15,11 @@ import orjson
 from server.accounting.accounts import Accounts
 from server.accounting.admission import check_model
 from server.accounting.budget import exhausted
-from server.application.batches import gemini, lines
+from server.application.batches import gemini, handover, lines
 from server.application.batches.files import Files
 from server.application.pipeline.state import Live
 from server.base.caller import Principal, account_fields
-from server.base.config import Price
+from server.base.config import ModelConfig, Price
 from server.base.errors import InvalidArgument, NotFound, RateLimited
 from server.storage.batches import ACTIVE, BatchStore, NewLine
 from server.storage.db import Row
@@ -118,6 +118,7 @@ class Batches:
             "total": len(read.lines), "team_id": principal.team_id,
             "org_id": principal.org_id, "user_id": principal.user_id,
             "tokens": read.tokens, "reserved_usd": cost,
+            "upstream_provider": _handed_to(model, endpoint),
         }  # fmt: skip
         await self.store.create(
             batch,
@@ -223,6 +224,16 @@ class Batches:
         for stamp in STAMPS:
             found[stamp] = int(row[stamp]) if row[stamp] is not None else None
         return found
+
+
+def _handed_to(model: ModelConfig, endpoint: str) -> str:
+    """The provider a batch is handed to (its model's `batch: provider`, the first of its
+    providers whose batch API takes the batch's endpoint); empty when the gateway runs
+    it, as it runs the rest (Gemini's batches, an endpoint no such provider takes)."""
+    if model.batch != "provider":
+        return ""
+    provider = handover.provider_for(model, endpoint)
+    return provider.id if provider is not None else ""
 
 
 def _worst_cost(tokens: int, price: Price | None, factor: float) -> float:

@@ -28,9 +28,10 @@ from typing import Any, Protocol
 import orjson
 
 from server.accounting.accounts import Accounts, passing
-from server.application.batches import gemini
+from server.application.batches import gemini, handover
 from server.application.batches.files import Files
 from server.application.pipeline.state import Live
+from server.base import costs
 from server.base.caller import Principal
 from server.base.errors import GatewayError, Internal, Unauthenticated
 from server.base.spans import span
@@ -46,6 +47,10 @@ YIELD_POLL_S = 0.02
 
 
 class LineRunner(Protocol):
+    def method_of(self, endpoint: str) -> str:
+        """The RPC method a live call of `endpoint` is."""
+        ...
+
     async def run(
         self, principal: Principal, endpoint: str, body: dict[str, Any], batch_id: str,
         custom_id: str, price_factor: float,
@@ -146,6 +151,8 @@ class Worker:
             return
         if batch["status"] == "validating":
             await self.store.set_status(batch_id, "in_progress", "in_progress", time.time())
+        if batch["upstream_provider"]:
+            return await self._handed(batch_id)
         config = self.live.current.config.batches
         per_batch = asyncio.Semaphore(config.concurrency_per_batch)
         per_key = self._per_key.setdefault(
@@ -245,6 +252,94 @@ class Worker:
             if self.in_flight() - self.running < above:
                 return
             await asyncio.sleep(YIELD_POLL_S)
+
+    async def _handed(self, batch_id: str) -> None:
+        """Runs a batch through its provider's own batch API: hands the lines over once
+        (the provider's id kept with the batch, so an instance that takes the batch over
+        polls the same one), polls until the provider's batch ended with its results,
+        bills and ends each line once, and finalizes the batch as the gateway's own."""
+        batch = await self.store.get(batch_id)
+        assert batch is not None
+        config = self.live.current.config
+        model = config.model(batch["model"])
+        provider = next(
+            (p for p in (model.providers if model else []) if p.id == batch["upstream_provider"]),
+            None,
+        )  # fmt: skip
+        if model is None or provider is None:
+            log.warning("batch %s: provider %s is no longer configured", batch_id,
+                        batch["upstream_provider"])  # fmt: skip
+            await self.store.end_pending(batch_id, "errored")
+            await self.store.set_status(batch_id, "failed", "failed", time.time())
+            return
+        if batch["status"] == "cancelling" and not batch["upstream_id"]:
+            await self.store.end_pending(batch_id, "cancelled")
+            return await self._finalize(batch, "cancelled")
+        api = handover.open_api(provider, f"models[{model.id}].providers[{provider.id}]")
+        try:
+            upstream_id = batch["upstream_id"]
+            if not upstream_id:
+                lines: list[tuple[str, Any]] = []
+                while more := await self.store.pending_lines(batch_id, 1000, len(lines)):
+                    lines.extend((one.custom_id, orjson.loads(one.body)) for one in more)
+                upstream_id = await api.submit(batch_id, batch["endpoint"], lines)
+                await self.store.set_upstream(batch_id, upstream_id)
+            cancel_sent = False
+            while True:
+                batch = await self.store.get(batch_id)
+                assert batch is not None
+                if batch["status"] == "cancelling" and not cancel_sent:
+                    await api.cancel(upstream_id)
+                    cancel_sent = True
+                polled = await api.poll(upstream_id)
+                if polled.state != "running":
+                    return await self._handed_ended(batch, model, provider.id, polled)
+                await asyncio.sleep(self.live.current.config.batches.provider_poll_s)
+        finally:
+            await api.aclose()
+
+    async def _handed_ended(
+        self, batch: dict[str, Any], model: Any, provider_id: str, polled: handover.Polled
+    ) -> None:
+        """Bills each line the provider ran (one ledger row each, at the model's batch
+        prices), ends it with its answer, and the lines it did not run as the batch
+        ended (expired, cancelled; errored when it failed)."""
+        principal = await self.accounts.admission.keys.by_id(
+            batch["key_id"], "api", self.live.current.keys
+        )
+        factor = self.live.current.config.batches.price_factor
+        price = costs.batch_price(model.price, factor)
+        by_id = {}
+        after = 0
+        while more := await self.store.pending_lines(batch["id"], 1000, after):
+            after += len(more)
+            by_id.update({one.custom_id: one.line for one in more})
+        ended: list[Ended] = []
+        for result in polled.results:
+            line = by_id.pop(result.custom_id, None)
+            if line is None:
+                continue  # ended before (a crash after its row), or not ours
+            request_id = os.urandom(16).hex()
+            cost = costs.cost(result.counts, price) if result.counts is not None else None
+            await self.accounts.bill_handed_line(
+                principal, batch["id"], result.custom_id, model, provider_id,
+                self.runner.method_of(batch["endpoint"]), result.counts, cost, result.status_code, request_id,
+            )  # fmt: skip
+            answer = orjson.dumps({"status_code": result.status_code, "request_id": request_id,
+                                   "body": result.body}).decode()  # fmt: skip
+            status = "succeeded" if result.status_code == 200 else "errored"
+            ended.append(Ended(batch["id"], line, status, result.status_code, answer))
+        await self.accounts.ledger.flush()
+        await self.store.end_lines(ended)
+        self.ended.update(one.status for one in ended)
+        rest = {"expired": "expired", "failed": "errored"}.get(polled.state, "cancelled")
+        await self.store.end_pending(batch["id"], rest)
+        if polled.state == "failed":
+            await self.store.set_status(batch["id"], "failed", "failed", time.time())
+            return
+        if polled.state == "completed":
+            await self.store.set_status(batch["id"], "finalizing", "finalizing", time.time())
+        await self._finalize(batch, polled.state)
 
     async def _finalize(self, batch: dict[str, Any], status: str) -> None:
         """Writes the output and error files and ends the batch in `status` (an

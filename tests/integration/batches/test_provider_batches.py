@@ -1,0 +1,174 @@
+"""A batch handed to its provider's own batch API (`batch: provider`): the gateway
+uploads the lines to a strict fake of OpenAI's Files and Batch APIs, polls its status
+machine, reads the output and error files only once they are there, and writes one
+ledger row per line at the model's batch prices; the caller sees it through the openai
+SDK as any batch."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Any
+
+import anthropic
+import openai
+import orjson
+import pytest
+
+from tests.integration.batches.test_openai_batches import chat_line, config, jsonl, rows_of
+from tests.support.gateways import API_KEY, eventually, running_gateway
+from tests.support.upstreams import batch_api
+from tests.support.upstreams.config import provider
+
+MODEL = "gpt-batch"
+PRICE = {"input": 2.0, "output": 8.0, "batch": {"input": 1.0, "output": 4.0}}
+
+
+def handed(tmp_path: Path, url: str) -> dict[str, Any]:
+    data = config(tmp_path)
+    data["batches"] |= {"provider_poll_s": 0.05}
+    data["models"].append({
+        "id": MODEL, "owned_by": "test", "created": 0, "price": PRICE, "batch": "provider",
+        "providers": [provider("upstream", "openai", url)],
+    })  # fmt: skip
+    return data
+
+
+async def run(sdk: openai.AsyncOpenAI, lines: list[dict[str, Any]]) -> Any:
+    uploaded = await sdk.files.create(file=("in.jsonl", io.BytesIO(jsonl(lines))), purpose="batch")
+    batch = await sdk.batches.create(
+        input_file_id=uploaded.id, endpoint="/v1/chat/completions", completion_window="24h"
+    )
+    return batch
+
+
+async def test_a_batch_handed_to_the_provider_is_billed_once_per_line(tmp_path: Path) -> None:
+    async with (
+        batch_api.serving_batches(refuse={"h2"}) as fake,
+        running_gateway(handed(tmp_path, fake.url)) as gw,
+    ):
+        base = f"http://127.0.0.1:{gw.http_port}"
+        sdk = openai.AsyncOpenAI(base_url=f"{base}/v1", api_key=API_KEY, max_retries=0)
+        async with sdk:
+            lines = [chat_line(f"h{i}", f"question {i}", model=MODEL) for i in range(4)]
+            batch = await run(sdk, lines)
+
+            async def done() -> Any:
+                found = await sdk.batches.retrieve(batch.id)
+                assert found.status == "completed", found.status
+                return found
+
+            finished = await eventually(done)
+            assert fake.refused == []
+            # Handed over once: one upload, one batch, polled through its steps to
+            # the output file arriving after `completed`.
+            assert fake.seen.count(("POST", "/v1/files")) == 1
+            assert fake.seen.count(("POST", "/v1/batches")) == 1
+            [upstream] = fake.batches.values()
+            assert upstream["metadata"] == {"gateway_batch_id": batch.id}
+            assert upstream["output_file_id"] and upstream["error_file_id"]
+            # Three steps to `completed`, and one more for its output file: the
+            # gateway took `completed` without a file for not yet final.
+            polls = fake.seen.count(("GET", f"/v1/batches/{upstream['id']}"))
+            assert polls == len(batch_api.STEPS)
+            assert finished.request_counts.completed == 3
+            assert finished.request_counts.failed == 1
+            output = (await sdk.files.content(finished.output_file_id)).content
+            answers = {orjson.loads(x)["custom_id"]: orjson.loads(x) for x in output.splitlines()}
+            assert sorted(answers) == ["h0", "h1", "h3"]
+            body = answers["h0"]["response"]["body"]
+            assert body["choices"][0]["message"]["content"] == "batch h0"
+            errors = (await sdk.files.content(finished.error_file_id)).content
+            [refused] = [orjson.loads(x) for x in errors.splitlines()]
+            assert refused["custom_id"] == "h2"
+            assert refused["response"]["status_code"] == 400
+            # One row per line, each at the batch rates ($1 in, $4 out per million).
+            rows = await rows_of(gw, batch.id)
+            assert sorted(r["custom_id"] for r in rows) == ["h0", "h1", "h2", "h3"]
+            ran = [r for r in rows if r["custom_id"] != "h2"]
+            for row in ran:
+                assert (row["prompt_tokens"], row["completion_tokens"]) == (11, 5)
+                assert row["total_cost_usd"] == pytest.approx((11 * 1.0 + 5 * 4.0) / 1e6)
+            assert finished.usage.input_tokens == sum(r["prompt_tokens"] for r in rows)
+            assert finished.usage.output_tokens == sum(r["completion_tokens"] for r in rows)
+            # Retrieves and fetches bill nothing more; the provider is not polled
+            # after the batch ended.
+            seen = len(fake.seen)
+            await sdk.batches.retrieve(batch.id)
+            await sdk.files.content(finished.output_file_id)
+            await gw.gateway.accounts.ledger.flush()
+            assert len(await rows_of(gw, batch.id)) == 4
+            assert len(fake.seen) == seen
+
+
+async def test_a_cancelled_handed_batch_cancels_the_providers(tmp_path: Path) -> None:
+    async with batch_api.serving_batches() as fake:
+        data = handed(tmp_path, fake.url)
+        data["batches"]["provider_poll_s"] = 0.3
+        async with running_gateway(data) as gw:
+            base = f"http://127.0.0.1:{gw.http_port}"
+            sdk = openai.AsyncOpenAI(base_url=f"{base}/v1", api_key=API_KEY, max_retries=0)
+            async with sdk:
+                batch = await run(sdk, [chat_line("c0", model=MODEL), chat_line("c1", model=MODEL)])
+
+                async def handed_over() -> None:
+                    assert fake.batches
+
+                await eventually(handed_over)
+                await sdk.batches.cancel(batch.id)
+
+                async def ended() -> Any:
+                    found = await sdk.batches.retrieve(batch.id)
+                    assert found.status in ("cancelled", "completed"), found.status
+                    return found
+
+                found = await eventually(ended)
+                [upstream] = fake.batches.values()
+                if found.status == "cancelled":
+                    assert ("POST", f"/v1/batches/{upstream['id']}/cancel") in fake.seen
+                    assert upstream["status"] == "cancelled"
+                assert fake.refused == []
+                rows = await rows_of(gw, batch.id)
+                assert len(rows) == found.request_counts.completed
+
+
+async def test_a_message_batch_handed_to_anthropic_is_billed_once_per_request(
+    tmp_path: Path,
+) -> None:
+    async with batch_api.serving_message_batches() as fake:
+        data = config(tmp_path)
+        data["batches"] |= {"provider_poll_s": 0.05}
+        data["models"].append({
+            "id": "claude-batch", "owned_by": "test", "created": 0, "price": PRICE,
+            "batch": "provider", "providers": [provider("upstream", "anthropic", fake.url)],
+        })  # fmt: skip
+        async with running_gateway(data) as gw:
+            base = f"http://127.0.0.1:{gw.http_port}"
+            sdk = anthropic.AsyncAnthropic(base_url=base, api_key=API_KEY, max_retries=0)
+            async with sdk:
+                batch = await sdk.messages.batches.create(requests=[
+                    {"custom_id": f"m{i}", "params": {
+                        "model": "claude-batch", "max_tokens": 16,
+                        "messages": [{"role": "user", "content": f"question {i}"}]}}
+                    for i in range(3)
+                ])  # fmt: skip
+
+                async def ended() -> Any:
+                    found = await sdk.messages.batches.retrieve(batch.id)
+                    assert found.processing_status == "ended", found.processing_status
+                    return found
+
+                found = await eventually(ended)
+                assert fake.refused == []
+                assert fake.seen.count(("POST", "/v1/messages/batches")) == 1
+                assert found.request_counts.succeeded == 3
+                results = [r async for r in await sdk.messages.batches.results(batch.id)]
+                assert sorted(r.custom_id for r in results) == ["m0", "m1", "m2"]
+                for result in results:
+                    assert result.result.type == "succeeded"
+                    assert result.result.message.content[0].text == f"batch {result.custom_id}"
+                rows = await rows_of(gw, batch.id)
+                assert sorted(r["custom_id"] for r in rows) == ["m0", "m1", "m2"]
+                for row in rows:
+                    assert (row["prompt_tokens"], row["completion_tokens"]) == (13, 7)
+                    assert row["total_cost_usd"] == pytest.approx((13 * 1.0 + 7 * 4.0) / 1e6)
