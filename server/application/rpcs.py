@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from server.application.admin import AdminService
 from server.application.audio import AudioService
+from server.application.batches.service import BatchService
 from server.application.dialects.chat.service import ChatService, CompletionService
 from server.application.dialects.gemini.service import GeminiService
 from server.application.dialects.messages.service import MessagesService
@@ -57,6 +58,7 @@ class Services:
     gemini: GeminiService
     mcp: McpService
     conversations: ConversationsService
+    batch: BatchService
 
 
 def handlers(s: Services) -> dict[str, Handler]:
@@ -119,6 +121,10 @@ def handlers(s: Services) -> dict[str, Handler]:
         "gateway.v1.AdminService.ExportAuditEvents": s.governance.export_audit_events,
         "gateway.v1.UsageService.GetUsage": s.usage.get_usage,
         "gateway.v1.FeedbackService.SubmitFeedback": s.feedback.submit_feedback,
+        "gateway.v1.BatchService.CreateBatch": s.batch.create_batch,
+        "gateway.v1.BatchService.GetBatch": s.batch.get_batch,
+        "gateway.v1.BatchService.ListBatches": s.batch.list_batches,
+        "gateway.v1.BatchService.CancelBatch": s.batch.cancel_batch,
         "gateway.v1.MessagesService.CreateMessage": s.messages.create_message,
         "gateway.v1.MessagesService.StreamMessage": s.messages.stream_message,
         "gateway.v1.MessagesService.CountMessageTokens": s.messages.count_message_tokens,

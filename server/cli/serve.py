@@ -34,6 +34,7 @@ from server.application.admin import AdminService
 from server.application.audio import AudioService
 from server.application.batches.files import Files
 from server.application.batches.jobs import Batches
+from server.application.batches.service import BatchService
 from server.application.batches.worker import Worker
 from server.application.control import Control
 from server.application.dashboard import Dashboard
@@ -76,7 +77,7 @@ from server.ops.metrics import Metrics, multiprocess_dir, prepare_multiprocess_d
 from server.ops.observe import Observer, Outcome
 from server.ops.recent import Recent
 from server.ops.tracing import Tracing
-from server.providers import registry
+from server.providers import batch_apis, registry
 from server.routing.policies import build_router
 from server.storage import Store, open_store
 from server.storage.alerts import AlertStore
@@ -241,6 +242,7 @@ def assemble(
         conversations=ConversationsService(live, accounts, conversations),
         gemini=GeminiService(generations, live, accounts),
         mcp=McpService(live, accounts, tools),
+        batch=BatchService(),
     )  # fmt: skip
 
     def log_request(outcome: Outcome) -> None:
@@ -344,10 +346,17 @@ def _batches(
     folder = live.current.config.files_folder
     files = Files(live, gateway.accounts, store.files, DiskBlobs(folder))
     batches = Batches(live, gateway.accounts, store.batches, files)
+    gateway.services.batch.attach(batches, files)
     runner = TableRunner(gateway.table, live.current.config.server.request_timeout_s)
     observer = gateway.observer
     worker = Worker(
-        live, gateway.accounts, store.batches, files, runner, lambda: observer.in_flight
+        live,
+        gateway.accounts,
+        store.batches,
+        files,
+        runner,
+        lambda: observer.in_flight,
+        batch_apis.open_api,
     )
     task = asyncio.create_task(worker.run_forever())
 

@@ -16,7 +16,7 @@ from server.accounting.accounts import Accounts
 from server.accounting.admission import check_model
 from server.accounting.budget import exhausted
 from server.application.batches import gemini, handover, lines
-from server.application.batches.files import Files
+from server.application.batches.files import Files, TooLarge
 from server.application.pipeline.state import Live
 from server.base.caller import Principal, account_fields
 from server.base.config import ModelConfig, Price
@@ -48,12 +48,12 @@ class Batches:
     async def create(
         self,
         principal: Principal,
-        input_file_id: str,
+        input_file_id: str | bytes,
         endpoint: str,
         completion_window: str,
         metadata: dict[str, str] | None,
     ) -> Row:
-        """Checks the whole input, reserves nothing yet unless it fits every budget, and
+        """Checks the whole input (an uploaded file's, or given as bytes), reserves nothing yet unless it fits every budget, and
         stores the batch with every line, or refuses it whole."""
         if endpoint not in lines.ENDPOINTS:
             raise InvalidArgument.for_field(
@@ -63,7 +63,15 @@ class Batches:
             raise InvalidArgument.for_field("completion_window", "must be 24h")
         _check_metadata(metadata)
         config = self.live.current.config.batches
-        data = await self.files.read(principal.key_id, input_file_id)
+        if isinstance(input_file_id, bytes):  # the input itself (gRPC's input_jsonl)
+            if len(input_file_id) > config.max_file_bytes:
+                raise TooLarge(
+                    f"input_jsonl: the input exceeds {config.max_file_bytes} bytes",
+                    {"field": "input_jsonl"},
+                )
+            data, input_file_id = input_file_id, ""
+        else:
+            data = await self.files.read(principal.key_id, input_file_id)
         read = lines.read(data, endpoint, config.max_lines, config.max_line_bytes)
         return await self._create(
             principal, "openai", endpoint, read, input_file_id, completion_window, metadata

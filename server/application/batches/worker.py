@@ -28,12 +28,14 @@ from typing import Any, Protocol
 import orjson
 
 from server.accounting.accounts import Accounts, passing
-from server.application.batches import gemini, handover
+from server.application.batches import gemini
 from server.application.batches.files import Files
 from server.application.pipeline.state import Live
 from server.base import costs
 from server.base.caller import Principal
+from server.base.config import ProviderConfig
 from server.base.errors import GatewayError, Internal, Unauthenticated
+from server.base.provider_batches import Polled, ProviderBatches
 from server.base.spans import span
 from server.storage.batches import BatchStore, Ended, NewLine
 
@@ -69,6 +71,7 @@ class Worker:
         files: Files,
         runner: LineRunner,
         in_flight: Callable[[], int],
+        open_api: Callable[[ProviderConfig, str], ProviderBatches] | None = None,
     ) -> None:
         self.live = live
         self.accounts = accounts
@@ -76,6 +79,9 @@ class Worker:
         self.files = files
         self.runner = runner
         self.in_flight = in_flight
+        # A client of a provider's own batch API (server/providers/batch_apis.py), for
+        # the batches handed to one.
+        self.open_api = open_api
         self.owner = f"{os.uname().nodename}:{os.getpid()}:{os.urandom(4).hex()}"
         # What the metrics read: lines running now, lines ended by outcome (succeeded,
         # errored, cancelled, expired), attempts repeated after a passing failure.
@@ -266,7 +272,7 @@ class Worker:
             (p for p in (model.providers if model else []) if p.id == batch["upstream_provider"]),
             None,
         )  # fmt: skip
-        if model is None or provider is None:
+        if model is None or provider is None or self.open_api is None:
             log.warning("batch %s: provider %s is no longer configured", batch_id,
                         batch["upstream_provider"])  # fmt: skip
             await self.store.end_pending(batch_id, "errored")
@@ -275,7 +281,7 @@ class Worker:
         if batch["status"] == "cancelling" and not batch["upstream_id"]:
             await self.store.end_pending(batch_id, "cancelled")
             return await self._finalize(batch, "cancelled")
-        api = handover.open_api(provider, f"models[{model.id}].providers[{provider.id}]")
+        api = self.open_api(provider, f"models[{model.id}].providers[{provider.id}]")
         try:
             upstream_id = batch["upstream_id"]
             if not upstream_id:
@@ -299,7 +305,7 @@ class Worker:
             await api.aclose()
 
     async def _handed_ended(
-        self, batch: dict[str, Any], model: Any, provider_id: str, polled: handover.Polled
+        self, batch: dict[str, Any], model: Any, provider_id: str, polled: Polled
     ) -> None:
         """Bills each line the provider ran (one ledger row each, at the model's batch
         prices), ends it with its answer, and the lines it did not run as the batch
