@@ -162,6 +162,7 @@ class Dashboard:
                 buckets = await store.usage.buckets(p.key_id, now - USAGE_RANGE_S, now + 1)
                 summary.requests = sum(b.requests for b in buckets)
                 summary.cost_usd = round(sum(b.cost_usd for b in buckets), 9)
+                summary.batch_cost_usd = round(sum(b.batch_cost_usd for b in buckets), 9)
             if (spec := p.budget) is not None:
                 spent, _ = await self.accounts.budgets.status(spec)
                 summary.budget_usd = spec.limit_usd

@@ -357,7 +357,7 @@ class ModelPrice(_message.Message):
     def __init__(self, id: _Optional[str] = ..., owned_by: _Optional[str] = ..., input: _Optional[float] = ..., output: _Optional[float] = ..., cached_input: _Optional[float] = ...) -> None: ...
 
 class KeySummary(_message.Message):
-    __slots__ = ("id", "name", "kind", "requests", "cost_usd", "budget_usd", "remaining_usd")
+    __slots__ = ("id", "name", "kind", "requests", "cost_usd", "budget_usd", "remaining_usd", "batch_cost_usd")
     ID_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     KIND_FIELD_NUMBER: _ClassVar[int]
@@ -365,6 +365,7 @@ class KeySummary(_message.Message):
     COST_USD_FIELD_NUMBER: _ClassVar[int]
     BUDGET_USD_FIELD_NUMBER: _ClassVar[int]
     REMAINING_USD_FIELD_NUMBER: _ClassVar[int]
+    BATCH_COST_USD_FIELD_NUMBER: _ClassVar[int]
     id: str
     name: str
     kind: str
@@ -372,7 +373,8 @@ class KeySummary(_message.Message):
     cost_usd: float
     budget_usd: float
     remaining_usd: float
-    def __init__(self, id: _Optional[str] = ..., name: _Optional[str] = ..., kind: _Optional[str] = ..., requests: _Optional[int] = ..., cost_usd: _Optional[float] = ..., budget_usd: _Optional[float] = ..., remaining_usd: _Optional[float] = ...) -> None: ...
+    batch_cost_usd: float
+    def __init__(self, id: _Optional[str] = ..., name: _Optional[str] = ..., kind: _Optional[str] = ..., requests: _Optional[int] = ..., cost_usd: _Optional[float] = ..., budget_usd: _Optional[float] = ..., remaining_usd: _Optional[float] = ..., batch_cost_usd: _Optional[float] = ...) -> None: ...
 
 class MinuteStats(_message.Message):
     __slots__ = ("start_time", "requests", "errors", "cost_usd")

@@ -8,12 +8,16 @@ import io
 from pathlib import Path
 from typing import Any
 
+import grpc
 import httpx
 import openai
 import pytest
+from gateway.v1 import admin_service_pb2 as admin_pb
+from gateway.v1 import admin_service_pb2_grpc
 
 from tests.integration.batches.test_openai_batches import MODEL, chat_line, config, jsonl, rows_of
 from tests.support.gateways import API_KEY, eventually, running_gateway
+from tests.support.shared_state import ADMIN, ADMIN_KEY
 
 POOR_KEY = "gw-test-poor-key-000000000"
 
@@ -109,3 +113,28 @@ async def test_the_reservation_at_create_is_figured_at_batch_prices(tmp_path: Pa
                 "SELECT reserved_usd FROM batches WHERE id = ?", batch.id
             )
             assert 0 < held[0]["reserved_usd"] < 0.0021
+
+
+async def test_the_admin_page_shows_a_keys_batch_spend_apart(tmp_path: Path) -> None:
+    data = priced(tmp_path, {"input": 0.01, "output": 0.07})
+    data["keys"].append({"name": "test-admin", "kind": "admin", "secret": ADMIN_KEY})
+    async with running_gateway(data) as gw:
+        base = f"http://127.0.0.1:{gw.http_port}"
+        sdk = openai.AsyncOpenAI(base_url=f"{base}/v1", api_key=API_KEY, max_retries=0)
+        async with sdk:
+            finished = await run_batch(sdk, [chat_line("a0"), chat_line("a1")])
+            await sdk.chat.completions.create(
+                model=MODEL, max_tokens=8, messages=[{"role": "user", "content": "live"}]
+            )
+        await gw.gateway.accounts.ledger.flush()
+        rows = await rows_of(gw, finished.id)
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{gw.grpc_port}") as channel:
+            board = await admin_service_pb2_grpc.AdminServiceStub(channel).GetDashboard(
+                admin_pb.GetDashboardRequest(), metadata=ADMIN
+            )
+        [key] = [k for k in board.keys if k.name == "dev-api"]
+        assert key.batch_cost_usd == pytest.approx(sum(r["total_cost_usd"] for r in rows))
+        assert key.cost_usd > key.batch_cost_usd > 0
+        async with httpx.AsyncClient(base_url=base) as raw:
+            page = (await raw.get("/admin")).text
+        assert "of it batch" in page and "batch_cost_usd" in page
