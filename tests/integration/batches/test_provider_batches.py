@@ -172,3 +172,39 @@ async def test_a_message_batch_handed_to_anthropic_is_billed_once_per_request(
                 for row in rows:
                     assert (row["prompt_tokens"], row["completion_tokens"]) == (13, 7)
                     assert row["total_cost_usd"] == pytest.approx((13 * 1.0 + 7 * 4.0) / 1e6)
+
+
+async def test_another_instance_polls_the_batch_already_handed_over(tmp_path: Path) -> None:
+    """The provider's id is kept with the batch: the instance that takes the batch over
+    polls the same provider batch, never hands it over twice, and bills each line once."""
+    async with batch_api.serving_batches() as fake:
+        first = handed(tmp_path, fake.url)
+        first["batches"]["provider_poll_s"] = 600  # hands over, then waits long
+        async with running_gateway(first) as gw:
+            base = f"http://127.0.0.1:{gw.http_port}"
+            sdk = openai.AsyncOpenAI(base_url=f"{base}/v1", api_key=API_KEY, max_retries=0)
+            async with sdk:
+                lines = [chat_line(f"t{i}", model=MODEL) for i in range(3)]
+                batch = await run(sdk, lines)
+
+                async def handed_over() -> None:
+                    stored = await gw.gateway.store.batches.get(batch.id)
+                    assert stored is not None and stored["upstream_id"]
+
+                await eventually(handed_over)
+        async with running_gateway(handed(tmp_path, fake.url)) as gw:
+            base = f"http://127.0.0.1:{gw.http_port}"
+            sdk = openai.AsyncOpenAI(base_url=f"{base}/v1", api_key=API_KEY, max_retries=0)
+            async with sdk:
+
+                async def done() -> Any:
+                    found = await sdk.batches.retrieve(batch.id)
+                    assert found.status == "completed", found.status
+                    return found
+
+                finished = await eventually(done)
+                assert fake.seen.count(("POST", "/v1/batches")) == 1
+                assert fake.seen.count(("POST", "/v1/files")) == 1
+                assert finished.request_counts.completed == 3
+                rows = await rows_of(gw, batch.id)
+                assert sorted(r["custom_id"] for r in rows) == ["t0", "t1", "t2"]
