@@ -32,6 +32,7 @@ from http_facade.responses_socket import ResponsesSocket
 from http_facade.routes import routes
 from http_facade.sockets import Sessions
 from http_facade.unknown_routes import UnknownRouteHook
+from server.application.realtime_relay import RealtimeRelays
 from server.base.config import CorsConfig, ServerConfig
 from server.base.pipeline import RpcMethod, methods
 
@@ -42,9 +43,11 @@ def create_app(
     grpc_target: str | None = None,
     extra_routes: Sequence[BaseRoute] = (),
     on_unknown_route: UnknownRouteHook | None = None,
+    realtime: RealtimeRelays | None = None,
 ) -> FastAPI:
     """`extra_routes` are served beside the contract's (health, metrics, admin page);
-    `on_unknown_route` hears of every request no route serves."""
+    `on_unknown_route` hears of every request no route serves; `realtime` relays the
+    Realtime sessions of models whose upstream serves that API (in-process only)."""
     if (table is None) == (grpc_target is None):
         raise ValueError("give exactly one of table (in-process) and grpc_target (edge)")
     backend: Backend
@@ -72,7 +75,7 @@ def create_app(
     ]
     served_routes[-1].methods = {"GET"}  # type: ignore[attr-defined]
     sessions = Sessions(settings.websockets)
-    socket_routes = _socket_routes(served, backend, settings, sessions)
+    socket_routes = _socket_routes(served, backend, settings, sessions, realtime)
     app = Facade(
         title="Model gateway",
         openapi_url=None,
@@ -100,6 +103,7 @@ def _socket_routes(
     backend: Backend,
     settings: ServerConfig,
     sessions: Sessions,
+    realtime: RealtimeRelays | None,
 ) -> list[BaseRoute]:
     """The WebSocket sessions over the served RPCs: the Responses API's WebSocket mode
     beside its POST (an upgrade checked as a model listing is), and OpenAI's Realtime API
@@ -113,8 +117,10 @@ def _socket_routes(
     routes: list[BaseRoute] = [socket.route(create.route_path)]
     model = by_name.get("gateway.v1.ModelService.GetModel")
     if model is not None:
-        realtime = RealtimeSocket(create.stream_rpc, model.rpc, backend, settings, sessions)
-        routes.append(realtime.route())
+        realtime_socket = RealtimeSocket(
+            create.stream_rpc, model.rpc, backend, settings, sessions, realtime
+        )
+        routes.append(realtime_socket.route())
     return routes
 
 

@@ -25,6 +25,9 @@ elsewhere the response is refused naming `realtime_audio`. Refused by name: othe
 audio formats, server-side turn detection (the client commits), audio with text in
 one response's modalities.
 
+A model whose upstream serves the Realtime API itself (OpenAI, Azure OpenAI) has its
+sessions relayed there instead, events as written (http_facade/realtime_relay.py).
+
 The upgrade is checked before the socket opens: the key (401), the model (400 when
 missing, 404 unknown, 403 outside the key's allowlist), the sessions the key and the
 instance may hold (429), the mode turned on (426). The key may come in
@@ -38,7 +41,7 @@ import asyncio
 import base64
 import binascii
 import uuid
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Awaitable
 from typing import Any
 
 import orjson
@@ -52,6 +55,7 @@ from http_facade.backends import Backend
 from http_facade.bindings import Rpc
 from http_facade.context import Exchange
 from http_facade.errors import internal
+from http_facade.realtime_relay import Relay
 from http_facade.sockets import (
     Closed,
     Session,
@@ -61,6 +65,7 @@ from http_facade.sockets import (
     serve_session,
     upgrade_required,
 )
+from server.application.realtime_relay import RealtimeRelays
 from server.base import realtime_audio as audio
 from server.base.config import ServerConfig
 from server.base.errors import GatewayError, InvalidArgument, Unsupported
@@ -93,12 +98,16 @@ class RealtimeSocket:
         backend: Backend,
         settings: ServerConfig,
         sessions: Sessions,
+        relays: RealtimeRelays | None = None,
     ) -> None:
         self.rpc = stream_rpc
         self.model_rpc = model_rpc
         self.backend = backend
         self.settings = settings
         self.sessions = sessions
+        # Where sessions on a model whose upstream serves the Realtime API are relayed
+        # (in-process only: an edge tier serves every session itself).
+        self.relays = relays
 
     def route(self) -> WebSocketRoute:
         return WebSocketRoute("/v1/realtime", self)
@@ -120,10 +129,15 @@ class RealtimeSocket:
             codec.set_field(asked, "model", model)
             await self.backend.unary(self.model_rpc, asked, exchange)
 
+        def conversation(session: Session) -> Awaitable[None]:
+            target = self.relays.target(model) if self.relays is not None else None
+            if self.relays is not None and target is not None:
+                return Relay(self.relays, target, session, exchange, model).run()
+            return _Conversation(self, session, exchange, model).run()
+
         await serve_session(
-            websocket, send, self.settings, self.sessions, exchange, admit,
-            lambda session: _Conversation(self, session, exchange, model).run(),
-        )  # fmt: skip
+            websocket, send, self.settings, self.sessions, exchange, admit, conversation
+        )
 
 
 class _Conversation:

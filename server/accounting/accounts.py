@@ -239,6 +239,7 @@ class Accounts:
             audio_output_tokens=counts.audio_output_tokens,
             audio_input_cost_usd=cost.audio_input_usd if cost is not None else None,
             audio_output_cost_usd=cost.audio_output_usd if cost is not None else None,
+            cached_audio_tokens=counts.cached_audio_tokens,
         )
         self.ledger.record(record.usage)
         for hook in record.after_close:

@@ -105,6 +105,9 @@ class Price(Strict):
     audio_input: float | None = Field(default=None, ge=0)
     audio_output: float | None = Field(default=None, ge=0)
     audio_at_text_price: bool = False
+    # Audio input tokens read from a prompt cache (a relayed Realtime session's);
+    # defaults to the audio input price.
+    cached_audio_input: float | None = Field(default=None, ge=0)
     # Input images' tokens (an image edit's), USD per million; defaults to `input`.
     image_input: float | None = Field(default=None, ge=0)
     # Other prices for long prompts, by prompt size.

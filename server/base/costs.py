@@ -56,17 +56,24 @@ def cost(counts: TokenCounts, price: Price | None) -> Cost | None:
     if audio_in is None or audio_out is None:
         return None  # audio without a price: the call is unpriced, not half priced
     seen = counts.image_input_tokens
+    # Cached audio is among both the cached tokens and the audio heard: the rest of
+    # each is priced apart (cached text, audio heard afresh).
+    cached_audio = counts.cached_audio_tokens
     uncached = (
-        counts.prompt_tokens - counts.cached_tokens - counts.cache_write_tokens - heard - seen
-    )
+        counts.prompt_tokens - counts.cached_tokens - counts.cache_write_tokens
+        - (heard - cached_audio) - seen
+    )  # fmt: skip
     visible_output = counts.completion_tokens - counts.reasoning_tokens - spoken
     write_5m = _or(price.cache_write, price.input)
     write_1h = _or(price.cache_write_1h, write_5m)
-    heard_cost = heard * audio_in / PER_MILLION
+    heard_cost = (heard - cached_audio) * audio_in / PER_MILLION
     spoken_cost = spoken * audio_out / PER_MILLION
     seen_cost = seen * _or(price.image_input, price.input) / PER_MILLION
     input_cost = uncached * price.input / PER_MILLION + heard_cost + seen_cost
-    cached_cost = counts.cached_tokens * _or(price.cached_input, price.input) / PER_MILLION
+    cached_cost = (
+        (counts.cached_tokens - cached_audio) * _or(price.cached_input, price.input)
+        + cached_audio * _or(price.cached_audio_input, audio_in)
+    ) / PER_MILLION
     write_cost = (
         (counts.cache_write_tokens - counts.cache_write_1h_tokens) * write_5m
         + counts.cache_write_1h_tokens * write_1h

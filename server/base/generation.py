@@ -393,6 +393,9 @@ class TokenCounts:
     # session's), each priced at its own rate.
     audio_input_tokens: int = 0
     audio_output_tokens: int = 0
+    # Of the audio input tokens, those read from a prompt cache (among cached_tokens
+    # too), priced at Price.cached_audio_input.
+    cached_audio_tokens: int = 0
     # Input tokens of images (an image edit's), priced at Price.image_input.
     image_input_tokens: int = 0
 

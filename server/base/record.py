@@ -108,6 +108,9 @@ class UsageRecord:
     audio_output_tokens: int = 0
     audio_input_cost_usd: float | None = None
     audio_output_cost_usd: float | None = None
+    # Of the audio tokens heard, those read from the upstream's prompt cache (among
+    # cached_tokens too; their cost is among cache_input_cost_usd).
+    cached_audio_tokens: int = 0
 
 
 class Metered(Protocol):

@@ -60,6 +60,7 @@ from server.application.pipeline.chain import Chains
 from server.application.pipeline.generations import Generations
 from server.application.pipeline.state import Live, Snapshot, snapshot_of
 from server.application.provider import ProviderService
+from server.application.realtime_relay import RealtimeRelays
 from server.application.relay import WorkerRelay
 from server.application.rerank import RerankService
 from server.application.retrain import retrain_every
@@ -704,6 +705,7 @@ async def start(
                 settings, table=table,
                 extra_routes=[*extra, *mcp_routes(mcp), *signin_routes(gateway.signin)],
                 on_unknown_route=gateway.unknown_route,
+                realtime=RealtimeRelays(gateway.services.responses.generations, gateway.accounts),
             )  # fmt: skip
             app.state.stopping = stopping
             http = await start_http(app, settings, grace_s=grace, reuse_port=reuse_port)

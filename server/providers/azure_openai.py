@@ -87,6 +87,20 @@ class AzureOpenAIProvider(OpenAIFormat):
     def path(self, endpoint: str) -> str:
         return f"{self._prefix}{endpoint}{self._query}"
 
+    def serves_realtime(self) -> bool:
+        return self.params.realtime_api is not False  # every resource serves it
+
+    def realtime_path(self) -> str:
+        """Azure's Realtime path: the deployment's, with its api-version; on the v1
+        API, the model named in the query."""
+        p = self.params
+        if p.deployment is None:
+            return f"/openai/v1/realtime?model={quote(p.model, safe='')}"
+        return (
+            f"/openai/realtime?api-version={quote(p.api_version, safe='')}"
+            f"&deployment={quote(p.deployment, safe='')}"
+        )
+
     def request_headers(self) -> tuple[tuple[str, str], ...]:
         if self._token_file is None:
             return ()

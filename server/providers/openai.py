@@ -34,6 +34,7 @@ import dataclasses
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from typing import Any, Literal
+from urllib.parse import quote, urlsplit, urlunsplit
 
 import orjson
 from pydantic import Field
@@ -102,6 +103,10 @@ class OpenAIParams(HttpParams):
     # The upstream serves OpenAI's Responses API (POST /responses): requests that came
     # in as that API go there as they came (the `responses_api` capability).
     responses_api: bool = False
+    # The upstream serves OpenAI's Realtime API over WebSocket (`/realtime?model=`): a
+    # Realtime session on this provider's model is relayed there. Absent: served by
+    # api.openai.com (and every Azure OpenAI resource), not by other hosts.
+    realtime_api: bool | None = None
     # How the upstream's /rerank speaks: Cohere's shape (Cohere, Jina, vLLM, Infinity)
     # or Voyage's (`top_k`, `data`).
     rerank_format: rerank_wire.RerankFormat = "cohere"
@@ -122,7 +127,8 @@ class OpenAIFormat:
         self.capabilities = (ALL_CAPABILITIES - {Capability.SPOKEN_AUDIO}) | (
             {serves(responses_wire.DIALECT)} if params.responses_api else set()
         )
-        self._client = make_client(params, self.credentials(params, where))
+        self._sign_in = self.credentials(params, where)
+        self._client = make_client(params, self._sign_in)
 
     # Where the wire format is served and how it is signed in to: OpenAI's own way
     # here; an adapter for another host of the same format (azure_openai) says its own.
@@ -138,6 +144,22 @@ class OpenAIFormat:
     def request_headers(self) -> tuple[tuple[str, str], ...]:
         """Headers read again for each request (a token that is refreshed outside)."""
         return ()
+
+    def realtime_socket(self) -> tuple[str, dict[str, str]] | None:
+        """Where the upstream serves the Realtime API over WebSocket, and the headers
+        that open it; None where it does not."""
+        p = self.params
+        if not self.serves_realtime():
+            return None
+        url = f"{_socket_url(p.base_url)}{self.realtime_path()}"
+        return url, {**p.headers, **self._sign_in, **dict(self.request_headers())}
+
+    def serves_realtime(self) -> bool:
+        p = self.params
+        return p.realtime_api if p.realtime_api is not None else _openai_host(p.base_url)
+
+    def realtime_path(self) -> str:
+        return f"/realtime?model={quote(self.params.model, safe='')}"
 
     def body(self, request: GenerationRequest, stream: bool) -> dict[str, Any]:
         p = self.params
@@ -719,3 +741,14 @@ def _prompt_json(request: GenerationRequest) -> Any:
         return request.prompt
     items = [list(p) if isinstance(p, tuple) else p for p in request.prompts]
     return items[0] if len(items) == 1 else items
+
+
+def _openai_host(base_url: str) -> bool:
+    return urlsplit(base_url).hostname == "api.openai.com"
+
+
+def _socket_url(base_url: str) -> str:
+    """`base_url` with its scheme for a WebSocket (https -> wss, http -> ws)."""
+    parts = urlsplit(base_url.rstrip("/"))
+    scheme = {"https": "wss", "http": "ws"}.get(parts.scheme, parts.scheme)
+    return urlunsplit((scheme, parts.netloc, parts.path, "", ""))

@@ -445,6 +445,15 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
             "ALTER TABLE batches ADD COLUMN upstream_id TEXT NOT NULL DEFAULT ''",
         ],
     ),
+    (
+        21,
+        "cached realtime audio",
+        [
+            # A relayed Realtime response's audio tokens read from the upstream's
+            # prompt cache (among cached_tokens and audio_input_tokens).
+            "ALTER TABLE usage_records ADD COLUMN cached_audio_tokens INTEGER NOT NULL DEFAULT 0",
+        ],
+    ),
 ]
 
 
