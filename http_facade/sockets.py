@@ -8,8 +8,9 @@ must be one the gateway knows (checked as a model listing is, through the backen
 edge tier asks its gateway), and the key and the instance must have a session to spare.
 
 Once open, a session is bounded: its client's frames by size (the server's
-`ws_max_size`, 1009 past it) and rate (an error event, the frame dropped), its length and
-its silence (closed with a reason), and its slow reader (a send that waits past
+`ws_max_size`, 1009 past it) and rate, its own and all its key's sessions' together
+(an error event, the frame dropped), its length and its silence (closed with a
+reason), and its slow reader (a send that waits past
 `send_timeout_s` ends the session, as a slow SSE reader's stream ends). A gateway
 stopping closes every session with 1012 and a reason.
 """
@@ -105,6 +106,26 @@ def refusal(error: GatewayError, exchange: Exchange) -> Response:
     return error_response(error, exchange.response_headers)
 
 
+class Bucket:
+    """A token bucket of frames: `rate` a second, as many at once."""
+
+    __slots__ = ("rate", "_tokens", "_refilled")
+
+    def __init__(self, rate: float) -> None:
+        self.rate = rate
+        self._tokens = rate
+        self._refilled = time.monotonic()
+
+    def take(self) -> bool:
+        now = time.monotonic()
+        self._tokens = min(self.rate, self._tokens + (now - self._refilled) * self.rate)
+        self._refilled = now
+        if self._tokens < 1:
+            return False
+        self._tokens -= 1
+        return True
+
+
 class Sessions:
     """The sessions open on this instance, per key and in all."""
 
@@ -114,6 +135,16 @@ class Sessions:
         # Sessions opened since the start.
         self.opened = 0
         self._per_key: Counter[str] = Counter()
+        # Each key's frames, shared by its open sessions (with frames_per_s_per_key).
+        self._frames: dict[str, Bucket] = {}
+
+    def frames_of(self, exchange: Exchange) -> Bucket | None:
+        """The bucket all of the key's sessions draw their frames from; None without
+        a per-key bound. Held while the key has a session open."""
+        rate = self.limits.frames_per_s_per_key
+        if rate is None:
+            return None
+        return self._frames.setdefault(_credential(exchange), Bucket(rate))
 
     @contextlib.contextmanager
     def hold(self, exchange: Exchange) -> Iterator[None]:
@@ -137,6 +168,7 @@ class Sessions:
             self._per_key[key] -= 1
             if not self._per_key[key]:
                 del self._per_key[key]
+                self._frames.pop(key, None)
 
 
 async def serve_session(
@@ -161,7 +193,7 @@ async def serve_session(
     try:
         await websocket.accept(chosen_subprotocol(websocket))
         stopping = getattr(websocket.app.state, "stopping", None)
-        session = Session(websocket, send, settings, stopping)
+        session = Session(websocket, send, settings, stopping, sessions.frames_of(exchange))
         await session.run(conversation(session))
     finally:
         held.__exit__(None, None, None)
@@ -182,6 +214,7 @@ class Session:
         send: Send,
         settings: ServerConfig,
         stopping: asyncio.Future[None] | None,
+        key_frames: Bucket | None = None,
     ) -> None:
         self.websocket = websocket
         # The server's own send: each event goes out past Starlette's state checks.
@@ -198,9 +231,9 @@ class Session:
         self._stalled = False
         self._watchdog = self._loop.call_later(self.send_timeout_s, self._watch)
         self.ends_at = asyncio.get_running_loop().time() + self.limits.max_session_s
-        # A token bucket of frames: `frames_per_s` a second, as many at once.
-        self._tokens = self.limits.frames_per_s
-        self._refilled = time.monotonic()
+        # The session's frames, and its key's (all its sessions') when bounded.
+        self._frames = Bucket(self.limits.frames_per_s)
+        self._key_frames = key_frames
         self._early: dict[str, Any] | None = None
 
     async def check(self) -> None:
@@ -224,9 +257,15 @@ class Session:
             message = await self._next(wait, left)
             if message["type"] == "websocket.disconnect":
                 raise Closed
-            if not self._allowed():
+            if not self._frames.take():
                 await self.send(error_event(RateLimited(
                     f"more than {self.limits.frames_per_s:g} frames a second; frame dropped"
+                )))  # fmt: skip
+                continue
+            if self._key_frames is not None and not self._key_frames.take():
+                await self.send(error_event(RateLimited(
+                    f"more than {self._key_frames.rate:g} frames a second from this key's "
+                    "sessions together; frame dropped"
                 )))  # fmt: skip
                 continue
             text = message.get("text")
@@ -267,16 +306,6 @@ class Session:
             await self.close(POLICY, "the session reached its maximum length")
         await self.close(NORMAL, f"no frame for {self.limits.idle_timeout_s:g}s; session closed")
         raise AssertionError("unreachable")
-
-    def _allowed(self) -> bool:
-        now = time.monotonic()
-        rate = self.limits.frames_per_s
-        self._tokens = min(rate, self._tokens + (now - self._refilled) * rate)
-        self._refilled = now
-        if self._tokens < 1:
-            return False
-        self._tokens -= 1
-        return True
 
     async def send(self, event: dict[str, Any]) -> None:
         await self.send_raw(orjson.dumps(event).decode())

@@ -689,6 +689,9 @@ class WebSocketsConfig(Strict):
     # Frames a session may send per second (averaged over a second); past it the
     # session gets an error event and the frame is dropped.
     frames_per_s: float = Field(default=50, gt=0)
+    # Frames all of a key's sessions on this instance may send per second together
+    # (absent: each session has only its own bound); past it, as past frames_per_s.
+    frames_per_s_per_key: float | None = Field(default=None, gt=0)
     # Sessions open at once, per key and on this instance; past either the upgrade
     # is refused with 429.
     sessions_per_key: int = Field(default=100, ge=1)

@@ -316,6 +316,29 @@ async def test_every_refusal_is_an_http_answer_before_the_socket_opens() -> None
     assert allowed["type"] == "session.created"
 
 
+async def test_frames_past_the_key_s_rate_across_its_sessions_are_refused() -> None:
+    data = default_config_dict()
+    data["server"]["websockets"] = {"frames_per_s": 1000, "frames_per_s_per_key": 2}
+    bearer = {"Authorization": f"Bearer {API_KEY}"}
+    clear = json.dumps({"type": "input_audio_buffer.clear"})
+    async with (
+        running_gateway(data) as gw,
+        websockets.connect(_url(gw), additional_headers=bearer) as first,
+        websockets.connect(_url(gw), additional_headers=bearer) as second,
+    ):
+        answers = []
+        for ws in (first, second):
+            assert json.loads(await ws.recv())["type"] == "session.created"
+            for _ in range(10):
+                await ws.send(clear)
+            answers += [json.loads(await ws.recv()) for _ in range(10)]
+    # Each session alone is far under its own bound; together they pass the key's.
+    refused = [a for a in answers if a["type"] == "error"]
+    assert refused and all(a["status"] == 429 for a in refused)
+    assert all("this key's sessions together" in a["error"]["message"] for a in refused)
+    assert any(a["type"] == "input_audio_buffer.cleared" for a in answers)
+
+
 async def test_turned_off_the_upgrade_is_refused_with_426() -> None:
     data = default_config_dict()
     data["server"]["websockets"] = {"realtime": False}
