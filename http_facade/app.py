@@ -44,10 +44,12 @@ def create_app(
     extra_routes: Sequence[BaseRoute] = (),
     on_unknown_route: UnknownRouteHook | None = None,
     realtime: RealtimeRelays | None = None,
+    sessions: Sessions | None = None,
 ) -> FastAPI:
     """`extra_routes` are served beside the contract's (health, metrics, admin page);
     `on_unknown_route` hears of every request no route serves; `realtime` relays the
-    Realtime sessions of models whose upstream serves that API (in-process only)."""
+    Realtime sessions of models whose upstream serves that API (in-process only);
+    `sessions` counts the WebSocket sessions with those of another transport."""
     if (table is None) == (grpc_target is None):
         raise ValueError("give exactly one of table (in-process) and grpc_target (edge)")
     backend: Backend
@@ -74,7 +76,7 @@ def create_app(
         Route("/openapi.json", openapi, methods=["GET"]),
     ]
     served_routes[-1].methods = {"GET"}  # type: ignore[attr-defined]
-    sessions = Sessions(settings.websockets)
+    sessions = sessions or Sessions(settings.websockets)
     socket_routes = _socket_routes(served, backend, settings, sessions, realtime)
     app = Facade(
         title="Model gateway",
@@ -115,11 +117,8 @@ def _socket_routes(
         return []
     socket = ResponsesSocket(create.stream_rpc, check.rpc, backend, settings, sessions)
     routes: list[BaseRoute] = [socket.route(create.route_path)]
-    model = by_name.get("gateway.v1.ModelService.GetModel")
-    if model is not None:
-        realtime_socket = RealtimeSocket(
-            create.stream_rpc, model.rpc, backend, settings, sessions, realtime
-        )
+    realtime_socket = RealtimeSocket.over(served, backend, settings, sessions, realtime)
+    if realtime_socket is not None:
         routes.append(realtime_socket.route())
     return routes
 

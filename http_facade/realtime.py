@@ -41,10 +41,11 @@ import asyncio
 import base64
 import binascii
 import uuid
-from collections.abc import AsyncGenerator, Awaitable
+from collections.abc import AsyncGenerator, Awaitable, Iterable
 from typing import Any
 
 import orjson
+from google.protobuf.descriptor import MethodDescriptor
 from google.protobuf.message import Message
 from starlette.routing import WebSocketRoute
 from starlette.types import Receive, Scope, Send
@@ -52,13 +53,14 @@ from starlette.websockets import WebSocket
 
 from http_facade import codec
 from http_facade.backends import Backend
-from http_facade.bindings import Rpc
+from http_facade.bindings import Rpc, bindings
 from http_facade.context import Exchange
 from http_facade.errors import internal
 from http_facade.realtime_relay import Relay
 from http_facade.sockets import (
     Closed,
-    Session,
+    Finished,
+    Frames,
     Sessions,
     error_event,
     exchange_of,
@@ -109,6 +111,24 @@ class RealtimeSocket:
         # (in-process only: an edge tier serves every session itself).
         self.relays = relays
 
+    @classmethod
+    def over(
+        cls,
+        served: Iterable[MethodDescriptor],
+        backend: Backend,
+        settings: ServerConfig,
+        sessions: Sessions,
+        relays: RealtimeRelays | None = None,
+    ) -> RealtimeSocket | None:
+        """The sessions over the served RPCs (streamed Responses, and GetModel to check
+        the upgrade); None when either is not served."""
+        by_name = {b.rpc.descriptor.full_name: b for b in bindings(served)}
+        create = by_name.get("gateway.v1.ResponsesService.CreateResponse")
+        model = by_name.get("gateway.v1.ModelService.GetModel")
+        if create is None or create.stream_rpc is None or model is None:
+            return None
+        return cls(create.stream_rpc, model.rpc, backend, settings, sessions, relays)
+
     def route(self) -> WebSocketRoute:
         return WebSocketRoute("/v1/realtime", self)
 
@@ -121,28 +141,33 @@ class RealtimeSocket:
             return
         exchange = exchange_of(websocket, self.rpc.forwarded_headers)
         model = websocket.query_params.get("model", "")
-
-        async def admit() -> None:  # the key, and the model as the key may use it
-            if not model:
-                raise InvalidArgument.for_field("model", "is required in the query")
-            asked = self.model_rpc.request_type()
-            codec.set_field(asked, "model", model)
-            await self.backend.unary(self.model_rpc, asked, exchange)
-
-        def conversation(session: Session) -> Awaitable[None]:
-            target = self.relays.target(model) if self.relays is not None else None
-            if self.relays is not None and target is not None:
-                return Relay(self.relays, target, session, exchange, model).run()
-            return _Conversation(self, session, exchange, model).run()
-
         await serve_session(
-            websocket, send, self.settings, self.sessions, exchange, admit, conversation
-        )
+            websocket, send, self.settings, self.sessions, exchange,
+            lambda: self.admit(exchange, model, "the query"),
+            lambda session: self.converse(session, exchange, model),
+        )  # fmt: skip
+
+    async def admit(self, exchange: Exchange, model: str, where: str) -> None:
+        """The key, and the model as the key may use it (a GatewayError refuses the
+        session); `where` the model is asked for."""
+        if not model:
+            raise InvalidArgument.for_field("model", f"is required in {where}")
+        asked = self.model_rpc.request_type()
+        codec.set_field(asked, "model", model)
+        await self.backend.unary(self.model_rpc, asked, exchange)
+
+    def converse(self, frames: Frames, exchange: Exchange, model: str) -> Awaitable[None]:
+        """The session over `frames`: relayed to the model's upstream when it serves
+        the Realtime API, else served here."""
+        target = self.relays.target(model) if self.relays is not None else None
+        if self.relays is not None and target is not None:
+            return Relay(self.relays, target, frames, exchange, model).run()
+        return _Conversation(self, frames, exchange, model).run()
 
 
 class _Conversation:
     def __init__(
-        self, socket: RealtimeSocket, session: Session, exchange: Exchange, model: str
+        self, socket: RealtimeSocket, session: Frames, exchange: Exchange, model: str
     ) -> None:
         self.socket = socket
         self.session = session
@@ -330,6 +355,9 @@ class _Conversation:
                     reading.cancel()
                     await asyncio.gather(reading, return_exceptions=True)
                     break
+                if isinstance(reading.exception(), Finished):
+                    await work  # the client reads on: the response ends first
+                    raise Finished
                 frame = reading.result()
                 if frame.get("type") != "response.cancel":
                     self.later.append(frame)

@@ -17,7 +17,8 @@ they were written, apart from what the gateway sets:
 
 Each upstream `response.done` is one ledger row, its usage as the upstream reports
 it. A client gone while responses run leaves the upstream socket open until they end
-(at most DRAIN_S), so they are metered; the session's bounds (frames, length, idle,
+(at most DRAIN_S), so they are metered (one that half-closed, over gRPC, still gets
+their events); the session's bounds (frames, length, idle,
 slow reader, shutdown) are the gateway's own (http_facade/sockets.py).
 """
 
@@ -35,7 +36,7 @@ import websockets
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus
 
 from http_facade.context import Exchange
-from http_facade.sockets import Closed, Session, error_event
+from http_facade.sockets import Closed, Finished, Frames, error_event
 from server.application.realtime_relay import Metered, RealtimeRelays, Target, text_tokens
 from server.base import realtime_audio as audio
 from server.base.errors import Cancelled, GatewayError, UpstreamError
@@ -62,7 +63,7 @@ class Relay:
         self,
         relays: RealtimeRelays,
         target: Target,
-        session: Session,
+        session: Frames,
         exchange: Exchange,
         model: str,
     ) -> None:
@@ -79,6 +80,8 @@ class Relay:
         # What the upstream holds of the conversation, in tokens: known after each
         # response.done, estimated for what was added since; a reservation's prompt.
         self.context_tokens = 0
+        # The client's side is over (it left, or sent its last frame and still reads).
+        self.closing = False
         self.client_gone = False
         self._sending = asyncio.Lock()
 
@@ -97,10 +100,11 @@ class Relay:
         down = asyncio.ensure_future(self._down(upstream))
         try:
             await self._up(upstream, down)
-        except Closed:
-            self.client_gone = True
+        except Closed as ended:
+            self.closing = True
+            self.client_gone = self.client_gone or not isinstance(ended, Finished)
         finally:
-            if self.client_gone and self._pending() and not down.done():
+            if self.closing and self._pending() and not down.done():
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(asyncio.shield(down), DRAIN_S)
             down.cancel()
@@ -222,8 +226,8 @@ class Relay:
                         await self.session.check()
                         await self._to_client_raw(forwarded)
                     except Closed:
-                        self.client_gone = True
-                if self.client_gone and not self._pending():
+                        self.client_gone = self.closing = True
+                if self.closing and not self._pending():
                     return False
         except ConnectionClosed:
             pass

@@ -24,7 +24,7 @@ import logging
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 from starlette.responses import Response
@@ -60,6 +60,34 @@ logging.getLogger("uvicorn.error").addFilter(_DenialIsAnAnswer())
 
 class Closed(Exception):
     """The session is over: its client left, or a bound closed it."""
+
+
+class Finished(Closed):
+    """The client sent its last frame and still reads (a gRPC stream half-closed):
+    the responses under way run to their end, then the session is over."""
+
+
+class Frames(Protocol):
+    """A session's frames, whatever carries them: a WebSocket (Session) or a gRPC
+    stream (http_facade/realtime_grpc.py)."""
+
+    async def receive(self) -> dict[str, Any]:
+        """The client's next event; Closed when the session is over."""
+        ...
+
+    async def send(self, event: dict[str, Any]) -> None: ...
+
+    async def send_raw(self, text: str) -> None:
+        """One event already JSON."""
+        ...
+
+    async def check(self) -> None:
+        """Closed once the session must end (its length, a gateway stopping)."""
+        ...
+
+    async def close(self, code: int, reason: str) -> None:
+        """Ends the session with a WebSocket close code and a reason; raises Closed."""
+        ...
 
 
 def exchange_of(websocket: WebSocket, forwarded: tuple[str, ...] = ()) -> Exchange:

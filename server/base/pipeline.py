@@ -43,7 +43,14 @@ def _contract_services() -> tuple[ServiceDescriptor, ...]:
     )
 
 
-SERVICES = _contract_services()
+def _session(service: ServiceDescriptor) -> bool:
+    """A service whose methods stream both ways holds sessions (RealtimeService): its
+    own handler serves it, each message its own account, not the table."""
+    return any(m.client_streaming for m in service.methods)
+
+
+SERVICES = tuple(s for s in _contract_services() if not _session(s))
+SESSION_SERVICES = tuple(s for s in _contract_services() if _session(s))
 
 UnaryHandler = Callable[[Any, Call], Awaitable[Any]]
 StreamHandler = Callable[[Any, Call], AsyncGenerator[Any, None]]

@@ -67,7 +67,7 @@ from server.application.retrain import retrain_every
 from server.application.rpcs import Services
 from server.application.usage import UsageService
 from server.base.config import Config, ConfigError, OperationsConfig, ServerConfig
-from server.base.pipeline import SERVICES, Middleware, RpcMethod
+from server.base.pipeline import SERVICES, SESSION_SERVICES, Middleware, RpcMethod
 from server.base.uploads import largest_message
 from server.grpc_api.service import Limits, grpc_handlers
 from server.ops import requestlog
@@ -471,11 +471,13 @@ async def start_grpc(
     health_servicer: health.aio.HealthServicer | None = None,
     reuse_port: bool = False,
     stopping: asyncio.Future[None] | None = None,
+    session_service: grpc.GenericRpcHandler | None = None,
 ) -> tuple[grpc.aio.Server, int]:
     """Starts the gRPC server; `health_servicer` (one is made when absent) answers the
     standard health service and is the one to turn NOT_SERVING when draining. Workers of
     `--workers N` (`reuse_port`) each bind the port; the kernel spreads connections.
-    `stopping` completes when streams still running must end (UNAVAILABLE)."""
+    `stopping` completes when streams still running must end (UNAVAILABLE).
+    `session_service` serves the contract's session service (RealtimeService)."""
     # One request size for both transports: REST's body limit bounds a gRPC message too,
     # and an upload's bound a message carrying one (an edge tier's transcription). gRPC
     # itself refuses only past the largest; the decoder bounds each method by its own.
@@ -492,9 +494,12 @@ async def start_grpc(
     server = grpc.aio.server(options=options)
     limits = Limits(settings.request_timeout_s, settings.send_timeout_s, settings.max_body_bytes)
     server.add_generic_rpc_handlers(grpc_handlers(table, limits, stopping))
+    names = [s.full_name for s in SERVICES]
+    if session_service is not None:
+        server.add_generic_rpc_handlers([session_service])
+        names += [s.full_name for s in SESSION_SERVICES]
     health_servicer = health_servicer or health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
-    names = [s.full_name for s in SERVICES]
     for name in ["", *names]:
         await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
     reflection.enable_server_reflection(
@@ -657,7 +662,9 @@ async def start(
     from http_facade.mcp import McpEndpoint, mcp_routes
     from http_facade.mcp_sessions import Sessions, shared_secret
     from http_facade.ops import ops_routes
+    from http_facade.realtime_grpc import realtime_service
     from http_facade.signin import signin_routes
+    from http_facade.sockets import Sessions as SocketSessions
 
     settings = config.server
     grace = config.operations.drain_s
@@ -695,8 +702,12 @@ async def start(
             closers.insert(0, worker_relay.aclose)
             await worker_relay.open()
             gateway.control.relay = worker_relay
+        # Realtime sessions, over WebSocket and gRPC alike: one count of them per key.
+        socket_sessions = SocketSessions(settings.websockets)
+        realtime = RealtimeRelays(gateway.services.responses.generations, gateway.accounts)
+        realtime_rpc = realtime_service(table, settings, socket_sessions, realtime, stopping)
         grpc_server, grpc_port = await start_grpc(
-            table, settings, health_servicer, reuse_port, stopping
+            table, settings, health_servicer, reuse_port, stopping, realtime_rpc
         )
         started.append(functools.partial(grpc_server.stop, None))
         http: HttpListener | None = None
@@ -705,7 +716,7 @@ async def start(
                 settings, table=table,
                 extra_routes=[*extra, *mcp_routes(mcp), *signin_routes(gateway.signin)],
                 on_unknown_route=gateway.unknown_route,
-                realtime=RealtimeRelays(gateway.services.responses.generations, gateway.accounts),
+                realtime=realtime, sessions=socket_sessions,
             )  # fmt: skip
             app.state.stopping = stopping
             http = await start_http(app, settings, grace_s=grace, reuse_port=reuse_port)
