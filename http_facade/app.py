@@ -25,6 +25,7 @@ from http_facade.context import RequestContext
 from http_facade.endpoint import Limits
 from http_facade.errors import EXCEPTION_HANDLERS
 from http_facade.fast_routes import Facade, direct
+from http_facade.gemini_live import GeminiLive
 from http_facade.images import with_images
 from http_facade.openapi import document
 from http_facade.realtime import RealtimeSocket
@@ -120,6 +121,7 @@ def _socket_routes(
     realtime_socket = RealtimeSocket.over(served, backend, settings, sessions, realtime)
     if realtime_socket is not None:
         routes.append(realtime_socket.route())
+        routes += GeminiLive(realtime_socket, check.rpc, backend).routes()
     return routes
 
 

@@ -77,7 +77,9 @@ async def test_routes_match_annotations_exactly(edge_app) -> None:  # type: igno
     # Plus the OpenAPI document, itself generated from those annotations.
     expected = {(verb, re.sub(r"=[^}]*\}", "}", t)) for verb, t in annotated()}
     # And the WebSocket sessions (api.md).
-    sockets = {("WEBSOCKET", "/v1/responses"), ("WEBSOCKET", "/v1/realtime")}
+    live = "/ws/google.ai.generativelanguage.{}.GenerativeService.BidiGenerateContent"
+    sockets = {("WEBSOCKET", "/v1/responses"), ("WEBSOCKET", "/v1/realtime"),
+               *(("WEBSOCKET", live.format(v)) for v in ("v1beta", "v1alpha"))}  # fmt: skip
     assert paths == expected | {("GET", "/openapi.json")} | sockets
 
 
