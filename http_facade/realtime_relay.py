@@ -16,7 +16,9 @@ they were written, apart from what the gateway sets:
   is cancelled upstream. Deltas before it have gone out, and audio passes unexamined.
 
 Each upstream `response.done` is one ledger row, its usage as the upstream reports
-it. A client gone while responses run leaves the upstream socket open until they end
+it, a response the upstream began of its own (server-side turn detection) included: its
+cost is reserved when its `response.created` comes, and one the budget cannot take is
+cancelled upstream, the client told by an error event. A client gone while responses run leaves the upstream socket open until they end
 (at most DRAIN_S), so they are metered (one that half-closed, over gRPC, still gets
 their events); the session's bounds (frames, length, idle,
 slow reader, shutdown) are the gateway's own (http_facade/sockets.py).
@@ -77,6 +79,8 @@ class Relay:
         # running, by the upstream's id.
         self.asked: deque[Metered] = deque()
         self.running: dict[str, Metered] = {}
+        # Responses the upstream began that the budget could not take (cancelled).
+        self.refused: set[str] = set()
         # What the upstream holds of the conversation, in tokens: known after each
         # response.done, estimated for what was added since; a reservation's prompt.
         self.context_tokens = 0
@@ -220,7 +224,7 @@ class Relay:
         try:
             async for message in upstream:
                 text = message if isinstance(message, str) else message.decode()
-                forwarded = self._incoming(text, upstream)
+                forwarded = await self._incoming(text, upstream)
                 if forwarded is not None and not self.client_gone:
                     try:
                         await self.session.check()
@@ -234,7 +238,7 @@ class Relay:
         self._end_pending(UpstreamError("the upstream closed the session during the response"))
         return True
 
-    def _incoming(self, text: str, upstream: Any) -> str | None:
+    async def _incoming(self, text: str, upstream: Any) -> str | None:
         """The upstream's event as it goes to the client (None: it does not), metered."""
         try:
             event = orjson.loads(text)
@@ -250,13 +254,23 @@ class Relay:
                 return orjson.dumps(event).decode()
         elif kind == "response.created":
             response_id = str((event.get("response") or {}).get("id") or "")
-            if self.asked:
-                began = self.asked.popleft()
-                began.began(response_id)
-                self.running[response_id] = began
+            try:
+                began = self.asked.popleft() if self.asked else await self._unasked()
+            except GatewayError as error:
+                # The budget cannot take a response the upstream began of its own (its
+                # turn detection heard the end of a turn): it is cancelled there.
+                self.refused.add(response_id)
+                self._cancel(upstream, response_id)
+                return orjson.dumps(error_event(error)).decode()
+            began.began(response_id)
+            self.running[response_id] = began
         elif kind == "response.done":
             response = event.get("response") or {}
-            metered = self.running.pop(str(response.get("id") or ""), None)
+            response_id = str(response.get("id") or "")
+            if response_id in self.refused:
+                self.refused.discard(response_id)
+                return None
+            metered = self.running.pop(response_id, None)
             if metered is None and self.asked:  # a response that failed before it began
                 metered = self.asked.popleft()
             if metered is not None:
@@ -271,6 +285,14 @@ class Relay:
                 self._cancel(upstream, event.get("response_id"))
                 return orjson.dumps(error_event(error)).decode()
         return text
+
+    async def _unasked(self) -> Metered:
+        """The account of a response the upstream began without a response.create
+        (its server-side turn detection), reserved as it begins."""
+        return await self.relays.response(
+            self.exchange.metadata, self.exchange.request_id, self.target,
+            self.context_tokens, None,
+        )  # fmt: skip
 
     def _cancel(self, upstream: Any, response_id: Any) -> None:
         cancel = {"type": "response.cancel"}

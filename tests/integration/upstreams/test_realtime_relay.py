@@ -11,6 +11,7 @@ under way when the client leaves is still metered."""
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 from collections.abc import AsyncIterator
 from typing import Any
@@ -220,3 +221,23 @@ async def test_an_upstream_that_refuses_the_key_ends_the_session_with_an_error_e
     assert "rt-up" in error["error"]["message"] and "401" in error["error"]["message"]
     assert closed.value.rcvd is not None and closed.value.rcvd.code == 1011
     assert upstream.problems == ["bad credential"]
+
+
+async def test_a_response_the_upstream_begins_of_its_own_is_metered_too(
+    upstream: RealtimeUpstream,
+) -> None:
+    async with running_gateway(_config(upstream)) as gw, _sdk(gw) as sdk:
+        async with sdk.realtime.connect(model="rt") as connection:
+            await connection.recv()
+            await connection.session.update(session={
+                "type": "realtime",
+                "audio": {"input": {"turn_detection": {"type": "server_vad"}}},
+            })  # fmt: skip
+            await connection.recv()
+            await connection.input_audio_buffer.append(audio=base64.b64encode(bytes(4800)).decode())
+            events = await _until_done(connection)
+        rows = await _rows(gw)
+    assert upstream.problems == []
+    assert "response.create" not in [f["type"] for f in upstream.frames]
+    assert events[-1].type == "response.done"
+    assert [(r["status"], r["prompt_tokens"]) for r in rows] == [("OK", 120)]

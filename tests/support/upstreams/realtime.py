@@ -8,7 +8,9 @@ when given, that is its own; a conversation item needs its type, role and typed 
 audio appended must be base64; a client event of an unknown type is an error event.
 Each `response.create` is answered with `response.created`, the text in deltas (or
 its transcript and audio, for an audio response), and `response.done` with USAGE
-(text, audio and cached tokens apart, as OpenAI reports them)."""
+(text, audio and cached tokens apart, as OpenAI reports them); with server-side turn
+detection on, appended audio ends a turn and is answered so without a
+`response.create`."""
 
 from __future__ import annotations
 
@@ -120,6 +122,11 @@ class RealtimeUpstream:
             elif kind == "response.create":
                 audio = (frame.get("response") or {}).get("output_modalities") == ["audio"]
                 await self._respond(ws, audio)
+            elif kind == "input_audio_buffer.append" and _detects_turns(session):
+                # Server-side turn detection: the speech heard ends a turn, answered.
+                await self._send(ws, {"type": "input_audio_buffer.committed",
+                                      "item_id": f"item_heard{len(self.frames)}"})  # fmt: skip
+                await self._respond(ws, False)
 
     def _problem(self, frame: dict[str, Any]) -> str | None:
         kind = frame.get("type")
@@ -191,6 +198,11 @@ class RealtimeUpstream:
         event = {"event_id": f"event_up{len(self.sent)}", **event}
         self.sent.append(event)
         await ws.send(json.dumps(event))
+
+
+def _detects_turns(session: dict[str, Any]) -> bool:
+    audio = session.get("audio") or {}
+    return bool((audio.get("input") or {}).get("turn_detection"))
 
 
 def _refusal(connection: ServerConnection, status: HTTPStatus, message: str) -> Response:
