@@ -14,8 +14,9 @@ key may not use closes the session (1008, the reason). Then `clientContent` turn
 turn ends with `turnComplete`), `realtimeInput.text` (a turn of its own) and
 `toolResponse` are answered with `serverContent` (`modelTurn` parts: text, or PCM
 audio at 24 kHz with `outputTranscription` beside it), `toolCall`, and a
-`turnComplete` with the turn's `usageMetadata`. An error ends the session as Gemini
-ends one: a close frame with code 1008 and the reason. Audio and video input
+`turnComplete` with the turn's `usageMetadata`. A model whose upstream is Gemini's own
+is relayed to its Live API instead (http_facade/gemini_live_relay.py). An error ends
+the session as Gemini ends one: a close frame with code 1008 and the reason. Audio and video input
 (`realtimeInput.audio`, `.video`, `mediaChunks`) are refused by name.
 """
 
@@ -31,11 +32,13 @@ from starlette.websockets import WebSocket
 
 from http_facade.backends import Backend
 from http_facade.bindings import Rpc
+from http_facade.gemini_live_relay import LiveRelay
 from http_facade.realtime import RealtimeSocket
 from http_facade.sockets import (
     POLICY,
     Frames,
     Session,
+    close_reason,
     exchange_of,
     serve_session,
     upgrade_required,
@@ -47,8 +50,6 @@ PATH = "/ws/google.ai.generativelanguage.{}.GenerativeService.BidiGenerateConten
 VERSIONS = ("v1beta", "v1alpha")
 # Gemini's spoken answer: the Realtime session's PCM16 at 24 kHz.
 AUDIO_MIME = "audio/pcm;rate=24000"
-# A close frame's reason holds at most 123 bytes.
-MAX_REASON_BYTES = 123
 
 
 class GeminiLive:
@@ -80,7 +81,12 @@ class GeminiLive:
                 model = str(setup.get("model") or "").removeprefix("models/")
                 await self.realtime.admit(exchange, model, "setup.model")
             except GatewayError as error:
-                await frames.close(POLICY, _reason(error.message))
+                await frames.close(POLICY, close_reason(error.message))
+            relays = self.realtime.relays
+            target = relays.target(model, "live_socket") if relays is not None else None
+            if relays is not None and target is not None:  # a Gemini upstream's own Live API
+                await LiveRelay(relays, target, frames, exchange, setup).run()
+                return
             await frames.send({"setupComplete": {}})
             await self.realtime.converse(_LiveFrames(frames, update), exchange, model)
 
@@ -105,12 +111,6 @@ def _get(value: Any, camel: str) -> Any:
     return value.get(snake)
 
 
-def _reason(message: str) -> str:
-    data = message.encode()
-    return message if len(data) <= MAX_REASON_BYTES else data[: MAX_REASON_BYTES - 3].decode(
-        errors="ignore") + "..."  # fmt: skip
-
-
 class _LiveFrames:
     """Gemini's messages as a Realtime session's frames (http_facade/sockets.py)."""
 
@@ -125,14 +125,14 @@ class _LiveFrames:
             try:
                 self.events.extend(_client_events(message))
             except GatewayError as error:
-                await self.close(POLICY, _reason(error.message))
+                await self.close(POLICY, close_reason(error.message))
         return self.events.popleft()
 
     async def send(self, event: dict[str, Any]) -> None:
         try:
             messages = self._messages(event)
         except _Failed as failed:  # Gemini ends a session on an error
-            await self.close(POLICY, _reason(str(failed)))
+            await self.close(POLICY, close_reason(str(failed)))
         for message in messages:
             await self.frames.send(message)
 

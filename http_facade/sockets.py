@@ -43,6 +43,8 @@ NORMAL = 1000
 POLICY = 1008
 TOO_BIG = 1009
 RESTARTING = 1012
+# A close frame's reason holds at most this many bytes.
+MAX_REASON_BYTES = 123
 # The browser's way to give a key: a subprotocol, as OpenAI's Realtime API takes it.
 KEY_SUBPROTOCOL = "openai-insecure-api-key."
 
@@ -395,6 +397,14 @@ class Session:
             async with asyncio.timeout(self.send_timeout_s):
                 await self.websocket.close(code, reason)
         raise Closed
+
+
+def close_reason(message: str) -> str:
+    """`message` cut to what a close frame's reason holds (123 bytes)."""
+    data = message.encode()
+    if len(data) <= MAX_REASON_BYTES:
+        return message
+    return data[: MAX_REASON_BYTES - 3].decode(errors="ignore") + "..."
 
 
 def error_event(error: GatewayError, **extra: Any) -> dict[str, Any]:

@@ -61,9 +61,10 @@ class RealtimeRelays:
         self.generations = generations
         self.accounts = accounts
 
-    def target(self, model: str) -> Target | None:
+    def target(self, model: str, opener: str = "realtime_socket") -> Target | None:
         """The upstream a session on `model` is relayed to; None when the gateway
-        serves the session itself."""
+        serves the session itself. `opener` names the adapters' method that says where
+        their upstream serves the session's API (`live_socket`: Gemini's Live API)."""
         catalog = self.generations.live.current.catalog
         try:
             config = catalog.model(model)
@@ -72,8 +73,8 @@ class RealtimeRelays:
         for upstream in catalog.upstreams.get(config.id, []):
             if not upstream.usable:
                 continue
-            opener = getattr(upstream.provider, "realtime_socket", None)
-            found = opener() if opener is not None else None
+            where = getattr(upstream.provider, opener, None)
+            found = where() if where is not None else None
             return None if found is None else Target(found[0], found[1], upstream)
         return None
 
@@ -147,6 +148,29 @@ def counts_of(usage: Mapping[str, Any]) -> TokenCounts:
     )
 
 
+def live_counts(usage: Mapping[str, Any]) -> TokenCounts:
+    """A Gemini Live turn's usageMetadata as the ledger counts it: audio by modality,
+    thoughts among the output tokens."""
+    thoughts = _int(usage.get("thoughtsTokenCount"))
+    return TokenCounts(
+        prompt_tokens=_int(usage.get("promptTokenCount")),
+        completion_tokens=_int(usage.get("responseTokenCount")) + thoughts,
+        cached_tokens=_int(usage.get("cachedContentTokenCount")),
+        reasoning_tokens=thoughts,
+        audio_input_tokens=_modality(usage.get("promptTokensDetails"), "AUDIO"),
+        audio_output_tokens=_modality(usage.get("responseTokensDetails"), "AUDIO"),
+        cached_audio_tokens=_modality(usage.get("cacheTokensDetails"), "AUDIO"),
+    )
+
+
+def _modality(details: Any, modality: str) -> int:
+    return sum(
+        _int(d.get("tokenCount"))
+        for d in (details if isinstance(details, list) else [])
+        if isinstance(d, dict) and d.get("modality") == modality
+    )
+
+
 def _int(value: Any) -> int:
     return value if isinstance(value, int) and value > 0 else 0
 
@@ -209,8 +233,13 @@ class Metered:
         """The response is over (its `response.done`, or the session ended first):
         its reservation settles and its row is written, once."""
         if response is not None:
-            self._counts = counts_of(response.get("usage") or {})
-            error = error or _failure(response)
+            self.counted(counts_of(response.get("usage") or {}), error or _failure(response))
+        else:
+            self.counted(None, error)
+
+    def counted(self, counts: TokenCounts | None, error: GatewayError | None = None) -> None:
+        """The response is over, having used `counts` (None: nothing known)."""
+        self._counts = counts
         self.upstream_s = time.perf_counter() - self._opened
         self.call.record.response_id = self.response_id
         self.accounts.close(self.call, error)

@@ -69,7 +69,7 @@ import secrets
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit, urlunsplit
 
 from pydantic import Field
 
@@ -163,7 +163,18 @@ class GeminiProvider:
 
     def make_client(self, params: GeminiParams, where: str) -> Client:
         key = read_api_key(params, where)
-        return make_client(params, {"x-goog-api-key": key} if key else {})
+        self._key_header = {"x-goog-api-key": key} if key else {}
+        return make_client(params, self._key_header)
+
+    def live_socket(self) -> tuple[str, dict[str, str]] | None:
+        """Where the upstream serves the Live API (BidiGenerateContent over WebSocket)
+        and the headers that open it: below base_url's host, at its version's path."""
+        parts = urlsplit(self.params.base_url.rstrip("/"))
+        version = parts.path.rsplit("/", 1)[-1] or "v1beta"
+        scheme = {"https": "wss", "http": "ws"}.get(parts.scheme, parts.scheme)
+        path = f"/ws/google.ai.generativelanguage.{version}.GenerativeService.BidiGenerateContent"
+        return urlunsplit((scheme, parts.netloc, path, "", "")), {
+            **self.params.headers, **self._key_header}  # fmt: skip
 
     def model_path(self, model: str) -> str:
         """The path of a model's methods, below base_url."""

@@ -64,6 +64,9 @@ class VertexGeminiProvider(GeminiProvider):
     def make_client(self, params: GeminiParams, where: str) -> Client:
         return make_client(params, {})
 
+    def live_socket(self) -> tuple[str, dict[str, str]] | None:
+        return None  # Vertex's Live API is its own (LlmBidiService): not relayed
+
     def model_path(self, model: str) -> str:
         return f"{self.params.prefix('google')}/{quote(model.removeprefix('models/'), safe='')}"
 

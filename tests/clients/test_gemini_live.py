@@ -22,7 +22,7 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus
 from tests.support.gateways import API_KEY, running_gateway
 from tests.support.tls_front import tls_front
 from tests.support.upstreams.config import model, provider, with_models
-from tests.support.upstreams.realtime import ANSWER, RealtimeUpstream
+from tests.support.upstreams.realtime import ANSWER, LiveUpstream, RealtimeUpstream
 
 PATH = "/ws/google.ai.generativelanguage.v1beta.GenerativeService.BidiGenerateContent"
 TEXT = types.LiveConnectConfig(response_modalities=[types.Modality.TEXT])
@@ -95,6 +95,35 @@ async def test_a_model_relayed_to_a_realtime_upstream_is_served_over_live() -> N
     assert text == "".join(ANSWER)
     assert (usage.prompt_token_count, usage.cached_content_token_count) == (120, 64)
     assert [(r["status"], r["prompt_tokens"]) for r in rows] == [("OK", 120)]
+
+
+async def test_a_model_on_gemini_is_relayed_to_its_live_api_and_each_turn_metered() -> None:
+    async with LiveUpstream().running() as fake:
+        entry = provider("lv-up", "gemini", fake.url)
+        price = {"input": 3.0, "output": 12.0, "cached_input": 0.3, "audio_input": 3.0,
+                 "audio_output": 12.0, "cached_audio_input": 0.5}  # fmt: skip
+        data = with_models(model("lv", entry, price=price))
+        async with running_gateway(data) as gw, _client(gw) as client:
+            answers = []
+            async with client.aio.live.connect(model="lv", config=TEXT) as session:
+                for text in ("Hi", "Again"):
+                    await session.send_client_content(
+                        turns=types.Content(role="user", parts=[types.Part(text=text)])
+                    )
+                    answers.append(await _turn(session))
+            await gw.gateway.accounts.ledger.flush()
+            rows = await gw.gateway.store.db.fetch(
+                "SELECT * FROM usage_records WHERE method = 'RealtimeResponse'"
+            )
+    assert fake.problems == []
+    assert API_KEY not in json.dumps(fake.upgrades) + json.dumps(fake.messages)
+    assert [text for text, _ in answers] == ["".join(ANSWER)] * 2
+    assert [usage.prompt_token_count for _, usage in answers] == [50, 50]
+    assert len(rows) == 2 and {r["provider"] for r in rows} == {"lv-up"}
+    row = rows[0]
+    assert (row["prompt_tokens"], row["completion_tokens"], row["cached_tokens"]) == (50, 12, 20)
+    assert (row["audio_input_tokens"], row["cached_audio_tokens"]) == (20, 8)
+    assert row["cache_input_cost_usd"] == pytest.approx((12 * 0.3 + 8 * 0.5) / 1e6)
 
 
 async def test_the_key_is_checked_before_the_socket_opens_and_the_model_after_setup() -> None:

@@ -210,3 +210,72 @@ def _refusal(connection: ServerConnection, status: HTTPStatus, message: str) -> 
     response = connection.respond(status, body)
     response.headers["Content-Type"] = "application/json"
     return response
+
+
+LIVE_PATH = "/ws/google.ai.generativelanguage.v1beta.GenerativeService.BidiGenerateContent"
+LIVE_MODEL = "models/gemini-fake"
+# One Live turn's usageMetadata: 50 tokens in (30 text, 20 audio; 20 cached, 8 of them
+# audio), 12 out.
+LIVE_USAGE = {
+    "promptTokenCount": 50, "responseTokenCount": 12, "totalTokenCount": 62,
+    "cachedContentTokenCount": 20,
+    "promptTokensDetails": [{"modality": "TEXT", "tokenCount": 30},
+                            {"modality": "AUDIO", "tokenCount": 20}],
+    "cacheTokensDetails": [{"modality": "TEXT", "tokenCount": 12},
+                           {"modality": "AUDIO", "tokenCount": 8}],
+    "responseTokensDetails": [{"modality": "TEXT", "tokenCount": 12}],
+}  # fmt: skip
+
+
+@dataclass
+class LiveUpstream:
+    """Gemini's Live API, strict: its path and `x-goog-api-key` (404 and 401 before the
+    socket opens otherwise), `setup` first naming its own model (else it closes 1007),
+    then each turn the client ends (`clientContent` with `turnComplete`,
+    `realtimeInput.text`) answered with modelTurn text parts and a `turnComplete`
+    carrying LIVE_USAGE."""
+
+    url: str = ""
+    upgrades: list[dict[str, str]] = field(default_factory=list)
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[LiveUpstream]:
+        async with serve(self._session, "127.0.0.1", 0, process_request=self._check) as server:
+            self.url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+            yield self
+
+    def _check(self, connection: ServerConnection, request: Request) -> Response | None:
+        headers = {k.lower(): v for k, v in request.headers.raw_items()}
+        if urlsplit(request.path).path != LIVE_PATH:
+            self.problems.append(f"wrong path {request.path}")
+            return _refusal(connection, HTTPStatus.NOT_FOUND, "Not found")
+        if headers.get("x-goog-api-key") != KEY:
+            self.problems.append("bad credential")
+            return _refusal(connection, HTTPStatus.UNAUTHORIZED, "API key not valid")
+        self.upgrades.append(headers)
+        return None
+
+    async def _session(self, ws: ServerConnection) -> None:
+        async for raw in ws:
+            message = json.loads(raw)
+            self.messages.append(message)
+            if len(self.messages) == 1:
+                setup = message.get("setup")
+                if not isinstance(setup, dict) or setup.get("model") != LIVE_MODEL:
+                    self.problems.append(f"bad setup {message}")
+                    await ws.close(1007, "setup must be first and name a model served")
+                    return
+                await ws.send(json.dumps({"setupComplete": {}}))
+                continue
+            content = message.get("clientContent") or message.get("client_content") or {}
+            given = message.get("realtimeInput") or message.get("realtime_input") or {}
+            if content.get("turnComplete") or content.get("turn_complete") or "text" in given:
+                for piece in ANSWER:
+                    await ws.send(
+                        json.dumps({"serverContent": {"modelTurn": {"parts": [{"text": piece}]}}})
+                    )
+                await ws.send(json.dumps({"serverContent": {"generationComplete": True}}))
+                await ws.send(json.dumps({"serverContent": {"turnComplete": True},
+                                          "usageMetadata": LIVE_USAGE}))  # fmt: skip
