@@ -183,6 +183,25 @@ async def test_guardrails_refuse_the_text_going_up(upstream: RealtimeUpstream) -
     assert clean[-1].type == "response.done"
 
 
+async def test_output_the_guardrails_block_is_an_error_and_the_response_cancelled(
+    upstream: RealtimeUpstream,
+) -> None:
+    upstream.answer = ("Write to ", "jane.doe@example.com", " today")
+    data = _config(upstream)
+    data["guardrails"] = [{"id": "pii", "detectors": ["email"], "on_output": "block"}]
+    data["default_guardrails"] = ["pii"]
+    async with running_gateway(data) as gw, _sdk(gw) as sdk:
+        async with sdk.realtime.connect(model="rt") as connection:
+            await connection.recv()
+            events = await _say(connection, "Where do I write?")
+            done = await _until_done(connection)  # the response itself still ends
+        await wait_for(lambda: "response.cancel" in [f["type"] for f in upstream.frames])
+    kinds = [e.type for e in events]
+    assert kinds[-1] == "error" and "email" in events[-1].error.message.lower()
+    assert "response.output_text.done" not in kinds
+    assert done[-1].type == "response.done"
+
+
 async def test_a_response_under_way_when_the_client_leaves_is_still_metered(
     upstream: RealtimeUpstream,
 ) -> None:

@@ -66,6 +66,8 @@ class RealtimeUpstream:
     sent: list[dict[str, Any]] = field(default_factory=list)
     # Set: a response's `response.done` waits for it (cleared: no wait).
     hold: asyncio.Event | None = None
+    # The text of every answer, in its deltas.
+    answer: tuple[str, ...] = ANSWER
     _responses: int = 0
 
     @contextlib.asynccontextmanager
@@ -161,7 +163,7 @@ class RealtimeUpstream:
         self._responses += 1
         rid, iid = f"resp_up{self._responses}", f"item_out{self._responses}"
         at = {"response_id": rid, "item_id": iid, "output_index": 0, "content_index": 0}
-        text = "".join(ANSWER)
+        text = "".join(self.answer)
         part = {"type": "output_audio", "transcript": text} if audio else {
             "type": "output_text", "text": text}  # fmt: skip
         item = {"id": iid, "object": "realtime.item", "type": "message", "status": "completed",
@@ -175,7 +177,7 @@ class RealtimeUpstream:
                                                           "content": []}})  # fmt: skip
         await self._send(ws, {"type": "response.content_part.added", **at, "part": part})
         name = "response.output_audio_transcript" if audio else "response.output_text"
-        for piece in ANSWER:
+        for piece in self.answer:
             # `obfuscation`: a field of the upstream's own, which a relay keeps.
             await self._send(ws, {"type": f"{name}.delta", **at, "delta": piece,
                                   "obfuscation": "x1"})  # fmt: skip
