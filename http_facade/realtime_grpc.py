@@ -30,6 +30,7 @@ from http_facade.sockets import (
     NORMAL,
     POLICY,
     RESTARTING,
+    TOO_BIG,
     Bucket,
     Closed,
     Finished,
@@ -45,7 +46,8 @@ from server.base.pipeline import RpcMethod
 SERVICE = "gateway.v1.RealtimeService"
 # A close code's status over gRPC (the reason goes in its details).
 _STATUS = {NORMAL: grpc.StatusCode.DEADLINE_EXCEEDED, POLICY: grpc.StatusCode.DEADLINE_EXCEEDED,
-           RESTARTING: grpc.StatusCode.UNAVAILABLE}  # fmt: skip
+           RESTARTING: grpc.StatusCode.UNAVAILABLE,
+           TOO_BIG: grpc.StatusCode.RESOURCE_EXHAUSTED}  # fmt: skip
 
 
 def realtime_service(
@@ -175,6 +177,12 @@ class _Frames:
             request = getting.result()
             if request is None:
                 raise Finished  # the caller closed its side; it reads on
+            # The server takes messages as large as an upload; an event is a frame,
+            # bounded as a WebSocket's is.
+            if request.ByteSize() > self.limits.max_frame_bytes:
+                await self.close(
+                    TOO_BIG, f"an event exceeds {self.limits.max_frame_bytes} bytes; session closed"
+                )
             if not self._frames.take() or (
                 self._key_frames is not None and not self._key_frames.take()
             ):

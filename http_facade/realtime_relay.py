@@ -115,7 +115,11 @@ class Relay:
             await asyncio.gather(down, return_exceptions=True)
             await upstream.close()
             self._end_pending(Cancelled("the session ended before the response did"))
-        if down.done() and not down.cancelled() and down.exception() is None and down.result():
+        failure = down.exception() if down.done() and not down.cancelled() else None
+        if failure is not None:  # a fault of the relay's own: said, never swallowed
+            log.error("realtime relay of %s failed", self.target.upstream.id, exc_info=failure)
+            await self.session.close(UPSTREAM_FAILED, "the relay failed; reconnect")
+        if down.done() and not down.cancelled() and failure is None and down.result():
             await self.session.close(UPSTREAM_FAILED, "the upstream closed the session")
 
     async def _open(self) -> Any:

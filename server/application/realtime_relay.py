@@ -212,8 +212,8 @@ class Metered:
     def counts(self) -> TokenCounts:
         return self._counts or TokenCounts(0, 0)
 
-    def cost(self) -> Cost | None:
-        return costs.cost(self.counts(), self.model.price)
+    def cost(self, batch_factor: float | None = None) -> Cost | None:
+        return costs.cost(self.counts(), self.model.price)  # never a batch line
 
     def billed(self) -> tuple[str, float]:
         return "tokens", self.counts().total_tokens

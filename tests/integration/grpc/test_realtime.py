@@ -126,6 +126,26 @@ async def test_refusals_end_the_call_before_the_session_opens() -> None:
     }
 
 
+async def test_an_event_past_the_frame_bound_ends_the_session_as_a_websocket_frame_would() -> None:
+    # The server takes messages as large as an upload (50 MB); an event is bounded by
+    # server.websockets.max_frame_bytes, as the same event over WebSocket is.
+    data = default_config_dict()
+    data["server"]["websockets"] = {"max_frame_bytes": 4096}
+    async with (
+        running_gateway(data) as gw,
+        grpc.aio.insecure_channel(f"127.0.0.1:{gw.grpc_port}") as channel,
+    ):
+        session = _Session(realtime_service_pb2_grpc.RealtimeServiceStub(channel), "sim-pro")
+        await session.until("session.created")
+        big = json.loads(json.dumps(SAY))
+        big["item"]["content"][0]["text"] = "x" * 5000
+        session.send(big)
+        with pytest.raises(grpc.aio.AioRpcError) as ended:
+            await session.until("response.done")
+    assert ended.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+    assert "exceeds 4096 bytes" in (ended.value.details() or "")
+
+
 async def test_a_model_with_a_realtime_upstream_is_relayed_over_grpc_too() -> None:
     async with RealtimeUpstream().running() as fake:
         entry = provider("rt-up", "openai", fake.url, realtime_api=True)
