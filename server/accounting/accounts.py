@@ -255,6 +255,12 @@ class Accounts:
         line: a second, after a crash, is refused."""
         used = counts or NO_TOKENS
         total = cost.total_usd if cost is not None else None
+        # The budgets' accounts are loaded before the row is written: an account loaded
+        # after would count the row (the ledger's buffer is read) and its charge again.
+        held: list[Reservation] = []
+        if total and principal.budgets:
+            with contextlib.suppress(GatewayError):  # spent past the budget: still billed
+                held = await self.budgets.reserve_all(principal.budgets, 0.0)
         self.ledger.record(UsageRecord(
             ts=time.time(), request_id=request_id, key_id=principal.key_id,
             key_name=principal.name, method=method, model=model.id, provider=provider_id,
@@ -273,10 +279,8 @@ class Accounts:
             units=float(used.total_tokens) if counts is not None else None,
             batch_id=batch_id, custom_id=custom_id,
         ))  # fmt: skip
-        if total and principal.budgets:
-            with contextlib.suppress(GatewayError):  # spent past the budget: still billed
-                held = await self.budgets.reserve_all(principal.budgets, 0.0)
-                await self._settle(principal, held, total)
+        if held and total:
+            await self._settle(principal, held, total)
 
     async def _settle(
         self, principal: Principal, reservations: list[Reservation], total: float

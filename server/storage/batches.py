@@ -133,6 +133,13 @@ class BatchStore:
             float(row["usd"]), int(row["n"]),
         )  # fmt: skip
 
+    async def billed(self, batch_id: str) -> set[str]:
+        """The custom_ids of the batch's lines that have their ledger row."""
+        rows = await self.db.fetch(
+            "SELECT custom_id FROM usage_records WHERE batch_id = ?", batch_id
+        )
+        return {row["custom_id"] for row in rows}
+
     async def outstanding(self, match: dict[str, str]) -> tuple[int, float]:
         """What the running batches of an account (`match`: its ledger columns, which
         batches carry too) may still take: their tokens, and their reserved cost less

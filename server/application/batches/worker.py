@@ -320,17 +320,22 @@ class Worker:
         while more := await self.store.pending_lines(batch["id"], 1000, after):
             after += len(more)
             by_id.update({one.custom_id: one.line for one in more})
+        # Lines billed before a crash that kept them from ending: their rows and their
+        # budgets' charges are made, and are not made again.
+        billed = await self.store.billed(batch["id"])
         ended: list[Ended] = []
         for result in polled.results:
             line = by_id.pop(result.custom_id, None)
             if line is None:
-                continue  # ended before (a crash after its row), or not ours
+                continue  # ended before, or not ours
             request_id = os.urandom(16).hex()
             cost = costs.cost(result.counts, price) if result.counts is not None else None
-            await self.accounts.bill_handed_line(
-                principal, batch["id"], result.custom_id, model, provider_id,
-                self.runner.method_of(batch["endpoint"]), result.counts, cost, result.status_code, request_id,
-            )  # fmt: skip
+            if result.custom_id not in billed:
+                await self.accounts.bill_handed_line(
+                    principal, batch["id"], result.custom_id, model, provider_id,
+                    self.runner.method_of(batch["endpoint"]), result.counts, cost,
+                    result.status_code, request_id,
+                )  # fmt: skip
             answer = orjson.dumps({"status_code": result.status_code, "request_id": request_id,
                                    "body": result.body}).decode()  # fmt: skip
             status = "succeeded" if result.status_code == 200 else "errored"

@@ -7,6 +7,7 @@ SDK as any batch."""
 from __future__ import annotations
 
 import io
+import time
 from pathlib import Path
 from typing import Any
 
@@ -208,3 +209,53 @@ async def test_another_instance_polls_the_batch_already_handed_over(tmp_path: Pa
                 assert finished.request_counts.completed == 3
                 rows = await rows_of(gw, batch.id)
                 assert sorted(r["custom_id"] for r in rows) == ["t0", "t1", "t2"]
+
+
+async def test_a_line_billed_before_a_crash_is_not_charged_again(tmp_path: Path) -> None:
+    """An instance that died between a line's ledger row and the line's end: the one
+    that takes the batch over writes no second row and charges no budget again."""
+    rich = "gw-test-rich-batch-key-01"
+    async with batch_api.serving_batches() as fake:
+        first = handed(tmp_path, fake.url)
+        first["keys"].append({"name": "rich", "secret": rich, "kind": "api", "budget_usd": 100})
+        first["batches"]["provider_poll_s"] = 600  # hands over, then waits long
+        async with running_gateway(first) as gw:
+            base = f"http://127.0.0.1:{gw.http_port}"
+            sdk = openai.AsyncOpenAI(base_url=f"{base}/v1", api_key=rich, max_retries=0)
+            async with sdk:
+                batch = await run(sdk, [chat_line(f"t{i}", model=MODEL) for i in range(3)])
+
+                async def handed_over() -> dict[str, Any]:
+                    stored = await gw.gateway.store.batches.get(batch.id)
+                    assert stored is not None and stored["upstream_id"]
+                    return stored
+
+                stored = await eventually(handed_over)
+            # t0's row, as the provider's answer bills it, written before the "crash".
+            await gw.gateway.store.db.execute(
+                "INSERT INTO usage_records (ts, request_id, key_id, key_name, method, model, "
+                "provider, prompt_tokens, completion_tokens, total_tokens, latency_ms, status, "
+                "total_cost_usd, batch_id, custom_id) VALUES (?, 'before', ?, 'rich', "
+                "'CreateChatCompletion', ?, 'upstream', 11, 5, 16, 0, 'OK', ?, ?, 't0')",
+                time.time(), stored["key_id"], MODEL, (11 * 1.0 + 5 * 4.0) / 1e6, batch.id,
+            )  # fmt: skip
+        async with running_gateway(first | {"batches": {**first["batches"],
+                                                         "provider_poll_s": 0.05}}) as gw:  # fmt: skip
+            base = f"http://127.0.0.1:{gw.http_port}"
+            sdk = openai.AsyncOpenAI(base_url=f"{base}/v1", api_key=rich, max_retries=0)
+            async with sdk:
+
+                async def done() -> Any:
+                    found = await sdk.batches.retrieve(batch.id)
+                    assert found.status == "completed", found.status
+                    return found
+
+                await eventually(done)
+                rows = await rows_of(gw, batch.id)
+                principal = await gw.gateway.accounts.admission.keys.by_id(
+                    stored["key_id"], "api", gw.gateway.live.current.keys
+                )
+                [key_budget] = [b for b in principal.budgets if b.level == "key"]
+                spent, _ = await gw.gateway.accounts.budgets.status(key_budget)
+    assert sorted(r["custom_id"] for r in rows) == ["t0", "t1", "t2"]
+    assert spent == pytest.approx(sum(r["total_cost_usd"] for r in rows))
