@@ -16,7 +16,7 @@ UV_VERSION := 0.13.9
 # Extra flags for `make lock`, e.g. LOCK_FLAGS=--upgrade, or LOCK_FLAGS='--upgrade-package ruff'.
 LOCK_FLAGS ?=
 
-.PHONY: image deploy-check setup lock hooks run generate check-generated third_party breaking lint typecheck test bench mutate clean claude-code gemini-cli js-clients codex-cli opencode
+.PHONY: image deploy-check setup lock hooks run generate check-generated third_party breaking lint typecheck test bench mutate clean claude-code gemini-cli js-clients codex-cli opencode portkey
 
 # The venv gets what the lock pins, hash-checked, and nothing newer; then the project itself,
 # without resolving again. `pip check` fails when a runtime dependency added to pyproject.toml
@@ -78,6 +78,13 @@ OPENCODE_VERSION := 1.18.33
 opencode:
 	npm install --silent --no-audit --no-fund --no-save --prefix build/opencode \
 		opencode-ai@$(OPENCODE_VERSION)
+
+# Portkey's open-source gateway (Node), the second peer bench.load measures beside
+# LiteLLM; bench.load installs the same on first use. Optional, not in setup.
+PORTKEY_VERSION := 1.15.2
+portkey:
+	npm install --silent --no-audit --no-fund --no-save --prefix build/portkey \
+		@portkey-ai/gateway@$(PORTKEY_VERSION)
 
 # The JavaScript SDKs the client tests drive (tests/clients/test_js_clients.py), at the
 # versions tests/js/package-lock.json pins; optional, not in setup.

@@ -8,6 +8,9 @@ In one run, alternating targets at each connection count, it measures:
 - the REST facade as an edge tier (`--grpc-target`) over a gRPC-only gateway process;
 - the gRPC API (ChatService) under h2load with a prepared gRPC body;
 - the LiteLLM proxy (pinned version, own virtualenv, one worker) on the same upstream;
+- Portkey's open-source gateway (pinned npm package in build/portkey, Node, one process)
+  on the same upstream, routed by its headers; a mode whose sample request fails (its
+  streams on Node 20) is reported as failing rather than loaded;
 - the floor of a proxy on the gateway's stack (bench/proxy_floor.py: uvicorn and the
   gateway's upstream client, nothing between them), so the ratio LiteLLM's CPU over the
   floor's bounds what any gateway built this way could show.
@@ -16,6 +19,7 @@ Gateway processes and LiteLLM run on core 0 (`taskset`); nginx, wrk and h2load o
 core 1. Writes bench/results/load.md and bench/results/load.json.
 
 Run: python -m bench.load [--duration S] [--connections 1 32 64] [--rounds N] [--no-litellm]
+     python -m bench.load --quick --out /tmp/load  # a smoke test: 2 s runs, 1 and 32 conns
      python -m bench.load --payload agent --out bench/results/agent  # a coding agent's turn
 """
 
@@ -27,7 +31,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench import load_checks as checks
@@ -68,6 +72,15 @@ class Target:
     grpc: bool = False
     # False for the baseline, whose processes run on the load core.
     on_gateway_core: bool = True
+    # Headers of one mode only (Portkey names its upstream per request).
+    mode_headers: dict[str, dict[str, str]] = field(default_factory=dict)
+    # The server's log, whose last error explains a failing sample.
+    log: Path | None = None
+    # Modes whose sample request failed, and why: reported, not loaded.
+    broken: dict[str, str] = field(default_factory=dict)
+
+    def headers_for(self, mode: str) -> dict[str, str]:
+        return {**self.headers, **self.mode_headers.get(mode, {})}
 
 
 def rest_target(
@@ -86,7 +99,7 @@ def rest_target(
 
 
 def start_targets(
-    tmp: Path, stack: contextlib.ExitStack, litellm: bool, payload: str
+    tmp: Path, stack: contextlib.ExitStack, litellm: bool, portkey: bool, payload: str
 ) -> tuple[list[Target], int]:
     """Starts every server; returns the targets in the order they are measured and the
     in-process gateway's gRPC port."""
@@ -144,6 +157,10 @@ def start_targets(
     stack.callback(floor.stop)
     proxy_floor = rest_target(report.FLOOR, f"{local}:{floor_port}", {}, [floor.pid], payload)
     targets = [baseline, rest, edge_tier, grpc_api, proxy_floor]
+    if portkey:
+        peer = start_portkey(tmp, stack, upstream, payload)
+        if peer is not None:
+            targets.append(peer)
     if litellm:
         peer = start_litellm(tmp, stack, upstream, payload)
         if peer is not None:
@@ -169,29 +186,52 @@ def start_litellm(
     return rest_target(report.LITELLM, f"http://127.0.0.1:{port}", auth, [proxy.pid], payload)
 
 
+def start_portkey(
+    tmp: Path, stack: contextlib.ExitStack, upstream: int, payload: str
+) -> Target | None:
+    script, version = servers.portkey_script()
+    if script is None:
+        print(f"load: skipping Portkey: {version}", file=sys.stderr)
+        return None
+    try:
+        gateway, port = servers.start_portkey(script, tmp)
+    except RuntimeError as exc:
+        print(f"load: skipping Portkey: {exc}", file=sys.stderr)
+        return None
+    stack.callback(gateway.stop)
+    target = rest_target(report.PORTKEY, f"http://127.0.0.1:{port}", {}, [gateway.pid], payload)
+    target.mode_headers = {mode: servers.portkey_headers(upstream, mode) for mode in MODES}
+    target.log = gateway.log
+    return target
+
+
 def usable(target: Target) -> bool:
-    """A sample request per mode must succeed before a target is loaded."""
+    """A sample request per mode must succeed before that mode is loaded; a target
+    none of whose modes answers is left out."""
     if target.grpc:
         return True  # checked with a real stub, see check_grpc
     for mode in MODES:
         problem = checks.check_http(
-            target.urls[mode], target.bodies[mode], target.headers, mode == "stream"
+            target.urls[mode], target.bodies[mode], target.headers_for(mode), mode == "stream"
         )
         if problem:
-            print(f"load: skipping {target.name}: {problem}", file=sys.stderr)
-            return False
-    return True
+            logged = servers.last_error(target.log) if target.log else ""
+            # The server's own error first: the answer's body seldom says what failed.
+            target.broken[mode] = f"{logged} ({problem})" if logged else problem
+            print(f"load: {target.name} fails its {mode} sample: {target.broken[mode]}",
+                  file=sys.stderr)  # fmt: skip
+    return len(target.broken) < len(MODES)
 
 
 def measure(target: Target, mode: str, connections: int, seconds: int, warmup: int) -> dict:
     """One closed-loop run after a warm-up: throughput, latency, errors, and the CPU
     and peak memory of the processes behind the target."""
-    url, body = target.urls[mode], target.bodies[mode]
+    url, body, headers = target.urls[mode], target.bodies[mode], target.headers_for(mode)
     if warmup:
-        target.run(url, body, target.headers, connections, warmup)
+        target.run(url, body, headers, connections, warmup)
     before = checks.settled_ledger(target.ledger)
     cpu_before, core_before = cpu_seconds(target.pids), core_busy_seconds(GATEWAY_CORE)
-    load = target.run(url, body, target.headers, connections, seconds)
+    load = target.run(url, body, headers, connections, seconds)
     cpu = cpu_seconds(target.pids) - cpu_before
     # Work on the gateway core by anything but the target (other jobs on a shared
     # machine, kernel network work): the noise figure of this run.
@@ -236,6 +276,9 @@ def runs(args: argparse.Namespace, targets: list[Target]) -> Iterator[dict]:
                     print(f"load: {mode:6} c={connections:<3} round {round_} {target.name}")
                     step = {"target": target.name, "mode": mode, "connections": connections,
                             "round": round_}  # fmt: skip
+                    if mode in target.broken:
+                        yield step | {"failed": f"every sample fails: {target.broken[mode]}"}
+                        continue
                     try:
                         yield step | measure(target, mode, connections, args.duration, args.warmup)
                     except RuntimeError as exc:
@@ -251,14 +294,22 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument(
         "--rounds", type=int, default=1, help="runs per cell; the table shows the quietest"
     )
-    parser.add_argument("--no-litellm", action="store_true", help="leave the peer out")
+    parser.add_argument("--no-litellm", action="store_true", help="leave LiteLLM out")
+    parser.add_argument("--no-portkey", action="store_true", help="leave Portkey out")
+    parser.add_argument(
+        "--quick", action="store_true",
+        help="a smoke test: 2 s runs after 1 s of warm-up, 1 and 32 connections, one round",
+    )  # fmt: skip
     parser.add_argument(
         "--payload", choices=payloads.KINDS, default="hello",
         help="a one-line hello, or a coding agent's 80 KB turn (bench/payloads.py)",
     )  # fmt: skip
     parser.add_argument("--out", type=Path, default=report.RESULTS)
     parser.add_argument("--render", action="store_true", help="only rewrite load.md from load.json")
-    return parser.parse_args()
+    args = parser.parse_args()
+    if args.quick:
+        args.duration, args.warmup, args.connections, args.rounds = 2, 1, [1, 32], 1
+    return args
 
 
 def main() -> None:
@@ -272,7 +323,9 @@ def main() -> None:
     started = time.time()
     with contextlib.ExitStack() as stack:
         tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-load-")))
-        targets, grpc_port = start_targets(tmp, stack, not args.no_litellm, args.payload)
+        targets, grpc_port = start_targets(
+            tmp, stack, not args.no_litellm, not args.no_portkey, args.payload
+        )
         targets = [t for t in targets if usable(t)]
         grpc_check = checks.check_grpc(grpc_port)
         print(f"load: gRPC sample through a real stub: {grpc_check}")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -43,6 +44,9 @@ def check_http(url: str, body: bytes, headers: dict[str, str], stream: bool) -> 
     try:
         with urllib.request.urlopen(request, timeout=30) as response:
             text = response.read().decode()
+    except urllib.error.HTTPError as exc:
+        answer = exc.read().decode(errors="replace")[:200]
+        return f"{url}: HTTP {exc.code} {answer}"
     except OSError as exc:
         return f"{url}: {exc}"
     if stream:

@@ -308,3 +308,59 @@ def start_litellm(binary: Path, tmp: Path, upstream_port: int) -> tuple[Server, 
     server = start("litellm", argv, GATEWAY_CORE, tmp, env)
     wait_port(port, server.proc, "litellm", 180)
     return server, port
+
+
+# --- Portkey --------------------------------------------------------------------------
+
+PORTKEY_VERSION = "1.15.2"
+PORTKEY_DIR = ROOT / "build" / "portkey"
+PORTKEY_PACKAGE = "@portkey-ai/gateway"
+
+
+def portkey_script() -> tuple[Path | None, str]:
+    """Portkey's gateway (Node) in a folder of its own, installed from npm on first use
+    (`make portkey` does the same); (None, why) when it cannot be had."""
+    package = PORTKEY_DIR / "node_modules" / PORTKEY_PACKAGE
+    if not (package / "package.json").exists():
+        print(f"load: installing {PORTKEY_PACKAGE}@{PORTKEY_VERSION} into {PORTKEY_DIR} ...")
+        argv = ["npm", "install", "--silent", "--no-audit", "--no-fund", "--no-save",
+                "--prefix", str(PORTKEY_DIR), f"{PORTKEY_PACKAGE}@{PORTKEY_VERSION}"]  # fmt: skip
+        try:
+            done = subprocess.run(argv, capture_output=True, text=True, check=False)
+        except OSError as exc:
+            return None, f"npm: {exc}"
+        if done.returncode != 0:
+            return None, f"`{' '.join(argv)}` failed: {done.stderr.strip()[-500:]}"
+    version = json.loads((package / "package.json").read_text()).get("version")
+    if version != PORTKEY_VERSION:
+        return None, f"{package} holds {version}, not {PORTKEY_VERSION}"
+    return package / "build" / "start-server.js", PORTKEY_VERSION
+
+
+def portkey_headers(upstream_port: int, mode: str) -> dict[str, str]:
+    """Portkey takes its route from each request's headers: the `openai` provider, sent
+    to our nginx as a custom host (loopback is among the hosts it trusts by default)."""
+    return {
+        "x-portkey-provider": "openai",
+        "x-portkey-custom-host": f"http://127.0.0.1:{upstream_port}/{mode}/v1",
+        "authorization": "Bearer unused",
+    }
+
+
+def start_portkey(script: Path, tmp: Path) -> tuple[Server, int]:
+    """Portkey on the gateway core, without its log UI (`--headless`, production)."""
+    port = free_port()
+    env = {**os.environ, "NODE_ENV": "production"}
+    argv = ["node", str(script), f"--port={port}", "--headless"]
+    server = start("portkey", argv, GATEWAY_CORE, tmp, env)
+    wait_port(port, server.proc, "portkey", 60)
+    return server, port
+
+
+def last_error(log: Path) -> str:
+    """The last line of a server's log that names an error, for a failing row."""
+    try:
+        lines = log.read_text(errors="replace").splitlines()
+    except OSError:
+        return ""
+    return next((line.strip() for line in reversed(lines) if "Error" in line), "")

@@ -39,9 +39,12 @@ class Load:
         return self.requests / self.seconds if self.seconds else 0.0
 
 
-def run_wrk(url: str, body: bytes, headers: dict[str, str], connections: int, seconds: int) -> Load:
+def run_wrk(
+    url: str, body: bytes, headers: dict[str, str], connections: int, seconds: int,
+    cores: str = LOAD_CORE,
+) -> Load:  # fmt: skip
     """A closed-loop wrk run: `connections` connections, each sending the next request
-    as soon as the last answer (a whole SSE stream included) is read."""
+    as soon as the last answer (a whole SSE stream included) is read; on `cores`."""
     with tempfile.NamedTemporaryFile(suffix=".json") as body_file:
         body_file.write(body)
         body_file.flush()
@@ -51,7 +54,7 @@ def run_wrk(url: str, body: bytes, headers: dict[str, str], connections: int, se
             "LOAD_HEADERS": "\n".join(f"{k}: {v}" for k, v in headers.items()),
         }
         argv = ["wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "--timeout", "30s"]
-        out = _pinned(argv + ["-s", str(LUA), url], env)
+        out = _pinned(argv + ["-s", str(LUA), url], env, cores)
     found = re.search(r"^LOAD_RESULT (.*)$", out, re.MULTILINE)
     if found is None:
         raise RuntimeError(f"wrk printed no result:\n{out}")
@@ -114,10 +117,10 @@ def percentile(ordered: list[float], p: float) -> float:
     return ordered[min(rank, len(ordered)) - 1]
 
 
-def _pinned(argv: list[str], env: dict[str, str]) -> str:
-    """Runs a load generator on the load core and returns its output."""
+def _pinned(argv: list[str], env: dict[str, str], cores: str = LOAD_CORE) -> str:
+    """Runs a load generator on the load core (or `cores`) and returns its output."""
     done = subprocess.run(
-        ["taskset", "-c", LOAD_CORE, *argv], env=env, capture_output=True, text=True, check=False
+        ["taskset", "-c", cores, *argv], env=env, capture_output=True, text=True, check=False
     )
     if done.returncode != 0:
         raise RuntimeError(f"{argv[0]} failed ({done.returncode}):\n{done.stdout}{done.stderr}")
