@@ -235,6 +235,7 @@ def start_gateway(
     limits: bool,
     root: Path = ROOT,
     guardrails: bool = False,
+    log: Path | None = None,
 ) -> tuple[subprocess.Popen[bytes], int, int]:
     def model(model_id: str, path: str, stream: bool, adapter: str = "openai") -> dict:
         base = f"http://127.0.0.1:{upstream}/{path}" + ("/v1" if "openai" in adapter else "")
@@ -274,7 +275,11 @@ def start_gateway(
     argv = [str(python if python.exists() else sys.executable), "-m", "server.cli.main", "serve"]
     argv += ["--config", str(path)]
     argv += ["--log-level", "WARNING"] + (["--workers", str(workers)] if workers > 1 else [])
-    proc = subprocess.Popen(pinned(core, argv), cwd=root, stdout=subprocess.DEVNULL)
+    # The request log goes to stderr: this terminal's, or `log`.
+    stderr = log.open("ab") if log else None
+    proc = subprocess.Popen(pinned(core, argv), cwd=root, stdout=subprocess.DEVNULL, stderr=stderr)
+    if stderr:
+        stderr.close()
     wait_port(http_port)
     wait_port(grpc_port)
     time.sleep(1.0 if workers > 1 else 0.3)  # every worker listening
