@@ -363,4 +363,6 @@ def last_error(log: Path) -> str:
         lines = log.read_text(errors="replace").splitlines()
     except OSError:
         return ""
-    return next((line.strip() for line in reversed(lines) if "Error" in line), "")
+    # A start-up spinner may share the line, redrawn after carriage returns.
+    found = next((line for line in reversed(lines) if "Error" in line), "")
+    return found.rsplit("\r", 1)[-1].strip()
