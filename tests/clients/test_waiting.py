@@ -43,7 +43,8 @@ def waiting_config(window_s: float = WINDOW_S) -> dict[str, Any]:
         {"name": "hasty", "kind": "api", "secret": HASTY, "requests_per_minute": 1},
     ]
     data["traffic"] = {"keys": {
-        "patient": {"max_wait_s": 5, "max_waiting": 2},
+        # Long enough for the second slot out (a whole window away) at any pace.
+        "patient": {"max_wait_s": 2 * window_s, "max_waiting": 2},
         "slow": {"max_wait_s": 1.5},
         "hasty": {"max_wait_s": 5},
     }}  # fmt: skip
