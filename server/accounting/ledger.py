@@ -62,6 +62,9 @@ class Ledger:
         self.dropped = 0
         # Records the database refused for their values, dropped one by one.
         self.poisoned = 0
+        # Second rows of a batch line (a line retried after its first row was written),
+        # which the database refuses by design: not errors, counted apart.
+        self.second_rows = 0
         # Records the spool's disk did not take: buffered in memory only.
         self.unspooled = 0
         # Records taken from the buffer by a write still in progress: still this
@@ -182,6 +185,11 @@ class Ledger:
             self.written += len(part)
 
     def _poison(self, row: UsageRecord, exc: Exception) -> None:
+        if row.batch_id and "unique" in str(exc).lower():
+            self.second_rows += 1
+            log.info("ledger: batch %s line %r has its row already; the second is not written",
+                     row.batch_id, row.custom_id)  # fmt: skip
+            return
         self.poisoned += 1
         if self.poisoned <= 10 or self.poisoned % 1000 == 0:
             log.error(

@@ -54,6 +54,32 @@ def _record(i: int, **changes) -> UsageRecord:  # type: ignore[no-untyped-def]
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+async def test_a_batch_lines_second_row_is_refused_quietly_and_counted_apart(
+    backend, pg_url, caplog
+):
+    # A line retried after its first row was written: the database takes one row per
+    # line by design, which is no error (the log would fill under load) nor poison.
+    url = pg_url if backend == "postgresql" else None
+    store = await open_store(StorageConfig(database_url=url, sqlite_path=":memory:"))
+    try:
+        ledger = Ledger(store.usage, batch_size=100)
+        batch = f"batch_{uuid.uuid4().hex}"
+        for i in range(3):
+            ledger.record(_record(i, batch_id=batch, custom_id="line-1"))
+        ledger.record(_record(3, batch_id=batch, custom_id="line-2"))
+        ledger.record(_record(4, prompt_tokens=2**70))  # a poison row still is one
+        with caplog.at_level("INFO", logger="server.accounting.ledger"):
+            await ledger.flush()
+        assert (ledger.second_rows, ledger.poisoned, ledger.written) == (2, 1, 2)
+        rows = await store.db.fetch("SELECT custom_id FROM usage_records WHERE batch_id = ?", batch)
+        assert sorted(r["custom_id"] for r in rows) == ["line-1", "line-2"]
+        errors = [r for r in caplog.records if r.levelname == "ERROR"]
+        assert len(errors) == 1 and "req-4" in errors[0].getMessage()
+    finally:
+        await store.aclose()
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
 async def test_poison_rows_are_dropped_and_the_rows_around_them_written(backend, pg_url):
     url = pg_url if backend == "postgresql" else None
     store = await open_store(StorageConfig(database_url=url, sqlite_path=":memory:"))
