@@ -25,8 +25,14 @@ MODEL = "gpt-batch"
 PRICE = {"input": 2.0, "output": 8.0, "batch": {"input": 1.0, "output": 4.0}}
 
 
+# A key with a budget of a cent: its account is loaded when a batch is created (the
+# batch's estimate is held), so each line billed afterwards is charged to it.
+RICH = "gw-test-rich-batch-key-01"
+
+
 def handed(tmp_path: Path, url: str) -> dict[str, Any]:
     data = config(tmp_path)
+    data["keys"].append({"name": "rich", "secret": RICH, "kind": "api", "budget_usd": 0.01})
     data["batches"] |= {"provider_poll_s": 0.05}
     data["models"].append({
         "id": MODEL, "owned_by": "test", "created": 0, "price": PRICE, "batch": "provider",
@@ -43,13 +49,24 @@ async def run(sdk: openai.AsyncOpenAI, lines: list[dict[str, Any]]) -> Any:
     return batch
 
 
+async def key_spent(gw: Any, batch_id: str) -> float:
+    """What the budget of the key that made the batch has spent, as the gateway holds it."""
+    stored = await gw.gateway.store.batches.get(batch_id)
+    principal = await gw.gateway.accounts.admission.keys.by_id(
+        stored["key_id"], "api", gw.gateway.live.current.keys
+    )
+    [key_budget] = [b for b in principal.budgets if b.level == "key"]
+    spent, _ = await gw.gateway.accounts.budgets.status(key_budget)
+    return float(spent)
+
+
 async def test_a_batch_handed_to_the_provider_is_billed_once_per_line(tmp_path: Path) -> None:
     async with (
         batch_api.serving_batches(refuse={"h2"}) as fake,
         running_gateway(handed(tmp_path, fake.url)) as gw,
     ):
         base = f"http://127.0.0.1:{gw.http_port}"
-        sdk = openai.AsyncOpenAI(base_url=f"{base}/v1", api_key=API_KEY, max_retries=0)
+        sdk = openai.AsyncOpenAI(base_url=f"{base}/v1", api_key=RICH, max_retries=0)
         async with sdk:
             lines = [chat_line(f"h{i}", f"question {i}", model=MODEL) for i in range(4)]
             batch = await run(sdk, lines)
@@ -92,6 +109,16 @@ async def test_a_batch_handed_to_the_provider_is_billed_once_per_line(tmp_path: 
                 assert row["total_cost_usd"] == pytest.approx((11 * 1.0 + 5 * 4.0) / 1e6)
             assert finished.usage.input_tokens == sum(r["prompt_tokens"] for r in rows)
             assert finished.usage.output_tokens == sum(r["completion_tokens"] for r in rows)
+            parts = await gw.gateway.store.db.fetch(
+                "SELECT input_cost_usd, output_cost_usd, units FROM usage_records "
+                "WHERE batch_id = ? AND custom_id = 'h0'", batch.id,
+            )  # fmt: skip
+            assert [tuple(p.values()) for p in parts] == [
+                (pytest.approx(11 * 1.0 / 1e6), pytest.approx(5 * 4.0 / 1e6), 16.0)
+            ]
+            # Each line's cost charged to the key's budget once, the batch's hold gone.
+            total = sum(r["total_cost_usd"] or 0 for r in rows)
+            assert await key_spent(gw, batch.id) == pytest.approx(total)
             # Retrieves and fetches bill nothing more; the provider is not polled
             # after the batch ended.
             seen = len(fake.seen)
@@ -214,14 +241,12 @@ async def test_another_instance_polls_the_batch_already_handed_over(tmp_path: Pa
 async def test_a_line_billed_before_a_crash_is_not_charged_again(tmp_path: Path) -> None:
     """An instance that died between a line's ledger row and the line's end: the one
     that takes the batch over writes no second row and charges no budget again."""
-    rich = "gw-test-rich-batch-key-01"
     async with batch_api.serving_batches() as fake:
         first = handed(tmp_path, fake.url)
-        first["keys"].append({"name": "rich", "secret": rich, "kind": "api", "budget_usd": 100})
         first["batches"]["provider_poll_s"] = 600  # hands over, then waits long
         async with running_gateway(first) as gw:
             base = f"http://127.0.0.1:{gw.http_port}"
-            sdk = openai.AsyncOpenAI(base_url=f"{base}/v1", api_key=rich, max_retries=0)
+            sdk = openai.AsyncOpenAI(base_url=f"{base}/v1", api_key=RICH, max_retries=0)
             async with sdk:
                 batch = await run(sdk, [chat_line(f"t{i}", model=MODEL) for i in range(3)])
 
@@ -242,7 +267,7 @@ async def test_a_line_billed_before_a_crash_is_not_charged_again(tmp_path: Path)
         async with running_gateway(first | {"batches": {**first["batches"],
                                                          "provider_poll_s": 0.05}}) as gw:  # fmt: skip
             base = f"http://127.0.0.1:{gw.http_port}"
-            sdk = openai.AsyncOpenAI(base_url=f"{base}/v1", api_key=rich, max_retries=0)
+            sdk = openai.AsyncOpenAI(base_url=f"{base}/v1", api_key=RICH, max_retries=0)
             async with sdk:
 
                 async def done() -> Any:
@@ -252,10 +277,6 @@ async def test_a_line_billed_before_a_crash_is_not_charged_again(tmp_path: Path)
 
                 await eventually(done)
                 rows = await rows_of(gw, batch.id)
-                principal = await gw.gateway.accounts.admission.keys.by_id(
-                    stored["key_id"], "api", gw.gateway.live.current.keys
-                )
-                [key_budget] = [b for b in principal.budgets if b.level == "key"]
-                spent, _ = await gw.gateway.accounts.budgets.status(key_budget)
+                spent = await key_spent(gw, batch.id)
     assert sorted(r["custom_id"] for r in rows) == ["t0", "t1", "t2"]
     assert spent == pytest.approx(sum(r["total_cost_usd"] for r in rows))
