@@ -12,12 +12,14 @@ from pathlib import Path
 from typing import Any
 
 import anthropic
+import httpx
 import openai
 import orjson
 import pytest
 
 from tests.integration.batches.test_openai_batches import chat_line, config, jsonl, rows_of
 from tests.support.gateways import API_KEY, eventually, running_gateway
+from tests.support.shared_state import ADMIN_KEY
 from tests.support.upstreams import batch_api
 from tests.support.upstreams.config import provider
 
@@ -116,6 +118,12 @@ async def test_a_batch_handed_to_the_provider_is_billed_once_per_line(tmp_path: 
             assert [tuple(p.values()) for p in parts] == [
                 (pytest.approx(11 * 1.0 / 1e6), pytest.approx(5 * 4.0 / 1e6), 16.0)
             ]
+            statuses = await gw.gateway.store.db.fetch(
+                "SELECT custom_id, status FROM usage_records WHERE batch_id = ?", batch.id
+            )
+            assert {r["custom_id"]: r["status"] for r in statuses} == {
+                "h0": "OK", "h1": "OK", "h2": "INVALID_ARGUMENT", "h3": "OK"
+            }  # fmt: skip
             # Each line's cost charged to the key's budget once, the batch's hold gone.
             total = sum(r["total_cost_usd"] or 0 for r in rows)
             assert await key_spent(gw, batch.id) == pytest.approx(total)
@@ -170,9 +178,11 @@ async def test_a_message_batch_handed_to_anthropic_is_billed_once_per_request(
             "id": "claude-batch", "owned_by": "test", "created": 0, "price": PRICE,
             "batch": "provider", "providers": [provider("upstream", "anthropic", fake.url)],
         })  # fmt: skip
+        data["keys"].append({"name": "test-admin", "kind": "admin", "secret": ADMIN_KEY})
         async with running_gateway(data) as gw:
             base = f"http://127.0.0.1:{gw.http_port}"
-            sdk = anthropic.AsyncAnthropic(base_url=base, api_key=API_KEY, max_retries=0)
+            team_key = await _key_of_a_team(base)
+            sdk = anthropic.AsyncAnthropic(base_url=base, api_key=team_key, max_retries=0)
             async with sdk:
                 batch = await sdk.messages.batches.create(requests=[
                     {"custom_id": f"m{i}", "params": {
@@ -200,6 +210,34 @@ async def test_a_message_batch_handed_to_anthropic_is_billed_once_per_request(
                 for row in rows:
                     assert (row["prompt_tokens"], row["completion_tokens"]) == (13, 7)
                     assert row["total_cost_usd"] == pytest.approx((13 * 1.0 + 7 * 4.0) / 1e6)
+                # Each row names who made the batch, at every level, and what ran it.
+                named = await gw.gateway.store.db.fetch(
+                    "SELECT key_name, team_id, org_id, method, model, provider, status, "
+                    "input_cost_usd, output_cost_usd, units FROM usage_records "
+                    "WHERE batch_id = ?", batch.id,
+                )  # fmt: skip
+                team = await gw.gateway.store.db.fetchrow(
+                    "SELECT id, org_id FROM teams WHERE name = 'handed'"
+                )
+    assert [dict(r) for r in named] == 3 * [{
+        "key_name": "handed-key", "team_id": team["id"], "org_id": team["org_id"],
+        "method": "CreateMessage", "model": "claude-batch", "provider": "upstream",
+        "status": "OK", "input_cost_usd": pytest.approx(13 / 1e6),
+        "output_cost_usd": pytest.approx(28 / 1e6), "units": 20.0,
+    }]  # fmt: skip
+
+
+async def _key_of_a_team(base: str) -> str:
+    """A key of a team of an organisation, made through the admin API."""
+    async with httpx.AsyncClient(base_url=base, headers={"x-admin-key": ADMIN_KEY}) as http:
+        org = (await http.post("/v1/admin/orgs", json={"name": "handed"})).json()["org"]
+        team = (await http.post("/v1/admin/teams",
+                                json={"org_id": org["id"], "name": "handed"})).json()["team"]  # fmt: skip
+        made = await http.post(
+            "/v1/admin/keys", json={"name": "handed-key", "kind": "api", "team": team["id"]}
+        )
+        assert made.status_code == 200, made.text
+        return str(made.json()["secret"])
 
 
 async def test_another_instance_polls_the_batch_already_handed_over(tmp_path: Path) -> None:
