@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from typing import Any
 
 import orjson
@@ -25,6 +26,8 @@ from http_facade.sockets import POLICY, Closed, Frames, close_reason
 from server.application.realtime_relay import Metered, RealtimeRelays, Target, live_counts
 from server.base.errors import Cancelled, GatewayError, UpstreamError
 from server.guardrails.guard import Guard
+
+log = logging.getLogger(__name__)
 
 OPEN_TIMEOUT_S = 10.0
 UPSTREAM_FAILED = 1011
@@ -70,6 +73,12 @@ class LiveRelay:
             finally:
                 down.cancel()
                 await asyncio.gather(down, return_exceptions=True)
+                failure = down.exception() if not down.cancelled() else None
+                if failure is not None and not isinstance(failure, Closed):
+                    # A fault of the relay's own (an upstream message it could not
+                    # read): said, never swallowed with the session.
+                    log.error("Live relay of %s failed", self.target.upstream.id,
+                              exc_info=failure)  # fmt: skip
         finally:
             await upstream.close()
             self._settle(Cancelled("the session ended before the turn did"))
