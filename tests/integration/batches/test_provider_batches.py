@@ -318,3 +318,45 @@ async def test_a_line_billed_before_a_crash_is_not_charged_again(tmp_path: Path)
                 spent = await key_spent(gw, batch.id)
     assert sorted(r["custom_id"] for r in rows) == ["t0", "t1", "t2"]
     assert spent == pytest.approx(sum(r["total_cost_usd"] for r in rows))
+
+
+async def test_a_line_is_billed_when_its_keys_budget_ran_out_meanwhile(tmp_path: Path) -> None:
+    """The provider ran the lines; the key spent its budget elsewhere while they ran:
+    each line still has its row (what was spent is owed), and the key's budget, past
+    its limit already, stays there (the counter is not raised further; the ledger
+    holds the spend, and the next load of the account reads it)."""
+    async with (
+        batch_api.serving_batches() as fake,
+        running_gateway(handed(tmp_path, fake.url)) as gw,
+    ):
+        fake.paused = True
+        base = f"http://127.0.0.1:{gw.http_port}"
+        sdk = openai.AsyncOpenAI(base_url=f"{base}/v1", api_key=RICH, max_retries=0)
+        async with sdk:
+            batch = await run(sdk, [chat_line(f"s{i}", model=MODEL) for i in range(2)])
+
+            async def handed_over() -> dict[str, Any]:
+                stored = await gw.gateway.store.batches.get(batch.id)
+                assert stored is not None and stored["upstream_id"]
+                return stored
+
+            stored = await eventually(handed_over)
+            principal = await gw.gateway.accounts.admission.keys.by_id(
+                stored["key_id"], "api", gw.gateway.live.current.keys
+            )
+            budgets = gw.gateway.accounts.budgets
+            held = await budgets.reserve_all(principal.budgets, 0.0)
+            await budgets.settle_all(held, 0.02)  # past the key's cent, spent elsewhere
+            fake.paused = False
+
+            async def done() -> Any:
+                found = await sdk.batches.retrieve(batch.id)
+                assert found.status == "completed", found.status
+                return found
+
+            await eventually(done)
+            rows = await rows_of(gw, batch.id)
+            spent = await key_spent(gw, batch.id)
+    assert sorted(r["custom_id"] for r in rows) == ["s0", "s1"]
+    assert all(r["total_cost_usd"] > 0 for r in rows)
+    assert spent >= 0.01

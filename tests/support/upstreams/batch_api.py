@@ -45,6 +45,8 @@ def _error(status: int, message: str, param: str | None = None) -> JSONResponse:
 class FakeBatchAPI:
     # custom_ids whose line the fake answers with a 400 (in the error file).
     refuse: set[str] = field(default_factory=set)
+    # While set, a batch stays where it is however often it is looked at.
+    paused: bool = False
     files: dict[str, bytes] = field(default_factory=dict)
     batches: dict[str, dict[str, Any]] = field(default_factory=dict)
     # Every request by (method, path), and every one refused with why.
@@ -157,6 +159,8 @@ class FakeBatchAPI:
 
     def _step(self, batch: dict[str, Any]) -> None:
         """One look moves the batch one step; the output arrives after `completed`."""
+        if self.paused:
+            return
         status = batch["status"]
         if status == "cancelling":
             batch["status"] = "cancelled"
