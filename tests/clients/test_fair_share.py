@@ -93,14 +93,15 @@ async def test_a_flooding_key_waits_its_turn_and_another_key_is_not_held_behind_
             await eventually(flood_waits, timeout_s=30)
             await ask(steady)
             # Seven flood calls or more were in before it: queued behind them, it would end
-            # after them. It took the next free slot instead, so no more than the two in
-            # flight and the one beside it in the next round (and on two workers one more,
-            # while its worker polled for a slot the other freed) ended before it.
+            # after them. It took a free slot before them instead: the next one, or on a
+            # loaded machine (its call reaching the gateway a round late) the one after,
+            # so no more than two rounds of two and the one beside it ended before it (and
+            # on two workers one more, while its worker polled for a slot the other freed).
             flood_done_before = sum(task.done() for task in flooding)
             for _ in range(2):
                 await ask(steady)
             flood_took = await asyncio.gather(*flooding)
-    assert flood_done_before <= (3 if how == "one-process" else 4), flood_done_before
+    assert flood_done_before <= (5 if how == "one-process" else 6), flood_done_before
     # Eight flood calls through two slots, with the steady key's three among them: the last
     # waited three upstream calls or more.
     assert max(flood_took) >= 3.5 * TTFT_MS / 1000, flood_took
