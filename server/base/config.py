@@ -47,30 +47,30 @@ class Strict(BaseModel):
 PER_UNIT = ("per_second", "per_million_characters", "per_search_unit", "per_image")
 
 
-class PriceTier(Strict):
+class TokenRates(Strict):
+    """Per-token rates, USD per million tokens, each optional: what one leaves out is
+    taken from the prices it stands beside."""
+
+    input: float | None = Field(default=None, ge=0)
+    output: float | None = Field(default=None, ge=0)
+    cached_input: float | None = Field(default=None, ge=0)
+    reasoning: float | None = Field(default=None, ge=0)
+    cache_write: float | None = Field(default=None, ge=0)
+    cache_write_1h: float | None = Field(default=None, ge=0)
+
+
+class PriceTier(TokenRates):
     """Prices for prompts longer than `above_input_tokens` (Gemini's above 200k, say);
     what it leaves out is the base price's."""
 
     above_input_tokens: int = Field(ge=1)
-    input: float | None = Field(default=None, ge=0)
-    output: float | None = Field(default=None, ge=0)
-    cached_input: float | None = Field(default=None, ge=0)
-    reasoning: float | None = Field(default=None, ge=0)
-    cache_write: float | None = Field(default=None, ge=0)
-    cache_write_1h: float | None = Field(default=None, ge=0)
 
 
-class BatchRates(Strict):
+class BatchRates(TokenRates):
     """A model's batch prices (the provider's batch price list), USD per million tokens:
     what a batch line of the model pays. A rate left out is the live one at `factor`,
     and `factor` left out is `batches.price_factor`."""
 
-    input: float | None = Field(default=None, ge=0)
-    output: float | None = Field(default=None, ge=0)
-    cached_input: float | None = Field(default=None, ge=0)
-    reasoning: float | None = Field(default=None, ge=0)
-    cache_write: float | None = Field(default=None, ge=0)
-    cache_write_1h: float | None = Field(default=None, ge=0)
     factor: float | None = Field(default=None, ge=0)
 
 
