@@ -6,6 +6,11 @@ BUF := node_modules/.bin/buf
 SITE = $(shell $(BIN)/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 PROTOS := $(wildcard proto/gateway/v1/*.proto)
 
+# Bytecode is written, whatever the environment says: the suite's workers and the gateways
+# its tests start would otherwise each compile the same modules again (pytest's rewritten
+# test modules alone cost 15 s of every worker's collection).
+unexport PYTHONDONTWRITEBYTECODE
+
 # The exact versions (with their hashes) of the runtime and `dev` dependencies that CI
 # installs and tests; `make lock` writes it from pyproject.toml.
 LOCK := requirements-dev.lock

@@ -156,7 +156,8 @@ class Worker:
         if batch is None:
             return
         if batch["status"] == "validating":
-            await self.store.set_status(batch_id, "in_progress", "in_progress", time.time())
+            # Not over a cancel asked meanwhile: the loop below then sees it.
+            await self.store.advance(batch_id, "validating", "in_progress", time.time())
         if batch["upstream_provider"]:
             return await self._handed(batch_id)
         config = self.live.current.config.batches
@@ -178,8 +179,9 @@ class Worker:
                 return await self._finalize(batch, "expired")
             pending = await self.store.pending_lines(batch_id, config.concurrency_per_batch * 16)
             if not pending:
-                await self.store.set_status(batch_id, "finalizing", "finalizing", time.time())
-                return await self._finalize(batch, "completed")
+                if await self.store.advance(batch_id, "in_progress", "finalizing", time.time()):
+                    return await self._finalize(batch, "completed")
+                continue  # cancelled meanwhile: every line ran, and it ends cancelled
             try:
                 principal = await self.accounts.admission.keys.by_id(
                     batch["key_id"], "api", self.live.current.keys
