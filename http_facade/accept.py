@@ -28,6 +28,8 @@ PAUSE_S = 1.0
 OUT_OF_FILES = (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM)
 # uvicorn's tick: how often the main loop updates the Date header and looks for exit.
 TICK_S = 0.1
+# How often a shutdown looks whether the last connection and task have ended.
+SHUTDOWN_POLL_S = 0.005
 
 
 class AcceptingServer(uvicorn.Server):
@@ -96,7 +98,23 @@ class AcceptingServer(uvicorn.Server):
             log.debug("a connection closed as it opened: %r", task.exception())
 
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        """uvicorn's graceful shutdown, without its fixed pauses: it sleeps a tenth of a
+        second after asking connections to close, and looks again every tenth, so
+        every stop (and every worker of a rolling restart) took that long at least."""
         if self.sock.fileno() != -1:
             asyncio.get_running_loop().remove_reader(self.sock.fileno())
             self.sock.close()
-        await super().shutdown(sockets)
+        state = self.server_state
+        for connection in list(state.connections):
+            connection.shutdown()
+        try:
+            async with asyncio.timeout(self.config.timeout_graceful_shutdown):
+                while (state.connections or state.tasks) and not self.force_exit:
+                    await asyncio.sleep(SHUTDOWN_POLL_S)
+        except TimeoutError:
+            log.error("cancelling %d running task(s): the graceful shutdown ran out",
+                      len(state.tasks))  # fmt: skip
+            for task in state.tasks:
+                task.cancel(msg="the graceful shutdown ran out")
+        if not self.force_exit:
+            await self.lifespan.shutdown()

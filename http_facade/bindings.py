@@ -13,6 +13,7 @@ that carry that header (or its `when_query` parameter).
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
@@ -125,15 +126,7 @@ class Binding:
 
 def bindings(methods: Iterable[MethodDescriptor]) -> list[Binding]:
     """Every HTTP binding of every annotated method; unannotated methods get none."""
-    found: list[Binding] = []
-    for descriptor in methods:
-        options = descriptor.GetOptions()
-        if not options.HasExtension(annotations_pb2.http):
-            continue
-        rule = options.Extensions[annotations_pb2.http]
-        rpc = Rpc.of(descriptor)
-        for one in (rule, *rule.additional_bindings):
-            found.append(_binding(one, rpc))
+    found = [one for descriptor in methods for one in _method_bindings(descriptor)]
     by_route = {(b.verb, b.template, b.when_header, b.when_query): b for b in found}
     if len(by_route) != len(found):
         raise ValueError(
@@ -146,6 +139,18 @@ def bindings(methods: Iterable[MethodDescriptor]) -> list[Binding]:
             b = replace(b, stream_rpc=sibling.rpc)
         paired.append(b)
     return paired
+
+
+@functools.cache
+def _method_bindings(descriptor: MethodDescriptor) -> tuple[Binding, ...]:
+    """A method's bindings, read from its options once: every start and reload of the
+    facade asks again, and reading options is most of a start's work."""
+    options = descriptor.GetOptions()
+    if not options.HasExtension(annotations_pb2.http):
+        return ()
+    rule = options.Extensions[annotations_pb2.http]
+    rpc = Rpc.of(descriptor)
+    return tuple(_binding(one, rpc) for one in (rule, *rule.additional_bindings))
 
 
 def _binding(rule: http_pb2.HttpRule, rpc: Rpc) -> Binding:

@@ -6,6 +6,11 @@ the suite on a machine without those services; `browser` marks the tests that dr
 headless Chromium.
 """
 
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
 import pytest
 
 from tests.support.gateways import default_config_dict, running_gateway
@@ -19,6 +24,21 @@ NEEDS = {
     "redis_cluster_url": "redis",
     "redis_sentinel_url": "redis",
 }
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # Every client the tests make (httpx's, each SDK's, the gateways they start) trusts
+    # one certificate of the session's own instead of the roots httpx would load from
+    # certifi: no test reaches a public host, and loading those roots costs 50 ms of
+    # CPU per client, thousands of times in a run. A test of TLS names its own.
+    if "SSL_CERT_FILE" in os.environ:
+        return
+    from tests.support.tls_front import certificate
+
+    folder = Path(tempfile.mkdtemp(prefix="gateway-tests-ca-"))
+    (folder / "trusted.pem").write_bytes(certificate()[0])
+    os.environ["SSL_CERT_FILE"] = str(folder / "trusted.pem")
+    config.add_cleanup(lambda: shutil.rmtree(folder, ignore_errors=True))
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -7,12 +7,14 @@ awaits the handler, and turns a GatewayError into a rich status.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import grpc
 from gateway.v1 import rest_pb2
+from google.protobuf.descriptor import ServiceDescriptor
 from google.protobuf.message import Message
 
 from server.base.call import PEER, Call, request_id_or_new
@@ -169,8 +171,13 @@ def _decoder(method: RpcMethod, limits: Limits) -> Callable[[bytes], Message | U
 def _refuses_unknown(method: RpcMethod) -> bool:
     """Whether the method's service refuses fields its messages lack (the contract's
     `refuse_unknown`), as its REST binding does."""
-    service = method.descriptor.containing_service.GetOptions()
-    return bool(service.Extensions[rest_pb2.RestOptions.rest].refuse_unknown)
+    return _service_refuses_unknown(method.descriptor.containing_service)
+
+
+@functools.cache
+def _service_refuses_unknown(service: ServiceDescriptor) -> bool:
+    # Read once per service: reading options costs more than building the handler.
+    return bool(service.GetOptions().Extensions[rest_pb2.RestOptions.rest].refuse_unknown)
 
 
 def grpc_handlers(

@@ -19,7 +19,8 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 
-def _certificate() -> tuple[bytes, bytes]:
+def certificate() -> tuple[bytes, bytes]:
+    """A self-signed certificate for 127.0.0.1 and its key, both PEM."""
     key = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
     now = datetime.datetime.now(datetime.UTC)
@@ -61,7 +62,7 @@ async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> N
 @contextlib.asynccontextmanager
 async def tls_front(port: int) -> AsyncIterator[tuple[int, ssl.SSLContext]]:
     """A TLS port in front of `port`, and a client context that trusts it."""
-    cert, key = _certificate()
+    cert, key = certificate()
     with tempfile.TemporaryDirectory() as folder:
         cert_file, key_file = Path(folder) / "cert.pem", Path(folder) / "key.pem"
         cert_file.write_bytes(cert)
