@@ -109,7 +109,8 @@ class AcceptingServer(uvicorn.Server):
             connection.shutdown()
         try:
             async with asyncio.timeout(self.config.timeout_graceful_shutdown):
-                while (state.connections or state.tasks) and not self.force_exit:
+                # uvicorn's state offers no event to wait on: it is looked at.
+                while (state.connections or state.tasks) and not self.force_exit:  # noqa: ASYNC110
                     await asyncio.sleep(SHUTDOWN_POLL_S)
         except TimeoutError:
             log.error("cancelling %d running task(s): the graceful shutdown ran out",
