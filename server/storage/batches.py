@@ -171,13 +171,12 @@ class BatchStore:
         """Moves the batch from `source` to `status` (stamping `<status>_at`) unless
         something else moved it first (a cancel asked meanwhile); whether it moved."""
         assert status.isidentifier()
-        return bool(
-            await self._update_returning(
-                f"UPDATE batches SET status = ?, {status}_at = ? WHERE id = ? AND status = ? "
-                "RETURNING id",
-                status, now, batch_id, source,
-            )  # fmt: skip
-        )
+        moved = await self._update_returning(
+            f"UPDATE batches SET status = ?, {status}_at = ? WHERE id = ? AND status = ? "
+            "RETURNING id",
+            status, now, batch_id, source,
+        )  # fmt: skip
+        return bool(moved)
 
     async def cancel(self, batch_id: str, now: float) -> None:
         """Asks for a running batch to stop: its worker cancels what has not run."""
