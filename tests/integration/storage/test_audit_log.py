@@ -120,7 +120,9 @@ async def test_verify_passes_then_names_the_first_edited_event(database: dict[st
     assert result.returncode == 1 and "event 3 is missing" in result.stdout
 
 
-async def test_a_change_whose_event_cannot_be_written_is_not_made(tmp_path: Path) -> None:
+async def test_a_change_whose_event_cannot_be_written_is_not_made(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     storage = {"sqlite_path": str(tmp_path / "gw.db")}
     async with (
         running_gateway(config_with(**storage)) as gw,
@@ -138,6 +140,9 @@ async def test_a_change_whose_event_cannot_be_written_is_not_made(tmp_path: Path
         assert refused.status_code == 503
         assert refused.json()["error"]["code"] == "audit_unavailable"
         assert refused.json()["error"]["type"] == "api_error"
+        # The operator is told which change could not be recorded, and why.
+        said = [r.getMessage() for r in caplog.records if r.name.endswith("governance.audit")]
+        assert said == ["audit: cannot record key.create: IntegrityError"]
         org = await http.post("/v1/admin/orgs", headers=ADMIN, json={"name": "ghost-org"})
         assert org.status_code == 503
         await execute(storage, "DROP TRIGGER refuse;")

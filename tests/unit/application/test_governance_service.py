@@ -300,6 +300,9 @@ async def test_a_team_admin_manages_its_team_only(gateway: Gateway, gov: Governa
     assert [t.id for t in listed.teams] == [mine.id]
     assert (await gov.list_organizations(pb.ListOrganizationsRequest(), call)).orgs == []
     await gov.update_team(pb.UpdateTeamRequest(id=mine.id, name="ours"), call)
+    renamed = (await events(gov, target=f"team:{mine.id}"))[-1]
+    # A call that came from no peer (made in this process) records no address.
+    assert (renamed.action, renamed.actor_address) == ("team.update", "")
     for attempt in (
         gov.get_team(pb.GetTeamRequest(team_id=theirs.id), call),
         gov.update_team(pb.UpdateTeamRequest(id=theirs.id), call),
