@@ -113,7 +113,7 @@ def serve(kind: str, port: int) -> None:
 
         config = uvicorn.Config(rest_app(kind == "rest-direct"), host="127.0.0.1", port=port, http="httptools",
                                 log_level="warning", access_log=False, loop="none")  # fmt: skip
-        from server.cli.main import event_loop
+        from server.cli.serving import event_loop
 
         with asyncio.Runner(loop_factory=event_loop()) as runner:
             runner.run(uvicorn.Server(config).serve())
@@ -133,7 +133,7 @@ def serve(kind: str, port: int) -> None:
         await server.start()
         await server.wait_for_termination()
 
-    from server.cli.main import event_loop
+    from server.cli.serving import event_loop
 
     with asyncio.Runner(loop_factory=event_loop()) as runner:
         runner.run(main())

@@ -90,7 +90,7 @@ def simulated_alone(streams: int = 500) -> float:
     import asyncio
 
     from server.base.generation import GenerationRequest
-    from server.cli.main import event_loop
+    from server.cli.serving import event_loop
     from server.providers.simulated import SimulatedParams, SimulatedProvider
 
     params = SimulatedParams(ttft_ms=0, tokens_per_second=50, min_reply_tokens=150,

@@ -20,7 +20,7 @@ from typing import Any
 import orjson
 import uvicorn
 
-from server.cli.main import event_loop
+from server.cli.serving import event_loop
 from server.providers.http import Client, HttpParams
 
 JSON = [(b"content-type", b"application/json")]

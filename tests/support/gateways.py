@@ -89,9 +89,11 @@ class GatewayProcess:
 
 
 def start_process(
-    *args: str, env: dict[str, str] | None = None, timeout_s: float = 60
+    *args: str, env: dict[str, str] | None = None, timeout_s: float = 120
 ) -> GatewayProcess:
-    """Runs the `gateway` command and waits until it prints its listening ports."""
+    """Runs the `gateway` command and waits until it prints its listening ports. The
+    bound is a hang's, not a start's: `--workers 2` starts three processes that each
+    import the whole gateway, and two suites at once on two cores passed 60 s."""
     process = subprocess.Popen(
         [sys.executable, "-m", "server.cli.main", *args],
         stdout=subprocess.PIPE,

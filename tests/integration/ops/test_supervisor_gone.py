@@ -45,7 +45,7 @@ async def test_no_worker_outlives_its_supervisor(tmp_path: Path, ending: str) ->
     data["storage"] |= {"sqlite_path": str(tmp_path / "gateway.db")}
     data["operations"] = {"request_log": False}
     path = str(write_config(tmp_path, data))
-    gw = start_process("--config", path, "--workers", "2", timeout_s=60)
+    gw = start_process("--config", path, "--workers", "2")
     assert gw.http_port and gw.grpc_port, "".join(gw.output)
     workers = children(gw.process.pid)
     assert len(workers) == 2, "".join(gw.output)
@@ -67,7 +67,7 @@ async def test_no_worker_outlives_its_supervisor(tmp_path: Path, ending: str) ->
         assert gw.process.returncode == 0
 
     ports = ["--http-port", str(gw.http_port), "--grpc-port", str(gw.grpc_port)]
-    again = start_process("--config", path, "--workers", "2", *ports, timeout_s=60)
+    again = start_process("--config", path, "--workers", "2", *ports)
     try:
         assert again.http_port == gw.http_port, "".join(again.output)
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{gw.http_port}") as http:

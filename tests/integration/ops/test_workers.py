@@ -47,7 +47,7 @@ async def test_two_workers_share_ports_limits_budget_and_drain_the_ledger(tmp_pa
         {"name": "spender", "kind": "api", "secret": SPENDER, "budget_usd": limit},
     ]
     path = str(write_config(tmp_path, data))
-    gw = start_process("--config", path, "--workers", "2", timeout_s=60)
+    gw = start_process("--config", path, "--workers", "2")
     try:
         assert gw.http_port and gw.grpc_port, "".join(gw.output)
         workers = children(gw.process.pid)

@@ -193,7 +193,7 @@ async def test_a_reload_on_sighup_is_recorded_once_with_what_changed(tmp_path: P
     data = config_with(sqlite_path=str(tmp_path / "gw.db"))
     data["operations"] = {"request_log": False}
     path = write_config(tmp_path, data)
-    gw = start_process("--config", str(path), "--workers", "2", timeout_s=60)
+    gw = start_process("--config", str(path), "--workers", "2")
     try:
         data["keys"].append({"name": "added", "kind": "api", "secret": "gw-test-added-000000"})
         path.write_text(yaml.safe_dump(data))
@@ -276,7 +276,7 @@ async def test_a_reload_or_switch_the_log_cannot_record_is_not_made(tmp_path: Pa
     data = config_with(**storage)
     data["keys"].append({"name": "doomed", "kind": "api", "secret": "gw-test-doomed-0000000"})
     path = write_config(tmp_path, data)
-    gw = start_process("--config", str(path), timeout_s=60)
+    gw = start_process("--config", str(path))
     doomed = {"x-api-key": "gw-test-doomed-0000000"}
     try:
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{gw.http_port}") as http:
