@@ -377,3 +377,32 @@ async def test_an_administrator_ends_a_users_sessions(gateway: str, provider: st
     refused = await dana.get("/v1/admin/dashboard")
     assert refused.status_code == 401 and "sign in again" in refused.json()["error"]["message"]
     await dana.aclose()
+
+
+async def test_the_providers_refusal_is_a_failure_even_beside_a_code(
+    gateway: str, provider: str
+) -> None:
+    # The provider says the user refused; a code beside that error (sent by a forger,
+    # or a provider's bug) signs nobody in.
+    set_user(provider, "dave", ["gw-admins"])
+    async with httpx.AsyncClient(base_url=gateway) as client:
+        start = await client.get("/admin/signin")
+        assert start.headers["cache-control"] == "no-store"  # a fresh state each time
+        async with httpx.AsyncClient() as idp:
+            back = await idp.post(start.headers["location"], data={"sub": "dave"})
+        granted = parse_qs(urlsplit(back.headers["location"]).query)
+        refused = await client.get(
+            "/admin/signin/callback",
+            params={"error": "access_denied", "code": granted["code"][0],
+                    "state": granted["state"][0]},
+            headers={"x-request-id": "signin-refused-1"},
+        )  # fmt: skip
+    assert refused.status_code == 401 and "set-cookie" not in refused.headers
+    assert refused.headers["cache-control"] == "no-store"
+    (event,) = await audit_actions(gateway)
+    assert (event["action"], json.loads(event["after"])) == (
+        "signin.failed", {"reason": "the provider sent no code"},
+    )  # fmt: skip
+    # Who tried, from where, in which request: as every other change records it.
+    assert event["actor_address"].startswith("127.0.0.1:")
+    assert event["request_id"] == "signin-refused-1"
