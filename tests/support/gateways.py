@@ -88,6 +88,11 @@ class GatewayProcess:
     output: list[str]
 
 
+# A `gateway` command run to its end (keys, migrate, a start-up that fails): the bound
+# is a hang's; each run imports the gateway, slow on two cores running two suites.
+COMMAND_TIMEOUT_S = 120
+
+
 def start_process(
     *args: str, env: dict[str, str] | None = None, timeout_s: float = 120
 ) -> GatewayProcess:

@@ -13,6 +13,7 @@ import pytest
 from server.base import config
 from tests.support.gateways import (
     API_KEY,
+    COMMAND_TIMEOUT_S,
     ROOT,
     default_config_dict,
     start_process,
@@ -58,7 +59,7 @@ def test_bad_provider_params_name_the_field(tmp_path):
     data["models"][2]["providers"][1]["params"] = {"ttft_ms": -5}
     result = subprocess.run(
         [sys.executable, "-m", "server.cli.main", "--config", str(write_config(tmp_path, data))],
-        capture_output=True, text=True, timeout=30, cwd=ROOT,
+        capture_output=True, text=True, timeout=COMMAND_TIMEOUT_S, cwd=ROOT,
     )  # fmt: skip
     assert result.returncode != 0
     assert "models[2].providers[1].params.ttft_ms" in result.stderr
@@ -74,7 +75,7 @@ def test_unreadable_or_malformed_file_stops_start_up(tmp_path):
             path.write_text("models: [unclosed")
         result = subprocess.run(
             [sys.executable, "-m", "server.cli.main", "--config", str(path)],
-            capture_output=True, text=True, timeout=30, cwd=ROOT,
+            capture_output=True, text=True, timeout=COMMAND_TIMEOUT_S, cwd=ROOT,
         )  # fmt: skip
         assert result.returncode != 0 and expected in result.stderr
 

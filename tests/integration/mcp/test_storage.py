@@ -80,12 +80,13 @@ def test_the_keys_command_grants_tools(tmp_path) -> None:
     import subprocess
     import sys
 
-    from tests.support.gateways import ROOT
+    from tests.support.gateways import COMMAND_TIMEOUT_S, ROOT
 
     def keys(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
             [sys.executable, "-m", "server.cli.main", "keys", *args, "--sqlite-path",
-             str(tmp_path / "cli.db")], capture_output=True, text=True, timeout=30, cwd=ROOT,
+             str(tmp_path / "cli.db")],
+            capture_output=True, text=True, timeout=COMMAND_TIMEOUT_S, cwd=ROOT,
         )  # fmt: skip
 
     made = keys("create", "--name", "agent", "--kind", "api", "--mcp-tool", "web__*",

@@ -19,6 +19,7 @@ from gateway.v1 import router_service_pb2_grpc
 
 from tests.support.facade import both_modes, client, sse
 from tests.support.gateways import (
+    COMMAND_TIMEOUT_S,
     ROOT,
     ROUTER_KEY,
     default_config_dict,
@@ -207,7 +208,7 @@ def test_a_bad_scorer_file_or_thresholds_stop_start_up(tmp_path: Path) -> None:
     path = write_config(tmp_path, data)
     done = subprocess.run(
         [sys.executable, "-m", "server.cli.main", "--config", str(path)],
-        capture_output=True, text=True, cwd=ROOT, timeout=30,
+        capture_output=True, text=True, cwd=ROOT, timeout=COMMAND_TIMEOUT_S,
     )  # fmt: skip
     assert done.returncode != 0
     assert "routing.scorer_path: cannot read" in done.stderr and "Traceback" not in done.stderr
@@ -216,7 +217,7 @@ def test_a_bad_scorer_file_or_thresholds_stop_start_up(tmp_path: Path) -> None:
     path = write_config(tmp_path, data)
     done = subprocess.run(
         [sys.executable, "-m", "server.cli.main", "--config", str(path)],
-        capture_output=True, text=True, cwd=ROOT, timeout=30,
+        capture_output=True, text=True, cwd=ROOT, timeout=COMMAND_TIMEOUT_S,
     )  # fmt: skip
     assert "routing.thresholds: must not increase" in done.stderr
 

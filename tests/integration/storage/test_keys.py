@@ -21,7 +21,7 @@ from gateway.v1 import usage_service_pb2 as usage_pb
 from server.base.config import StorageConfig
 from server.storage import open_store
 from server.storage.migrations import MIGRATIONS, migrate
-from tests.support.gateways import ROOT, eventually, running_gateway
+from tests.support.gateways import COMMAND_TIMEOUT_S, ROOT, eventually, running_gateway
 from tests.support.grpc_stubs import API, Stubs
 from tests.support.shared_state import ADMIN, ADMIN_KEY, AdminClient, config_with
 
@@ -141,7 +141,7 @@ async def test_admin_api_over_rest(tmp_path):
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "server.cli.main", "keys", *args], capture_output=True, text=True,
-        timeout=30, cwd=ROOT,
+        timeout=COMMAND_TIMEOUT_S, cwd=ROOT,
     )  # fmt: skip
 
 
