@@ -51,6 +51,31 @@ async def run(sdk: openai.AsyncOpenAI, lines: list[dict[str, Any]]) -> Any:
     return batch
 
 
+def sdk_of(gw: Any, key: str) -> openai.AsyncOpenAI:
+    base = f"http://127.0.0.1:{gw.http_port}"
+    return openai.AsyncOpenAI(base_url=f"{base}/v1", api_key=key, max_retries=0)
+
+
+async def handed_over(gw: Any, batch_id: str) -> dict[str, Any]:
+    """The batch's row, once the provider's id is stored with it."""
+
+    async def stored() -> dict[str, Any]:
+        row = await gw.gateway.store.batches.get(batch_id)
+        assert row is not None and row["upstream_id"]
+        return dict(row)
+
+    return await eventually(stored)
+
+
+async def completed(sdk: openai.AsyncOpenAI, batch_id: str) -> Any:
+    async def done() -> Any:
+        found = await sdk.batches.retrieve(batch_id)
+        assert found.status == "completed", found.status
+        return found
+
+    return await eventually(done)
+
+
 async def key_spent(gw: Any, batch_id: str) -> float:
     """What the budget of the key that made the batch has spent, as the gateway holds it."""
     stored = await gw.gateway.store.batches.get(batch_id)
@@ -67,8 +92,7 @@ async def test_a_batch_handed_to_the_provider_is_billed_once_per_line(tmp_path: 
         batch_api.serving_batches(refuse={"h2"}) as fake,
         running_gateway(handed(tmp_path, fake.url)) as gw,
     ):
-        base = f"http://127.0.0.1:{gw.http_port}"
-        sdk = openai.AsyncOpenAI(base_url=f"{base}/v1", api_key=RICH, max_retries=0)
+        sdk = sdk_of(gw, RICH)
         async with sdk:
             lines = [chat_line(f"h{i}", f"question {i}", model=MODEL) for i in range(4)]
             batch = await run(sdk, lines)
@@ -142,8 +166,7 @@ async def test_a_cancelled_handed_batch_cancels_the_providers(tmp_path: Path) ->
         data = handed(tmp_path, fake.url)
         data["batches"]["provider_poll_s"] = 0.3
         async with running_gateway(data) as gw:
-            base = f"http://127.0.0.1:{gw.http_port}"
-            sdk = openai.AsyncOpenAI(base_url=f"{base}/v1", api_key=API_KEY, max_retries=0)
+            sdk = sdk_of(gw, API_KEY)
             async with sdk:
                 batch = await run(sdk, [chat_line("c0", model=MODEL), chat_line("c1", model=MODEL)])
 
@@ -247,28 +270,15 @@ async def test_another_instance_polls_the_batch_already_handed_over(tmp_path: Pa
         first = handed(tmp_path, fake.url)
         first["batches"]["provider_poll_s"] = 600  # hands over, then waits long
         async with running_gateway(first) as gw:
-            base = f"http://127.0.0.1:{gw.http_port}"
-            sdk = openai.AsyncOpenAI(base_url=f"{base}/v1", api_key=API_KEY, max_retries=0)
+            sdk = sdk_of(gw, API_KEY)
             async with sdk:
                 lines = [chat_line(f"t{i}", model=MODEL) for i in range(3)]
                 batch = await run(sdk, lines)
-
-                async def handed_over() -> None:
-                    stored = await gw.gateway.store.batches.get(batch.id)
-                    assert stored is not None and stored["upstream_id"]
-
-                await eventually(handed_over)
+                await handed_over(gw, batch.id)
         async with running_gateway(handed(tmp_path, fake.url)) as gw:
-            base = f"http://127.0.0.1:{gw.http_port}"
-            sdk = openai.AsyncOpenAI(base_url=f"{base}/v1", api_key=API_KEY, max_retries=0)
+            sdk = sdk_of(gw, API_KEY)
             async with sdk:
-
-                async def done() -> Any:
-                    found = await sdk.batches.retrieve(batch.id)
-                    assert found.status == "completed", found.status
-                    return found
-
-                finished = await eventually(done)
+                finished = await completed(sdk, batch.id)
                 assert fake.seen.count(("POST", "/v1/batches")) == 1
                 assert fake.seen.count(("POST", "/v1/files")) == 1
                 assert finished.request_counts.completed == 3
@@ -283,17 +293,10 @@ async def test_a_line_billed_before_a_crash_is_not_charged_again(tmp_path: Path)
         first = handed(tmp_path, fake.url)
         first["batches"]["provider_poll_s"] = 600  # hands over, then waits long
         async with running_gateway(first) as gw:
-            base = f"http://127.0.0.1:{gw.http_port}"
-            sdk = openai.AsyncOpenAI(base_url=f"{base}/v1", api_key=RICH, max_retries=0)
+            sdk = sdk_of(gw, RICH)
             async with sdk:
                 batch = await run(sdk, [chat_line(f"t{i}", model=MODEL) for i in range(3)])
-
-                async def handed_over() -> dict[str, Any]:
-                    stored = await gw.gateway.store.batches.get(batch.id)
-                    assert stored is not None and stored["upstream_id"]
-                    return stored
-
-                stored = await eventually(handed_over)
+                stored = await handed_over(gw, batch.id)
             # t0's row, as the provider's answer bills it, written before the "crash".
             await gw.gateway.store.db.execute(
                 "INSERT INTO usage_records (ts, request_id, key_id, key_name, method, model, "
@@ -304,16 +307,9 @@ async def test_a_line_billed_before_a_crash_is_not_charged_again(tmp_path: Path)
             )  # fmt: skip
         async with running_gateway(first | {"batches": {**first["batches"],
                                                          "provider_poll_s": 0.05}}) as gw:  # fmt: skip
-            base = f"http://127.0.0.1:{gw.http_port}"
-            sdk = openai.AsyncOpenAI(base_url=f"{base}/v1", api_key=RICH, max_retries=0)
+            sdk = sdk_of(gw, RICH)
             async with sdk:
-
-                async def done() -> Any:
-                    found = await sdk.batches.retrieve(batch.id)
-                    assert found.status == "completed", found.status
-                    return found
-
-                await eventually(done)
+                await completed(sdk, batch.id)
                 rows = await rows_of(gw, batch.id)
                 spent = await key_spent(gw, batch.id)
     assert sorted(r["custom_id"] for r in rows) == ["t0", "t1", "t2"]
@@ -330,17 +326,10 @@ async def test_a_line_is_billed_when_its_keys_budget_ran_out_meanwhile(tmp_path:
         running_gateway(handed(tmp_path, fake.url)) as gw,
     ):
         fake.paused = True
-        base = f"http://127.0.0.1:{gw.http_port}"
-        sdk = openai.AsyncOpenAI(base_url=f"{base}/v1", api_key=RICH, max_retries=0)
+        sdk = sdk_of(gw, RICH)
         async with sdk:
             batch = await run(sdk, [chat_line(f"s{i}", model=MODEL) for i in range(2)])
-
-            async def handed_over() -> dict[str, Any]:
-                stored = await gw.gateway.store.batches.get(batch.id)
-                assert stored is not None and stored["upstream_id"]
-                return stored
-
-            stored = await eventually(handed_over)
+            stored = await handed_over(gw, batch.id)
             principal = await gw.gateway.accounts.admission.keys.by_id(
                 stored["key_id"], "api", gw.gateway.live.current.keys
             )
