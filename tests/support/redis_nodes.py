@@ -5,6 +5,7 @@ are skipped, saying why, where redis-server or redis-cli is not installed."""
 
 from __future__ import annotations
 
+import random
 import shutil
 import socket
 import subprocess
@@ -18,6 +19,7 @@ import pytest
 
 # The bound on a topology's start, for a loaded machine; they form in a few seconds.
 START_DEADLINE_S = 60.0
+START_ATTEMPTS = 5
 
 
 def require_redis() -> None:
@@ -35,14 +37,28 @@ def _free(port: int) -> bool:
     return True
 
 
+# A cluster node also listens on its port + BUS_OFFSET, for its peers.
+BUS_OFFSET = 10_000
+LOWEST_PORT = 10_000
+
+
+def _below_ephemeral() -> int:
+    """The first port the kernel may hand out as an outgoing connection's own: a port
+    picked above it may be taken by any connection between its check and the bind."""
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32_768
+
+
 def free_ports(count: int) -> list[int]:
-    """Ports free now whose cluster bus ports (+10000) are free too."""
+    """Ports free now whose cluster bus ports are free too, both below the ephemeral
+    range, so that only another node (of another test session) can take one."""
+    top = max(_below_ephemeral() - BUS_OFFSET, LOWEST_PORT + 1_000)
     ports: list[int] = []
     while len(ports) < count:
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            port = sock.getsockname()[1]
-        if port < 55535 and port not in ports and _free(port + 10000):
+        port = random.randrange(LOWEST_PORT, top)
+        if port not in ports and _free(port) and _free(port + BUS_OFFSET):
             ports.append(port)
     return ports
 
@@ -63,6 +79,20 @@ def wait_until(check, what: str, deadline_s: float = START_DEADLINE_S) -> None: 
         time.sleep(0.05)
 
 
+def _answers(port: int, process: subprocess.Popen[bytes]) -> bool:
+    """Whether this process, not another on its port, answers there; False once it
+    has exited (its port was taken)."""
+    deadline = time.monotonic() + START_DEADLINE_S
+    while process.poll() is None:
+        if f"process_id:{process.pid}" in cli(port, "info", "server"):
+            return True
+        if time.monotonic() > deadline:
+            process.kill()
+            raise TimeoutError(f"redis on {port}: not within {START_DEADLINE_S}s")
+        time.sleep(0.05)
+    return False
+
+
 @dataclass
 class Nodes:
     """Redis processes this test session started; `stop` ends every one."""
@@ -70,19 +100,24 @@ class Nodes:
     folder: Path
     processes: dict[int, subprocess.Popen[bytes]] = field(default_factory=dict)
 
-    def start(self, port: int, *options: str, config: str | None = None) -> None:
-        home = self.folder / str(port)
-        home.mkdir()
-        argv = ["redis-server"]
-        if config is not None:  # a Sentinel rewrites its config file
-            (home / "node.conf").write_text(config)
-            argv.append(str(home / "node.conf"))
-        argv += ["--port", str(port), "--bind", "127.0.0.1", "--dir", str(home)]
-        argv += ["--save", "", "--appendonly", "no", *options]
-        self.processes[port] = subprocess.Popen(
-            argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-        )
-        wait_until(lambda: cli(port, "ping") == "PONG", f"redis on {port}")
+    def start(self, *options: str, config: str | None = None) -> int:
+        """Starts a node on a free port and returns the port. A port another session's
+        node took meanwhile makes this node exit at once; it then tries another."""
+        for _ in range(START_ATTEMPTS):
+            port = free_ports(1)[0]
+            home = self.folder / str(port)
+            home.mkdir()
+            argv = ["redis-server"]
+            if config is not None:  # a Sentinel rewrites its config file
+                (home / "node.conf").write_text(config)
+                argv.append(str(home / "node.conf"))
+            argv += ["--port", str(port), "--bind", "127.0.0.1", "--dir", str(home)]
+            argv += ["--save", "", "--appendonly", "no", *options]
+            process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            if _answers(port, process):
+                self.processes[port] = process
+                return port
+        raise RuntimeError(f"no redis-server started in {START_ATTEMPTS} attempts")
 
     def stop(self) -> None:
         for process in self.processes.values():
@@ -103,12 +138,11 @@ def redis_cluster(folder: Path, node_timeout_ms: int = 30_000) -> Iterator[str]:
     the old primary could then be lost); a test that kills a primary sets it short."""
     require_redis()
     nodes = Nodes(folder)
-    ports = free_ports(6)
     try:
-        for port in ports:
-            nodes.start(
-                port, "--cluster-enabled", "yes", "--cluster-node-timeout", str(node_timeout_ms)
-            )
+        ports = [
+            nodes.start("--cluster-enabled", "yes", "--cluster-node-timeout", str(node_timeout_ms))
+            for _ in range(6)
+        ]
         created = subprocess.run(
             ["redis-cli", "--cluster", "create", *(f"127.0.0.1:{p}" for p in ports),
              "--cluster-replicas", "1", "--cluster-yes"],
@@ -145,10 +179,10 @@ def redis_sentinel(folder: Path, service: str = "gateway") -> Iterator[SentinelS
     that is not running first, so a client must try the next."""
     require_redis()
     nodes = Nodes(folder)
-    primary, replica, sentinel, absent = free_ports(4)
+    (absent,) = free_ports(1)
     try:
-        nodes.start(primary)
-        nodes.start(replica, "--replicaof", "127.0.0.1", str(primary))
+        primary = nodes.start()
+        replica = nodes.start("--replicaof", "127.0.0.1", str(primary))
         wait_until(
             lambda: "master_link_status:up" in cli(replica, "info", "replication"),
             "the replica's link",
@@ -158,7 +192,7 @@ def redis_sentinel(folder: Path, service: str = "gateway") -> Iterator[SentinelS
             f"sentinel down-after-milliseconds {service} 1000\n"
             f"sentinel failover-timeout {service} 5000\n"
         )
-        nodes.start(sentinel, "--sentinel", config=config)
+        sentinel = nodes.start("--sentinel", config=config)
         wait_until(
             lambda: f"{replica}" in cli(sentinel, "sentinel", "replicas", service),
             "the Sentinel's view of the replica",
