@@ -202,6 +202,36 @@ async def test_the_providers_jwt_as_bearer(gateway, provider) -> None:
     assert refused.value.message == "the Bearer token is not accepted: the token is malformed"
 
 
+async def test_which_administrator_a_call_is(gateway, provider) -> None:
+    """An admin key, as its header or as Bearer, wins over a session cookie beside it;
+    the cookie alone is the signed-in user; a JWT-looking secret in the key's own header
+    is a key, never the provider's token; an ended session is refused naming the cookie."""
+    admins = gateway.services.governance.admins
+    set_user(provider, "fay", ["gw-admins"])
+    secret = await sign_in(gateway, "fay")
+    fay = await gateway.store.governance.user_by_subject("fay")
+    for call in (Call({SESSION: secret}), Call({SESSION: secret, "authorization": ""})):
+        assert await admins.check(call) == Actor(f"user:{fay.id}")
+        assert await admins.admit(call) == Actor(f"user:{fay.id}")
+    root = await admins.check(Call({"x-admin-key": ADMIN_KEY}))
+    assert root.id.startswith("key:") and root.unrestricted
+    for beside in ({"x-admin-key": ADMIN_KEY}, {"authorization": f"Bearer {ADMIN_KEY}"}):
+        assert await admins.check(Call({SESSION: secret, **beside})) == root
+        assert await admins.admit(Call({SESSION: secret, **beside})) == root
+    with pytest.raises(Unauthenticated) as ended:
+        await admins.check(Call({SESSION: "no-such-session"}))
+    assert (ended.value.message, dict(ended.value.metadata)) == (
+        "the sign-in session has ended (signed out, revoked or expired); sign in again",
+        {"header": "cookie"},
+    )
+    with pytest.raises(Unauthenticated) as as_key:
+        await admins.check(Call({"x-admin-key": "eyJhbGciOi.eyJzdWIi.c2ln"}))
+    assert "Bearer" not in as_key.value.message
+    with pytest.raises(Unauthenticated) as as_bearer:
+        await admins.check(Call({"authorization": "Bearer eyJhbGciOi.eyJzdWIi.c2ln"}))
+    assert as_bearer.value.message.startswith("the Bearer token is not accepted: ")
+
+
 async def test_without_sign_in_configured(tmp_path) -> None:
     built = await open_gateway(config.parse(config_with(sqlite_path=str(tmp_path / "g.db")), "t"))
     try:
