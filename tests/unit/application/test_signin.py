@@ -224,6 +224,9 @@ async def test_which_administrator_a_call_is(gateway, provider) -> None:
         "the sign-in session has ended (signed out, revoked or expired); sign in again",
         {"header": "cookie"},
     )
+    with pytest.raises(Unauthenticated) as nothing:  # no key, no cookie: not a session's end
+        await admins.check(Call({}))
+    assert "session" not in nothing.value.message
     with pytest.raises(Unauthenticated) as as_key:
         await admins.check(Call({"x-admin-key": "eyJhbGciOi.eyJzdWIi.c2ln"}))
     assert "Bearer" not in as_key.value.message
@@ -244,6 +247,11 @@ async def test_without_sign_in_configured(tmp_path) -> None:
         assert refused.value.message == ("the Bearer token is not accepted: it is not an admin "
                                          "key, and sign-in is not configured")  # fmt: skip
         assert await built.signin.actor_of_session("secret") is None
+        # Without sign-in, a session cookie or the provider's token is no administrator.
+        admins = built.services.governance.admins
+        for call in (Call({SESSION: "secret"}), Call({"authorization": "Bearer eyJh.eyJz.c2ln"})):
+            with pytest.raises(Unauthenticated):
+                await admins.check(call)
     finally:
         await built.aclose()
 
