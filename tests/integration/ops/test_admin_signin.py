@@ -99,6 +99,9 @@ async def code_flow(base: str, provider: str, sub: str) -> httpx.AsyncClient:
     assert back.status_code == 302 and back.headers["location"] == "/admin", back.text
     flags = back.headers["set-cookie"].lower()
     assert "httponly" in flags and "secure" in flags and "samesite=lax" in flags
+    # For the whole site, for as long as the session lasts (sign-in's default 8 hours).
+    assert "path=/;" in flags + ";" and f"max-age={8 * 3600};" in flags + ";"
+    assert back.headers["cache-control"] == "no-store"
     # A Secure cookie: httpx keeps it off plain HTTP, so it is sent by hand here (a
     # browser sends it to a loopback gateway; the chromium test shows it).
     session = back.cookies["gw_admin_session"]
@@ -286,6 +289,10 @@ async def test_a_failed_sign_in_is_refused_and_recorded(gateway: str, provider: 
     events = await audit_actions(gateway)
     assert [e["action"] for e in events] == ["signin.failed", "signin.succeeded", "signin.failed"]
     assert "state" in json.loads(events[0]["after"])["reason"]
+    # A fresh state without the provider's code: refused as such.
+    state = parse_qs(urlsplit((await client.get("/admin/signin")).headers["location"]).query)
+    no_code = await client.get("/admin/signin/callback", params={"state": state["state"][0]})
+    assert no_code.status_code == 401 and "sent no code" in no_code.text, no_code.text
 
 
 async def test_provider_jwts_as_bearer_on_the_admin_api(gateway: str, provider: str) -> None:
