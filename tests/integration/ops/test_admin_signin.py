@@ -247,7 +247,9 @@ async def test_without_redirect_url_only_a_loopback_host_chooses_the_callback(
             start = await http.get("/admin/signin", headers={"host": f"{host}:{port}"})
             assert start.status_code == 403, (host, start.headers.get("location"))
             assert "location" not in start.headers
-            assert start.text.startswith("<!doctype html><meta charset=utf-8><title>Sign-in</title>")
+            assert start.text.startswith(
+                "<!doctype html><meta charset=utf-8><title>Sign-in</title>"
+            )
             assert (
                 "sign-in on an address other than loopback needs auth.oidc.redirect_url: "
                 "set it to this gateway&#x27;s public URL ending in /admin/signin/callback "
