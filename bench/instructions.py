@@ -28,7 +28,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import yaml
@@ -41,23 +40,11 @@ from bench.load_servers import (
     free_port,
     gateway_config,
     start_nginx,
+    wait_port,
 )
 
 START_TIMEOUT_S = 600.0  # an import under valgrind takes a minute on a loaded machine
 BODY = {"messages": [{"role": "user", "content": "Say hello."}], "max_tokens": 16}
-
-
-def wait_listening(port: int, proc: subprocess.Popen[bytes], log: Path) -> None:
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"the server exited ({proc.returncode}):\n{log.read_text()[-2000:]}")
-        try:
-            http.client.HTTPConnection("127.0.0.1", port, timeout=1).connect()
-            return
-        except OSError:
-            time.sleep(0.5)
-    raise RuntimeError(f"the server did not listen on {port} in {START_TIMEOUT_S:.0f} s")
 
 
 def send(port: int, model: str, count: int) -> None:
@@ -83,7 +70,7 @@ def counted(argv: list[str], cwd: Path, env: dict[str, str], port: int, model: s
     with log.open("wb") as sink:
         proc = subprocess.Popen(valgrind + argv, cwd=cwd, env=env, stdout=sink, stderr=sink)
     try:
-        wait_listening(port, proc, log)
+        wait_port(port, proc, "the server under callgrind", START_TIMEOUT_S)
         send(port, model, warmup)
         subprocess.run(["callgrind_control", "-i", "on", str(proc.pid)], check=True,
                        capture_output=True)  # fmt: skip

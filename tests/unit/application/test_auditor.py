@@ -6,25 +6,16 @@ no event behind; the same for a change and its event."""
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
 
 import pytest
 
 from server.application.governance.audit import Actor, Auditor
 from server.base.call import PEER, Call
-from server.base.config import StorageConfig
 from server.base.errors import AuditUnavailable
-from server.storage import Store, open_store
+from server.storage import Store
 from server.storage.audit import AuditFilter
 
 UNWRITABLE = {"not json": object()}
-
-
-@pytest.fixture
-async def store(tmp_path) -> AsyncIterator[Store]:
-    opened = await open_store(StorageConfig(sqlite_path=str(tmp_path / "audit.db")))
-    yield opened
-    await opened.aclose()
 
 
 def call() -> Call:

@@ -8,22 +8,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import AsyncIterator
 
 import pytest
 
-from server.base.config import StorageConfig
-from server.storage import Store, open_store
+from server.storage import Store
 from server.storage.audit import GENESIS, AuditFilter, canonical
 
 ACTIONS = ["org.create", "team.create", "team.update", "te%m.odd", "key.create", "org.update"]
-
-
-@pytest.fixture
-async def store(tmp_path) -> AsyncIterator[Store]:
-    opened = await open_store(StorageConfig(sqlite_path=str(tmp_path / "audit.db")))
-    yield opened
-    await opened.aclose()
 
 
 async def fill(store: Store) -> list:

@@ -4,20 +4,9 @@ batch along is never overwritten, whichever of the two writes first."""
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator
 
-import pytest
-
-from server.base.config import StorageConfig
-from server.storage import Store, open_store
+from server.storage import Store
 from server.storage.batches import NewLine
-
-
-@pytest.fixture
-async def store(tmp_path) -> AsyncIterator[Store]:
-    opened = await open_store(StorageConfig(sqlite_path=str(tmp_path / "batches.db")))
-    yield opened
-    await opened.aclose()
 
 
 async def created(store: Store, status: str = "validating") -> str:

@@ -7,24 +7,13 @@ a key (its organisation, its team and its owner's membership there)."""
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator
-
-import pytest
 
 from server.base.caller import Level
-from server.base.config import StorageConfig
-from server.storage import Store, open_store
+from server.storage import Store
 from server.storage.governance import Limits, Membership, Scope, new_id
 
 FULL = Limits(12.5, "daily", 30, 4000, ("sim-pro", "sim-mini"))
 OTHER = Limits(None, "weekly", None, 7, ("sim-pro",))
-
-
-@pytest.fixture
-async def store(tmp_path) -> AsyncIterator[Store]:
-    opened = await open_store(StorageConfig(sqlite_path=str(tmp_path / "gov.db")))
-    yield opened
-    await opened.aclose()
 
 
 def test_limits_as_rows_and_records() -> None:
