@@ -31,6 +31,7 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote, unquote, urlsplit
 
+from tests.support.lookalikes import AWS_ACCESS_KEY, AWS_SECRET_KEY
 from tests.support.upstreams import shapes
 from tests.support.upstreams.base import Reply
 from tests.support.upstreams.checks import Refusal
@@ -38,7 +39,7 @@ from tests.support.upstreams.checks import Refusal
 MODEL = "anthropic.claude-fake-v1:0"
 EMBEDDER = "amazon.titan-embed-text-v2:0"
 REGION = "us-west-2"
-ACCESS_KEY, SECRET = "AKIAFAKE0123456789AB", "fake/secret+key0123456789abcdefghijklmnop"
+ACCESS_KEY, SECRET = AWS_ACCESS_KEY, AWS_SECRET_KEY
 GUARDED = "guarded-topic"
 # The variables the gateway's test configs read the fake's credentials from; gateway
 # processes started by tests inherit them.

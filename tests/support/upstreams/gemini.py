@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
+from tests.support.lookalikes import GOOGLE_API_KEY
 from tests.support.upstreams import shapes
 from tests.support.upstreams.base import Reply, sse
 from tests.support.upstreams.checks import (
@@ -345,7 +346,7 @@ class GeminiWire:
             for t in reply.tokens
         ]  # fmt: skip
         if self.mid_stream_error:
-            said = "An internal error has occurred, key AIzaSyFAKE-0123456789abcdefghijklmnopqr"
+            said = f"An internal error has occurred, key {GOOGLE_API_KEY}"
             failure = error(500, "INTERNAL", said)
             return before, [*per_token[:2], sse(failure)], []
         call = self._call(body)

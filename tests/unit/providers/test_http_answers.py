@@ -12,6 +12,7 @@ import time
 from multidict import CIMultiDict, CIMultiDictProxy
 
 from server.providers.http import redact, retry_after
+from tests.support.lookalikes import AWS_ACCESS_KEY, GOOGLE_API_KEY
 
 
 def waits(**headers: str) -> float | None:
@@ -42,7 +43,7 @@ def test_credentials_are_redacted_keeping_what_names_them():
         "invalid key sk-proj-abcdefghijklmnopqrstuvwxyz0123456789; header Authorization:"
         " Bearer abc.def-ghi; x-api-key: gw-api-QWERTYUIOPasdf1234; api_key=hunter2hunter2 ok;"
         ' token: "tok12345"; hf_abcdefghijk; Bearer eyJhbGciOi.x.y;'
-        " AIzaSyA-0123456789abcdefghijklmnopqrstu; AKIAIOSFODNN7EXAMPLE signed"
+        f" {GOOGLE_API_KEY}; {AWS_ACCESS_KEY} signed"
     )
     assert redact(said) == (
         "invalid key [redacted]; header Authorization: [redacted]; x-api-key: [redacted];"
