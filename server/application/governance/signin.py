@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -193,7 +194,7 @@ class SignIn:
                 continue
             await governance.put_membership(tx, Membership(
                 org_id, team_id, user.id, role, "oidc", old.limits if old else Limits(),
-                old.version + 1 if old else 1, old.created_at if old else user.created_at,
+                old.version + 1 if old else 1, old.created_at if old else time.time(),
             ))  # fmt: skip
         return await governance.memberships(user_id=user.id, ex=tx)
 

@@ -233,8 +233,27 @@ async def test_a_change_the_cookie_signs_comes_from_the_gateways_own_page_as_jso
         # Signing out is a change too: another page cannot end the session.
         refused = await http.post("/admin/signout", headers={**cookie, "origin": "http://x"})
         assert refused.status_code == 403
-        assert (await http.get("/admin/session", headers=cookie)).json()["signed_in"] is True
-    assert (await page.post("/admin/signout")).json() == {"signed_out": True}
+        who = await http.get("/admin/session", headers=cookie)
+        assert who.headers["cache-control"] == "no-store"
+        assert who.json() == {"oidc": True, "signed_in": True, "user": who.json()["user"],
+                              "email": "erin@example.com"}  # fmt: skip
+        assert who.json()["user"].startswith("user:")
+        out = await page.post("/admin/signout")
+        assert out.json() == {"signed_out": True} and out.headers["cache-control"] == "no-store"
+        # The cookie cleared with the attributes it was set with, or a browser keeps it.
+        value, *attributes = out.headers["set-cookie"].split("; ")
+        assert value == 'gw_admin_session=""'
+        assert {"HttpOnly", "Secure", "Max-Age=0", "Path=/"} <= set(attributes)
+        assert "samesite=lax" in {a.lower() for a in attributes}
+        for headers in (cookie, {}):  # the ended session's cookie, or none: nobody
+            gone = await http.get("/admin/session", headers=headers)
+            assert gone.json() == {"oidc": True, "signed_in": False}
+        assert (await page.post("/admin/signout")).json() == {"signed_out": False}
+        # Each route answers its own method only: a link (GET) cannot sign anybody out.
+        for method, path in (("POST", "/admin/signin"), ("POST", "/admin/signin/callback"),
+                             ("GET", "/admin/signout"), ("POST", "/admin/session")):  # fmt: skip
+            wrong = await http.request(method, path, headers={**cookie, "origin": gateway})
+            assert wrong.status_code == 405, (method, path, wrong.text)
     await page.aclose()
 
 

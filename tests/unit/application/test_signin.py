@@ -6,16 +6,22 @@ failed or not, in the audit log."""
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import io
 import json
 import socket
+import time
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 from urllib.parse import parse_qs, quote, urlsplit
 
+import flask
 import httpx
 import oidc_provider_mock
 import pytest
 from gateway.v1 import admin_service_pb2 as pb
+from werkzeug.serving import BaseWSGIServer
 
 from server.application.governance.audit import SESSION, Actor
 from server.application.governance.signin import Rights, SignInFailed, _actor, _groups, call_for
@@ -31,15 +37,45 @@ ADMIN = Call({"x-admin-key": ADMIN_KEY, PEER: "ipv4:10.0.0.9:5000"})
 
 
 @pytest.fixture
-def provider() -> Iterator[str]:
+def idp() -> Iterator[BaseWSGIServer]:
     with oidc_provider_mock.run_server_in_thread() as server:
-        yield f"http://127.0.0.1:{server.server_port}"
+        yield server
 
 
-def set_user(provider: str, sub: str, groups: list[str], email: str | None = None) -> None:
-    reply = httpx.put(f"{provider}/users/{quote(sub)}",
-                      json={"email": email or f"{sub}@example.com", "groups": groups})  # fmt: skip
-    assert reply.status_code == 204
+@pytest.fixture
+def provider(idp: BaseWSGIServer) -> str:
+    return f"http://127.0.0.1:{idp.server_port}"
+
+
+def set_user(provider: str, sub: str, groups: list[str], email: str | None = "") -> None:
+    """The user's claims at the provider: `email` (default SUB@example.com; None: none)."""
+    claims: dict[str, Any] = {"groups": groups}
+    if email is not None:
+        claims["email"] = email or f"{sub}@example.com"
+    assert httpx.put(f"{provider}/users/{quote(sub)}", json=claims).status_code == 204
+
+
+def token_forms(idp: BaseWSGIServer) -> list[dict[str, list[str]]]:
+    """The forms the provider's token endpoint is sent from now on, as it reads them."""
+    forms: list[dict[str, list[str]]] = []
+    app = idp.app
+
+    def recording(environ: dict[str, Any], start_response: Any) -> Any:
+        if environ["PATH_INFO"].endswith("/token"):
+            body = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
+            forms.append(parse_qs(body.decode()))
+            environ["wsgi.input"] = io.BytesIO(body)
+        return app(environ, start_response)
+
+    idp.app = recording
+    return forms
+
+
+async def granted(url: str, sub: str) -> dict[str, str]:
+    """The provider's redirect back for `url` (an authorization URL): code and state."""
+    async with httpx.AsyncClient() as idp:
+        reply = await idp.post(url, data={"sub": sub})
+    return {k: v[0] for k, v in parse_qs(urlsplit(reply.headers["location"]).query).items()}
 
 
 @pytest.fixture
@@ -49,7 +85,7 @@ async def gateway(provider: str, tmp_path, monkeypatch) -> AsyncIterator[Gateway
     data["auth"] = {"oidc": {
         "issuer": provider, "client_id": "gateway", "session_ttl_s": 600,
         "client_secret_env": "GW_TEST_OIDC_SECRET",
-        "role_map": {"gw-admins": [{"role": "admin"}],
+        "role_map": {"gw-admins": [{"role": "admin"}], "gw-viewers": [{"role": "viewer"}],
                      "search-leads": [{"team": "search", "role": "team_admin"}],
                      "search-devs": [{"team": "search", "role": "member"}],
                      "acme-admins": [{"org": "acme", "role": "org_admin"}],
@@ -72,11 +108,9 @@ async def sign_in(gateway: Gateway, sub: str) -> str:
     # A nonce of 24 random bytes; the challenge an S256 digest (43 characters unpadded).
     assert len(query["nonce"][0]) == 32 and len(query["code_challenge"][0]) == 43
     assert gateway.signin.provider() is gateway.signin.provider()  # discovery kept
-    async with httpx.AsyncClient() as idp:
-        granted = await idp.post(url, data={"sub": sub})
-    back = parse_qs(urlsplit(granted.headers["location"]).query)
+    back = await granted(url, sub)
     secret, ttl = await gateway.signin.finish(
-        back["code"][0], back["state"][0], CALLBACK, call_for("ipv4:10.0.0.1:4000", "req-in")
+        back["code"], back["state"], CALLBACK, call_for("ipv4:10.0.0.1:4000", "req-in")
     )
     assert ttl == 600
     return secret
@@ -103,6 +137,8 @@ async def test_groups_give_roles_synchronised_at_each_sign_in(gateway, provider)
     assert actor == Actor(f"user:{user.id}", frozenset({team.id}), frozenset())
     held = await store.governance.memberships(user_id=user.id)
     assert [(m.team_id, m.role, m.source) for m in held] == [(team.id, "team_admin", "oidc")]
+    first_made = held[0].created_at
+    assert user.created_at <= first_made <= time.time()
     # An administrator's membership is left alone; the provider's follow the groups.
     await gateway.services.governance.put_membership(
         pb.PutMembershipRequest(org_id=team.org_id, user_id=user.id, role="viewer"), ADMIN
@@ -113,6 +149,8 @@ async def test_groups_give_roles_synchronised_at_each_sign_in(gateway, provider)
     assert sorted((m.org_id, m.team_id, m.role, m.source, m.version) for m in held) == sorted([
         (team.org_id, "", "viewer", "admin", 1), (team.org_id, team.id, "member", "oidc", 2),
     ])  # fmt: skip
+    # The provider's membership changed in place: made when it was first given.
+    assert {m.created_at for m in held if m.team_id} == {first_made}
     assert (await store.governance.user_by_subject("bob")).email == "bob@new.example"
     actor, _ = await signin.actor_of_session(secret)
     assert actor == Actor(f"user:{user.id}", frozenset(), frozenset())
@@ -161,7 +199,9 @@ async def test_an_administrator_by_group_only_and_sign_out(gateway, provider) ->
     assert await signin.sign_out("", call) is False
     out = await audit(gateway, "signout")
     assert [(e.actor, e.target) for e in out] == [(f"user:{made.id}", f"user:{made.id}")]
-    assert json.loads(out[0].after)["revoked"] is True
+    opened = json.loads((await audit(gateway, "signin"))[0].after)["session"]
+    assert json.loads(out[0].before) == {"session": opened}
+    assert json.loads(out[0].after) == {"session": opened, "revoked": True}
 
 
 async def test_a_sign_in_that_does_not_hold_is_refused_and_recorded(gateway, provider) -> None:
@@ -183,23 +223,155 @@ async def test_a_sign_in_that_does_not_hold_is_refused_and_recorded(gateway, pro
     assert json.loads(events[2].after) == {"reason": "the provider sent no code"}
 
 
-async def test_the_providers_jwt_as_bearer(gateway, provider) -> None:
-    set_user(provider, "erin", ["search-leads"])
+async def test_the_exchange_proves_the_sign_in_and_the_id_token_carries_its_nonce(
+    gateway, idp, provider
+) -> None:
+    """PKCE: the code is exchanged with the verifier whose S256 digest the authorization
+    URL carried. An ID token minted for another nonce (one injected or replayed) is
+    refused, and the refusal recorded."""
+    forms = token_forms(idp)
+    set_user(provider, "gil", ["gw-admins"])
+    url = await gateway.signin.begin(CALLBACK)
+    asked = {k: v[0] for k, v in parse_qs(urlsplit(url).query).items()}
+    back = await granted(url, "gil")
+    call = call_for("ipv4:10.0.0.1:4000", "req-pkce")
+    await gateway.signin.finish(back["code"], back["state"], CALLBACK, call)
+    [form] = forms
+    digest = hashlib.sha256(form["code_verifier"][0].encode()).digest()
+    assert base64.urlsafe_b64encode(digest).rstrip(b"=").decode() == asked["code_challenge"]
+    assert form["code"] == [back["code"]] and form["redirect_uri"] == [CALLBACK]
+    # The provider signs whatever nonce the authorization URL names.
+    url = await gateway.signin.begin(CALLBACK)
+    back = await granted(url.replace("&nonce=", "&nonce=x"), "gil")
+    with pytest.raises(SignInFailed, match="^the ID token's nonce is not this sign-in's$"):
+        await gateway.signin.finish(back["code"], back["state"], CALLBACK, call)
+    [failed] = await audit(gateway, "signin.failed")
+    assert json.loads(failed.after) == {"reason": "the ID token's nonce is not this sign-in's"}
+
+
+async def test_groups_the_provider_gives_at_userinfo_only(gateway, provider, monkeypatch) -> None:
+    """A provider that leaves the groups out of the ID token (as many do by default) and
+    the email out of userinfo: the groups are read at userinfo, beside the token's claims."""
+    claims_for = oidc_provider_mock._app._user_claims_for_scope
+
+    def split(user: Any, scope: str) -> dict[str, object]:
+        left_out = "email" if flask.request.path.endswith("/userinfo") else "groups"
+        return {k: v for k, v in claims_for(user, scope).items() if k != left_out}
+
+    monkeypatch.setattr(oidc_provider_mock._app, "_user_claims_for_scope", split)
+    set_user(provider, "hal", ["gw-admins"])
+    secret = await sign_in(gateway, "hal")
+    hal = await gateway.store.governance.user_by_subject("hal")
+    assert await gateway.signin.actor_of_session(secret) == (Actor(f"user:{hal.id}"),
+                                                             "hal@example.com")  # fmt: skip
+
+
+async def test_a_sign_in_changes_no_other_user(gateway, provider) -> None:
+    """Memberships are synchronised for the user signing in only; a user the provider
+    gives no email is made without one; the subject finds its user even when the
+    provider's new email is one an administrator gave a user not signed in yet."""
+    signin, governance = gateway.signin, gateway.store.governance
+    team = (await governance.list_teams())[0]
+    set_user(provider, "ann", ["search-leads"])
+    await sign_in(gateway, "ann")
+    ann = await governance.user_by_subject("ann")
+    set_user(provider, "ivo", [], email=None)
+    secret = await sign_in(gateway, "ivo")
+    ivo = await governance.user_by_subject("ivo")
+    assert ivo.email == "" and (await signin.actor_of_session(secret))[1] == ""
+    held = await governance.memberships(user_id=ann.id)
+    assert [(m.team_id, m.role) for m in held] == [(team.id, "team_admin")]
+    event = (await audit(gateway))[-1]
+    assert json.loads(event.before) == {"memberships": []}
+    assert json.loads(event.after)["email"] == ""
+    assert json.loads(event.after)["memberships"] == []
+    assert (await signin.actor_of_session(secret))[0] == Actor(f"user:{ivo.id}", frozenset(),
+                                                               frozenset())  # fmt: skip
+    made = (await gateway.services.governance.create_user(
+        pb.CreateUserRequest(email="ann.new@example.com"), ADMIN)).user  # fmt: skip
+    set_user(provider, "ann", ["search-leads"], email="ann.new@example.com")
+    secret = await sign_in(gateway, "ann")
+    assert (await signin.actor_of_session(secret))[0].id == f"user:{ann.id}"
+    assert (await governance.get_user(made.id)).subject == ""
+    # A provider that stops giving the email: the one known is kept.
+    set_user(provider, "ann", [], email=None)
+    await sign_in(gateway, "ann")
+    assert (await governance.user_by_subject("ann")).email == "ann.new@example.com"
+
+
+async def test_a_grant_names_its_team_by_id_or_by_a_name_only_one_team_has(
+    gateway, provider
+) -> None:
+    """A team named by id is found; a name two teams share names neither; a group the
+    role map does not name gives nothing. A user an administrator made by email joins
+    at the first sign-in with the team their groups give."""
+    gov, governance = gateway.services.governance, gateway.store.governance
+    team = (await governance.list_teams())[0]
+    other = (await gov.create_organization(pb.CreateOrganizationRequest(name="other"),
+                                           ADMIN)).org  # fmt: skip
+    await gov.create_team(pb.CreateTeamRequest(org_id=other.id, name="search"), ADMIN)
+    role_map = gateway.signin.config.role_map
+    role_map["a-lead-by-id"] = [config.RoleGrant(team=team.id, role="team_admin")]
+    role_map["by-id"] = [config.RoleGrant(team=team.id, role="member")]
+    made = (await gov.create_user(pb.CreateUserRequest(email="kai@example.com"), ADMIN)).user
+    set_user(provider, "kai", ["by-id", "search-leads", "unmapped", "a-lead-by-id"])
+    await sign_in(gateway, "kai")
+    held = await governance.memberships(user_id=made.id)  # the stronger of two, given first
+    assert [(m.team_id, m.role, m.source) for m in held] == [(team.id, "team_admin", "oidc")]
+    assert isinstance(held[0].created_at, float)
+
+
+async def id_token(provider: str, sub: str) -> str:
+    """An ID token the provider signed for `sub` (audience `gateway`), got directly."""
     redirect = "http://127.0.0.1:1/callback"
     authorize = (f"{provider}/oauth2/authorize?response_type=code&client_id=gateway"
                  f"&redirect_uri={quote(redirect)}&scope=openid+email&state=x&nonce=n")  # fmt: skip
+    code = (await granted(authorize, sub))["code"]
     async with httpx.AsyncClient() as idp:
-        granted = await idp.post(authorize, data={"sub": "erin"})
-        code = parse_qs(urlsplit(granted.headers["location"]).query)["code"][0]
         tokens = (await idp.post(f"{provider}/oauth2/token", data={
             "grant_type": "authorization_code", "code": code, "redirect_uri": redirect,
             "client_id": "gateway", "client_secret": "x"})).json()  # fmt: skip
+    return str(tokens["id_token"])
+
+
+async def test_the_providers_jwt_as_bearer(gateway, provider) -> None:
+    set_user(provider, "erin", ["search-leads"])
     team = (await gateway.store.governance.list_teams())[0]
-    actor = await gateway.signin.actor_of_bearer(tokens["id_token"])
+    actor = await gateway.signin.actor_of_bearer(await id_token(provider, "erin"))
     assert actor == Actor("oidc:erin", frozenset({team.id}), frozenset())
     with pytest.raises(Unauthenticated) as refused:
         await gateway.signin.actor_of_bearer("not.a.jwt")
     assert refused.value.message == "the Bearer token is not accepted: the token is malformed"
+
+
+async def test_gateway_wide_roles_and_a_bearers_own_memberships(
+    gateway, provider, monkeypatch
+) -> None:
+    """Of admin and viewer the stronger; a viewer's team groups still give memberships.
+    A Bearer JWT gets its groups' rights with its user's own memberships (no one
+    else's). Sign-in configured away (a reload without auth.oidc): no session admits."""
+    signin, governance = gateway.signin, gateway.store.governance
+    team = (await governance.list_teams())[0]
+    set_user(provider, "mo", ["search-leads"])
+    await sign_in(gateway, "mo")
+    set_user(provider, "lou", ["gw-viewers", "search-devs"])
+    secret = await sign_in(gateway, "lou")
+    lou = await governance.user_by_subject("lou")
+    assert (await signin.actor_of_session(secret))[0] == Actor(f"user:{lou.id}", read_only=True)
+    held = await governance.memberships(user_id=lou.id)
+    assert [(m.team_id, m.role) for m in held] == [(team.id, "member")]
+    set_user(provider, "lou", ["gw-admins", "gw-viewers"])
+    secret = await sign_in(gateway, "lou")
+    assert (await signin.actor_of_session(secret))[0] == Actor(f"user:{lou.id}")
+    assert await signin.actor_of_bearer(await id_token(provider, "lou")) == Actor(f"user:{lou.id}")
+    await gateway.services.governance.put_membership(
+        pb.PutMembershipRequest(org_id=team.org_id, user_id=lou.id, role="org_admin"), ADMIN
+    )
+    set_user(provider, "lou", [])
+    actor = await signin.actor_of_bearer(await id_token(provider, "lou"))
+    assert actor == Actor(f"user:{lou.id}", frozenset(), frozenset({team.org_id}))
+    monkeypatch.setattr(type(signin), "config", property(lambda self: None))
+    assert await signin.actor_of_session(secret) is None
 
 
 async def test_which_administrator_a_call_is(gateway, provider) -> None:
