@@ -276,4 +276,4 @@ __all__ = ["COOKIE", "SESSION", "SignIn", "SignInFailed", "call_for"]
 
 def call_for(address: str, request_id: str) -> Call:
     """A call of a sign-in route (not an RPC): what the audit log records of it."""
-    return Call({PEER: address, "x-request-id": request_id}, request_id=request_id)
+    return Call({PEER: address}, request_id=request_id)
