@@ -12,6 +12,10 @@ chat completions go through the `openai` adapter to the nginx of bench.load, as 
 
     python -m bench.instructions                                 # this tree and the floor
     python -m bench.instructions --tree /path/to/other/checkout  # then that tree too
+    python -m bench.instructions --set operations.request_log=false  # a default turned off
+
+`--set SECTION.FIELD=JSON` (repeatable) counts this tree once more with each change to
+its configuration, so that what a default feature costs is measured beside it.
 
 Counts are exact for one binary and input, but a server's timers fire by wall-clock time,
 which callgrind stretches: runs of one tree differ by a few tenths of a percent.
@@ -87,8 +91,17 @@ def counted(argv: list[str], cwd: Path, env: dict[str, str], port: int, model: s
     return totals / requests
 
 
-def gateway_argv(tree: Path, tmp: Path, upstream_port: int) -> tuple[list[str], int]:
+def gateway_argv(
+    tree: Path, tmp: Path, upstream_port: int, change: str | None = None
+) -> tuple[list[str], int]:
     config = gateway_config(upstream_port, tmp / f"{tree.name}-{free_port()}.db")
+    if change is not None:
+        dotted, _, value = change.partition("=")
+        *sections, field = dotted.split(".")
+        place = config
+        for section in sections:
+            place = place.setdefault(section, {})
+        place[field] = json.loads(value)
     path = tmp / f"gateway-{config['server']['http_port']}.yaml"
     path.write_text(yaml.safe_dump(config))
     argv = [sys.executable, "-m", "server.cli.main", "--config", str(path)]
@@ -106,6 +119,8 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=50)
     parser.add_argument("--requests", type=int, default=200)
     parser.add_argument("--no-floor", action="store_true")
+    parser.add_argument("--set", action="append", default=[], metavar="SECTION.FIELD=JSON",
+                        help="count this tree again with this configuration change")  # fmt: skip
     args = parser.parse_args()
     if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
         sys.exit("bench.instructions needs valgrind (Debian package valgrind)")
@@ -126,12 +141,14 @@ def main() -> None:
                     print(
                         f"proxy floor {mode}: {each / 1e6:.2f} M instructions/request", flush=True
                     )
-                for tree in trees:
-                    argv, port = gateway_argv(tree, tmp, upstream_port)
+                runs = [(tree, None) for tree in trees] + [(ROOT, change) for change in args.set]
+                for tree, change in runs:
+                    argv, port = gateway_argv(tree, tmp, upstream_port, change)
                     each = counted(argv, tree, env_of(tree), port, model, args.warmup,
                                    args.requests, tmp)  # fmt: skip
-                    rows.append((str(tree), mode, each))
-                    print(f"{tree} {mode}: {each / 1e6:.2f} M instructions/request", flush=True)
+                    name = f"{tree} with {change}" if change else str(tree)
+                    rows.append((name, mode, each))
+                    print(f"{name} {mode}: {each / 1e6:.2f} M instructions/request", flush=True)
         finally:
             nginx.stop()
     print("\n| server | mode | M instructions per request |\n|---|---|---:|")

@@ -246,12 +246,16 @@ def assemble(
         batch=BatchService(),
     )  # fmt: skip
 
+    def count_request(outcome: Outcome) -> None:
+        if live.current.config.operations.request_metrics:
+            metrics.observe(outcome)
+
     def log_request(outcome: Outcome) -> None:
         if live.current.config.operations.request_log:
             requestlog.write(outcome)
 
     observer = Observer(
-        [metrics.observe, recent.observe, log_request],
+        [count_request, recent.observe, log_request],
         with_text=lambda: live.current.config.operations.log_text,
     )
     chains.report = observer.round_ended

@@ -249,3 +249,37 @@ async def test_the_event_loop_lag_shows_a_blocked_worker_and_its_recovery():
             time.sleep(0.4)  # noqa: ASYNC251 - the stall itself: the loop does nothing else
             await eventually(stalled)  # seen once the window with the stall ends
             await eventually(recovered)  # then a window of a free loop
+
+
+@pytest.mark.parametrize("off", ["request_metrics", "request_log"])
+async def test_request_metrics_and_the_request_log_turn_off_apart(config_dict, request_lines, off):
+    """Either per-request output turned off (each costs CPU per request): the other is
+    still written. One pass hands a request to both, metrics first, so once the one left
+    on shows the request, the one turned off has had its chance."""
+    config_dict["operations"] = {off: False}
+    async with (
+        running_gateway(config_dict) as gw,
+        httpx.AsyncClient(base_url=f"http://127.0.0.1:{gw.http_port}") as rest,
+    ):
+        reply = await rest.post(
+            "/v1/chat/completions",
+            json={"model": "sim-mini", "messages": [{"role": "user", "content": "hi"}]},
+            headers={"x-api-key": API_KEY, "x-request-id": "req-off-1"},
+        )
+        assert reply.status_code == 200
+
+        async def counted() -> float:
+            found = samples((await rest.get("/metrics")).text)
+            return total(found, "gateway_requests_total", rpc="CreateChatCompletion")
+
+        async def seen() -> None:
+            if off == "request_metrics":
+                assert [line["request_id"] for line in request_lines()] == ["req-off-1"]
+            else:
+                assert await counted() == 1
+
+        await eventually(seen)
+        if off == "request_metrics":
+            assert await counted() == 0
+        else:
+            assert request_lines() == []
