@@ -994,7 +994,7 @@ class OperationsConfig(Strict):
     request_log: bool = True
     # Per-request metrics (requests, errors, tokens, cost, durations by model and key)
     # on /metrics. Off: /metrics keeps the sampled state (in flight, ledger, MCP
-    # servers) only; each request then costs about 5% less CPU (docs/performance.md).
+    # servers) only; each request then costs about 6% fewer instructions (docs/operations.md).
     request_metrics: bool = True
     # Adds prompt and completion text to the request log line. Off by default: request
     # text is the callers' data and stays out of logs unless the operator asks.
