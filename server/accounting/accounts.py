@@ -287,8 +287,8 @@ class Accounts:
     ) -> None:
         """Settles a call's reservations, then checks its budgets' alert thresholds
         (in a task of the alerts' own: reads of spend do not wait for it)."""
-        await self.budgets.settle_all(reservations, total)
-        self.alerts.after(principal, [r.spec for r in reservations])
+        spent = await self.budgets.settle_all(reservations, total)
+        self.alerts.after(principal, [r.spec for r in reservations], spent)
 
     def _spawn(self, work: Coroutine[Any, Any, Any]) -> None:
         task = asyncio.create_task(work)

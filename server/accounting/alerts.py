@@ -123,10 +123,28 @@ class BudgetAlerts:
         self._raised: set[tuple[str, float, float]] = set()
         self._tasks: set[asyncio.Task[Any]] = set()
 
-    def after(self, principal: Principal, specs: Sequence[BudgetSpec]) -> None:
-        """Checks `specs` in the background (after the call's settlement)."""
-        if specs:
-            self._spawn(self._check(principal, specs))
+    def after(
+        self, principal: Principal, specs: Sequence[BudgetSpec], spent: Sequence[float | None]
+    ) -> None:
+        """Checks `specs` against each one's spend after the call's settlement (None: read
+        it again); only a crossing, or a spend not known, takes a task of its own."""
+        due = []
+        for spec, now_spent in zip(specs, spent, strict=True):
+            start, todo = self._unraised(spec)
+            if todo and (now_spent is None or now_spent >= todo[0] * spec.limit_usd):
+                due.append((spec, start, todo, now_spent))
+        if due:
+            self._spawn(self._check(principal, due))
+
+    def _unraised(self, spec: BudgetSpec) -> tuple[float, list[float]]:
+        """The start of `spec`'s period and its thresholds not raised yet, lowest first."""
+        config = self.config()
+        level: Any = spec.level
+        shares = config.by_level.get(level, config.thresholds)
+        start, _ = period_bounds(spec.period)
+        if spec.limit_usd <= 0 or not shares:
+            return start, []
+        return start, sorted(t for t in shares if (spec.key_id, start, t) not in self._raised)
 
     def _spawn(self, work: Coroutine[Any, Any, Any]) -> None:
         task = asyncio.create_task(work)
@@ -138,18 +156,12 @@ class BudgetAlerts:
         if not task.cancelled() and task.exception() is not None:
             log.warning("budget alert check failed: %r", task.exception())
 
-    async def _check(self, principal: Principal, specs: Sequence[BudgetSpec]) -> None:
-        config = self.config()
-        for spec in specs:
-            level: Any = spec.level
-            shares = sorted(config.by_level.get(level, config.thresholds))
-            if spec.limit_usd <= 0 or not shares:
-                continue
-            start, _ = period_bounds(spec.period)
-            todo = [t for t in shares if (spec.key_id, start, t) not in self._raised]
-            if not todo:
-                continue
-            spent, _ = await self.budgets.status(spec)
+    async def _check(
+        self, principal: Principal, due: list[tuple[BudgetSpec, float, list[float], float | None]]
+    ) -> None:
+        for spec, start, todo, spent in due:
+            if spent is None:
+                spent, _ = await self.budgets.status(spec)
             for threshold in todo:
                 if spent < threshold * spec.limit_usd:
                     break

@@ -54,8 +54,12 @@ class Budgets(Protocol):
     async def reserve_all(
         self, specs: Sequence[BudgetSpec], amount: float
     ) -> list[Reservation]: ...
-    async def settle(self, reservation: Reservation, actual: float) -> None: ...
-    async def settle_all(self, reservations: Sequence[Reservation], actual: float) -> None: ...
+    # Both give each account's spend after the settlement (None where it is not known:
+    # an account not held for that period), so that alerts need not read it again.
+    async def settle(self, reservation: Reservation, actual: float) -> float | None: ...
+    async def settle_all(
+        self, reservations: Sequence[Reservation], actual: float
+    ) -> list[float | None]: ...
     async def status(self, spec: BudgetSpec) -> tuple[float, float]: ...
     async def aclose(self) -> None: ...
 
@@ -154,16 +158,21 @@ class MemoryBudgets:
             held.append(reservation)
         return held
 
-    async def settle(self, reservation: Reservation, actual: float) -> None:
+    async def settle(self, reservation: Reservation, actual: float) -> float | None:
+        return self.settle_now(reservation, actual)
+
+    async def settle_all(
+        self, reservations: Sequence[Reservation], actual: float
+    ) -> list[float | None]:
+        return [self.settle_now(reservation, actual) for reservation in reservations]
+
+    def settle_now(self, reservation: Reservation, actual: float) -> float | None:
         account = self._accounts.get(reservation.spec.key_id)
         if account is None or account.period_start != reservation.period_start:
-            return
+            return None
         account.reservations.pop(reservation.ticket, None)
         account.spent += actual
-
-    async def settle_all(self, reservations: Sequence[Reservation], actual: float) -> None:
-        for reservation in reservations:
-            await self.settle(reservation, actual)
+        return account.spent
 
     async def status(self, spec: BudgetSpec) -> tuple[float, float]:
         account = await self._account(spec)
@@ -210,12 +219,13 @@ return {1, tostring(spent), tostring(reserved + amount)}
 """
 
 # KEYS: the account hash, the reservations hash. ARGV: ticket, actual cost.
+# Returns the spend after it, '' when the account is not in Redis.
 SETTLE = """
 redis.call('HDEL', KEYS[2], ARGV[1])
 if redis.call('HEXISTS', KEYS[1], 'spent') == 1 then
-  redis.call('HINCRBYFLOAT', KEYS[1], 'spent', ARGV[2])
+  return redis.call('HINCRBYFLOAT', KEYS[1], 'spent', ARGV[2])
 end
-return 0
+return ''
 """
 
 
@@ -265,15 +275,18 @@ return {1}
 
 
 # Every level of one call settled at once. KEYS: per account, its hash and its
-# reservations. ARGV: ticket, actual cost.
+# reservations. ARGV: ticket, actual cost. Returns each account's spend after it, as
+# SETTLE does.
 SETTLE_ALL = """
+local spent = {}
 for i = 1, #KEYS / 2 do
   redis.call('HDEL', KEYS[2 * i], ARGV[1])
+  spent[i] = ''
   if redis.call('HEXISTS', KEYS[2 * i - 1], 'spent') == 1 then
-    redis.call('HINCRBYFLOAT', KEYS[2 * i - 1], 'spent', ARGV[2])
+    spent[i] = redis.call('HINCRBYFLOAT', KEYS[2 * i - 1], 'spent', ARGV[2])
   end
 end
-return 0
+return spent
 """
 
 
@@ -339,19 +352,20 @@ class RedisBudgets:
             raise exhausted(specs[i], float(result[2]), float(result[3]), amount)
         return held
 
-    async def settle(self, reservation: Reservation, actual: float) -> None:
+    async def settle(self, reservation: Reservation, actual: float) -> float | None:
         keys = self._keys(reservation.spec, reservation.period_start)
-        await self._settle(keys=keys, args=[reservation.ticket, repr(actual)])
+        return _spent(await self._settle(keys=keys, args=[reservation.ticket, repr(actual)]))
 
-    async def settle_all(self, reservations: Sequence[Reservation], actual: float) -> None:
+    async def settle_all(
+        self, reservations: Sequence[Reservation], actual: float
+    ) -> list[float | None]:
         """Settles the reservations of one `reserve_all` (one ticket) in one script."""
         tickets = {r.ticket for r in reservations}
         if len(reservations) < 2 or len(tickets) != 1:
-            for reservation in reservations:
-                await self.settle(reservation, actual)
-            return
+            return [await self.settle(reservation, actual) for reservation in reservations]
         keys = [k for r in reservations for k in self._keys(r.spec, r.period_start)]
-        await self._settle_all(keys=keys, args=[reservations[0].ticket, repr(actual)])
+        spent = await self._settle_all(keys=keys, args=[reservations[0].ticket, repr(actual)])
+        return [_spent(s) for s in spent]
 
     async def status(self, spec: BudgetSpec) -> tuple[float, float]:
         # A reservation of nothing, given back at once: reads the account, changes nothing.
@@ -363,3 +377,8 @@ class RedisBudgets:
 
     async def aclose(self) -> None:
         return None
+
+
+def _spent(answer: bytes | str) -> float | None:
+    """A settlement script's spend after it ('' when the account is not in Redis)."""
+    return float(answer) if answer else None

@@ -111,13 +111,15 @@ class GuardedBudgets:
     async def reserve_all(self, specs: Sequence[BudgetSpec], amount: float) -> list[Reservation]:
         return await bounded("budget store", self.inner.reserve_all(specs, amount), self.timeout_s)
 
-    async def settle(self, reservation: Reservation, actual: float) -> None:
-        await bounded(
+    async def settle(self, reservation: Reservation, actual: float) -> float | None:
+        return await bounded(
             "budget store", self.inner.settle(reservation, max(0.0, actual)), self.timeout_s
         )
 
-    async def settle_all(self, reservations: Sequence[Reservation], actual: float) -> None:
-        await bounded(
+    async def settle_all(
+        self, reservations: Sequence[Reservation], actual: float
+    ) -> list[float | None]:
+        return await bounded(
             "budget store", self.inner.settle_all(reservations, max(0.0, actual)), self.timeout_s
         )
 

@@ -49,6 +49,26 @@ def framed(message: Any) -> bytes:
     return _LENGTH.pack(len(body)) + body
 
 
+class Batch:
+    """Frames for one connection, written together at the end of the loop's turn."""
+
+    __slots__ = ("writer", "_frames")
+
+    def __init__(self, writer: asyncio.StreamWriter) -> None:
+        self.writer = writer
+        self._frames: list[bytes] = []
+
+    def add(self, message: Any) -> None:
+        if not self._frames:
+            asyncio.get_running_loop().call_soon(self._flush)
+        self._frames.append(framed(message))
+
+    def _flush(self) -> None:
+        frames, self._frames = self._frames, []
+        if not self.writer.is_closing():
+            self.writer.write(b"".join(frames))
+
+
 def _spec(raw: list[Any]) -> BudgetSpec:
     return BudgetSpec(raw[0], raw[1], float(raw[2]), raw[3], *raw[4:7])
 
@@ -86,6 +106,7 @@ class StateServer:
             await self._server.wait_closed()
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        answers = Batch(writer)
         try:
             while True:
                 call_id, op, *args = await read_message(reader)
@@ -96,7 +117,7 @@ class StateServer:
                 except Exception:
                     log.exception("shared state: %s failed", op)
                     answer = [call_id, None, None]
-                writer.write(framed(answer))
+                answers.add(answer)
         except (asyncio.IncompleteReadError, ConnectionError):
             pass
         except ValueError as exc:  # a frame too long or not JSON: no call can be read
@@ -122,14 +143,16 @@ class StateServer:
 
     async def _release(
         self, spec: list[Any], period_start: float, ticket: str, actual: float
-    ) -> None:
-        await self.budgets.settle(Reservation(_spec(spec), period_start, 0.0, ticket), actual)
+    ) -> float | None:
+        return await self.budgets.settle(
+            Reservation(_spec(spec), period_start, 0.0, ticket), actual
+        )
 
-    async def _release_all(self, held: list[list[Any]], actual: float) -> None:
+    async def _release_all(self, held: list[list[Any]], actual: float) -> list[float | None]:
         reservations = [
             Reservation(_spec(spec), start, 0.0, ticket) for spec, start, ticket in held
         ]
-        await self.budgets.settle_all(reservations, actual)
+        return await self.budgets.settle_all(reservations, actual)
 
     async def _status(self, spec: list[Any]) -> list[float]:
         return list(await self.budgets.status(_spec(spec)))
@@ -144,19 +167,22 @@ class StateClient:
     def __init__(self, path: str) -> None:
         self.path = path
         self._writer: asyncio.StreamWriter | None = None
+        self._calls: Batch | None = None
         self._reader_task: asyncio.Task[None] | None = None
         self._pending: dict[int, asyncio.Future[Any]] = {}
         self._next_id = 0
         self._opening: asyncio.Lock | None = None
 
-    async def _connect(self) -> asyncio.StreamWriter:
+    async def _connect(self) -> Batch:
         if self._opening is None:
             self._opening = asyncio.Lock()
         async with self._opening:
             if self._writer is None or self._writer.is_closing():
                 reader, self._writer = await asyncio.open_unix_connection(self.path)
+                self._calls = Batch(self._writer)
                 self._reader_task = asyncio.create_task(self._read_answers(reader))
-        return self._writer
+        assert self._calls is not None
+        return self._calls
 
     async def _read_answers(self, reader: asyncio.StreamReader) -> None:
         try:
@@ -180,20 +206,20 @@ class StateClient:
                 self._writer.close()
 
     async def call(self, op: str, *args: Any) -> Any:
-        writer = self._writer
-        if writer is None or writer.is_closing():
-            writer = await self._connect()
+        calls = self._calls
+        if calls is None or calls.writer.is_closing():
+            calls = await self._connect()
         self._next_id += 1
         call_id = self._next_id
         future = asyncio.get_running_loop().create_future()
         self._pending[call_id] = future
-        writer.write(framed([call_id, op, *args]))
+        calls.add([call_id, op, *args])
         return await future
 
     async def aclose(self) -> None:
         if self._writer is not None:
             self._writer.close()
-            self._writer = None
+            self._writer = self._calls = None
         if self._reader_task is not None:
             self._reader_task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -270,15 +296,19 @@ class SharedBudgets:
             for spec, (start, ticket) in zip(specs, held, strict=True)
         ]
 
-    async def settle(self, reservation: Reservation, actual: float) -> None:
-        await self.client.call(
+    async def settle(self, reservation: Reservation, actual: float) -> float | None:
+        spent: float | None = await self.client.call(
             "release", self._spec(reservation.spec), reservation.period_start,
             reservation.ticket, actual,
         )  # fmt: skip
+        return spent
 
-    async def settle_all(self, reservations: Sequence[Reservation], actual: float) -> None:
+    async def settle_all(
+        self, reservations: Sequence[Reservation], actual: float
+    ) -> list[float | None]:
         held = [[self._spec(r.spec), r.period_start, r.ticket] for r in reservations]
-        await self.client.call("release_all", held, actual)
+        spent: list[float | None] = await self.client.call("release_all", held, actual)
+        return spent
 
     async def status(self, spec: BudgetSpec) -> tuple[float, float]:
         spent, reserved = await self.client.call("status", self._spec(spec))

@@ -144,10 +144,11 @@ async def test_a_reservation_counts_until_settled_to_what_was_spent(budgets):
     assert "cannot cover this request (up to $0.300000; $0.250000 spent, $0.500000 reserved" in (
         refused.value.message
     )
-    await b.settle(first, 0.125)
+    # A settlement says the spend after it.
+    assert await b.settle(first, 0.125) == pytest.approx(0.375)
     assert await b.status(key) == (pytest.approx(0.375), 0)
     second = await b.reserve(key, 0.625)  # exactly what is left fits
-    await b.settle(second, 0.625)
+    assert await b.settle(second, 0.625) == pytest.approx(1.0)
     assert await b.status(key) == (pytest.approx(1.0), 0)
     with pytest.raises(BudgetExhausted) as spent:
         await b.reserve(key, 0.0)
@@ -194,7 +195,7 @@ async def test_a_settlement_from_another_period_is_ignored(budgets):
     b, key = await budgets(Ledger()), spec(1.0)
     held = await b.reserve(key, 0.4)
     stale = budget.Reservation(key, held.period_start - 31 * DAY, 0.4, held.ticket)
-    await b.settle(stale, 0.9)
+    assert await b.settle(stale, 0.9) is None  # no spend known for that period
     assert await b.status(key) == (0, pytest.approx(0.4))
 
 
@@ -463,7 +464,12 @@ async def test_one_reservation_holds_every_level_or_none(budgets):
         assert (await b.status(spec_))[1] == pytest.approx(0.5)
     # Exactly what the tightest level has left fits.
     more = await b.reserve_all([org, team, key], 0.25)
-    await b.settle_all(held, 0.5)  # every level of one call, settled at once
+    # Every level of one call, settled at once: each level's spend after it.
+    assert await b.settle_all(held, 0.5) == [
+        pytest.approx(0.75),
+        pytest.approx(1.0),
+        pytest.approx(0.5),
+    ]
     for reservation in more:
         await b.settle(reservation, reservation.amount)
     assert await b.status(org) == (pytest.approx(1.0), 0)
