@@ -156,7 +156,7 @@ class Accounts:
     def release(self, reservations: list[Reservation], actual: float) -> None:
         """Settles what `hold` reserved to what the work cost, in the background."""
         if reservations:
-            self._spawn(self.budgets.settle_all(reservations, actual))
+            self._spawn(self.budgets.settle_all(reservations, max(0.0, actual)))
 
     async def budget_left(self, principal: Principal) -> float | None:
         """What the key may still spend this period, the tightest level's room; None
@@ -287,7 +287,7 @@ class Accounts:
     ) -> None:
         """Settles a call's reservations, then checks its budgets' alert thresholds
         (in a task of the alerts' own: reads of spend do not wait for it)."""
-        spent = await self.budgets.settle_all(reservations, total)
+        spent = await self.budgets.settle_all(reservations, max(0.0, total))
         self.alerts.after(principal, [r.spec for r in reservations], spent)
 
     def _spawn(self, work: Coroutine[Any, Any, Any]) -> None:

@@ -113,14 +113,14 @@ class GuardedBudgets:
 
     async def settle(self, reservation: Reservation, actual: float) -> float | None:
         return await bounded(
-            "budget store", self.inner.settle(reservation, max(0.0, actual)), self.timeout_s
+            "budget store", self.inner.settle(reservation, actual), self.timeout_s
         )
 
     async def settle_all(
         self, reservations: Sequence[Reservation], actual: float
     ) -> list[float | None]:
         return await bounded(
-            "budget store", self.inner.settle_all(reservations, max(0.0, actual)), self.timeout_s
+            "budget store", self.inner.settle_all(reservations, actual), self.timeout_s
         )
 
     async def status(self, spec: BudgetSpec) -> tuple[float, float]:

@@ -431,7 +431,8 @@ async def open_state(config: Config, shared_state: str | None, spool: Spool | No
         in_flight = SharedInFlight(shared)
     else:
         limiter = BucketLimiter(window_s=config.limits.window_s)
-        budgets = GuardedBudgets(MemoryBudgets(spent), timeout_s)
+        # Unguarded: in memory, only the spend's load waits, and `spent` bounds it.
+        budgets = MemoryBudgets(spent)
         in_flight = MemoryInFlight(config.traffic.lease_s)
     return State(store, limiter, budgets, ledger, remembered, answers, tuple(closers), in_flight)
 

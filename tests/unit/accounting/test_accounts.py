@@ -259,6 +259,16 @@ async def test_count_request_before_identify_is_a_programming_error() -> None:
         await accounts.count_request(call(), 0.0)
 
 
+async def test_a_refund_settles_as_nothing_spent() -> None:
+    budgets = MemoryBudgets(nothing_spent)
+    accounts, _ = accounts_over(budgets)
+    principal = await accounts.check(call(), "api", RING)
+    held = await accounts.hold(principal, "t1", {}, 0.4)
+    accounts.release(held, -5.0)  # a negative actual cost
+    await accounts.settled()
+    assert await budgets.status(held[0].spec) == (0.0, 0.0)
+
+
 async def test_settled_waits_for_the_settlements_of_the_calls_answered_so_far() -> None:
     accounts, _ = accounts_over(MemoryBudgets(nothing_spent))
     await accounts.settled()  # none yet: at once
