@@ -112,9 +112,7 @@ class GuardedBudgets:
         return await bounded("budget store", self.inner.reserve_all(specs, amount), self.timeout_s)
 
     async def settle(self, reservation: Reservation, actual: float) -> float | None:
-        return await bounded(
-            "budget store", self.inner.settle(reservation, actual), self.timeout_s
-        )
+        return await bounded("budget store", self.inner.settle(reservation, actual), self.timeout_s)
 
     async def settle_all(
         self, reservations: Sequence[Reservation], actual: float
