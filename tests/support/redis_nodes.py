@@ -5,9 +5,7 @@ are skipped, saying why, where redis-server or redis-cli is not installed."""
 
 from __future__ import annotations
 
-import random
 import shutil
-import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -16,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+
+from tests.support.ports import steady_port
 
 # The bound on a topology's start, for a loaded machine; they form in a few seconds.
 START_DEADLINE_S = 60.0
@@ -28,39 +28,8 @@ def require_redis() -> None:
             pytest.skip(f"{tool} is not installed (Debian package redis-server)")
 
 
-def _free(port: int) -> bool:
-    with socket.socket() as sock:
-        try:
-            sock.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
-
-
 # A cluster node also listens on its port + BUS_OFFSET, for its peers.
 BUS_OFFSET = 10_000
-LOWEST_PORT = 10_000
-
-
-def _below_ephemeral() -> int:
-    """The first port the kernel may hand out as an outgoing connection's own: a port
-    picked above it may be taken by any connection between its check and the bind."""
-    try:
-        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        return 32_768
-
-
-def free_ports(count: int) -> list[int]:
-    """Ports free now whose cluster bus ports are free too, both below the ephemeral
-    range, so that only another node (of another test session) can take one."""
-    top = max(_below_ephemeral() - BUS_OFFSET, LOWEST_PORT + 1_000)
-    ports: list[int] = []
-    while len(ports) < count:
-        port = random.randrange(LOWEST_PORT, top)
-        if port not in ports and _free(port) and _free(port + BUS_OFFSET):
-            ports.append(port)
-    return ports
 
 
 def cli(port: int, *args: str) -> str:
@@ -104,7 +73,7 @@ class Nodes:
         """Starts a node on a free port and returns the port. A port another session's
         node took meanwhile makes this node exit at once; it then tries another."""
         for _ in range(START_ATTEMPTS):
-            port = free_ports(1)[0]
+            port = steady_port(BUS_OFFSET)
             home = self.folder / str(port)
             home.mkdir()
             argv = ["redis-server"]
@@ -179,7 +148,7 @@ def redis_sentinel(folder: Path, service: str = "gateway") -> Iterator[SentinelS
     that is not running first, so a client must try the next."""
     require_redis()
     nodes = Nodes(folder)
-    (absent,) = free_ports(1)
+    absent = steady_port(BUS_OFFSET)
     try:
         primary = nodes.start()
         replica = nodes.start("--replicaof", "127.0.0.1", str(primary))

@@ -15,7 +15,8 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
 from tests.support.gateways import running_gateway
-from tests.support.mcp.upstreams import BOB, free_port, http_upstream, mcp_config, sdk_client
+from tests.support.mcp.upstreams import BOB, http_upstream, mcp_config, sdk_client
+from tests.support.ports import steady_port
 from tests.support.shared_state import ADMIN_KEY
 
 ISSUER = "https://issuer.example"
@@ -62,7 +63,7 @@ class Issuer:
 async def setup():
     issuer = Issuer()
     jwks_server, jwks_uri = issuer.serve()
-    port = free_port()
+    port = steady_port()
     audience = f"http://127.0.0.1:{port}/mcp"
     async with http_upstream() as url:
         data = mcp_config(url, oauth={"issuer": ISSUER, "jwks_uri": jwks_uri,

@@ -17,12 +17,12 @@ from tests.support.gateways import eventually, running_gateway
 from tests.support.mcp.upstreams import (
     ALICE,
     BOB,
-    free_port,
     http_upstream,
     mcp_config,
     sdk_client,
     stdio_children,
 )
+from tests.support.ports import steady_port
 
 
 def mcp_url(gw) -> str:
@@ -235,7 +235,7 @@ async def test_upstreams_of_either_generation(flags) -> None:
 
 
 async def test_a_restarted_upstream_that_forgot_the_session_gets_a_new_hand_shake() -> None:
-    port = free_port()
+    port = steady_port()
     data = mcp_config(f"http://127.0.0.1:{port}/mcp")
     async with running_gateway(data) as gw, sdk_client(mcp_url(gw), ALICE) as client:
         async with http_upstream("--handshake-only", port=port):
