@@ -44,7 +44,16 @@ async def test_a_spend_below_every_threshold_starts_nothing():
     budgets = Budgets(0.0)
     checker = alerts(budgets)
     checker.after(PRINCIPAL, [KEY], [0.49])
+    # A budget of $2: its first threshold is $1.
+    checker.after(PRINCIPAL, [BudgetSpec("k2", "two", 2.0, "monthly")], [0.3])
     assert not checker._tasks and budgets.reads == 0
+
+
+async def test_a_spend_exactly_at_a_threshold_crosses_it():
+    checker = alerts(Budgets(0.0))
+    checker.after(PRINCIPAL, [KEY], [0.5])
+    await checker.aclose()
+    assert raised(checker) == [0.5]
 
 
 async def test_the_settled_spend_raises_each_threshold_it_crossed_without_a_read(caplog):
@@ -71,3 +80,27 @@ async def test_a_spend_the_backend_did_not_know_is_read_again():
     assert budgets.reads == 1 and raised(checker) == [0.5, 0.8, 1.0]
     start, _ = period_bounds("monthly")
     assert {(account, at) for account, at, _ in checker._raised} == {("k1", start)}
+
+
+async def test_each_level_is_checked_when_the_one_before_stops_below_a_threshold():
+    team = BudgetSpec("t1", "the team", 2.0, "daily", "team")
+    budgets = Budgets(0.0)
+    checker = alerts(budgets)
+    # The key crosses 50% but not 80%; the team after it crosses 50% too.
+    checker.after(PRINCIPAL, [KEY, team], [0.6, 1.2])
+    await checker.aclose()
+    # Each in its own period.
+    assert sorted(checker._raised) == [
+        ("k1", period_bounds("monthly")[0], 0.5),
+        ("t1", period_bounds("daily")[0], 0.5),
+    ]
+
+
+async def test_a_level_of_its_own_thresholds_and_a_budget_of_nothing():
+    team = BudgetSpec("t1", "the team", 1.0, "monthly", "team")
+    free = BudgetSpec("k2", "free", 0.0, "monthly")
+    checker = BudgetAlerts(Budgets(0.0), lambda: BudgetAlertsConfig(by_level={"team": [0.9]}))
+    # The team alerts at 90% only; a budget of $0 has no share to cross.
+    checker.after(PRINCIPAL, [KEY, team, free], [0.6, 0.6, 0.0])
+    await checker.aclose()
+    assert raised(checker) == [0.5]

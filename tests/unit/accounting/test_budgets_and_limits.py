@@ -470,7 +470,9 @@ async def test_one_reservation_holds_every_level_or_none(budgets):
         pytest.approx(1.0),
         pytest.approx(0.5),
     ]
-    for reservation in more:
+    # One level's alone, then one by one.
+    assert await b.settle_all(more[:1], more[0].amount) == [pytest.approx(1.0)]
+    for reservation in more[1:]:
         await b.settle(reservation, reservation.amount)
     assert await b.status(org) == (pytest.approx(1.0), 0)
     assert await b.status(team) == (pytest.approx(1.25), 0)
