@@ -166,8 +166,7 @@ class StateClient:
 
     def __init__(self, path: str) -> None:
         self.path = path
-        self._writer: asyncio.StreamWriter | None = None
-        self._calls: Batch | None = None
+        self._calls: Batch | None = None  # on the open connection's writer
         self._reader_task: asyncio.Task[None] | None = None
         self._pending: dict[int, asyncio.Future[Any]] = {}
         self._next_id = 0
@@ -177,12 +176,12 @@ class StateClient:
         if self._opening is None:
             self._opening = asyncio.Lock()
         async with self._opening:
-            if self._writer is None or self._writer.is_closing():
-                reader, self._writer = await asyncio.open_unix_connection(self.path)
-                self._calls = Batch(self._writer)
+            calls = self._calls
+            if calls is None or calls.writer.is_closing():
+                reader, writer = await asyncio.open_unix_connection(self.path)
+                calls = self._calls = Batch(writer)
                 self._reader_task = asyncio.create_task(self._read_answers(reader))
-        assert self._calls is not None
-        return self._calls
+        return calls
 
     async def _read_answers(self, reader: asyncio.StreamReader) -> None:
         try:
@@ -202,8 +201,8 @@ class StateClient:
                     future.set_exception(failure)
             self._pending.clear()
             log.error("shared state connection lost: %s", type(exc).__name__)
-            if self._writer is not None:
-                self._writer.close()
+            if self._calls is not None:
+                self._calls.writer.close()
 
     async def call(self, op: str, *args: Any) -> Any:
         calls = self._calls
@@ -217,9 +216,9 @@ class StateClient:
         return await future
 
     async def aclose(self) -> None:
-        if self._writer is not None:
-            self._writer.close()
-            self._writer = self._calls = None
+        if self._calls is not None:
+            self._calls.writer.close()
+            self._calls = None
         if self._reader_task is not None:
             self._reader_task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
