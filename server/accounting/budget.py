@@ -159,14 +159,14 @@ class MemoryBudgets:
         return held
 
     async def settle(self, reservation: Reservation, actual: float) -> float | None:
-        return self.settle_now(reservation, actual)
+        return self._settle_one(reservation, actual)
 
     async def settle_all(
         self, reservations: Sequence[Reservation], actual: float
     ) -> list[float | None]:
-        return [self.settle_now(reservation, actual) for reservation in reservations]
+        return [self._settle_one(reservation, actual) for reservation in reservations]
 
-    def settle_now(self, reservation: Reservation, actual: float) -> float | None:
+    def _settle_one(self, reservation: Reservation, actual: float) -> float | None:
         account = self._accounts.get(reservation.spec.key_id)
         if account is None or account.period_start != reservation.period_start:
             return None
