@@ -189,11 +189,12 @@ def input_cost(price: Price | None, prompt_tokens: int) -> float:
 
 def usage(
     counts: TokenCounts,
-    price: Price | None,
+    spent: Cost | None,
     latency_ms: float,
     ttft_ms: float | None,
 ) -> usage_pb2.Usage:
-    """Builds Usage: token counts, timing, and costs when the model has a price."""
+    """Builds Usage: token counts, timing, and what they cost (`spent`: `cost()` of
+    them, which the caller keeps for its ledger row; None when unpriced)."""
     result = usage_pb2.Usage(
         prompt_tokens=counts.prompt_tokens,
         completion_tokens=counts.completion_tokens,
@@ -213,7 +214,6 @@ def usage(
     result.completion_tokens_details.audio_tokens = counts.audio_output_tokens
     result.prompt_tokens_details.SetInParent()
     result.completion_tokens_details.SetInParent()
-    spent = cost(counts, price)
     if spent is None:
         return result
     result.input_cost_usd = spent.input_usd

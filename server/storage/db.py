@@ -58,7 +58,8 @@ def storable(text: str) -> str:
 
 
 def _args(args: Sequence[Any]) -> tuple[Any, ...]:
-    return tuple(storable(a) if isinstance(a, str) else a for a in args)
+    # A list first: a ledger row's forty values, and a generator resumes for each.
+    return tuple([storable(a) if isinstance(a, str) else a for a in args])
 
 
 def rejects_row(exc: BaseException) -> bool:

@@ -159,6 +159,7 @@ class Run:
             * request.choice_count
         )
         self._cut = False
+        self._costed: tuple[TokenCounts, Price | None, costs.Cost | None] | None = None
 
     @property
     def response_cached(self) -> bool:
@@ -395,7 +396,14 @@ class Run:
         return FREE if self.free and price is not None else price
 
     def cost(self, batch_factor: float | None = None) -> costs.Cost | None:
-        return costs.cost(self.counts(), costs.batch_price(self.price, batch_factor))
+        counts, price = self.counts(), self.price
+        if batch_factor is not None:
+            return costs.cost(counts, costs.batch_price(price, batch_factor))
+        # The answer's usage and the ledger row ask the same: computed once for both.
+        costed = self._costed
+        if costed is None or costed[0] is not counts or costed[1] is not price:
+            costed = self._costed = (counts, price, costs.cost(counts, price))
+        return costed[2]
 
     def billed(self) -> tuple[str, float]:
         """A generation is billed by its tokens."""
@@ -407,7 +415,7 @@ class Run:
     def usage(self, with_ttft: bool = True) -> usage_pb2.Usage:
         usage = costs.usage(
             self.counts(),
-            self.price,
+            self.cost(),
             self._clock.elapsed_ms(),
             self._clock.ttft_ms() if with_ttft else None,
         )

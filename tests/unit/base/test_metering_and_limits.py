@@ -41,7 +41,7 @@ def test_cost_splits_cached_input_and_reasoning():
     price = Price(input=2.0, output=8.0, cached_input=0.5, reasoning=10.0)
     counts = TokenCounts(prompt_tokens=1000, completion_tokens=300, cached_tokens=400,
                          reasoning_tokens=100)  # fmt: skip
-    usage = costs.usage(counts, price, latency_ms=12.0, ttft_ms=3.0)
+    usage = costs.usage(counts, costs.cost(counts, price), latency_ms=12.0, ttft_ms=3.0)
     assert usage.input_cost_usd == pytest.approx(600 * 2e-6)
     assert usage.cache_input_cost_usd == pytest.approx(400 * 0.5e-6)
     assert usage.output_cost_usd == pytest.approx(200 * 8e-6 + 100 * 10e-6)
@@ -54,7 +54,7 @@ def test_cache_writes_are_billed_apart_by_lifetime():
     price = Price(input=3.0, output=15.0, cached_input=0.3, cache_write=3.75, cache_write_1h=6.0)
     counts = TokenCounts(prompt_tokens=1000, completion_tokens=10, cached_tokens=500,
                          cache_write_tokens=300, cache_write_1h_tokens=100)  # fmt: skip
-    usage = costs.usage(counts, price, latency_ms=1.0, ttft_ms=None)
+    usage = costs.usage(counts, costs.cost(counts, price), latency_ms=1.0, ttft_ms=None)
     assert usage.input_cost_usd == pytest.approx(200 * 3e-6)
     assert usage.cache_input_cost_usd == pytest.approx(500 * 0.3e-6)
     assert usage.cache_write_cost_usd == pytest.approx(200 * 3.75e-6 + 100 * 6e-6)
@@ -64,7 +64,9 @@ def test_cache_writes_are_billed_apart_by_lifetime():
     assert usage.prompt_tokens_details.cache_write_tokens == 300
     assert usage.prompt_tokens_details.cache_write_1h_tokens == 100
     # Without writes the fields are absent, as in OpenAI's own usage.
-    plain = costs.usage(TokenCounts(10, 1), price, latency_ms=1.0, ttft_ms=None)
+    plain = costs.usage(
+        TokenCounts(10, 1), costs.cost(TokenCounts(10, 1), price), latency_ms=1.0, ttft_ms=None
+    )
     assert not plain.HasField("cache_write_cost_usd")
     assert not plain.prompt_tokens_details.HasField("cache_write_tokens")
 
