@@ -5,7 +5,9 @@ seconds with the `_seconds` unit suffix), plus the gateway's own (`gateway_*`).
 Several worker processes: when PROMETHEUS_MULTIPROC_DIR names an (empty, writable)
 directory before the process starts, prometheus-client keeps every value in files there
 and `render()` merges all workers' files, so any worker's /metrics answers for all of
-them. Gauges declare how workers combine (the sum of ledger buffers, the worst breaker
+them. A call's own counts are tallied in plain dicts and moved into the metrics by
+`sample()`, before every scrape and once a second: a worker's /metrics is exact for its
+own calls, and another worker's are at most a second old. Gauges declare how workers combine (the sum of ledger buffers, the worst breaker
 state). Without it, each gateway counts in its own registry.
 
 Labels carry key ids, never secrets.
@@ -14,6 +16,7 @@ Labels carry key ids, never secrets.
 from __future__ import annotations
 
 import asyncio
+import bisect
 import contextlib
 import os
 from collections.abc import Callable, Mapping
@@ -296,6 +299,13 @@ class Metrics:
         # (metric, label values) -> child: labels() validates and locks on every call,
         # a dict lookup does not (the hot path asks for the same few children).
         self._children: dict[tuple[int, tuple[str, ...]], Any] = {}
+        # What calls counted since the last `sample()`: per (metric, label values), a
+        # counter's increase, and a histogram's count per bucket and sum. A call adds to
+        # plain dicts; prometheus-client's own path (a lock per value, a Python loop
+        # over the buckets, a file write per value with workers) runs once per label
+        # set and sample, not ten times per call.
+        self._added: dict[tuple[Any, tuple[str, ...]], float] = {}
+        self._observed: dict[tuple[Any, tuple[str, ...]], list[Any]] = {}
 
     def _of(self, metric: Any, *labels: str) -> Any:
         key = (id(metric), labels)
@@ -311,46 +321,76 @@ class Metrics:
     # -- per call --------------------------------------------------------------------
 
     def observe(self, o: Outcome) -> None:
-        of = self._of
-        of(self.requests, o.rpc, o.model, o.provider, o.status, o.key_id).inc()
+        add, observe = self._add, self._observe
+        add(self.requests, (o.rpc, o.model, o.provider, o.status, o.key_id))
         if o.status != "OK":
-            of(self.errors, o.rpc, o.model, o.provider, o.status, o.reason, o.key_id).inc()
+            add(self.errors, (o.rpc, o.model, o.provider, o.status, o.reason, o.key_id))
             if o.reason == "RATE_LIMITED":
-                of(self.rate_limited, o.key_id).inc()
+                add(self.rate_limited, (o.key_id,))
             elif o.reason == "BUDGET_EXHAUSTED":
-                of(self.budget_refused, o.key_id).inc()
+                add(self.budget_refused, (o.key_id,))
         for provider, cause in o.failovers:
-            of(self.failovers, provider, cause).inc()
+            add(self.failovers, (provider, cause))
         if o.route is not None:
-            of(self.routes, *o.route).inc()
-        of(self.overhead, o.rpc).observe(o.overhead_s)
+            add(self.routes, o.route)
+        observe(self.overhead, (o.rpc,), o.overhead_s)
         if o.guardrails is not None:
             self._guardrails(o.guardrails)
         if not o.generated:
             return
         if o.cost_usd:
-            of(self.cost, o.model, o.provider, o.key_id).inc(o.cost_usd)
+            add(self.cost, (o.model, o.provider, o.key_id), o.cost_usd)
         if o.affinity is not None:
-            of(self.affinity, o.model, o.affinity).inc()
+            add(self.affinity, (o.model, o.affinity))
         if o.response_cache is not None:
-            of(self.response_cache, o.model, o.response_cache).inc()
+            add(self.response_cache, (o.model, o.response_cache))
         uncached = o.prompt_tokens - o.cached_tokens - o.cache_write_tokens
         for kind, count in (("read", o.cached_tokens), ("write", o.cache_write_tokens),
                             ("uncached", uncached)):  # fmt: skip
             if count > 0:
-                of(self.prompt_cache, o.model, o.provider, kind).inc(count)
+                add(self.prompt_cache, (o.model, o.provider, kind), count)
         operation = OPERATION.get(o.rpc) or operation_of(o.rpc)
         if o.unit != "tokens" and o.units:
-            of(self.units, operation, o.model, o.unit).inc(o.units)
-        of(self.tokens, operation, o.provider, o.model, "input").observe(o.prompt_tokens)
-        of(self.tokens, operation, o.provider, o.model, "output").observe(o.completion_tokens)
+            add(self.units, (operation, o.model, o.unit), o.units)
+        observe(self.tokens, (operation, o.provider, o.model, "input"), o.prompt_tokens)
+        observe(self.tokens, (operation, o.provider, o.model, "output"), o.completion_tokens)
         error_type = "" if o.status == "OK" else o.reason
-        of(self.duration, operation, o.provider, o.model, error_type).observe(o.latency_s)
+        observe(self.duration, (operation, o.provider, o.model, error_type), o.latency_s)
         if o.ttft_s is not None:
-            of(self.ttft, operation, o.provider, o.model).observe(o.ttft_s)
+            observe(self.ttft, (operation, o.provider, o.model), o.ttft_s)
             if o.completion_tokens > 1 and o.status == "OK":
                 per_token = (o.latency_s - o.ttft_s) / (o.completion_tokens - 1)
-                of(self.per_token, operation, o.provider, o.model).observe(max(0.0, per_token))
+                observe(self.per_token, (operation, o.provider, o.model), max(0.0, per_token))
+
+    def _add(self, counter: Counter, labels: tuple[str, ...], amount: float = 1.0) -> None:
+        key = (counter, labels)
+        added = self._added
+        added[key] = added.get(key, 0.0) + amount
+
+    def _observe(self, histogram: Histogram, labels: tuple[str, ...], value: float) -> None:
+        key = (histogram, labels)
+        seen = self._observed.get(key)
+        if seen is None:
+            # Each bucket's count (the last is +Inf's), then the sum.
+            seen = self._observed[key] = [[0] * len(histogram._upper_bounds), 0.0]
+        # The first bucket whose bound is at least `value`, as prometheus-client's own.
+        seen[0][bisect.bisect_left(histogram._upper_bounds, value)] += 1
+        seen[1] += value
+
+    def _flush(self) -> None:
+        """Moves what calls tallied into the metrics (and, with workers, their files)."""
+        added, self._added = self._added, {}
+        observed, self._observed = self._observed, {}
+        for (counter, labels), amount in added.items():
+            self._of(counter, *labels).inc(amount)
+        for (histogram, labels), (counts, total) in observed.items():
+            child = self._of(histogram, *labels)
+            # The child's own values, as its observe() adds to them (one per bucket,
+            # not cumulative; the sum apart): the public API takes one value at a time.
+            for bucket, count in zip(child._buckets, counts, strict=True):
+                if count:
+                    bucket.inc(count)
+            child._sum.inc(total)
 
     def _guardrails(self, report: GuardrailReport) -> None:
         of = self._of
@@ -383,7 +423,9 @@ class Metrics:
         in_flight: int,
         shares: Mapping[str, tuple[float, float | None]] | None = None,
     ) -> None:
-        """Sets the gauges from the gateway's state (breakers, ledger, routing shares)."""
+        """Sets the gauges from the gateway's state (breakers, ledger, routing shares),
+        and moves the calls' tallies into their metrics."""
+        self._flush()
         self.in_flight.set(in_flight)
         for profile, (target, recent) in (shares or {}).items():
             self._of(self.router_share, profile, "target").set(target)
