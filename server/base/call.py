@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+import time
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -18,7 +19,15 @@ REQUEST_ID_FORM = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 
 def request_id_or_new(asked: str | None) -> str:
     """The caller's request id when well-formed, else a new one."""
-    return asked if asked and REQUEST_ID_FORM.match(asked) else os.urandom(16).hex()
+    return asked if asked and REQUEST_ID_FORM.match(asked) else new_request_id()
+
+
+def new_request_id() -> str:
+    """32 hex digits: the milliseconds since the epoch (12), then 80 random bits. Ids
+    made later sort later, so the ledger's index on them grows at its end instead of
+    at random places (a fifth of a row's insert into SQLite; less index churn in
+    PostgreSQL), and two ids collide only by drawing the same 80 bits in one millisecond."""
+    return f"{time.time_ns() // 1_000_000:012x}{os.urandom(10).hex()}"
 
 
 # The metadata entry the transport sets to the caller's network address (replacing any

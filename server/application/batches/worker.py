@@ -32,6 +32,7 @@ from server.application.batches import gemini
 from server.application.batches.files import Files
 from server.application.pipeline.state import Live
 from server.base import costs
+from server.base.call import new_request_id
 from server.base.caller import Principal
 from server.base.config import ProviderConfig
 from server.base.errors import GatewayError, Internal, Unauthenticated
@@ -330,7 +331,7 @@ class Worker:
             line = by_id.pop(result.custom_id, None)
             if line is None:
                 continue  # ended before, or not ours
-            request_id = os.urandom(16).hex()
+            request_id = new_request_id()
             cost = costs.cost(result.counts, price) if result.counts is not None else None
             if result.custom_id not in billed:
                 await self.accounts.bill_handed_line(

@@ -14,8 +14,8 @@ import pytest
 from server.application.pipeline.catalog import Upstream
 from server.application.pipeline.engine import Run
 from server.application.pipeline.response_cache import Replay
-from server.base import tokens
-from server.base.config import ModelConfig, ProviderConfig
+from server.base import costs, tokens
+from server.base.config import ModelConfig, Price, ProviderConfig
 from server.base.generation import (
     Event,
     Finished,
@@ -135,3 +135,24 @@ async def test_a_cut_is_logged_once_per_provider_and_interval(caplog) -> None:  
     said = [r.getMessage() for r in caplog.records]
     assert [m.split(":")[0][0] for m in said] == ["p", "q"]
     assert all(m.endswith(": generated past max_tokens 10; cut there") for m in said)
+
+
+PRICED = MODEL.model_copy(update={"price": Price(input=1.0, output=2.0)})
+
+
+async def test_a_runs_cost_follows_its_counts_and_its_usage_shows_the_same() -> None:
+    request = GenerationRequest(messages=(Message("user", "hi"),), max_tokens=10)
+    replay = Closing([TextDelta("hello"), Finished("stop", TokenCounts(1000, 9))], request)
+    config = ProviderConfig(id="p", type="primary", adapter="simulated")
+    done = Run([Upstream(config, replay, PRICED)], request, None)
+    await done.open("model m")
+    estimated = done.cost()  # before the answer: the prompt's estimate, nothing generated
+    assert estimated == costs.cost(TokenCounts(tokens.estimate_prompt(request), 0), PRICED.price)
+    await done.text()
+    billed = done.cost()
+    assert billed is not None and billed.total_usd == pytest.approx(1000e-6 + 9 * 2e-6)
+    assert done.usage().total_cost_usd == billed.total_usd
+    assert done.cost() is billed  # asked again (the ledger row's), not computed again
+    batch = done.cost(0.5)
+    assert batch == costs.cost(TokenCounts(1000, 9), PRICED.price.for_batch(0.5))  # type: ignore[union-attr]
+    assert batch != billed and done.cost() == billed
