@@ -80,10 +80,13 @@ async def _attempts(
             return None
         started = asyncio.get_running_loop().time()
         events = aiter(start(upstream))
+        # One timer for the attempt's whole stream, its first event's wait included.
+        watch = _Watch(deadline)
         try:
             with spans.attempt(upstream.id, attempt + 1):
-                first = await _next(events, deadline, upstream.id, causes)
+                first = await _next(events, watch, upstream.id, causes)
         except UpstreamError as exc:
+            watch.close()
             await _close(events)
             if not exc.retryable:
                 upstream.breaker.release(permit)
@@ -98,12 +101,13 @@ async def _attempts(
             continue
         except BaseException:
             # Deadline passed, or the caller went away: nothing said about health.
+            watch.close()
             await _close(events)
             upstream.breaker.release(permit)
             raise
         upstream.breaker.record_success(permit)
         upstream.ttft_ms.observe((asyncio.get_running_loop().time() - started) * 1000)
-        return _chain(first, events, deadline, upstream)
+        return _chain(first, events, watch, upstream)
 
 
 def _skipped(upstream: Upstream) -> UpstreamError:
@@ -155,12 +159,11 @@ class _Watch:
 
 
 async def _next(
-    events: AsyncIterator[Event], deadline: float | None, provider: str, causes: Causes
+    events: AsyncIterator[Event], watch: _Watch, provider: str, causes: Causes
 ) -> Event:
     """A stream's first event, by the request's deadline."""
     try:
-        async with asyncio.timeout_at(deadline):
-            return await anext(events)
+        return await watch.next(events)
     except TimeoutError:
         raise _deadline_passed(provider, causes) from None
     except StopAsyncIteration:
@@ -185,9 +188,8 @@ def _ended_early(provider: str) -> UpstreamError:
 
 
 async def _chain(
-    first: Event, events: AsyncIterator[Event], deadline: float | None, upstream: Upstream
+    first: Event, events: AsyncIterator[Event], watch: _Watch, upstream: Upstream
 ) -> AsyncGenerator[Event, None]:
-    watch = _Watch(deadline)
     try:
         event = first
         while True:
