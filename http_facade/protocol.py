@@ -117,6 +117,41 @@ async def unless_gone(scope: Mapping[str, Any], work: Awaitable[T]) -> T:
         gone.remove_done_callback(cancel)
 
 
+class HeadWithBody:
+    """A response's transport that holds its head until its body: uvicorn writes each
+    as it gets it, two writes and two segments to the client where one does. Only a
+    head with a content-length is held (a whole body follows at once, in the same step
+    of the handler); a stream's head and everything after go out as they come."""
+
+    __slots__ = ("_transport", "_cycle", "_head", "_headed")
+
+    def __init__(self, transport: asyncio.Transport, cycle: Any) -> None:
+        self._transport = transport
+        self._cycle = cycle
+        self._head: bytes | None = None
+        self._headed = False  # whether the head was written (or is held)
+
+    def write(self, data: bytes) -> None:
+        if self._head is not None:
+            data, self._head = self._head + data, None
+        elif not self._headed and self._cycle.response_started:
+            self._headed = True  # a 100 Continue goes before, as it is
+            cycle = self._cycle
+            if cycle.chunked_encoding is False and cycle.expected_content_length > 0:
+                self._head = data
+                return
+        self._transport.write(data)
+
+    def close(self) -> None:
+        if self._head is not None:
+            head, self._head = self._head, None
+            self._transport.write(head)
+        self._transport.close()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._transport, name)
+
+
 def bounded_protocol(
     header_timeout_s: float, idle_timeout_s: float, send_timeout_s: float
 ) -> type[HttpToolsProtocol]:
@@ -185,6 +220,7 @@ def bounded_protocol(
                 raise ValueError("request head too large")  # the parser stops: a 400
             super().on_headers_complete()
             if self.cycle is not None and self.cycle.scope is self.scope:
+                self.cycle.transport = HeadWithBody(self.transport, self.cycle)  # type: ignore[assignment]
                 # Weak: the cycle holds the scope, and a cycle of references would leave
                 # every request's objects to the garbage collector (5 MB more RSS).
                 send = weakref.WeakMethod(self.cycle.send)
