@@ -139,7 +139,7 @@ class SQLiteDatabase:
         loop's thread (under load, two context switches per ledger row). Statements
         hold a power of two of rows, so the few texts there are stay prepared in the
         connection's statement cache instead of being compiled for each batch."""
-        most = 1 << (max(1, MAX_VARIABLES // (marks.count("?") or 1)).bit_length() - 1)
+        most = 1 << (max(1, MAX_VARIABLES // marks.count("?")).bit_length() - 1)
         first = 0
         while first < len(values):
             size = min(most, 1 << ((len(values) - first).bit_length() - 1))

@@ -49,3 +49,23 @@ async def test_other_statements_run_row_by_row(database):
     await database.executemany(INSERT, [(1, "a"), (2, "b")])
     await database.executemany("UPDATE t SET text = ? WHERE n = ?", [("x", 1), ("y", 2)])
     assert await rows(database) == [(1, "x"), (2, "y")]
+
+
+async def test_rows_go_in_statements_of_a_power_of_two_of_rows(database, monkeypatch):
+    """Few texts (each stays prepared in the statement cache), as many rows each as the
+    parameter bound allows; fewer than two rows take the plain path."""
+    monkeypatch.setattr(storage, "MAX_VARIABLES", 9)  # four rows of two
+    run: list[str] = []
+    await database._conn.set_trace_callback(run.append)
+    await database.executemany(INSERT, [(n, "x") for n in range(11)])  # 4 + 4 + 2 + 1
+    await database.executemany(INSERT, [(20, "x"), (21, "x")])  # 2
+    await database.executemany(INSERT, [(30, "x")])  # 1, as itself
+    # The trace has each statement as it ran, its values in place of the marks.
+    inserts = [sql for sql in run if sql.startswith("INSERT")]
+    assert [sql.count("'x')") for sql in inserts] == [4, 4, 2, 1, 2, 1]
+    assert len(await rows(database)) == 14
+    # A bound below two rows: one row a statement.
+    monkeypatch.setattr(storage, "MAX_VARIABLES", 3)
+    run.clear()
+    await database.executemany(INSERT, [(40, "x"), (41, "x"), (42, "x")])
+    assert [sql.count("'x')") for sql in run if sql.startswith("INSERT")] == [1, 1, 1]
