@@ -137,7 +137,11 @@ class HeadWithBody:
         elif not self._headed and self._cycle.response_started:
             self._headed = True  # a 100 Continue goes before, as it is
             cycle = self._cycle
-            if cycle.chunked_encoding is False and cycle.expected_content_length > 0:
+            if (
+                cycle.chunked_encoding is False
+                and cycle.expected_content_length > 0
+                and cycle.scope["method"] != "HEAD"  # whose body is never written
+            ):
                 self._head = data
                 return
         self._transport.write(data)
