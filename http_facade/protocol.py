@@ -127,16 +127,17 @@ class HeadWithBody:
 
     def __init__(self, transport: asyncio.Transport, cycle: Any) -> None:
         self._transport = transport
-        self._cycle = cycle
+        # Weak: the cycle holds this as its transport, and a cycle of references would
+        # leave every request's objects to the garbage collector (10 MB more RSS).
+        self._cycle = weakref.ref(cycle)
         self._head: bytes | None = None
         self._headed = False  # whether the head was written (or is held)
 
     def write(self, data: bytes) -> None:
         if self._head is not None:
             data, self._head = self._head + data, None
-        elif not self._headed and self._cycle.response_started:
+        elif not self._headed and (cycle := self._cycle()) is not None and cycle.response_started:
             self._headed = True  # a 100 Continue goes before, as it is
-            cycle = self._cycle
             if (
                 cycle.chunked_encoding is False
                 and cycle.expected_content_length > 0

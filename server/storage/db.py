@@ -82,6 +82,9 @@ def rejects_row(exc: BaseException) -> bool:
 _INSERT = re.compile(r"^(INSERT INTO \w+ \([\w, ]+\) VALUES )(\(\?(?:, \?)*\))$")
 # SQLite's default bound on one statement's parameters (since 3.32).
 MAX_VARIABLES = 32766
+# Rows in one statement at most: a prepared statement's program (kept in the statement
+# cache) grows with its rows, and 64 already take a batch of 500 ledger rows in 8.
+MAX_ROWS = 64
 
 
 def _numbered(sql: str) -> str:
@@ -139,7 +142,7 @@ class SQLiteDatabase:
         loop's thread (under load, two context switches per ledger row). Statements
         hold a power of two of rows, so the few texts there are stay prepared in the
         connection's statement cache instead of being compiled for each batch."""
-        most = 1 << (max(1, MAX_VARIABLES // marks.count("?")).bit_length() - 1)
+        most = 1 << (max(1, min(MAX_ROWS, MAX_VARIABLES // marks.count("?"))).bit_length() - 1)
         first = 0
         while first < len(values):
             size = min(most, 1 << ((len(values) - first).bit_length() - 1))

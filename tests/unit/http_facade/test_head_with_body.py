@@ -24,9 +24,12 @@ class Recording:
         return f"info {name}"
 
 
-def cycle(length: int | None, method: str = "POST") -> SimpleNamespace:
-    """A response cycle as uvicorn's is when it writes: its head's framing decided."""
-    return SimpleNamespace(
+class Cycle(SimpleNamespace):
+    """uvicorn's response cycle as it is when it writes: its head's framing decided."""
+
+
+def cycle(length: int | None, method: str = "POST") -> Cycle:
+    return Cycle(
         scope={"method": method},
         response_started=False,
         chunked_encoding=None if length is None else False,
@@ -65,8 +68,9 @@ def test_only_the_head_is_held_and_a_close_sends_it():
     transport.write(b"part")
     transport.write(b"rest!!")  # the body's second part is not held
     assert raw.writes == [b"HEADpart", b"rest!!"]
-    head_only = HeadWithBody(Recording(), cycle(10, "HEAD"))  # type: ignore[arg-type]
-    head_only._cycle.response_started = True  # type: ignore[attr-defined]
+    head_request = cycle(10, "HEAD")
+    head_only = HeadWithBody(Recording(), head_request)  # type: ignore[arg-type]
+    head_request.response_started = True
     head_only.write(b"HEAD")  # a HEAD request's body is never written: not held
     assert head_only._transport.writes == [b"HEAD"]  # type: ignore[attr-defined]
     held = HeadWithBody(Recording(), response)  # type: ignore[arg-type]

@@ -53,7 +53,7 @@ async def test_other_statements_run_row_by_row(database):
 
 async def test_rows_go_in_statements_of_a_power_of_two_of_rows(database, monkeypatch):
     """Few texts (each stays prepared in the statement cache), as many rows each as the
-    parameter bound allows; fewer than two rows take the plain path."""
+    bounds on parameters and rows allow; fewer than two rows take the plain path."""
     monkeypatch.setattr(storage, "MAX_VARIABLES", 9)  # four rows of two
     run: list[str] = []
     await database._conn.set_trace_callback(run.append)
@@ -69,3 +69,9 @@ async def test_rows_go_in_statements_of_a_power_of_two_of_rows(database, monkeyp
     run.clear()
     await database.executemany(INSERT, [(40, "x"), (41, "x"), (42, "x")])
     assert [sql.count("'x')") for sql in run if sql.startswith("INSERT")] == [1, 1, 1]
+    # A bound on rows below the parameters' own.
+    monkeypatch.setattr(storage, "MAX_VARIABLES", 100)
+    monkeypatch.setattr(storage, "MAX_ROWS", 3)
+    run.clear()
+    await database.executemany(INSERT, [(50 + n, "x") for n in range(5)])
+    assert [sql.count("'x')") for sql in run if sql.startswith("INSERT")] == [2, 2, 1]
