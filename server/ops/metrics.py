@@ -5,10 +5,12 @@ seconds with the `_seconds` unit suffix), plus the gateway's own (`gateway_*`).
 Several worker processes: when PROMETHEUS_MULTIPROC_DIR names an (empty, writable)
 directory before the process starts, prometheus-client keeps every value in files there
 and `render()` merges all workers' files, so any worker's /metrics answers for all of
-them. A call's own counts are tallied in plain dicts and moved into the metrics by
-`sample()`, before every scrape and once a second: a worker's /metrics is exact for its
-own calls, and another worker's are at most a second old. Gauges declare how workers combine (the sum of ledger buffers, the worst breaker
+them. Gauges declare how workers combine (the sum of ledger buffers, the worst breaker
 state). Without it, each gateway counts in its own registry.
+
+A call's own counts are tallied in plain dicts and moved into the metrics by `sample()`,
+before every scrape and once a second: a worker's /metrics is exact for its own calls,
+and another worker's are at most a second old.
 
 Labels carry key ids, never secrets.
 """
@@ -393,14 +395,13 @@ class Metrics:
             child._sum.inc(total)
 
     def _guardrails(self, report: GuardrailReport) -> None:
-        of = self._of
         for labels, n in report.counts.items():
-            of(self.guardrail_detections, *labels).inc(n)
+            self._add(self.guardrail_detections, labels, n)
         for phase, seconds in report.seconds.items():
             if seconds:
-                of(self.guardrail_seconds, phase).observe(seconds)
+                self._observe(self.guardrail_seconds, (phase,), seconds)
         for guardrail, n in report.failures.items():
-            of(self.guardrail_failures, guardrail).inc(n)
+            self._add(self.guardrail_failures, (guardrail,), n)
 
     def tool_called(self, row: UsageRecord) -> None:
         """Counts one MCP tool call from its ledger row."""
