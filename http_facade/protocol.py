@@ -186,6 +186,11 @@ def bounded_protocol(
         def connection_lost(self, exc: Exception | None) -> None:
             self._cancel_timers()
             super().connection_lost(exc)
+            # uvicorn cancels its keep-alive timer on a clean close only: after a reset
+            # it would fire on the closed socket.
+            if self.timeout_keep_alive_task is not None:
+                self.timeout_keep_alive_task.cancel()
+                self.timeout_keep_alive_task = None
             if not self._gone.done():
                 self._gone.set_result(None)
 

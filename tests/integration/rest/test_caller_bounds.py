@@ -288,3 +288,30 @@ def _length(raw: bytes) -> int:
         if name.strip().lower() == b"content-length":
             return int(value)
     return 0
+
+
+async def test_a_kept_alive_connection_the_client_reset_ends_quietly_at_its_idle_bound(gateway):
+    """A client that resets its connection after an answer (as a load generator does
+    when it stops) leaves uvicorn's keep-alive timer armed; when it fires, the closed
+    socket must not be polled (its fd is gone: an error in a loop callback)."""
+    loop = asyncio.get_running_loop()
+    errors: list[dict] = []  # type: ignore[type-arg]
+    before = loop.get_exception_handler()
+    loop.set_exception_handler(lambda _, context: errors.append(context))
+    try:
+        reset = socket.create_connection(("127.0.0.1", gateway.http_port))
+        reset.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+        reset.setblocking(False)
+        await loop.sock_sendall(reset, MODELS_REQUEST)
+        assert (await loop.sock_recv(reset, 65536)).startswith(b"HTTP/1.1 200")
+        reset.close()  # linger 0: a reset, not a FIN
+        # A connection answered after it is closed for idleness after it: the reset
+        # connection's idle timer has fired by then (timers fire in order).
+        reader, writer = await asyncio.open_connection("127.0.0.1", gateway.http_port)
+        writer.write(MODELS_REQUEST)
+        raw = await _read_all(reader)
+        writer.close()
+        assert raw.startswith(b"HTTP/1.1 200")
+    finally:
+        loop.set_exception_handler(before)
+    assert errors == []
