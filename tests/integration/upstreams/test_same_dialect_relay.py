@@ -3,7 +3,8 @@ it (a real loopback upstream, raw SSE, the openai SDK, a gRPC stub): its fields 
 untouched but for the gateway's head and usage, what carries nothing is left out, the
 stream keeps the contract's shape (the gateway's role chunk first, one finish chunk
 with an empty delta, usage only when asked), and the ledger bills the upstream's usage.
-gRPC callers, the response cache and guardrails take the decoding path."""
+gRPC callers get each read's text as one chunk of the contract's; the response cache
+and guardrails take the decoding path."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from typing import Any
 import grpc
 import httpx
 import openai
+import pytest
 from gateway.v1 import chat_service_pb2
 
 from server.base import tokens
@@ -195,20 +197,47 @@ async def test_the_openai_sdk_gathers_relayed_tool_calls(tmp_path: Path) -> None
     assert final.usage is not None and final.usage.completion_tokens == 9
 
 
-async def test_grpc_callers_get_the_decoded_stream(tmp_path: Path) -> None:
+async def _grpc_stream(tmp_path: Path, chunks: list[dict[str, Any]], pause_s: float = 0,
+                       **fields: Any) -> list[Any]:  # fmt: skip
     async with (
-        raw_upstream(_streaming(TEXT_STREAM, [])) as upstream,
+        raw_upstream(_streaming(chunks, [], pause_s)) as upstream,
         running_gateway(_config(upstream.url, tmp_path)) as gw,
         grpc.aio.insecure_channel(f"127.0.0.1:{gw.grpc_port}") as channel,
     ):
         request = chat_service_pb2.StreamChatCompletionRequest(
-            model="relay", messages=[{"role": "user", "content": "Hi"}]
+            model="relay", messages=[{"role": "user", "content": "Hi"}], **fields
         )
         call = Stubs(channel).chat.StreamChatCompletion(request, metadata=API)
-        chunks = [c async for c in call]
-    text = "".join(choice.delta.content for c in chunks for choice in c.choices)
-    assert text == "Hello!"
+        return [c async for c in call]
+
+
+@pytest.mark.parametrize("pause_s", [0, 0.01], ids=["one-read", "a-read-each"])
+async def test_grpc_callers_get_the_relayed_text_decoded(tmp_path: Path, pause_s: float) -> None:
+    chunks = await _grpc_stream(tmp_path, TEXT_STREAM, pause_s)
+    texts = [choice.delta.content for c in chunks for choice in c.choices if choice.delta.content]
+    assert "".join(texts) == "Hello!"
+    if not pause_s:  # the text of one read is one message
+        assert texts == ["Hello!"]
+    assert chunks[0].choices[0].delta.role == "assistant"
     assert [c.choices[0].finish_reason for c in chunks if c.choices[0].finish_reason] == ["stop"]
+
+
+async def test_grpc_callers_get_relayed_tool_calls_fragment_by_fragment(tmp_path: Path) -> None:
+    chunks = await _grpc_stream(tmp_path, TOOL_STREAM)
+    calls = [call for c in chunks for choice in c.choices for call in choice.delta.tool_calls]
+    assert [(call.id, call.function.name) for call in calls] == [
+        ("call_1", "weather"), ("", ""), ("", "")]  # fmt: skip
+    assert "".join(call.function.arguments for call in calls) == '{"city":"Paris"}'
+    assert chunks[-1].choices[0].finish_reason == "tool_calls"
+
+
+async def test_a_grpc_stream_past_max_tokens_is_cut_there(tmp_path: Path) -> None:
+    flood = [_chunk({"content": "word " * 8}) for _ in range(100)]
+    chunks = await _grpc_stream(tmp_path, [*flood, _chunk({}, "stop")], max_tokens=50)
+    text = "".join(choice.delta.content for c in chunks for choice in c.choices)
+    assert 0 < len(text) <= (50 + tokens.COMPLETION_SLACK_TOKENS) * tokens.BYTES_PER_TOKEN
+    assert len(text) < 100 * len("word " * 8)
+    assert chunks[-1].choices[0].finish_reason == "length"
 
 
 async def test_a_cached_or_guarded_stream_is_decoded(tmp_path: Path) -> None:

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator
-from typing import Any
+from typing import Any, cast
 
 from gateway.v1 import chat_service_pb2 as chat
 from gateway.v1 import completion_service_pb2 as completion
@@ -17,8 +17,17 @@ from server.application.pipeline.answers import text_choice
 from server.application.pipeline.engine import Run
 from server.application.pipeline.generations import Generations
 from server.base.call import Call
-from server.base.generation import GenerationRequest, Relayed, TextDelta
+from server.base.generation import (
+    Event,
+    GenerationRequest,
+    Relayed,
+    TextDelta,
+    ToolCallDelta,
+)
 from server.base.pipeline import Encoded, encoded_json
+
+# What a chat chunk carries of a relayed read's decoded fragments (as the run passes on).
+_CHUNKED = (TextDelta, ToolCallDelta)
 
 
 class ChatService:
@@ -48,7 +57,7 @@ class ChatService:
     async def stream_chat_completion(
         self, request: chat.StreamChatCompletionRequest, call: Call
     ) -> AsyncGenerator[chat.StreamChatCompletionResponse | Encoded, None]:
-        run = await self._run(request, call, relay=call.writes_json)
+        run = await self._run(request, call, relay=True)
         start = openai_head(call, run, "chat.completion.chunk")
         for i in range(len(run.choices)):
             yield chat.StreamChatCompletionResponse(
@@ -58,12 +67,17 @@ class ChatService:
         head = chat.StreamChatCompletionResponse(**start)
         logprobs = run.request.logprobs
         async for event in run.events():
-            if isinstance(event, Relayed):
+            if not isinstance(event, Relayed):
+                fragments: list[TextDelta | ToolCallDelta] = [event]
+            elif call.writes_json:
                 yield _relayed_chunks(event.events, start)
                 continue
-            chunk = replies.stamped(head)
-            replies.chat_chunk_choice(chunk.choices.add(), event, logprobs)
-            yield chunk
+            else:
+                fragments = _merged(event.decode(event.events))
+            for fragment in fragments:
+                chunk = replies.stamped(head)
+                replies.chat_chunk_choice(chunk.choices.add(), fragment, logprobs)
+                yield chunk
         for i in range(len(run.choices)):
             yield chat.StreamChatCompletionResponse(
                 **start,
@@ -145,6 +159,26 @@ def _relayed_chunks(events: list[dict[str, Any]], head: dict[str, Any]) -> Encod
     for event in events:
         event.update(head)
     return Encoded([encoded_json(event) for event in events])
+
+
+def _merged(pieces: list[Event]) -> list[TextDelta | ToolCallDelta]:
+    """A relayed read's fragments for the gRPC API, each run of plain text as one: its
+    stream would merge their chunks anyway (`grpc_api/coalesce.py`), and one chunk
+    built costs a twentieth of twenty."""
+    out: list[TextDelta | ToolCallDelta] = []
+    run: list[str] = []
+    for piece in pieces:
+        if type(piece) is TextDelta and not piece.logprobs:
+            run.append(piece.text)
+            continue
+        if run:
+            out.append(TextDelta("".join(run)))
+            run = []
+        if type(piece) in _CHUNKED:
+            out.append(cast(TextDelta | ToolCallDelta, piece))
+    if run:
+        out.append(TextDelta("".join(run)))
+    return out
 
 
 def _echoed(request: GenerationRequest, choice: int) -> str:
