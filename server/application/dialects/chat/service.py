@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator
-from typing import Any, cast
+from typing import Any
 
 from gateway.v1 import chat_service_pb2 as chat
 from gateway.v1 import completion_service_pb2 as completion
@@ -25,9 +25,6 @@ from server.base.generation import (
     ToolCallDelta,
 )
 from server.base.pipeline import Encoded, encoded_json
-
-# What a chat chunk carries of a relayed read's decoded fragments (as the run passes on).
-_CHUNKED = (TextDelta, ToolCallDelta)
 
 
 class ChatService:
@@ -162,9 +159,9 @@ def _relayed_chunks(events: list[dict[str, Any]], head: dict[str, Any]) -> Encod
 
 
 def _merged(pieces: list[Event]) -> list[TextDelta | ToolCallDelta]:
-    """A relayed read's fragments for the gRPC API, each run of plain text as one: its
-    stream would merge their chunks anyway (`grpc_api/coalesce.py`), and one chunk
-    built costs a twentieth of twenty."""
+    """A relayed read's fragments for the gRPC API, each run of plain text as one (a
+    relayed stream's text is choice 0's): its sender would merge their chunks anyway
+    (`grpc_api/coalesce.py`), and one chunk built costs a twentieth of twenty."""
     out: list[TextDelta | ToolCallDelta] = []
     run: list[str] = []
     for piece in pieces:
@@ -174,8 +171,8 @@ def _merged(pieces: list[Event]) -> list[TextDelta | ToolCallDelta]:
         if run:
             out.append(TextDelta("".join(run)))
             run = []
-        if type(piece) in _CHUNKED:
-            out.append(cast(TextDelta | ToolCallDelta, piece))
+        if isinstance(piece, TextDelta | ToolCallDelta):  # what a chat chunk carries
+            out.append(piece)
     if run:
         out.append(TextDelta("".join(run)))
     return out
