@@ -295,7 +295,7 @@ async def test_a_kept_alive_connection_the_client_reset_ends_quietly_at_its_idle
     when it stops) leaves uvicorn's keep-alive timer armed; when it fires, the closed
     socket must not be polled (its fd is gone: an error in a loop callback)."""
     loop = asyncio.get_running_loop()
-    errors: list[dict] = []  # type: ignore[type-arg]
+    errors: list[dict[str, object]] = []
     before = loop.get_exception_handler()
     loop.set_exception_handler(lambda _, context: errors.append(context))
     try:

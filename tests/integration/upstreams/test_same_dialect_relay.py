@@ -197,8 +197,9 @@ async def test_the_openai_sdk_gathers_relayed_tool_calls(tmp_path: Path) -> None
     assert final.usage is not None and final.usage.completion_tokens == 9
 
 
-async def _grpc_stream(tmp_path: Path, chunks: list[dict[str, Any]], pause_s: float = 0,
-                       **fields: Any) -> list[Any]:  # fmt: skip
+async def _grpc_stream(
+    tmp_path: Path, chunks: list[dict[str, Any]], pause_s: float = 0, **fields: Any
+) -> list[Any]:
     async with (
         raw_upstream(_streaming(chunks, [], pause_s)) as upstream,
         running_gateway(_config(upstream.url, tmp_path)) as gw,

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Iterable
 from typing import Any
 
 from gateway.v1 import chat_service_pb2 as chat
@@ -64,13 +64,14 @@ class ChatService:
         head = chat.StreamChatCompletionResponse(**start)
         logprobs = run.request.logprobs
         async for event in run.events():
-            if not isinstance(event, Relayed):
-                fragments: list[TextDelta | ToolCallDelta] = [event]
-            elif call.writes_json:
-                yield _relayed_chunks(event.events, start)
-                continue
-            else:
+            fragments: Iterable[TextDelta | ToolCallDelta]
+            if isinstance(event, Relayed):
+                if call.writes_json:
+                    yield _relayed_chunks(event.events, start)
+                    continue
                 fragments = _merged(event.decode(event.events))
+            else:
+                fragments = (event,)
             for fragment in fragments:
                 chunk = replies.stamped(head)
                 replies.chat_chunk_choice(chunk.choices.add(), fragment, logprobs)
